@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Umbrella header of librlx. */
+#ifndef RLX_RLX_H
+#define RLX_RLX_H
+#include "rlx/status.h"
+#include "rlx/types.h"
+#include "rlx/ops.h"
+#include "rlx/graph.h"
+#include "rlx/verify.h"
+#include "rlx/format.h"
+#define RLX_VERSION_STRING "0.1.0"
+#endif

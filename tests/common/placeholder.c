@@ -1,0 +1,2 @@
+/* replaced by test helpers */
+int rlx_test_placeholder;
