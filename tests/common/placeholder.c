@@ -1,2 +1,0 @@
-/* replaced by test helpers */
-int rlx_test_placeholder;
