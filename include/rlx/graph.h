@@ -79,6 +79,8 @@ rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *nam
 
 /* Deep-copies `src` (and its child graphs) into a new graph with allocator `al` (NULL=default). */
 rlx_status rlx_graph_clone(const rlx_graph *src, const rlx_allocator *al, rlx_graph **out);
+/* Deep-copies `src` as a new child graph of `parent` (for passes that move bodies between graphs). */
+rlx_status rlx_graph_clone_child(rlx_graph *parent, const rlx_graph *src, rlx_graph **out);
 /* Structural equality: names, nodes (op, inputs, shape, name, attributes), outputs, bodies. */
 bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b);
 

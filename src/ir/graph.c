@@ -345,6 +345,15 @@ rlx_status rlx_graph_clone(const rlx_graph *src, const rlx_allocator *al, rlx_gr
   return RLX_OK;
 }
 
+rlx_status rlx_graph_clone_child(rlx_graph *parent, const rlx_graph *src, rlx_graph **out) {
+  *out = NULL;
+  rlx_graph *c;
+  RLX_TRY(rlx_graph_create_child(parent, src->name, &c));
+  RLX_TRY(clone_into(src, c)); /* on failure the half-built child is freed with the parent */
+  *out = c;
+  return RLX_OK;
+}
+
 bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b) {
   if (strcmp(a->name, b->name) || a->n_nodes != b->n_nodes || a->n_outputs != b->n_outputs) return false;
   if (a->n_outputs && memcmp(a->outputs, b->outputs, a->n_outputs * sizeof *a->outputs)) return false;

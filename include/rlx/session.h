@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Compiling a graph for a backend and running it: the session API. */
+#ifndef RLX_SESSION_H
+#define RLX_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A host tensor: dense row-major data of `shape` (static dims only). Borrowed unless said. */
+typedef struct rlx_tensor {
+  void *data;
+  rlx_shape shape;
+} rlx_tensor;
+
+typedef struct rlx_named_tensor {
+  const char *name;
+  rlx_tensor tensor;
+} rlx_named_tensor;
+
+/* How each op kind of a compiled graph is executed. */
+typedef enum rlx_dispatch_path {
+  RLX_PATH_NONE = 0,     /* kind absent from the graph */
+  RLX_PATH_NATIVE,       /* claimed and run by a backend kernel */
+  RLX_PATH_DECOMPOSED,   /* rewritten into other ops by the shared decompositions */
+  RLX_PATH_HOST_STAGED,  /* claimed, run on the CPU reference kernel with copies in/out */
+  RLX_PATH_UNSUPPORTED   /* no path: compilation fails */
+} rlx_dispatch_path;
+
+typedef struct rlx_dispatch_report {
+  /* Per op kind: how it is executed, and how many nodes of the *input* graph had it. */
+  uint8_t path[RLX_OP_COUNT];
+  uint32_t count[RLX_OP_COUNT];
+  uint32_t nodes_before, nodes_after; /* node counts of the input graph and the compiled graph */
+  size_t arena_bytes;                 /* size of the executable's arena */
+  size_t tensor_bytes;                /* sum of all tensor sizes without reuse */
+} rlx_dispatch_report;
+
+const char *rlx_dispatch_path_name(rlx_dispatch_path p); /* "native", ... */
+
+typedef struct rlx_compile_options {
+  bool fold_constants;  /* default true */
+  bool cse;             /* default true */
+  bool dce;             /* default true */
+  bool check_plan;      /* run the independent memory-plan checker (default true) */
+  uint64_t rng_seed;    /* mixed into RngNormal/RngUniform keys (default 0) */
+  int threads;          /* CPU worker threads; 0 = all cores */
+} rlx_compile_options;
+
+void rlx_compile_options_init(rlx_compile_options *o);
+
+typedef struct rlx_executable rlx_executable;
+
+/* Verifies, legalizes for `backend` ("cpu"; NULL = "cpu"), simplifies, plans memory and lowers.
+ * On RLX_ERR_UNSUPPORTED the message lists every node no backend path can handle. */
+rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
+                       rlx_executable **out);
+void rlx_executable_free(rlx_executable *e);
+
+/* Sets a Param by name; the value is copied (dtype and shape must match the Param exactly). */
+rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value);
+/* Runs with named inputs (every Input must be given once, exact dtype and shape). On success
+ * `outputs` points at n_outputs tensors owned by the executable, valid until the next run/free. */
+rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs, uint32_t n_inputs,
+                              const rlx_tensor **outputs, uint32_t *n_outputs);
+
+const rlx_dispatch_report *rlx_executable_report(const rlx_executable *e);
+/* The graph after legalization and simplification (what the backend runs). */
+const rlx_graph *rlx_executable_graph(const rlx_executable *e);
+/* Names and shapes of the executable's inputs / params / outputs. */
+uint32_t rlx_executable_input_count(const rlx_executable *e);
+const char *rlx_executable_input_name(const rlx_executable *e, uint32_t i);
+const rlx_shape *rlx_executable_input_shape(const rlx_executable *e, uint32_t i);
+uint32_t rlx_executable_param_count(const rlx_executable *e);
+const char *rlx_executable_param_name(const rlx_executable *e, uint32_t i);
+const rlx_shape *rlx_executable_param_shape(const rlx_executable *e, uint32_t i);
+
+/* Writes a human-readable dispatch + memory report. */
+rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al,
+                                      char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+#ifndef RLX_CPU_BACKEND_H
+#define RLX_CPU_BACKEND_H
+
+#include "rlx/backend.h"
+
+extern const rlx_op rlx_cpu_claims[];
+extern const uint32_t rlx_cpu_n_claims;
+extern const rlx_backend rlx_cpu_backend;
+
+#endif

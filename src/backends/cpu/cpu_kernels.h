@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The CPU reference kernel interface. One kernel per claimed op kind: rlx_cpu_ref_<Op>, defined
+ * in ref/<family>.c and collected in the table rlx_cpu_ref_table (ref/table.c). Kernels are plain,
+ * readable C: the oracle every other backend is checked against. */
+#ifndef RLX_CPU_KERNELS_H
+#define RLX_CPU_KERNELS_H
+
+#include "rlx/graph.h"
+#include "rlx/session.h"
+
+typedef struct rlx_cpu_ctx rlx_cpu_ctx;
+
+/* Runs a body graph (If/While/Scan/CustomFn) of the node on the CPU: inputs bind positionally to
+ * the body's Input nodes, outputs[i] receive the body outputs (allocated by the callee into
+ * caller-provided tensors whose data has the right size). */
+typedef rlx_status (*rlx_cpu_run_body_fn)(rlx_cpu_ctx *ctx, const rlx_graph *body,
+                                          const rlx_tensor *inputs, uint32_t n_inputs,
+                                          rlx_tensor *outputs, uint32_t n_outputs);
+
+struct rlx_cpu_ctx {
+  int threads;              /* worker threads the kernel may use (>= 1) */
+  uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
+  rlx_cpu_run_body_fn run_body;
+  void *body_state;         /* owned by the executor (compiled-body cache) */
+};
+
+/* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the
+ * output. Returns RLX_ERR_RUNTIME for data-dependent failures (index out of range, singular
+ * matrix), naming the node's op. */
+typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,
+                                     rlx_tensor *out, rlx_cpu_ctx *ctx);
+
+#define RLX_CPU_KERNEL(N)                                                                          \
+  rlx_status rlx_cpu_ref_##N(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,              \
+                             rlx_tensor *out, rlx_cpu_ctx *ctx)
+
+/* NULL entries: no CPU kernel; the op must be decomposed before reaching the CPU backend. */
+extern const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT];
+
+/* Helpers for kernels (ref/common.c). */
+size_t rlx_tensor_numel(const rlx_tensor *t);
+/* Row-major strides (in elements) of a static shape. */
+void rlx_strides(const rlx_shape *s, int64_t strides[RLX_MAX_RANK]);
+/* Offset (in elements) of the element of operand shape `in` that broadcasts to output index
+ * `out_index` (flat) of output shape `out` (NumPy right alignment). */
+size_t rlx_broadcast_offset(const rlx_shape *in, const rlx_shape *out, size_t out_index);
+rlx_status rlx_kernel_error(const rlx_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+#endif
