@@ -17,6 +17,13 @@ rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, 
                      const rlx_attrs *attrs, const rlx_shape *declared, rlx_shape *out) {
   rlx_infer_ctx c = {g, op, attrs, in, n_in, declared};
   memset(out, 0, sizeof *out);
+  /* Rules index dims by rank and tables by dtype: reject malformed operand shapes up front
+   * (nodes added with rlx_graph_add_unchecked or read from files may carry them). */
+  for (uint32_t i = 0; i < n_in; i++)
+    if (in[i]->rank > RLX_MAX_RANK || in[i]->dtype >= RLX_DTYPE_COUNT)
+      return rlx_shape_error("operand %u has a malformed shape (rank %u, dtype %u)", i, in[i]->rank, in[i]->dtype);
+  if (declared && (declared->rank > RLX_MAX_RANK || declared->dtype >= RLX_DTYPE_COUNT))
+    return rlx_shape_error("declared shape is malformed (rank %u, dtype %u)", declared->rank, declared->dtype);
   return rlx_infer_table[op](&c, out);
 }
 

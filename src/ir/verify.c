@@ -209,7 +209,7 @@ static void verify_graph(const rlx_graph *g, const char *path, report *r, unsign
   }
   for (uint32_t c = 0; c < g->n_children; c++) {
     char sub[512];
-    snprintf(sub, sizeof sub, "%s@%s/", path, g->children[c]->name);
+    if (snprintf(sub, sizeof sub, "%s@%s/", path, g->children[c]->name) < 0) sub[0] = 0;
     verify_graph(g->children[c], sub, r, depth + 1);
   }
 }
