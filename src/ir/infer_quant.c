@@ -227,6 +227,8 @@ rlx_status rlx_infer_QConv2d(const rlx_infer_ctx *c, rlx_shape *out) {
       k[i] = ks[i];
     }
   }
+  for (int i = 0; i < 2; i++)
+    if (k[i] == 0) return rlx_shape_error("operand 1 (w) has shape %s; the kernel is empty", rlx_fmt_shape(w));
   RLX_TRY(geom2(&a->stride, "stride", 1, 1, s));
   RLX_TRY(geom2(&a->dilation, "dilation", 1, 1, d));
   if (a->padding.n == 2 || a->padding.n == 4) {
