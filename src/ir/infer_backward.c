@@ -366,83 +366,59 @@ rlx_status rlx_infer_SoftmaxCrossEntropyBackward(const rlx_infer_ctx *c, rlx_sha
 
 /* ---- attention ---- */
 
-/* Checks [q, k, v, dy, (mask)] of AttentionBackward(All). Layouts: rank 4 [B,S,H,D] or [B,H,S,D]
- * (BHSD iff q's axis 1 equals num_heads), rank 3 [B,S,H*D], rank 2 [S,H*D]. k and v share one
- * shape (no asymmetric v_head_dim); they may carry fewer heads than q (GQA). dy has q's shape. */
+/* Checks [q, k, v, dy, (mask)] of AttentionBackward(All) with the forward Attention rule, so the
+ * backward accepts exactly the operands its forward did: q, k, v go through rlx_infer_Attention
+ * (layouts, GQA, S_k >= S_q for Causal/SlidingWindow, window only with SlidingWindow), the mask
+ * gets the forward's mask rules here (it is operand 4, not 3), and dy must have q's shape. k and v
+ * share head_dim: RLX's backward has no v_head_dim, score_scale or softcap. */
 static rlx_status attention_backward(const rlx_infer_ctx *c, int64_t heads, int64_t hd, int32_t mask, int64_t window) {
-  static const char *const role[] = {"q", "k", "v", "dy", "mask"};
   if (mask < 0 || mask >= RLX_MASK_COUNT) return rlx_shape_error("attribute mask_kind: %d is not a MaskKind", (int)mask);
   bool has_mask = mask == RLX_MASK_CUSTOM || mask == RLX_MASK_BIAS;
   RLX_TRY(rlx_need_inputs(c, has_mask ? 5 : 4,
                           has_mask ? "q, k, v, dy and the mask, since attribute mask_kind is Custom or Bias"
                                    : "q, k, v and dy; attribute mask_kind takes no mask operand"));
-  if (heads < 1 || heads > CU_MAX_ATTR)
-    return rlx_shape_error("attribute num_heads is %" PRId64 "; it must be in [1, %" PRId64 "]", heads, CU_MAX_ATTR);
-  if (hd < 1 || hd > CU_MAX_ATTR)
-    return rlx_shape_error("attribute head_dim is %" PRId64 "; it must be in [1, %" PRId64 "]", hd, CU_MAX_ATTR);
-  if (mask == RLX_MASK_SLIDING_WINDOW && window < 0)
-    return rlx_shape_error("attribute window is %" PRId64 "; a sliding window must be >= 0", window);
-  const rlx_shape *q = c->in[0], *k = c->in[1];
-  uint32_t r = q->rank;
-  if (r < 2 || r > 4)
-    return rlx_shape_error("operand 0 (q) has shape %s; expected [S, H*D], [B, S, H*D] or a rank-4 [B, S, H, D] / "
-                           "[B, H, S, D]",
-                           rlx_fmt_shape(q));
-  RLX_TRY(rlx_need_dtype_float(c, 0));
-  for (uint32_t i = 1; i < 4; i++) {
-    if (c->in[i]->rank != r)
-      return rlx_shape_error("operand %u (%s) has shape %s; it must have the rank of operand 0 (q) %s", i, role[i],
-                             rlx_fmt_shape(c->in[i]), rlx_fmt_shape(q));
-    RLX_TRY(iu_same_dtype(c, 0, i));
+  if (heads > CU_MAX_ATTR || hd > CU_MAX_ATTR)
+    return rlx_shape_error("attributes num_heads = %" PRId64 " and head_dim = %" PRId64 " must be <= %" PRId64, heads,
+                           hd, CU_MAX_ATTR);
+  if (has_mask && window != 0)
+    return rlx_shape_error("attribute window is %" PRId64 "; it is only meaningful with mask_kind SlidingWindow",
+                           window);
+  rlx_attrs fa;
+  rlx_attrs_init(RLX_OP_Attention, &fa);
+  fa.Attention.num_heads = heads;
+  fa.Attention.head_dim = hd;
+  fa.Attention.mask_kind = has_mask ? RLX_MASK_NONE : mask;
+  fa.Attention.window = window;
+  rlx_infer_ctx fwd = {c->g, RLX_OP_Attention, &fa, c->in, 3, NULL};
+  rlx_shape y;
+  RLX_TRY(rlx_infer_Attention(&fwd, &y));
+  RLX_TRY(same_as(c, 0, "q", 3, "dy"));
+  if (!has_mask) return RLX_OK;
+  const rlx_shape *q = c->in[0], *k = c->in[1], *m = c->in[4];
+  uint32_t seq = q->rank == 4 ? (q->dims[1] == heads ? 2 : 1) : q->rank == 3 ? 1 : 0;
+  rlx_dim b = q->rank >= 3 ? q->dims[0] : 1, sq = q->dims[seq], sk = k->dims[seq];
+  if (mask == RLX_MASK_CUSTOM) {
+    if (rlx_dtype_class_of((rlx_dtype)m->dtype) == RLX_CLASS_COMPLEX)
+      return rlx_shape_error("operand 4 (mask) has dtype %s; a keep-mask must be real or bool", iu_dt(m));
+    bool ok = (m->rank == 2 && rlx_dim_equal(m->dims[0], b) && rlx_dim_equal(m->dims[1], sk)) ||
+              (m->rank == 3 && rlx_dim_equal(m->dims[0], b) && rlx_dim_equal(m->dims[1], sq) &&
+               rlx_dim_equal(m->dims[2], sk));
+    if (!ok)
+      return rlx_shape_error("operand 4 (mask) has shape %s; a Custom keep-mask must be [B, S_k] = [%s, %s] or "
+                             "[B, S_q, S_k] = [%s, %s, %s]",
+                             rlx_fmt_shape(m), iu_fmt_dim(b), iu_fmt_dim(sk), iu_fmt_dim(b), iu_fmt_dim(sq),
+                             iu_fmt_dim(sk));
+    return RLX_OK;
   }
-  RLX_TRY(same_dims(c, 1, "k", 2, "v"));
-  RLX_TRY(same_dims(c, 0, "q", 3, "dy"));
-  rlx_dim qd = q->dims[r - 1], kd = k->dims[r - 1];
-  if (r == 4) {
-    if (!rlx_dim_equal(qd, hd) || !rlx_dim_equal(kd, hd))
-      return rlx_shape_error("operands 0 (q) %s and 1 (k) %s must end in attribute head_dim = %" PRId64,
-                             rlx_fmt_shape(q), rlx_fmt_shape(k), hd);
-  } else {
-    if (!rlx_dim_equal(qd, hd * heads) && !rlx_dim_equal(qd, hd))
-      return rlx_shape_error("operand 0 (q) has shape %s; its last dim must be num_heads*head_dim = %" PRId64
-                             " (or head_dim = %" PRId64 ")",
-                             rlx_fmt_shape(q), hd * heads, hd);
-    if (kd >= 0 && kd % hd != 0)
-      return rlx_shape_error("operand 1 (k) has shape %s; its last dim must be a multiple of attribute head_dim = "
-                             "%" PRId64,
-                             rlx_fmt_shape(k), hd);
-  }
-  if (r >= 3 && !rlx_dim_equal(q->dims[0], k->dims[0]))
-    return rlx_shape_error("operand 1 (k) has shape %s; its batch (axis 0) must equal operand 0 (q) %s",
-                           rlx_fmt_shape(k), rlx_fmt_shape(q));
-  uint32_t seq_axis = r == 2 ? 0 : 1;
-  if (r == 4) {
-    bool bhsd = rlx_dim_equal(q->dims[1], heads);
-    uint32_t head_axis = bhsd ? 1 : 2;
-    seq_axis = bhsd ? 2 : 1;
-    if (!rlx_dim_equal(q->dims[head_axis], heads))
-      return rlx_shape_error("operand 0 (q) has shape %s; neither axis 1 nor axis 2 equals attribute num_heads = "
-                             "%" PRId64,
-                             rlx_fmt_shape(q), heads);
-    rlx_dim kh = k->dims[head_axis];
-    if (kh >= 0 && (kh == 0 || heads % kh != 0))
-      return rlx_shape_error("operand 1 (k) has shape %s; its %" PRId64 " heads (axis %u) must divide attribute "
-                             "num_heads = %" PRId64,
-                             rlx_fmt_shape(k), kh, head_axis, heads);
-  }
-  if (has_mask) {
-    const rlx_shape *m = c->in[4];
-    rlx_dtype mt = (rlx_dtype)m->dtype;
-    bool dtype_ok = rlx_dtype_is_float(mt) || (mask == RLX_MASK_CUSTOM && mt == RLX_BOOL);
-    if (!dtype_ok)
-      return rlx_shape_error("operand 4 (mask) has dtype %s; a %s mask must be %s", rlx_dtype_name(mt),
-                             mask == RLX_MASK_CUSTOM ? "Custom" : "Bias",
-                             mask == RLX_MASK_CUSTOM ? "floating-point or bool" : "floating-point");
-    if (m->rank == 0 || !rlx_dim_equal(m->dims[m->rank - 1], k->dims[seq_axis]))
-      return rlx_shape_error("operand 4 (mask) has shape %s; its last dim must be the key length %s of operand 1 (k) "
-                             "%s",
-                             rlx_fmt_shape(m), iu_fmt_dim(k->dims[seq_axis]), rlx_fmt_shape(k));
-  }
+  RLX_TRY(iu_same_dtype(c, 0, 4));
+  rlx_shape full = iu_shape((rlx_dtype)q->dtype, 4);
+  full.dims[0] = b;
+  full.dims[1] = heads;
+  full.dims[2] = sq;
+  full.dims[3] = sk;
+  if (!iu_broadcasts_to(m, &full))
+    return rlx_shape_error("operand 4 (mask) has shape %s; a Bias must broadcast to [B, H, S_q, S_k] = %s",
+                           rlx_fmt_shape(m), rlx_fmt_shape(&full));
   return RLX_OK;
 }
 
@@ -532,41 +508,18 @@ rlx_status rlx_infer_RmsNormBackwardBeta(const rlx_infer_ctx *c, rlx_shape *out)
   return RLX_OK;
 }
 
-/* [dy, cos, sin] -> dy: Rope's attribute rules (head_dim > 0, n_rot <= head_dim, both even, dy's
- * last dim a multiple of head_dim) and tables whose rows hold at least n_rot/2 entries. */
+/* [dy, cos, sin] -> dy: exactly the forward Rope rule with x = dy (the same head_dim / n_rot /
+ * style and tables), so both directions accept the same operands. */
 rlx_status rlx_infer_RopeBackward(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_RopeBackward *a = &c->a->RopeBackward;
-  if (a->style < 0 || a->style >= RLX_ROPE_STYLE_COUNT)
-    return rlx_shape_error("attribute style: %d is not a RopeStyle", (int)a->style);
-  if (a->head_dim < 2 || a->head_dim > CU_MAX_ATTR || a->head_dim % 2)
-    return rlx_shape_error("attribute head_dim is %" PRId64 "; it must be even and >= 2", a->head_dim);
-  if (a->n_rot < 0 || a->n_rot > a->head_dim || a->n_rot % 2)
-    return rlx_shape_error("attribute n_rot is %" PRId64 "; it must be even and in [0, head_dim = %" PRId64 "]",
-                           a->n_rot, a->head_dim);
-  const rlx_shape *dy = c->in[0], *cs = c->in[1];
-  if (dy->rank < 2)
-    return rlx_shape_error("operand 0 (dy) has shape %s; expected [..., S, heads*head_dim] (rank >= 2)",
-                           rlx_fmt_shape(dy));
-  RLX_TRY(rlx_need_dtype_float(c, 0));
-  rlx_dim hidden = last_dim(dy);
-  if (hidden >= 0 && hidden % a->head_dim != 0)
-    return rlx_shape_error("operand 0 (dy) has shape %s; its last dim must be a multiple of attribute head_dim = "
-                           "%" PRId64,
-                           rlx_fmt_shape(dy), a->head_dim);
-  RLX_TRY(rlx_need_dtype_float(c, 1));
-  RLX_TRY(same_as(c, 1, "cos", 2, "sin"));
-  int64_t half = a->n_rot / 2;
-  if (cs->rank == 0)
-    return rlx_shape_error("operand 1 (cos) is a scalar; expected a table with one row per position");
-  rlx_dim width = last_dim(cs);
-  if (cs->rank >= 2 && width >= 0 && width < half)
-    return rlx_shape_error("operand 1 (cos) has shape %s; its rows need at least n_rot/2 = %" PRId64 " entries",
-                           rlx_fmt_shape(cs), half);
-  if (cs->rank == 1 && half > 0 && width >= 0 && width % half != 0)
-    return rlx_shape_error("operand 1 (cos) has shape %s; a 1-D table holds rows of n_rot/2 = %" PRId64
-                           " entries, so its length must be a multiple of that",
-                           rlx_fmt_shape(cs), half);
-  *out = *dy;
+  rlx_attrs fa;
+  rlx_attrs_init(RLX_OP_Rope, &fa);
+  fa.Rope.head_dim = a->head_dim;
+  fa.Rope.n_rot = a->n_rot;
+  fa.Rope.style = a->style;
+  rlx_infer_ctx fwd = {c->g, RLX_OP_Rope, &fa, c->in, c->n_in, NULL};
+  rlx_status s = rlx_infer_Rope(&fwd, out);
+  if (s) return rlx_error_context(s, "Rope's rules with x = operand 0 (dy)");
   return RLX_OK;
 }
 

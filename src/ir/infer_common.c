@@ -17,6 +17,10 @@ rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, 
                      const rlx_attrs *attrs, const rlx_shape *declared, rlx_shape *out) {
   rlx_infer_ctx c = {g, op, attrs, in, n_in, declared};
   memset(out, 0, sizeof *out);
+  /* Rules read c->in[k] for k below the op's arity: check the range once for every rule. */
+  if (n_in < rlx_op_min_inputs(op) || n_in > rlx_op_max_inputs(op))
+    return rlx_errorf(RLX_ERR_VERIFY, "%s takes %u..%u operands, got %u", rlx_op_name(op),
+                      rlx_op_min_inputs(op), rlx_op_max_inputs(op), n_in);
   /* Rules index dims by rank and tables by dtype: reject malformed operand shapes up front
    * (nodes added with rlx_graph_add_unchecked or read from files may carry them). */
   for (uint32_t i = 0; i < n_in; i++)
