@@ -12,15 +12,22 @@ extern "C" {
 typedef struct rlx_backend rlx_backend;
 
 /* What a backend's compile receives: a verified graph containing only claimed kinds, with
- * constants folded and a memory plan (see rlx/plan.h). */
+ * constants folded and a memory plan (see src/passes/plan.h). Both stay alive, unchanged, until
+ * the backend executable is destroyed, so the backend may borrow them. */
 struct rlx_plan;
 
-/* An executable produced by a backend. */
+/* An executable produced by a backend. The session checks names, dtypes and shapes before it
+ * calls these, so a backend only moves bytes. */
 typedef struct rlx_backend_exe rlx_backend_exe;
 typedef struct rlx_backend_exe_vtable {
   /* required */
-  rlx_status (*set_param)(rlx_backend_exe *x, uint32_t node, const rlx_tensor *value);
-  /* inputs[i] is the tensor for the graph node in_nodes[i]; outputs are written into out[]. */
+  /* Sets Param `name`. `node` is its id in the compiled graph, or RLX_NO_ID when the compiled
+   * graph has no such node (it was optimized away, or only a body of If/While/Scan reads it). The
+   * value is copied. */
+  rlx_status (*set_param)(rlx_backend_exe *x, uint32_t node, const char *name,
+                          const rlx_tensor *value);
+  /* inputs[i] is the tensor for the Input node in_nodes[i]; the graph outputs are copied into
+   * outputs[i].data (preallocated by the caller with the output's shape). */
   rlx_status (*run)(rlx_backend_exe *x, const uint32_t *in_nodes, const rlx_tensor *inputs,
                     uint32_t n_inputs, rlx_tensor *outputs, uint32_t n_outputs);
   void (*destroy)(rlx_backend_exe *x);

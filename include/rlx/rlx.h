@@ -8,5 +8,9 @@
 #include "rlx/graph.h"
 #include "rlx/verify.h"
 #include "rlx/format.h"
+#include "rlx/session.h"
+#include "rlx/backend.h"
+#include "rlx/npy.h"
+#include "rlx/autodiff.h"
 #define RLX_VERSION_STRING "0.1.0"
 #endif

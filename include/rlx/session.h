@@ -61,12 +61,20 @@ typedef struct rlx_executable rlx_executable;
  * On RLX_ERR_UNSUPPORTED the message lists every node no backend path can handle. */
 rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
                        rlx_executable **out);
+/* Like rlx_compile, and also copies the dispatch report into *report (when not NULL) — on failure
+ * too, so a caller can show which op kinds have no path (`rlx compile --report`). */
+rlx_status rlx_compile_with_report(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
+                                   rlx_dispatch_report *report, rlx_executable **out);
 void rlx_executable_free(rlx_executable *e);
 
-/* Sets a Param by name; the value is copied (dtype and shape must match the Param exactly). */
+/* Sets a Param by name; the value is copied (dtype and shape must match the Param exactly). The
+ * params are those of the graph given to rlx_compile, including Params inside bodies (matched by
+ * name); every one must be set before the first run. */
 rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value);
 /* Runs with named inputs (every Input must be given once, exact dtype and shape). On success
- * `outputs` points at n_outputs tensors owned by the executable, valid until the next run/free. */
+ * `outputs` points at n_outputs tensors owned by the executable, valid until the next run/free.
+ * Unknown, duplicate, missing or mis-shaped inputs and unset params give RLX_ERR_INVALID_ARG with a
+ * message naming them. */
 rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs, uint32_t n_inputs,
                               const rlx_tensor **outputs, uint32_t *n_outputs);
 
@@ -80,6 +88,8 @@ const rlx_shape *rlx_executable_input_shape(const rlx_executable *e, uint32_t i)
 uint32_t rlx_executable_param_count(const rlx_executable *e);
 const char *rlx_executable_param_name(const rlx_executable *e, uint32_t i);
 const rlx_shape *rlx_executable_param_shape(const rlx_executable *e, uint32_t i);
+/* Number of graph outputs (the length of the array rlx_executable_run returns). */
+uint32_t rlx_executable_output_count(const rlx_executable *e);
 
 /* Writes a human-readable dispatch + memory report. */
 rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al,

@@ -18,9 +18,13 @@ rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, 
   rlx_infer_ctx c = {g, op, attrs, in, n_in, declared};
   memset(out, 0, sizeof *out);
   /* Rules read c->in[k] for k below the op's arity: check the range once for every rule. */
-  if (n_in < rlx_op_min_inputs(op) || n_in > rlx_op_max_inputs(op))
-    return rlx_errorf(RLX_ERR_VERIFY, "%s takes %u..%u operands, got %u", rlx_op_name(op),
-                      rlx_op_min_inputs(op), rlx_op_max_inputs(op), n_in);
+  uint32_t lo = rlx_op_min_inputs(op), hi = rlx_op_max_inputs(op);
+  if (n_in < lo || n_in > hi) {
+    if (lo == hi) return rlx_errorf(RLX_ERR_VERIFY, "%s needs exactly %u operands, got %u", rlx_op_name(op), lo, n_in);
+    if (hi == RLX_ARITY_VARIADIC)
+      return rlx_errorf(RLX_ERR_VERIFY, "%s needs at least %u operands, got %u", rlx_op_name(op), lo, n_in);
+    return rlx_errorf(RLX_ERR_VERIFY, "%s needs %u to %u operands, got %u", rlx_op_name(op), lo, hi, n_in);
+  }
   /* Rules index dims by rank and tables by dtype: reject malformed operand shapes up front
    * (nodes added with rlx_graph_add_unchecked or read from files may carry them). */
   for (uint32_t i = 0; i < n_in; i++)

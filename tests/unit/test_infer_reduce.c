@@ -164,7 +164,7 @@ static void test_rng(void) {
   u.high = 1.0f;
   EXPECT_ERR(RngUniform, &u, NULL, SHAPE_ERR, "attributes low", SH(F32, 7));
   u.low = 0.0f;
-  EXPECT_ERR(RngUniform, &u, NULL, RLX_ERR_VERIFY, "0 or 1", SH(F32, 7), SH(F32, 7));
+  EXPECT_ERR(RngUniform, &u, NULL, RLX_ERR_VERIFY, "0 to 1", SH(F32, 7), SH(F32, 7));
 }
 
 int main(void) {

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The CPU backend's executor.
+ *
+ * compile: one arena per executable, sized by the memory plan; constants are copied in once,
+ * params live in their slots across runs; a thunk list (node, kernel, tensor views into the
+ * arena) in schedule order. Views (nodes the plan aliases onto their root: Reshape, same-dtype
+ * Cast, contiguous Narrow) get no thunk: their bytes already are where the plan says.
+ * run: copy the inputs into their slots, run the thunks, copy the outputs out.
+ * Bodies of If/While/Scan/CustomFn run through ctx->run_body, which compiles each body once (with
+ * this backend) and caches it by graph pointer; body Params take the value of the enclosing
+ * executable's Param of the same name. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_kernels.h"
+#include "passes/plan.h"
+#include "runtime/session_internal.h"
+#include "strbuf.h"
+
+#define ARENA_ALIGN 64u
+#define MAX_BODY_DEPTH 64
+
+typedef struct cpu_thunk {
+  rlx_id id;
+  const rlx_node *node;
+  rlx_cpu_kernel kernel;
+  const rlx_tensor *in; /* n_in views into the arena (in the exe's tensor pool) */
+  uint32_t n_in;
+  rlx_tensor out;
+} cpu_thunk;
+
+/* A param value without a slot in this graph, kept because a body reads it. */
+typedef struct cpu_named {
+  char *name;
+  rlx_tensor t; /* data owned */
+} cpu_named;
+
+typedef struct cpu_body {
+  const rlx_graph *body;
+  rlx_executable *exe;
+  uint64_t synced; /* param_version its params were last copied at */
+} cpu_body;
+
+typedef struct cpu_exe {
+  rlx_backend_exe base;
+  rlx_allocator al;
+  const rlx_graph *g;
+  const rlx_plan *plan;
+  rlx_compile_options opt;
+  void *arena_block;
+  uint8_t *arena;
+  cpu_thunk *thunks;
+  uint32_t n_thunks;
+  rlx_tensor *pool;
+  rlx_cpu_ctx ctx;
+  const char **body_params; /* names of the Params read inside bodies (borrowed from g) */
+  uint32_t n_body_params, cap_body_params;
+  cpu_named *extra;
+  uint32_t n_extra;
+  uint64_t param_version;
+  cpu_body *bodies;
+  uint32_t n_bodies, cap_bodies;
+} cpu_exe;
+
+static void *cx_alloc(const rlx_allocator *al, size_t n, size_t elem) {
+  size_t bytes;
+  if (!rlx_mul_size(n, elem, &bytes)) return NULL;
+  void *p = al->alloc(al->ctx, bytes ? bytes : 1);
+  if (p) memset(p, 0, bytes ? bytes : 1);
+  return p;
+}
+
+static const char *label(const rlx_graph *g, rlx_id id, char *buf, size_t cap) {
+  const rlx_node *n = rlx_graph_node(g, id);
+  if (n->name) snprintf(buf, cap, "%%%u (%s '%s')", id, rlx_op_name(n->op), n->name);
+  else snprintf(buf, cap, "%%%u (%s)", id, rlx_op_name(n->op));
+  return buf;
+}
+
+/* ---- destroy ---- */
+
+static void cpu_destroy(rlx_backend_exe *bx) {
+  cpu_exe *x = (cpu_exe *)bx;
+  if (!x) return;
+  const rlx_allocator *al = &x->al;
+  for (uint32_t i = 0; i < x->n_bodies; i++) rlx_executable_free(x->bodies[i].exe);
+  al->free(al->ctx, x->bodies);
+  for (uint32_t i = 0; i < x->n_extra; i++) {
+    al->free(al->ctx, x->extra[i].name);
+    al->free(al->ctx, x->extra[i].t.data);
+  }
+  al->free(al->ctx, x->extra);
+  al->free(al->ctx, x->body_params);
+  al->free(al->ctx, x->thunks);
+  al->free(al->ctx, x->pool);
+  al->free(al->ctx, x->arena_block);
+  al->free(al->ctx, x);
+}
+
+/* ---- params ---- */
+
+static bool body_reads_param(const cpu_exe *x, const char *name) {
+  for (uint32_t i = 0; i < x->n_body_params; i++)
+    if (strcmp(x->body_params[i], name) == 0) return true;
+  return false;
+}
+
+static rlx_status cpu_set_param(rlx_backend_exe *bx, uint32_t node, const char *name, const rlx_tensor *value) {
+  cpu_exe *x = (cpu_exe *)bx;
+  size_t nb;
+  RLX_TRY(rlx_shape_nbytes(&value->shape, &nb));
+  x->param_version++;
+  if (node != RLX_NO_ID) {
+    if (node >= x->plan->n_nodes || rlx_graph_node(x->g, node)->op != RLX_OP_Param || x->plan->size[node] != nb)
+      return rlx_errorf(RLX_ERR_INTERNAL, "cpu: param '%s' does not match node %%%u", name, node);
+    if (nb) memcpy(x->arena + x->plan->offset[node], value->data, nb);
+    return RLX_OK;
+  }
+  if (!body_reads_param(x, name)) return RLX_OK; /* nothing in this executable reads it */
+  cpu_named *slot = NULL;
+  for (uint32_t i = 0; i < x->n_extra && !slot; i++)
+    if (strcmp(x->extra[i].name, name) == 0) slot = &x->extra[i];
+  const rlx_allocator *al = &x->al;
+  void *data = cx_alloc(al, nb, 1);
+  if (!data) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory storing param '%s'", name);
+  if (nb) memcpy(data, value->data, nb);
+  if (!slot) {
+    cpu_named *grown = cx_alloc(al, x->n_extra + 1, sizeof *grown);
+    size_t n = strlen(name);
+    char *nm = al->alloc(al->ctx, n + 1);
+    if (!grown || !nm) {
+      al->free(al->ctx, grown);
+      al->free(al->ctx, nm);
+      al->free(al->ctx, data);
+      return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory storing param '%s'", name);
+    }
+    memcpy(nm, name, n + 1);
+    if (x->n_extra) memcpy(grown, x->extra, x->n_extra * sizeof *grown);
+    al->free(al->ctx, x->extra);
+    x->extra = grown;
+    slot = &x->extra[x->n_extra++];
+    slot->name = nm;
+  } else {
+    al->free(al->ctx, slot->t.data);
+  }
+  slot->t.data = data;
+  slot->t.shape = value->shape;
+  return RLX_OK;
+}
+
+/* The current value of Param `name` as seen by this executable (its slot, or a stored value). */
+static bool param_value(const cpu_exe *x, const char *name, rlx_tensor *out) {
+  rlx_id id = rlx_graph_find_leaf(x->g, RLX_OP_Param, name);
+  if (id != RLX_NO_ID) {
+    out->data = x->arena + x->plan->offset[id];
+    out->shape = rlx_graph_node(x->g, id)->shape;
+    return true;
+  }
+  for (uint32_t i = 0; i < x->n_extra; i++)
+    if (strcmp(x->extra[i].name, name) == 0) {
+      *out = x->extra[i].t;
+      return true;
+    }
+  return false;
+}
+
+/* ---- bodies ---- */
+
+static rlx_status cpu_run_body(rlx_cpu_ctx *ctx, const rlx_graph *body, const rlx_tensor *inputs, uint32_t n_inputs,
+                               rlx_tensor *outputs, uint32_t n_outputs) {
+  cpu_exe *x = ctx->body_state;
+  if (!x || !body) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: run_body called without an executor or a body");
+  cpu_body *entry = NULL;
+  for (uint32_t i = 0; i < x->n_bodies && !entry; i++)
+    if (x->bodies[i].body == body) entry = &x->bodies[i];
+  if (!entry) {
+    if (x->n_bodies == x->cap_bodies) {
+      uint32_t cap = x->cap_bodies ? 2 * x->cap_bodies : 4;
+      cpu_body *grown = cx_alloc(&x->al, cap, sizeof *grown);
+      if (!grown) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory caching a body");
+      if (x->n_bodies) memcpy(grown, x->bodies, x->n_bodies * sizeof *grown);
+      x->al.free(x->al.ctx, x->bodies);
+      x->bodies = grown;
+      x->cap_bodies = cap;
+    }
+    rlx_executable *be = NULL;
+    rlx_status st = rlx_compile_body(body, "cpu", &x->opt, &be);
+    if (st != RLX_OK) return rlx_error_context(st, "compiling body '%s'", rlx_graph_name(body));
+    entry = &x->bodies[x->n_bodies++];
+    entry->body = body;
+    entry->exe = be;
+    entry->synced = x->param_version - 1; /* never synced */
+  }
+  if (entry->synced != x->param_version) {
+    for (uint32_t i = 0; i < rlx_executable_param_count(entry->exe); i++) {
+      const char *name = rlx_executable_param_name(entry->exe, i);
+      rlx_tensor t;
+      if (!param_value(x, name, &t))
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "body '%s' reads param '%s', which the enclosing graph does not have",
+                          rlx_graph_name(body), name);
+      rlx_status st = rlx_executable_set_param(entry->exe, name, &t);
+      if (st != RLX_OK) return rlx_error_context(st, "body '%s'", rlx_graph_name(body));
+    }
+    entry->synced = x->param_version;
+  }
+  const rlx_tensor *outs;
+  uint32_t n_outs;
+  rlx_status st = rlx_executable_run_positional(entry->exe, inputs, n_inputs, &outs, &n_outs);
+  if (st != RLX_OK) return rlx_error_context(st, "body '%s'", rlx_graph_name(body));
+  if (n_outs != n_outputs)
+    return rlx_errorf(RLX_ERR_INTERNAL, "body '%s' has %u outputs but its caller expects %u", rlx_graph_name(body),
+                      n_outs, n_outputs);
+  for (uint32_t i = 0; i < n_outs; i++) {
+    size_t nb;
+    RLX_TRY(rlx_shape_nbytes(&outs[i].shape, &nb));
+    if (nb && !outputs[i].data)
+      return rlx_errorf(RLX_ERR_INTERNAL, "body '%s': no buffer for output %u", rlx_graph_name(body), i);
+    if (nb) memcpy(outputs[i].data, outs[i].data, nb);
+    outputs[i].shape = outs[i].shape;
+  }
+  return RLX_OK;
+}
+
+/* Collects the names of Params read inside the bodies of g's nodes (recursively). */
+static rlx_status collect_body_params(cpu_exe *x, const rlx_graph *g, bool inside, unsigned depth) {
+  if (depth > MAX_BODY_DEPTH) return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: bodies nested too deeply");
+  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) {
+    const rlx_node *n = rlx_graph_node(g, i);
+    if (inside && n->op == RLX_OP_Param && n->attrs.Param.name && !body_reads_param(x, n->attrs.Param.name)) {
+      if (x->n_body_params == x->cap_body_params) {
+        uint32_t cap = x->cap_body_params ? 2 * x->cap_body_params : 8;
+        const char **grown = cx_alloc(&x->al, cap, sizeof *grown);
+        if (!grown) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory");
+        if (x->n_body_params) memcpy(grown, x->body_params, x->n_body_params * sizeof *grown);
+        x->al.free(x->al.ctx, x->body_params);
+        x->body_params = grown;
+        x->cap_body_params = cap;
+      }
+      x->body_params[x->n_body_params++] = n->attrs.Param.name;
+    }
+    const rlx_graph *bodies[8];
+    uint32_t nb = rlx_node_bodies(n, bodies, 8);
+    for (uint32_t k = 0; k < nb && k < 8; k++) RLX_TRY(collect_body_params(x, bodies[k], true, depth + 1));
+  }
+  return RLX_OK;
+}
+
+/* ---- compile ---- */
+
+static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const rlx_tensor *inputs, uint32_t n_inputs,
+                          rlx_tensor *outputs, uint32_t n_outputs);
+
+static const rlx_backend_exe_vtable cpu_vtable = {cpu_set_param, cpu_run, cpu_destroy};
+
+static int cpu_threads(int want) {
+  if (want > 0) return want;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rlx_plan *plan,
+                              const rlx_compile_options *opt, rlx_backend_exe **out) {
+  (void)b;
+  *out = NULL;
+  const rlx_allocator *al = rlx_graph_allocator(g);
+  uint32_t n = rlx_graph_node_count(g);
+  if (plan->n_nodes != n) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: the plan does not match the graph");
+
+  /* Every node that runs needs a kernel; report all that have none at once. */
+  rlx_strbuf missing;
+  rlx_sb_init(&missing, NULL);
+  uint32_t n_missing = 0, n_thunks = 0;
+  size_t n_in_total = 0;
+  char lb[160];
+  for (uint32_t s = 0; s < plan->n_schedule; s++) {
+    rlx_id id = plan->schedule[s];
+    const rlx_node *nd = rlx_graph_node(g, id);
+    if (rlx_op_has(nd->op, RLX_PROP_LEAF) || plan->root[id] != id) continue;
+    if (!rlx_cpu_ref_table[nd->op]) {
+      rlx_sb_printf(&missing, "%s%s", n_missing ? ", " : "", label(g, id, lb, sizeof lb));
+      n_missing++;
+      continue;
+    }
+    n_thunks++;
+    n_in_total += nd->n_inputs;
+  }
+  if (n_missing) {
+    char *list = NULL;
+    size_t len;
+    if (rlx_sb_finish(&missing, &list, &len) != RLX_OK) list = NULL;
+    rlx_status st = rlx_errorf(RLX_ERR_UNSUPPORTED, "the CPU backend has no kernel for %u node%s: %s", n_missing,
+                               n_missing == 1 ? "" : "s", list ? list : "?");
+    free(list);
+    return st;
+  }
+  rlx_sb_free(&missing);
+
+  cpu_exe *x = cx_alloc(al, 1, sizeof *x);
+  if (!x) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory");
+  x->base.vt = &cpu_vtable;
+  x->al = *al;
+  x->g = g;
+  x->plan = plan;
+  x->opt = *opt;
+  x->ctx.threads = cpu_threads(opt->threads);
+  x->ctx.rng_seed = opt->rng_seed;
+  x->ctx.run_body = cpu_run_body;
+  x->ctx.body_state = x;
+  rlx_status st = RLX_OK;
+
+  size_t block;
+  if (!rlx_add_size(plan->arena_size, ARENA_ALIGN, &block)) {
+    st = rlx_errorf(RLX_ERR_OVERFLOW, "cpu: arena of %zu bytes is too large", plan->arena_size);
+    goto fail;
+  }
+  x->arena_block = cx_alloc(al, block, 1); /* zeroed */
+  x->thunks = cx_alloc(al, n_thunks, sizeof *x->thunks);
+  x->pool = cx_alloc(al, n_in_total, sizeof *x->pool);
+  if (!x->arena_block || !x->thunks || !x->pool) {
+    st = rlx_errorf(RLX_ERR_OOM, "cpu: out of memory for an arena of %zu bytes", plan->arena_size);
+    goto fail;
+  }
+  x->arena = (uint8_t *)(((uintptr_t)x->arena_block + (ARENA_ALIGN - 1)) & ~(uintptr_t)(ARENA_ALIGN - 1));
+
+  /* Constants, once. */
+  for (rlx_id id = 0; id < n; id++) {
+    const rlx_node *nd = rlx_graph_node(g, id);
+    if (nd->op != RLX_OP_Constant) continue;
+    const rlx_bytes *d = &nd->attrs.Constant.data;
+    if (d->n != plan->size[id]) {
+      st = rlx_errorf(RLX_ERR_INVALID_ARG, "constant %s holds %zu bytes but its shape needs %zu",
+                      label(g, id, lb, sizeof lb), d->n, plan->size[id]);
+      goto fail;
+    }
+    if (d->n) memcpy(x->arena + plan->offset[id], d->p, d->n);
+  }
+
+  /* Thunks in schedule order. */
+  size_t used = 0;
+  for (uint32_t s = 0; s < plan->n_schedule; s++) {
+    rlx_id id = plan->schedule[s];
+    const rlx_node *nd = rlx_graph_node(g, id);
+    if (rlx_op_has(nd->op, RLX_PROP_LEAF) || plan->root[id] != id) continue;
+    cpu_thunk *t = &x->thunks[x->n_thunks++];
+    t->id = id;
+    t->node = nd;
+    t->kernel = rlx_cpu_ref_table[nd->op];
+    t->in = &x->pool[used];
+    t->n_in = nd->n_inputs;
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      rlx_id in = nd->inputs[k];
+      x->pool[used].data = x->arena + plan->offset[in];
+      x->pool[used].shape = rlx_graph_node(g, in)->shape;
+      used++;
+    }
+    t->out.data = x->arena + plan->offset[id];
+    t->out.shape = nd->shape;
+  }
+
+  st = collect_body_params(x, g, false, 0);
+  if (st != RLX_OK) goto fail;
+  *out = &x->base;
+  return RLX_OK;
+
+fail:
+  cpu_destroy(&x->base);
+  return st;
+}
+
+/* ---- run ---- */
+
+static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const rlx_tensor *inputs, uint32_t n_inputs,
+                          rlx_tensor *outputs, uint32_t n_outputs) {
+  cpu_exe *x = (cpu_exe *)bx;
+  const rlx_plan *p = x->plan;
+  if (n_outputs != rlx_graph_output_count(x->g))
+    return rlx_errorf(RLX_ERR_INTERNAL, "cpu: %u output buffers for %u outputs", n_outputs,
+                      rlx_graph_output_count(x->g));
+  for (uint32_t i = 0; i < n_inputs; i++) {
+    rlx_id id = in_nodes[i];
+    if (id >= p->n_nodes || rlx_graph_node(x->g, id)->op != RLX_OP_Input)
+      return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not an Input", id);
+    if (p->size[id]) memcpy(x->arena + p->offset[id], inputs[i].data, p->size[id]);
+  }
+  char lb[160];
+  for (uint32_t k = 0; k < x->n_thunks; k++) {
+    cpu_thunk *t = &x->thunks[k];
+    rlx_tensor o = t->out; /* the kernel gets a fresh copy of the output view */
+    rlx_status st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx);
+    if (st != RLX_OK)
+      return rlx_error_context(st, "graph '%s', node %s", rlx_graph_name(x->g), label(x->g, t->id, lb, sizeof lb));
+  }
+  const rlx_id *outs = rlx_graph_outputs(x->g);
+  for (uint32_t i = 0; i < n_outputs; i++)
+    if (p->size[outs[i]]) memcpy(outputs[i].data, x->arena + p->offset[outs[i]], p->size[outs[i]]);
+  return RLX_OK;
+}
+
+/* ---- the backend record ---- */
+
+static bool cpu_available(void) { return true; }
+
+static rlx_backend cpu_record;
+static pthread_once_t cpu_record_once = PTHREAD_ONCE_INIT;
+
+static void cpu_record_init(void) {
+  cpu_record.name = "cpu";
+  cpu_record.available = cpu_available;
+  cpu_record.claims = rlx_cpu_claims;
+  cpu_record.n_claims = rlx_cpu_n_claims;
+  cpu_record.host_staged = NULL;
+  cpu_record.n_host_staged = 0;
+  cpu_record.compile = cpu_compile;
+}
+
+const rlx_backend *rlx_cpu_backend(void) {
+  pthread_once(&cpu_record_once, cpu_record_init);
+  return &cpu_record;
+}

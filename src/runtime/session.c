@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The compile pipeline and the executable API.
+ *
+ *   rlx_compile: verify -> legalize (against the backend's claims; fills the dispatch report) ->
+ *   simplify -> verify -> memory plan -> plan check (default on) -> backend compile.
+ *
+ * The executable's interface is the graph the user built: its Inputs (top level, in node order)
+ * and its Params (top level and inside bodies, by name). Optimization may remove some of them from
+ * the compiled graph; they are still accepted (and still required), so behaviour never depends on
+ * what the optimizer managed to remove. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "passes/plan.h"
+#include "rlx/verify.h"
+#include "runtime/session_internal.h"
+#include "strbuf.h"
+
+#define MAX_BODY_DEPTH 64
+
+typedef struct exe_leaf {
+  char *name;
+  rlx_shape shape;
+  rlx_id node; /* id in the compiled top graph, RLX_NO_ID when it has none */
+  bool set;    /* params: a value was given */
+} exe_leaf;
+
+struct rlx_executable {
+  rlx_allocator al;
+  const rlx_backend *backend;
+  rlx_backend_exe *bx;
+  rlx_graph *graph; /* compiled */
+  rlx_plan *plan;
+  rlx_dispatch_report report;
+  exe_leaf *inputs;
+  uint32_t n_inputs;
+  exe_leaf *params;
+  uint32_t n_params;
+  rlx_tensor *outputs; /* data owned */
+  uint32_t n_outputs;
+  /* run scratch */
+  uint32_t *run_nodes;
+  rlx_tensor *run_tensors;
+  const rlx_tensor **by_pos;
+};
+
+void rlx_compile_options_init(rlx_compile_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->fold_constants = true;
+  o->cse = true;
+  o->dce = true;
+  o->check_plan = true;
+  o->rng_seed = 0;
+  o->threads = 0;
+}
+
+/* ---- small helpers ---- */
+
+static void *ex_alloc(const rlx_allocator *al, size_t n, size_t elem) {
+  size_t bytes;
+  if (!rlx_mul_size(n, elem, &bytes)) return NULL;
+  void *p = al->alloc(al->ctx, bytes ? bytes : 1);
+  if (p) memset(p, 0, bytes ? bytes : 1);
+  return p;
+}
+
+static char *ex_strdup(const rlx_allocator *al, const char *s) {
+  size_t n = strlen(s);
+  char *p = al->alloc(al->ctx, n + 1);
+  if (p) memcpy(p, s, n + 1);
+  return p;
+}
+
+static const char *fmt_shape(const rlx_shape *s, char *buf, size_t cap) {
+  rlx_shape_format(s, buf, cap);
+  return buf;
+}
+
+uint32_t rlx_node_bodies(const rlx_node *n, const rlx_graph **out, uint32_t cap) {
+  if (!rlx_op_has(n->op, RLX_PROP_SUBGRAPH)) return 0;
+  uint32_t nf, k = 0;
+  const rlx_field *f = rlx_op_fields(n->op, &nf);
+  for (uint32_t i = 0; i < nf; i++) {
+    if (f[i].type != RLX_FT_GRAPH && f[i].type != RLX_FT_OGRAPH) continue;
+    const rlx_graph *b = *(rlx_graph *const *)((const char *)&n->attrs + f[i].offset);
+    if (!b) continue;
+    if (k < cap) out[k] = b;
+    k++;
+  }
+  return k;
+}
+
+static const char *leaf_name(const rlx_node *n) {
+  const char *s = n->op == RLX_OP_Input ? n->attrs.Input.name : n->attrs.Param.name;
+  return s ? s : "";
+}
+
+/* ---- the interface of a graph: inputs and params ---- */
+
+typedef struct iface {
+  exe_leaf *inputs;
+  uint32_t n_inputs;
+  exe_leaf *params;
+  uint32_t n_params, cap_params;
+} iface;
+
+static void iface_free(iface *f, const rlx_allocator *al) {
+  for (uint32_t i = 0; i < f->n_inputs; i++) al->free(al->ctx, f->inputs[i].name);
+  for (uint32_t i = 0; i < f->n_params; i++) al->free(al->ctx, f->params[i].name);
+  al->free(al->ctx, f->inputs);
+  al->free(al->ctx, f->params);
+  memset(f, 0, sizeof *f);
+}
+
+static rlx_status collect_params(iface *f, const rlx_graph *g, const rlx_allocator *al, unsigned depth) {
+  if (depth > MAX_BODY_DEPTH)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': bodies are nested deeper than %d levels", rlx_graph_name(g),
+                      MAX_BODY_DEPTH);
+  char a[96], b[96];
+  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) {
+    const rlx_node *n = rlx_graph_node(g, i);
+    if (n->op == RLX_OP_Param) {
+      const char *name = leaf_name(n);
+      if (!name[0])
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': Param %%%u has no name; every Param needs one to be set",
+                          rlx_graph_name(g), i);
+      uint32_t k = 0;
+      while (k < f->n_params && strcmp(f->params[k].name, name) != 0) k++;
+      if (k < f->n_params) {
+        if (!rlx_shape_equal(&f->params[k].shape, &n->shape))
+          return rlx_errorf(RLX_ERR_INVALID_ARG, "param '%s' is declared twice with different shapes: %s and %s", name,
+                            fmt_shape(&f->params[k].shape, a, sizeof a), fmt_shape(&n->shape, b, sizeof b));
+        continue;
+      }
+      if (f->n_params == f->cap_params) {
+        uint32_t cap = f->cap_params ? 2 * f->cap_params : 8;
+        exe_leaf *np = ex_alloc(al, cap, sizeof *np);
+        if (!np) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting params");
+        if (f->n_params) memcpy(np, f->params, f->n_params * sizeof *np);
+        al->free(al->ctx, f->params);
+        f->params = np;
+        f->cap_params = cap;
+      }
+      exe_leaf *p = &f->params[f->n_params];
+      p->name = ex_strdup(al, name);
+      if (!p->name) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting params");
+      p->shape = n->shape;
+      p->node = RLX_NO_ID;
+      f->n_params++;
+    }
+    const rlx_graph *bodies[8];
+    uint32_t nb = rlx_node_bodies(n, bodies, 8);
+    for (uint32_t k = 0; k < nb && k < 8; k++) RLX_TRY(collect_params(f, bodies[k], al, depth + 1));
+  }
+  return RLX_OK;
+}
+
+/* Inputs of the top graph in node order. Named compiles need unique non-empty names. */
+static rlx_status collect_inputs(iface *f, const rlx_graph *g, const rlx_allocator *al, bool positional) {
+  uint32_t n = 0;
+  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) n += rlx_graph_node(g, i)->op == RLX_OP_Input;
+  f->inputs = ex_alloc(al, n, sizeof *f->inputs);
+  if (!f->inputs) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting inputs");
+  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) {
+    const rlx_node *nd = rlx_graph_node(g, i);
+    if (nd->op != RLX_OP_Input) continue;
+    const char *name = leaf_name(nd);
+    if (!positional) {
+      if (!name[0])
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': Input %%%u has no name; inputs are bound by name",
+                          rlx_graph_name(g), i);
+      for (uint32_t k = 0; k < f->n_inputs; k++)
+        if (strcmp(f->inputs[k].name, name) == 0)
+          return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': two Inputs are named '%s' (%%%u and %%%u)",
+                            rlx_graph_name(g), name, f->inputs[k].node, i);
+    }
+    exe_leaf *in = &f->inputs[f->n_inputs++];
+    in->name = ex_strdup(al, name);
+    if (!in->name) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting inputs");
+    in->shape = nd->shape;
+    in->node = i; /* id in the source graph until mapped */
+  }
+  return RLX_OK;
+}
+
+/* For positional binding: are the Input names usable as keys (non-empty, unique)? */
+static bool inputs_have_unique_names(const iface *f) {
+  for (uint32_t i = 0; i < f->n_inputs; i++) {
+    if (!f->inputs[i].name[0]) return false;
+    for (uint32_t k = 0; k < i; k++)
+      if (strcmp(f->inputs[k].name, f->inputs[i].name) == 0) return false;
+  }
+  return true;
+}
+
+/* A copy of `body` whose Inputs are named arg0, arg1, ... (for bodies with unnamed inputs). */
+static rlx_status rename_inputs(const rlx_graph *body, const rlx_allocator *al, iface *f, rlx_graph **out) {
+  rlx_graph *c;
+  RLX_TRY(rlx_graph_clone(body, al, &c));
+  uint32_t k = 0;
+  for (rlx_id i = 0; i < rlx_graph_node_count(c); i++) {
+    rlx_node *nd = (rlx_node *)rlx_graph_node(c, i);
+    if (nd->op != RLX_OP_Input) continue;
+    char name[32];
+    snprintf(name, sizeof name, "arg%u", k);
+    char *s = rlx_graph_arena_alloc(c, strlen(name) + 1);
+    char *dup = ex_strdup(al, name);
+    if (!s || !dup) {
+      if (dup) al->free(al->ctx, dup);
+      rlx_graph_free(c);
+      return rlx_errorf(RLX_ERR_OOM, "out of memory naming body inputs");
+    }
+    memcpy(s, name, strlen(name) + 1);
+    nd->attrs.Input.name = s;
+    al->free(al->ctx, f->inputs[k].name);
+    f->inputs[k].name = dup;
+    k++;
+  }
+  *out = c;
+  return RLX_OK;
+}
+
+/* ---- compile ---- */
+
+void rlx_executable_free(rlx_executable *e) {
+  if (!e) return;
+  const rlx_allocator *al = &e->al;
+  if (e->bx) e->bx->vt->destroy(e->bx);
+  for (uint32_t i = 0; i < e->n_outputs; i++) al->free(al->ctx, e->outputs ? e->outputs[i].data : NULL);
+  al->free(al->ctx, e->outputs);
+  iface f = {e->inputs, e->n_inputs, e->params, e->n_params, e->n_params};
+  iface_free(&f, al);
+  al->free(al->ctx, e->run_nodes);
+  al->free(al->ctx, e->run_tensors);
+  al->free(al->ctx, e->by_pos);
+  rlx_plan_free(e->plan, al);
+  rlx_graph_free(e->graph);
+  al->free(al->ctx, e);
+}
+
+/* RLX_DISPATCH_REPORT=1 prints the report of every top-level compile to stderr. */
+static void maybe_print_report(const rlx_dispatch_report *r, const char *graph, const char *backend) {
+  const char *env = getenv("RLX_DISPATCH_REPORT");
+  if (!env || !env[0] || strcmp(env, "0") == 0 || r->nodes_before == 0) return;
+  char *text = NULL;
+  size_t len;
+  if (rlx_dispatch_report_format(r, NULL, &text, &len) != RLX_OK) return; /* only on OOM: skip it */
+  fprintf(stderr, "rlx: dispatch report for graph '%s' on %s\n%s", graph, backend, text);
+  free(text);
+}
+
+static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, const rlx_compile_options *user_opt,
+                               bool positional, rlx_dispatch_report *rep_out, rlx_executable **out) {
+  if (!g || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_compile: graph and out must not be NULL");
+  *out = NULL;
+  rlx_compile_options opt;
+  if (user_opt) opt = *user_opt;
+  else rlx_compile_options_init(&opt);
+  if (!backend_name) backend_name = "cpu";
+  const rlx_backend *be = rlx_backend_find(backend_name);
+  if (!be) {
+    rlx_strbuf b;
+    rlx_sb_init(&b, NULL);
+    for (uint32_t i = 0; i < rlx_backend_count(); i++)
+      rlx_sb_printf(&b, "%s'%s'", i ? ", " : "", rlx_backend_at(i)->name);
+    char *list = NULL;
+    size_t n;
+    if (rlx_sb_finish(&b, &list, &n) != RLX_OK) list = NULL;
+    rlx_status st = rlx_errorf(RLX_ERR_NOT_FOUND, "no backend named '%s' (registered: %s)", backend_name,
+                               list ? list : "?");
+    free(list);
+    return st;
+  }
+  if (be->available && !be->available())
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "backend '%s' is not available on this machine", be->name);
+
+  const rlx_allocator *al = rlx_graph_allocator(g);
+  rlx_status st = rlx_verify(g);
+  if (st == RLX_ERR_OOM) return st;
+  if (st != RLX_OK) return rlx_error_context(st, "compile: the graph does not verify");
+
+  rlx_executable *e = ex_alloc(al, 1, sizeof *e);
+  if (!e) return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+  e->al = *al;
+  e->backend = be;
+  rlx_graph *src_copy = NULL, *legal = NULL;
+  iface f = {0};
+  const rlx_graph *src = g;
+
+  st = collect_inputs(&f, g, al, positional);
+  if (st == RLX_OK) st = collect_params(&f, g, al, 0);
+  if (st == RLX_OK && positional && !inputs_have_unique_names(&f)) {
+    st = rename_inputs(g, al, &f, &src_copy);
+    if (st == RLX_OK) src = src_copy;
+  }
+  if (st != RLX_OK) goto fail;
+
+  uint8_t claimed[RLX_OP_COUNT], staged[RLX_OP_COUNT];
+  rlx_backend_claim_set(be, claimed);
+  for (int k = 0; k < RLX_OP_COUNT; k++) staged[k] = rlx_backend_host_stages(be, (rlx_op)k);
+  e->report.nodes_before = rlx_graph_node_count(g);
+  st = rlx_legalize(src, claimed, staged, &e->report, &legal);
+  e->report.nodes_after = 0; /* set once the compiled graph exists */
+  if (st != RLX_OK) {
+    rlx_error_context(st, "compile for '%s'", be->name);
+    goto fail;
+  }
+  st = rlx_simplify(legal, &opt, &e->graph);
+  if (st != RLX_OK) {
+    rlx_error_context(st, "compile: simplify");
+    goto fail;
+  }
+  st = rlx_verify(e->graph);
+  if (st == RLX_ERR_OOM) goto fail;
+  if (st != RLX_OK) {
+    st = rlx_error_context(RLX_ERR_INTERNAL, "compile: the graph after legalization and simplification does not "
+                                             "verify (a compiler bug)");
+    goto fail;
+  }
+  e->report.nodes_after = rlx_graph_node_count(e->graph);
+  st = rlx_plan_memory(e->graph, al, &e->plan);
+  if (st != RLX_OK) {
+    rlx_error_context(st, "compile: memory plan");
+    goto fail;
+  }
+  if (opt.check_plan) {
+    st = rlx_plan_check(e->graph, e->plan);
+    if (st != RLX_OK) {
+      st = rlx_error_context(RLX_ERR_INTERNAL, "compile: the memory planner produced a bad plan (a compiler bug)");
+      goto fail;
+    }
+  }
+  e->report.arena_bytes = e->plan->arena_size;
+  e->report.tensor_bytes = e->plan->tensor_bytes;
+
+  /* Map the interface onto the compiled graph. */
+  for (uint32_t i = 0; i < f.n_inputs; i++) {
+    rlx_id id = rlx_graph_find_leaf(e->graph, RLX_OP_Input, f.inputs[i].name);
+    if (id != RLX_NO_ID && !rlx_shape_equal(&rlx_graph_node(e->graph, id)->shape, &f.inputs[i].shape)) {
+      st = rlx_errorf(RLX_ERR_INTERNAL, "compile: input '%s' changed shape during compilation", f.inputs[i].name);
+      goto fail;
+    }
+    f.inputs[i].node = id;
+  }
+  for (uint32_t i = 0; i < f.n_params; i++) {
+    rlx_id id = rlx_graph_find_leaf(e->graph, RLX_OP_Param, f.params[i].name);
+    if (id != RLX_NO_ID && !rlx_shape_equal(&rlx_graph_node(e->graph, id)->shape, &f.params[i].shape)) {
+      st = rlx_errorf(RLX_ERR_INTERNAL, "compile: param '%s' changed shape during compilation", f.params[i].name);
+      goto fail;
+    }
+    f.params[i].node = id;
+  }
+  e->inputs = f.inputs;
+  e->n_inputs = f.n_inputs;
+  e->params = f.params;
+  e->n_params = f.n_params;
+  memset(&f, 0, sizeof f);
+
+  /* Output buffers, owned by the executable. */
+  e->n_outputs = rlx_graph_output_count(e->graph);
+  if (e->n_outputs != rlx_graph_output_count(g)) {
+    st = rlx_errorf(RLX_ERR_INTERNAL, "compile: the graph had %u outputs, the compiled graph has %u",
+                    rlx_graph_output_count(g), e->n_outputs);
+    goto fail;
+  }
+  e->outputs = ex_alloc(al, e->n_outputs, sizeof *e->outputs);
+  e->run_nodes = ex_alloc(al, e->n_inputs, sizeof *e->run_nodes);
+  e->run_tensors = ex_alloc(al, e->n_inputs, sizeof *e->run_tensors);
+  e->by_pos = ex_alloc(al, e->n_inputs, sizeof *e->by_pos);
+  if (!e->outputs || !e->run_nodes || !e->run_tensors || !e->by_pos) {
+    st = rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+    goto fail;
+  }
+  for (uint32_t i = 0; i < e->n_outputs; i++) {
+    const rlx_node *o = rlx_graph_node(e->graph, rlx_graph_outputs(e->graph)[i]);
+    size_t nb = e->plan->size[rlx_graph_outputs(e->graph)[i]];
+    e->outputs[i].shape = o->shape;
+    e->outputs[i].data = ex_alloc(al, nb, 1);
+    if (!e->outputs[i].data) {
+      st = rlx_errorf(RLX_ERR_OOM, "out of memory for output %u (%zu bytes)", i, nb);
+      goto fail;
+    }
+  }
+
+  st = be->compile(be, e->graph, e->plan, &opt, &e->bx);
+  if (st != RLX_OK) {
+    e->bx = NULL;
+    rlx_error_context(st, "compile for '%s'", be->name);
+    goto fail;
+  }
+  rlx_graph_free(legal);
+  rlx_graph_free(src_copy);
+  if (rep_out) *rep_out = e->report;
+  if (!positional) maybe_print_report(&e->report, rlx_graph_name(g), be->name);
+  *out = e;
+  return RLX_OK;
+
+fail:
+  if (rep_out) *rep_out = e->report;
+  if (!positional) {
+    /* keep the compile error: the report printer may set its own on failure */
+    rlx_status keep = st;
+    char *msg = NULL;
+    size_t n = strlen(rlx_last_error());
+    msg = malloc(n + 1);
+    if (msg) memcpy(msg, rlx_last_error(), n + 1);
+    maybe_print_report(&e->report, rlx_graph_name(g), be->name);
+    if (msg) {
+      rlx_errorf(keep, "%s", msg);
+      free(msg);
+    }
+  }
+  iface_free(&f, al);
+  rlx_graph_free(legal);
+  rlx_graph_free(src_copy);
+  rlx_executable_free(e);
+  return st;
+}
+
+rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt, rlx_executable **out) {
+  return compile_impl(g, backend, opt, false, NULL, out);
+}
+
+rlx_status rlx_compile_with_report(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
+                                   rlx_dispatch_report *report, rlx_executable **out) {
+  if (report) memset(report, 0, sizeof *report);
+  return compile_impl(g, backend, opt, false, report, out);
+}
+
+rlx_status rlx_compile_body(const rlx_graph *body, const char *backend, const rlx_compile_options *opt,
+                            rlx_executable **out) {
+  return compile_impl(body, backend, opt, true, NULL, out);
+}
+
+/* ---- params ---- */
+
+static int find_leaf(const exe_leaf *v, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(v[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+/* "'a' [2, 3] f32, 'b' [] f32" for the leaves selected by `pick` (NULL = all). */
+static char *list_leaves(const exe_leaf *v, uint32_t n, const bool *pick) {
+  rlx_strbuf b;
+  rlx_sb_init(&b, NULL);
+  bool first = true;
+  char s[96];
+  for (uint32_t i = 0; i < n; i++) {
+    if (pick && !pick[i]) continue;
+    rlx_sb_printf(&b, "%s'%s' %s", first ? "" : ", ", v[i].name, fmt_shape(&v[i].shape, s, sizeof s));
+    first = false;
+  }
+  if (first) rlx_sb_puts(&b, "(none)");
+  char *out = NULL;
+  size_t len;
+  if (rlx_sb_finish(&b, &out, &len) != RLX_OK) return NULL;
+  return out;
+}
+
+static rlx_status check_tensor(const char *what, const char *name, const rlx_shape *want, const rlx_tensor *t) {
+  char a[96], b[96];
+  if (!t) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': no tensor given", what, name);
+  if (!rlx_shape_equal(want, &t->shape))
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': expected %s, given %s", what, name, fmt_shape(want, a, sizeof a),
+                      fmt_shape(&t->shape, b, sizeof b));
+  size_t nb;
+  if (rlx_shape_nbytes(want, &nb) != RLX_OK)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': shape %s has no static size", what, name, fmt_shape(want, a, sizeof a));
+  if (nb && !t->data) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': the tensor has no data", what, name);
+  return RLX_OK;
+}
+
+rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value) {
+  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
+  int k = find_leaf(e->params, e->n_params, name);
+  if (k < 0) {
+    char *list = list_leaves(e->params, e->n_params, NULL);
+    rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "no param named '%s'; the graph's params are: %s", name,
+                               list ? list : "?");
+    free(list);
+    return st;
+  }
+  exe_leaf *p = &e->params[k];
+  RLX_TRY(check_tensor("param", name, &p->shape, value));
+  RLX_TRY(e->bx->vt->set_param(e->bx, p->node, p->name, value));
+  p->set = true;
+  return RLX_OK;
+}
+
+/* ---- run ---- */
+
+static rlx_status check_params_set(const rlx_executable *e) {
+  uint32_t unset = 0;
+  for (uint32_t i = 0; i < e->n_params; i++) unset += !e->params[i].set;
+  if (!unset) return RLX_OK;
+  bool *pick = calloc(e->n_params, sizeof *pick);
+  if (!pick) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  for (uint32_t i = 0; i < e->n_params; i++) pick[i] = !e->params[i].set;
+  char *list = list_leaves(e->params, e->n_params, pick);
+  free(pick);
+  rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "%u param%s not set: %s (set every param with "
+                             "rlx_executable_set_param before running)", unset, unset == 1 ? " is" : "s are",
+                             list ? list : "?");
+  free(list);
+  return st;
+}
+
+/* by_pos[i] is the tensor for input i (already checked). */
+static rlx_status run_checked(rlx_executable *e, const rlx_tensor *const *by_pos, const rlx_tensor **outputs,
+                              uint32_t *n_outputs) {
+  RLX_TRY(check_params_set(e));
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < e->n_inputs; i++) {
+    if (e->inputs[i].node == RLX_NO_ID) continue; /* not read by the compiled graph */
+    e->run_nodes[k] = e->inputs[i].node;
+    e->run_tensors[k] = *by_pos[i];
+    k++;
+  }
+  RLX_TRY(e->bx->vt->run(e->bx, e->run_nodes, e->run_tensors, k, e->outputs, e->n_outputs));
+  if (outputs) *outputs = e->outputs;
+  if (n_outputs) *n_outputs = e->n_outputs;
+  return RLX_OK;
+}
+
+rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs, uint32_t n_inputs,
+                              const rlx_tensor **outputs, uint32_t *n_outputs) {
+  if (!e || (n_inputs && !inputs))
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_run: executable and inputs must not be NULL");
+  for (uint32_t i = 0; i < e->n_inputs; i++) e->by_pos[i] = NULL;
+  for (uint32_t j = 0; j < n_inputs; j++) {
+    const char *name = inputs[j].name;
+    if (!name) return rlx_errorf(RLX_ERR_INVALID_ARG, "input %u has no name", j);
+    int k = find_leaf(e->inputs, e->n_inputs, name);
+    if (k < 0) {
+      char *list = list_leaves(e->inputs, e->n_inputs, NULL);
+      rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name,
+                                 list ? list : "?");
+      free(list);
+      return st;
+    }
+    if (e->by_pos[k]) return rlx_errorf(RLX_ERR_INVALID_ARG, "input '%s' is given twice", name);
+    RLX_TRY(check_tensor("input", name, &e->inputs[k].shape, &inputs[j].tensor));
+    e->by_pos[k] = &inputs[j].tensor;
+  }
+  uint32_t missing = 0;
+  for (uint32_t i = 0; i < e->n_inputs; i++) missing += e->by_pos[i] == NULL;
+  if (missing) {
+    bool *pick = calloc(e->n_inputs, sizeof *pick);
+    if (!pick) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    for (uint32_t i = 0; i < e->n_inputs; i++) pick[i] = e->by_pos[i] == NULL;
+    char *list = list_leaves(e->inputs, e->n_inputs, pick);
+    free(pick);
+    rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "missing input%s: %s (every input must be given once)",
+                               missing == 1 ? "" : "s", list ? list : "?");
+    free(list);
+    return st;
+  }
+  return run_checked(e, e->by_pos, outputs, n_outputs);
+}
+
+rlx_status rlx_executable_run_positional(rlx_executable *e, const rlx_tensor *inputs, uint32_t n_inputs,
+                                         const rlx_tensor **outputs, uint32_t *n_outputs) {
+  if (!e || (n_inputs && !inputs))
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_run_positional: executable and inputs must not be NULL");
+  if (n_inputs != e->n_inputs)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s' takes %u inputs, %u given", rlx_graph_name(e->graph),
+                      e->n_inputs, n_inputs);
+  for (uint32_t i = 0; i < n_inputs; i++) {
+    rlx_status st = check_tensor("input", e->inputs[i].name, &e->inputs[i].shape, &inputs[i]);
+    if (st != RLX_OK) return rlx_error_context(st, "graph '%s', input %u", rlx_graph_name(e->graph), i);
+    e->by_pos[i] = &inputs[i];
+  }
+  return run_checked(e, e->by_pos, outputs, n_outputs);
+}
+
+/* ---- accessors ---- */
+
+const rlx_dispatch_report *rlx_executable_report(const rlx_executable *e) { return e ? &e->report : NULL; }
+const rlx_graph *rlx_executable_graph(const rlx_executable *e) { return e ? e->graph : NULL; }
+uint32_t rlx_executable_input_count(const rlx_executable *e) { return e ? e->n_inputs : 0; }
+const char *rlx_executable_input_name(const rlx_executable *e, uint32_t i) {
+  return e && i < e->n_inputs ? e->inputs[i].name : NULL;
+}
+const rlx_shape *rlx_executable_input_shape(const rlx_executable *e, uint32_t i) {
+  return e && i < e->n_inputs ? &e->inputs[i].shape : NULL;
+}
+uint32_t rlx_executable_param_count(const rlx_executable *e) { return e ? e->n_params : 0; }
+const char *rlx_executable_param_name(const rlx_executable *e, uint32_t i) {
+  return e && i < e->n_params ? e->params[i].name : NULL;
+}
+const rlx_shape *rlx_executable_param_shape(const rlx_executable *e, uint32_t i) {
+  return e && i < e->n_params ? &e->params[i].shape : NULL;
+}
+uint32_t rlx_executable_output_count(const rlx_executable *e) { return e ? e->n_outputs : 0; }

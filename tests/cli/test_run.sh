@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# Tests of `rlx run` and `rlx compile`: an MLP graph run on .npy inputs and params made with NumPy,
+# its .npy outputs compared with a NumPy computation; argument and input errors; the dispatch
+# report, also for a graph with unsupported ops.
+# usage: test_run.sh PATH/TO/rlx SOURCE_DIR
+set -u
+RLX=${1:?usage: test_run.sh RLX SOURCE_DIR}
+PY=/usr/bin/python3
+if ! "$PY" -c 'import numpy' 2>/dev/null; then
+  echo "SKIPPED: $PY cannot import numpy (install python3-numpy; scripts/setup.sh does)"
+  exit 0
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+# expect CODE DESCRIPTION -- CMD...: runs CMD (stdout > $TMP/out, stderr > $TMP/err), checks the exit code.
+expect() {
+  local want=$1 what=$2
+  shift 3
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then ok; else
+    bad "$what: exit $got, expected $want"
+    sed 's/^/  stderr: /' "$TMP/err" | head -n 5 >&2
+  fi
+}
+has() { if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1" | head -n 5 >&2; fi; }
+# py DESCRIPTION SCRIPT: runs a Python check; a non-zero exit is a failure.
+py() {
+  local what=$1
+  if "$PY" -c "$2" >"$TMP/py.out" 2>&1; then ok; else bad "$what"; sed 's/^/  /' "$TMP/py.out" | head -n 10 >&2; fi
+}
+
+# ---- an MLP: logits = relu(x @ w1 + b1) @ w2 + b2 (unnamed output), probs = softmax(logits) ----
+cat >"$TMP/mlp.rlx" <<'EOF'
+graph @mlp {
+  %0 = Input {name = "x"} : [4, 8] f32 "x"
+  %1 = Param {name = "w1"} : [8, 16] f32 "w1"
+  %2 = Param {name = "b1"} : [16] f32 "b1"
+  %3 = Param {name = "w2"} : [16, 3] f32 "w2"
+  %4 = Param {name = "b2"} : [3] f32 "b2"
+  %5 = MatMul(%0, %1) : [4, 16] f32
+  %6 = Binary(%5, %2) : [4, 16] f32
+  %7 = Activation(%6) {kind = Relu} : [4, 16] f32
+  %8 = MatMul(%7, %3) : [4, 3] f32
+  %9 = Binary(%8, %4) : [4, 3] f32
+  %10 = Softmax(%9) : [4, 3] f32 "probs"
+  return %9, %10
+}
+EOF
+mkdir -p "$TMP/params"
+"$PY" - "$TMP" <<'EOF'
+import sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+np.save(f"{d}/x.npy", rng.standard_normal((4, 8)).astype(np.float32))
+np.save(f"{d}/x2.npy", rng.standard_normal((4, 8)).astype(np.float32))
+np.save(f"{d}/x64.npy", rng.standard_normal((4, 8)))
+np.save(f"{d}/xT.npy", rng.standard_normal((8, 4)).astype(np.float32))
+for name, shape in [("w1", (8, 16)), ("b1", (16,)), ("w2", (16, 3)), ("b2", (3,))]:
+    np.save(f"{d}/params/{name}.npy", rng.standard_normal(shape).astype(np.float32))
+np.save(f"{d}/w1_other.npy", rng.standard_normal((8, 16)).astype(np.float32))
+EOF
+
+check_mlp() { # check_mlp OUTDIR X.npy W1.npy
+  py "mlp outputs in $1 match NumPy" "
+import numpy as np
+d = '$TMP/params'
+x = np.load('$2'); w1 = np.load('$3'); b1 = np.load(d + '/b1.npy'); w2 = np.load(d + '/w2.npy'); b2 = np.load(d + '/b2.npy')
+h = np.maximum(x.astype(np.float64) @ w1 + b1, 0)
+logits = h @ w2 + b2
+e = np.exp(logits - logits.max(axis=1, keepdims=True))
+probs = e / e.sum(axis=1, keepdims=True)
+got_l = np.load('$1/output0.npy'); got_p = np.load('$1/probs.npy')
+assert got_l.dtype == np.float32 and got_l.shape == (4, 3), (got_l.dtype, got_l.shape)
+assert got_p.dtype == np.float32 and got_p.shape == (4, 3), (got_p.dtype, got_p.shape)
+assert np.allclose(got_l, logits, rtol=1e-5, atol=1e-5), np.abs(got_l - logits).max()
+assert np.allclose(got_p, probs, rtol=1e-5, atol=1e-6), np.abs(got_p - probs).max()
+"
+}
+
+expect 0 "run mlp" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy" --params "$TMP/params" --output-dir "$TMP/out1"
+has "$TMP/out" "probs: [4, 3] f32 -> $TMP/out1/probs.npy" "run lists the written outputs"
+has "$TMP/out" "output0: [4, 3] f32" "an unnamed output is output<i>"
+check_mlp "$TMP/out1" "$TMP/x.npy" "$TMP/params/w1.npy"
+
+# --param overrides --params; another input; an existing output directory is reused.
+expect 0 "run mlp with --param" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x2.npy" --param "w1=$TMP/w1_other.npy" \
+  --params "$TMP/params" --output-dir "$TMP/out1" --threads 1
+check_mlp "$TMP/out1" "$TMP/x2.npy" "$TMP/w1_other.npy"
+
+# every param given with --param, in binary IR
+expect 0 "print --binary" -- "$RLX" print "$TMP/mlp.rlx" --binary -o "$TMP/mlp.bin"
+expect 0 "run binary mlp" -- "$RLX" run "$TMP/mlp.bin" --input "x=$TMP/x.npy" --param "w1=$TMP/params/w1.npy" \
+  --param "b1=$TMP/params/b1.npy" --param "w2=$TMP/params/w2.npy" --param "b2=$TMP/params/b2.npy" --output-dir "$TMP/out2"
+check_mlp "$TMP/out2" "$TMP/x.npy" "$TMP/params/w1.npy"
+
+# ---- errors in what is bound ----
+P=(--params "$TMP/params" --output-dir "$TMP/out3")
+expect 1 "missing input" -- "$RLX" run "$TMP/mlp.rlx" "${P[@]}"
+has "$TMP/err" "missing input: 'x' [4, 8] f32" "missing input named"
+expect 1 "wrong dtype" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x64.npy" "${P[@]}"
+has "$TMP/err" "input 'x': expected [4, 8] f32, given [4, 8] f64" "wrong dtype named"
+expect 1 "wrong shape" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/xT.npy" "${P[@]}"
+has "$TMP/err" "expected [4, 8] f32, given [8, 4] f32" "wrong shape named"
+expect 1 "unknown input" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy" --input "q=$TMP/x.npy" "${P[@]}"
+has "$TMP/err" "unknown input 'q'" "unknown input named"
+expect 1 "unset params" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy" --output-dir "$TMP/out3"
+has "$TMP/err" "'w1' [8, 16] f32, 'b1' [16] f32, 'w2' [16, 3] f32, 'b2' [3] f32" "every unset param named"
+expect 1 "unknown --param" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy" --param "nope=$TMP/x.npy" "${P[@]}"
+has "$TMP/err" "no param named 'nope'" "unknown param named"
+mkdir -p "$TMP/partial" && cp "$TMP/params/w1.npy" "$TMP/params/b1.npy" "$TMP/partial/"
+expect 1 "params dir lacks a file" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy" --params "$TMP/partial" --output-dir "$TMP/out3"
+has "$TMP/err" "$TMP/partial/w2.npy does not exist" "missing param file named"
+printf 'not an npy file' >"$TMP/junk.npy"
+expect 1 "malformed input file" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/junk.npy" "${P[@]}"
+has "$TMP/err" "$TMP/junk.npy" "malformed input file named"
+expect 1 "missing input file" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/nothere.npy" "${P[@]}"
+has "$TMP/err" "$TMP/nothere.npy" "missing input file named"
+if [ -e "$TMP/out3" ]; then bad "failed runs created the output directory"; else ok; fi
+expect 1 "missing graph" -- "$RLX" run "$TMP/nothere.rlx" --input "x=$TMP/x.npy" "${P[@]}"
+has "$TMP/err" "$TMP/nothere.rlx" "missing graph file named"
+
+# ---- argument errors ----
+expect 2 "run without file" -- "$RLX" run --output-dir "$TMP/o"
+expect 2 "run without --output-dir" -- "$RLX" run "$TMP/mlp.rlx" --input "x=$TMP/x.npy"
+has "$TMP/err" "--output-dir" "missing --output-dir named"
+expect 2 "--input without =" -- "$RLX" run "$TMP/mlp.rlx" --input "x" --output-dir "$TMP/o"
+has "$TMP/err" "NAME=FILE.npy" "--input format explained"
+expect 2 "--input without value" -- "$RLX" run "$TMP/mlp.rlx" --input
+expect 2 "unknown option" -- "$RLX" run "$TMP/mlp.rlx" --frob
+expect 2 "bad --threads" -- "$RLX" run "$TMP/mlp.rlx" --threads -3 --output-dir "$TMP/o"
+expect 0 "run --help" -- "$RLX" run --help
+has "$TMP/out" "usage: rlx run" "run --help"
+expect 0 "compile --help" -- "$RLX" compile --help
+has "$TMP/out" "usage: rlx compile" "compile --help"
+expect 0 "--help lists run" -- "$RLX" --help
+has "$TMP/out" "  run " "--help lists run"
+has "$TMP/out" "  compile " "--help lists compile"
+
+# ---- compile ----
+expect 0 "compile" -- "$RLX" compile "$TMP/mlp.rlx"
+has "$TMP/out" "$TMP/mlp.rlx: compiled for cpu: 11 nodes ->" "compile summary"
+expect 0 "compile --report" -- "$RLX" compile "$TMP/mlp.rlx" --report
+if grep -E -q '^MatMul +2 +native$' "$TMP/out"; then ok; else bad "report: MatMul 2 native"; cat "$TMP/out" >&2; fi
+if grep -E -q '^Softmax +1 +native$' "$TMP/out"; then ok; else bad "report: Softmax 1 native"; fi
+has "$TMP/out" "nodes: 11 before" "report counts nodes"
+has "$TMP/out" "memory: arena" "report shows the arena"
+has "$TMP/out" "compile-ready: yes" "report says compile-ready"
+py "arena <= tensor bytes" "
+import re
+t = open('$TMP/out').read()
+m = re.search(r'arena (\d+) bytes, tensors (\d+) bytes', t)
+assert m, t
+assert 0 < int(m.group(1)) <= int(m.group(2)), m.groups()
+"
+expect 2 "compile without file" -- "$RLX" compile
+expect 2 "compile unknown option" -- "$RLX" compile "$TMP/mlp.rlx" --frob
+expect 1 "compile for an unknown backend" -- "$RLX" compile "$TMP/mlp.rlx" --backend nosuch
+has "$TMP/err" "no backend named 'nosuch'" "unknown backend named"
+
+# A graph whose splat renders have no CPU path: compile fails and names both nodes.
+cat >"$TMP/splat.rlx" <<'EOF'
+graph @splat {
+  %0 = Input {name = "pos"} : [3] f32 "pos"
+  %1 = Input {name = "scale"} : [3] f32 "scale"
+  %2 = Input {name = "rot"} : [4] f32 "rot"
+  %3 = Input {name = "opa"} : [1] f32 "opa"
+  %4 = Input {name = "col"} : [3] f32 "col"
+  %5 = Input {name = "sh"} : [3] f32 "sh"
+  %6 = Input {name = "meta"} : [23] f32 "meta"
+  %7 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 4, height = 4} : [64] f32 "render_a"
+  %8 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 2, height = 8} : [64] f32 "render_b"
+  %9 = Binary(%7, %8) : [64] f32
+  return %9
+}
+EOF
+expect 1 "compile unsupported" -- "$RLX" compile "$TMP/splat.rlx" --report
+if grep -E -q '^GaussianSplatRender +2 +unsupported$' "$TMP/out"; then ok; else bad "report: GaussianSplatRender 2 unsupported"; cat "$TMP/out" >&2; fi
+has "$TMP/out" "compile-ready: no" "report says not compile-ready"
+has "$TMP/err" "render_a" "compile error names the first unsupported node"
+has "$TMP/err" "render_b" "compile error names the second unsupported node"
+expect 1 "run unsupported" -- "$RLX" run "$TMP/splat.rlx" --output-dir "$TMP/o"
+has "$TMP/err" "render_b" "run names the unsupported nodes"
+
+echo "run cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
