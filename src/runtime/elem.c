@@ -59,6 +59,18 @@ uint16_t rlx_f32_to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 
+/* double -> float rounding to odd: a second rounding (to f16/bf16) then rounds correctly. */
+static float f32_round_odd(double v) {
+  float f = (float)v;
+  if (isnan(v) || (double)f == v) return f;
+  if (fabs((double)f) > fabs(v)) f = nextafterf(f, 0.0f); /* truncate toward zero */
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  b |= 1;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
 static int64_t sat_i64(double v, double lo, double hi) {
   if (isnan(v)) return 0;
   if (v <= lo) return (int64_t)lo;
@@ -88,8 +100,8 @@ double rlx_elem_get(const void *b, rlx_dtype t, size_t i) {
 void rlx_elem_set(void *b, rlx_dtype t, size_t i, double v) {
   switch (t) {
   case RLX_F32: ((float *)b)[i] = (float)v; break;
-  case RLX_F16: ((uint16_t *)b)[i] = rlx_f32_to_f16((float)v); break;
-  case RLX_BF16: ((uint16_t *)b)[i] = rlx_f32_to_bf16((float)v); break;
+  case RLX_F16: ((uint16_t *)b)[i] = rlx_f32_to_f16(f32_round_odd(v)); break;
+  case RLX_BF16: ((uint16_t *)b)[i] = rlx_f32_to_bf16(f32_round_odd(v)); break;
   case RLX_F64: ((double *)b)[i] = v; break;
   case RLX_I8: ((int8_t *)b)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
   case RLX_I16: ((int16_t *)b)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
@@ -158,7 +170,16 @@ void rlx_elem_convert(const void *src, rlx_dtype st, void *dst, rlx_dtype dt, si
       rlx_elem_get_c(src, st, i, &re, &im);
       rlx_elem_set_c(dst, dt, i, re, im);
     } else if (si && di) {
-      rlx_elem_set_i64(dst, dt, i, rlx_elem_get_i64(src, st, i));
+      /* integer -> integer wraps (two's complement), like NumPy and the Cast kernel */
+      int64_t v = rlx_elem_get_i64(src, st, i);
+      switch (dt) {
+      case RLX_I8: ((int8_t *)dst)[i] = (int8_t)v; break;
+      case RLX_I16: ((int16_t *)dst)[i] = (int16_t)v; break;
+      case RLX_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
+      case RLX_U8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
+      case RLX_U32: ((uint32_t *)dst)[i] = (uint32_t)v; break;
+      default: rlx_elem_set_i64(dst, dt, i, v); break; /* I64, BOOL */
+      }
     } else {
       rlx_elem_set(dst, dt, i, rlx_elem_get(src, st, i));
     }

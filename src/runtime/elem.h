@@ -25,7 +25,7 @@ void rlx_elem_set_i64(void *base, rlx_dtype t, size_t i, int64_t v);
 /* Complex access (real dtypes: imag = 0 / ignored). */
 void rlx_elem_get_c(const void *base, rlx_dtype t, size_t i, double *re, double *im);
 void rlx_elem_set_c(void *base, rlx_dtype t, size_t i, double re, double im);
-/* Converts n elements between dtypes with Cast semantics. */
+/* Converts n elements between dtypes with Cast semantics (integer -> integer wraps). */
 void rlx_elem_convert(const void *src, rlx_dtype st, void *dst, rlx_dtype dt, size_t n);
 
 #endif

@@ -234,6 +234,14 @@ static void test_cast(void) {
   a.to = RLX_F32;
   CHECK_OK(RUN(Cast, &a, &T(bf, SH(F32, 2)), T(bsrc, SH(BOOL, 2))));
   CHECK(bf[0] == 0 && bf[1] == 1);
+  int32_t bi[2];
+  a.to = RLX_I32;
+  CHECK_OK(RUN(Cast, &a, &T(bi, SH(I32, 2)), T(bsrc, SH(BOOL, 2))));
+  CHECK(bi[0] == 0 && bi[1] == 1);
+  double di[2];
+  a.to = RLX_F64;
+  CHECK_OK(RUN(Cast, &a, &T(di, SH(F64, 2)), T(ib, SH(I32, 2))));
+  CHECK(di[0] == 0 && di[1] == 256);
 
   /* integer -> float rounds to nearest even */
   int64_t big[] = {16777217, 16777219, (1LL << 60) + (1LL << 52) + 1};
