@@ -9,3 +9,6 @@ find_path(RLX_LAPACKE_INCLUDE lapacke.h PATHS /usr/include REQUIRED)
 find_library(RLX_LAPACKE_LIB NAMES lapacke REQUIRED)
 target_include_directories(rlx_objects PUBLIC ${RLX_CBLAS_INCLUDE} ${RLX_LAPACKE_INCLUDE})
 list(APPEND RLX_LINK_LIBS ${RLX_LAPACKE_LIB} ${RLX_OPENBLAS_LIB})
+# zlib reads the gzip-compressed idx files of Debian's dataset-fashion-mnist.
+find_package(ZLIB REQUIRED)
+list(APPEND RLX_LINK_LIBS ZLIB::ZLIB)
