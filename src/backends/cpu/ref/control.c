@@ -100,7 +100,7 @@ static rlx_status take_output(const rlx_node *n, const rlx_tensor *src, rlx_tens
 RLX_CPU_KERNEL(If) {
   if (n_in < 1) return ru_error(RLX_ERR_INVALID_ARG, n, "needs a predicate operand");
   RLX_TRY(ru_prologue(n, in, n_in, 1, n_in, out));
-  bool p;
+  bool p = false;
   RLX_TRY(truth(n, &in[0], "operand 0 (predicate)", &p));
   const char *attr = p ? "then_branch" : "else_branch";
   const rlx_graph *body = p ? n->attrs.If.then_branch : n->attrs.If.else_branch;
@@ -143,7 +143,7 @@ RLX_CPU_KERNEL(While) {
     if (s == RLX_OK && bytes) memcpy(cur[k].data, in[k].data, bytes);
   }
   for (int64_t it = 0; s == RLX_OK && (!a->max_iterations.has || it < a->max_iterations.v); it++) {
-    bool go;
+    bool go = false;
     s = run(n, ctx, a->cond, "cond", cur, n_in, &cond);
     if (s == RLX_OK) s = truth(n, &cond.t[0], "the output of cond", &go);
     if (s != RLX_OK || !go) break;

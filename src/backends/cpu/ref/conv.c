@@ -130,7 +130,7 @@ static rlx_status conv_forward(const rlx_node *n, const cgeo *g, const double *x
     memset(y, 0, g->N * g->Cout * P * sizeof *y);
     return RLX_OK;
   }
-  double *col;
+  double *col = NULL;
   RLX_TRY(rb_alloc(n, rows, P * sizeof *col, &col));
   for (size_t b = 0; b < g->N; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
@@ -167,7 +167,7 @@ static rlx_status conv_transposed(const rlx_node *n, const cgeo *g, const double
   memset(y, 0, g->N * g->Cout * P * sizeof *y);
   RLX_TRY(need_gemm_ints(n, rows, Pin, cg));
   if (rows == 0 || Pin == 0 || cg == 0) return RLX_OK;
-  double *col;
+  double *col = NULL;
   RLX_TRY(rb_alloc(n, rows, Pin * sizeof *col, &col));
   for (size_t b = 0; b < g->N; b++)
     for (size_t gr = 0; gr < g->G; gr++) {

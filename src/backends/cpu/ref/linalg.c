@@ -43,7 +43,7 @@ typedef struct mm_scratch {
 
 static rlx_status scratch_reserve(const rlx_node *n, mm_scratch *s, size_t floats) {
   if (floats <= s->cap) return RLX_OK;
-  float *p;
+  float *p = NULL;
   RLX_TRY(rb_alloc(n, floats, sizeof *p, &p));
   free(s->buf);
   s->buf = p;
@@ -286,7 +286,7 @@ RLX_CPU_KERNEL(GroupedMatMul) {
   size_t M = (size_t)x->dims[0], K = (size_t)x->dims[1], E = (size_t)w->dims[0], N = (size_t)w->dims[2];
   int64_t dims[2] = {(int64_t)M, (int64_t)N};
   RLX_TRY(ru_need_out_dims(n, out, 2, dims));
-  int64_t *eid;
+  int64_t *eid = NULL;
   RLX_TRY(rb_alloc(n, M, sizeof *eid, &eid));
   rlx_status s = RLX_OK;
   for (size_t i = 0; i < M && s == RLX_OK; i++)
@@ -390,7 +390,7 @@ static rlx_status dense_solve(const rlx_node *n, const rlx_tensor *in, uint32_t 
   rlx_dtype t = ru_dt(out);
   RLX_TRY(need_f32_f64(n, in, 0, t));
   RLX_TRY(ru_need_dtype(n, in, 1, t));
-  size_t nn;
+  size_t nn = 0;
   RLX_TRY(need_square(n, in, 0, lead, &nn));
   const rlx_shape *b = &in[1].shape;
   bool ok = (b->rank == lead + 1 || b->rank == lead + 2) && (size_t)b->dims[lead] == nn;
@@ -431,7 +431,7 @@ RLX_CPU_KERNEL(Cholesky) {
   RLX_TRY(ru_prologue(n, in, n_in, 1, 1, out));
   rlx_dtype t = ru_dt(out);
   RLX_TRY(need_f32_f64(n, in, 0, t));
-  size_t nn;
+  size_t nn = 0;
   RLX_TRY(need_square(n, in, 0, 0, &nn));
   RLX_TRY(ru_need_out_dims(n, out, 2, in[0].shape.dims));
   if (nn == 0) return RLX_OK;
@@ -458,7 +458,7 @@ RLX_CPU_KERNEL(TriangularSolve) {
   rlx_dtype t = ru_dt(out);
   RLX_TRY(need_f32_f64(n, in, 0, t));
   RLX_TRY(ru_need_dtype(n, in, 1, t));
-  size_t nn;
+  size_t nn = 0;
   RLX_TRY(need_square(n, in, 0, 0, &nn));
   const rlx_shape *b = &in[1].shape;
   if ((b->rank != 1 && b->rank != 2) || (size_t)b->dims[0] != nn)
@@ -490,7 +490,7 @@ static rlx_status lu_det(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,
   RLX_TRY(ru_prologue(n, in, n_in, 1, 1, out));
   rlx_dtype t = ru_dt(out);
   RLX_TRY(need_f32_f64(n, in, 0, t));
-  size_t nn;
+  size_t nn = 0;
   RLX_TRY(need_square(n, in, 0, 0, &nn));
   if (rlx_tensor_numel(out) != 1)
     return ru_error(RLX_ERR_INVALID_ARG, n, "output tensor %s must hold one element", ru_fmt(&out->shape));
@@ -736,7 +736,7 @@ static rlx_status eigh(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, r
   RLX_TRY(ru_prologue(n, in, n_in, 1, 1, out));
   rlx_dtype t = ru_dt(out);
   RLX_TRY(need_f32_f64(n, in, 0, t));
-  size_t nn;
+  size_t nn = 0;
   RLX_TRY(need_square(n, in, 0, lead, &nn));
   size_t batches = lead ? (size_t)in[0].shape.dims[0] : 1, total = nn + nn * nn;
   int64_t dims[2] = {(int64_t)batches, (int64_t)total};

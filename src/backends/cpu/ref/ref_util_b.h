@@ -39,7 +39,7 @@ static inline bool rb_index(const void *data, rlx_dtype t, size_t i, int64_t *v)
  * element. */
 static inline rlx_status rb_read_index(const rlx_node *n, const rlx_tensor *in, uint32_t op, size_t i, int64_t extent,
                                        bool wrap, const char *where, int64_t *out) {
-  int64_t v;
+  int64_t v = 0;
   rlx_dtype t = ru_dt(&in[op]);
   if (!rb_index(in[op].data, t, i, &v))
     return rlx_kernel_error(n, "element %zu of operand %u (indices) is %g, which is not an integer", i, op,
@@ -86,7 +86,7 @@ static inline rlx_status rb_calloc(const rlx_node *n, size_t count, size_t size,
 /* A new double array holding every element of t (real part for complex). */
 static inline rlx_status rb_load(const rlx_node *n, const rlx_tensor *t, double **out) {
   size_t count = rlx_tensor_numel(t);
-  double *v;
+  double *v = NULL;
   RLX_TRY(rb_alloc(n, count, sizeof *v, &v));
   rlx_dtype dt = ru_dt(t);
   if (dt == RLX_F64) {

@@ -134,7 +134,7 @@ RLX_CPU_KERNEL(ScatterAdd) {
   ru_split_axis(u, ax, &outer, &U, &inner);
   if (in[1].shape.rank != 1 || (size_t)in[1].shape.dims[0] != U)
     return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; expected [%zu]", ru_fmt(&in[1].shape), U);
-  int64_t *idx;
+  int64_t *idx = NULL;
   RLX_TRY(rb_alloc(n, U, sizeof *idx, &idx));
   rlx_status s = RLX_OK;
   for (size_t i = 0; i < U && s == RLX_OK; i++) s = rb_read_index(n, in, 1, i, (int64_t)L, false, "the output axis", &idx[i]);
@@ -181,14 +181,14 @@ RLX_CPU_KERNEL(ScatterNd) {
   int64_t st[RLX_MAX_RANK];
   rlx_strides(d, st);
   size_t tuples = rb_prod(ix, 0, ix->rank - 1), slice = rb_prod(d, k, d->rank);
-  size_t *offs;
+  size_t *offs = NULL;
   RLX_TRY(rb_alloc(n, tuples, sizeof *offs, &offs));
   rlx_status s = RLX_OK;
   char where[32];
   for (size_t j = 0; j < tuples && s == RLX_OK; j++) {
     offs[j] = 0;
     for (uint32_t c = 0; c < k && s == RLX_OK; c++) {
-      int64_t v;
+      int64_t v = 0;
       snprintf(where, sizeof where, "data axis %u", c);
       s = rb_read_index(n, in, 1, j * k + c, d->dims[c], true, where, &v);
       offs[j] += (size_t)v * (size_t)st[c];
@@ -227,7 +227,7 @@ static rlx_status need_elem_indices(const rlx_node *n, const rlx_tensor *in, uin
 static rlx_status elem_target(const rlx_node *n, const rlx_tensor *in, uint32_t ax, size_t p, const int64_t *dst,
                               size_t *off) {
   const rlx_shape *d = &in[0].shape;
-  int64_t c[RLX_MAX_RANK], v;
+  int64_t c[RLX_MAX_RANK], v = 0;
   char where[32];
   snprintf(where, sizeof where, "data axis %u", ax);
   RLX_TRY(rb_read_index(n, in, 1, p, d->dims[ax], true, where, &v));
@@ -261,7 +261,7 @@ RLX_CPU_KERNEL(ScatterElements) {
                     ru_fmt(&in[2].shape), ru_fmt(&in[1].shape));
   int64_t st[RLX_MAX_RANK];
   rlx_strides(d, st);
-  size_t count = rlx_tensor_numel(&in[1]), *offs;
+  size_t count = rlx_tensor_numel(&in[1]), *offs = NULL;
   RLX_TRY(rb_alloc(n, count, sizeof *offs, &offs));
   rlx_status s = RLX_OK;
   for (size_t p = 0; p < count && s == RLX_OK; p++) s = elem_target(n, in, ax, p, st, &offs[p]);
@@ -290,7 +290,7 @@ RLX_CPU_KERNEL(GatherElements) {
   RLX_TRY(ru_need_out_dims(n, out, in[1].shape.rank, in[1].shape.dims));
   int64_t st[RLX_MAX_RANK];
   rlx_strides(d, st);
-  size_t count = rlx_tensor_numel(&in[1]), esz = rlx_dtype_size(t), *offs;
+  size_t count = rlx_tensor_numel(&in[1]), esz = rlx_dtype_size(t), *offs = NULL;
   RLX_TRY(rb_alloc(n, count, sizeof *offs, &offs));
   rlx_status s = RLX_OK;
   for (size_t p = 0; p < count && s == RLX_OK; p++) s = elem_target(n, in, ax, p, st, &offs[p]);
@@ -341,7 +341,7 @@ RLX_CPU_KERNEL(GatherNd) {
     for (size_t j = 0; j < per_batch; j++) {
       size_t tuple = bb * per_batch + j, off = bb * data_batch;
       for (uint32_t c = 0; c < k; c++) {
-        int64_t v;
+        int64_t v = 0;
         snprintf(where, sizeof where, "data axis %u", b + c);
         RLX_TRY(rb_read_index(n, in, 1, tuple * k + c, d->dims[b + c], true, where, &v));
         off += (size_t)v * (size_t)st[b + c];
