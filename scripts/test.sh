@@ -73,7 +73,7 @@ else
     done
     echo "=== fuzz $name: ${FUZZ_SECONDS}s on $(find "$work/corpus" -type f | wc -l) seeds"
     (cd "$work" && "$ROOT/$bin" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="$work/artifacts/" corpus 2>&1 | awk '!/^#[0-9]+/')
+       -print_final_stats=1 -artifact_prefix="$work/artifacts/" corpus 2>&1 | awk '!/^#[0-9]+|^\tNEW_FUNC/')
     status=$?
     if [ -n "$(ls -A "$work/artifacts")" ]; then
       mkdir -p build-fuzz/artifacts

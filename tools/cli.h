@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "rlx/session.h"
+
 /* Exit codes of every command. */
 enum {
   CLI_OK = 0,
@@ -31,6 +33,19 @@ int cli_cmd_dot(const cli_command *self, int argc, char **argv);
 /* Commands of tools/cmd_run.c. */
 int cli_cmd_run(const cli_command *self, int argc, char **argv);
 int cli_cmd_compile(const cli_command *self, int argc, char **argv);
+/* Command of tools/cmd_train.c (its usage text is cli_train_usage). */
+int cli_cmd_train(const cli_command *self, int argc, char **argv);
+extern const char cli_train_usage[];
+
+/* Commands and hooks of tools/cmd_onnx.c. */
+int cli_cmd_import(const cli_command *self, int argc, char **argv);
+/* Loads FILE for `rlx run` / `rlx compile`: a .onnx model is imported (its symbolic dims bound from
+ * the --input NAME=PATH tensors and --dim NAME=SIZE arguments in argv); any other file goes
+ * through rlx_load_graph_file. */
+rlx_status cli_load_graph(const char *file, int argc, char **argv, rlx_graph **out);
+/* Loads a tensor file: ONNX TensorProto when PATH ends in .pb, else .npy (free the data with
+ * rlx_npy_tensor_free(t, NULL)). */
+rlx_status cli_load_tensor(const char *path, rlx_tensor *out);
 
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);

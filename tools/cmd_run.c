@@ -153,7 +153,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
     goto done;
   }
 
-  if (rlx_load_graph_file(file, NULL, &g) != RLX_OK) {
+  if (cli_load_graph(file, argc, argv, &g) != RLX_OK) {
     rc = cli_fail_rlx(self, file);
     goto done;
   }
@@ -217,7 +217,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
   n_loaded = 0;
 
   for (int i = 0; i < n_in; i++) {
-    if (rlx_npy_load(inputs[i].path, NULL, &loaded[n_loaded]) != RLX_OK) {
+    if (cli_load_tensor(inputs[i].path, &loaded[n_loaded]) != RLX_OK) {
       rc = cli_fail(self, "input '%s': %s", inputs[i].name, rlx_last_error());
       goto done;
     }
@@ -287,7 +287,7 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv) {
   }
   if (!file) return cli_usage_error(self, "no FILE given");
   rlx_graph *g = NULL;
-  if (rlx_load_graph_file(file, NULL, &g) != RLX_OK) return cli_fail_rlx(self, file);
+  if (cli_load_graph(file, argc, argv, &g) != RLX_OK) return cli_fail_rlx(self, file);
   rlx_dispatch_report rep;
   rlx_executable *e = NULL;
   rlx_compile_options opt;

@@ -68,6 +68,22 @@ static const cli_command commands[] = {
      "decomposed, host-staged, unsupported), node counts before and after compilation and the\n"
      "arena size against the sum of all tensor sizes. The exit code is 1 when compilation fails\n"
      "(the report still lists the unsupported op kinds).\n"},
+    {"import", cli_cmd_import, "import an ONNX model as RLX IR (or list what it lacks)",
+     "usage: rlx import MODEL.onnx [-o OUT] [--binary] [--report] [--input NAME=X.npy|X.pb ...]\n"
+     "                  [--dim NAME=SIZE ...]\n"
+     "\n"
+     "Imports MODEL.onnx (external data is read from its folder) and writes the graph as canonical\n"
+     "text, or lists every unsupported op / opset / dtype with --report (exit code 1 when there\n"
+     "is any). `rlx run MODEL.onnx ...` and `rlx compile MODEL.onnx` import the same way.\n"
+     "\n"
+     "options:\n"
+     "  -o OUT              write to OUT instead of stdout (`-` = stdout)\n"
+     "  --binary            write the binary format (needs -o)\n"
+     "  --report            list every gap instead of writing the graph\n"
+     "  --input NAME=FILE   a value of graph input NAME: binds its symbolic dims and serves ops that\n"
+     "                      need the value while importing (Reshape's shape, ...)\n"
+     "  --dim NAME=SIZE     binds the symbolic dim (dim_param) NAME\n"},
+    {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy", cli_train_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

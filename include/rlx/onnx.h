@@ -1,40 +1,78 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* ONNX import: .onnx (protobuf, parsed by protobuf-c code generated from Debian's onnx.proto) ->
- * RLX graph. One ONNX node may become several RLX nodes. */
+ * RLX graph. One ONNX node may become several RLX nodes. docs/onnx.md lists the supported ops,
+ * opsets and the limits applied to untrusted files. */
 #ifndef RLX_ONNX_H
 #define RLX_ONNX_H
 
 #include "rlx/graph.h"
+#include "rlx/session.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Limits applied to every model (violations are RLX_ERR_FORMAT naming the field). */
+#define RLX_ONNX_MAX_FILE_BYTES ((size_t)1 << 31)  /* protobuf's own limit: 2 GiB */
+#define RLX_ONNX_MAX_MESSAGE_DEPTH 64              /* nested protobuf messages */
+#define RLX_ONNX_MAX_GRAPH_DEPTH 16                /* If/Loop/Scan bodies inside bodies */
+#define RLX_ONNX_MAX_NAME_BYTES 4096               /* value, node and op names */
+
+/* Initializer values handed back when importing with initializers_as_constants = false. */
+typedef struct rlx_onnx_weights {
+  rlx_named_tensor *v; /* names and data allocated with the importer's allocator */
+  uint32_t n;
+} rlx_onnx_weights;
+void rlx_onnx_weights_free(rlx_onnx_weights *w, const rlx_allocator *al);
+
 typedef struct rlx_onnx_options {
   /* Initializers become Constant nodes (true, default) or Params named after the initializer
-   * whose values are available through rlx_onnx_model_param (false). */
+   * (false); their values then go to *weights when `weights` is not NULL. */
   bool initializers_as_constants;
-  /* Bindings for symbolic input dims (dim_param name -> size); unbound ones stay symbolic. */
+  rlx_onnx_weights *weights;
+  /* Bindings for symbolic input dims (dim_param name -> size). Unbound ones become RLX
+   * symbolic dims (which rlx_compile rejects: bind them to run the graph). */
   const char *const *dim_names;
   const int64_t *dim_values;
   uint32_t n_dims;
+  /* Known graph inputs. Each shape binds the dim_params of the input of that name and is checked
+   * against its static dims. A non-NULL data pointer additionally lets the importer use the
+   * input's VALUE where an op needs one at import time (the shape operand of Reshape, Slice's
+   * starts, TopK's k, a Loop's trip count ...): the graph is then specialized to that value. */
+  const rlx_named_tensor *inputs;
+  uint32_t n_inputs;
 } rlx_onnx_options;
 void rlx_onnx_options_init(rlx_onnx_options *o);
 
 /* Imports a model file. External data is resolved relative to the model's folder with path
- * containment (no absolute paths, no "..", no symlinks leaving the folder). On failure the message
+ * containment (relative paths only, no "..", the real path must stay inside the folder, regular
+ * files with one link only, offset/length checked against the file). On failure the message
  * names the node (name + op_type) and field; RLX_ERR_UNSUPPORTED lists EVERY unsupported
  * op/opset/dtype of the model at once. */
 rlx_status rlx_onnx_import_file(const char *path, const rlx_onnx_options *opt,
                                 const rlx_allocator *al, rlx_graph **out);
+/* Same from memory; `base_dir` (may be NULL: then external data is an error) is the folder
+ * external data paths are relative to. */
 rlx_status rlx_onnx_import_bytes(const uint8_t *data, size_t len, const char *base_dir,
                                  const rlx_onnx_options *opt, const rlx_allocator *al,
                                  rlx_graph **out);
 
-/* Lists every unsupported op / opset / dtype of a model (one per line) without importing it.
- * *n_gaps = 0 means the model is fully supported. The string is allocated with `al`. */
-rlx_status rlx_onnx_report(const char *path, const rlx_allocator *al, char **out, size_t *len,
-                           uint32_t *n_gaps);
+/* Lists every unsupported op / opset / dtype of a model (one per line, grouped by op and
+ * reason, with the node names) without keeping the graph. *n_gaps = 0 means the model is fully
+ * supported. `opt` may be NULL (defaults). The string is allocated with `al` (NULL = default).
+ * Malformed models fail as in rlx_onnx_import_file. */
+rlx_status rlx_onnx_report(const char *path, const rlx_onnx_options *opt, const rlx_allocator *al,
+                           char **out, size_t *len, uint32_t *n_gaps);
+
+/* ONNX TensorProto files (input_K.pb / output_K.pb of the ONNX test suite): one tensor
+ * with raw or typed data. out->data is allocated with `al` (NULL = default); release it with
+ * rlx_onnx_tensor_free. `name_out` (may be NULL) receives the tensor's name (allocated with `al`,
+ * NULL when it has none). Malformed files give RLX_ERR_FORMAT naming the field. */
+rlx_status rlx_onnx_tensor_read(const uint8_t *data, size_t len, const rlx_allocator *al,
+                                rlx_tensor *out, char **name_out);
+rlx_status rlx_onnx_tensor_load(const char *path, const rlx_allocator *al, rlx_tensor *out,
+                                char **name_out);
+void rlx_onnx_tensor_free(rlx_tensor *t, const rlx_allocator *al);
 
 #ifdef __cplusplus
 }

@@ -8,16 +8,25 @@
  * run: copy the inputs into their slots, run the thunks, copy the outputs out.
  * Bodies of If/While/Scan/CustomFn run through ctx->run_body, which compiles each body once (with
  * this backend) and caches it by graph pointer; body Params take the value of the enclosing
- * executable's Param of the same name. */
+ * executable's Param of the same name.
+ *
+ * Kernel selection (docs/cpu-backend.md): per node, at compile time, the fast kernel of
+ * rlx_cpu_fast_table when the op has one and its `applies` accepts the node's static operand
+ * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
+ * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
+ * executable). RLX_CPU_PROFILE=1 times every thunk and prints a table to stderr when the
+ * executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/fast/fast.h"
 #include "passes/plan.h"
 #include "runtime/session_internal.h"
 #include "strbuf.h"
@@ -29,9 +38,11 @@ typedef struct cpu_thunk {
   rlx_id id;
   const rlx_node *node;
   rlx_cpu_kernel kernel;
+  bool fast;            /* kernel is the node's fast kernel */
   const rlx_tensor *in; /* n_in views into the arena (in the exe's tensor pool) */
   uint32_t n_in;
   rlx_tensor out;
+  uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
 /* A param value without a slot in this graph, kept because a body reads it. */
@@ -65,6 +76,7 @@ typedef struct cpu_exe {
   uint64_t param_version;
   cpu_body *bodies;
   uint32_t n_bodies, cap_bodies;
+  bool profile;
 } cpu_exe;
 
 static void *cx_alloc(const rlx_allocator *al, size_t n, size_t elem) {
@@ -82,12 +94,51 @@ static const char *label(const rlx_graph *g, rlx_id id, char *buf, size_t cap) {
   return buf;
 }
 
+/* ---- profile ---- */
+
+static int by_time_desc(const void *a, const void *b) {
+  const cpu_thunk *x = *(const cpu_thunk *const *)a, *y = *(const cpu_thunk *const *)b;
+  return (x->prof_ns < y->prof_ns) - (x->prof_ns > y->prof_ns);
+}
+
+/* One line per thunk, slowest first: share of the total, mean time per run, op, kernel, shapes. */
+static void print_profile(const cpu_exe *x) {
+  uint64_t total = 0, runs = 0;
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    total += x->thunks[i].prof_ns;
+    if (x->thunks[i].prof_runs > runs) runs = x->thunks[i].prof_runs;
+  }
+  if (!runs || !x->n_thunks) return;
+  const cpu_thunk **order = malloc(x->n_thunks * sizeof *order);
+  if (!order) return;
+  for (uint32_t i = 0; i < x->n_thunks; i++) order[i] = &x->thunks[i];
+  qsort(order, x->n_thunks, sizeof *order, by_time_desc);
+  fprintf(stderr, "cpu profile of graph '%s': %u thunks, %llu runs, %.3f ms per run\n", rlx_graph_name(x->g),
+          x->n_thunks, (unsigned long long)runs, (double)total / (double)runs * 1e-6);
+  char lb[160], sh[160];
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    const cpu_thunk *t = order[i];
+    fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
+            t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
+            label(x->g, t->id, lb, sizeof lb));
+    for (uint32_t k = 0; k < t->n_in; k++) {
+      rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
+      fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);
+    }
+    rlx_shape_format(&t->out.shape, sh, sizeof sh);
+    fprintf(stderr, " -> %s\n", sh);
+  }
+  free(order);
+}
+
 /* ---- destroy ---- */
 
 static void cpu_destroy(rlx_backend_exe *bx) {
   cpu_exe *x = (cpu_exe *)bx;
   if (!x) return;
   const rlx_allocator *al = &x->al;
+  if (x->profile) print_profile(x);
+  rlx_cpu_pool_free(x->ctx.pool);
   for (uint32_t i = 0; i < x->n_bodies; i++) rlx_executable_free(x->bodies[i].exe);
   al->free(al->ctx, x->bodies);
   for (uint32_t i = 0; i < x->n_extra; i++) {
@@ -263,6 +314,18 @@ static int cpu_threads(int want) {
   return n > 0 ? (int)n : 1;
 }
 
+static bool env_flag(const char *name) {
+  const char *v = getenv(name);
+  return v && v[0] && strcmp(v, "0") != 0;
+}
+
+/* The kernel for a node with operand views `in`: its fast kernel when one applies. */
+static rlx_cpu_kernel select_kernel(const rlx_node *nd, const rlx_tensor *in, bool ref_only, bool *fast) {
+  const rlx_cpu_fast_kernel *f = &rlx_cpu_fast_table[nd->op];
+  *fast = !ref_only && f->applies && f->kernel && f->applies(nd, in, nd->n_inputs);
+  return *fast ? f->kernel : rlx_cpu_ref_table[nd->op];
+}
+
 static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rlx_plan *plan,
                               const rlx_compile_options *opt, rlx_backend_exe **out) {
   (void)b;
@@ -311,6 +374,8 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
   x->ctx.rng_seed = opt->rng_seed;
   x->ctx.run_body = cpu_run_body;
   x->ctx.body_state = x;
+  x->profile = env_flag("RLX_CPU_PROFILE");
+  bool ref_only = env_flag("RLX_CPU_REF_ONLY");
   rlx_status st = RLX_OK;
 
   size_t block;
@@ -342,6 +407,7 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
 
   /* Thunks in schedule order. */
   size_t used = 0;
+  uint32_t n_fast = 0;
   for (uint32_t s = 0; s < plan->n_schedule; s++) {
     rlx_id id = plan->schedule[s];
     const rlx_node *nd = rlx_graph_node(g, id);
@@ -349,7 +415,6 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
     cpu_thunk *t = &x->thunks[x->n_thunks++];
     t->id = id;
     t->node = nd;
-    t->kernel = rlx_cpu_ref_table[nd->op];
     t->in = &x->pool[used];
     t->n_in = nd->n_inputs;
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
@@ -360,6 +425,12 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
     }
     t->out.data = x->arena + plan->offset[id];
     t->out.shape = nd->shape;
+    t->kernel = select_kernel(nd, t->in, ref_only, &t->fast);
+    n_fast += t->fast;
+  }
+  if (n_fast) {
+    st = rlx_cpu_pool_create(x->ctx.threads, &x->ctx.pool);
+    if (st != RLX_OK) goto fail;
   }
 
   st = collect_body_params(x, g, false, 0);
@@ -391,7 +462,14 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const r
   for (uint32_t k = 0; k < x->n_thunks; k++) {
     cpu_thunk *t = &x->thunks[k];
     rlx_tensor o = t->out; /* the kernel gets a fresh copy of the output view */
+    struct timespec t0, t1;
+    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
     rlx_status st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx);
+    if (x->profile) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      t->prof_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+      t->prof_runs++;
+    }
     if (st != RLX_OK)
       return rlx_error_context(st, "graph '%s', node %s", rlx_graph_name(x->g), label(x->g, t->id, lb, sizeof lb));
   }

@@ -21,11 +21,14 @@ typedef rlx_status (*rlx_cpu_run_body_fn)(rlx_cpu_ctx *ctx, const rlx_graph *bod
                                           const rlx_tensor *inputs, uint32_t n_inputs,
                                           rlx_tensor *outputs, uint32_t n_outputs);
 
+typedef struct rlx_cpu_pool rlx_cpu_pool; /* fast/threads.c */
+
 struct rlx_cpu_ctx {
   int threads;              /* worker threads the kernel may use (>= 1) */
   uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
   rlx_cpu_run_body_fn run_body;
   void *body_state;         /* owned by the executor (compiled-body cache) */
+  rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
 };
 
 /* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the
@@ -40,6 +43,18 @@ typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, ui
 
 /* NULL entries: no CPU kernel; the op must be decomposed before reaching the CPU backend. */
 extern const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT];
+
+/* Fast kernels (fast/<family>.c, table in fast/table.c): optimised f32 twins of some reference
+ * kernels, each for a subset of its op's cases. `applies` reads only the node and the operand
+ * shapes (in[i].shape; data may be NULL) and says whether `kernel` handles exactly this case; the
+ * executor asks it once per node at compile time (static shapes) and runs the reference kernel
+ * otherwise. A fast kernel may only be called with operands for which `applies` returned true. */
+typedef bool (*rlx_cpu_applies_fn)(const rlx_node *n, const rlx_tensor *in, uint32_t n_in);
+typedef struct rlx_cpu_fast_kernel {
+  rlx_cpu_applies_fn applies; /* NULL: the op has no fast kernel */
+  rlx_cpu_kernel kernel;
+} rlx_cpu_fast_kernel;
+extern const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT];
 
 /* Helpers for kernels (ref/common.c). */
 size_t rlx_tensor_numel(const rlx_tensor *t);

@@ -63,6 +63,38 @@ RLX_DECOMPOSE_DECL(If);
 RLX_DECOMPOSE_DECL(While);
 RLX_DECOMPOSE_DECL(Scan);
 RLX_DECOMPOSE_DECL(CustomFn);
+/* backward_*.c */
+RLX_DECOMPOSE_DECL(ReluBackward);
+RLX_DECOMPOSE_DECL(ActivationBackward);
+RLX_DECOMPOSE_DECL(SoftmaxCrossEntropy);
+RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyWithLogits);
+RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyBackward);
+RLX_DECOMPOSE_DECL(AttentionBackward);
+RLX_DECOMPOSE_DECL(AttentionBackwardAll);
+RLX_DECOMPOSE_DECL(RopeBackward);
+RLX_DECOMPOSE_DECL(LayerNormBackwardInput);
+RLX_DECOMPOSE_DECL(LayerNormBackwardGamma);
+RLX_DECOMPOSE_DECL(RmsNormBackwardInput);
+RLX_DECOMPOSE_DECL(RmsNormBackwardGamma);
+RLX_DECOMPOSE_DECL(RmsNormBackwardBeta);
+RLX_DECOMPOSE_DECL(GroupNormBackwardInput);
+RLX_DECOMPOSE_DECL(GroupNormBackwardGamma);
+RLX_DECOMPOSE_DECL(GroupNormBackwardBeta);
+RLX_DECOMPOSE_DECL(BatchNormInferenceBackwardInput);
+RLX_DECOMPOSE_DECL(BatchNormInferenceBackwardGamma);
+RLX_DECOMPOSE_DECL(BatchNormInferenceBackwardBeta);
+RLX_DECOMPOSE_DECL(AdaLayerNormBackward);
+RLX_DECOMPOSE_DECL(GatedResidualBackward);
+RLX_DECOMPOSE_DECL(Conv2dBackwardInput);
+RLX_DECOMPOSE_DECL(Conv2dBackwardWeight);
+RLX_DECOMPOSE_DECL(Conv3dBackwardInput);
+RLX_DECOMPOSE_DECL(Conv3dBackwardWeight);
+RLX_DECOMPOSE_DECL(MaxPool2dBackward);
+RLX_DECOMPOSE_DECL(MaxPool3dBackward);
+RLX_DECOMPOSE_DECL(CumsumBackward);
+RLX_DECOMPOSE_DECL(GatherBackward);
+RLX_DECOMPOSE_DECL(ScanBackward);
+RLX_DECOMPOSE_DECL(ScanBackwardXs);
 
 /* ---- emit helpers (emit.c) ---- */
 

@@ -87,6 +87,38 @@ RLX_CPU_KERNEL(GatherElements);
 RLX_CPU_KERNEL(If);
 RLX_CPU_KERNEL(While);
 RLX_CPU_KERNEL(Scan);
+/* ref/backward_*.c */
+RLX_CPU_KERNEL(ReluBackward);
+RLX_CPU_KERNEL(ActivationBackward);
+RLX_CPU_KERNEL(SoftmaxCrossEntropy);
+RLX_CPU_KERNEL(SoftmaxCrossEntropyWithLogits);
+RLX_CPU_KERNEL(SoftmaxCrossEntropyBackward);
+RLX_CPU_KERNEL(AttentionBackward);
+RLX_CPU_KERNEL(AttentionBackwardAll);
+RLX_CPU_KERNEL(RopeBackward);
+RLX_CPU_KERNEL(LayerNormBackwardInput);
+RLX_CPU_KERNEL(LayerNormBackwardGamma);
+RLX_CPU_KERNEL(RmsNormBackwardInput);
+RLX_CPU_KERNEL(RmsNormBackwardGamma);
+RLX_CPU_KERNEL(RmsNormBackwardBeta);
+RLX_CPU_KERNEL(GroupNormBackwardInput);
+RLX_CPU_KERNEL(GroupNormBackwardGamma);
+RLX_CPU_KERNEL(GroupNormBackwardBeta);
+RLX_CPU_KERNEL(BatchNormInferenceBackwardInput);
+RLX_CPU_KERNEL(BatchNormInferenceBackwardGamma);
+RLX_CPU_KERNEL(BatchNormInferenceBackwardBeta);
+RLX_CPU_KERNEL(AdaLayerNormBackward);
+RLX_CPU_KERNEL(GatedResidualBackward);
+RLX_CPU_KERNEL(Conv2dBackwardInput);
+RLX_CPU_KERNEL(Conv2dBackwardWeight);
+RLX_CPU_KERNEL(Conv3dBackwardInput);
+RLX_CPU_KERNEL(Conv3dBackwardWeight);
+RLX_CPU_KERNEL(MaxPool2dBackward);
+RLX_CPU_KERNEL(MaxPool3dBackward);
+RLX_CPU_KERNEL(CumsumBackward);
+RLX_CPU_KERNEL(GatherBackward);
+RLX_CPU_KERNEL(ScanBackward);
+RLX_CPU_KERNEL(ScanBackwardXs);
 
 const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     /* ref/elementwise.c */
@@ -173,4 +205,36 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_If] = rlx_cpu_ref_If,
     [RLX_OP_While] = rlx_cpu_ref_While,
     [RLX_OP_Scan] = rlx_cpu_ref_Scan,
+    /* ref/backward_*.c */
+    [RLX_OP_ReluBackward] = rlx_cpu_ref_ReluBackward,
+    [RLX_OP_ActivationBackward] = rlx_cpu_ref_ActivationBackward,
+    [RLX_OP_SoftmaxCrossEntropy] = rlx_cpu_ref_SoftmaxCrossEntropy,
+    [RLX_OP_SoftmaxCrossEntropyWithLogits] = rlx_cpu_ref_SoftmaxCrossEntropyWithLogits,
+    [RLX_OP_SoftmaxCrossEntropyBackward] = rlx_cpu_ref_SoftmaxCrossEntropyBackward,
+    [RLX_OP_AttentionBackward] = rlx_cpu_ref_AttentionBackward,
+    [RLX_OP_AttentionBackwardAll] = rlx_cpu_ref_AttentionBackwardAll,
+    [RLX_OP_RopeBackward] = rlx_cpu_ref_RopeBackward,
+    [RLX_OP_LayerNormBackwardInput] = rlx_cpu_ref_LayerNormBackwardInput,
+    [RLX_OP_LayerNormBackwardGamma] = rlx_cpu_ref_LayerNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardInput] = rlx_cpu_ref_RmsNormBackwardInput,
+    [RLX_OP_RmsNormBackwardGamma] = rlx_cpu_ref_RmsNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardBeta] = rlx_cpu_ref_RmsNormBackwardBeta,
+    [RLX_OP_GroupNormBackwardInput] = rlx_cpu_ref_GroupNormBackwardInput,
+    [RLX_OP_GroupNormBackwardGamma] = rlx_cpu_ref_GroupNormBackwardGamma,
+    [RLX_OP_GroupNormBackwardBeta] = rlx_cpu_ref_GroupNormBackwardBeta,
+    [RLX_OP_BatchNormInferenceBackwardInput] = rlx_cpu_ref_BatchNormInferenceBackwardInput,
+    [RLX_OP_BatchNormInferenceBackwardGamma] = rlx_cpu_ref_BatchNormInferenceBackwardGamma,
+    [RLX_OP_BatchNormInferenceBackwardBeta] = rlx_cpu_ref_BatchNormInferenceBackwardBeta,
+    [RLX_OP_AdaLayerNormBackward] = rlx_cpu_ref_AdaLayerNormBackward,
+    [RLX_OP_GatedResidualBackward] = rlx_cpu_ref_GatedResidualBackward,
+    [RLX_OP_Conv2dBackwardInput] = rlx_cpu_ref_Conv2dBackwardInput,
+    [RLX_OP_Conv2dBackwardWeight] = rlx_cpu_ref_Conv2dBackwardWeight,
+    [RLX_OP_Conv3dBackwardInput] = rlx_cpu_ref_Conv3dBackwardInput,
+    [RLX_OP_Conv3dBackwardWeight] = rlx_cpu_ref_Conv3dBackwardWeight,
+    [RLX_OP_MaxPool2dBackward] = rlx_cpu_ref_MaxPool2dBackward,
+    [RLX_OP_MaxPool3dBackward] = rlx_cpu_ref_MaxPool3dBackward,
+    [RLX_OP_CumsumBackward] = rlx_cpu_ref_CumsumBackward,
+    [RLX_OP_GatherBackward] = rlx_cpu_ref_GatherBackward,
+    [RLX_OP_ScanBackward] = rlx_cpu_ref_ScanBackward,
+    [RLX_OP_ScanBackwardXs] = rlx_cpu_ref_ScanBackwardXs,
 };

@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# The CPU fast kernels (src/backends/cpu/fast/): compiled at -O3 with the host's vector ISA
+# chosen at run time (the sources themselves stay portable C; see docs/cpu-backend.md), plus the
+# kernel benchmarks. Included by the root CMakeLists.txt after the rlx_objects target exists.
+file(GLOB RLX_FAST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backends/cpu/fast/*.c)
+set_source_files_properties(${RLX_FAST_SOURCES} TARGET_DIRECTORY rlx_objects PROPERTIES COMPILE_OPTIONS "-O3")
+
+option(RLX_BENCH "Build the kernel and CNN-step benchmarks (bench/)" ON)
+if(RLX_BENCH)
+  foreach(b bench_kernels bench_cnn_step)
+    if(EXISTS ${PROJECT_SOURCE_DIR}/bench/${b}.c)
+      add_executable(${b} ${PROJECT_SOURCE_DIR}/bench/${b}.c)
+      target_include_directories(${b} PRIVATE ${PROJECT_SOURCE_DIR}/src)
+      target_link_libraries(${b} PRIVATE rlx_static)
+    endif()
+  endforeach()
+endif()

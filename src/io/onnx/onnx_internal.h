@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Internals of the ONNX importer (src/io/onnx/). The model is unpacked by protobuf-c code
+ * generated at build time from onnx.proto (pb.c), validated (check.c), and imported node by node
+ * in topological order (import.c) through one mapping function per ONNX op (ops_*.c, listed in
+ * ops_table.c) that emits RLX nodes with the helpers of emit.c. */
+#ifndef RLX_ONNX_INTERNAL_H
+#define RLX_ONNX_INTERNAL_H
+
+#include <onnx/onnx.pb-c.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir_internal.h"
+#include "rlx/onnx.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the ONNX importer assumes a little-endian host (raw_data and RLX constants are little-endian)"
+#endif
+
+/* Highest opset any mapping is written for (ONNX 1.12 = opset 17); rows of the op table may
+ * allow a later one where that opset's changes are handled. */
+#define OI_MAX_OPSET 17
+/* Unrolled loops and scans stop when they would add more RLX nodes than this. */
+#define OI_MAX_UNROLL_NODES 200000u
+#define OI_MAX_NODE_IO 4096u /* inputs or outputs of one node */
+
+/* ---- a small open-addressing hash map: string or pointer keys -> uint64 ---- */
+typedef struct oi_map {
+  const rlx_allocator *al;
+  const void **keys;
+  uint64_t *vals;
+  uint32_t cap, n;
+  bool ptr_keys;
+} oi_map;
+void oi_map_init(oi_map *m, const rlx_allocator *al, bool ptr_keys);
+bool oi_map_get(const oi_map *m, const void *key, uint64_t *val);
+rlx_status oi_map_put(oi_map *m, const void *key, uint64_t val); /* insert or overwrite */
+void oi_map_free(oi_map *m);
+
+/* ---- protobuf loading (pb.c) ---- */
+typedef struct oi_pb {
+  ProtobufCAllocator pa; /* budgeted allocator handed to protobuf-c */
+  const rlx_allocator *al;
+  size_t used, budget;
+  bool over_budget;
+  ProtobufCMessage *msg;
+} oi_pb;
+/* Checks the wire format of `data` against descriptor `d` (wire types, lengths, nesting depth,
+ * strings without NULs and valid UTF-8), then unpacks it with a memory budget. */
+rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const uint8_t *data,
+                        size_t len, const rlx_allocator *al, const char *what);
+void oi_pb_free(oi_pb *pb);
+/* Reads a whole regular file of at most `max` bytes (allocated with al). */
+rlx_status oi_read_file(const char *path, size_t max, const rlx_allocator *al, uint8_t **out,
+                        size_t *len);
+
+/* ---- tensors (tensor.c) ---- */
+/* ONNX TensorProto.DataType -> RLX dtype; false (and *name set) when RLX has no such dtype. */
+bool oi_dtype_from_onnx(int32_t t, rlx_dtype *out);
+const char *oi_onnx_dtype_name(int32_t t); /* "FLOAT", "UINT16", "17" ... */
+int32_t oi_dtype_to_onnx(rlx_dtype t);
+/* Structural checks of a tensor (dtype known, dims >= 0 without overflow, rank <= 8, data count
+ * or raw size = elements). `what` names it in errors. Unsupported dtypes give
+ * RLX_ERR_UNSUPPORTED; everything else RLX_ERR_FORMAT. */
+rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_shape *shape);
+/* Converts a checked tensor into little-endian bytes of shape->dtype, allocated with `al`
+ * (*data NULL for zero bytes). External data is read from base_dir with path containment. */
+rlx_status oi_tensor_bytes(const Onnx__TensorProto *t, const char *what, const char *base_dir,
+                           const rlx_allocator *al, rlx_shape *shape, void **data, size_t *nbytes);
+/* Reads [offset, offset+len) of the external file `location` inside base_dir into buf. */
+rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t offset,
+                            uint64_t len, bool has_len, size_t expect, void *buf, const char *what);
+
+/* ---- validation (check.c) ---- */
+typedef struct oi_graph_info {
+  const Onnx__GraphProto *g;
+  uint32_t *order;    /* node indices in topological order */
+  const char **free;  /* names used inside but defined in an enclosing graph */
+  uint32_t n_free;
+  uint32_t depth;     /* 0 = the model's main graph */
+} oi_graph_info;
+
+typedef struct oi_model_info {
+  const rlx_allocator *al;
+  oi_graph_info *graphs;
+  uint32_t n_graphs, cap_graphs;
+  oi_map by_graph; /* GraphProto* -> index into graphs */
+  oi_map used;     /* every value name read by some node or graph output, in any graph */
+} oi_model_info;
+/* Validates every graph of the model (names, types, dims, tensors, dangling inputs, duplicate
+ * outputs, cycles, nesting depth) and computes topological orders and free variables. */
+rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi_model_info *info);
+void oi_model_info_free(oi_model_info *info);
+const oi_graph_info *oi_graph_info_of(const oi_model_info *info, const Onnx__GraphProto *g);
+/* Attribute type, deduced from the value fields when the (old-style) type field is unset. */
+Onnx__AttributeProto__AttributeType oi_attr_type(const Onnx__AttributeProto *a);
+
+/* ---- import state (import.c) ---- */
+enum { OI_VAL_OK = 0, OI_VAL_POISONED = 1 };
+typedef struct oi_value {
+  rlx_id id;
+  uint8_t state;
+  const rlx_tensor *hint; /* known value of a graph input (options), or NULL */
+} oi_value;
+
+typedef struct oi_imp oi_imp;
+
+typedef struct oi_scope {
+  oi_imp *m;
+  rlx_graph *g;
+  struct oi_scope *parent; /* lookups fall through to it when `inline_parent` */
+  bool inline_parent;      /* body imported into the same RLX graph (unrolled / inlined) */
+  oi_map names;            /* value name -> index into vals */
+  oi_value *vals;
+  uint32_t n_vals, cap_vals;
+  uint32_t depth; /* ONNX graph nesting depth */
+} oi_scope;
+
+typedef struct oi_gap {
+  char *key;   /* "OpType\0reason" grouping key (reason printed) */
+  char *nodes; /* first few node labels */
+  uint32_t count;
+} oi_gap;
+
+struct oi_imp {
+  const rlx_allocator *al;
+  const rlx_onnx_options *opt;
+  const char *base_dir;
+  const Onnx__ModelProto *model;
+  oi_model_info info;
+  int64_t opset; /* of the default domain */
+  bool report;   /* collect gaps only */
+  oi_gap *gaps;
+  uint32_t n_gaps, cap_gaps;
+  oi_map dim_syms; /* dim_param name -> symbol */
+  uint32_t next_sym;
+  uint64_t emitted; /* RLX nodes emitted (bounds unrolling) */
+  bool needs_value; /* some op needed a value only known at run time */
+  bool freeze;      /* inputs with values in the options become Constants */
+  rlx_onnx_weights weights;
+};
+
+void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool inline_parent,
+                   uint32_t depth);
+void oi_scope_free(oi_scope *s);
+rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state,
+                        const rlx_tensor *hint);
+/* Looks a value up in s and, through inline scopes, its parents; NULL when unknown. */
+const oi_value *oi_scope_get(const oi_scope *s, const char *name);
+
+/* Imports the initializers and nodes of `gp` into scope `s` (whose formal inputs and captures
+ * the caller has bound already). */
+rlx_status oi_import_nodes(oi_scope *s, const Onnx__GraphProto *gp);
+/* Converts an ONNX value type into an RLX shape (dims bound through the options, dim_params
+ * becoming symbols); `what` names it in errors. */
+rlx_status oi_type_shape(oi_imp *m, const Onnx__TypeProto *tp, const char *what, rlx_shape *out);
+/* Records an unsupported op/opset/dtype of node np with a reason. */
+rlx_status oi_gap_add(oi_imp *m, const Onnx__NodeProto *np, const char *reason);
+
+/* ---- mapping one node (emit.c) ---- */
+typedef struct oi_node {
+  oi_imp *m;
+  oi_scope *sc;
+  rlx_graph *g;
+  const Onnx__NodeProto *np;
+  int64_t opset;
+  uint32_t n_in, n_out;
+  rlx_id *in;              /* RLX_NO_ID for a missing optional input */
+  const rlx_tensor **hint; /* known value of input k (graph input hints), or NULL */
+  rlx_id *out;             /* set by the mapper; RLX_NO_ID = not produced */
+  bool *out_used;          /* is output k read anywhere (or a graph output)? */
+  rlx_arena scratch;       /* freed after the node */
+  bool unsupported;        /* the mapper reported a gap (message in reason) */
+  char reason[512];
+} oi_node;
+
+typedef rlx_status (*oi_map_fn)(oi_node *c);
+typedef struct oi_op_entry {
+  const char *op_type;
+  int32_t min_opset, max_opset;
+  oi_map_fn fn;
+} oi_op_entry;
+/* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
+#define OI_FAMILY_TABLES(X) X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(misc)
+#define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
+OI_FAMILY_TABLES(OI_X)
+#undef OI_X
+const oi_op_entry *oi_op_find(const char *op_type);
+
+/* Formats `node "name" (Op)` or `node #i (Op, output "y")` into buf. */
+const char *oi_node_label(const Onnx__NodeProto *np, char *buf, size_t cap);
+
+/* Same, for a value that is only known at run time (the importer may retry with the inputs'
+ * values from the options). */
+rlx_status oi_needs_value(oi_node *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Marks the node unsupported with a reason; returns RLX_ERR_UNSUPPORTED. */
+rlx_status oi_unsupported(oi_node *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* An error about the node's attribute or input: RLX_ERR_FORMAT with the message. */
+rlx_status oi_bad(oi_node *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void *oi_scratch(oi_node *c, size_t bytes);
+
+/* Attributes. A missing attribute gives the default; one of the wrong type is an error. */
+const Onnx__AttributeProto *oi_attr(const oi_node *c, const char *name);
+rlx_status oi_attr_i(oi_node *c, const char *name, int64_t def, int64_t *out);
+rlx_status oi_attr_f(oi_node *c, const char *name, float def, float *out);
+rlx_status oi_attr_s(oi_node *c, const char *name, const char *def, const char **out);
+/* ints/floats lists: *present tells whether the attribute exists (may be NULL). */
+rlx_status oi_attr_ints(oi_node *c, const char *name, const int64_t **v, size_t *n, bool *present);
+rlx_status oi_attr_floats(oi_node *c, const char *name, const float **v, size_t *n, bool *present);
+rlx_status oi_attr_graph(oi_node *c, const char *name, const Onnx__GraphProto **g);
+
+/* Inputs. */
+bool oi_has(const oi_node *c, uint32_t k);
+const rlx_shape *oi_shape(const oi_node *c, rlx_id id);
+const rlx_shape *oi_in_shape(const oi_node *c, uint32_t k);
+/* Needs input k (error naming it when missing). */
+rlx_status oi_need(oi_node *c, uint32_t k, const char *what);
+/* The value of input k when it is known at import time (a Constant node or a hinted graph
+ * input): data (little-endian, row-major) and shape. */
+bool oi_in_value(const oi_node *c, uint32_t k, const void **data, rlx_shape *shape);
+bool oi_const_value(const oi_node *c, rlx_id id, const void **data, rlx_shape *shape);
+/* Input k's value as int64 / double numbers (any real dtype); unsupported when not known at
+ * import time. *v lives in the node's scratch memory. */
+rlx_status oi_in_ints(oi_node *c, uint32_t k, const char *what, int64_t **v, size_t *n);
+rlx_status oi_in_f64s(oi_node *c, uint32_t k, const char *what, double **v, size_t *n);
+/* Element i of raw data of dtype t as double / int64 (Cast semantics). */
+double oi_elem_f64(const void *data, rlx_dtype t, size_t i);
+int64_t oi_elem_i64(const void *data, rlx_dtype t, size_t i);
+
+/* Emission: builds one RLX node (shape inferred), constant-folding it with the CPU reference
+ * kernels when every operand is a Constant. */
+rlx_status oi_emit(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs,
+                   rlx_id *out);
+rlx_status oi_const(oi_node *c, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out);
+/* A constant of dtype t holding v (rank 0, or the given shape filled with v). */
+rlx_status oi_scalar(oi_node *c, rlx_dtype t, double v, rlx_id *out);
+rlx_status oi_fill(oi_node *c, rlx_shape shape, double v, rlx_id *out);
+rlx_status oi_i64s(oi_node *c, const int64_t *v, uint32_t n, rlx_id *out); /* 1-D i64 */
+rlx_status oi_unary(oi_node *c, rlx_act act, rlx_id x, rlx_id *out);
+rlx_status oi_bin(oi_node *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out);
+/* a op scalar v (v in a's dtype) */
+rlx_status oi_bin_s(oi_node *c, rlx_binop op, rlx_id a, double v, rlx_id *out);
+rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out);
+rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out);
+rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out);              /* no-op if same */
+rlx_status oi_reshape(oi_node *c, rlx_id x, uint32_t rank, const int64_t *dims, rlx_id *out);
+/* Same with dims that may hold one symbolic dim (it becomes -1). */
+rlx_status oi_reshape_dims(oi_node *c, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out);
+rlx_status oi_transpose(oi_node *c, rlx_id x, const int64_t *perm, rlx_id *out); /* rank perms */
+rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, uint32_t n,
+                     bool keep, rlx_id *out);
+rlx_status oi_narrow(oi_node *c, rlx_id x, int64_t axis, int64_t start, int64_t len, rlx_id *out);
+rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx_id *out);
+/* Reshapes x to rank `rank` by adding unit axes so that its axis 0 lands on `axis` (per-channel
+ * parameters [C] -> [1, C, 1, 1]). */
+rlx_status oi_bcast_axis(oi_node *c, rlx_id x, uint32_t rank, uint32_t axis, rlx_id *out);
+/* Wraps negative indices of `idx` into [0, extent) (folded away for constant indices). */
+rlx_status oi_wrap_index(oi_node *c, rlx_id idx, int64_t extent, rlx_id *out);
+/* Normalizes an ONNX axis attribute against a rank (error naming `what` when out of range). */
+rlx_status oi_axis(oi_node *c, int64_t axis, uint32_t rank, const char *what, uint32_t *out);
+/* Dims must be static for an op that needs them (unsupported otherwise). */
+rlx_status oi_need_static(oi_node *c, const rlx_shape *s, const char *what);
+
+/* ---- importing a body graph (import.c, used by ops_control.c) ---- */
+/* Imports `gp` inline into the current RLX graph: its formal inputs are bound to `args`
+ * (n_args may be fewer than the inputs only when `allow_fewer`); writes its outputs to outs. */
+rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args,
+                           uint32_t n_args, rlx_id *outs, uint32_t n_outs);
+/* Imports `gp` into a new child graph of the current RLX graph: Inputs for the formal inputs
+ * (shapes `arg_shapes`, n_args of them) followed by one Input per capture in `caps` (names of
+ * enclosing values, in order); outputs = the graph's outputs listed in `which` (n_which). */
+rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes,
+                          uint32_t n_args, const char *const *caps, uint32_t n_caps,
+                          const uint32_t *which, uint32_t n_which, rlx_graph **out);
+
+#endif

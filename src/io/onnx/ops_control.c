@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* ONNX control flow. If: a branch is inlined when the condition is known at import time,
+ * otherwise each used output becomes an RLX If whose two child graphs read the branches'
+ * captured outer values as extra operands. Loop: unrolled when its trip count and condition are
+ * known at import time (scan outputs are stacked), otherwise an RLX While per used output
+ * (loop-carried values with fixed shapes, no scan outputs). Scan: unrolled (the sequence length
+ * is static in RLX graphs). */
+#include <stdio.h>
+#include <string.h>
+
+#include "io/onnx/onnx_internal.h"
+
+static const char *str(const char *s) { return s ? s : ""; }
+
+/* True (and *v) when id is a one-element constant. */
+static bool const_scalar(oi_node *c, rlx_id id, int64_t *v) {
+  const void *data;
+  rlx_shape s;
+  size_t n;
+  if (!oi_const_value(c, id, &data, &s) || rlx_shape_numel(&s, &n) != RLX_OK || n != 1) return false;
+  *v = oi_elem_i64(data, (rlx_dtype)s.dtype, 0);
+  return true;
+}
+
+/* ======================================================================================
+ * If
+ * ====================================================================================== */
+
+static rlx_status map_if(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "cond"));
+  const Onnx__GraphProto *br[2];
+  RLX_TRY(oi_attr_graph(c, "then_branch", &br[0]));
+  RLX_TRY(oi_attr_graph(c, "else_branch", &br[1]));
+  for (int b = 0; b < 2; b++)
+    if (br[b]->n_output != c->n_out)
+      return oi_bad(c, "%s_branch has %zu outputs; the node has %u", b ? "else" : "then", br[b]->n_output, c->n_out);
+  int64_t cv;
+  const void *data;
+  rlx_shape cs;
+  if (oi_in_value(c, 0, &data, &cs)) {
+    size_t n;
+    RLX_TRY(rlx_shape_numel(&cs, &n));
+    if (n != 1) return oi_bad(c, "input cond must hold one element");
+    cv = oi_elem_i64(data, (rlx_dtype)cs.dtype, 0);
+    return oi_inline_graph(c, br[cv ? 0 : 1], NULL, 0, c->out, c->n_out);
+  }
+  /* captures: the union of both branches' free variables */
+  const oi_graph_info *gi[2] = {oi_graph_info_of(&c->m->info, br[0]), oi_graph_info_of(&c->m->info, br[1])};
+  if (!gi[0] || !gi[1]) return rlx_errorf(RLX_ERR_INTERNAL, "If branches were not checked");
+  uint32_t ncap = 0;
+  const char **caps = oi_scratch(c, (gi[0]->n_free + gi[1]->n_free + 1) * sizeof *caps);
+  if (!caps) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  for (int b = 0; b < 2; b++)
+    for (uint32_t i = 0; i < gi[b]->n_free; i++) {
+      bool dup = false;
+      for (uint32_t j = 0; j < ncap && !dup; j++) dup = strcmp(caps[j], gi[b]->free[i]) == 0;
+      if (!dup) caps[ncap++] = gi[b]->free[i];
+    }
+  if (ncap + 1 > 64) return oi_unsupported(c, "branches reading %u outer values (RLX nodes take up to 63 captures)", ncap);
+  rlx_id *ops = oi_scratch(c, (ncap + 1) * sizeof *ops);
+  if (!ops) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  ops[0] = c->in[0];
+  for (uint32_t i = 0; i < ncap; i++) {
+    const oi_value *v = oi_scope_get(c->sc, caps[i]);
+    if (!v) return rlx_errorf(RLX_ERR_INTERNAL, "capture \"%s\" is not defined", caps[i]);
+    if (v->state == OI_VAL_POISONED) {
+      c->reason[0] = 0; /* an upstream gap explains it */
+      c->unsupported = true;
+      return RLX_ERR_UNSUPPORTED;
+    }
+    ops[i + 1] = v->id;
+  }
+  for (uint32_t k = 0; k < c->n_out; k++) {
+    if (!c->out_used[k]) continue;
+    rlx_graph *g[2];
+    for (int b = 0; b < 2; b++) RLX_TRY(oi_child_graph(c, br[b], NULL, 0, caps, ncap, &k, 1, &g[b]));
+    const rlx_shape *s0 = &rlx_graph_node(g[0], rlx_graph_outputs(g[0])[0])->shape;
+    const rlx_shape *s1 = &rlx_graph_node(g[1], rlx_graph_outputs(g[1])[0])->shape;
+    if (!rlx_shape_compatible(s0, s1))
+      return oi_unsupported(c, "output %u has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k,
+                            rlx_fmt_shape(s0), rlx_fmt_shape(s1));
+    rlx_attrs_If ia = {g[0], g[1]};
+    RLX_TRY(rlx_graph_add(c->g, RLX_OP_If, ops, ncap + 1, &ia, NULL, NULL, &c->out[k]));
+    c->m->emitted++;
+  }
+  return RLX_OK;
+}
+
+/* ======================================================================================
+ * Loop
+ * ====================================================================================== */
+
+/* Stacks per-iteration values along a new axis `axis` (reverse order when `rev`). */
+static rlx_status stack(oi_node *c, const rlx_id *vals, uint32_t n, int64_t axis, bool rev, rlx_id *out) {
+  rlx_id *parts = oi_scratch(c, (n + 1) * sizeof *parts);
+  if (!parts) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  const rlx_shape s = *oi_shape(c, vals[0]);
+  if (s.rank + 1u > RLX_MAX_RANK) return oi_unsupported(c, "stacking rank-%u values", s.rank);
+  uint32_t a;
+  RLX_TRY(oi_axis(c, axis, s.rank + 1u, "scan output axis", &a));
+  rlx_dim d[RLX_MAX_RANK];
+  for (uint32_t i = 0, j = 0; i <= s.rank; i++) d[i] = i == a ? 1 : s.dims[j++];
+  for (uint32_t i = 0; i < n; i++) {
+    const rlx_shape *si = oi_shape(c, vals[rev ? n - 1 - i : i]);
+    if (!rlx_shape_equal(si, &s))
+      return oi_unsupported(c, "scan outputs whose shape changes between iterations (%s vs %s)", rlx_fmt_shape(&s), rlx_fmt_shape(si));
+    RLX_TRY(oi_reshape_dims(c, vals[rev ? n - 1 - i : i], s.rank + 1u, d, &parts[i]));
+  }
+  uint32_t np = 0;
+  for (uint32_t i = 0; i < n; i += 64) {
+    rlx_id piece;
+    RLX_TRY(oi_concat(c, parts + i, n - i < 64 ? n - i : 64, a, &piece));
+    parts[np++] = piece;
+  }
+  while (np > 1) {
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < np; i += 64) {
+      rlx_id piece;
+      RLX_TRY(oi_concat(c, parts + i, np - i < 64 ? np - i : 64, a, &piece));
+      parts[m++] = piece;
+    }
+    np = m;
+  }
+  *out = parts[0];
+  return RLX_OK;
+}
+
+/* Unrolls the loop. *done = false (without error) when the condition turns out to depend on
+ * run-time values. */
+static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has_m, int64_t trip, bool cond0, uint32_t N,
+                              uint32_t K, bool *done) {
+  *done = false;
+  rlx_id *v = oi_scratch(c, (N + 1) * sizeof *v), *outs = oi_scratch(c, (1 + N + K) * sizeof *outs);
+  rlx_id *args = oi_scratch(c, (2 + N) * sizeof *args);
+  uint32_t cap_it = 1024;
+  rlx_id **scans = oi_scratch(c, (K + 1) * sizeof *scans);
+  if (!v || !outs || !args || !scans) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  for (uint32_t j = 0; j < N; j++) v[j] = c->in[2 + j];
+  bool cond = cond0;
+  int64_t i = 0;
+  uint64_t start = c->m->emitted;
+  rlx_id **grow = NULL;
+  (void)grow;
+  for (uint32_t k = 0; k < K; k++) {
+    scans[k] = oi_scratch(c, cap_it * sizeof **scans);
+    if (!scans[k]) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  }
+  while ((!has_m || i < trip) && cond) {
+    if (c->m->emitted - start > OI_MAX_UNROLL_NODES || i >= 1000000)
+      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld iterations)", OI_MAX_UNROLL_NODES, (long long)i);
+    if ((uint32_t)i == cap_it) {
+      for (uint32_t k = 0; k < K; k++) {
+        rlx_id *ns = oi_scratch(c, (size_t)cap_it * 2 * sizeof *ns);
+        if (!ns) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+        memcpy(ns, scans[k], cap_it * sizeof *ns);
+        scans[k] = ns;
+      }
+      cap_it *= 2;
+    }
+    RLX_TRY(oi_scalar(c, RLX_I64, (double)i, &args[0]));
+    RLX_TRY(oi_scalar(c, RLX_BOOL, 1.0, &args[1]));
+    for (uint32_t j = 0; j < N; j++) args[2 + j] = v[j];
+    RLX_TRY(oi_inline_graph(c, body, args, 2 + N, outs, 1 + N + K));
+    for (uint32_t j = 0; j < N; j++) v[j] = outs[1 + j];
+    for (uint32_t k = 0; k < K; k++) scans[k][i] = outs[1 + N + k];
+    int64_t cv;
+    if (!const_scalar(c, outs[0], &cv)) return RLX_OK; /* data-dependent termination */
+    cond = cv != 0;
+    i++;
+  }
+  for (uint32_t j = 0; j < N; j++) c->out[j] = v[j];
+  for (uint32_t k = 0; k < K; k++) {
+    if (!c->out_used[N + k]) continue;
+    if (i == 0) return oi_unsupported(c, "scan outputs of a loop that runs zero times (their shape is unknown)");
+    RLX_TRY(stack(c, scans[k], (uint32_t)i, 0, false, &c->out[N + k]));
+  }
+  *done = true;
+  return RLX_OK;
+}
+
+/* One RLX While computing loop-carried value `want` (placed first among the carried values). */
+static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t N, uint32_t want) {
+  oi_imp *m = c->m;
+  const oi_graph_info *gi = oi_graph_info_of(&m->info, body);
+  if (!gi) return rlx_errorf(RLX_ERR_INTERNAL, "Loop body was not checked");
+  uint32_t ncap = gi->n_free;
+  bool has_m = oi_has(c, 0);
+  /* carried: v[want], other v..., iter, cond, [M], captures... */
+  uint32_t nc = N + 2 + (has_m ? 1 : 0) + ncap;
+  if (nc > 64) return oi_unsupported(c, "a loop carrying %u values (RLX nodes take up to 64 operands)", nc);
+  rlx_id ops[64];
+  uint32_t vpos[64];
+  uint32_t p = 0;
+  vpos[want] = p, ops[p++] = c->in[2 + want];
+  for (uint32_t j = 0; j < N; j++)
+    if (j != want) vpos[j] = p, ops[p++] = c->in[2 + j];
+  uint32_t it_pos = p, cond_pos = p + 1, m_pos = p + 2;
+  RLX_TRY(oi_scalar(c, RLX_I64, 0, &ops[p++]));
+  if (oi_has(c, 1)) {
+    rlx_id cd = c->in[1];
+    RLX_TRY(oi_cast(c, cd, RLX_BOOL, &cd));
+    ops[p++] = cd;
+  } else {
+    RLX_TRY(oi_scalar(c, RLX_BOOL, 1.0, &ops[p++]));
+  }
+  if (has_m) {
+    rlx_id mm;
+    RLX_TRY(oi_cast(c, c->in[0], RLX_I64, &mm));
+    ops[p++] = mm;
+  }
+  uint32_t cap0 = p;
+  for (uint32_t i = 0; i < ncap; i++) {
+    const oi_value *v = oi_scope_get(c->sc, gi->free[i]);
+    if (!v || v->state == OI_VAL_POISONED) {
+      c->reason[0] = 0;
+      c->unsupported = true;
+      return RLX_ERR_UNSUPPORTED;
+    }
+    ops[p++] = v->id;
+  }
+  /* cond graph: cond && iter < M */
+  rlx_graph *cg, *bg;
+  RLX_TRY(rlx_graph_create_child(c->g, "loop_cond", &cg));
+  RLX_TRY(rlx_graph_create_child(c->g, str(body->name)[0] ? "loop_body" : "loop_body", &bg));
+  rlx_id cin[64], bin[64];
+  for (uint32_t i = 0; i < nc; i++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "carry%u", i);
+    RLX_TRY(rlx_input(cg, nm, *oi_shape(c, ops[i]), &cin[i]));
+    RLX_TRY(rlx_input(bg, nm, *oi_shape(c, ops[i]), &bin[i]));
+  }
+  rlx_id cres = cin[cond_pos];
+  if (oi_shape(c, ops[cond_pos])->rank) {
+    RLX_TRY(rlx_reshape(cg, cres, 0, NULL, &cres));
+  }
+  if (has_m) {
+    rlx_id lt, mpos = cin[m_pos];
+    const rlx_shape *ms = oi_shape(c, ops[m_pos]);
+    if (ms->rank) RLX_TRY(rlx_reshape(cg, mpos, 0, NULL, &mpos));
+    RLX_TRY(rlx_compare(cg, RLX_CMP_LT, cin[it_pos], mpos, &lt));
+    RLX_TRY(rlx_binary(cg, RLX_BINOP_BIT_AND, cres, lt, &cres));
+  }
+  RLX_TRY(rlx_graph_set_outputs(cg, &cres, 1));
+  /* body graph: the ONNX body with its formal inputs and captures bound to carried Inputs */
+  if (body->n_input != 2 + N) return oi_bad(c, "attribute body takes %zu inputs; expected %u", body->n_input, 2 + N);
+  oi_scope s;
+  oi_scope_init(&s, m, bg, c->sc, false, c->sc->depth + 1);
+  rlx_status st = oi_scope_set(&s, body->input[0]->name, bin[it_pos], OI_VAL_OK, NULL);
+  if (st == RLX_OK) st = oi_scope_set(&s, body->input[1]->name, bin[cond_pos], OI_VAL_OK, NULL);
+  for (uint32_t j = 0; j < N && st == RLX_OK; j++) st = oi_scope_set(&s, body->input[2 + j]->name, bin[vpos[j]], OI_VAL_OK, NULL);
+  for (uint32_t i = 0; i < ncap && st == RLX_OK; i++) st = oi_scope_set(&s, gi->free[i], bin[cap0 + i], OI_VAL_OK, NULL);
+  if (st == RLX_OK) st = oi_import_nodes(&s, body);
+  rlx_id bout[64];
+  for (uint32_t k = 0; k < 1 + N && st == RLX_OK; k++) {
+    const oi_value *v = oi_scope_get(&s, body->output[k]->name);
+    if (!v) st = rlx_errorf(RLX_ERR_INTERNAL, "Loop body output \"%s\" is not defined", body->output[k]->name);
+    else if (v->state == OI_VAL_POISONED) {
+      c->reason[0] = 0;
+      c->unsupported = true;
+      st = RLX_ERR_UNSUPPORTED;
+    } else if (k == 0) bout[cond_pos] = v->id;
+    else bout[vpos[k - 1]] = v->id;
+  }
+  oi_scope_free(&s);
+  RLX_TRY(st);
+  rlx_id one;
+  RLX_TRY(rlx_constant(bg, rlx_shape_scalar(RLX_I64), &(int64_t){1}, 8, &one));
+  RLX_TRY(rlx_binary(bg, RLX_BINOP_ADD, bin[it_pos], one, &bout[it_pos]));
+  if (has_m) bout[m_pos] = bin[m_pos];
+  for (uint32_t i = 0; i < ncap; i++) bout[cap0 + i] = bin[cap0 + i];
+  for (uint32_t i = 0; i < nc; i++) {
+    const rlx_shape *bs = &rlx_graph_node(bg, bout[i])->shape, *cs = oi_shape(c, ops[i]);
+    if (!rlx_shape_compatible(bs, cs)) {
+      if (i == cond_pos && bs->dtype == RLX_BOOL) {
+        size_t n;
+        if (rlx_shape_numel(bs, &n) == RLX_OK && n == 1) {
+          RLX_TRY(rlx_reshape(bg, bout[i], cs->rank, cs->dims, &bout[i]));
+          continue;
+        }
+      }
+      return oi_unsupported(c, "loop-carried value %u changes shape from %s to %s (RLX's While keeps shapes fixed)", i,
+                            rlx_fmt_shape(cs), rlx_fmt_shape(bs));
+    }
+  }
+  RLX_TRY(rlx_graph_set_outputs(bg, bout, nc));
+  rlx_attrs_While wa = {cg, bg, {false, 0}};
+  RLX_TRY(rlx_graph_add(c->g, RLX_OP_While, ops, nc, &wa, NULL, NULL, &c->out[want]));
+  m->emitted++;
+  return RLX_OK;
+}
+
+static rlx_status map_loop(oi_node *c) {
+  const Onnx__GraphProto *body;
+  RLX_TRY(oi_attr_graph(c, "body", &body));
+  if (c->n_in < 2) return oi_bad(c, "Loop needs inputs M and cond (either may be empty)");
+  uint32_t N = c->n_in - 2;
+  if (c->n_out < N) return oi_bad(c, "Loop has %u outputs but %u loop-carried values", c->n_out, N);
+  uint32_t K = c->n_out - N;
+  if (body->n_input != 2 + N) return oi_bad(c, "attribute body takes %zu inputs; expected %u", body->n_input, 2 + N);
+  if (body->n_output != 1 + N + K) return oi_bad(c, "attribute body has %zu outputs; expected %u", body->n_output, 1 + N + K);
+  for (uint32_t j = 0; j < N; j++) RLX_TRY(oi_need(c, 2 + j, "v_initial"));
+  bool has_m = false, cond_known = true, cond0 = true;
+  int64_t trip = 0;
+  if (oi_has(c, 0)) {
+    int64_t *mv;
+    size_t mn;
+    const void *d;
+    rlx_shape s;
+    if (oi_in_value(c, 0, &d, &s)) {
+      RLX_TRY(oi_in_ints(c, 0, "M", &mv, &mn));
+      if (mn != 1) return oi_bad(c, "input M must hold one value");
+      trip = mv[0];
+      has_m = true;
+    } else {
+      cond_known = false;
+    }
+  }
+  if (oi_has(c, 1)) {
+    const void *d;
+    rlx_shape s;
+    if (oi_in_value(c, 1, &d, &s)) {
+      size_t n;
+      RLX_TRY(rlx_shape_numel(&s, &n));
+      if (n != 1) return oi_bad(c, "input cond must hold one value");
+      cond0 = oi_elem_i64(d, (rlx_dtype)s.dtype, 0) != 0;
+    } else {
+      cond_known = false;
+    }
+  }
+  if (cond_known) {
+    bool done;
+    RLX_TRY(loop_unroll(c, body, has_m, trip, cond0, N, K, &done));
+    if (done) return RLX_OK;
+  }
+  for (uint32_t k = 0; k < K; k++)
+    if (c->out_used[N + k])
+      return oi_needs_value(c, "scan outputs of a loop whose trip count or condition is only known at run time");
+  for (uint32_t j = 0; j < N; j++) {
+    c->out[j] = RLX_NO_ID;
+    if (c->out_used[j]) RLX_TRY(loop_while(c, body, N, j));
+  }
+  return RLX_OK;
+}
+
+/* ======================================================================================
+ * Scan
+ * ====================================================================================== */
+
+static rlx_status map_scan(oi_node *c) {
+  const Onnx__GraphProto *body;
+  RLX_TRY(oi_attr_graph(c, "body", &body));
+  int64_t M;
+  RLX_TRY(oi_attr_i(c, "num_scan_inputs", -1, &M));
+  if (M < 1 || M > c->n_in) return oi_bad(c, "attribute num_scan_inputs is %lld", (long long)M);
+  uint32_t N = c->n_in - (uint32_t)M;
+  if (c->n_out < N) return oi_bad(c, "Scan has fewer outputs than states");
+  uint32_t K = c->n_out - N;
+  if (body->n_input != N + (uint32_t)M || body->n_output != N + K)
+    return oi_bad(c, "attribute body has %zu inputs / %zu outputs; expected %u / %u", body->n_input, body->n_output,
+                  N + (uint32_t)M, N + K);
+  const int64_t *ia, *id, *oa, *od;
+  size_t nia, nid, noa, nod;
+  bool pia, pid, poa, pod;
+  RLX_TRY(oi_attr_ints(c, "scan_input_axes", &ia, &nia, &pia));
+  RLX_TRY(oi_attr_ints(c, "scan_input_directions", &id, &nid, &pid));
+  RLX_TRY(oi_attr_ints(c, "scan_output_axes", &oa, &noa, &poa));
+  RLX_TRY(oi_attr_ints(c, "scan_output_directions", &od, &nod, &pod));
+  if ((pia && nia != (size_t)M) || (pid && nid != (size_t)M) || (poa && noa != K) || (pod && nod != K))
+    return oi_bad(c, "scan axis / direction attributes must have one entry per scan input or output");
+  for (uint32_t j = 0; j < N + (uint32_t)M; j++) RLX_TRY(oi_need(c, j, "initial state or scan input"));
+  int64_t L = -1;
+  uint32_t axes[64];
+  if (M > 64) return oi_unsupported(c, "more than 64 scan inputs");
+  for (uint32_t j = 0; j < (uint32_t)M; j++) {
+    const rlx_shape *xs = oi_in_shape(c, N + j);
+    RLX_TRY(oi_axis(c, pia ? ia[j] : 0, xs->rank, "scan_input_axes entry", &axes[j]));
+    rlx_dim d = xs->dims[axes[j]];
+    if (!rlx_dim_is_static(d)) return oi_unsupported(c, "scanning a symbolic sequence length");
+    if (L >= 0 && d != L) return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)d);
+    L = d;
+  }
+  if (L == 0) return oi_unsupported(c, "a scan over an empty sequence");
+  if (L > 100000) return oi_unsupported(c, "unrolling a scan of %lld steps", (long long)L);
+  rlx_id *st = oi_scratch(c, (N + 1) * sizeof *st), *args = oi_scratch(c, (N + (size_t)M) * sizeof *args);
+  rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs), *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
+  if (!st || !args || !outs || !elems) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  for (uint32_t j = 0; j < N; j++) st[j] = c->in[j];
+  uint64_t start = c->m->emitted;
+  for (int64_t t = 0; t < L; t++) {
+    if (c->m->emitted - start > OI_MAX_UNROLL_NODES)
+      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld steps)", OI_MAX_UNROLL_NODES, (long long)t);
+    for (uint32_t j = 0; j < N; j++) args[j] = st[j];
+    for (uint32_t j = 0; j < (uint32_t)M; j++) {
+      rlx_id x = c->in[N + j], sl;
+      bool rev = pid && id[j];
+      RLX_TRY(oi_narrow(c, x, axes[j], rev ? L - 1 - t : t, 1, &sl));
+      const rlx_shape *ss = oi_shape(c, sl);
+      rlx_dim d[RLX_MAX_RANK];
+      uint32_t r = 0;
+      for (uint32_t i = 0; i < ss->rank; i++)
+        if (i != axes[j]) d[r++] = ss->dims[i];
+      RLX_TRY(oi_reshape_dims(c, sl, r, d, &args[N + j]));
+    }
+    RLX_TRY(oi_inline_graph(c, body, args, N + (uint32_t)M, outs, N + K));
+    for (uint32_t j = 0; j < N; j++) st[j] = outs[j];
+    for (uint32_t k = 0; k < K; k++) elems[(size_t)k * (size_t)L + (size_t)t] = outs[N + k];
+  }
+  for (uint32_t j = 0; j < N; j++) c->out[j] = st[j];
+  for (uint32_t k = 0; k < K; k++) {
+    if (!c->out_used[N + k]) continue;
+    RLX_TRY(stack(c, elems + (size_t)k * (size_t)L, (uint32_t)L, poa ? oa[k] : 0, pod && od[k], &c->out[N + k]));
+  }
+  return RLX_OK;
+}
+
+const oi_op_entry oi_ops_control[] = {
+    {"If", 1, OI_MAX_OPSET, map_if},
+    {"Loop", 1, OI_MAX_OPSET, map_loop},
+    {"Scan", 9, OI_MAX_OPSET, map_scan},
+};
+const uint32_t oi_ops_control_len = sizeof oi_ops_control / sizeof oi_ops_control[0];
