@@ -12,5 +12,6 @@
 #include "rlx/backend.h"
 #include "rlx/npy.h"
 #include "rlx/autodiff.h"
+#include "rlx/optim.h"
 #define RLX_VERSION_STRING "0.1.0"
 #endif
