@@ -86,6 +86,7 @@ RLX_VJP_DECL(LogDet);
 RLX_VJP_DECL(Cholesky);
 RLX_VJP_DECL(TriangularSolve);
 RLX_VJP_DECL(GroupedMatMul);
+RLX_VJP_DECL(Svd);
 /* vjp/norm.c */
 RLX_VJP_DECL(LayerNorm);
 RLX_VJP_DECL(RmsNorm);
@@ -109,6 +110,7 @@ RLX_VJP_DECL(ConvTranspose3d);
 RLX_VJP_DECL(Pool);
 RLX_VJP_DECL(ResizeNearest2x);
 RLX_VJP_DECL(Interpolate3d);
+RLX_VJP_DECL(Im2Col);
 RLX_VJP_DECL(Conv2dBackwardInput);
 RLX_VJP_DECL(Conv2dBackwardWeight);
 RLX_VJP_DECL(Conv3dBackwardInput);
@@ -148,9 +150,6 @@ rlx_status rlx_ad_reverse(const rlx_ad_request *r, rlx_graph **out);
 /* Resolves a wrt name of f to its Param (preferred) or Input leaf. */
 rlx_status rlx_ad_find_leaf(const rlx_graph *f, const char *name, rlx_id *out);
 
-/* Copies `g` into a new graph with every Input named in `names` replaced by a zero Constant of its
- * shape (used by jvp, where the result no longer depends on the linearisation point). */
-rlx_status rlx_ad_zero_inputs(const rlx_graph *g, const char *const *names, uint32_t n, rlx_graph **out);
 
 /* ---- emit helpers (ad_util.c); every node is built with shape inference ---- */
 

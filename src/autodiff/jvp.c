@@ -55,12 +55,6 @@ static rlx_status replace_inputs(const rlx_graph *g, const char *const *names, c
   return s;
 }
 
-rlx_status rlx_ad_zero_inputs(const rlx_graph *g, const char *const *names, uint32_t n, rlx_graph **out) {
-  double zeros[64] = {0};
-  if (n > 64) return rlx_errorf(RLX_ERR_INVALID_ARG, "too many inputs to replace");
-  return replace_inputs(g, names, zeros, n, out);
-}
-
 /* Appends s = sum_j sum(a_j * b_j) (rank 0, dtype of a_0) to g. */
 static rlx_status inner_product(rlx_graph *g, const rlx_id *a, const rlx_id *b, uint32_t n, rlx_id *out) {
   rlx_id acc = RLX_NO_ID;

@@ -174,6 +174,17 @@ static rlx_status b_grouped(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_GroupedMatMul(g, in, 3, NULL, y);
 }
 
+static rlx_status b_svd(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_Svd a = {RLX_SVD_PART_S};
+  return rlx_build_Svd(g, p, 1, &a, NULL, y);
+}
+
+static rlx_status b_im2col(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  int64_t k[2] = {2, 3}, s[2] = {2, 1}, pad[4] = {1, 0, 0, 1}, d[2] = {1, 2};
+  rlx_attrs_Im2Col a = {{k, 2}, {s, 2}, {pad, 4}, {d, 2}};
+  return rlx_build_Im2Col(g, p, 1, &a, NULL, y);
+}
+
 static rlx_status b_sort(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_attrs_Sort a = {-1, true};
   return rlx_build_Sort(g, p, 1, &a, NULL, y);
@@ -819,6 +830,8 @@ static const gc_entry cases[] = {
     CASEK("TriangularSolve lower^T", TriangularSolve, b_trisolve, g_tri, 3, P1("A", -1, 1, 2, 3, 3), P1("b", -1, 1, 2, 3, 2)),
     CASE("GroupedMatMul", GroupedMatMul, b_grouped, P1("x", -1, 1, 2, 4, 3), P1("w", -1, 1, 3, 2, 3, 5)),
     CASE("Sort descending", Sort, b_sort, P1("x", -1, 1, 2, 2, 5)),
+    CASE("Svd singular values (wide)", Svd, b_svd, P1("A", -1, 1, 2, 2, 4)),
+    CASE("Svd singular values (tall)", Svd, b_svd, P1("A", -1, 1, 2, 4, 3)),
     /* normalisation */
     CASE("LayerNorm", LayerNorm, b_layernorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
     CASE("RmsNorm", RmsNorm, b_rmsnorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
@@ -834,6 +847,7 @@ static const gc_entry cases[] = {
          P1("gate", -1, 1, 3, 2, 1, 4)),
     /* resampling */
     CASE("ResizeNearest2x", ResizeNearest2x, b_resize, P1("x", -1, 1, 4, 1, 2, 2, 3)),
+    CASE("Im2Col stride, dilation, asymmetric padding", Im2Col, b_im2col, P1("x", -1, 1, 4, 2, 2, 4, 5)),
     CASE("Interpolate3d", Interpolate3d, b_interp3d, P1("x", -1, 1, 5, 1, 2, 2, 3, 3)),
     /* attention */
     CASEK("Attention rank 3", Attention, b_attention, g_attn, 0, P1("q", -1, 1, 3, 2, 3, 6), P1("k", -1, 1, 3, 2, 4, 6),
@@ -1143,11 +1157,9 @@ static const struct {
 } no_case[] = {
     {RLX_OP_StopGradient, "its gradient is zero by definition (test_autodiff checks it)"},
     {RLX_OP_FakeQuantize, "straight-through estimators are not derivatives (test_autodiff checks the formulas)"},
-    {RLX_OP_Svd, "no VJP rule (only Svd{S} is differentiable in RLX; not implemented)"},
     {RLX_OP_Qr, "no VJP rule"},
     {RLX_OP_Eigh, "no VJP rule (packed eigen-decomposition)"},
     {RLX_OP_EighBatch, "no VJP rule (packed eigen-decomposition)"},
-    {RLX_OP_Im2Col, "no VJP rule (col2im)"},
 };
 
 int main(void) {

@@ -237,3 +237,43 @@ RLX_VJP_DECL(Interpolate3d) {
   dx[0] = g;
   return RLX_OK;
 }
+
+/* Im2Col(x)[(n, ho, wo), (c, i, j)] = x_padded[n, c, ho s + i d, wo s + j d] is a convolution
+ * with the "identity" weight E[(c, i, j), c', i', j'] = [c = c', i = i', j = j']: its VJP is
+ * Conv2dBackwardInput of the gradient (viewed [N, C kh kw, Ho, Wo]) with E. */
+RLX_VJP_DECL(Im2Col) {
+  (void)y;
+  const rlx_attrs_Im2Col *a = &n->attrs.Im2Col;
+  rlx_shape xs = ad_shape(c, x[0]);
+  for (uint32_t i = 0; i < 4; i++)
+    if (xs.dims[i] < 0) return ad_unsupported(c, "Im2Col with symbolic extents");
+  if (a->kernel_size.n != 2) return ad_unsupported(c, "attribute kernel_size needs 2 entries");
+  int64_t k[2] = {a->kernel_size.v[0], a->kernel_size.v[1]}, st[2], di[2], pb[2] = {0, 0}, pe[2] = {0, 0}, o[2];
+  for (uint32_t i = 0; i < 2; i++) {
+    st[i] = a->stride.n == 2 ? a->stride.v[i] : 1;
+    di[i] = a->dilation.n == 2 ? a->dilation.v[i] : 1;
+    if (a->padding.n == 2) pb[i] = pe[i] = a->padding.v[i];
+    else if (a->padding.n == 4) {
+      pb[i] = a->padding.v[i];
+      pe[i] = a->padding.v[2 + i];
+    }
+    o[i] = (xs.dims[2 + i] + pb[i] + pe[i] - di[i] * (k[i] - 1) - 1) / st[i] + 1;
+  }
+  int64_t C = xs.dims[1], K = C * k[0] * k[1];
+  if (K > 1024) return ad_unsupported(c, "Im2Col with more than 1024 columns (C kh kw = %lld)", (long long)K);
+  rlx_id g, e;
+  RLX_TRY(ad_reshape_dims(c, dy, 4, (rlx_dim[]){xs.dims[0], o[0], o[1], K}, &g));
+  RLX_TRY(ad_transpose(c, g, 4, (const int64_t[]){0, 3, 1, 2}, &g));
+  size_t ne = (size_t)K * (size_t)K;
+  double *v = c->al->alloc(c->al->ctx, ne * sizeof *v);
+  if (!v) return rlx_errorf(RLX_ERR_OOM, "out of memory building an Im2Col adjoint");
+  for (size_t i = 0; i < ne; i++) v[i] = 0.0;
+  for (int64_t r = 0; r < K; r++) v[(size_t)r * (size_t)K + (size_t)r] = 1.0; /* E[r, c, i, j] with (c, i, j) = r */
+  rlx_shape es = rlx_shape_make((rlx_dtype)xs.dtype, 4, (const rlx_dim[]){K, C, k[0], k[1]});
+  rlx_status s = ad_const_values(c, &es, v, &e);
+  c->al->free(c->al->ctx, v);
+  RLX_TRY(s);
+  rlx_attrs_Conv2dBackwardInput b = {{k, 2}, a->stride, a->padding, a->dilation, 1};
+  rlx_id in[2] = {g, e};
+  return ad_emit(c, RLX_OP_Conv2dBackwardInput, in, 2, &b, &xs, &dx[0]);
+}

@@ -177,3 +177,18 @@ RLX_VJP_DECL(GroupedMatMul) {
   }
   return RLX_OK;
 }
+
+/* Singular values s of A = U diag(s) V^T (thin): dA = U diag(g) V^T. Only part S is
+ * differentiable (the singular vectors are defined up to sign and rotation). */
+RLX_VJP_DECL(Svd) {
+  (void)y;
+  if (n->attrs.Svd.part != RLX_SVD_PART_S)
+    return ad_unsupported(c, "only the singular values (part S) of an Svd are differentiable, not part %s",
+                          rlx_enum_svd_part.names[n->attrs.Svd.part]);
+  rlx_attrs_Svd au = {RLX_SVD_PART_U}, av = {RLX_SVD_PART_VT};
+  rlx_id u, vt, t;
+  RLX_TRY(rlx_build_Svd(c->dst, &x[0], 1, &au, NULL, &u));
+  RLX_TRY(rlx_build_Svd(c->dst, &x[0], 1, &av, NULL, &vt));
+  RLX_TRY(ad_mul(c, u, dy, &t)); /* U diag(g): column j scaled by g[j] */
+  return ad_matmul(c, t, vt, &dx[0]);
+}

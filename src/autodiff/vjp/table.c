@@ -47,6 +47,7 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_Cholesky] = rlx_vjp_Cholesky,
     [RLX_OP_TriangularSolve] = rlx_vjp_TriangularSolve,
     [RLX_OP_GroupedMatMul] = rlx_vjp_GroupedMatMul,
+    [RLX_OP_Svd] = rlx_vjp_Svd,
     /* vjp/norm.c */
     [RLX_OP_LayerNorm] = rlx_vjp_LayerNorm,
     [RLX_OP_RmsNorm] = rlx_vjp_RmsNorm,
@@ -70,6 +71,7 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_Pool] = rlx_vjp_Pool,
     [RLX_OP_ResizeNearest2x] = rlx_vjp_ResizeNearest2x,
     [RLX_OP_Interpolate3d] = rlx_vjp_Interpolate3d,
+    [RLX_OP_Im2Col] = rlx_vjp_Im2Col,
     [RLX_OP_Conv2dBackwardInput] = rlx_vjp_Conv2dBackwardInput,
     [RLX_OP_Conv2dBackwardWeight] = rlx_vjp_Conv2dBackwardWeight,
     [RLX_OP_Conv3dBackwardInput] = rlx_vjp_Conv3dBackwardInput,
