@@ -370,7 +370,7 @@ rlx_status rlx_infer_SoftmaxCrossEntropyBackward(const rlx_infer_ctx *c, rlx_sha
  * backward accepts exactly the operands its forward did: q, k, v go through rlx_infer_Attention
  * (layouts, GQA, S_k >= S_q for Causal/SlidingWindow, window only with SlidingWindow), the mask
  * gets the forward's mask rules here (it is operand 4, not 3), and dy must have q's shape. k and v
- * share head_dim: RLX's backward has no v_head_dim, score_scale or softcap. */
+ * share head_dim (the backward ops have no v_head_dim attribute; score_scale and softcap are carried). */
 static rlx_status attention_backward(const rlx_infer_ctx *c, int64_t heads, int64_t hd, int32_t mask, int64_t window) {
   if (mask < 0 || mask >= RLX_MASK_COUNT) return rlx_shape_error("attribute mask_kind: %d is not a MaskKind", (int)mask);
   bool has_mask = mask == RLX_MASK_CUSTOM || mask == RLX_MASK_BIAS;

@@ -14,8 +14,8 @@
  * rlx_cpu_fast_table when the op has one and its `applies` accepts the node's static operand
  * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
  * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
- * executable). RLX_CPU_PROFILE=1 times every thunk and prints a table to stderr when the
- * executable is freed. */
+ * executable). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
+ * time) and prints a table to stderr when the executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -77,6 +77,7 @@ typedef struct cpu_exe {
   cpu_body *bodies;
   uint32_t n_bodies, cap_bodies;
   bool profile;
+  clockid_t profile_clock; /* CLOCK_MONOTONIC, or the caller's thread CPU time (RLX_CPU_PROFILE=cpu) */
 } cpu_exe;
 
 static void *cx_alloc(const rlx_allocator *al, size_t n, size_t elem) {
@@ -113,8 +114,9 @@ static void print_profile(const cpu_exe *x) {
   if (!order) return;
   for (uint32_t i = 0; i < x->n_thunks; i++) order[i] = &x->thunks[i];
   qsort(order, x->n_thunks, sizeof *order, by_time_desc);
-  fprintf(stderr, "cpu profile of graph '%s': %u thunks, %llu runs, %.3f ms per run\n", rlx_graph_name(x->g),
-          x->n_thunks, (unsigned long long)runs, (double)total / (double)runs * 1e-6);
+  fprintf(stderr, "cpu profile of graph '%s' (%s): %u thunks, %llu runs, %.3f ms per run\n", rlx_graph_name(x->g),
+          x->profile_clock == CLOCK_MONOTONIC ? "wall time" : "caller's CPU time", x->n_thunks,
+          (unsigned long long)runs, (double)total / (double)runs * 1e-6);
   char lb[160], sh[160];
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
@@ -375,6 +377,8 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
   x->ctx.run_body = cpu_run_body;
   x->ctx.body_state = x;
   x->profile = env_flag("RLX_CPU_PROFILE");
+  const char *prof = getenv("RLX_CPU_PROFILE");
+  x->profile_clock = prof && strcmp(prof, "cpu") == 0 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   bool ref_only = env_flag("RLX_CPU_REF_ONLY");
   rlx_status st = RLX_OK;
 
@@ -463,10 +467,10 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const r
     cpu_thunk *t = &x->thunks[k];
     rlx_tensor o = t->out; /* the kernel gets a fresh copy of the output view */
     struct timespec t0, t1;
-    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (x->profile) clock_gettime(x->profile_clock, &t0);
     rlx_status st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx);
     if (x->profile) {
-      clock_gettime(CLOCK_MONOTONIC, &t1);
+      clock_gettime(x->profile_clock, &t1);
       t->prof_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
       t->prof_runs++;
     }

@@ -31,7 +31,9 @@ static rlx_status heads_of(const rlx_node *n, const rlx_shape *s, int kind, int6
   rlx_dim v = kind == 0 ? s->dims[1] : kind == 1 ? s->dims[2] : s->dims[s->rank - 1];
   if (v < 0) return dc_unsupported(n, "the head axis of an operand is symbolic");
   if (kind >= 2) {
-    if (v % D) return rlx_errorf(RLX_ERR_INVALID_ARG, "attention backward: last dim %lld is not a multiple of head_dim", (long long)v);
+    if (v % D)
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "attention backward: last dim %lld is not a multiple of head_dim",
+                        (long long)v);
     v /= D;
   }
   *h = v;

@@ -101,7 +101,8 @@ static rlx_status conv_weight(rlx_graph *dst, const rlx_node *n, const rlx_id *i
   for (uint32_t i = 0; i < 2 + nsp; i++)
     if (xs.dims[i] < 0 || ys.dims[i] < 0) return dc_unsupported(n, "the operands need static shapes");
   int64_t G = groups, N = xs.dims[0], Cin = xs.dims[1], Cout = ys.dims[1];
-  if (G < 1 || Cin % G || Cout % G) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: groups must divide the channel counts", rlx_op_name(n->op));
+  if (G < 1 || Cin % G || Cout % G)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: groups must divide the channel counts", rlx_op_name(n->op));
   int64_t cg = Cin / G;
   uint32_t r = 2 + nsp;
   /* x [N, G*cg, sp] -> [N, G, cg, sp] -> [cg, G, N, sp] -> [cg, G*N, sp] */
@@ -274,7 +275,7 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     if (!any_real) continue;
     rlx_id eq, pc, valid, no;
     st = dc_cmp(dst, RLX_CMP_EQ, views[tp], m, &eq);
-    if (!st && any_pad) { /* padded cells never match */
+    if (!st && any_pad) { /* padded cells never match (first[] is scratch from here on) */
       for (int64_t c = 0; c < P; c++) first[c] = pos[c] >= 0;
       st = dc_const_values(dst, RLX_BOOL, nsp, gd, first, &valid);
       if (!st) st = dc_scalar(dst, RLX_BOOL, 0.0, &no);

@@ -78,12 +78,14 @@ static const rlx_node *body_input(const rlx_graph *body, uint32_t k) {
 static rlx_status scan_unroll(rlx_graph *dst, const rlx_node *n, const rlx_id *in, const rlx_graph *vjp,
                               const rlx_graph *fwd, int64_t L, bool save_traj, int64_t nx, int64_t K, int64_t xs_idx,
                               rlx_id *out) {
-  if (L < 0 || nx < 0 || K < 0 || K > L || !vjp) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: invalid attributes", rlx_op_name(n->op));
+  if (L < 0 || nx < 0 || K < 0 || K > L || !vjp)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: invalid attributes", rlx_op_name(n->op));
   int64_t rows = K > 0 && K < L ? K : L;
   uint64_t per = rlx_graph_node_count(vjp) + (fwd ? rlx_graph_node_count(fwd) : 0) + 8u + 2u * (uint64_t)nx;
   if ((uint64_t)L * per > SCAN_BW_NODE_LIMIT)
     return dc_unsupported(n, "unrolling %lld steps exceeds the limit of %u nodes", (long long)L, SCAN_BW_NODE_LIMIT);
-  if (rows < L && !fwd) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: checkpoints need attribute forward_body", rlx_op_name(n->op));
+  if (rows < L && !fwd)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: checkpoints need attribute forward_body", rlx_op_name(n->op));
   const rlx_node *dout_in = body_input(vjp, (uint32_t)nx + 1);
   if (!dout_in) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: body_vjp has too few Inputs", rlx_op_name(n->op));
   rlx_dtype dt = (rlx_dtype)dout_in->shape.dtype;
@@ -95,7 +97,8 @@ static rlx_status scan_unroll(rlx_graph *dst, const rlx_node *n, const rlx_id *i
   rlx_id *grads = al->alloc(al->ctx, cnt * sizeof *grads);
   rlx_id *args = al->alloc(al->ctx, (size_t)(nx + 2) * sizeof *args);
   rlx_id *outs = al->alloc(al->ctx, (size_t)(nx + 1) * sizeof *outs);
-  rlx_status s = carry && row_at && grads && args && outs ? RLX_OK : rlx_errorf(RLX_ERR_OOM, "out of memory unrolling a scan");
+  rlx_status s = RLX_OK;
+  if (!carry || !row_at || !grads || !args || !outs) s = rlx_errorf(RLX_ERR_OOM, "out of memory unrolling a scan");
   /* Carries: saved rows, and forward recomputation in between. */
   for (int64_t t = 0; t < L && !s; t++) row_at[t] = -1;
   for (int64_t j = 0; j < rows && !s; j++) row_at[(int64_t)((unsigned __int128)j * (uint64_t)L / (uint64_t)rows)] = j;

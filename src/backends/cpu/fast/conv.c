@@ -207,6 +207,7 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 FK_KERNEL(Conv) {
   conv_job j;
+  memset(&j, 0, sizeof j);
   conv_geo(n, in, n_in, &j.g);
   j.x = in[0].data;
   j.w = in[1].data;
@@ -273,6 +274,7 @@ static void bwd_input_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 FK_KERNEL(Conv2dBackwardInput) {
   conv_job j;
+  memset(&j, 0, sizeof j);
   bwd_input_geo(n, in, n_in, &j.g);
   j.dy = in[0].data;
   j.w = in[1].data;
@@ -340,6 +342,7 @@ static void bwd_weight_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 FK_KERNEL(Conv2dBackwardWeight) {
   conv_job j;
+  memset(&j, 0, sizeof j);
   bwd_weight_geo(n, in, n_in, &j.g);
   j.x = in[0].data;
   j.dy = in[1].data;

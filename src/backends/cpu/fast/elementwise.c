@@ -162,6 +162,7 @@ static void bin_task(void *arg, size_t lo, size_t hi, int chunk) {
 FK_KERNEL(Binary) {
   (void)n_in;
   bin_job j;
+  memset(&j, 0, sizeof j);
   binary_view(&in[0].shape, &in[1].shape, &out->shape, &j.v);
   j.op = (rlx_binop)n->attrs.Binary.op;
   j.a = in[0].data;

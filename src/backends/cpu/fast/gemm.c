@@ -113,6 +113,7 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
                               rlx_tensor *out, rlx_cpu_ctx *ctx) {
   (void)n;
   mm_job j;
+  memset(&j, 0, sizeof j);
   j.a = a->data;
   j.b = b->data;
   j.c = out->data;
@@ -305,6 +306,7 @@ static void tr_generic_task(void *arg, size_t lo, size_t hi, int chunk) {
 FK_KERNEL(Transpose) {
   (void)n_in;
   tr_job j;
+  memset(&j, 0, sizeof j);
   j.src = in[0].data;
   j.dst = out->data;
   j.esz = rlx_dtype_size((rlx_dtype)in[0].shape.dtype);

@@ -121,6 +121,7 @@ FK_KERNEL(Pool) {
   (void)n_in;
   const rlx_attrs_Pool *a = &n->attrs.Pool;
   pool_job j;
+  memset(&j, 0, sizeof j);
   pool_geo(&a->kernel_size, &a->stride, &a->padding, &in[0].shape, &out->shape, &j.g);
   j.is_max = a->kind == RLX_REDUCE_MAX;
   j.x = in[0].data;
@@ -193,6 +194,7 @@ FK_KERNEL(MaxPool2dBackward) {
   (void)n_in;
   const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
   pool_job j;
+  memset(&j, 0, sizeof j);
   pool_geo(&a->kernel_size, &a->stride, &a->padding, &in[0].shape, &in[1].shape, &j.g);
   j.is_max = true;
   j.x = in[0].data;

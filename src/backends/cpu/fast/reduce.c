@@ -151,6 +151,7 @@ static void rkr_task(void *arg, size_t lo, size_t hi, int chunk) {
 FK_KERNEL(Reduce) {
   (void)n_in;
   red_job j;
+  memset(&j, 0, sizeof j);
   reduce_view(n, &in[0].shape, &j.v);
   j.x = in[0].data;
   j.y = out->data;

@@ -100,7 +100,8 @@ static rlx_status attention_grads(const rlx_node *n, const rlx_tensor *in, uint3
                                   attn_grads *gr) {
   memset(gr, 0, sizeof *gr);
   int mk = a->mask;
-  if (mk < 0 || mk >= RLX_MASK_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
+  if (mk < 0 || mk >= RLX_MASK_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
   bool has_mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS;
   if (n_in != (has_mask ? 5u : 4u))
     return ru_error(RLX_ERR_INVALID_ARG, n, "got %u operands; mask_kind %s needs %u (q, k, v, dy%s)", n_in,
@@ -108,7 +109,8 @@ static rlx_status attention_grads(const rlx_node *n, const rlx_tensor *in, uint3
   if (a->heads < 1 || a->head_dim < 1)
     return ru_error(RLX_ERR_INVALID_ARG, n, "attributes num_heads (%lld) and head_dim (%lld) must be >= 1",
                     (long long)a->heads, (long long)a->head_dim);
-  if (a->window < 0) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute window is %lld; it must be >= 0", (long long)a->window);
+  if (a->window < 0)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute window is %lld; it must be >= 0", (long long)a->window);
   RLX_TRY(rb_need_float(n, in, 0, "q"));
   rlx_dtype t = ru_dt(&in[0]);
   const rlx_shape *qs = &in[0].shape;
@@ -337,7 +339,8 @@ RLX_CPU_KERNEL(RopeBackward) {
       size_t row = (per_token ? b * S + s : s) * width, tok = (b * S + s) * hidden;
       for (size_t h = 0; h < heads; h++) {
         size_t base = tok + h * (size_t)hd;
-        for (size_t l = (size_t)nr; l < (size_t)hd; l++) ru_store(out->data, t, base + l, rlx_elem_get(in[0].data, t, base + l));
+        for (size_t l = (size_t)nr; l < (size_t)hd; l++) /* lanes beyond n_rot pass through */
+          ru_store(out->data, t, base + l, rlx_elem_get(in[0].data, t, base + l));
         for (size_t i = 0; i < half; i++) {
           size_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
           double c = rlx_elem_get(in[1].data, t, row + i), sn = rlx_elem_get(in[2].data, t, row + i);

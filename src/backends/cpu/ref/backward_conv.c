@@ -114,24 +114,37 @@ static void gemm(bool f32, bool ta, bool tb, size_t M, size_t N, size_t K, const
 /* col[(c * kv + kk) * P + p] = x channel c at tab[kk * P + p] (0 in the padding), c < channels. */
 static void im2col(bool f32, const void *x, size_t channels, size_t Pin, const ptrdiff_t *tab, size_t kv, size_t P,
                    void *col) {
-  for (size_t c = 0; c < channels; c++)
-    for (size_t i = 0; i < kv * P; i++) {
-      ptrdiff_t o = tab[i];
-      if (f32) ((float *)col)[c * kv * P + i] = o < 0 ? 0.0f : ((const float *)x)[c * Pin + (size_t)o];
-      else ((double *)col)[c * kv * P + i] = o < 0 ? 0.0 : ((const double *)x)[c * Pin + (size_t)o];
+  size_t n = kv * P;
+  for (size_t c = 0; c < channels; c++) {
+    if (f32) {
+      const float *xc = (const float *)x + c * Pin;
+      float *cc = (float *)col + c * n;
+      for (size_t i = 0; i < n; i++) cc[i] = tab[i] < 0 ? 0.0f : xc[tab[i]];
+    } else {
+      const double *xc = (const double *)x + c * Pin;
+      double *cc = (double *)col + c * n;
+      for (size_t i = 0; i < n; i++) cc[i] = tab[i] < 0 ? 0.0 : xc[tab[i]];
     }
+  }
 }
 
 /* The transpose of im2col: dx channel c at tab[kk * P + p] += col[(c * kv + kk) * P + p]. */
 static void col2im(bool f32, const void *col, size_t channels, size_t Pin, const ptrdiff_t *tab, size_t kv, size_t P,
                    void *dx) {
-  for (size_t c = 0; c < channels; c++)
-    for (size_t i = 0; i < kv * P; i++) {
-      ptrdiff_t o = tab[i];
-      if (o < 0) continue;
-      if (f32) ((float *)dx)[c * Pin + (size_t)o] += ((const float *)col)[c * kv * P + i];
-      else ((double *)dx)[c * Pin + (size_t)o] += ((const double *)col)[c * kv * P + i];
+  size_t n = kv * P;
+  for (size_t c = 0; c < channels; c++) {
+    if (f32) {
+      const float *cc = (const float *)col + c * n;
+      float *dc = (float *)dx + c * Pin;
+      for (size_t i = 0; i < n; i++)
+        if (tab[i] >= 0) dc[tab[i]] += cc[i];
+    } else {
+      const double *cc = (const double *)col + c * n;
+      double *dc = (double *)dx + c * Pin;
+      for (size_t i = 0; i < n; i++)
+        if (tab[i] >= 0) dc[tab[i]] += cc[i];
     }
+  }
 }
 
 static rlx_status need_gemm_ints(const rlx_node *n, size_t a, size_t b, size_t c) {

@@ -388,7 +388,8 @@ RLX_CPU_KERNEL(ScanBackward) {
 
 RLX_CPU_KERNEL(ScanBackwardXs) {
   const rlx_attrs_ScanBackwardXs *a = &n->attrs.ScanBackwardXs;
-  if (a->xs_idx < 0) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute xs_idx is %lld; it must be >= 0", (long long)a->xs_idx);
+  if (a->xs_idx < 0)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute xs_idx is %lld; it must be >= 0", (long long)a->xs_idx);
   return scan_backward(n, in, n_in, out, ctx, a->body_vjp, a->forward_body, a->length, a->save_trajectory, a->num_xs,
                        a->num_checkpoints, a->xs_idx);
 }
