@@ -73,7 +73,7 @@ static rlx_status fill_geom(const rlx_node *n, const cu_geom *cg, const rlx_shap
  * p, or -1 where that falls in the padding. */
 static rlx_status tap_table(const rlx_node *n, const bgeo *g, ptrdiff_t **out) {
   size_t kv = vol(g->k), P = vol(g->out);
-  ptrdiff_t *tab;
+  ptrdiff_t *tab = NULL;
   RLX_TRY(rb_alloc(n, kv, P * sizeof *tab, &tab));
   size_t kk = 0;
   for (size_t kd = 0; kd < g->k[0]; kd++)
@@ -159,8 +159,8 @@ static rlx_status backward_input(const rlx_node *n, const bgeo *g, bool f32, con
   memset(dx, 0, g->N * g->Cin * Pin * (f32 ? sizeof(float) : sizeof(double)));
   RLX_TRY(need_gemm_ints(n, rows, P, og));
   if (rows == 0 || P == 0 || og == 0) return RLX_OK;
-  ptrdiff_t *tab;
-  void *col;
+  ptrdiff_t *tab = NULL;
+  void *col = NULL;
   RLX_TRY(tap_table(n, g, &tab));
   rlx_status st = rb_alloc(n, rows, P * (f32 ? sizeof(float) : sizeof(double)), &col);
   for (size_t b = 0; b < g->N && !st; b++)
@@ -181,8 +181,8 @@ static rlx_status backward_weight(const rlx_node *n, const bgeo *g, bool f32, co
   memset(dw, 0, g->Cout * rows * (f32 ? sizeof(float) : sizeof(double)));
   RLX_TRY(need_gemm_ints(n, og, rows, P));
   if (rows == 0 || P == 0 || og == 0) return RLX_OK;
-  ptrdiff_t *tab;
-  void *col;
+  ptrdiff_t *tab = NULL;
+  void *col = NULL;
   RLX_TRY(tap_table(n, g, &tab));
   rlx_status st = rb_alloc(n, rows, P * (f32 ? sizeof(float) : sizeof(double)), &col);
   for (size_t b = 0; b < g->N && !st; b++)
@@ -340,7 +340,7 @@ static rlx_status maxpool_backward(const rlx_node *n, const rlx_tensor *in, uint
   size_t total = NC * Pin;
   double *acc = NULL;
   int64_t *iacc = NULL;
-  ptrdiff_t *tab;
+  ptrdiff_t *tab = NULL;
   RLX_TRY(tap_table(n, &g, &tab));
   s = ints ? rb_calloc(n, total, sizeof *iacc, &iacc) : rb_calloc(n, total, sizeof *acc, &acc);
   for (size_t c = 0; c < NC && !s; c++)

@@ -88,7 +88,7 @@ RLX_CPU_KERNEL(SoftmaxCrossEntropyWithLogits) {
   RLX_TRY(ru_need_out_dims(n, out, 1, dims));
   rlx_dtype t = ru_dt(out);
   for (size_t r = 0; r < N; r++) {
-    int64_t label;
+    int64_t label = 0;
     RLX_TRY(rb_read_index(n, in, 1, r, (int64_t)C, false, "the classes (axis 1 of the logits)", &label));
     double m, lse;
     row_lse(&in[0], r, C, &m, &lse);
@@ -109,7 +109,7 @@ RLX_CPU_KERNEL(SoftmaxCrossEntropyBackward) {
   RLX_TRY(ru_need_out_dims(n, out, 2, in[0].shape.dims));
   rlx_dtype t = ru_dt(out);
   for (size_t r = 0; r < N; r++) {
-    int64_t label;
+    int64_t label = 0;
     RLX_TRY(rb_read_index(n, in, 1, r, (int64_t)C, false, "the classes (axis 1 of the logits)", &label));
     double m, lse, g = rlx_elem_get(in[2].data, t, r);
     row_lse(&in[0], r, C, &m, &lse);

@@ -146,7 +146,7 @@ static rlx_status last_axis_param(const rlx_node *n, const rlx_tensor *in, uint3
   RLX_TRY(need_out_vec(n, out, C));
   if (C == 0) return RLX_OK;
   size_t rows = rlx_tensor_numel(&in[0]) / C;
-  double *acc;
+  double *acc = NULL;
   RLX_TRY(rb_calloc(n, C, sizeof *acc, &acc));
   for (size_t r = 0; r < rows; r++) {
     double mean = 0.0, rr = 1.0;
@@ -266,7 +266,7 @@ static rlx_status gn_param(const rlx_node *n, const rlx_tensor *in, uint32_t n_i
   gn_geom g;
   RLX_TRY(gn_check(n, in, groups, &g));
   RLX_TRY(need_out_vec(n, out, g.C));
-  double *acc;
+  double *acc = NULL;
   RLX_TRY(rb_calloc(n, g.C ? g.C : 1, sizeof *acc, &acc));
   size_t len = g.cg * g.S;
   for (size_t b = 0; b < g.N && len; b++)
@@ -328,7 +328,7 @@ RLX_CPU_KERNEL(BatchNormInferenceBackwardGamma) {
   RLX_TRY(need_vec(n, in, 1, "mean", C));
   RLX_TRY(need_vec(n, in, 2, "var", C));
   RLX_TRY(need_out_vec(n, out, C));
-  double eps = n->attrs.BatchNormInferenceBackwardGamma.eps, *acc;
+  double eps = n->attrs.BatchNormInferenceBackwardGamma.eps, *acc = NULL;
   RLX_TRY(rb_calloc(n, C ? C : 1, sizeof *acc, &acc));
   size_t count = rlx_tensor_numel(&in[0]);
   for (size_t i = 0; i < count; i++) {
@@ -350,7 +350,7 @@ RLX_CPU_KERNEL(BatchNormInferenceBackwardBeta) {
   if (x->rank == 0) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (dy) is a scalar; its last axis holds the features");
   size_t C = (size_t)x->dims[x->rank - 1];
   RLX_TRY(need_out_vec(n, out, C));
-  double *acc;
+  double *acc = NULL;
   RLX_TRY(rb_calloc(n, C ? C : 1, sizeof *acc, &acc));
   size_t count = rlx_tensor_numel(&in[0]);
   for (size_t i = 0; i < count; i++) acc[i % C] += get(&in[0], i);
@@ -427,7 +427,7 @@ RLX_CPU_KERNEL(GatedResidualBackward) {
   RLX_TRY(need_bcast_operand(n, in, 2));
   size_t nx = rlx_tensor_numel(&in[0]), ng = rlx_tensor_numel(&in[2]);
   RLX_TRY(need_packed(n, out, 2 * nx + ng));
-  double *dgate;
+  double *dgate = NULL;
   RLX_TRY(rb_calloc(n, ng ? ng : 1, sizeof *dgate, &dgate));
   rlx_dtype t = ru_dt(out);
   for (size_t i = 0; i < nx; i++) {

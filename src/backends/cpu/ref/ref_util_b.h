@@ -64,6 +64,7 @@ static inline rlx_status rb_read_index(const rlx_node *n, const rlx_tensor *in, 
 static inline rlx_status rb_alloc(const rlx_node *n, size_t count, size_t size, void *out) {
   size_t bytes;
   void *p = NULL;
+  memcpy(out, &p, sizeof p); /* defined on every path, also for the compiler's flow analysis */
   if (!rlx_mul_size(count, size, &bytes))
     return ru_error(RLX_ERR_OVERFLOW, n, "scratch buffer of %zu x %zu bytes overflows", count, size);
   p = malloc(bytes ? bytes : 1);
@@ -75,6 +76,8 @@ static inline rlx_status rb_alloc(const rlx_node *n, size_t count, size_t size, 
 /* Same, zero-filled. */
 static inline rlx_status rb_calloc(const rlx_node *n, size_t count, size_t size, void *out) {
   size_t bytes;
+  void *none = NULL;
+  memcpy(out, &none, sizeof none);
   if (!rlx_mul_size(count, size, &bytes))
     return ru_error(RLX_ERR_OVERFLOW, n, "scratch buffer of %zu x %zu bytes overflows", count, size);
   void *p = calloc(bytes ? bytes : 1, 1);
