@@ -19,6 +19,19 @@ static const rlx_op missing_decomposition[] = {
     RLX_OP_Mamba2, RLX_OP_ComplexNormSqBackward, RLX_OP_FakeQuantizeBackward,
 };
 
+/* Differentiable kinds (P_DIFF) with neither a VJP rule nor a decomposition that autodiff can
+ * differentiate through: quantized, recurrent, signal, SPD/eigen and splatting families. */
+static const rlx_op missing_vjp[] = {
+    RLX_OP_Quantize, RLX_OP_Dequantize, RLX_OP_FakeQuantizeLSQ, RLX_OP_Qr, RLX_OP_ComplexNormSq,
+    RLX_OP_Conjugate, RLX_OP_DequantGroupedMatMul, RLX_OP_ScaledGroupedMatMul, RLX_OP_PartitionedConv,
+    RLX_OP_DequantMatMul, RLX_OP_SynthMatMul, RLX_OP_SynthReconstruct, RLX_OP_SplineActivation,
+    RLX_OP_QMatMul, RLX_OP_QConv2d, RLX_OP_ScaledMatMul, RLX_OP_ScaledQuantize, RLX_OP_SelectiveScan,
+    RLX_OP_GatedDeltaNet, RLX_OP_Lstm, RLX_OP_Gru, RLX_OP_Rnn, RLX_OP_Mamba2,
+    RLX_OP_GaussianSplatRender, RLX_OP_Custom, RLX_OP_Fft, RLX_OP_LogMel, RLX_OP_BiMap, RLX_OP_ReEig,
+    RLX_OP_LogEig, RLX_OP_SpdBatchNorm, RLX_OP_SpdLogMap, RLX_OP_SpdExpMap, RLX_OP_SpdParallelTransport,
+    RLX_OP_SpdMatrixFnBatch, RLX_OP_Eigh, RLX_OP_EighBatch,
+};
+
 static bool listed(const rlx_op *list, size_t n, rlx_op op) {
   for (size_t i = 0; i < n; i++)
     if (list[i] == op) return true;
@@ -43,6 +56,11 @@ int main(void) {
     bool gap = listed(missing_decomposition, sizeof missing_decomposition / sizeof *missing_decomposition, op);
     if (needs_dec && !gap) CHECK_MSG(rlx_decompose_table[k] != NULL, "%s is composite/lowerable but has no decomposition", name);
     if (gap) CHECK_MSG(rlx_decompose_table[k] == NULL, "%s now has a decomposition: remove it from missing_decomposition", name);
+    bool diff = rlx_op_has(op, RLX_PROP_DIFF);
+    bool vgap = listed(missing_vjp, sizeof missing_vjp / sizeof *missing_vjp, op);
+    bool has_path = rlx_has_vjp(op) || rlx_decompose_table[k] != NULL;
+    if (diff && !vgap) CHECK_MSG(has_path, "%s is differentiable but has no VJP rule or decomposition", name);
+    if (vgap) CHECK_MSG(diff && !has_path, "%s gained a gradient path: remove it from missing_vjp", name);
     /* Every kind runs somewhere on the CPU path: a kernel, a decomposition, or a listed gap. */
     if (!leaf && !rlx_cpu_ref_table[k] && !rlx_decompose_table[k])
       fprintf(stderr, "note: %s has neither a CPU kernel nor a decomposition (unsupported on the CPU)\n", name);
