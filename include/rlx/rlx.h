@@ -13,5 +13,6 @@
 #include "rlx/npy.h"
 #include "rlx/autodiff.h"
 #include "rlx/optim.h"
+#include "rlx/onnx.h"
 #define RLX_VERSION_STRING "0.1.0"
 #endif

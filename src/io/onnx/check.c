@@ -318,7 +318,7 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
   /* graph outputs */
   for (size_t i = 0; i < g->n_output && s == RLX_OK; i++) {
     const Onnx__ValueInfoProto *v = g->output[i];
-    s = check_value_info(v, top, "output", where);
+    s = check_value_info(v, false, "output", where); /* output types are optional: the import computes them */
     if (s) break;
     s = oi_map_put(&k->info->used, v->name, 1);
     if (s) break;

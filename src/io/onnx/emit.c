@@ -45,7 +45,20 @@ rlx_status oi_bad(oi_node *c, const char *fmt, ...) {
   return s;
 }
 
-void *oi_scratch(oi_node *c, size_t bytes) { return rlx_arena_alloc(&c->scratch, bytes ? bytes : 1, 16); }
+void *oi_scratch(oi_node *c, size_t bytes) {
+  if (bytes > OI_MAX_CONST_BYTES) {
+    c->scratch_over = bytes;
+    return NULL;
+  }
+  return rlx_arena_alloc(&c->scratch, bytes ? bytes : 1, 16);
+}
+
+rlx_status oi_nomem(oi_node *c) {
+  if (c->scratch_over)
+    return oi_unsupported(c, "a constant or index table of %zu bytes (the import limit is %zu)", c->scratch_over,
+                          (size_t)OI_MAX_CONST_BYTES);
+  return rlx_errorf(RLX_ERR_OOM, "out of memory");
+}
 
 /* ---- attributes ---- */
 
@@ -110,7 +123,7 @@ rlx_status oi_attr_s(oi_node *c, const char *name, const char *def, const char *
   if (a->s.len && memchr(a->s.data, 0, a->s.len)) return oi_bad(c, "attribute %s contains a NUL byte", name);
   if (a->s.len > RLX_ONNX_MAX_NAME_BYTES) return oi_bad(c, "attribute %s is %zu bytes long", name, a->s.len);
   char *s = oi_scratch(c, a->s.len + 1);
-  if (!s) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!s) return oi_nomem(c);
   if (a->s.len) memcpy(s, a->s.data, a->s.len);
   s[a->s.len] = 0;
   *out = s;
@@ -199,7 +212,7 @@ rlx_status oi_in_ints(oi_node *c, uint32_t k, const char *what, int64_t **v, siz
   size_t numel;
   RLX_TRY(rlx_shape_numel(&s, &numel));
   int64_t *out = oi_scratch(c, numel * sizeof *out);
-  if (!out) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!out) return oi_nomem(c);
   for (size_t i = 0; i < numel; i++) out[i] = rlx_elem_get_i64(data, t, i);
   *v = out;
   *n = numel;
@@ -219,7 +232,7 @@ rlx_status oi_in_f64s(oi_node *c, uint32_t k, const char *what, double **v, size
   size_t numel;
   RLX_TRY(rlx_shape_numel(&s, &numel));
   double *out = oi_scratch(c, numel * sizeof *out);
-  if (!out) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!out) return oi_nomem(c);
   for (size_t i = 0; i < numel; i++) out[i] = rlx_elem_get(data, t, i);
   *v = out;
   *n = numel;
@@ -296,6 +309,9 @@ rlx_status oi_fill(oi_node *c, rlx_shape shape, double v, rlx_id *out) {
   size_t nbytes, numel;
   RLX_TRY(rlx_shape_nbytes(&shape, &nbytes));
   RLX_TRY(rlx_shape_numel(&shape, &numel));
+  if (nbytes > OI_MAX_CONST_BYTES)
+    return oi_unsupported(c, "a constant %s of %zu bytes (the import limit is %zu)", rlx_fmt_shape(&shape), nbytes,
+                          (size_t)OI_MAX_CONST_BYTES);
   const rlx_allocator *al = c->m->al;
   uint8_t *buf = al->alloc(al->ctx, nbytes ? nbytes : 1);
   if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory for a constant of %zu bytes", nbytes);

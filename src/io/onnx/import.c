@@ -287,6 +287,11 @@ static rlx_status gap(oi_imp *m, const Onnx__NodeProto *np, const char *fmt, ...
 static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
   oi_imp *m = s->m;
   const char *op_type = str(np->op_type);
+  if (++m->visited > OI_MAX_WORK || m->emitted > OI_MAX_WORK)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                      "the model expands beyond %u imported nodes (bodies are imported once per use; unrolled loops "
+                      "count every step)",
+                      OI_MAX_WORK);
   /* poisoned inputs: an upstream gap already explains this node */
   for (size_t k = 0; k < np->n_input; k++) {
     if (!np->input[k][0]) continue;
@@ -561,6 +566,9 @@ static rlx_status bind_inputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g,
       continue;
     }
     RLX_TRY(st);
+    if (h && h->tensor.shape.rank == sh.rank) /* dims the model leaves unnamed take the given size */
+      for (uint32_t k = 0; k < sh.rank; k++)
+        if (!rlx_dim_is_static(sh.dims[k]) && rlx_dim_is_static(h->tensor.shape.dims[k])) sh.dims[k] = h->tensor.shape.dims[k];
     if (h && h->tensor.shape.dtype != sh.dtype)
       return rlx_errorf(RLX_ERR_SHAPE, "%s is %s in the model but the given tensor is %s", what, rlx_dtype_name((rlx_dtype)sh.dtype),
                         rlx_dtype_name((rlx_dtype)h->tensor.shape.dtype));
@@ -669,6 +677,7 @@ static rlx_status attempt(oi_imp *m, const char *what, rlx_graph **out) {
   *out = NULL;
   m->next_sym = 4; /* RLX's well-known symbols 0..3 keep their meaning */
   m->emitted = 0;
+  m->visited = 0;
   m->needs_value = false;
   oi_map_init(&m->dim_syms, al, false);
   char gname[128];

@@ -22,7 +22,13 @@
 #define OI_MAX_OPSET 17
 /* Unrolled loops and scans stop when they would add more RLX nodes than this. */
 #define OI_MAX_UNROLL_NODES 200000u
+/* Whole-import work bounds: ONNX nodes visited (bodies are imported once per use) and RLX nodes
+ * emitted. Exceeding either stops the import with RLX_ERR_UNSUPPORTED. */
+#define OI_MAX_WORK 4000000u
 #define OI_MAX_NODE_IO 4096u /* inputs or outputs of one node */
+/* Constants and index tables the importer materializes itself (ConstantOfShape, Range, Resize
+ * indices, ...) stay below this; larger ones are reported as unsupported. */
+#define OI_MAX_CONST_BYTES ((size_t)256 << 20)
 
 /* ---- a small open-addressing hash map: string or pointer keys -> uint64 ---- */
 typedef struct oi_map {
@@ -42,7 +48,7 @@ typedef struct oi_pb {
   ProtobufCAllocator pa; /* budgeted allocator handed to protobuf-c */
   const rlx_allocator *al;
   size_t used, budget;
-  bool over_budget;
+  bool over_budget, oom;
   ProtobufCMessage *msg;
 } oi_pb;
 /* Checks the wire format of `data` against descriptor `d` (wire types, lengths, nesting depth,
@@ -67,9 +73,11 @@ rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_sha
  * (*data NULL for zero bytes). External data is read from base_dir with path containment. */
 rlx_status oi_tensor_bytes(const Onnx__TensorProto *t, const char *what, const char *base_dir,
                            const rlx_allocator *al, rlx_shape *shape, void **data, size_t *nbytes);
-/* Reads [offset, offset+len) of the external file `location` inside base_dir into buf. */
+/* Reads [offset, offset+len) of the external file `location` inside base_dir into a new buffer
+ * of `expect` bytes (allocated with al only after the range was checked against the file). */
 rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t offset,
-                            uint64_t len, bool has_len, size_t expect, void *buf, const char *what);
+                            uint64_t len, bool has_len, size_t expect, const rlx_allocator *al,
+                            void **out, const char *what);
 
 /* ---- validation (check.c) ---- */
 typedef struct oi_graph_info {
@@ -135,6 +143,7 @@ struct oi_imp {
   oi_map dim_syms; /* dim_param name -> symbol */
   uint32_t next_sym;
   uint64_t emitted; /* RLX nodes emitted (bounds unrolling) */
+  uint64_t visited; /* ONNX nodes imported, bodies counted per import */
   bool needs_value; /* some op needed a value only known at run time */
   bool freeze;      /* inputs with values in the options become Constants */
   rlx_onnx_weights weights;
@@ -171,6 +180,7 @@ typedef struct oi_node {
   bool *out_used;          /* is output k read anywhere (or a graph output)? */
   rlx_arena scratch;       /* freed after the node */
   bool unsupported;        /* the mapper reported a gap (message in reason) */
+  size_t scratch_over;     /* size of a scratch request over OI_MAX_CONST_BYTES */
   char reason[512];
 } oi_node;
 
@@ -181,7 +191,8 @@ typedef struct oi_op_entry {
   oi_map_fn fn;
 } oi_op_entry;
 /* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
-#define OI_FAMILY_TABLES(X) X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(misc)
+#define OI_FAMILY_TABLES(X)                                                                        \
+  X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)
 #define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X
@@ -209,7 +220,10 @@ rlx_status oi_bad(oi_node *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Scratch memory freed after the node; NULL over OI_MAX_CONST_BYTES or when out of memory, which
+ * oi_nomem then reports (unsupported size or RLX_ERR_OOM). */
 void *oi_scratch(oi_node *c, size_t bytes);
+rlx_status oi_nomem(oi_node *c);
 
 /* Attributes. A missing attribute gives the default; one of the wrong type is an error. */
 const Onnx__AttributeProto *oi_attr(const oi_node *c, const char *name);
@@ -272,6 +286,10 @@ rlx_status oi_wrap_index(oi_node *c, rlx_id idx, int64_t extent, rlx_id *out);
 rlx_status oi_axis(oi_node *c, int64_t axis, uint32_t rank, const char *what, uint32_t *out);
 /* Dims must be static for an op that needs them (unsupported otherwise). */
 rlx_status oi_need_static(oi_node *c, const rlx_shape *s, const char *what);
+
+/* Conv / ConvTranspose of inputs 0 (X), 1 (W) and optional 2 (B) with the node's attributes
+ * (ops_nn.c; the quantized convolutions call it with rewritten inputs). */
+rlx_status oi_conv(oi_node *c, bool transposed);
 
 /* ---- importing a body graph (import.c, used by ops_control.c) ---- */
 /* Imports `gp` inline into the current RLX graph: its formal inputs are bound to `args`

@@ -10,8 +10,6 @@
 
 #include "io/onnx/onnx_internal.h"
 
-static const char *str(const char *s) { return s ? s : ""; }
-
 /* True (and *v) when id is a one-element constant. */
 static bool const_scalar(oi_node *c, rlx_id id, int64_t *v) {
   const void *data;
@@ -32,6 +30,8 @@ static rlx_status map_if(oi_node *c) {
   RLX_TRY(oi_attr_graph(c, "then_branch", &br[0]));
   RLX_TRY(oi_attr_graph(c, "else_branch", &br[1]));
   for (int b = 0; b < 2; b++)
+    if (br[b]->n_input) return oi_bad(c, "%s_branch declares %zu inputs; If branches take none", b ? "else" : "then", br[b]->n_input);
+  for (int b = 0; b < 2; b++)
     if (br[b]->n_output != c->n_out)
       return oi_bad(c, "%s_branch has %zu outputs; the node has %u", b ? "else" : "then", br[b]->n_output, c->n_out);
   int64_t cv;
@@ -49,7 +49,7 @@ static rlx_status map_if(oi_node *c) {
   if (!gi[0] || !gi[1]) return rlx_errorf(RLX_ERR_INTERNAL, "If branches were not checked");
   uint32_t ncap = 0;
   const char **caps = oi_scratch(c, (gi[0]->n_free + gi[1]->n_free + 1) * sizeof *caps);
-  if (!caps) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!caps) return oi_nomem(c);
   for (int b = 0; b < 2; b++)
     for (uint32_t i = 0; i < gi[b]->n_free; i++) {
       bool dup = false;
@@ -58,7 +58,7 @@ static rlx_status map_if(oi_node *c) {
     }
   if (ncap + 1 > 64) return oi_unsupported(c, "branches reading %u outer values (RLX nodes take up to 63 captures)", ncap);
   rlx_id *ops = oi_scratch(c, (ncap + 1) * sizeof *ops);
-  if (!ops) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!ops) return oi_nomem(c);
   ops[0] = c->in[0];
   for (uint32_t i = 0; i < ncap; i++) {
     const oi_value *v = oi_scope_get(c->sc, caps[i]);
@@ -93,7 +93,7 @@ static rlx_status map_if(oi_node *c) {
 /* Stacks per-iteration values along a new axis `axis` (reverse order when `rev`). */
 static rlx_status stack(oi_node *c, const rlx_id *vals, uint32_t n, int64_t axis, bool rev, rlx_id *out) {
   rlx_id *parts = oi_scratch(c, (n + 1) * sizeof *parts);
-  if (!parts) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!parts) return oi_nomem(c);
   const rlx_shape s = *oi_shape(c, vals[0]);
   if (s.rank + 1u > RLX_MAX_RANK) return oi_unsupported(c, "stacking rank-%u values", s.rank);
   uint32_t a;
@@ -134,16 +134,14 @@ static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has
   rlx_id *args = oi_scratch(c, (2 + N) * sizeof *args);
   uint32_t cap_it = 1024;
   rlx_id **scans = oi_scratch(c, (K + 1) * sizeof *scans);
-  if (!v || !outs || !args || !scans) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!v || !outs || !args || !scans) return oi_nomem(c);
   for (uint32_t j = 0; j < N; j++) v[j] = c->in[2 + j];
   bool cond = cond0;
   int64_t i = 0;
   uint64_t start = c->m->emitted;
-  rlx_id **grow = NULL;
-  (void)grow;
   for (uint32_t k = 0; k < K; k++) {
     scans[k] = oi_scratch(c, cap_it * sizeof **scans);
-    if (!scans[k]) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!scans[k]) return oi_nomem(c);
   }
   while ((!has_m || i < trip) && cond) {
     if (c->m->emitted - start > OI_MAX_UNROLL_NODES || i >= 1000000)
@@ -151,7 +149,7 @@ static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has
     if ((uint32_t)i == cap_it) {
       for (uint32_t k = 0; k < K; k++) {
         rlx_id *ns = oi_scratch(c, (size_t)cap_it * 2 * sizeof *ns);
-        if (!ns) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+        if (!ns) return oi_nomem(c);
         memcpy(ns, scans[k], cap_it * sizeof *ns);
         scans[k] = ns;
       }
@@ -221,7 +219,7 @@ static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t 
   /* cond graph: cond && iter < M */
   rlx_graph *cg, *bg;
   RLX_TRY(rlx_graph_create_child(c->g, "loop_cond", &cg));
-  RLX_TRY(rlx_graph_create_child(c->g, str(body->name)[0] ? "loop_body" : "loop_body", &bg));
+  RLX_TRY(rlx_graph_create_child(c->g, "loop_body", &bg));
   rlx_id cin[64], bin[64];
   for (uint32_t i = 0; i < nc; i++) {
     char nm[32];
@@ -383,7 +381,7 @@ static rlx_status map_scan(oi_node *c) {
   if (L > 100000) return oi_unsupported(c, "unrolling a scan of %lld steps", (long long)L);
   rlx_id *st = oi_scratch(c, (N + 1) * sizeof *st), *args = oi_scratch(c, (N + (size_t)M) * sizeof *args);
   rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs), *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
-  if (!st || !args || !outs || !elems) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!st || !args || !outs || !elems) return oi_nomem(c);
   for (uint32_t j = 0; j < N; j++) st[j] = c->in[j];
   uint64_t start = c->m->emitted;
   for (int64_t t = 0; t < L; t++) {

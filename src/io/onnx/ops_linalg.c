@@ -268,7 +268,7 @@ static rlx_status map_det(oi_node *c) {
   if (batch == 0) return oi_unsupported(c, "an empty batch of determinants");
   int64_t d3[3] = {batch, m, n}, d2[2] = {m, n}, one = 1;
   rlx_id flat, *parts = oi_scratch(c, (size_t)batch * sizeof *parts);
-  if (!parts) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!parts) return oi_nomem(c);
   RLX_TRY(oi_reshape(c, x, 3, d3, &flat));
   for (int64_t b = 0; b < batch; b++) {
     rlx_id s;

@@ -104,6 +104,97 @@ static rlx_status map_dynamic_quantize(oi_node *c) {
   return RLX_OK;
 }
 
+/* x - zero point, in f64 (exact for every integer accumulation a quantized op makes). The zero
+ * point is a scalar or lines up with axis `axis` of x. */
+static rlx_status centered(oi_node *c, rlx_id x, uint32_t zk, uint32_t axis, rlx_id *out) {
+  RLX_TRY(oi_cast(c, x, RLX_F64, out));
+  if (!oi_has(c, zk)) return RLX_OK;
+  rlx_id zp;
+  RLX_TRY(oi_cast(c, c->in[zk], RLX_F64, &zp));
+  RLX_TRY(per_axis(c, zp, oi_shape(c, x)->rank, axis, &zp));
+  return oi_bin(c, RLX_BINOP_SUB, *out, zp, out);
+}
+
+/* Integer convolution: ConvInteger (int32 result) and QLinearConv (requantized). */
+static rlx_status quant_conv(oi_node *c, bool qlinear) {
+  uint32_t kx = 0, kw = qlinear ? 3 : 1, kxz = qlinear ? 2 : 2, kwz = qlinear ? 5 : 3;
+  RLX_TRY(oi_need(c, kx, "x"));
+  RLX_TRY(oi_need(c, kw, "w"));
+  rlx_id xd, wd, acc;
+  RLX_TRY(centered(c, c->in[kx], kxz, 1, &xd));
+  RLX_TRY(centered(c, c->in[kw], kwz, 0, &wd));
+  /* run the float convolution on the centered operands, then restore the inputs */
+  rlx_id saved[3] = {c->in[0], c->in[1], c->n_in > 2 ? c->in[2] : RLX_NO_ID};
+  uint32_t saved_n = c->n_in;
+  c->in[0] = xd;
+  c->in[1] = wd;
+  c->n_in = 2;
+  rlx_status st = oi_conv(c, false);
+  c->in[0] = saved[0];
+  c->in[1] = saved[1];
+  if (saved_n > 2) c->in[2] = saved[2];
+  c->n_in = saved_n;
+  RLX_TRY(st);
+  acc = c->out[0];
+  uint32_t r = oi_shape(c, acc)->rank;
+  if (!qlinear) return oi_cast(c, acc, RLX_I32, &c->out[0]);
+  for (uint32_t k = 1; k <= 7; k++)
+    if (k != 3 && k != 2 && k != 5 && k != 7) RLX_TRY(oi_need(c, k, "scale"));
+  if (oi_has(c, 8)) { /* int32 bias [M] */
+    rlx_id b;
+    RLX_TRY(oi_cast(c, c->in[8], RLX_F64, &b));
+    RLX_TRY(oi_bcast_axis(c, b, r, 1, &b));
+    RLX_TRY(oi_bin(c, RLX_BINOP_ADD, acc, b, &acc));
+  }
+  /* y = round(acc * x_scale * w_scale / y_scale) + y_zp, saturated (scale math in f32) */
+  rlx_id xs, ws, ys, scale, y;
+  RLX_TRY(oi_cast(c, c->in[1], RLX_F32, &xs));
+  RLX_TRY(oi_cast(c, c->in[4], RLX_F32, &ws));
+  RLX_TRY(oi_cast(c, c->in[6], RLX_F32, &ys));
+  RLX_TRY(per_axis(c, ws, r, 1, &ws));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MUL, ws, xs, &scale));
+  RLX_TRY(oi_bin(c, RLX_BINOP_DIV, scale, ys, &scale));
+  RLX_TRY(oi_cast(c, acc, RLX_F32, &y));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MUL, y, scale, &y));
+  RLX_TRY(oi_unary(c, RLX_ACT_ROUND, y, &y));
+  rlx_dtype to = oi_has(c, 7) ? (rlx_dtype)oi_in_shape(c, 7)->dtype : (rlx_dtype)oi_in_shape(c, 0)->dtype;
+  if (oi_has(c, 7)) {
+    rlx_id zp;
+    RLX_TRY(oi_cast(c, c->in[7], RLX_F32, &zp));
+    RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, zp, &y));
+  }
+  return saturate_cast(c, y, to, &c->out[0]);
+}
+
+static rlx_status map_conv_integer(oi_node *c) { return quant_conv(c, false); }
+static rlx_status map_qlinear_conv(oi_node *c) { return quant_conv(c, true); }
+
+static rlx_status map_qlinear_matmul(oi_node *c) {
+  for (uint32_t k = 0; k < 8; k++) RLX_TRY(oi_need(c, k, "QLinearMatMul input"));
+  const rlx_shape as = *oi_in_shape(c, 0), bs = *oi_in_shape(c, 3);
+  if (as.rank < 2 || bs.rank < 2) return oi_unsupported(c, "1-D QLinearMatMul operands");
+  /* a's parameters are per row (axis rank-2), b's per column (last axis) */
+  rlx_id ad, bd, acc, asc, bsc, ysc, scale, y, zp;
+  RLX_TRY(centered(c, c->in[0], 2, as.rank - 2u, &ad));
+  RLX_TRY(centered(c, c->in[3], 5, bs.rank - 1u, &bd));
+  rlx_id mm[2] = {ad, bd};
+  RLX_TRY(oi_emit(c, RLX_OP_MatMul, mm, 2, NULL, &acc));
+  uint32_t r = oi_shape(c, acc)->rank;
+  RLX_TRY(oi_cast(c, c->in[1], RLX_F32, &asc));
+  RLX_TRY(oi_cast(c, c->in[4], RLX_F32, &bsc));
+  RLX_TRY(oi_cast(c, c->in[6], RLX_F32, &ysc));
+  RLX_TRY(per_axis(c, asc, r, r - 2, &asc));
+  RLX_TRY(per_axis(c, bsc, r, r - 1, &bsc));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MUL, asc, bsc, &scale));
+  RLX_TRY(oi_bin(c, RLX_BINOP_DIV, scale, ysc, &scale));
+  RLX_TRY(oi_cast(c, acc, RLX_F32, &y));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MUL, y, scale, &y));
+  RLX_TRY(oi_unary(c, RLX_ACT_ROUND, y, &y));
+  RLX_TRY(oi_cast(c, c->in[7], RLX_F32, &zp));
+  RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, zp, &y));
+  return saturate_cast(c, y, (rlx_dtype)oi_in_shape(c, 7)->dtype, &c->out[0]);
+}
+
 /* ---- random ---- */
 
 static rlx_status random_dtype(oi_node *c, rlx_dtype def, rlx_dtype *out) {
@@ -198,7 +289,7 @@ static rlx_status map_window(oi_node *c) {
   size_t nb;
   RLX_TRY(rlx_shape_nbytes(&s, &nb));
   void *buf = oi_scratch(c, nb);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!buf) return oi_nomem(c);
   const char *op = c->np->op_type;
   const double pi = 3.14159265358979323846;
   for (int64_t i = 0; i < n; i++) {
@@ -305,6 +396,9 @@ const oi_op_entry oi_ops_misc[] = {
     {"QuantizeLinear", 10, OI_MAX_OPSET, map_quantize},
     {"DequantizeLinear", 10, OI_MAX_OPSET, map_dequantize},
     {"DynamicQuantizeLinear", 11, OI_MAX_OPSET, map_dynamic_quantize},
+    {"ConvInteger", 10, OI_MAX_OPSET, map_conv_integer},
+    {"QLinearConv", 10, OI_MAX_OPSET, map_qlinear_conv},
+    {"QLinearMatMul", 10, OI_MAX_OPSET, map_qlinear_matmul},
     {"RandomNormal", 1, OI_MAX_OPSET, map_random},
     {"RandomUniform", 1, OI_MAX_OPSET, map_random},
     {"RandomNormalLike", 1, OI_MAX_OPSET, map_random},

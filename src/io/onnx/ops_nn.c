@@ -79,7 +79,7 @@ static rlx_status read_geom(oi_node *c, const rlx_shape *x, geom *g, bool dilati
       total = (out - 1) * g->s[i] + ke - in;
     }
     if (total < 0) total = 0;
-    /* SAME_UPPER puts the odd cell at the end; for transposed convs the ONNX rule is mirrored */
+    /* SAME_UPPER puts the odd cell at the end, SAME_LOWER at the beginning */
     int64_t small = total / 2, big = total - small;
     g->pb[i] = upper ? small : big;
     g->pe[i] = upper ? big : small;
@@ -113,7 +113,6 @@ static rlx_status add_bias(oi_node *c, rlx_id y, uint32_t k, rlx_id *out) {
 }
 
 static rlx_status kernel_of(oi_node *c, const rlx_shape *w, geom *g) {
-  int64_t ks[3];
   bool present;
   const int64_t *kv;
   size_t kn;
@@ -121,12 +120,10 @@ static rlx_status kernel_of(oi_node *c, const rlx_shape *w, geom *g) {
   for (uint32_t i = 0; i < g->nsp; i++) {
     rlx_dim d = w->dims[2 + i];
     if (!rlx_dim_is_static(d)) return oi_unsupported(c, "a weight with symbolic kernel dims %s", rlx_fmt_shape(w));
-    ks[i] = d;
     if (present && (kn != g->nsp || kv[i] != d))
       return oi_bad(c, "attribute kernel_shape does not match the weight %s", rlx_fmt_shape(w));
     g->k[i] = d;
   }
-  (void)ks;
   return RLX_OK;
 }
 
@@ -134,7 +131,7 @@ static rlx_status kernel_of(oi_node *c, const rlx_shape *w, geom *g) {
  * Conv / ConvTranspose
  * ====================================================================================== */
 
-static rlx_status map_conv_any(oi_node *c, bool transposed) {
+rlx_status oi_conv(oi_node *c, bool transposed) {
   RLX_TRY(oi_need(c, 0, "X"));
   RLX_TRY(oi_need(c, 1, "W"));
   rlx_id x = c->in[0], w = c->in[1];
@@ -215,8 +212,8 @@ static rlx_status map_conv_any(oi_node *c, bool transposed) {
   return RLX_OK;
 }
 
-static rlx_status map_conv(oi_node *c) { return map_conv_any(c, false); }
-static rlx_status map_conv_transpose(oi_node *c) { return map_conv_any(c, true); }
+static rlx_status map_conv(oi_node *c) { return oi_conv(c, false); }
+static rlx_status map_conv_transpose(oi_node *c) { return oi_conv(c, true); }
 
 /* ======================================================================================
  * Pooling
@@ -284,7 +281,7 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
   }
   if (positions > ((size_t)1 << 26)) return oi_unsupported(c, "an average pool with %zu output positions", positions);
   double *f = oi_scratch(c, positions * sizeof *f);
-  if (!f) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!f) return oi_nomem(c);
   for (size_t p = 0; p < positions; p++) {
     size_t rem = p;
     int64_t cnt = 1;
@@ -371,7 +368,7 @@ static rlx_status map_pool(oi_node *c) {
     size_t n = (size_t)(out2[0] * out2[1]);
     if (n > ((size_t)1 << 26)) return oi_unsupported(c, "an average pool with %zu output positions", n);
     double *f = oi_scratch(c, n * sizeof *f);
-    if (!f) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!f) return oi_nomem(c);
     bool trivial = true;
     for (int64_t a = 0; a < out2[0]; a++)
       for (int64_t b = 0; b < out2[1]; b++) {
@@ -433,17 +430,40 @@ static rlx_status map_batch_norm(oi_node *c) {
     training = !is_test;
   }
   if (c->opset < 9) RLX_TRY(oi_attr_i(c, "spatial", 1, &spatial));
-  if (training) return oi_unsupported(c, "training mode (batch statistics)");
-  for (uint32_t k = 1; k < c->n_out; k++)
-    if (c->out_used[k]) return oi_unsupported(c, "output %u (training statistics)", k);
-  float eps;
+  if (training && c->opset < 14) return oi_unsupported(c, "training mode before opset 14 (saved statistics outputs)");
+  if (!training)
+    for (uint32_t k = 1; k < c->n_out; k++)
+      if (c->out_used[k]) return oi_unsupported(c, "output %u (training statistics)", k);
+  float eps, momentum;
   RLX_TRY(oi_attr_f(c, "epsilon", 1e-5f, &eps));
+  RLX_TRY(oi_attr_f(c, "momentum", 0.9f, &momentum));
   rlx_id x = c->in[0], p[4];
   const rlx_shape *xs = oi_shape(c, x);
   rlx_dtype t = (rlx_dtype)xs->dtype;
   if (!rlx_dtype_is_float(t)) return oi_bad(c, "input X must be floating-point");
   if (xs->rank < 2) return oi_bad(c, "input X must have rank >= 2, got %s", rlx_fmt_shape(xs));
   for (uint32_t k = 0; k < 4; k++) RLX_TRY(oi_cast(c, c->in[k + 1], t, &p[k]));
+  if (training) {
+    /* batch statistics over every axis but 1 (population variance); running stats updated */
+    int64_t axes[RLX_MAX_RANK];
+    uint32_t na = 0;
+    for (uint32_t i = 0; i < xs->rank; i++)
+      if (i != 1) axes[na++] = i;
+    rlx_id bm, bmb, d, bv, old, upd;
+    RLX_TRY(oi_reduce(c, RLX_REDUCE_MEAN, x, axes, na, false, &bm));
+    RLX_TRY(oi_bcast_axis(c, bm, xs->rank, 1, &bmb));
+    RLX_TRY(oi_bin(c, RLX_BINOP_SUB, x, bmb, &d));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MUL, d, d, &d));
+    RLX_TRY(oi_reduce(c, RLX_REDUCE_MEAN, d, axes, na, false, &bv));
+    for (uint32_t k = 1; k < c->n_out && k < 3; k++) {
+      if (!c->out_used[k]) continue;
+      RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, p[k + 1], momentum, &old));
+      RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, k == 1 ? bm : bv, 1.0 - (double)momentum, &upd));
+      RLX_TRY(oi_bin(c, RLX_BINOP_ADD, old, upd, &c->out[k]));
+    }
+    p[2] = bm;
+    p[3] = bv;
+  }
   /* inv = scale / sqrt(var + eps); shift = B - mean * inv; y = x * inv + shift (folds for
    * constant parameters) */
   rlx_id inv, shift, y;
@@ -666,7 +686,7 @@ static rlx_status softmax_axis(oi_node *c, int kind, rlx_id x, uint32_t axis, rl
   rlx_id idx, iota, eq;
   rlx_shape is = rlx_shape_make(RLX_I64, 1, &n);
   int64_t *v = oi_scratch(c, (size_t)n * sizeof *v);
-  if (!v) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!v) return oi_nomem(c);
   for (int64_t i = 0; i < n; i++) v[i] = i;
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_ArgMax, &x, 1, &am, NULL, NULL, &idx));
   RLX_TRY(oi_const(c, is, v, (size_t)n * 8, &iota));

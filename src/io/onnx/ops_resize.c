@@ -56,7 +56,7 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
   int64_t *idx = oi_scratch(c, (size_t)(taps * out) * sizeof *idx);
   double *w = oi_scratch(c, (size_t)(taps * out) * sizeof *w);
   bool *outside = oi_scratch(c, (size_t)out * sizeof *outside);
-  if (!idx || !w || !outside) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!idx || !w || !outside) return oi_nomem(c);
   bool identity = out == in, any_outside = false;
   for (int64_t o = 0; o < out; o++) {
     double xo = source_coord(p, (double)o, in, out, scale, r0, r1);
@@ -105,7 +105,7 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
   rlx_id y = RLX_NO_ID;
   int64_t *col = oi_scratch(c, (size_t)out * sizeof *col);
   double *wc = oi_scratch(c, (size_t)out * sizeof *wc);
-  if (!col || !wc) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!col || !wc) return oi_nomem(c);
   for (uint32_t k = 0; k < taps; k++) {
     bool unit = true;
     for (int64_t o = 0; o < out; o++) {
@@ -129,7 +129,7 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
   }
   if (any_outside) {
     uint8_t *m = oi_scratch(c, (size_t)out);
-    if (!m) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!m) return oi_nomem(c);
     for (int64_t o = 0; o < out; o++) m[o] = outside[o];
     rlx_id mask, ev;
     RLX_TRY(oi_const(c, rlx_shape_make(RLX_BOOL, 1, &od), m, (size_t)out, &mask));
@@ -223,7 +223,7 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
     RLX_TRY(oi_attr_floats(c, "scales", &f, &sn, &present));
     if (!present) return oi_bad(c, "attribute scales is required");
     sv = oi_scratch(c, (sn + 1) * sizeof *sv);
-    if (!sv) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!sv) return oi_nomem(c);
     for (size_t i = 0; i < sn; i++) sv[i] = f[i];
   } else {
     if (!upsample && c->opset >= 11) k_scales = 2;

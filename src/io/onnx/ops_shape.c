@@ -18,7 +18,7 @@ static rlx_status axes_arg(oi_node *c, const char *name, int64_t input_from, uin
     const int64_t *a;
     RLX_TRY(oi_attr_ints(c, name, &a, n, present));
     int64_t *copy = oi_scratch(c, (*n + 1) * sizeof *copy);
-    if (!copy) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!copy) return oi_nomem(c);
     if (*n) memcpy(copy, a, *n * sizeof *copy);
     *v = copy;
     return RLX_OK;
@@ -41,7 +41,7 @@ static rlx_status map_reshape(oi_node *c) {
     bool present;
     RLX_TRY(oi_attr_ints(c, "shape", &a, &sn, &present));
     sv = oi_scratch(c, (sn + 1) * sizeof *sv);
-    if (!sv) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!sv) return oi_nomem(c);
     if (sn) memcpy(sv, a, sn * sizeof *sv);
   } else {
     RLX_TRY(oi_in_ints(c, 1, "shape", &sv, &sn));
@@ -194,7 +194,7 @@ static rlx_status map_concat(oi_node *c) {
   int64_t axis;
   RLX_TRY(oi_attr_i(c, "axis", 1, &axis));
   rlx_id *xs = oi_scratch(c, (c->n_in + 1) * sizeof *xs);
-  if (!xs) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!xs) return oi_nomem(c);
   uint32_t n = 0;
   for (uint32_t k = 0; k < c->n_in; k++)
     if (oi_has(c, k)) xs[n++] = c->in[k];
@@ -203,7 +203,7 @@ static rlx_status map_concat(oi_node *c) {
   RLX_TRY(oi_axis(c, axis, oi_shape(c, xs[0])->rank, "attribute axis", &a));
   if (n > 64) { /* RLX builds infer at most 64 operands: concatenate in chunks */
     rlx_id *parts = oi_scratch(c, ((n + 63) / 64) * sizeof *parts);
-    if (!parts) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!parts) return oi_nomem(c);
     uint32_t np = 0;
     for (uint32_t i = 0; i < n; i += 64) RLX_TRY(oi_concat(c, xs + i, n - i < 64 ? n - i : 64, a, &parts[np++]));
     return oi_concat(c, parts, np, a, &c->out[0]);
@@ -228,7 +228,7 @@ static rlx_status map_split(oi_node *c) {
     RLX_TRY(oi_attr_ints(c, "split", &v, &sn, &present));
     if (present) {
       sv = oi_scratch(c, (sn + 1) * sizeof *sv);
-      if (!sv) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+      if (!sv) return oi_nomem(c);
       if (sn) memcpy(sv, v, sn * sizeof *sv);
     }
     if (!present && c->opset < 2 && oi_has(c, 1)) { /* opset 1: split as input */
@@ -253,7 +253,7 @@ static rlx_status map_split(oi_node *c) {
     if (c->opset >= 18 && oi_attr(c, "num_outputs")) RLX_TRY(oi_attr_i(c, "num_outputs", n, &num));
     if (num < 1 || num != (int64_t)n) return oi_bad(c, "num_outputs (%lld) must equal the %u outputs", (long long)num, n);
     sv = oi_scratch(c, n * sizeof *sv);
-    if (!sv) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    if (!sv) return oi_nomem(c);
     int64_t chunk = c->opset >= 18 ? (d + num - 1) / num : d / num;
     if (c->opset < 18 && d % num) return oi_bad(c, "axis extent %lld does not divide into %u equal parts", (long long)d, n);
     for (uint32_t i = 0; i < n; i++) {
@@ -694,7 +694,7 @@ static rlx_status map_range(oi_node *c) {
   size_t nb;
   RLX_TRY(rlx_shape_nbytes(&os, &nb));
   void *buf = oi_scratch(c, nb);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!buf) return oi_nomem(c);
   for (int64_t i = 0; i < count; i++) {
     if (rlx_dtype_is_int(t)) rlx_elem_set_i64(buf, t, (size_t)i, oi_elem_i64(dv[0], t, 0) + i * oi_elem_i64(dv[2], t, 0));
     else rlx_elem_set(buf, t, (size_t)i, oi_elem_f64(dv[0], t, 0) + (double)i * oi_elem_f64(dv[2], t, 0));
@@ -717,7 +717,7 @@ static rlx_status map_eye_like(oi_node *c) {
   size_t nb;
   RLX_TRY(rlx_shape_nbytes(&os, &nb));
   uint8_t *buf = oi_scratch(c, nb);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!buf) return oi_nomem(c);
   memset(buf, 0, nb);
   for (int64_t i = 0; i < xs->dims[0]; i++) {
     int64_t j = i + k;
@@ -742,8 +742,7 @@ static rlx_status map_onehot(oi_node *c) {
   rlx_id idx, iota, eq, off, on, vals = c->in[2];
   size_t vn;
   if (rlx_shape_numel(oi_shape(c, vals), &vn) != RLX_OK || vn != 2) return oi_bad(c, "values must hold [off, on]");
-  int64_t one = 1, scalar[1];
-  (void)scalar;
+  int64_t one = 1;
   RLX_TRY(oi_reshape(c, vals, 1, (int64_t[]){2}, &vals));
   RLX_TRY(oi_narrow(c, vals, 0, 0, 1, &off));
   RLX_TRY(oi_narrow(c, vals, 0, 1, 1, &on));
@@ -755,7 +754,7 @@ static rlx_status map_onehot(oi_node *c) {
   for (uint32_t i = 0, j = 0; i < r; i++) ud[i] = i == a ? 1 : is->dims[j++];
   RLX_TRY(oi_reshape_dims(c, idx, r, ud, &idx));
   int64_t *v = oi_scratch(c, (size_t)depth * sizeof *v);
-  if (!v) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!v) return oi_nomem(c);
   for (int64_t i = 0; i < depth; i++) v[i] = i;
   RLX_TRY(oi_i64s(c, v, (uint32_t)depth, &iota));
   RLX_TRY(oi_bcast_axis(c, iota, r, a, &iota));
@@ -839,7 +838,7 @@ static rlx_status map_compress(oi_node *c) {
   if (!rlx_dim_is_static(d)) return oi_unsupported(c, "compressing a symbolic axis");
   if ((int64_t)cn > d) return oi_bad(c, "condition has %zu entries but the axis has %lld", cn, (long long)d);
   int64_t *sel = oi_scratch(c, (cn + 1) * sizeof *sel);
-  if (!sel) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!sel) return oi_nomem(c);
   uint32_t n = 0;
   for (size_t i = 0; i < cn; i++)
     if (cv[i]) sel[n++] = (int64_t)i;
@@ -862,7 +861,7 @@ static rlx_status map_nonzero(oi_node *c) {
   for (size_t i = 0; i < n; i++) nz += oi_elem_f64(data, (rlx_dtype)s.dtype, i) != 0;
   uint32_t r = s.rank ? s.rank : 1;
   int64_t *out = oi_scratch(c, (size_t)r * (nz ? nz : 1) * sizeof *out);
-  if (!out) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!out) return oi_nomem(c);
   size_t j = 0;
   for (size_t i = 0; i < n; i++) {
     if (oi_elem_f64(data, (rlx_dtype)s.dtype, i) == 0) continue;
@@ -878,7 +877,48 @@ static rlx_status map_nonzero(oi_node *c) {
   return oi_const(c, rlx_shape_make(RLX_I64, 2, d), out, (size_t)r * nz * 8, &c->out[0]);
 }
 
+/* ReverseSequence: per batch b, the first lens[b] steps along time_axis are reversed. The
+ * lengths must be known at import time; the reversal is a GatherElements with a constant index
+ * table. */
+static rlx_status map_reverse_sequence(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "input"));
+  int64_t *lens;
+  size_t nl;
+  RLX_TRY(oi_in_ints(c, 1, "sequence_lens", &lens, &nl));
+  int64_t ba, ta;
+  RLX_TRY(oi_attr_i(c, "batch_axis", 1, &ba));
+  RLX_TRY(oi_attr_i(c, "time_axis", 0, &ta));
+  const rlx_shape xs = *oi_in_shape(c, 0);
+  RLX_TRY(oi_need_static(c, &xs, "input"));
+  if (xs.rank < 2 || !((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
+    return oi_bad(c, "batch_axis and time_axis must be 0 and 1 (in either order) of a rank >= 2 input");
+  int64_t B = xs.dims[ba], T = xs.dims[ta];
+  if ((int64_t)nl != B) return oi_bad(c, "sequence_lens has %zu entries for a batch of %lld", nl, (long long)B);
+  for (size_t b = 0; b < nl; b++)
+    if (lens[b] < 0 || lens[b] > T) return oi_bad(c, "sequence_lens[%zu] is %lld for %lld steps", b, (long long)lens[b], (long long)T);
+  size_t numel, nb;
+  RLX_TRY(rlx_shape_numel(&xs, &numel));
+  if (!rlx_mul_size(numel, 8, &nb)) return oi_bad(c, "input too large");
+  int64_t *idx = oi_scratch(c, nb);
+  if (!idx) return oi_nomem(c);
+  size_t bt = (size_t)B * (size_t)T, inner = bt ? numel / bt : 0;
+  for (size_t i = 0; i < numel; i++) {
+    size_t outer = inner ? i / inner : 0;
+    int64_t a0 = (int64_t)(outer / (size_t)xs.dims[1]), a1 = (int64_t)(outer % (size_t)xs.dims[1]);
+    int64_t b = ba == 0 ? a0 : a1, t = ta == 0 ? a0 : a1;
+    idx[i] = t < lens[b] ? lens[b] - 1 - t : t;
+  }
+  rlx_shape is = xs;
+  is.dtype = RLX_I64;
+  rlx_id it;
+  RLX_TRY(oi_const(c, is, idx, nb, &it));
+  rlx_attrs_GatherElements ga = {ta};
+  rlx_id in[2] = {c->in[0], it};
+  return oi_emit(c, RLX_OP_GatherElements, in, 2, &ga, &c->out[0]);
+}
+
 const oi_op_entry oi_ops_shape[] = {
+    {"ReverseSequence", 10, OI_MAX_OPSET, map_reverse_sequence},
     {"Reshape", 1, OI_MAX_OPSET, map_reshape},
     {"Flatten", 1, OI_MAX_OPSET, map_flatten},
     {"Squeeze", 1, OI_MAX_OPSET, map_squeeze},

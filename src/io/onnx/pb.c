@@ -27,7 +27,10 @@ static void *pb_alloc(void *ctx, size_t size) {
     return NULL;
   }
   uint8_t *p = pb->al->alloc(pb->al->ctx, total);
-  if (!p) return NULL;
+  if (!p) {
+    pb->oom = true;
+    return NULL;
+  }
   memcpy(p, &total, sizeof total);
   pb->used += total;
   return p + PB_HDR;
@@ -254,6 +257,7 @@ rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const ui
   pb->pa.allocator_data = pb;
   pb->msg = protobuf_c_message_unpack(d, &pb->pa, len, data);
   if (!pb->msg) {
+    if (pb->oom) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory unpacking the %s message", what, d->short_name);
     if (pb->over_budget)
       return rlx_errorf(RLX_ERR_FORMAT, "%s: unpacking needs more than the memory budget of %zu bytes", what, budget);
     return rlx_errorf(RLX_ERR_FORMAT, "%s: protobuf-c rejected the %s message (malformed or out of memory)", what,

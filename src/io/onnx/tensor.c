@@ -164,7 +164,8 @@ static bool ext_denied(const char *comp) {
 }
 
 rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t offset, uint64_t len, bool has_len,
-                            size_t expect, void *buf, const char *what) {
+                            size_t expect, const rlx_allocator *al, void **out, const char *what) {
+  *out = NULL;
   if (!base_dir)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: external data '%s' needs the model's folder (import from a file)", what,
                       location);
@@ -248,24 +249,31 @@ rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t
     return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': %s %llu bytes but dims x dtype size = %zu bytes", what, location,
                       has_len ? "length is" : "the file holds", (unsigned long long)len, expect);
   }
+  uint8_t *buf = al->alloc(al->ctx, expect ? expect : 1);
+  if (!buf) {
+    close(fd);
+    return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for %zu bytes of external data", what, expect);
+  }
   size_t got = 0;
   while (got < expect) {
-    ssize_t r = pread(fd, (uint8_t *)buf + got, expect - got, (off_t)(offset + got));
+    ssize_t r = pread(fd, buf + got, expect - got, (off_t)(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       int re = errno;
       close(fd);
+      al->free(al->ctx, buf);
       return rlx_errorf(RLX_ERR_IO, "%s: external data '%s': %s", what, location,
                         r == 0 ? "file shrank while reading" : strerror(re));
     }
     got += (size_t)r;
   }
   close(fd);
+  *out = buf;
   return RLX_OK;
 }
 
-static rlx_status read_external(const Onnx__TensorProto *t, const char *what, const char *base_dir, void *buf,
-                                size_t nbytes) {
+static rlx_status read_external(const Onnx__TensorProto *t, const char *what, const char *base_dir,
+                                const rlx_allocator *al, void **buf, size_t nbytes) {
   const char *loc = NULL;
   uint64_t off = 0, len = 0;
   bool has_len = false;
@@ -281,7 +289,7 @@ static rlx_status read_external(const Onnx__TensorProto *t, const char *what, co
     }
   }
   if (!loc) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data has no 'location' entry", what);
-  return oi_external_read(base_dir, loc, off, len, has_len, nbytes, buf, what);
+  return oi_external_read(base_dir, loc, off, len, has_len, nbytes, al, buf, what);
 }
 
 /* ---- conversion ---- */
@@ -295,13 +303,21 @@ rlx_status oi_tensor_bytes(const Onnx__TensorProto *t, const char *what, const c
   RLX_TRY(rlx_shape_nbytes(shape, &nb));
   RLX_TRY(rlx_shape_numel(shape, &numel));
   if (nb == 0) return RLX_OK;
+  rlx_dtype d = (rlx_dtype)shape->dtype;
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    void *ext = NULL;
+    RLX_TRY(read_external(t, what, base_dir, al, &ext, nb));
+    if (d == RLX_BOOL)
+      for (size_t i = 0; i < numel; i++) ((uint8_t *)ext)[i] = ((uint8_t *)ext)[i] != 0;
+    *data = ext;
+    *nbytes = nb;
+    return RLX_OK;
+  }
+  /* in-file data: its size was checked against the dims, so this allocation is bounded by it */
   uint8_t *buf = al->alloc(al->ctx, nb);
   if (!buf) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for %zu bytes", what, nb);
-  rlx_dtype d = (rlx_dtype)shape->dtype;
   rlx_status s = RLX_OK;
-  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-    s = read_external(t, what, base_dir, buf, nb);
-  } else if (t->has_raw_data) {
+  if (t->has_raw_data) {
     memcpy(buf, t->raw_data.data, nb);
   } else {
     switch (d) {

@@ -16,6 +16,9 @@
  *   - Eigh: each eigenvector (column of U) has a positive sign pivot, as for Svd. */
 #include <cblas.h>
 #include <complex.h>
+#ifndef CMPLX /* glibc defines CMPLX for gcc only */
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 #include <lapacke.h>
 #include <limits.h>
 #include <math.h>

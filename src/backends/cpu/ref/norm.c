@@ -6,6 +6,9 @@
  * output dtype. Parameter vectors (gamma, beta, mean, var) are read flat: any shape holding
  * exactly C elements is accepted ([C], [1, 1, C], ...). */
 #include <complex.h>
+#ifndef CMPLX /* glibc defines CMPLX for gcc only */
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 #include <math.h>
 
 #include "backends/cpu/ref/ref_util_b.h"

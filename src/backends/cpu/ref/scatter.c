@@ -10,6 +10,9 @@
  * integers and bool, double complex pairs for complex), applying updates in index order (so with
  * reduction None the last duplicate wins), then round once into the output dtype. */
 #include <complex.h>
+#ifndef CMPLX /* glibc defines CMPLX for gcc only */
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
 #include <math.h>
 #include <stdio.h>
 
