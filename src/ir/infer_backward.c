@@ -109,7 +109,7 @@ rlx_status rlx_infer_FakeQuantizeBackward(const rlx_infer_ctx *c, rlx_shape *out
 }
 
 rlx_status rlx_infer_ComplexNormSq(const rlx_infer_ctx *c, rlx_shape *out) {
-  rlx_dtype real;
+  rlx_dtype real = RLX_F32;
   RLX_TRY(complex_operand(c, 0, "z", &real));
   *out = *c->in[0];
   out->dtype = (uint8_t)real;
@@ -117,7 +117,7 @@ rlx_status rlx_infer_ComplexNormSq(const rlx_infer_ctx *c, rlx_shape *out) {
 }
 
 rlx_status rlx_infer_ComplexNormSqBackward(const rlx_infer_ctx *c, rlx_shape *out) {
-  rlx_dtype real;
+  rlx_dtype real = RLX_F32;
   RLX_TRY(complex_operand(c, 0, "z", &real));
   RLX_TRY(same_dims(c, 0, "z", 1, "g"));
   if (c->in[1]->dtype != real)
@@ -128,7 +128,7 @@ rlx_status rlx_infer_ComplexNormSqBackward(const rlx_infer_ctx *c, rlx_shape *ou
 }
 
 rlx_status rlx_infer_Conjugate(const rlx_infer_ctx *c, rlx_shape *out) {
-  rlx_dtype real;
+  rlx_dtype real = RLX_F32;
   RLX_TRY(complex_operand(c, 0, "z", &real));
   *out = *c->in[0];
   return RLX_OK;

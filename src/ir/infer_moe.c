@@ -136,8 +136,8 @@ static rlx_status need_declared(const rlx_infer_ctx *c, uint32_t rank, const cha
 
 /* K (from `where`) must be a whole number of GGUF blocks when static. */
 static rlx_status need_gguf_k(int32_t scheme, rlx_dim k, const char *where) {
-  int64_t be, bb;
-  gguf_block(scheme, &be, &bb);
+  int64_t be = 1, bb = 1;
+  if (!gguf_block(scheme, &be, &bb)) return rlx_shape_error("%s: scheme %s is not a GGUF scheme", where, scheme_name(scheme));
   if (k >= 0 && k % be != 0)
     return rlx_shape_error("%s has K = %" PRId64 "; scheme %s packs K in blocks of %" PRId64
                            " elements, so K must be a multiple of that",
@@ -148,8 +148,8 @@ static rlx_status need_gguf_k(int32_t scheme, rlx_dim k, const char *where) {
 /* Bytes of one GGUF weight [N, K] (K a whole number of blocks): (K / block) * N * block bytes.
  * *known = false when K or N is symbolic. */
 static rlx_status gguf_bytes(int32_t scheme, rlx_dim k, rlx_dim n, bool *known, int64_t *bytes) {
-  int64_t be, bb;
-  gguf_block(scheme, &be, &bb);
+  int64_t be = 1, bb = 1;
+  if (!gguf_block(scheme, &be, &bb)) return rlx_shape_error("scheme %s is not a GGUF scheme", scheme_name(scheme));
   *known = k >= 0 && n >= 0;
   if (!*known) return RLX_OK;
   if (!iu_mul(k / be, n, bytes) || !iu_mul(*bytes, bb, bytes))

@@ -75,7 +75,7 @@ static rlx_status check_fq_x(const rlx_infer_ctx *c, int64_t axis, rlx_dim *chan
 /* A per-channel scale/state operand: float, 1 element or dim(axis) elements. */
 static rlx_status check_chan_operand(const rlx_infer_ctx *c, uint32_t i, const char *role, rlx_dim chan) {
   RLX_TRY(sp_float(c, i, role));
-  int64_t n;
+  int64_t n = 0;
   RLX_TRY(sp_numel(c->in[i], &n));
   if (n >= 0 && n != 1 && sp_conflict(n, chan))
     return rlx_shape_error("operand %u (%s) has shape %s; expected 1 element or one per channel (%s)", i,
@@ -279,7 +279,7 @@ static rlx_status check_layout(int32_t layout, int64_t block) {
 static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *role, uint32_t di,
                               int32_t layout, int64_t block) {
   const rlx_shape *s = c->in[si], *x = c->in[di];
-  int64_t n;
+  int64_t n = 0;
   RLX_TRY(sp_numel(s, &n));
   if (layout == RLX_SCALE_LAYOUT_PER_TENSOR) {
     RLX_TRY(sp_dtype(c, si, role, RLX_F32));
@@ -295,7 +295,7 @@ static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *r
   RLX_TRY(sp_dim_eq(c, si, role, s->rank - 1, nblk, "ceil(K / block) scale blocks per row"));
   rlx_shape rows = *x;
   rows.rank--;
-  int64_t nrows, want;
+  int64_t nrows = 0, want = 0;
   RLX_TRY(sp_numel(&rows, &nrows));
   if (nrows >= 0 && sp_static(nblk) && n >= 0) {
     if (__builtin_mul_overflow(nrows, nblk, &want)) return sp_overflow("scale element count");

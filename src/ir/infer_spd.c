@@ -282,7 +282,7 @@ static rlx_status eigh_backward(const rlx_infer_ctx *c, uint32_t rank, rlx_shape
   RLX_TRY(sp_shape_eq(c, 1, "bar", c->in[0], "the cotangent of the packed eigendecomposition"));
   const rlx_dim *f = c->in[0]->dims, *g = c->in[1]->dims;
   uint32_t src = sp_static(f[rank - 1]) ? 0 : 1; /* the operand whose length is known, if any */
-  rlx_dim n;
+  rlx_dim n = 0;
   RLX_TRY(eig_n_from_len(c, src, roles[src], c->in[src]->dims[rank - 1], &n));
   rlx_dim d[3] = {sp_pick(f[0], g[0]), n, n};
   *out = rank == 2 ? mat(c, 3, d) : mat(c, 2, d + 1);

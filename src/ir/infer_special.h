@@ -147,7 +147,7 @@ static inline rlx_status sp_shape_eq(const rlx_infer_ctx *c, uint32_t i, const c
 /* Operand i must hold exactly `want` elements (any rank), when both are known. */
 static inline rlx_status sp_count_eq(const rlx_infer_ctx *c, uint32_t i, const char *role, int64_t want,
                                      const char *what) {
-  int64_t n;
+  int64_t n = 0;
   RLX_TRY(sp_numel(c->in[i], &n));
   if (n >= 0 && want >= 0 && n != want)
     return rlx_shape_error("operand %u (%s) has shape %s (%lld elements); expected %lld elements (%s)",

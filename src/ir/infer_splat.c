@@ -53,7 +53,7 @@ static const char *const scene_roles[] = {"positions", "scales", "rotations", "o
 /* Checks the 7 scene operands; *N = gaussians, *sh = SH length (both -1 when symbolic). */
 static rlx_status check_scene(const rlx_infer_ctx *c, int64_t *N, int64_t *sh) {
   RLX_TRY(need_f32(c, 7, scene_roles));
-  int64_t pos;
+  int64_t pos = 0;
   RLX_TRY(sp_numel(c->in[0], &pos));
   *N = -1;
   *sh = -1;
@@ -158,7 +158,7 @@ rlx_status rlx_infer_GaussianSplatRasterize(const rlx_infer_ctx *c, rlx_shape *o
   RLX_TRY(sp_arity(c, 2, "prepared, meta"));
   RLX_TRY(check_splat_attrs(&s));
   RLX_TRY(need_f32(c, 2, roles));
-  int64_t len, fixed, img;
+  int64_t len = 0, fixed = 0, img = 0;
   RLX_TRY(sp_numel(c->in[0], &len));
   RLX_TRY(prepare_fixed(&s, &fixed));
   if (len >= 0 && (len - fixed < 15 || (len - fixed) % 15))

@@ -556,7 +556,7 @@ static rlx_status parse_graph(parser *P, rlx_graph *parent, unsigned depth, rlx_
     return rlx_scan_fail(s, at, "expected at most %d levels of nested bodies, found a body at depth %u",
                          RLX_FORMAT_MAX_DEPTH, depth);
   s->pos += 5;
-  const char *name;
+  const char *name = NULL;
   rlx_scan_ws(s);
   RLX_TRY(parse_graph_name(P, &name));
   rlx_graph *g;

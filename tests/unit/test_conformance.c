@@ -374,17 +374,17 @@ static bool check_rng(const conf_case *c, const rlx_graph *g, const char *backen
   moments m = moments_of(t);
   /* 1. the same graph and seed give the same bytes */
   if (run_on(g, backend, ci, 0, &again) != RLX_OK) {
-    snprintf(why, cap, "second run failed: %s", again.msg);
+    if (snprintf(why, cap, "second run failed: %s", again.msg) < 0) why[0] = 0;
     goto done;
   }
   if (!tensors_equal(t, &again.out)) {
-    snprintf(why, cap, "two runs of the same graph differ");
+    if (snprintf(why, cap, "two runs of the same graph differ") < 0) why[0] = 0;
     goto done;
   }
   /* 2. another key and another compile seed give other numbers */
   uint64_t key = c->op == RLX_OP_RngNormal ? a.RngNormal.key : a.RngUniform.key;
   if (rekey(c, key + 1, &g2) != RLX_OK || run_on(g2, backend, ci, 0, &other) != RLX_OK) {
-    snprintf(why, cap, "run with another key failed: %s", other.msg[0] ? other.msg : rlx_last_error());
+    if (snprintf(why, cap, "run with another key failed: %s", other.msg[0] ? other.msg : rlx_last_error()) < 0) why[0] = 0;
     goto done;
   }
   if (m.n > 1 && tensors_equal(t, &other.out)) {
@@ -393,11 +393,11 @@ static bool check_rng(const conf_case *c, const rlx_graph *g, const char *backen
     goto done;
   }
   if (run_on(g, backend, ci, 12345, &seeded) != RLX_OK) {
-    snprintf(why, cap, "run with compile seed 12345 failed: %s", seeded.msg);
+    if (snprintf(why, cap, "run with compile seed 12345 failed: %s", seeded.msg) < 0) why[0] = 0;
     goto done;
   }
   if (m.n > 1 && tensors_equal(t, &seeded.out)) {
-    snprintf(why, cap, "compile seeds 0 and 12345 give identical numbers");
+    if (snprintf(why, cap, "compile seeds 0 and 12345 give identical numbers") < 0) why[0] = 0;
     goto done;
   }
   /* 3. moments (5 standard errors; half floats get a looser std bound) and range */

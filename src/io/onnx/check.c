@@ -109,10 +109,10 @@ static rlx_status check_node_attrs(chk *k, const Onnx__NodeProto *n, uint32_t de
                                    const char *label, const char ***deps, uint32_t *n_deps, uint32_t *cap_deps) {
   for (size_t a = 0; a < n->n_attribute; a++) {
     const Onnx__AttributeProto *at = n->attribute[a];
-    char where[600];
-    snprintf(where, sizeof where, "%s: attribute #%zu", label, a);
+    char where[1024];
+    if (snprintf(where, sizeof where, "%s: attribute #%zu", label, a) < 0) where[0] = 0;
     RLX_TRY(check_name(at->name, "field name", where));
-    snprintf(where, sizeof where, "%s: attribute \"%.100s\"", label, at->name);
+    if (snprintf(where, sizeof where, "%s: attribute \"%.100s\"", label, at->name) < 0) where[0] = 0;
     Onnx__AttributeProto__AttributeType t = oi_attr_type(at);
     if (t == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED && !(at->ref_attr_name && at->ref_attr_name[0]))
       return rlx_errorf(RLX_ERR_FORMAT, "%s: field type is UNDEFINED and no value is set", where);
@@ -199,7 +199,7 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
                                    uint32_t **indeg_out) {
   const rlx_allocator *al = k->al;
   bool top = depth == 0;
-  char what[700];
+  char what[1400];
   /* initializers, then inputs, then node outputs */
   for (size_t i = 0; i < g->n_initializer; i++) {
     const Onnx__TensorProto *t = g->initializer[i];
@@ -354,7 +354,7 @@ static rlx_status check_graph(chk *k, const Onnx__GraphProto *g, uint32_t depth,
   if (depth > RLX_ONNX_MAX_GRAPH_DEPTH)
     return rlx_errorf(RLX_ERR_FORMAT, "%s: subgraph \"%s\" is nested %u levels deep; the limit is %d", where, str(g->name),
                       depth, RLX_ONNX_MAX_GRAPH_DEPTH);
-  uint32_t gi;
+  uint32_t gi = 0;
   RLX_TRY(register_graph(k, g, depth, &gi));
   *index_out = gi;
   char gwhere[800];
