@@ -11,6 +11,7 @@ PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata   # ONNX import + test data
   dataset-fashion-mnist                # data for the training example
   python3-numpy python3-torch          # independent reference values in tests
+  python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
 )
 
 missing=()

@@ -37,6 +37,10 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv);
 int cli_cmd_train(const cli_command *self, int argc, char **argv);
 extern const char cli_train_usage[];
 
+/* Command of tools/cmd_onnx_conformance.c (its usage text is cli_onnx_conformance_usage). */
+int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv);
+extern const char cli_onnx_conformance_usage[];
+
 /* Commands and hooks of tools/cmd_onnx.c. */
 int cli_cmd_import(const cli_command *self, int argc, char **argv);
 /* Loads FILE for `rlx run` / `rlx compile`: a .onnx model is imported (its symbolic dims bound from

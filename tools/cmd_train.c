@@ -193,6 +193,23 @@ static void progress_show(progress *p, long epoch, long epochs, size_t step, siz
   fflush(stderr);
 }
 
+/* Re-reads the written weights with the strict reader: same names, shapes and bytes. */
+static rlx_status verify_weights(const char *path, const rlx_named_tensor *t, uint32_t n) {
+  rlx_safetensors *f;
+  RLX_TRY(rlx_safetensors_load(path, &f));
+  rlx_status st = RLX_OK;
+  if (f->n_tensors != n) st = rlx_errorf(RLX_ERR_INTERNAL, "%s: re-read %u tensors, wrote %u", path, f->n_tensors, n);
+  for (uint32_t i = 0; i < n && st == RLX_OK; i++) {
+    const rlx_named_tensor *r = rlx_safetensors_find(f, t[i].name);
+    size_t nb = 0;
+    if (!r || !rlx_shape_equal(&r->tensor.shape, &t[i].tensor.shape) ||
+        rlx_shape_nbytes(&t[i].tensor.shape, &nb) != RLX_OK || memcmp(r->tensor.data, t[i].tensor.data, nb) != 0)
+      st = rlx_errorf(RLX_ERR_INTERNAL, "%s: tensor %s does not read back as written", path, t[i].name);
+  }
+  rlx_safetensors_free(f);
+  return st;
+}
+
 /* ---- evaluation ---- */
 
 /* Counts the correctly classified images of `d` (all of them: full batches of EVAL_BATCH and a
@@ -267,22 +284,28 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   if (rc < 0) return cli_help(self);
   if (rc != CLI_OK) return rc;
   FILE *info = o.json ? stderr : stdout; /* where the human-readable summary goes */
+  if (o.threads == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    o.threads = n > 0 ? n : 1;
+  }
 
   train_state s = {0};
   if (rlx_fashion_mnist_load(o.data, "train", &s.train) != RLX_OK ||
       rlx_fashion_mnist_load(o.data, "t10k", &s.test) != RLX_OK)
     return fail_rlx(self, &s, NULL);
   if (s.train.rows != s.test.rows || s.train.cols != s.test.cols) {
+    rc = cli_fail(self, "training images are %ux%u but test images %ux%u", s.train.rows, s.train.cols, s.test.rows,
+                  s.test.cols);
     state_free(&s);
-    return cli_fail(self, "training images are %ux%u but test images %ux%u", s.train.rows, s.train.cols,
-                    s.test.rows, s.test.cols);
+    return rc;
   }
   if (o.limit_train > 0 && (size_t)o.limit_train < s.train.count) s.train.count = (size_t)o.limit_train;
   if (o.limit_test > 0 && (size_t)o.limit_test < s.test.count) s.test.count = (size_t)o.limit_test;
   size_t steps = s.train.count / (size_t)o.batch;
   if (steps == 0) {
+    size_t have = s.train.count;
     state_free(&s);
-    return cli_fail(self, "%zu training images are fewer than one batch of %ld", s.train.count, o.batch);
+    return cli_fail(self, "%zu training images are fewer than one batch of %ld", have, o.batch);
   }
   size_t total_steps = steps * (size_t)o.epochs;
   const size_t px = (size_t)s.train.rows * s.train.cols;
@@ -305,9 +328,10 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
     return fail_rlx(self, &s, "differentiating the loss");
   if (rlx_compile(s.grad, "cpu", &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
   if (rlx_executable_output_count(s.step_exe) != 1 + s.model.n_params) {
+    rc = cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_executable_output_count(s.step_exe),
+                  1 + s.model.n_params);
     state_free(&s);
-    return cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_executable_output_count(s.step_exe),
-                    1 + s.model.n_params);
+    return rc;
   }
   int64_t eb = s.test.count < EVAL_BATCH ? (int64_t)s.test.count : EVAL_BATCH;
   if (train_build_graph(&s.model, eb, false, &s.eval_g) != RLX_OK) return fail_rlx(self, &s, NULL);
@@ -418,6 +442,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_safetensors_kv meta[4] = {
       {"format", "pt"}, {"model", train_model_kind_name(o.model)}, {"epochs", eps}, {"test_accuracy", accs}};
   if (rlx_safetensors_save(wpath, wt, s.model.n_params, meta, 4) != RLX_OK) return fail_rlx(self, &s, NULL);
+  if (verify_weights(wpath, wt, s.model.n_params) != RLX_OK) return fail_rlx(self, &s, NULL);
   char title[160];
   snprintf(title, sizeof title, "rlx train --model %s: Fashion-MNIST, batch %ld, Adam lr %g, test accuracy %.4f",
            train_model_kind_name(o.model), o.batch, o.lr, acc);
@@ -430,7 +455,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   fprintf(info, "trained %zu images in %.2f s: %.1f images/s; mean loss of the last %zu steps %.4f\n",
           total_steps * (size_t)o.batch, train_s, ips, win, tail);
   fprintf(info, "test accuracy %.4f (%zu of %zu)\n", acc, correct, s.test.count);
-  fprintf(info, "wrote %s and %s\n", wpath, spath);
+  fprintf(info, "wrote %s (re-read and verified) and %s\n", wpath, spath);
   if (o.json)
     printf("{\"test_accuracy\": %.4f, \"train_images_per_second\": %.1f, \"epochs\": %ld, \"model\": \"%s\", "
            "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"test_images\": %zu, \"train_seconds\": %.3f, "

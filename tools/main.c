@@ -83,6 +83,8 @@ static const cli_command commands[] = {
      "  --input NAME=FILE   a value of graph input NAME: binds its symbolic dims and serves ops that\n"
      "                      need the value while importing (Reshape's shape, ...)\n"
      "  --dim NAME=SIZE     binds the symbolic dim (dim_param) NAME\n"},
+    {"onnx-conformance", cli_cmd_onnx_conformance, "run the ONNX backend test suite, report passed / failed / unsupported",
+     cli_onnx_conformance_usage},
     {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy", cli_train_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -97,8 +99,13 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n",
           RLX_VERSION_STRING);
+  int width = 0;
+  for (size_t i = 0; i < N_COMMANDS; i++) {
+    int n = (int)strlen(commands[i].name);
+    if (n > width) width = n;
+  }
   for (size_t i = 0; i < N_COMMANDS; i++)
-    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
 }
 
 static const cli_command *find_command(const char *name) {

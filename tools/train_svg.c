@@ -43,6 +43,8 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
   ymax = ceil(ymax / ystep) * ystep;
   double xmax = n > 1 ? (double)(n - 1) : 1;
   double xstep = nice_step(xmax, 8);
+  if (xstep < 1) xstep = 1; /* steps are whole numbers */
+  xmax = ceil(xmax / xstep) * xstep; /* both axes end on a tick */
   double pw = W - ML - MR, ph = H - MT - MB;
 #define PX(i) (ML + (double)(i) / xmax * pw)
 #define PY(v) (MT + ph - (double)(v) / ymax * ph)
@@ -64,17 +66,24 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
 
   /* Grid and ticks. */
   fprintf(f, "<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n");
-  for (double v = 0; v <= ymax + ystep / 2; v += ystep)
+  int ny = (int)llround(ymax / ystep), nx = (int)llround(xmax / xstep);
+  for (int k = 0; k <= ny; k++) {
+    double v = k * ystep;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML, PY(v), ML + pw, PY(v));
-  for (double s = 0; s <= xmax + xstep / 2; s += xstep)
+  }
+  for (int k = 0; k <= nx; k++) {
+    double s = k * xstep;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PX(s), MT, PX(s), MT + ph);
+  }
   fprintf(f, "</g>\n<g fill=\"#333\">\n");
   char lb[32];
-  for (double v = 0; v <= ymax + ystep / 2; v += ystep) {
+  for (int k = 0; k <= ny; k++) {
+    double v = k * ystep;
     tick_label(lb, sizeof lb, v, ystep);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ML - 8, PY(v) + 4, lb);
   }
-  for (double s = 0; s <= xmax + xstep / 2; s += xstep) {
+  for (int k = 0; k <= nx; k++) {
+    double s = k * xstep;
     tick_label(lb, sizeof lb, s, xstep);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", PX(s), MT + ph + 18, lb);
   }

@@ -14,10 +14,12 @@
  * rlx_cpu_fast_table when the op has one and its `applies` accepts the node's static operand
  * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
  * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
- * executable). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
+ * executable). Some chains of fast kernels then run as one fused thunk (fuse() below;
+ * RLX_CPU_NO_FUSION=1 turns that off). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
  * time) and prints a table to stderr when the executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +36,31 @@
 #define ARENA_ALIGN 64u
 #define MAX_BODY_DEPTH 64
 
+/* How a thunk runs: its node's kernel, nothing (its node is computed by a fused thunk), or one of
+ * the fused fast paths (see fuse()). */
+typedef enum thunk_kind {
+  TK_KERNEL,
+  TK_SKIP,
+  TK_MATMUL_T, /* MatMul reading Transpose inputs directly: fin, ta / tb */
+  TK_CONV_EPI, /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
+  TK_MPB_RELU  /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+} thunk_kind;
+
 typedef struct cpu_thunk {
   rlx_id id;
   const rlx_node *node;
   rlx_cpu_kernel kernel;
   bool fast;            /* kernel is the node's fast kernel */
+  uint8_t kind;         /* thunk_kind */
   const rlx_tensor *in; /* n_in views into the arena (in the exe's tensor pool) */
   uint32_t n_in;
   rlx_tensor out;
+  /* fused thunks */
+  rlx_tensor fin[2];    /* TK_MATMUL_T: the operands as stored */
+  bool ta, tb;
+  const void *aux;
+  void *out2;
+  rlx_id last;          /* the last node of a fused group (profile and error labels) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
@@ -118,11 +137,14 @@ static void print_profile(const cpu_exe *x) {
           x->profile_clock == CLOCK_MONOTONIC ? "wall time" : "caller's CPU time", x->n_thunks,
           (unsigned long long)runs, (double)total / (double)runs * 1e-6);
   char lb[160], sh[160];
+  static const char *const kinds[] = {"", "", " (fused with Transposes)", " (fused: + bias + relu)",
+                                      " (fused: + ReluBackward)"};
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
-    fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
+    if (t->kind == TK_SKIP) continue;
+    fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
-            label(x->g, t->id, lb, sizeof lb));
+            label(x->g, t->id, lb, sizeof lb), kinds[t->kind]);
     for (uint32_t k = 0; k < t->n_in; k++) {
       rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
       fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);
@@ -321,6 +343,292 @@ static bool env_flag(const char *name) {
   return v && v[0] && strcmp(v, "0") != 0;
 }
 
+/* ---- fusion of fast kernels ----
+ *
+ * Three patterns of a training graph run as one thunk each (docs/cpu-backend.md):
+ *   Conv -> Add(per-channel bias) [-> Relu]      at the Conv's step, writing the Add's (and the
+ *                                                 Relu's) tensor; the Conv's tensor is never written
+ *   MaxPool2dBackward -> ReluBackward(dy)         at the MaxPool2dBackward's step
+ *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input with a
+ *                                                 transposed GEMM (chains of such Transposes too);
+ *                                                 the Transpose runs only if something else reads it
+ *   MatMul -> Transpose(swap of the last two axes)  the MatMul writes B^T A^T into the Transpose's
+ *                                                 tensor
+ * A fused thunk writes a tensor before its planned step or reads one after its planned last use.
+ * The memory plan only promised those bytes for the planned interval, so every fusion is checked
+ * against the effective live intervals of all other slots that share bytes (and then extends
+ * them). Intermediate tensors that are never materialised must have no other reader and must not
+ * be graph outputs. */
+
+static _Atomic uint64_t fusions_made; /* fused thunks created, process-wide (tests) */
+
+uint64_t rlx_cpu_fusion_count(void) { return fusions_made; }
+
+typedef struct fuse_state {
+  const rlx_graph *g;
+  const rlx_plan *p;
+  uint32_t n;
+  uint32_t *step;     /* schedule step of each node */
+  int32_t *thunk;     /* thunk index of each node, -1 for none */
+  uint32_t *uses;     /* readers of each node (views count as readers) */
+  uint32_t *use_at;   /* CSR offsets into users */
+  rlx_id *users;
+  bool *is_out;
+  uint32_t *first, *last; /* effective live interval of each root */
+  bool *dead;         /* root never written (its producer is fused away) */
+} fuse_state;
+
+static bool bytes_overlap(const rlx_plan *p, rlx_id a, rlx_id b) {
+  return p->offset[a] < p->offset[b] + p->size[b] && p->offset[b] < p->offset[a] + p->size[a];
+}
+
+/* May root r be live over [a, b] without meeting another live root that shares its bytes (roots
+ * `ignore` and `ignore2` aside)? */
+static bool interval_free(const fuse_state *f, rlx_id r, uint32_t a, uint32_t b, rlx_id ignore, rlx_id ignore2) {
+  const rlx_plan *p = f->p;
+  for (rlx_id x = 0; x < f->n; x++) {
+    if (x == r || x == ignore || x == ignore2 || p->root[x] != x || f->dead[x] || p->size[x] == 0 || p->size[r] == 0)
+      continue;
+    if (f->first[x] <= b && a <= f->last[x] && bytes_overlap(p, x, r)) return false;
+  }
+  return true;
+}
+
+/* The only reader of node id, or RLX_NO_ID. */
+static rlx_id sole_user(const fuse_state *f, rlx_id id) {
+  return f->uses[id] == 1 && !f->is_out[id] ? f->users[f->use_at[id]] : RLX_NO_ID;
+}
+
+/* Conv -> Add(bias) [-> Relu]. */
+static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
+  const rlx_plan *p = f->p;
+  rlx_id c = t->id, add = sole_user(f, c);
+  if (add == RLX_NO_ID || f->thunk[add] < 0) return;
+  const rlx_node *an = rlx_graph_node(f->g, add);
+  if (an->op != RLX_OP_Binary || an->attrs.Binary.op != RLX_BINOP_ADD || !rlx_shape_equal(&an->shape, &t->out.shape))
+    return;
+  rlx_id bias = an->inputs[0] == c ? an->inputs[1] : an->inputs[0];
+  if (bias == c) return;
+  const rlx_node *bn = rlx_graph_node(f->g, bias);
+  if (!rlx_fast_conv_epilogue_applies(t->node, t->in, t->n_in, &bn->shape)) return;
+  uint32_t s = f->step[c];
+  if (f->first[p->root[bias]] >= s) return; /* the bias must exist before the Conv runs */
+  if (!interval_free(f, add, s, f->last[add], c, RLX_NO_ID)) return;
+  /* an optional Relu reader of the sum */
+  rlx_id relu = RLX_NO_ID;
+  for (uint32_t k = f->use_at[add]; k < f->use_at[add + 1] && relu == RLX_NO_ID; k++) {
+    rlx_id u = f->users[k];
+    const rlx_node *un = rlx_graph_node(f->g, u);
+    if (un->op == RLX_OP_Activation && un->attrs.Activation.kind == RLX_ACT_RELU && p->root[u] == u &&
+        f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, &an->shape))
+      relu = u;
+  }
+  f->first[add] = s;
+  if (relu != RLX_NO_ID) {
+    if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID)) f->first[relu] = s;
+    else relu = RLX_NO_ID;
+  }
+  f->dead[c] = true;
+  t->kind = TK_CONV_EPI;
+  t->out.data = x->arena + p->offset[add];
+  t->aux = x->arena + p->offset[bias];
+  t->out2 = relu != RLX_NO_ID ? x->arena + p->offset[relu] : NULL;
+  t->last = relu != RLX_NO_ID ? relu : add;
+  fusions_made++;
+  x->thunks[f->thunk[add]].kind = TK_SKIP;
+  if (relu != RLX_NO_ID) x->thunks[f->thunk[relu]].kind = TK_SKIP;
+}
+
+/* ReluBackward(z, MaxPool2dBackward(...)). */
+static void fuse_maxpool_bwd(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
+  const rlx_plan *p = f->p;
+  rlx_id mp = t->id, rb = sole_user(f, mp);
+  if (rb == RLX_NO_ID || f->thunk[rb] < 0 || x->thunks[f->thunk[rb]].kernel != rlx_fast_ReluBackward) return;
+  const rlx_node *rn = rlx_graph_node(f->g, rb);
+  if (rn->inputs[1] != mp || rn->inputs[0] == mp) return;
+  rlx_id z = rn->inputs[0];
+  const rlx_node *zn = rlx_graph_node(f->g, z);
+  if (!rlx_fast_maxpool_relu_bwd_applies(t->node, t->in, t->n_in, &zn->shape)) return;
+  uint32_t s = f->step[mp];
+  if (f->first[p->root[z]] >= s) return; /* z must exist before */
+  if (!interval_free(f, rb, s, f->last[rb], mp, RLX_NO_ID)) {
+    /* The plan often gives the result the slot of the pooled activation x, whose last reader is
+       this MaxPool2dBackward: the fused kernel may overwrite x in place when the bytes coincide. */
+    rlx_id xin = t->node->inputs[0], rx = p->root[xin];
+    if (p->offset[rb] != p->offset[xin] || p->size[rb] != p->size[xin] || f->last[rx] > s ||
+        !interval_free(f, rb, s, f->last[rb], mp, rx))
+      return;
+  }
+  f->first[rb] = s;
+  f->dead[mp] = true;
+  t->kind = TK_MPB_RELU;
+  t->out.data = x->arena + p->offset[rb];
+  t->aux = x->arena + p->offset[z];
+  t->last = rb;
+  fusions_made++;
+  x->thunks[f->thunk[rb]].kind = TK_SKIP;
+}
+
+/* Is node id a Transpose swapping the last two axes (and keeping the others)? */
+static bool is_last_swap(const rlx_node *n) {
+  if (n->op != RLX_OP_Transpose) return false;
+  const rlx_ilist *perm = &n->attrs.Transpose.perm;
+  uint32_t r = perm->n;
+  if (r < 2) return false;
+  for (uint32_t k = 0; k + 2 < r; k++)
+    if (perm->v[k] != (int64_t)k) return false;
+  return perm->v[r - 2] == (int64_t)r - 1 && perm->v[r - 1] == (int64_t)r - 2;
+}
+
+/* Transpose -> MatMul: the MatMul reads the input of a chain of last-axes Transposes (an odd
+ * chain as a transposed operand, an even one as a plain one). */
+static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused_uses) {
+  const rlx_plan *p = f->p;
+  rlx_id src[2];
+  bool tr[2], chained[2];
+  rlx_shape sh[2];
+  uint32_t s = f->step[t->id];
+  for (uint32_t k = 0; k < 2; k++) {
+    rlx_id cur = t->node->inputs[k];
+    bool odd = false;
+    for (int depth = 0; depth < 8; depth++) {
+      const rlx_node *tn = rlx_graph_node(f->g, cur);
+      if (!is_last_swap(tn) || f->thunk[cur] < 0 || x->thunks[f->thunk[cur]].kind != TK_KERNEL) break;
+      rlx_id next = tn->inputs[0], r = p->root[next];
+      /* the chain's input must stay intact until this step */
+      if (f->dead[r] || (f->last[r] < s && !interval_free(f, r, f->first[r], s, RLX_NO_ID, RLX_NO_ID))) break;
+      cur = next;
+      odd = !odd;
+    }
+    chained[k] = cur != t->node->inputs[k];
+    src[k] = cur;
+    tr[k] = odd;
+    sh[k] = rlx_graph_node(f->g, cur)->shape;
+  }
+  /* A MatMul whose only reader transposes its last two axes computes the transposed product
+     B^T A^T straight into that Transpose's tensor. */
+  rlx_id after = sole_user(f, t->id);
+  const rlx_node *an = after != RLX_NO_ID ? rlx_graph_node(f->g, after) : NULL;
+  bool out_t = an && is_last_swap(an) && f->thunk[after] >= 0 && x->thunks[f->thunk[after]].kind == TK_KERNEL &&
+               p->root[after] == after && rlx_fast_matmul_ex_applies(an, &sh[1], !tr[1], &sh[0], !tr[0]) &&
+               interval_free(f, after, s, f->last[after], t->id, RLX_NO_ID);
+  if (out_t) {
+    rlx_id ts = src[0];
+    bool tt = tr[0], tc = chained[0];
+    src[0] = src[1], tr[0] = !tr[1], chained[0] = chained[1], sh[0] = rlx_graph_node(f->g, src[0])->shape;
+    src[1] = ts, tr[1] = !tt, chained[1] = tc, sh[1] = rlx_graph_node(f->g, ts)->shape;
+  }
+  if (!chained[0] && !chained[1] && !out_t) return;
+  if (!out_t && !rlx_fast_matmul_ex_applies(t->node, &sh[0], tr[0], &sh[1], tr[1])) return;
+  if (out_t) {
+    f->first[after] = s;
+    f->dead[t->id] = true;
+    t->out.data = x->arena + p->offset[after];
+    t->out.shape = an->shape;
+    t->last = after;
+    x->thunks[f->thunk[after]].kind = TK_SKIP;
+  }
+  for (uint32_t k = 0; k < 2; k++) {
+    t->fin[k].data = x->arena + p->offset[src[k]];
+    t->fin[k].shape = sh[k];
+    if (!chained[k]) continue;
+    rlx_id r = p->root[src[k]];
+    if (f->last[r] < s) f->last[r] = s;
+  }
+  for (uint32_t k = 0; k < 2; k++) /* the readers the chains' first Transposes lose */
+    if (is_last_swap(rlx_graph_node(f->g, t->node->inputs[k])) && src[0] != t->node->inputs[k] &&
+        src[1] != t->node->inputs[k])
+      fused_uses[t->node->inputs[k]]++;
+  t->kind = TK_MATMUL_T;
+  t->ta = tr[0];
+  t->tb = tr[1];
+  fusions_made++;
+}
+
+static void fuse_free(fuse_state *f) {
+  free(f->step);
+  free(f->thunk);
+  free(f->uses);
+  free(f->use_at);
+  free(f->users);
+  free(f->is_out);
+  free(f->first);
+  free(f->last);
+  free(f->dead);
+}
+
+/* Rewrites thunks into fused ones where the patterns above apply. Best effort: without memory
+ * for the analysis nothing is fused. */
+static void fuse(cpu_exe *x) {
+  fuse_state f;
+  memset(&f, 0, sizeof f);
+  f.g = x->g;
+  f.p = x->plan;
+  f.n = rlx_graph_node_count(x->g);
+  uint32_t n = f.n, *fused_uses = calloc(n ? n : 1, sizeof *fused_uses);
+  size_t n_edges = 0;
+  for (rlx_id i = 0; i < n; i++) n_edges += rlx_graph_node(x->g, i)->n_inputs;
+  f.step = calloc(n ? n : 1, sizeof *f.step);
+  f.thunk = malloc((n ? n : 1) * sizeof *f.thunk);
+  f.uses = calloc(n ? n : 1, sizeof *f.uses);
+  f.use_at = calloc(n + 1, sizeof *f.use_at);
+  f.users = malloc((n_edges ? n_edges : 1) * sizeof *f.users);
+  f.is_out = calloc(n ? n : 1, sizeof *f.is_out);
+  f.first = malloc((n ? n : 1) * sizeof *f.first);
+  f.last = malloc((n ? n : 1) * sizeof *f.last);
+  f.dead = calloc(n ? n : 1, sizeof *f.dead);
+  if (!fused_uses || !f.step || !f.thunk || !f.uses || !f.use_at || !f.users || !f.is_out || !f.first || !f.last ||
+      !f.dead)
+    goto done;
+  for (uint32_t s = 0; s < x->plan->n_schedule; s++) f.step[x->plan->schedule[s]] = s;
+  for (rlx_id i = 0; i < n; i++) {
+    f.thunk[i] = -1;
+    f.first[i] = x->plan->first_use[i];
+    f.last[i] = x->plan->last_use[i];
+    const rlx_node *nd = rlx_graph_node(x->g, i);
+    for (uint32_t k = 0; k < nd->n_inputs; k++) f.uses[nd->inputs[k]]++;
+  }
+  for (rlx_id i = 0; i < n; i++) f.use_at[i + 1] = f.use_at[i] + f.uses[i];
+  uint32_t *fill = fused_uses; /* borrowed as a cursor, cleared below */
+  for (rlx_id i = 0; i < n; i++) {
+    const rlx_node *nd = rlx_graph_node(x->g, i);
+    for (uint32_t k = 0; k < nd->n_inputs; k++) {
+      rlx_id in = nd->inputs[k];
+      f.users[f.use_at[in] + fill[in]++] = i;
+    }
+  }
+  memset(fused_uses, 0, n * sizeof *fused_uses);
+  for (uint32_t k = 0; k < rlx_graph_output_count(x->g); k++) f.is_out[rlx_graph_outputs(x->g)[k]] = true;
+  for (uint32_t i = 0; i < x->n_thunks; i++) f.thunk[x->thunks[i].id] = (int32_t)i;
+
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind != TK_KERNEL) continue;
+    if (t->kernel == rlx_fast_Conv) fuse_conv(x, &f, t);
+    else if (t->kernel == rlx_fast_MaxPool2dBackward) fuse_maxpool_bwd(x, &f, t);
+  }
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_MatMul) fuse_matmul(x, &f, t, fused_uses);
+  }
+  /* A Transpose every reader of which reads its input instead (a fused MatMul, or a Transpose
+     skipped in turn) is not computed; later ones first, so chains resolve in one pass. */
+  for (uint32_t i = x->n_thunks; i-- > 0;) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind != TK_KERNEL || t->node->op != RLX_OP_Transpose || f.is_out[t->id]) continue;
+    uint32_t covered = fused_uses[t->id];
+    for (uint32_t k = f.use_at[t->id]; k < f.use_at[t->id + 1]; k++) {
+      rlx_id u = f.users[k];
+      if (f.thunk[u] >= 0 && x->thunks[f.thunk[u]].kind == TK_SKIP && rlx_graph_node(x->g, u)->op == RLX_OP_Transpose)
+        covered++;
+    }
+    if (covered && covered == f.uses[t->id]) t->kind = TK_SKIP;
+  }
+done:
+  free(fused_uses);
+  fuse_free(&f);
+}
+
 /* The kernel for a node with operand views `in`: its fast kernel when one applies. */
 static rlx_cpu_kernel select_kernel(const rlx_node *nd, const rlx_tensor *in, bool ref_only, bool *fast) {
   const rlx_cpu_fast_kernel *f = &rlx_cpu_fast_table[nd->op];
@@ -430,8 +738,11 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
     t->out.data = x->arena + plan->offset[id];
     t->out.shape = nd->shape;
     t->kernel = select_kernel(nd, t->in, ref_only, &t->fast);
+    t->kind = TK_KERNEL;
+    t->last = id;
     n_fast += t->fast;
   }
+  if (n_fast && !env_flag("RLX_CPU_NO_FUSION")) fuse(x);
   if (n_fast) {
     st = rlx_cpu_pool_create(x->ctx.threads, &x->ctx.pool);
     if (st != RLX_OK) goto fail;
@@ -465,17 +776,25 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const r
   char lb[160];
   for (uint32_t k = 0; k < x->n_thunks; k++) {
     cpu_thunk *t = &x->thunks[k];
+    if (t->kind == TK_SKIP) continue;
     rlx_tensor o = t->out; /* the kernel gets a fresh copy of the output view */
     struct timespec t0, t1;
     if (x->profile) clock_gettime(x->profile_clock, &t0);
-    rlx_status st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx);
+    rlx_status st;
+    switch (t->kind) {
+    case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
+    case TK_CONV_EPI: st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, o.data, t->out2, &x->ctx); break;
+    case TK_MPB_RELU: st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, &x->ctx); break;
+    default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
+    }
     if (x->profile) {
       clock_gettime(x->profile_clock, &t1);
       t->prof_ns += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
       t->prof_runs++;
     }
     if (st != RLX_OK)
-      return rlx_error_context(st, "graph '%s', node %s", rlx_graph_name(x->g), label(x->g, t->id, lb, sizeof lb));
+      return rlx_error_context(st, "graph '%s', node %s", rlx_graph_name(x->g),
+                               label(x->g, t->kind == TK_KERNEL ? t->id : t->last, lb, sizeof lb));
   }
   const rlx_id *outs = rlx_graph_outputs(x->g);
   for (uint32_t i = 0; i < n_outputs; i++)

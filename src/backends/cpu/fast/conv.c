@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, im2col + sgemm, threads over
- * the images of the batch (each worker with its own column buffer):
+/* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
+ * the batch (each worker with its own buffers). Stride-1 convolutions on a CPU with AVX2 + FMA run
+ * the direct kernels of conv_direct.c (backward-input as the forward convolution of dy with the
+ * flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
  *   Conv2dBackwardInput   col [cg*kk, P]  = w_g^T . dy_bg, then col2im adds it into dx_b
  *   Conv2dBackwardWeight  dw_g           += dy_bg . col_bg^T   (per-worker partial sums added in
@@ -19,7 +21,11 @@ typedef struct fgeo {
   size_t N, Cin, Cout, G;
   size_t H, W, Ho, Wo, kh, kw, sh, sw, dh, dw;
   int64_t ph, pw; /* begin padding */
+  int64_t eh, ew; /* end padding the last window reaches (the attribute's, for stride 1) */
 } fgeo;
+
+/* Largest tap count of the direct kernels (a forward tile reads taps x 96 bytes of input). */
+#define DIRECT_MAX_TAPS 1024
 
 static size_t cg_rows(const fgeo *g) { return g->Cin / g->G * g->kh * g->kw; }
 
@@ -50,7 +56,30 @@ static bool fill_geo(const cu_geom *c, const rlx_shape *x, const rlx_shape *y, f
   g->dw = (size_t)c->d[1];
   g->ph = c->pb[0];
   g->pw = c->pb[1];
+  g->eh = (int64_t)((g->Ho - 1) * g->sh + g->dh * (g->kh - 1) + 1) - (int64_t)g->H - g->ph;
+  g->ew = (int64_t)((g->Wo - 1) * g->sw + g->dw * (g->kw - 1) + 1) - (int64_t)g->W - g->pw;
   return true;
+}
+
+/* The direct kernels apply: stride 1, AVX2 + FMA, a bounded tap count and no negative padding. */
+static bool direct_ok(const fgeo *g, size_t taps) {
+  return g->sh == 1 && g->sw == 1 && taps <= DIRECT_MAX_TAPS && g->eh >= 0 && g->ew >= 0 && fk_dconv_available();
+}
+
+/* The direct geometry of the forward convolution of one group (x planes -> y planes). */
+static void dconv_forward_geo(const fgeo *g, fk_dconv *d) {
+  fk_dconv_init(d, g->Cin / g->G, g->Cout / g->G, g->H, g->W, g->kh, g->kw, g->dh, g->dw, (size_t)g->ph, (size_t)g->pw,
+                (size_t)g->eh, (size_t)g->ew);
+}
+
+/* Backward-input as a forward convolution of dy with the flipped weight: padding span - p. */
+static bool dconv_input_geo(const fgeo *g, fk_dconv *d) {
+  int64_t sh = (int64_t)(g->dh * (g->kh - 1)), sw = (int64_t)(g->dw * (g->kw - 1));
+  int64_t pt = sh - g->ph, pb = sh - g->eh, pl = sw - g->pw, pr = sw - g->ew;
+  if (pt < 0 || pb < 0 || pl < 0 || pr < 0) return false;
+  fk_dconv_init(d, g->Cout / g->G, g->Cin / g->G, g->Ho, g->Wo, g->kh, g->kw, g->dh, g->dw, (size_t)pt, (size_t)pl,
+                (size_t)pb, (size_t)pr);
+  return d->Ho == g->H && d->Wo == g->W;
 }
 
 /* Every GEMM extent and buffer fits int / a sane size. */
@@ -183,9 +212,83 @@ typedef struct conv_job {
   fgeo g;
   const float *x, *w, *dy;
   float *y;        /* forward output, or dx / dw */
-  float *scratch;  /* per chunk: col (+ dw partial) */
+  float *scratch;  /* per chunk: col (+ dw partial), or the direct kernels' buffers */
   size_t per_chunk; /* floats of scratch per chunk */
+  /* direct kernels */
+  bool direct;
+  fk_dconv d;
+  const float *wpk; /* packed weights of every group */
+  const int32_t *off;
+  /* forward epilogue (the executor's Conv + bias + Relu fusion): y is then z = conv + bias[channel]
+     and r, when not NULL, receives relu(z) */
+  const float *bias;
+  float *r;
 } conv_job;
+
+/* z = y + bias, r = relu(z) over `count` elements of one channel. */
+static void epilogue(float *restrict z, float *restrict r, float bias, size_t count) {
+  for (size_t i = 0; i < count; i++) z[i] += bias;
+  if (r)
+    for (size_t i = 0; i < count; i++) r[i] = z[i] < 0 ? 0.0f : z[i]; /* NaN and -0 pass, like Relu */
+}
+
+/* The epilogue over channels [c0, c0 + C) of image b (output planes of P elements). */
+static void epilogue_planes(const conv_job *j, size_t b, size_t c0, size_t C, size_t P) {
+  if (!j->bias) return;
+  for (size_t c = c0; c < c0 + C; c++) {
+    size_t at = (b * j->g.Cout + c) * P;
+    epilogue(j->y + at, j->r ? j->r + at : NULL, j->bias[c], P);
+  }
+}
+
+/* Shared part of the direct kernels' scratch: packed weights (G groups) and tap offsets. */
+static size_t direct_shared_floats(const fgeo *g, const fk_dconv *d) {
+  return fk_align64((g->G * fk_dconv_wpk_floats(d) + d->Rp) * sizeof(float)) / sizeof(float);
+}
+
+/* Fills the shared part (weights of every group, flipped for backward-input). */
+static void direct_prepare(conv_job *j, bool flipped) {
+  const fgeo *g = &j->g;
+  float *wpk = j->scratch;
+  size_t per_group = fk_dconv_wpk_floats(&j->d), wg = g->Cout / g->G * (g->Cin / g->G) * g->kh * g->kw;
+  for (size_t gr = 0; gr < g->G; gr++) fk_dconv_pack_weight(&j->d, j->w + gr * wg, flipped, wpk + gr * per_group);
+  int32_t *off = (int32_t *)(wpk + g->G * per_group);
+  fk_dconv_offsets(&j->d, off);
+  j->wpk = wpk;
+  j->off = off;
+}
+
+/* Direct forward convolution of images lo..hi (forward: x -> y; backward-input: dy -> dx). */
+static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const conv_job *j = arg;
+  const fgeo *g = &j->g;
+  const fk_dconv *d = &j->d;
+  size_t shared = direct_shared_floats(g, d), per_group = fk_dconv_wpk_floats(d);
+  float *xp = j->scratch + shared + (size_t)chunk * j->per_chunk;
+  float *yw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
+  const float *src = j->x ? j->x : j->dy;
+  for (size_t b = lo; b < hi; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
+      fk_dconv_compact(d, yw, j->y + (b * g->G + gr) * d->O * d->Ho * d->Wo);
+      epilogue_planes(j, b, gr * d->O, d->O, d->Ho * d->Wo);
+    }
+}
+
+/* Runs direct_conv_task over the batch (j->x or j->dy set, j->d filled). */
+static rlx_status direct_conv(conv_job *j, bool flipped, rlx_cpu_ctx *ctx, const char *op) {
+  const fk_dconv *d = &j->d;
+  int chunks = fk_chunks(ctx, j->g.N, 1);
+  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Qpad;
+  size_t total = direct_shared_floats(&j->g, d) + j->per_chunk * (size_t)chunks;
+  j->scratch = fk_scratch(ctx, total * sizeof(float));
+  if (!j->scratch) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for the convolution buffers", op);
+  direct_prepare(j, flipped);
+  fk_parallel_for(ctx, j->g.N, 1, direct_conv_task, j);
+  fk_scratch_release(ctx, j->scratch);
+  return RLX_OK;
+}
 
 static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   const conv_job *j = arg;
@@ -202,21 +305,32 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
       }
       fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
                P);
+      epilogue_planes(j, b, gr * og, og, P);
     }
 }
 
-FK_KERNEL(Conv) {
+/* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL). */
+static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *y, const float *bias,
+                               float *r, rlx_cpu_ctx *ctx) {
   conv_job j;
   memset(&j, 0, sizeof j);
   conv_geo(n, in, n_in, &j.g);
   j.x = in[0].data;
   j.w = in[1].data;
-  j.y = out->data;
+  j.y = y;
+  j.bias = bias;
+  j.r = r;
   const fgeo *g = &j.g;
   if (g->N == 0 || g->Cout == 0 || g->Ho * g->Wo == 0) return RLX_OK;
   if (cg_rows(g) == 0) {
-    memset(out->data, 0, fk_numel(&out->shape) * sizeof(float));
+    size_t P = g->Ho * g->Wo;
+    memset(y, 0, g->N * g->Cout * P * sizeof(float));
+    for (size_t b = 0; b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, P);
     return RLX_OK;
+  }
+  if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
+    dconv_forward_geo(g, &j.d);
+    return direct_conv(&j, false, ctx, "Conv");
   }
   int chunks = fk_chunks(ctx, g->N, 1);
   j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
@@ -225,6 +339,25 @@ FK_KERNEL(Conv) {
   fk_parallel_for(ctx, g->N, 1, conv_fwd_task, &j);
   fk_scratch_release(ctx, j.scratch);
   return RLX_OK;
+}
+
+FK_KERNEL(Conv) { return conv_forward(n, in, n_in, out->data, NULL, NULL, ctx); }
+
+bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias) {
+  fgeo g;
+  if (!conv_geo(conv, in, n_in, &g) || !fk_static_f32(bias) || fk_numel(bias) != g.Cout) return false;
+  /* the bias broadcasts along the channel axis only: [C], [C, 1, 1] or [1, C, 1, 1] */
+  if (bias->rank > 4) return false;
+  for (uint32_t k = 0; k < bias->rank; k++) {
+    uint32_t axis = 4 - bias->rank + k; /* aligned to [N, C, H, W] */
+    if (axis != 1 && bias->dims[k] != 1) return false;
+  }
+  return bias->rank >= 3 || g.Cout == 1;
+}
+
+rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias, float *z,
+                                  float *r, rlx_cpu_ctx *ctx) {
+  return conv_forward(conv, in, n_in, z, bias, r, ctx);
 }
 
 /* ======================================================================================
@@ -286,6 +419,10 @@ FK_KERNEL(Conv2dBackwardInput) {
     memset(out->data, 0, total * sizeof(float));
     return RLX_OK;
   }
+  if (direct_ok(g, g->Cout / g->G * g->kh * g->kw) && !direct_cols(g) && dconv_input_geo(g, &j.d)) {
+    j.x = NULL;
+    return direct_conv(&j, true, ctx, "Conv2dBackwardInput");
+  }
   int chunks = fk_chunks(ctx, g->N, 1);
   j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
   j.scratch = fk_scratch(ctx, j.per_chunk * (size_t)chunks * sizeof(float));
@@ -340,6 +477,49 @@ static void bwd_weight_task(void *arg, size_t lo, size_t hi, int chunk) {
     }
 }
 
+/* Direct backward-weight: chunk c accumulates lane sums for every group into its own buffer. */
+static void direct_dw_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const conv_job *j = arg;
+  const fgeo *g = &j->g;
+  const fk_dconv *d = &j->d;
+  size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G;
+  float *base = j->scratch + fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float) + (size_t)chunk * j->per_chunk;
+  float *acc = base, *xp = acc + g->G * accf;
+  float *dyw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
+  memset(acc, 0, g->G * accf * sizeof *acc);
+  for (size_t b = lo; b < hi; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      fk_dconv_pad(d, j->x + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      fk_dconv_wide_dy(d, j->dy + (b * g->Cout + gr * og) * d->Ho * d->Wo, dyw);
+      fk_dconv_dw(d, xp, dyw, j->off, acc + gr * accf);
+    }
+}
+
+static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
+  const fgeo *g = &j->g;
+  const fk_dconv *d = &j->d;
+  int chunks = fk_chunks(ctx, g->N, 1);
+  size_t accf = fk_dconv_acc_floats(d), shared = fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float);
+  j->per_chunk = g->G * accf + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Q8;
+  j->scratch = fk_scratch(ctx, (shared + j->per_chunk * (size_t)chunks) * sizeof(float));
+  if (!j->scratch) return rlx_errorf(RLX_ERR_OOM, "Conv2dBackwardWeight: out of memory for the convolution buffers");
+  int32_t *off = (int32_t *)j->scratch;
+  fk_dconv_offsets(d, off);
+  j->off = off;
+  fk_parallel_for(ctx, g->N, 1, direct_dw_task, j);
+  /* chunk partial sums in chunk order, then across lanes */
+  float *acc0 = j->scratch + shared;
+  for (int c = 1; c < chunks; c++) {
+    const float *restrict part = acc0 + (size_t)c * j->per_chunk;
+    for (size_t i = 0; i < g->G * accf; i++) acc0[i] += part[i];
+  }
+  size_t wg = d->O * d->R;
+  for (size_t gr = 0; gr < g->G; gr++)
+    fk_dconv_dw_finish(d, acc0 + gr * accf, false, (float *)out->data + gr * wg);
+  fk_scratch_release(ctx, j->scratch);
+  return RLX_OK;
+}
+
 FK_KERNEL(Conv2dBackwardWeight) {
   conv_job j;
   memset(&j, 0, sizeof j);
@@ -353,6 +533,10 @@ FK_KERNEL(Conv2dBackwardWeight) {
   if (g->N == 0 || g->Ho * g->Wo == 0) {
     memset(out->data, 0, total * sizeof(float));
     return RLX_OK;
+  }
+  if (direct_ok(g, rows) && !direct_cols(g)) {
+    dconv_forward_geo(g, &j.d);
+    return direct_dw(&j, out, ctx);
   }
   int chunks = fk_chunks(ctx, g->N, 1);
   size_t col_floats = direct_cols(g) ? 0 : fk_align64(rows * g->Ho * g->Wo * sizeof(float)) / sizeof(float);

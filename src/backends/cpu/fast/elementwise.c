@@ -8,7 +8,8 @@
  *                 with f32 libm (formulas chosen to avoid cancellation: Gelu through erfc,
  *                 GeluApprox as x * sigmoid(2z))
  *   ReluBackward  x > 0 ? dy : 0 (exact)
- *   ActivationBackward  Relu Sigmoid Tanh Silu Gelu Exp (derivatives written without cancellation)
+ *   ActivationBackward  Relu Sigmoid Tanh Silu Gelu Exp (derivatives written without cancellation;
+ *                 Silu's and Gelu's, which cross zero, in double)
  *   Where         bool condition, 4-byte values; operands of the output's shape or single elements
  *   Cast          f32 <-> f64 / i32 / i64 / u8 / bool (the reference's rounding and saturation) */
 #include <math.h>
@@ -326,7 +327,10 @@ static void relu_bwd_block(const void *job, size_t s, size_t e) {
   const act_job *j = job;
   const float *restrict x = j->x, *restrict dy = j->dy;
   float *restrict dx = j->y;
-  for (size_t i = s; i < e; i++) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+  for (size_t i = s; i < e; i++) {
+    float d = dy[i]; /* read unconditionally: the select then vectorises (no branch) */
+    dx[i] = x[i] > 0 ? d : 0.0f;
+  }
 }
 
 FK_KERNEL(ReluBackward) {
@@ -351,10 +355,12 @@ static void act_bwd_block(const void *job, size_t s, size_t e) {
   const act_job *j = job;
   const float *restrict x = j->x, *restrict dy = j->dy;
   float *restrict dx = j->y;
-  const float inv_sqrt_2pi = 0.39894228040143267794f;
   switch (j->kind) {
   case RLX_ACT_RELU:
-    for (size_t i = s; i < e; i++) dx[i] = x[i] > 0 ? dy[i] : 0.0f;
+    for (size_t i = s; i < e; i++) {
+      float d = dy[i];
+      dx[i] = x[i] > 0 ? d : 0.0f;
+    }
     break;
   case RLX_ACT_SIGMOID: /* s (1 - s) = sigmoid(x) sigmoid(-x) */
     for (size_t i = s; i < e; i++) dx[i] = dy[i] * (sigmoidf(x[i]) * sigmoidf(-x[i]));
@@ -365,13 +371,17 @@ static void act_bwd_block(const void *job, size_t s, size_t e) {
       dx[i] = dy[i] * (c * c);
     }
     break;
-  case RLX_ACT_SILU: /* s (1 + x (1 - s)), 1 - s = sigmoid(-x) */
-    for (size_t i = s; i < e; i++) dx[i] = dy[i] * (sigmoidf(x[i]) * (1.0f + x[i] * sigmoidf(-x[i])));
-    break;
-  case RLX_ACT_GELU: /* Phi(x) + x phi(x) */
+  case RLX_ACT_SILU: /* s (1 + x (1 - s)), 1 - s = sigmoid(-x); 1 + x (1 - s) cancels near x = -1.28 */
     for (size_t i = s; i < e; i++) {
-      float v = x[i];
-      dx[i] = dy[i] * (0.5f * erfcf(-v * SQRT1_2F) + v * inv_sqrt_2pi * expf(-0.5f * v * v));
+      double v = x[i], sg = v >= 0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v));
+      dx[i] = (float)((double)dy[i] * (sg * (1.0 + v * (1.0 - sg))));
+    }
+    break;
+  case RLX_ACT_GELU: /* Phi(x) + x phi(x): the two terms cancel near x = -2.4, so in double */
+    for (size_t i = s; i < e; i++) {
+      double v = x[i];
+      dx[i] = (float)((double)dy[i] * (0.5 * erfc(-v * 0.70710678118654752440) +
+                                       v * 0.39894228040143267794 * exp(-0.5 * v * v)));
     }
     break;
   default: /* RLX_ACT_EXP */

@@ -24,10 +24,12 @@
 rlx_status rlx_cpu_pool_create(int threads, rlx_cpu_pool **out);
 void rlx_cpu_pool_free(rlx_cpu_pool *p);
 
-/* fn(arg, lo, hi, chunk) over [0, n) split into fk_chunks(ctx, n, grain) contiguous chunks:
- * chunk c covers [c*n/k, (c+1)*n/k) and runs on worker c (chunk 0 on the caller). The split
- * depends only on n, grain and ctx->threads, so results are reproducible for a thread count.
- * Runs serially (chunk by chunk, in order) without a pool or when called from inside a task. */
+/* fn(arg, lo, hi, chunk) over [0, n) split into k = fk_chunks(ctx, n, grain) contiguous chunks:
+ * chunk c covers [c*n/k, (c+1)*n/k), usually on worker c (chunk 0 on the caller; the caller also
+ * takes chunks a late worker has not started). Chunks may run concurrently, so per-chunk state is
+ * indexed by `chunk`. The split depends only on n, grain and ctx->threads, so results are
+ * reproducible for a thread count. Runs serially (in chunk order) without a pool or when called
+ * from inside a task. */
 typedef void (*fk_task)(void *arg, size_t lo, size_t hi, int chunk);
 int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain);
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg);
@@ -56,6 +58,36 @@ bool fk_same_dims(const rlx_shape *a, const rlx_shape *b);
  * stored [K, M], B [N, K]). Extents must fit int (checked by the appliers). */
 void fk_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B, size_t ldb,
               bool accumulate, float *C, size_t ldc);
+
+/* ---- direct stride-1 convolution with AVX2 + FMA (conv_direct.c) ---- */
+
+/* Geometry of one group of one image: C input planes [H][W] padded to [Hp][Wp], O outputs
+ * [Ho][Wo] (stride 1), R = C*kh*kw taps; buffer extents for the routines below. */
+typedef struct fk_dconv {
+  size_t C, O, H, W, kh, kw, dh, dw, pt, pl;
+  size_t Hp, Wp, Ho, Wo, R, Rp, Op;
+  size_t Q, Qpad, Q8; /* wide grid Ho*Wp; rounded up to the forward tile / to 8 */
+  size_t xp_floats;   /* padded input buffer (with read slack) */
+} fk_dconv;
+void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t kh, size_t kw, size_t dh, size_t dw,
+                   size_t pt, size_t pl, size_t pb, size_t pr);
+bool fk_dconv_available(void); /* the CPU runs AVX2 and FMA (and the kernels are not disabled) */
+void fk_dconv_disable(bool off); /* tests: force the im2col + sgemm path */
+size_t fk_dconv_wpk_floats(const fk_dconv *d);
+size_t fk_dconv_acc_floats(const fk_dconv *d);
+/* off[Rp]: xp offset of every tap. */
+void fk_dconv_offsets(const fk_dconv *d, int32_t *off);
+/* Packs w [O][C][kh][kw] (flipped: w [C][O][kh][kw] read with reversed taps, the backward-input
+ * convolution) into 4-channel blocks [Op/4][R][4]. */
+void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float *wpk);
+void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp);              /* x [C][H][W] */
+void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
+                      float *yw);                                             /* yw [Op][Qpad] */
+void fk_dconv_compact(const fk_dconv *d, const float *yw, float *y);         /* y [O][Ho][Wo] */
+void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw);       /* dyw [Op][Q8] */
+void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off,
+                 float *acc); /* acc [acc_floats] += lane partial sums */
+void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw); /* [O][R] */
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 
@@ -97,5 +129,22 @@ FK_DECL(SoftmaxCrossEntropyBackward);
 bool rlx_fast_matmul_ex_applies(const rlx_node *n, const rlx_shape *a, bool ta, const rlx_shape *b, bool tb);
 rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, const rlx_tensor *b, bool tb,
                               rlx_tensor *out, rlx_cpu_ctx *ctx);
+
+/* Conv + Binary Add of a per-channel bias (+ Relu) in one pass (the executor's fusion): z = conv(x, w)
+ * + bias and, when r is not NULL, r = relu(z); in = the Conv's operands; bias has one element per
+ * output channel and broadcasts along the channel axis only. Bit-identical to the three kernels. */
+bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias);
+rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias, float *z,
+                                  float *r, rlx_cpu_ctx *ctx);
+
+/* Fused thunks the CPU executor has created so far in this process (backend.c; for tests). */
+uint64_t rlx_cpu_fusion_count(void);
+
+/* ReluBackward(z, MaxPool2dBackward(x, dy)) in one pass, for 2x2 stride-2 unpadded windows: dx is
+ * the max-pool gradient where z > 0 and 0 elsewhere (bit-identical to the two kernels). dx may be
+ * x itself (same buffer); it must not overlap dy or z otherwise. */
+bool rlx_fast_maxpool_relu_bwd_applies(const rlx_node *mpb, const rlx_tensor *in, uint32_t n_in, const rlx_shape *z);
+rlx_status rlx_fast_maxpool_relu_bwd(const rlx_node *mpb, const rlx_tensor *in, const float *z, float *dx,
+                                     rlx_cpu_ctx *ctx);
 
 #endif

@@ -12,6 +12,10 @@
 #include "backends/cpu/fast/fast.h"
 #include "infer_conv_util.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 typedef struct pgeo {
   size_t planes, H, W, Ho, Wo, kh, kw, sh, sw;
   int64_t ph, pw;
@@ -58,6 +62,112 @@ static inline void taps(size_t o, size_t s, int64_t p, size_t k, size_t in, size
 }
 
 /* ======================================================================================
+ * The 2x2 stride-2 rows (SSE2 where available: 4 windows per step)
+ * ====================================================================================== */
+
+#if defined(__SSE2__)
+/* x <- v where mask, else x */
+static inline __m128 sel(__m128 mask, __m128 v, __m128 x) {
+  return _mm_or_ps(_mm_and_ps(mask, v), _mm_andnot_ps(mask, x));
+}
+/* run_max of 4 lanes: v wins when larger or NaN */
+static inline __m128 run_max4(__m128 acc, __m128 v) {
+  return sel(_mm_or_ps(_mm_cmpgt_ps(v, acc), _mm_cmpunord_ps(v, v)), v, acc);
+}
+/* beats(v, best) of 4 lanes */
+static inline __m128 beats4(__m128 v, __m128 best) {
+  return _mm_and_ps(_mm_cmpord_ps(best, best), _mm_or_ps(_mm_cmpunord_ps(v, v), _mm_cmpgt_ps(v, best)));
+}
+#endif
+
+/* y[ow] = max of the window (r0, r1) x (2ow, 2ow+1), in the reference's order. */
+static void max2x2_row(const float *r0, const float *r1, float *y, size_t Wo) {
+  size_t ow = 0;
+#if defined(__SSE2__)
+  /* 4 windows per step; a ragged end redoes the last 4 (same values) */
+  for (size_t next = 0; Wo >= 4 && next < Wo; next += 4) {
+    ow = next + 4 <= Wo ? next : Wo - 4;
+    __m128 p = _mm_loadu_ps(r0 + 2 * ow), q = _mm_loadu_ps(r0 + 2 * ow + 4);
+    __m128 u = _mm_loadu_ps(r1 + 2 * ow), w = _mm_loadu_ps(r1 + 2 * ow + 4);
+    __m128 a = _mm_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 c = _mm_shuffle_ps(u, w, _MM_SHUFFLE(2, 0, 2, 0)), e = _mm_shuffle_ps(u, w, _MM_SHUFFLE(3, 1, 3, 1));
+    _mm_storeu_ps(y + ow, run_max4(run_max4(run_max4(a, b), c), e));
+    ow = Wo;
+  }
+#endif
+  for (; ow < Wo; ow++) /* -inf < r0[2ow] unless it is -inf: starting from it is the same */
+    y[ow] = run_max(run_max(run_max(r0[2 * ow], r0[2 * ow + 1]), r1[2 * ow]), r1[2 * ow + 1]);
+}
+
+/* Does a beat the current best b (first maximum wins; NaN beats everything; the first NaN stays)? */
+static inline bool beats(float a, float b) { return (b == b) & ((a != a) | (a > b)); }
+
+/* dy of each window to its first maximum, 0 to the window's other cells (all four written). With
+ * z0 / z1 (the executor's MaxPool2dBackward + ReluBackward fusion) a cell keeps its value only
+ * where z > 0. o0 / o1 may be x0 / x1 themselves: every window is read before it is written (the
+ * ragged last step, which redoes windows, reads copies taken before any store). */
+static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, const float *z0, const float *z1, float *o0,
+                           float *o1, size_t Wo) {
+  size_t ow = 0;
+#if defined(__SSE2__)
+  float t0[8], t1[8];
+  if (Wo >= 4 && Wo % 4) {
+    memcpy(t0, x0 + 2 * (Wo - 4), sizeof t0);
+    memcpy(t1, x1 + 2 * (Wo - 4), sizeof t1);
+  }
+  for (size_t next = 0; Wo >= 4 && next < Wo; next += 4) {
+    bool redo = next + 4 > Wo;
+    ow = redo ? Wo - 4 : next;
+    const float *a0 = redo ? t0 : x0 + 2 * ow, *a1 = redo ? t1 : x1 + 2 * ow;
+    __m128 p = _mm_loadu_ps(a0), q = _mm_loadu_ps(a0 + 4);
+    __m128 u = _mm_loadu_ps(a1), w = _mm_loadu_ps(a1 + 4);
+    __m128 a = _mm_shuffle_ps(p, q, _MM_SHUFFLE(2, 0, 2, 0)), b = _mm_shuffle_ps(p, q, _MM_SHUFFLE(3, 1, 3, 1));
+    __m128 c = _mm_shuffle_ps(u, w, _MM_SHUFFLE(2, 0, 2, 0)), e = _mm_shuffle_ps(u, w, _MM_SHUFFLE(3, 1, 3, 1));
+    /* one-hot lane masks of the winner: s0 (a), s1 (b), s2 (c), s3 (e) */
+    __m128 best = a, s0 = _mm_castsi128_ps(_mm_set1_epi32(-1));
+    __m128 s1 = beats4(b, best);
+    best = sel(s1, b, best);
+    s0 = _mm_andnot_ps(s1, s0);
+    __m128 s2 = beats4(c, best);
+    best = sel(s2, c, best);
+    s0 = _mm_andnot_ps(s2, s0);
+    s1 = _mm_andnot_ps(s2, s1);
+    __m128 s3 = beats4(e, best);
+    s0 = _mm_andnot_ps(s3, s0);
+    s1 = _mm_andnot_ps(s3, s1);
+    s2 = _mm_andnot_ps(s3, s2);
+    __m128 gv = _mm_loadu_ps(d + ow);
+    __m128 ga = _mm_and_ps(s0, gv), gb = _mm_and_ps(s1, gv), gc = _mm_and_ps(s2, gv), ge = _mm_and_ps(s3, gv);
+    __m128 r0 = _mm_unpacklo_ps(ga, gb), r1 = _mm_unpackhi_ps(ga, gb), r2 = _mm_unpacklo_ps(gc, ge),
+           r3 = _mm_unpackhi_ps(gc, ge);
+    if (z0) {
+      __m128 zero = _mm_setzero_ps();
+      r0 = _mm_and_ps(r0, _mm_cmpgt_ps(_mm_loadu_ps(z0 + 2 * ow), zero));
+      r1 = _mm_and_ps(r1, _mm_cmpgt_ps(_mm_loadu_ps(z0 + 2 * ow + 4), zero));
+      r2 = _mm_and_ps(r2, _mm_cmpgt_ps(_mm_loadu_ps(z1 + 2 * ow), zero));
+      r3 = _mm_and_ps(r3, _mm_cmpgt_ps(_mm_loadu_ps(z1 + 2 * ow + 4), zero));
+    }
+    _mm_storeu_ps(o0 + 2 * ow, r0);
+    _mm_storeu_ps(o0 + 2 * ow + 4, r1);
+    _mm_storeu_ps(o1 + 2 * ow, r2);
+    _mm_storeu_ps(o1 + 2 * ow + 4, r3);
+    ow = Wo;
+  }
+#endif
+  for (; ow < Wo; ow++) {
+    float a = x0[2 * ow], b = x0[2 * ow + 1], c = x1[2 * ow], e = x1[2 * ow + 1], gv = d[ow], bv = a;
+    int bi = 0;
+    if (beats(b, bv)) bv = b, bi = 1;
+    if (beats(c, bv)) bv = c, bi = 2;
+    if (beats(e, bv)) bi = 3;
+    o0[2 * ow] = bi == 0 && (!z0 || z0[2 * ow] > 0) ? gv : 0.0f;
+    o0[2 * ow + 1] = bi == 1 && (!z0 || z0[2 * ow + 1] > 0) ? gv : 0.0f;
+    o1[2 * ow] = bi == 2 && (!z1 || z1[2 * ow] > 0) ? gv : 0.0f;
+    o1[2 * ow + 1] = bi == 3 && (!z1 || z1[2 * ow + 1] > 0) ? gv : 0.0f;
+  }
+}
+
+/* ======================================================================================
  * Pool
  * ====================================================================================== */
 
@@ -74,6 +184,7 @@ typedef struct pool_job {
   pgeo g;
   bool is_max;
   const float *x, *dy;
+  const float *z; /* MaxPool2dBackward + ReluBackward: the relu's input */
   float *y;
 } pool_job;
 
@@ -86,15 +197,8 @@ static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
     const float *x = j->x + p * g->H * g->W;
     float *restrict y = j->y + p * g->Ho * g->Wo;
     if (is_2x2s2(g) && j->is_max) {
-      for (size_t oh = 0; oh < g->Ho; oh++) {
-        const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
-        float *yr = y + oh * g->Wo;
-        for (size_t ow = 0; ow < g->Wo; ow++) {
-          float m = run_max(r0[2 * ow], r0[2 * ow + 1]); /* -inf < r0[2ow] unless it is -inf: same */
-          m = run_max(m, r1[2 * ow]);
-          yr[ow] = run_max(m, r1[2 * ow + 1]);
-        }
-      }
+      for (size_t oh = 0; oh < g->Ho; oh++)
+        max2x2_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, y + oh * g->Wo, g->Wo);
       continue;
     }
     for (size_t oh = 0; oh < g->Ho; oh++) {
@@ -146,9 +250,6 @@ FK_APPLIES(MaxPool2dBackward) {
   return pool_geo(&a->kernel_size, &a->stride, &a->padding, x, dy, &g);
 }
 
-/* Does a beat the current best b (first maximum wins; NaN beats everything; the first NaN stays)? */
-static inline bool beats(float a, float b) { return b == b && (a != a || a > b); }
-
 static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const pool_job *j = arg;
@@ -156,20 +257,20 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   for (size_t p = lo; p < hi; p++) {
     const float *x = j->x + p * g->H * g->W, *dy = j->dy + p * g->Ho * g->Wo;
     float *dx = j->y + p * g->H * g->W;
-    memset(dx, 0, g->H * g->W * sizeof *dx);
+    const float *z = j->z ? j->z + p * g->H * g->W : NULL;
     if (is_2x2s2(g)) {
+      /* Windows tile the plane (an odd last row / column belongs to none): every covered cell is
+         written, branch-free, the rest zeroed. */
       for (size_t oh = 0; oh < g->Ho; oh++) {
-        size_t r0 = 2 * oh * g->W, r1 = r0 + g->W;
-        for (size_t ow = 0; ow < g->Wo; ow++) {
-          size_t c = 2 * ow, best = r0 + c;
-          if (beats(x[r0 + c + 1], x[best])) best = r0 + c + 1;
-          if (beats(x[r1 + c], x[best])) best = r1 + c;
-          if (beats(x[r1 + c + 1], x[best])) best = r1 + c + 1;
-          dx[best] = dy[oh * g->Wo + ow]; /* windows do not overlap */
-        }
+        float *o0 = dx + 2 * oh * g->W, *o1 = o0 + g->W;
+        const float *z0 = z ? z + 2 * oh * g->W : NULL, *z1 = z ? z0 + g->W : NULL;
+        max2x2_bwd_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, dy + oh * g->Wo, z0, z1, o0, o1, g->Wo);
+        if (g->W > 2 * g->Wo) o0[g->W - 1] = o1[g->W - 1] = 0.0f;
       }
+      if (g->H > 2 * g->Ho) memset(dx + (g->H - 1) * g->W, 0, g->W * sizeof *dx);
       continue;
     }
+    memset(dx, 0, g->H * g->W * sizeof *dx);
     for (size_t oh = 0; oh < g->Ho; oh++) {
       size_t il, ih;
       taps(oh, g->sh, g->ph, g->kh, g->H, &il, &ih);
@@ -190,8 +291,7 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   }
 }
 
-FK_KERNEL(MaxPool2dBackward) {
-  (void)n_in;
+static rlx_status maxpool_bwd(const rlx_node *n, const rlx_tensor *in, const float *z, float *dx, rlx_cpu_ctx *ctx) {
   const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
   pool_job j;
   memset(&j, 0, sizeof j);
@@ -199,9 +299,28 @@ FK_KERNEL(MaxPool2dBackward) {
   j.is_max = true;
   j.x = in[0].data;
   j.dy = in[1].data;
-  j.y = out->data;
-  if (fk_numel(&out->shape) == 0) return RLX_OK;
+  j.z = z;
+  j.y = dx;
+  if (fk_numel(&in[0].shape) == 0) return RLX_OK;
   size_t per_plane = j.g.H * j.g.W + j.g.Ho * j.g.Wo * j.g.kh * j.g.kw + 1;
   fk_parallel_for(ctx, j.g.planes, 32768 / per_plane + 1, maxpool_bwd_task, &j);
   return RLX_OK;
+}
+
+FK_KERNEL(MaxPool2dBackward) {
+  (void)n_in;
+  return maxpool_bwd(n, in, NULL, out->data, ctx);
+}
+
+bool rlx_fast_maxpool_relu_bwd_applies(const rlx_node *mpb, const rlx_tensor *in, uint32_t n_in, const rlx_shape *z) {
+  if (!rlx_fast_applies_MaxPool2dBackward(mpb, in, n_in) || !fk_static_f32(z) || !fk_same_dims(z, &in[0].shape))
+    return false;
+  pgeo g;
+  const rlx_attrs_MaxPool2dBackward *a = &mpb->attrs.MaxPool2dBackward;
+  return pool_geo(&a->kernel_size, &a->stride, &a->padding, &in[0].shape, &in[1].shape, &g) && is_2x2s2(&g);
+}
+
+rlx_status rlx_fast_maxpool_relu_bwd(const rlx_node *mpb, const rlx_tensor *in, const float *z, float *dx,
+                                     rlx_cpu_ctx *ctx) {
+  return maxpool_bwd(mpb, in, z, dx, ctx);
 }

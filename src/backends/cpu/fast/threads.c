@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The fast kernels' worker pool: threads - 1 persistent workers and a static split of every
- * parallel loop (chunk c always runs the same index range, so a result depends on the thread count
- * only, never on timing). A job is published by bumping a generation counter; workers spin on it
- * briefly (kernels follow each other within microseconds) and then sleep on a condition variable.
+ * parallel loop into at most `threads` chunks (chunk c always covers the same index range and has
+ * its own scratch, so a result depends on the thread count only, never on timing or on which
+ * thread ran which chunk). A job is published by bumping a generation counter; worker i takes
+ * chunk i, and the caller runs chunk 0 and then any chunk still untaken, so a worker that is
+ * descheduled on a busy machine does not stall the loop. Workers spin briefly on the counter
+ * (kernels follow each other within microseconds) and then sleep on a condition variable.
  * The pool also caches one scratch buffer for the kernels of its executable.
  *
  * OpenBLAS keeps a thread pool of its own; GEMMs of the fast kernels run inside this pool's tasks,
@@ -31,12 +34,14 @@ static inline void cpu_relax(void) {}
 
 /* Spin iterations before a worker (or the caller waiting for workers) blocks: some tens of
  * microseconds. */
-#define SPIN_ITERS 8000
+#define SPIN_ITERS 2000
 
 typedef struct worker_arg {
   rlx_cpu_pool *pool;
-  int index; /* 1 .. n_workers: the chunk it runs */
+  int index; /* 1 .. n_workers: the chunk it runs unless the caller got there first */
 } worker_arg;
+
+#define MAX_THREADS 256
 
 struct rlx_cpu_pool {
   int threads;
@@ -44,13 +49,14 @@ struct rlx_cpu_pool {
   pthread_t *tids;
   worker_arg *args;
   pthread_mutex_t mu;
-  pthread_cond_t wake, done;
-  int sleepers;         /* workers blocked on `wake` (under mu) */
+  pthread_cond_t wake, done_cv;
+  int sleepers;                /* workers blocked on `wake` (under mu) */
   atomic_bool stop;
-  atomic_uint_fast64_t gen; /* bumped once per job */
-  atomic_int pending;   /* workers that have not finished the current job */
-  atomic_int busy;      /* a parallel loop is running */
-  /* the current job (written before gen is bumped) */
+  atomic_uint_fast64_t state;  /* (job generation << 16) | chunks; published with release */
+  atomic_uint_fast64_t claimed[MAX_THREADS]; /* generation of the job whose chunk c was taken */
+  atomic_int done;             /* chunks of the current job finished */
+  atomic_int busy;             /* a parallel loop is running */
+  /* the current job: written before `state`, stable until every chunk is done */
   fk_task fn;
   void *arg;
   size_t n;
@@ -66,46 +72,58 @@ static void chunk_range(size_t n, int k, int c, size_t *lo, size_t *hi) {
   *hi = (size_t)((unsigned __int128)n * (unsigned)(c + 1) / (unsigned)k);
 }
 
-static void *worker_main(void *p) {
-  worker_arg *wa = p;
-  rlx_cpu_pool *pool = wa->pool;
+/* Takes chunk c of job generation g unless someone already has; runs it and counts it done. */
+static bool run_chunk(rlx_cpu_pool *p, int c, uint_fast64_t g) {
+  uint_fast64_t v = atomic_load_explicit(&p->claimed[c], memory_order_relaxed);
+  do {
+    if (v >= g) return false;
+  } while (!atomic_compare_exchange_weak_explicit(&p->claimed[c], &v, g, memory_order_acq_rel, memory_order_relaxed));
+  size_t lo, hi;
+  int k = p->chunks; /* the job may be replaced as soon as `done` reaches k */
+  chunk_range(p->n, k, c, &lo, &hi);
+  p->fn(p->arg, lo, hi, c);
+  if (atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1 == k) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  return true;
+}
+
+static void *worker_main(void *arg) {
+  worker_arg *wa = arg;
+  rlx_cpu_pool *p = wa->pool;
   uint_fast64_t seen = 0;
   for (;;) {
-    uint_fast64_t g;
+    uint_fast64_t st;
     int spins = 0;
-    while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
+    while (((st = atomic_load_explicit(&p->state, memory_order_acquire)) >> 16) == seen) {
       if (++spins < SPIN_ITERS) {
         cpu_relax();
         continue;
       }
-      pthread_mutex_lock(&pool->mu);
-      while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen) {
-        pool->sleepers++;
-        pthread_cond_wait(&pool->wake, &pool->mu);
-        pool->sleepers--;
+      pthread_mutex_lock(&p->mu);
+      while (((st = atomic_load_explicit(&p->state, memory_order_acquire)) >> 16) == seen) {
+        p->sleepers++;
+        pthread_cond_wait(&p->wake, &p->mu);
+        p->sleepers--;
       }
-      pthread_mutex_unlock(&pool->mu);
+      pthread_mutex_unlock(&p->mu);
       break;
     }
-    seen = g;
-    if (atomic_load_explicit(&pool->stop, memory_order_acquire)) return NULL;
-    if (wa->index < pool->chunks) {
-      size_t lo, hi;
-      chunk_range(pool->n, pool->chunks, wa->index, &lo, &hi);
-      pool->fn(pool->arg, lo, hi, wa->index);
-    }
-    if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-      pthread_mutex_lock(&pool->mu);
-      pthread_cond_broadcast(&pool->done);
-      pthread_mutex_unlock(&pool->mu);
-    }
+    seen = st >> 16;
+    if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
+    /* The chunk count comes with the generation, so a late worker never takes a chunk of a job
+       it did not see; a chunk the caller already ran is skipped. */
+    if (wa->index < (int)(st & 0xFFFF)) run_chunk(p, wa->index, seen);
   }
 }
 
 static void stop_workers(rlx_cpu_pool *p, int started) {
   pthread_mutex_lock(&p->mu);
   atomic_store_explicit(&p->stop, true, memory_order_release);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_acq_rel);
+  uint_fast64_t g = (atomic_load_explicit(&p->state, memory_order_relaxed) >> 16) + 1;
+  atomic_store_explicit(&p->state, g << 16, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < started; i++) pthread_join(p->tids[i], NULL);
@@ -114,26 +132,28 @@ static void stop_workers(rlx_cpu_pool *p, int started) {
 rlx_status rlx_cpu_pool_create(int threads, rlx_cpu_pool **out) {
   *out = NULL;
   if (threads < 1) threads = 1;
-  if (threads > 256) threads = 256;
+  if (threads > MAX_THREADS) threads = MAX_THREADS;
   pthread_once(&blas_once, blas_single_thread);
   rlx_cpu_pool *p = calloc(1, sizeof *p);
   if (!p) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory creating the worker pool");
   p->threads = threads;
   p->n_workers = threads - 1;
   atomic_init(&p->stop, false);
-  atomic_init(&p->gen, 0);
-  atomic_init(&p->pending, 0);
+  atomic_init(&p->state, 0);
+  for (int i = 0; i < MAX_THREADS; i++) atomic_init(&p->claimed[i], 0);
+  atomic_init(&p->done, 0);
   atomic_init(&p->busy, 0);
   if (pthread_mutex_init(&p->mu, NULL) != 0) {
     free(p);
     return rlx_errorf(RLX_ERR_OOM, "cpu: cannot create the worker pool's mutex");
   }
   pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->done, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
   if (p->n_workers > 0) {
     p->tids = calloc((size_t)p->n_workers, sizeof *p->tids);
     p->args = calloc((size_t)p->n_workers, sizeof *p->args);
     if (!p->tids || !p->args) {
+      p->n_workers = 0;
       rlx_cpu_pool_free(p);
       return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory creating the worker pool");
     }
@@ -156,7 +176,7 @@ void rlx_cpu_pool_free(rlx_cpu_pool *p) {
   if (!p) return;
   if (p->n_workers > 0) stop_workers(p, p->n_workers);
   pthread_cond_destroy(&p->wake);
-  pthread_cond_destroy(&p->done);
+  pthread_cond_destroy(&p->done_cv);
   pthread_mutex_destroy(&p->mu);
   free(p->tids);
   free(p->args);
@@ -165,9 +185,9 @@ void rlx_cpu_pool_free(rlx_cpu_pool *p) {
 }
 
 int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain) {
-  int t = ctx && ctx->threads > 1 ? ctx->threads : 1;
-  if (ctx && ctx->pool && t > ctx->pool->threads) t = ctx->pool->threads;
-  if (!ctx || !ctx->pool) t = 1;
+  if (!ctx || !ctx->pool) return 1;
+  int t = ctx->threads > 1 ? ctx->threads : 1;
+  if (t > ctx->pool->threads) t = ctx->pool->threads;
   if (grain < 1) grain = 1;
   size_t by_grain = n / grain;
   if (by_grain < 1) by_grain = 1;
@@ -192,22 +212,23 @@ void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void 
   p->arg = arg;
   p->n = n;
   p->chunks = k;
-  atomic_store_explicit(&p->pending, p->n_workers, memory_order_relaxed);
-  atomic_fetch_add_explicit(&p->gen, 1, memory_order_acq_rel);
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  uint_fast64_t g = (atomic_load_explicit(&p->state, memory_order_relaxed) >> 16) + 1;
+  atomic_store_explicit(&p->state, (g << 16) | (uint_fast64_t)k, memory_order_release);
   pthread_mutex_lock(&p->mu);
   if (p->sleepers) pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
-  size_t lo, hi;
-  chunk_range(n, k, 0, &lo, &hi);
-  fn(arg, lo, hi, 0);
+  /* The caller runs chunk 0, then every chunk no worker has taken yet (a descheduled or sleeping
+     worker does not hold the loop up). */
+  for (int c = 0; c < k; c++) run_chunk(p, c, g);
   int spins = 0;
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+  while (atomic_load_explicit(&p->done, memory_order_acquire) < k) {
     if (++spins < SPIN_ITERS) {
       cpu_relax();
       continue;
     }
     pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) pthread_cond_wait(&p->done, &p->mu);
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < k) pthread_cond_wait(&p->done_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }
   atomic_store_explicit(&p->busy, 0, memory_order_release);

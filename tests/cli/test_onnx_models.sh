@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# Real models through the ONNX importer: tests/onnx/export_models.py exports torchvision resnet18,
+# mobilenet_v3_small and squeezenet1_0 (random weights) and a 2-layer TransformerEncoder with
+# Debian's python3-torch / python3-torchvision, together with a random input and torch's output
+# (the transformer with symbolic batch and sequence dims, run on other sizes than it was exported with).
+# Each model is run with `rlx run MODEL.onnx --input x=X.npy` and compared with torch:
+# max|rlx - torch| / max|torch| <= 1e-4. Models live in a temporary folder, never in the repository.
+# A missing package, a failed export or a failed run is a failure (no skip).
+# usage: test_onnx_models.sh PATH/TO/rlx SOURCE_DIR
+set -u
+RLX=${1:?usage: test_onnx_models.sh RLX SOURCE_DIR}
+SRC=${2:?usage: test_onnx_models.sh RLX SOURCE_DIR}
+PY=/usr/bin/python3
+MODELS="resnet18 mobilenet_v3_small squeezenet1_0 transformer_encoder"
+TOL=1e-4
+
+if ! "$PY" -c 'import numpy, torch, torchvision' 2>/dev/null; then
+  echo "FAIL: $PY cannot import numpy, torch and torchvision (install python3-numpy python3-torch" \
+       "python3-torchvision; scripts/setup.sh does)" >&2
+  exit 1
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+passed=0
+failed=0
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+if ! "$PY" "$SRC/tests/onnx/export_models.py" "$TMP" >"$TMP/export.log" 2>&1; then
+  bad "export_models.py failed"
+  grep -v -i 'warning' "$TMP/export.log" | tail -n 15 | sed 's/^/  /' >&2
+  exit 1
+fi
+
+for m in $MODELS; do
+  out="$TMP/$m.out"
+  if ! "$RLX" run "$TMP/$m.onnx" --input "x=$TMP/$m.x.npy" --output-dir "$out" >"$TMP/$m.log" 2>&1; then
+    bad "$m: rlx run failed"
+    sed 's/^/  /' "$TMP/$m.log" | head -n 20 >&2
+    # which ops are missing, if that is the reason
+    "$RLX" import --report "$TMP/$m.onnx" 2>&1 | sed 's/^/  report: /' | head -n 20 >&2
+    continue
+  fi
+  if "$PY" - "$out/y.npy" "$TMP/$m.y.npy" "$TOL" "$m" >"$TMP/$m.cmp" 2>&1 <<'PYEOF'
+import sys
+import numpy as np
+got_path, want_path, tol, name = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+got, want = np.load(got_path), np.load(want_path)
+if got.shape != want.shape or got.dtype != want.dtype:
+    sys.exit(f"{name}: output {got.shape} {got.dtype}, torch gives {want.shape} {want.dtype}")
+if not np.all(np.isfinite(got)):
+    sys.exit(f"{name}: output has {np.count_nonzero(~np.isfinite(got))} non-finite values")
+rel = float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
+print(f"{name}: output {list(want.shape)}, max|rlx - torch| / max|torch| = {rel:.3g}")
+sys.exit(0 if rel <= tol else f"{name}: relative error {rel:.3g} exceeds {tol:g}")
+PYEOF
+  then
+    passed=$((passed + 1))
+    cat "$TMP/$m.cmp"
+  else
+    bad "$(tail -n 1 "$TMP/$m.cmp")"
+  fi
+done
+
+echo "test_onnx_models: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Every CPU fast kernel against its reference twin (the oracle, computing in double) on many
+ * shapes: odd sizes, groups, strides, dilations, asymmetric padding, broadcasts, NaN / tie
+ * cases, with 1, 2 and 3 worker threads. Each case first checks that the fast kernel's `applies`
+ * accepts it (so no case passes vacuously), then compares elementwise with
+ * |fast - ref| <= atol + rtol * |ref| (NaN must match NaN), and checks that the fast kernel
+ * writes every output element. A few cases check that `applies` declines what the fast kernels
+ * do not handle. The executor test at the end compiles a CNN training step with fast kernels and
+ * with RLX_CPU_REF_ONLY=1 and compares the two. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/fast/fast.h"
+#include "rlx/autodiff.h"
+#include "rlx_test.h"
+#include "runtime/elem.h"
+
+#define SHP(t, ...)                                                                                \
+  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
+#define IL(...) ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define NOLIST ((rlx_ilist){NULL, 0})
+
+#define MAX_IN 4
+
+/* ---- deterministic data ---- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static double urand(void) {
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+typedef enum fill_kind {
+  FILL_UNIFORM,  /* uniform in [-1, 1] */
+  FILL_TIES,     /* a few distinct values: many exact ties */
+  FILL_SPECIAL,  /* uniform with some NaN, +-inf, -0 */
+  FILL_LABELS,   /* integers in [0, classes) */
+  FILL_BOOL,     /* 0 / 1 */
+  FILL_WIDE      /* uniform in [-40, 40] (saturating activations) */
+} fill_kind;
+
+static size_t numel(const rlx_shape *s) {
+  size_t n = 1;
+  for (uint32_t i = 0; i < s->rank; i++) n *= (size_t)s->dims[i];
+  return n;
+}
+
+static void fill(rlx_tensor *t, fill_kind k, int classes) {
+  size_t n = numel(&t->shape);
+  rlx_dtype dt = (rlx_dtype)t->shape.dtype;
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    switch (k) {
+    case FILL_TIES: v = (double)((int)(urand() * 5)) - 2.0; break;
+    case FILL_SPECIAL: {
+      double u = urand();
+      v = u < 0.05 ? NAN : u < 0.08 ? INFINITY : u < 0.11 ? -INFINITY : u < 0.15 ? -0.0 : 2 * urand() - 1;
+      break;
+    }
+    case FILL_LABELS: v = (double)((int)(urand() * classes)); break;
+    case FILL_BOOL: v = urand() < 0.5 ? 0.0 : 1.0; break;
+    case FILL_WIDE: v = 80 * urand() - 40; break;
+    default: v = 2 * urand() - 1; break;
+    }
+    rlx_elem_set(t->data, dt, i, v);
+  }
+}
+
+/* ---- one case ---- */
+
+typedef struct tcase {
+  rlx_graph *g;
+  const rlx_node *node;
+  rlx_tensor in[MAX_IN];
+  uint32_t n_in;
+} tcase;
+
+typedef struct targ {
+  rlx_shape shape;
+  fill_kind fill;
+} targ;
+
+static rlx_cpu_pool *pools[4]; /* pools[t] has t threads */
+
+static void case_free(tcase *c) {
+  for (uint32_t i = 0; i < c->n_in; i++) free(c->in[i].data);
+  rlx_graph_free(c->g);
+  memset(c, 0, sizeof *c);
+}
+
+/* Builds node `op` over fresh inputs; `declared` may be NULL (shape rule). */
+static bool build(tcase *c, rlx_op op, const void *attrs, const rlx_shape *declared, uint32_t n, const targ *args,
+                  int classes) {
+  memset(c, 0, sizeof *c);
+  if (rlx_graph_create(NULL, "fast_test", &c->g) != RLX_OK) return false;
+  rlx_id ids[MAX_IN], id;
+  for (uint32_t i = 0; i < n; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "x%u", i);
+    if (rlx_input(c->g, name, args[i].shape, &ids[i]) != RLX_OK) return false;
+    size_t bytes = numel(&args[i].shape) * rlx_dtype_size((rlx_dtype)args[i].shape.dtype);
+    c->in[i].shape = args[i].shape;
+    c->in[i].data = calloc(bytes ? bytes : 1, 1);
+    c->n_in = i + 1;
+    fill(&c->in[i], args[i].fill, classes);
+  }
+  rlx_status st = rlx_graph_add(c->g, op, ids, n, attrs, declared, "node", &id);
+  if (st != RLX_OK) {
+    fprintf(stderr, "building %s failed: %s\n", rlx_op_name(op), rlx_last_error());
+    return false;
+  }
+  c->node = rlx_graph_node(c->g, id);
+  return true;
+}
+
+static bool close_enough(double f, double r, double rtol, double atol) {
+  if (isnan(r) || isnan(f)) return isnan(r) && isnan(f);
+  if (isinf(r) || isinf(f)) return f == r;
+  return fabs(f - r) <= atol + rtol * fabs(r);
+}
+
+/* Runs ref and fast (threads 1, 2, 3) and compares. */
+static void run_case(const char *what, tcase *c, double rtol, double atol) {
+  const rlx_node *n = c->node;
+  const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[n->op];
+  bool applies = fk->applies && fk->applies(n, c->in, c->n_in);
+  CHECK_MSG(applies, "%s: the fast %s kernel does not apply", what, rlx_op_name(n->op));
+  if (!applies) return;
+  rlx_dtype dt = (rlx_dtype)n->shape.dtype;
+  size_t count = numel(&n->shape), esz = rlx_dtype_size(dt), bytes = count * esz;
+  rlx_tensor ref = {malloc(bytes ? bytes : 1), n->shape};
+  rlx_cpu_ctx ctx1 = {.threads = 1};
+  rlx_status st = rlx_cpu_ref_table[n->op](n, c->in, c->n_in, &ref, &ctx1);
+  CHECK_MSG(st == RLX_OK, "%s: reference kernel failed: %s", what, rlx_last_error());
+  for (int t = 1; t <= 3 && st == RLX_OK; t++) {
+    rlx_tensor out = {malloc(bytes ? bytes : 1), n->shape};
+    memset(out.data, 0xA5, bytes ? bytes : 1); /* a NaN / odd pattern: unwritten elements show */
+    rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t]};
+    rlx_status fs = fk->kernel(n, c->in, c->n_in, &out, &ctx);
+    CHECK_MSG(fs == RLX_OK, "%s (threads %d): fast kernel failed: %s", what, t, rlx_last_error());
+    size_t bad = 0, first = 0;
+    double fv = 0, rv = 0;
+    for (size_t i = 0; i < count && fs == RLX_OK; i++) {
+      bool ok;
+      if (rlx_dtype_is_float(dt)) {
+        double f = rlx_elem_get(out.data, dt, i), r = rlx_elem_get(ref.data, dt, i);
+        ok = close_enough(f, r, rtol, atol);
+        if (!ok && !bad) fv = f, rv = r;
+      } else {
+        ok = memcmp((char *)out.data + i * esz, (char *)ref.data + i * esz, esz) == 0;
+        if (!ok && !bad) fv = (double)rlx_elem_get_i64(out.data, dt, i), rv = (double)rlx_elem_get_i64(ref.data, dt, i);
+      }
+      if (!ok && bad++ == 0) first = i;
+    }
+    CHECK_MSG(bad == 0, "%s (threads %d): %zu of %zu elements differ; first at %zu: fast %.9g, ref %.9g", what, t, bad,
+              count, first, fv, rv);
+    free(out.data);
+  }
+  free(ref.data);
+}
+
+/* The fast kernel must decline this case. */
+static void expect_declined(const char *what, tcase *c) {
+  const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[c->node->op];
+  CHECK_MSG(!(fk->applies && fk->applies(c->node, c->in, c->n_in)), "%s: applies but should not", what);
+}
+
+#define F32_RTOL 2e-5
+#define F32_ATOL 1e-6
+
+/* ======================================================================================
+ * MatMul, Transpose
+ * ====================================================================================== */
+
+static void matmul_case(rlx_shape a, rlx_shape b) {
+  tcase c;
+  targ args[2] = {{a, FILL_UNIFORM}, {b, FILL_UNIFORM}};
+  char what[160], sa[64], sb[64];
+  rlx_shape_format(&a, sa, sizeof sa);
+  rlx_shape_format(&b, sb, sizeof sb);
+  snprintf(what, sizeof what, "MatMul %s x %s", sa, sb);
+  CHECK(build(&c, RLX_OP_MatMul, NULL, NULL, 2, args, 0));
+  if (c.node) run_case(what, &c, 1e-4, 1e-5); /* ref is sgemm too, blocked differently */
+  case_free(&c);
+}
+
+static void test_matmul(void) {
+  matmul_case(SHP(F32, 1, 1), SHP(F32, 1, 1));
+  matmul_case(SHP(F32, 7, 5), SHP(F32, 5, 3));
+  matmul_case(SHP(F32, 64, 1568), SHP(F32, 1568, 128));
+  matmul_case(SHP(F32, 3, 33), SHP(F32, 33, 300));  /* one batch, columns split over threads */
+  matmul_case(SHP(F32, 4, 5, 6), SHP(F32, 4, 6, 7)); /* batched */
+  matmul_case(SHP(F32, 2, 1, 5, 6), SHP(F32, 3, 6, 2)); /* broadcast batches */
+  matmul_case(SHP(F32, 5, 6), SHP(F32, 2, 6, 3));
+  matmul_case(SHP(F32, 2, 3, 0), SHP(F32, 2, 0, 4)); /* K = 0: zeros */
+  /* transposed operands through the executor's fused entry point */
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++) {
+      rlx_graph *g;
+      CHECK_OK(rlx_graph_create(NULL, "mm_t", &g));
+      rlx_shape as = ta ? SHP(F32, 2, 9, 5) : SHP(F32, 2, 5, 9), bs = tb ? SHP(F32, 11, 9) : SHP(F32, 9, 11);
+      rlx_id a, b, at, bt, m;
+      CHECK_OK(rlx_input(g, "a", as, &a));
+      CHECK_OK(rlx_input(g, "b", bs, &b));
+      at = a;
+      bt = b;
+      if (ta) CHECK_OK(rlx_transpose(g, a, 3, (int64_t[]){0, 2, 1}, &at));
+      if (tb) CHECK_OK(rlx_transpose(g, b, 2, (int64_t[]){1, 0}, &bt));
+      CHECK_OK(rlx_matmul(g, at, bt, &m));
+      const rlx_node *mn = rlx_graph_node(g, m);
+      rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
+      fill(&A, FILL_UNIFORM, 0);
+      fill(&B, FILL_UNIFORM, 0);
+      /* reference: materialise the transposes with the ref kernels, then ref MatMul */
+      rlx_cpu_ctx c1 = {.threads = 1};
+      rlx_tensor ops[2] = {A, B};
+      for (int k = 0; k < 2; k++) {
+        bool t = k == 0 ? ta : tb;
+        if (!t) continue;
+        const rlx_node *tn = rlx_graph_node(g, k == 0 ? at : bt);
+        rlx_tensor o = {malloc(numel(&tn->shape) * 4), tn->shape};
+        CHECK_OK(rlx_cpu_ref_table[RLX_OP_Transpose](tn, &ops[k], 1, &o, &c1));
+        ops[k] = o;
+      }
+      size_t cnt = numel(&mn->shape);
+      rlx_tensor r = {malloc(cnt * 4), mn->shape}, f = {malloc(cnt * 4), mn->shape};
+      CHECK_OK(rlx_cpu_ref_table[RLX_OP_MatMul](mn, ops, 2, &r, &c1));
+      CHECK(rlx_fast_matmul_ex_applies(mn, &as, ta, &bs, tb));
+      CHECK(!rlx_fast_matmul_ex_applies(mn, &as, !ta, &bs, tb) || as.dims[1] == as.dims[2]);
+      for (int t = 1; t <= 2; t++) {
+        rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t]};
+        CHECK_OK(rlx_fast_matmul_ex(mn, &A, ta, &B, tb, &f, &ctx));
+        size_t bad = 0;
+        for (size_t i = 0; i < cnt; i++)
+          bad += !close_enough(((float *)f.data)[i], ((float *)r.data)[i], 1e-4, 1e-5);
+        CHECK_MSG(bad == 0, "MatMul with ta=%d tb=%d (threads %d): %zu elements differ", ta, tb, t, bad);
+      }
+      for (int k = 0; k < 2; k++)
+        if (ops[k].data != (k ? B.data : A.data)) free(ops[k].data);
+      free(A.data);
+      free(B.data);
+      free(r.data);
+      free(f.data);
+      rlx_graph_free(g);
+    }
+  /* declined: integer operands */
+  tcase c;
+  targ ia[2] = {{SHP(I32, 3, 4), FILL_LABELS}, {SHP(I32, 4, 2), FILL_LABELS}};
+  CHECK(build(&c, RLX_OP_MatMul, NULL, NULL, 2, ia, 5));
+  if (c.node) expect_declined("MatMul i32", &c);
+  case_free(&c);
+}
+
+static void transpose_case(rlx_shape x, const rlx_ilist perm) {
+  tcase c;
+  targ args[1] = {{x, FILL_UNIFORM}};
+  rlx_attrs_Transpose a = {perm};
+  char what[160], sx[64];
+  rlx_shape_format(&x, sx, sizeof sx);
+  snprintf(what, sizeof what, "Transpose %s perm[0]=%lld perm[1]=%lld", sx, (long long)perm.v[0],
+           (long long)(perm.n > 1 ? perm.v[1] : -1));
+  CHECK(build(&c, RLX_OP_Transpose, &a, NULL, 1, args, 0));
+  if (c.node) run_case(what, &c, 0, 0);
+  case_free(&c);
+}
+
+static void test_transpose(void) {
+  transpose_case(SHP(F32, 1568, 128), IL(1, 0));
+  transpose_case(SHP(F32, 37, 5), IL(1, 0));
+  transpose_case(SHP(F32, 3, 33, 65), IL(0, 2, 1));
+  transpose_case(SHP(F32, 2, 3, 4, 5), IL(0, 2, 3, 1)); /* NCHW -> NHWC */
+  transpose_case(SHP(F32, 2, 3, 4, 5), IL(0, 3, 1, 2)); /* NHWC -> NCHW */
+  transpose_case(SHP(F32, 2, 3, 4, 5), IL(3, 2, 1, 0));
+  transpose_case(SHP(F32, 2, 3, 4, 5), IL(1, 0, 3, 2));
+  transpose_case(SHP(F32, 2, 1, 4, 1), IL(3, 2, 1, 0)); /* unit axes */
+  transpose_case(SHP(F32, 4, 5), IL(0, 1));            /* identity */
+  transpose_case(SHP(F64, 6, 7, 3), IL(2, 0, 1));
+  transpose_case(SHP(I64, 9, 4), IL(1, 0));
+  transpose_case(SHP(I8, 9, 40), IL(1, 0));
+  transpose_case(SHP(F16, 5, 6, 7), IL(1, 2, 0));
+}
+
+/* ======================================================================================
+ * Conv, Conv2dBackwardInput, Conv2dBackwardWeight
+ * ====================================================================================== */
+
+typedef struct conv_geo {
+  int64_t N, Cin, H, W, Cout, kh, kw, groups;
+  rlx_ilist stride, padding, dilation;
+} conv_geo;
+
+/* Runs the forward conv and both backward ops for one geometry. */
+static void conv_family(const char *name, conv_geo g) {
+  char what[200];
+  rlx_shape xs = SHP(F32, g.N, g.Cin, g.H, g.W), ws = SHP(F32, g.Cout, g.Cin / g.groups, g.kh, g.kw);
+  tcase c;
+  targ fa[2] = {{xs, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
+  rlx_attrs_Conv ca = {NOLIST, g.stride, g.padding, g.dilation, g.groups};
+  snprintf(what, sizeof what, "Conv %s", name);
+  CHECK(build(&c, RLX_OP_Conv, &ca, NULL, 2, fa, 0));
+  if (!c.node) return;
+  rlx_shape ys = c.node->shape;
+  run_case(what, &c, F32_RTOL, 1e-5);
+  case_free(&c);
+
+  targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
+  rlx_attrs_Conv2dBackwardInput ba = {IL(g.kh, g.kw), g.stride, g.padding, g.dilation, g.groups};
+  snprintf(what, sizeof what, "Conv2dBackwardInput %s", name);
+  CHECK(build(&c, RLX_OP_Conv2dBackwardInput, &ba, &xs, 2, bi, 0));
+  if (c.node) run_case(what, &c, F32_RTOL, 1e-5);
+  case_free(&c);
+
+  targ bw[2] = {{xs, FILL_UNIFORM}, {ys, FILL_UNIFORM}};
+  rlx_attrs_Conv2dBackwardWeight wa = {IL(g.kh, g.kw), g.stride, g.padding, g.dilation, g.groups};
+  snprintf(what, sizeof what, "Conv2dBackwardWeight %s", name);
+  CHECK(build(&c, RLX_OP_Conv2dBackwardWeight, &wa, &ws, 2, bw, 0));
+  if (c.node) run_case(what, &c, 1e-4, 1e-4); /* long f32 sums over N * P */
+  case_free(&c);
+}
+
+static void test_conv(void) {
+  fk_dconv_disable(true); /* the portable path first, then (on AVX2 machines) the direct kernels */
+  conv_family("cnn layer 2, im2col path", (conv_geo){6, 16, 14, 14, 32, 3, 3, 1, IL(1, 1), IL(1, 1), IL(1, 1)});
+  conv_family("groups 2, im2col path", (conv_geo){2, 4, 7, 8, 6, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("asymmetric padding, im2col path", (conv_geo){2, 3, 8, 9, 5, 3, 3, 1, NOLIST, IL(0, 1, 2, 0), NOLIST});
+  fk_dconv_disable(false);
+  conv_family("cnn layer 1", (conv_geo){8, 1, 28, 28, 16, 3, 3, 1, IL(1, 1), IL(1, 1), IL(1, 1)});
+  conv_family("cnn layer 2", (conv_geo){6, 16, 14, 14, 32, 3, 3, 1, IL(1, 1), IL(1, 1), IL(1, 1)});
+  conv_family("odd sizes", (conv_geo){3, 3, 11, 7, 5, 3, 3, 1, IL(1, 1), IL(1, 1), IL(1, 1)});
+  conv_family("no padding", (conv_geo){2, 4, 9, 10, 6, 3, 3, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("stride 2", (conv_geo){3, 3, 13, 12, 4, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("stride 2x3 pad 2", (conv_geo){2, 2, 15, 17, 3, 5, 4, 1, IL(2, 3), IL(2, 2), NOLIST});
+  conv_family("dilation 2", (conv_geo){2, 3, 12, 11, 4, 3, 3, 1, NOLIST, IL(2, 2), IL(2, 2)});
+  conv_family("dilation 2x1 stride 2", (conv_geo){2, 3, 12, 11, 4, 3, 2, 1, IL(2, 1), IL(1, 0), IL(2, 1)});
+  conv_family("asymmetric padding", (conv_geo){2, 3, 8, 9, 5, 3, 3, 1, NOLIST, IL(0, 1, 2, 0), NOLIST});
+  conv_family("asymmetric padding, stride", (conv_geo){2, 2, 9, 8, 3, 3, 2, 1, IL(2, 2), IL(2, 0, 1, 1), NOLIST});
+  conv_family("groups 2", (conv_geo){2, 4, 7, 8, 6, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("depthwise", (conv_geo){3, 5, 9, 9, 5, 3, 3, 5, IL(1, 1), IL(1, 1), NOLIST});
+  conv_family("groups 3 stride 2", (conv_geo){2, 6, 10, 9, 9, 3, 3, 3, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("1x1", (conv_geo){2, 8, 5, 6, 7, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("1x1 groups", (conv_geo){2, 8, 5, 6, 4, 1, 1, 2, NOLIST, NOLIST, NOLIST});
+  conv_family("1x1 stride 2", (conv_geo){2, 3, 7, 6, 4, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
+  conv_family("kernel = input", (conv_geo){2, 3, 5, 4, 2, 5, 4, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("wide kernel", (conv_geo){1, 2, 6, 20, 3, 1, 7, 1, NOLIST, IL(0, 3), NOLIST});
+  conv_family("batch 1, 1 channel", (conv_geo){1, 1, 5, 5, 1, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("large padding", (conv_geo){2, 2, 4, 5, 3, 3, 3, 1, NOLIST, IL(3, 3), NOLIST});
+  /* declined: f64 */
+  tcase c;
+  targ fa[2] = {{SHP(F64, 1, 2, 5, 5), FILL_UNIFORM}, {SHP(F64, 3, 2, 3, 3), FILL_UNIFORM}};
+  rlx_attrs_Conv ca = {NOLIST, NOLIST, NOLIST, NOLIST, 1};
+  CHECK(build(&c, RLX_OP_Conv, &ca, NULL, 2, fa, 0));
+  if (c.node) expect_declined("Conv f64", &c);
+  case_free(&c);
+}
+
+/* ======================================================================================
+ * Pool, MaxPool2dBackward
+ * ====================================================================================== */
+
+static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s, rlx_ilist p) {
+  char what[200];
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_TIES, FILL_SPECIAL};
+  for (int f = 0; f < 3; f++)
+    for (int kind = 0; kind < 2; kind++) {
+      tcase c;
+      targ a[1] = {{xs, fills[f]}};
+      rlx_attrs_Pool pa = {kind ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, k, s, p};
+      snprintf(what, sizeof what, "Pool %s %s fill %d", kind ? "mean" : "max", name, f);
+      CHECK(build(&c, RLX_OP_Pool, &pa, NULL, 1, a, 0));
+      if (!c.node) continue;
+      rlx_shape ys = c.node->shape;
+      run_case(what, &c, F32_RTOL, F32_ATOL);
+      case_free(&c);
+      if (kind) continue;
+      targ b[2] = {{xs, fills[f]}, {ys, FILL_UNIFORM}};
+      rlx_attrs_MaxPool2dBackward ba = {k, s, p};
+      snprintf(what, sizeof what, "MaxPool2dBackward %s fill %d", name, f);
+      CHECK(build(&c, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, b, 0));
+      if (c.node) run_case(what, &c, F32_RTOL, F32_ATOL);
+      case_free(&c);
+    }
+}
+
+static void test_pool(void) {
+  pool_family("2x2 s2", SHP(F32, 4, 16, 28, 28), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 s2 odd extents", SHP(F32, 2, 3, 7, 9), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 default stride", SHP(F32, 2, 3, 8, 6), IL(2, 2), NOLIST, NOLIST);
+  pool_family("3x3 s2 pad 1 (overlapping)", SHP(F32, 2, 3, 9, 10), IL(3, 3), IL(2, 2), IL(1, 1));
+  pool_family("3x3 s1", SHP(F32, 1, 2, 6, 7), IL(3, 3), IL(1, 1), NOLIST);
+  pool_family("2x3 s(1,2) asymmetric pad", SHP(F32, 2, 2, 7, 8), IL(2, 3), IL(1, 2), IL(1, 0, 0, 2));
+  pool_family("global", SHP(F32, 3, 4, 5, 5), IL(5, 5), NOLIST, NOLIST);
+}
+
+/* ======================================================================================
+ * Binary, Activation, ReluBackward, ActivationBackward, Where, Cast
+ * ====================================================================================== */
+
+static void binary_case(rlx_binop op, rlx_shape a, rlx_shape b, fill_kind f) {
+  tcase c;
+  targ args[2] = {{a, f}, {b, f}};
+  rlx_attrs_Binary ba = {op};
+  char what[200], sa[64], sb[64];
+  rlx_shape_format(&a, sa, sizeof sa);
+  rlx_shape_format(&b, sb, sizeof sb);
+  snprintf(what, sizeof what, "Binary %s %s, %s fill %d", rlx_enum_binop.names[op], sa, sb, (int)f);
+  CHECK(build(&c, RLX_OP_Binary, &ba, NULL, 2, args, 0));
+  if (c.node) run_case(what, &c, 0, 0); /* f32 arithmetic rounds once, like the reference */
+  case_free(&c);
+}
+
+static void test_binary(void) {
+  rlx_binop ops[6] = {RLX_BINOP_ADD, RLX_BINOP_SUB, RLX_BINOP_MUL, RLX_BINOP_DIV, RLX_BINOP_MAX, RLX_BINOP_MIN};
+  for (int i = 0; i < 6; i++) {
+    binary_case(ops[i], SHP(F32, 37, 41), SHP(F32, 37, 41), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 5, 16, 28, 28), SHP(F32, 1, 16, 1, 1), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 1, 7, 1, 1), SHP(F32, 3, 7, 5, 4), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 64, 130), SHP(F32, 130), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 33), SHP(F32), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32), SHP(F32, 2, 3), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 4, 1, 6), SHP(F32, 5, 1), FILL_UNIFORM); /* both broadcast */
+    binary_case(ops[i], SHP(F32, 2, 3, 1, 5), SHP(F32, 1, 3, 4, 1), FILL_UNIFORM);
+    binary_case(ops[i], SHP(F32, 100000), SHP(F32, 100000), FILL_SPECIAL); /* several blocks; NaN, inf, -0 */
+    binary_case(ops[i], SHP(F32, 9, 9), SHP(F32, 9, 9), FILL_TIES);
+    binary_case(ops[i], SHP(F32, 1), SHP(F32, 1), FILL_UNIFORM);
+  }
+  tcase c;
+  targ pw[2] = {{SHP(F32, 4), FILL_UNIFORM}, {SHP(F32, 4), FILL_UNIFORM}};
+  rlx_attrs_Binary pa = {RLX_BINOP_POW};
+  CHECK(build(&c, RLX_OP_Binary, &pa, NULL, 2, pw, 0));
+  if (c.node) expect_declined("Binary Pow", &c);
+  case_free(&c);
+  /* 5 merged broadcast axes: declined */
+  targ five[2] = {{SHP(F32, 2, 1, 2, 1, 2), FILL_UNIFORM}, {SHP(F32, 1, 2, 1, 2, 1), FILL_UNIFORM}};
+  rlx_attrs_Binary aa = {RLX_BINOP_ADD};
+  CHECK(build(&c, RLX_OP_Binary, &aa, NULL, 2, five, 0));
+  if (c.node) expect_declined("Binary with 5 merged axes", &c);
+  case_free(&c);
+}
+
+static void test_activation(void) {
+  rlx_act kinds[] = {RLX_ACT_RELU,    RLX_ACT_NEG,  RLX_ACT_ABS,  RLX_ACT_SQRT, RLX_ACT_RECIP,
+                     RLX_ACT_EXP,     RLX_ACT_LOG,  RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU,
+                     RLX_ACT_GELU,    RLX_ACT_GELU_APPROX, RLX_ACT_SOFTPLUS};
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    for (int f = 0; f < 3; f++) {
+      tcase c;
+      targ a[1] = {{f == 0 ? SHP(F32, 3, 1000) : SHP(F32, 40000), fills[f]}};
+      rlx_attrs_Activation aa = {kinds[i]};
+      char what[160];
+      snprintf(what, sizeof what, "Activation %s fill %d", rlx_enum_act.names[kinds[i]], (int)fills[f]);
+      CHECK(build(&c, RLX_OP_Activation, &aa, NULL, 1, a, 0));
+      /* Gelu / GeluApprox: the reference forms 1 + erf / 1 + tanh in double, which cancels in
+         the far negative tail (|result| < 1e-10); the fast kernels use erfc / sigmoid there */
+      bool tail = kinds[i] == RLX_ACT_GELU || kinds[i] == RLX_ACT_GELU_APPROX;
+      if (c.node) run_case(what, &c, 4e-6, tail ? 1e-10 : 1e-30);
+      case_free(&c);
+    }
+  tcase c;
+  targ a[1] = {{SHP(F32, 4), FILL_UNIFORM}};
+  rlx_attrs_Activation sin_a = {RLX_ACT_SIN};
+  CHECK(build(&c, RLX_OP_Activation, &sin_a, NULL, 1, a, 0));
+  if (c.node) expect_declined("Activation Sin", &c);
+  case_free(&c);
+}
+
+static void test_backward_act(void) {
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
+  for (int f = 0; f < 3; f++) {
+    tcase c;
+    targ a[2] = {{SHP(F32, 5, 16, 28, 28), fills[f]}, {SHP(F32, 5, 16, 28, 28), FILL_SPECIAL}};
+    char what[160];
+    snprintf(what, sizeof what, "ReluBackward fill %d", (int)fills[f]);
+    CHECK(build(&c, RLX_OP_ReluBackward, NULL, NULL, 2, a, 0));
+    if (c.node) run_case(what, &c, 0, 0);
+    case_free(&c);
+  }
+  rlx_act kinds[] = {RLX_ACT_RELU, RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU, RLX_ACT_GELU, RLX_ACT_EXP};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    for (int f = 0; f < 3; f++) {
+      tcase c;
+      targ a[2] = {{SHP(F32, 7, 3001), fills[f]}, {SHP(F32, 7, 3001), f == 2 ? FILL_SPECIAL : FILL_UNIFORM}};
+      rlx_attrs_ActivationBackward ab = {kinds[i]};
+      char what[160];
+      snprintf(what, sizeof what, "ActivationBackward %s fill %d", rlx_enum_act.names[kinds[i]], (int)fills[f]);
+      CHECK(build(&c, RLX_OP_ActivationBackward, &ab, NULL, 2, a, 0));
+      /* the reference computes 1 - tanh^2 and s (1 - s) in double: near saturation it carries an
+         absolute error of about 1e-16, hence the absolute tolerance */
+      if (c.node) run_case(what, &c, 1e-5, 1e-12);
+      case_free(&c);
+    }
+}
+
+static void test_where_cast(void) {
+  rlx_shape s = SHP(F32, 3, 700), one = SHP(F32, 1);
+  rlx_shape conds[2] = {SHP(BOOL, 3, 700), SHP(BOOL)};
+  for (int ci = 0; ci < 2; ci++)
+    for (int ai = 0; ai < 2; ai++) {
+      tcase c;
+      targ a[3] = {{conds[ci], FILL_BOOL}, {ai ? one : s, FILL_UNIFORM}, {s, FILL_SPECIAL}};
+      char what[80];
+      snprintf(what, sizeof what, "Where cond %d a %d", ci, ai);
+      CHECK(build(&c, RLX_OP_Where, NULL, NULL, 3, a, 0));
+      if (c.node) run_case(what, &c, 0, 0);
+      case_free(&c);
+    }
+  {
+    tcase c;
+    targ a[3] = {{SHP(BOOL, 4, 5), FILL_BOOL}, {SHP(I32, 4, 5), FILL_LABELS}, {SHP(I32, 4, 5), FILL_LABELS}};
+    CHECK(build(&c, RLX_OP_Where, NULL, NULL, 3, a, 100));
+    if (c.node) run_case("Where i32", &c, 0, 0);
+    case_free(&c);
+  }
+  rlx_dtype others[] = {RLX_F64, RLX_I32, RLX_I64, RLX_U8, RLX_BOOL};
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
+  for (size_t i = 0; i < 5; i++) {
+    for (int f = 0; f < 3; f++) { /* f32 -> other */
+      tcase c;
+      targ a[1] = {{SHP(F32, 50001), fills[f]}};
+      rlx_attrs_Cast ca = {others[i]};
+      char what[80];
+      snprintf(what, sizeof what, "Cast f32 -> %s fill %d", rlx_dtype_name(others[i]), f);
+      CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 0));
+      if (c.node) run_case(what, &c, 0, 0);
+      case_free(&c);
+    }
+    { /* other -> f32 */
+      tcase c;
+      rlx_shape xs = SHP(F32, 333);
+      xs.dtype = (uint8_t)others[i];
+      targ a[1] = {{xs, others[i] == RLX_F64 ? FILL_SPECIAL : others[i] == RLX_BOOL ? FILL_BOOL : FILL_LABELS}};
+      rlx_attrs_Cast ca = {RLX_F32};
+      char what[80];
+      snprintf(what, sizeof what, "Cast %s -> f32", rlx_dtype_name(others[i]));
+      CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 200));
+      if (c.node) run_case(what, &c, 0, 0);
+      case_free(&c);
+    }
+  }
+  /* large magnitudes: saturation */
+  tcase c;
+  targ a[1] = {{SHP(F64, 6), FILL_UNIFORM}};
+  rlx_attrs_Cast ca = {RLX_F32};
+  CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 0));
+  if (c.node) {
+    double big[6] = {1e300, -1e300, 3.4028235677973366e38, 1e-320, 16777217.0, -0.0};
+    memcpy(c.in[0].data, big, sizeof big);
+    run_case("Cast f64 -> f32 overflow / subnormal / ties", &c, 0, 0);
+  }
+  case_free(&c);
+  {
+    targ f[1] = {{SHP(F32, 8), FILL_UNIFORM}};
+    rlx_attrs_Cast ci = {RLX_I32};
+    CHECK(build(&c, RLX_OP_Cast, &ci, NULL, 1, f, 0));
+    if (c.node) {
+      float v[8] = {3e9f, -3e9f, 2147483520.0f, -2147483648.0f, NAN, 2.9f, -2.9f, INFINITY};
+      memcpy(c.in[0].data, v, sizeof v);
+      run_case("Cast f32 -> i32 saturation", &c, 0, 0);
+    }
+    case_free(&c);
+    rlx_attrs_Cast c16 = {RLX_F16};
+    CHECK(build(&c, RLX_OP_Cast, &c16, NULL, 1, f, 0));
+    if (c.node) expect_declined("Cast f32 -> f16", &c);
+    case_free(&c);
+  }
+}
+
+/* ======================================================================================
+ * Reduce, Softmax, softmax cross-entropy
+ * ====================================================================================== */
+
+static void reduce_case(rlx_shape x, rlx_ilist axes, bool keep, rlx_reduce op, fill_kind f) {
+  tcase c;
+  targ a[1] = {{x, f}};
+  rlx_attrs_Reduce ra = {op, axes, keep};
+  char what[200], sx[64];
+  rlx_shape_format(&x, sx, sizeof sx);
+  snprintf(what, sizeof what, "Reduce %s %s axes[0]=%lld (%u axes) keep %d", rlx_enum_reduce.names[op], sx,
+           (long long)(axes.n ? axes.v[0] : -99), axes.n, keep);
+  CHECK(build(&c, RLX_OP_Reduce, &ra, NULL, 1, a, 0));
+  if (c.node) run_case(what, &c, 1e-6, 1e-6);
+  case_free(&c);
+}
+
+static void test_reduce(void) {
+  for (int op = 0; op < 2; op++) {
+    rlx_reduce r = op ? RLX_REDUCE_MEAN : RLX_REDUCE_SUM;
+    reduce_case(SHP(F32, 6, 16, 28, 28), IL(0, 2, 3), true, r, FILL_UNIFORM); /* conv bias gradient */
+    reduce_case(SHP(F32, 6, 16, 28, 28), IL(0, 2, 3), false, r, FILL_UNIFORM);
+    reduce_case(SHP(F32, 64, 130), IL(0), true, r, FILL_UNIFORM);             /* dense bias gradient */
+    reduce_case(SHP(F32, 64, 1300), IL(0), false, r, FILL_UNIFORM);           /* several column blocks */
+    reduce_case(SHP(F32, 13, 1001), IL(-1), false, r, FILL_UNIFORM);          /* last axis */
+    reduce_case(SHP(F32, 5, 7, 9), IL(1), true, r, FILL_UNIFORM);             /* middle */
+    reduce_case(SHP(F32, 5, 7, 9), NOLIST, false, r, FILL_UNIFORM);           /* everything */
+    reduce_case(SHP(F32, 64), IL(0), false, r, FILL_UNIFORM);
+    reduce_case(SHP(F32, 5, 1, 7, 1), IL(1, 2), false, r, FILL_UNIFORM);      /* unit axes */
+    reduce_case(SHP(F32, 4, 1, 6), IL(1), false, r, FILL_UNIFORM);           /* only a unit axis */
+    reduce_case(SHP(F32, 3, 40000), IL(1), false, r, FILL_SPECIAL);
+    reduce_case(SHP(F32, 3, 0, 4), IL(1), false, r, FILL_UNIFORM);            /* empty reduction */
+  }
+  tcase c;
+  targ a[1] = {{SHP(F32, 2, 3, 4, 5), FILL_UNIFORM}};
+  rlx_attrs_Reduce ra = {RLX_REDUCE_SUM, IL(0, 2), false};
+  CHECK(build(&c, RLX_OP_Reduce, &ra, NULL, 1, a, 0));
+  if (c.node) expect_declined("Reduce R K R K", &c);
+  case_free(&c);
+  rlx_attrs_Reduce rm = {RLX_REDUCE_MAX, IL(1), false};
+  CHECK(build(&c, RLX_OP_Reduce, &rm, NULL, 1, a, 0));
+  if (c.node) expect_declined("Reduce Max", &c);
+  case_free(&c);
+}
+
+static void test_softmax(void) {
+  rlx_shape shapes[3] = {SHP(F32, 64, 10), SHP(F32, 3, 5, 1001), SHP(F32, 7)};
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
+  for (int s = 0; s < 3; s++)
+    for (int f = 0; f < 3; f++) {
+      tcase c;
+      targ a[1] = {{shapes[s], fills[f]}};
+      rlx_attrs_Softmax sa = {-1};
+      char what[80];
+      snprintf(what, sizeof what, "Softmax shape %d fill %d", s, f);
+      CHECK(build(&c, RLX_OP_Softmax, &sa, NULL, 1, a, 0));
+      if (c.node) run_case(what, &c, 1e-6, 1e-30);
+      case_free(&c);
+    }
+  rlx_dtype labels[3] = {RLX_I32, RLX_I64, RLX_F32};
+  for (int l = 0; l < 3; l++)
+    for (int f = 0; f < 3; f++) {
+      rlx_shape ls = SHP(I32, 64);
+      ls.dtype = (uint8_t)labels[l];
+      tcase c;
+      targ a[2] = {{SHP(F32, 64, 10), fills[f]}, {ls, FILL_LABELS}};
+      char what[80];
+      snprintf(what, sizeof what, "SoftmaxCrossEntropyWithLogits labels %s fill %d", rlx_dtype_name(labels[l]), f);
+      CHECK(build(&c, RLX_OP_SoftmaxCrossEntropyWithLogits, NULL, NULL, 2, a, 10));
+      if (c.node) run_case(what, &c, 1e-6, 1e-6);
+      case_free(&c);
+      targ b[3] = {{SHP(F32, 64, 10), fills[f]}, {ls, FILL_LABELS}, {SHP(F32, 64), FILL_UNIFORM}};
+      snprintf(what, sizeof what, "SoftmaxCrossEntropyBackward labels %s fill %d", rlx_dtype_name(labels[l]), f);
+      CHECK(build(&c, RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, b, 10));
+      if (c.node) run_case(what, &c, 1e-6, 1e-7);
+      case_free(&c);
+    }
+  /* a bad label: the fast kernel reports the reference kernel's error */
+  tcase c;
+  targ a[2] = {{SHP(F32, 4, 3), FILL_UNIFORM}, {SHP(I32, 4), FILL_LABELS}};
+  CHECK(build(&c, RLX_OP_SoftmaxCrossEntropyWithLogits, NULL, NULL, 2, a, 3));
+  if (c.node) {
+    ((int32_t *)c.in[1].data)[2] = 3;
+    float out[4];
+    rlx_tensor o = {out, c.node->shape};
+    rlx_cpu_ctx ctx = {.threads = 2, .pool = pools[2]};
+    CHECK(rlx_cpu_fast_table[RLX_OP_SoftmaxCrossEntropyWithLogits].applies(c.node, c.in, 2));
+    CHECK_ERR(rlx_cpu_fast_table[RLX_OP_SoftmaxCrossEntropyWithLogits].kernel(c.node, c.in, 2, &o, &ctx),
+              RLX_ERR_RUNTIME, "out of range");
+    ((int32_t *)c.in[1].data)[2] = -1;
+    rlx_tensor ob = {calloc(12, 4), c.in[0].shape};
+    float g[4] = {1, 1, 1, 1};
+    rlx_tensor in3[3] = {c.in[0], c.in[1], {g, SHP(F32, 4)}};
+    rlx_graph *g2;
+    rlx_id ids[3], idb;
+    CHECK_OK(rlx_graph_create(NULL, "sceb", &g2));
+    CHECK_OK(rlx_input(g2, "x", in3[0].shape, &ids[0]));
+    CHECK_OK(rlx_input(g2, "l", in3[1].shape, &ids[1]));
+    CHECK_OK(rlx_input(g2, "g", in3[2].shape, &ids[2]));
+    CHECK_OK(rlx_graph_add(g2, RLX_OP_SoftmaxCrossEntropyBackward, ids, 3, NULL, NULL, NULL, &idb));
+    const rlx_node *nb = rlx_graph_node(g2, idb);
+    CHECK_ERR(rlx_cpu_fast_table[RLX_OP_SoftmaxCrossEntropyBackward].kernel(nb, in3, 3, &ob, &ctx), RLX_ERR_RUNTIME,
+              "out of range");
+    free(ob.data);
+    rlx_graph_free(g2);
+  }
+  case_free(&c);
+}
+
+/* ======================================================================================
+ * Executor: a CNN training step with fast kernels vs RLX_CPU_REF_ONLY=1
+ * ====================================================================================== */
+
+static rlx_status conv_block(rlx_graph *g, rlx_id x, rlx_id w, rlx_id b, int64_t cout, rlx_id *out) {
+  int64_t one[2] = {1, 1}, k2[2] = {2, 2};
+  rlx_attrs_Conv ca = {NOLIST, {one, 2}, {one, 2}, {one, 2}, 1};
+  rlx_id c, br, r;
+  RLX_TRY(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
+  RLX_TRY(rlx_reshape(g, b, 4, (int64_t[]){1, cout, 1, 1}, &br));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, c, br, &c));
+  RLX_TRY(rlx_activation(g, RLX_ACT_RELU, c, &r));
+  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {k2, 2}, {k2, 2}, NOLIST};
+  return rlx_build_Pool(g, &r, 1, &pa, NULL, out);
+}
+
+static rlx_status cnn_grad_graph(int64_t B, rlx_graph **fwd, rlx_graph **grad) {
+  rlx_graph *g;
+  RLX_TRY(rlx_graph_create(NULL, "cnn", &g));
+  *fwd = g;
+  rlx_id x, lab, w1, b1, w2, b2, w3, b3, w4, b4, h, l;
+  RLX_TRY(rlx_input(g, "x", SHP(F32, B, 1, 12, 12), &x));
+  RLX_TRY(rlx_input(g, "labels", SHP(I32, B), &lab));
+  RLX_TRY(rlx_param(g, "w1", SHP(F32, 4, 1, 3, 3), &w1));
+  RLX_TRY(rlx_param(g, "b1", SHP(F32, 4), &b1));
+  RLX_TRY(rlx_param(g, "w2", SHP(F32, 6, 4, 3, 3), &w2));
+  RLX_TRY(rlx_param(g, "b2", SHP(F32, 6), &b2));
+  RLX_TRY(rlx_param(g, "w3", SHP(F32, 6 * 3 * 3, 16), &w3));
+  RLX_TRY(rlx_param(g, "b3", SHP(F32, 16), &b3));
+  RLX_TRY(rlx_param(g, "w4", SHP(F32, 16, 5), &w4));
+  RLX_TRY(rlx_param(g, "b4", SHP(F32, 5), &b4));
+  RLX_TRY(conv_block(g, x, w1, b1, 4, &h));
+  RLX_TRY(conv_block(g, h, w2, b2, 6, &h));
+  RLX_TRY(rlx_reshape(g, h, 2, (int64_t[]){B, 6 * 3 * 3}, &h));
+  RLX_TRY(rlx_matmul(g, h, w3, &h));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, h, b3, &h));
+  RLX_TRY(rlx_activation(g, RLX_ACT_RELU, h, &h));
+  RLX_TRY(rlx_matmul(g, h, w4, &h));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, h, b4, &h));
+  RLX_TRY(rlx_build_SoftmaxCrossEntropyWithLogits(g, (rlx_id[]){h, lab}, 2, NULL, &l));
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_MEAN, l, 1, (int64_t[]){0}, false, &l));
+  RLX_TRY(rlx_graph_set_outputs(g, &l, 1));
+  const char *wrt[] = {"w1", "b1", "w2", "b2", "w3", "b3", "w4", "b4"};
+  rlx_grad_options go;
+  rlx_grad_options_init(&go);
+  return rlx_grad_with_loss(g, wrt, 8, &go, grad);
+}
+
+/* Compiles gr (with `threads`) and runs it on fixed values; returns the outputs (malloc'ed). */
+static float **run_step(rlx_graph *gr, int threads, int64_t B, uint32_t *n_out) {
+  rlx_compile_options co;
+  rlx_compile_options_init(&co);
+  co.threads = threads;
+  rlx_executable *e = NULL;
+  rlx_status st = rlx_compile(gr, "cpu", &co, &e);
+  CHECK_MSG(st == RLX_OK, "compile: %s", rlx_last_error());
+  if (st) return NULL;
+  uint64_t saved = rng_state;
+  rng_state = 12345;
+  for (uint32_t i = 0; i < rlx_executable_param_count(e); i++) {
+    rlx_tensor t = {malloc(numel(rlx_executable_param_shape(e, i)) * 4), *rlx_executable_param_shape(e, i)};
+    fill(&t, FILL_UNIFORM, 0);
+    CHECK_OK(rlx_executable_set_param(e, rlx_executable_param_name(e, i), &t));
+    free(t.data);
+  }
+  rlx_tensor x = {malloc((size_t)B * 144 * 4), SHP(F32, B, 1, 12, 12)}, lab = {malloc((size_t)B * 4), SHP(I32, B)};
+  fill(&x, FILL_UNIFORM, 0);
+  fill(&lab, FILL_LABELS, 5);
+  rng_state = saved;
+  float seed = 1.0f;
+  rlx_named_tensor in[3] = {{"x", x}, {"labels", lab}, {"d_output", {&seed, SHP(F32)}}};
+  const rlx_tensor *outs;
+  float **res = NULL;
+  st = rlx_executable_run(e, in, 3, &outs, n_out);
+  CHECK_MSG(st == RLX_OK, "run: %s", rlx_last_error());
+  if (st == RLX_OK) {
+    res = calloc(*n_out, sizeof *res);
+    for (uint32_t i = 0; i < *n_out; i++) {
+      size_t b = numel(&outs[i].shape) * 4;
+      res[i] = malloc(b ? b : 1);
+      memcpy(res[i], outs[i].data, b);
+    }
+  }
+  free(x.data);
+  free(lab.data);
+  rlx_executable_free(e);
+  return res;
+}
+
+static void test_executor(void) {
+  rlx_graph *f = NULL, *gr = NULL;
+  int64_t B = 5;
+  CHECK_OK(cnn_grad_graph(B, &f, &gr));
+  if (!gr) {
+    rlx_graph_free(f);
+    return;
+  }
+  setenv("RLX_CPU_REF_ONLY", "1", 1);
+  uint32_t n_ref = 0, n_fast = 0, n_plain = 0;
+  float **ref = run_step(gr, 1, B, &n_ref);
+  unsetenv("RLX_CPU_REF_ONLY");
+  /* fast kernels without fusion: the fused thunks must reproduce these bit for bit */
+  setenv("RLX_CPU_NO_FUSION", "1", 1);
+  uint64_t fusions0 = rlx_cpu_fusion_count();
+  float **plain = run_step(gr, 2, B, &n_plain);
+  CHECK(rlx_cpu_fusion_count() == fusions0);
+  unsetenv("RLX_CPU_NO_FUSION");
+  const rlx_id *outs = rlx_graph_outputs(gr);
+  for (int t = 1; t <= 2 && ref && plain; t++) {
+    uint64_t before = rlx_cpu_fusion_count();
+    float **fast = run_step(gr, t, B, &n_fast);
+    /* conv + bias + relu (2), max-pool backward + relu backward (2), transpose -> matmul (4) */
+    CHECK_MSG(rlx_cpu_fusion_count() - before >= 6, "only %llu fusions", (unsigned long long)(rlx_cpu_fusion_count() - before));
+    CHECK(fast && n_fast == n_ref);
+    for (uint32_t i = 0; fast && i < n_ref; i++) {
+      const rlx_node *on = rlx_graph_node(gr, outs[i]);
+      size_t cnt = numel(&on->shape), bad = 0, differ = 0;
+      for (size_t k = 0; k < cnt; k++) {
+        bad += !close_enough(fast[i][k], ref[i][k], 1e-4, 1e-6);
+        if (t == 2) differ += memcmp(&fast[i][k], &plain[i][k], sizeof(float)) != 0;
+      }
+      CHECK_MSG(bad == 0, "executor (threads %d): output %u differs from the reference in %zu of %zu elements", t, i,
+                bad, cnt);
+      CHECK_MSG(differ == 0, "executor: output %u of the fused run differs from the unfused fast run in %zu elements",
+                i, differ);
+      free(fast[i]);
+    }
+    free(fast);
+  }
+  for (uint32_t i = 0; ref && i < n_ref; i++) free(ref[i]);
+  for (uint32_t i = 0; plain && i < n_plain; i++) free(plain[i]);
+  free(ref);
+  free(plain);
+  rlx_graph_free(gr);
+  rlx_graph_free(f);
+}
+
+int main(void) {
+  for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
+  test_matmul();
+  test_transpose();
+  test_conv();
+  test_pool();
+  test_binary();
+  test_activation();
+  test_backward_act();
+  test_where_cast();
+  test_reduce();
+  test_softmax();
+  test_executor();
+  for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);
+  return rlx_test_finish("test_fast_vs_ref");
+}

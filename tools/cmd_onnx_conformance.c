@@ -1,0 +1,1497 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* `rlx onnx-conformance`: runs the ONNX backend test suite (Debian's libonnx-testdata) through the
+ * importer and the CPU backend. Each test folder holds model.onnx and test_data_set_N/ folders of
+ * input_K.pb / output_K.pb TensorProto files. Every test runs in its own forked child process with
+ * a time limit, so a crash or a hang is a result ("crashed", "timeout") and never stops the suite.
+ * Outcomes: passed, failed (with the largest errors), unsupported (with the importer's or the
+ * backend's reason), crashed, timeout. Optionally writes a JSON report and the Markdown document
+ * docs/onnx-conformance.md, and checks a minimum pass count (the CI ratchet). */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rlx/onnx.h"
+#include "rlx/rlx.h"
+#include "rlx/session.h"
+#include "runtime/elem.h"
+
+/* ONNX backend test defaults (onnx/backend/test/runner): numpy.testing.assert_allclose. */
+#define CONF_RTOL 1e-3
+#define CONF_ATOL 1e-7
+#define MAX_TENSORS 64     /* input_K.pb / output_K.pb files read per data set */
+#define MAX_DATA_SETS 64   /* test_data_set_N folders per test */
+#define MAX_MSG 2000       /* bytes of a result message kept */
+#define MAX_CHILD_ERR 16384 /* bytes of a child's stderr kept */
+
+typedef enum { ST_PASSED, ST_FAILED, ST_UNSUPPORTED, ST_CRASHED, ST_TIMEOUT, ST_COUNT } conf_status;
+static const char *const status_names[ST_COUNT] = {"passed", "failed", "unsupported", "crashed", "timeout"};
+
+typedef struct conf_test {
+  char *suite, *name, *dir;
+  conf_status status;
+  double max_abs, max_rel, seconds;
+  bool needs_values; /* passed, but only with the input values known at import time */
+  char *ops;         /* distinct op types of the main graph, comma-separated */
+  char *message;     /* reason / mismatch description; for a pass that needs values, why */
+} conf_test;
+
+const char cli_onnx_conformance_usage[] =
+    "usage: rlx onnx-conformance DIR... [--json] [--doc FILE] [--min-passed N] [--jobs N]\n"
+    "                            [--timeout S] [--filter TEXT] [-v | -q]\n"
+    "\n"
+    "Runs ONNX backend tests (e.g. /usr/include/onnx/backend/test/data/node). DIR is a suite folder\n"
+    "of test_* folders (the suite is named after DIR) or one test folder holding model.onnx. Each\n"
+    "test is imported (symbolic dims bound from the input .pb shapes), compiled for the CPU backend\n"
+    "and run on every test_data_set_N; its outputs are compared with output_K.pb (floats:\n"
+    "|got - expected| <= 1e-7 + 1e-3 |expected|, NaN equals NaN; integers and bools exactly).\n"
+    "Each test runs in its own process: a crash or a timeout is a result, not the end of the run.\n"
+    "Prints one line per test that did not pass (stderr) and per-suite totals (stdout).\n"
+    "\n"
+    "options:\n"
+    "  --json          write every result as JSON to stdout (the totals go to stderr)\n"
+    "  --doc FILE      write the Markdown report (docs/onnx-conformance.md): the node totals\n"
+    "                  line, totals per suite, every failing and unsupported test by ONNX op\n"
+    "  --min-passed N  exit with 1 when fewer than N tests of suite `node` passed (of all\n"
+    "                  tests when no suite is named node)\n"
+    "  --jobs N, -j N  tests run at the same time (default 1)\n"
+    "  --timeout S     time limit of one test in seconds (default 60)\n"
+    "  --filter TEXT   only the tests whose name contains TEXT\n"
+    "  -v, --verbose   also print passed tests\n"
+    "  -q, --quiet     print only the totals\n";
+
+/* ======================================================================================
+ * Small string helpers
+ * ====================================================================================== */
+
+typedef struct sbuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + n + 1) cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (!np) {
+      b->oom = true;
+      return;
+    }
+    b->p = np;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  char tmp[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (k < 0) return;
+  if ((size_t)k < sizeof tmp) {
+    sb_add(b, tmp, (size_t)k);
+    return;
+  }
+  char *big = malloc((size_t)k + 1);
+  if (!big) {
+    b->oom = true;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  sb_add(b, big, (size_t)k);
+  free(big);
+}
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s);
+  char *c = malloc(n + 1);
+  if (c) memcpy(c, s, n + 1);
+  return c;
+}
+
+static char *path_join(const char *a, const char *b) {
+  size_t n = strlen(a) + strlen(b) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", a, b);
+  return p;
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names of the sub-folders of `dir` starting with `prefix`; NULL on error. */
+static char **list_dirs(const char *dir, const char *prefix, size_t *n_out) {
+  *n_out = 0;
+  DIR *d = opendir(dir);
+  if (!d) return NULL;
+  size_t n = 0, cap = 16;
+  char **v = malloc(cap * sizeof *v);
+  struct dirent *e;
+  while (v && (e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+    char *full = path_join(dir, e->d_name);
+    bool ok = full && is_dir(full);
+    free(full);
+    if (!ok) continue;
+    if (n == cap) {
+      char **nv = realloc(v, 2 * cap * sizeof *v);
+      if (!nv) break;
+      v = nv;
+      cap *= 2;
+    }
+    if (!(v[n] = xstrdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (!v) return NULL;
+  qsort(v, n, sizeof *v, cmp_str);
+  *n_out = n;
+  return v;
+}
+
+static void free_list(char **v, size_t n) {
+  for (size_t i = 0; v && i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* One line: whitespace runs (newlines included) become one space, at most `max` bytes kept. */
+static void one_line(const char *in, char *out, size_t max) {
+  size_t n = 0;
+  bool space = false;
+  for (const char *p = in; *p && n + 4 < max; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      space = n > 0;
+      continue;
+    }
+    if (space) out[n++] = ' ';
+    space = false;
+    out[n++] = c < 0x20 ? '?' : (char)c;
+  }
+  if (in[0] && n + 4 >= max) {
+    memcpy(out + n, "...", 3);
+    n += 3;
+  }
+  out[n] = 0;
+}
+
+/* ======================================================================================
+ * model.onnx: graph input names and op types (a minimal protobuf wire-format reader)
+ * ====================================================================================== */
+
+typedef struct pbr {
+  const uint8_t *p, *end;
+} pbr;
+
+static bool pb_varint(pbr *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (r->p >= r->end) return false;
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Next field: its number, its value for varint fields, its payload for length-delimited ones. */
+static bool pb_next(pbr *r, uint32_t *field, uint64_t *value, pbr *payload) {
+  uint64_t key, v = 0;
+  if (!pb_varint(r, &key)) return false;
+  *field = (uint32_t)(key >> 3);
+  payload->p = payload->end = NULL;
+  *value = 0;
+  switch (key & 7) {
+  case 0:
+    if (!pb_varint(r, &v)) return false;
+    *value = v;
+    return true;
+  case 1:
+    if (r->end - r->p < 8) return false;
+    r->p += 8;
+    return true;
+  case 5:
+    if (r->end - r->p < 4) return false;
+    r->p += 4;
+    return true;
+  case 2:
+    if (!pb_varint(r, &v) || v > (uint64_t)(r->end - r->p)) return false;
+    payload->p = r->p;
+    payload->end = r->p + v;
+    r->p += v;
+    return true;
+  default: return false; /* groups are not used by onnx.proto */
+  }
+}
+
+/* The last occurrence of length-delimited field `want` of a message ({NULL, NULL} when absent). */
+static pbr pb_sub(pbr msg, uint32_t want) {
+  pbr found = {NULL, NULL}, pl;
+  uint32_t f;
+  uint64_t v;
+  while (msg.p < msg.end && pb_next(&msg, &f, &v, &pl))
+    if (f == want && pl.p) found = pl;
+  return found;
+}
+
+/* The string field `want` of a message ("" when absent); false when malformed. */
+static bool pb_string(pbr msg, uint32_t want, char *out, size_t cap) {
+  uint32_t f;
+  uint64_t v;
+  pbr pl;
+  out[0] = 0;
+  while (msg.p < msg.end) {
+    if (!pb_next(&msg, &f, &v, &pl)) return false;
+    if (f == want && pl.p) {
+      size_t n = (size_t)(pl.end - pl.p);
+      if (n >= cap) n = cap - 1;
+      memcpy(out, pl.p, n);
+      out[n] = 0;
+      return true;
+    }
+  }
+  return true;
+}
+
+/* The whole file in a malloc'ed buffer (NULL on error). */
+static uint8_t *read_file(const char *path, size_t *len_out) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  uint8_t *data = NULL;
+  size_t len = 0, cap = 0;
+  bool ok = true;
+  for (;;) {
+    if (len == cap) {
+      cap = cap ? cap * 2 : 65536;
+      uint8_t *nd = realloc(data, cap);
+      if (!nd) {
+        ok = false;
+        break;
+      }
+      data = nd;
+    }
+    size_t k = fread(data + len, 1, cap - len, f);
+    len += k;
+    if (k == 0) break;
+  }
+  ok = ok && !ferror(f);
+  fclose(f);
+  if (!ok) {
+    free(data);
+    return NULL;
+  }
+  *len_out = len;
+  return data;
+}
+
+/* Names with the ONNX elem_type of each (0 when not a tensor). */
+typedef struct name_list {
+  char **v;
+  int64_t *elem;
+  size_t n, cap;
+} name_list;
+
+static bool nl_push(name_list *l, const char *name, int64_t elem) {
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 16;
+    char **nv = realloc(l->v, nc * sizeof *nv);
+    if (!nv) return false;
+    l->v = nv;
+    int64_t *ne = realloc(l->elem, nc * sizeof *ne);
+    if (!ne) return false;
+    l->elem = ne;
+    l->cap = nc;
+  }
+  if (!(l->v[l->n] = xstrdup(name))) return false;
+  l->elem[l->n++] = elem;
+  return true;
+}
+
+static bool nl_has(const name_list *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->v[i], name) == 0) return true;
+  return false;
+}
+
+static void nl_free(name_list *l) {
+  free_list(l->v, l->n);
+  free(l->elem);
+  memset(l, 0, sizeof *l);
+}
+
+typedef struct model_info {
+  name_list inputs;  /* graph inputs that are not initializers, in order */
+  name_list outputs; /* graph outputs, in order */
+  char ops[1024];    /* distinct op types, comma-separated, in first-use order */
+} model_info;
+
+static void model_info_free(model_info *m) {
+  nl_free(&m->inputs);
+  nl_free(&m->outputs);
+  memset(m, 0, sizeof *m);
+}
+
+static void add_op(char *ops, size_t cap, const char *op) {
+  size_t n = strlen(op), len = strlen(ops);
+  for (const char *p = ops; *p;) { /* already listed? */
+    const char *comma = strchr(p, ',');
+    size_t k = comma ? (size_t)(comma - p) : strlen(p);
+    if (k == n && memcmp(p, op, n) == 0) return;
+    p += k + (comma ? 1 : 0);
+  }
+  if (len + n + 2 > cap) return;
+  if (len) ops[len++] = ',';
+  memcpy(ops + len, op, n + 1);
+}
+
+/* ValueInfoProto.type (2) .tensor_type (1) .elem_type (1); 0 when absent. */
+static int64_t value_elem_type(pbr vi) {
+  pbr tensor = pb_sub(pb_sub(vi, 2), 1);
+  uint32_t f;
+  uint64_t v, elem = 0;
+  pbr pl;
+  while (tensor.p && tensor.p < tensor.end && pb_next(&tensor, &f, &v, &pl))
+    if (f == 1 && !pl.p) elem = v;
+  return (int64_t)elem;
+}
+
+/* Reads ModelProto.graph (7): nodes (1; op_type 4), initializers (5; name 8), sparse initializers
+ * (15; values 1, name 8), inputs (11) and outputs (12) (ValueInfoProto; name 1). */
+static bool model_info_read(const char *path, model_info *mi) {
+  memset(mi, 0, sizeof *mi);
+  size_t len = 0;
+  uint8_t *data = read_file(path, &len);
+  if (!data) return false;
+  pbr graph = pb_sub((pbr){data, data + len}, 7), pl;
+  name_list inits = {0}, ins = {0};
+  uint32_t fld;
+  uint64_t val;
+  char name[512];
+  bool ok = graph.p != NULL;
+  while (ok && graph.p < graph.end) {
+    if (!pb_next(&graph, &fld, &val, &pl)) ok = false;
+    else if (!pl.p) continue;
+    else if (fld == 1) {
+      ok = pb_string(pl, 4, name, sizeof name);
+      add_op(mi->ops, sizeof mi->ops, name[0] ? name : "?");
+    } else if (fld == 5 || fld == 15) {
+      pbr t = fld == 15 ? pb_sub(pl, 1) : pl; /* SparseTensorProto.values (1) holds the name */
+      ok = t.p && pb_string(t, 8, name, sizeof name) && nl_push(&inits, name, 0);
+    } else if (fld == 11 || fld == 12) {
+      ok = pb_string(pl, 1, name, sizeof name) && nl_push(fld == 11 ? &ins : &mi->outputs, name, value_elem_type(pl));
+    }
+  }
+  free(data);
+  for (size_t i = 0; ok && i < ins.n; i++) /* keep the inputs that are not initializers */
+    if (!nl_has(&inits, ins.v[i])) ok = nl_push(&mi->inputs, ins.v[i], ins.elem[i]);
+  nl_free(&inits);
+  nl_free(&ins);
+  if (!ok) model_info_free(mi);
+  return ok;
+}
+
+/* ======================================================================================
+ * One test (runs inside the child process)
+ * ====================================================================================== */
+
+typedef struct test_result {
+  conf_status status;
+  double max_abs, max_rel;
+  bool needs_values;
+  char msg[MAX_MSG];
+} test_result;
+
+static void set_result(test_result *r, conf_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void set_result(test_result *r, conf_status st, const char *fmt, ...) {
+  r->status = st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+  va_end(ap);
+}
+
+/* The library's last message without the test folder's path (messages name model.onnx by path). */
+static const char *last_error_in(const char *dir, char *buf, size_t cap) {
+  const char *m = rlx_last_error();
+  size_t dn = strlen(dir), n = 0;
+  for (const char *p = m; *p && n + 1 < cap;) {
+    if (strncmp(p, dir, dn) == 0 && p[dn] == '/') {
+      p += dn + 1;
+      if (strncmp(p, "model.onnx: ", 12) == 0) p += 12;
+      continue;
+    }
+    buf[n++] = *p++;
+  }
+  buf[n] = 0;
+  return buf[0] ? buf : "failed without a message";
+}
+
+/* An error status as a result: a gap is "unsupported", anything else "failed". */
+static conf_status status_of(rlx_status s) { return s == RLX_ERR_UNSUPPORTED ? ST_UNSUPPORTED : ST_FAILED; }
+
+static bool is_exact(rlx_dtype t) { return rlx_dtype_is_int(t) || t == RLX_BOOL; }
+
+/* Compares one output against the expected tensor with assert_allclose semantics. */
+static bool compare(const rlx_tensor *got, const rlx_tensor *want, uint32_t k, test_result *r) {
+  char gs[128], ws[128];
+  rlx_shape_format(&got->shape, gs, sizeof gs);
+  rlx_shape_format(&want->shape, ws, sizeof ws);
+  bool same_dims = got->shape.rank == want->shape.rank;
+  for (uint32_t i = 0; same_dims && i < got->shape.rank; i++) same_dims = got->shape.dims[i] == want->shape.dims[i];
+  if (got->shape.dtype != want->shape.dtype || !same_dims) {
+    set_result(r, ST_FAILED, "output %u: got %s, expected %s", k, gs, ws);
+    return false;
+  }
+  size_t n = 0;
+  if (rlx_shape_numel(&want->shape, &n) != RLX_OK) {
+    set_result(r, ST_FAILED, "output %u: bad expected shape %s", k, ws);
+    return false;
+  }
+  rlx_dtype t = (rlx_dtype)want->shape.dtype;
+  bool cplx = rlx_dtype_class_of(t) == RLX_CLASS_COMPLEX;
+  size_t bad = 0, first = 0;
+  double first_got = 0, first_want = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (is_exact(t)) {
+      int64_t a = rlx_elem_get_i64(got->data, t, i), b = rlx_elem_get_i64(want->data, t, i);
+      if (a != b) {
+        double d = fabs((double)a - (double)b);
+        if (d > r->max_abs) r->max_abs = d;
+        if (b != 0 && d / fabs((double)b) > r->max_rel) r->max_rel = d / fabs((double)b);
+        if (!bad++) first = i, first_got = (double)a, first_want = (double)b;
+      }
+      continue;
+    }
+    for (int part = 0; part < (cplx ? 2 : 1); part++) {
+      double a, b, ai, bi;
+      rlx_elem_get_c(got->data, t, i, &a, &ai);
+      rlx_elem_get_c(want->data, t, i, &b, &bi);
+      if (part) a = ai, b = bi;
+      bool ok;
+      if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
+      else if (isinf(a) || isinf(b)) ok = a == b;
+      else {
+        double d = fabs(a - b);
+        if (d > r->max_abs) r->max_abs = d;
+        if (b != 0 && d / fabs(b) > r->max_rel) r->max_rel = d / fabs(b);
+        ok = d <= CONF_ATOL + CONF_RTOL * fabs(b);
+      }
+      if (!ok && !bad++) first = i, first_got = a, first_want = b;
+    }
+  }
+  if (!bad) return true;
+  set_result(r, ST_FAILED,
+             "output %u (%s): %zu of %zu values %s; max abs err %.3g, max rel err %.3g (first at flat index %zu: got %.9g, "
+             "expected %.9g)",
+             k, ws, bad, n, is_exact(t) ? "differ" : "outside rtol 1e-3 / atol 1e-7", r->max_abs, r->max_rel, first,
+             first_got, first_want);
+  return false;
+}
+
+/* TensorProto.data_type (field 2) of a serialized tensor: when it is UINT16 (4) and `want` is
+ * BFLOAT16 (16), rewrites it to BFLOAT16 in place. The ONNX test generator stores bfloat16 test
+ * data as its uint16 bit patterns (numpy has no bfloat16); the bits are the same in both. */
+static void bf16_from_uint16(uint8_t *data, size_t len, int64_t want) {
+  if (want != 16) return;
+  pbr r = {data, data + len};
+  while (r.p < r.end) {
+    pbr at = r;
+    uint64_t key, v;
+    if (!pb_varint(&at, &key)) return;
+    if (key == (2u << 3)) { /* field 2 as a varint */
+      if (at.p < at.end && *at.p == 4) data[at.p - data] = 16;
+      return;
+    }
+    uint32_t f;
+    pbr pl;
+    if (!pb_next(&r, &f, &v, &pl)) return;
+  }
+}
+
+/* Loads dir/SET/PREFIX_K.pb for K = 0, 1, ... while they exist; `decl` gives the model's dtypes. */
+static bool load_tensors(const char *tdir, const char *set, const char *prefix, const name_list *decl, rlx_tensor *v,
+                         uint32_t *n, test_result *r, rlx_status *why) {
+  *n = 0;
+  for (uint32_t k = 0; k < MAX_TENSORS; k++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/%s_%u.pb", set, prefix, k);
+    char *p = path_join(tdir, rel);
+    if (!p) {
+      set_result(r, ST_FAILED, "out of memory");
+      *why = RLX_ERR_OOM;
+      return false;
+    }
+    if (!is_file(p)) {
+      free(p);
+      return true;
+    }
+    size_t len = 0;
+    uint8_t *data = read_file(p, &len);
+    free(p);
+    rlx_status s;
+    if (!data) s = rlx_errorf(RLX_ERR_IO, "cannot read the file");
+    else {
+      bf16_from_uint16(data, len, k < decl->n ? decl->elem[k] : 0);
+      s = rlx_onnx_tensor_read(data, len, NULL, &v[k], NULL);
+    }
+    free(data);
+    if (s) {
+      set_result(r, status_of(s), "test data %s: %s", rel, rlx_last_error());
+      *why = s;
+      return false;
+    }
+    (*n)++;
+  }
+  return true;
+}
+
+/* One data set: import (binding dims and input values), compile, run, compare. */
+static bool run_data_set(const char *tdir, const char *model, const model_info *mi, const char *set, test_result *r) {
+  rlx_tensor in[MAX_TENSORS], out[MAX_TENSORS];
+  rlx_named_tensor named[MAX_TENSORS], feed[MAX_TENSORS];
+  uint32_t n_in = 0, n_out = 0;
+  rlx_status why = RLX_OK;
+  rlx_graph *g = NULL;
+  rlx_executable *e = NULL;
+  char buf[MAX_MSG];
+  bool ok = load_tensors(tdir, set, "input", &mi->inputs, in, &n_in, r, &why) &&
+            load_tensors(tdir, set, "output", &mi->outputs, out, &n_out, r, &why);
+  if (!ok && why != RLX_ERR_OOM) {
+    /* test data RLX cannot hold: when the model has gaps, the importer's reasons say more */
+    char *text = NULL;
+    size_t len = 0;
+    uint32_t gaps = 0;
+    if (rlx_onnx_report(model, NULL, NULL, &text, &len, &gaps) == RLX_OK && gaps)
+      set_result(r, ST_UNSUPPORTED, "import: %s", text);
+    free(text);
+  }
+  if (ok && n_in != mi->inputs.n) {
+    set_result(r, ST_FAILED, "%s has %u input files but the model has %zu graph inputs", set, n_in, mi->inputs.n);
+    ok = false;
+  }
+  if (ok) {
+    for (uint32_t k = 0; k < n_in; k++) named[k] = (rlx_named_tensor){mi->inputs.v[k], in[k]};
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    o.inputs = named;
+    o.n_inputs = n_in;
+    rlx_status s = rlx_onnx_import_file(model, &o, NULL, &g);
+    if (s) {
+      set_result(r, status_of(s), "import: %s", last_error_in(tdir, buf, sizeof buf));
+      ok = false;
+    }
+  }
+  if (ok) {
+    rlx_compile_options co;
+    rlx_compile_options_init(&co);
+    co.threads = 1; /* the runner parallelises over processes */
+    rlx_status s = rlx_compile(g, "cpu", &co, &e);
+    if (s) {
+      set_result(r, status_of(s), "compile (cpu): %s", last_error_in(tdir, buf, sizeof buf));
+      ok = false;
+    }
+  }
+  uint32_t n_feed = 0;
+  for (uint32_t i = 0; ok && e && i < rlx_executable_input_count(e); i++) {
+    const char *name = rlx_executable_input_name(e, i);
+    uint32_t k = 0;
+    while (k < n_in && strcmp(named[k].name, name) != 0) k++;
+    if (k == n_in) {
+      set_result(r, ST_FAILED, "the compiled graph has an input \"%s\" that is not a graph input of the model", name);
+      ok = false;
+    } else {
+      feed[n_feed++] = named[k];
+    }
+  }
+  if (ok && rlx_executable_param_count(e)) {
+    set_result(r, ST_FAILED, "the compiled graph has %u params (initializers should be constants), first \"%s\"",
+               rlx_executable_param_count(e), rlx_executable_param_name(e, 0));
+    ok = false;
+  }
+  const rlx_tensor *res = NULL;
+  uint32_t n_res = 0;
+  if (ok) {
+    rlx_status s = rlx_executable_run(e, feed, n_feed, &res, &n_res);
+    if (s) {
+      set_result(r, status_of(s), "run: %s", last_error_in(tdir, buf, sizeof buf));
+      ok = false;
+    }
+  }
+  if (ok && n_res != n_out) {
+    set_result(r, ST_FAILED, "%u outputs, expected %u", n_res, n_out);
+    ok = false;
+  }
+  for (uint32_t k = 0; ok && k < n_out; k++) ok = compare(&res[k], &out[k], k, r);
+  rlx_executable_free(e);
+  rlx_graph_free(g);
+  for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
+  for (uint32_t k = 0; k < n_out; k++) rlx_onnx_tensor_free(&out[k], NULL);
+  return ok;
+}
+
+/* After a pass: the importer got the input values; does the model also import from the input
+ * shapes alone, or did an op need a value at import time (Reshape's shape, Range's limits...)? */
+static void check_needs_values(const char *tdir, const char *model, const model_info *mi, const char *set,
+                               test_result *r) {
+  rlx_tensor in[MAX_TENSORS];
+  rlx_named_tensor named[MAX_TENSORS];
+  uint32_t n_in = 0;
+  rlx_status why;
+  static test_result scratch;
+  if (!load_tensors(tdir, set, "input", &mi->inputs, in, &n_in, &scratch, &why) || n_in != mi->inputs.n) {
+    for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
+    return;
+  }
+  for (uint32_t k = 0; k < n_in; k++) named[k] = (rlx_named_tensor){mi->inputs.v[k], {NULL, in[k].shape}};
+  rlx_onnx_options o;
+  rlx_onnx_options_init(&o);
+  o.inputs = named;
+  o.n_inputs = n_in;
+  rlx_graph *g = NULL;
+  if (rlx_onnx_import_file(model, &o, NULL, &g) != RLX_OK) {
+    char buf[MAX_MSG];
+    r->needs_values = true;
+    set_result(r, ST_PASSED, "%s", last_error_in(tdir, buf, sizeof buf));
+  }
+  rlx_graph_free(g);
+  for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
+}
+
+static void run_test(const char *tdir, test_result *r, char *ops, size_t ops_cap) {
+  memset(r, 0, sizeof *r);
+  ops[0] = 0;
+  char *model = path_join(tdir, "model.onnx");
+  if (!model) {
+    set_result(r, ST_FAILED, "out of memory");
+    return;
+  }
+  model_info mi;
+  if (!is_file(model)) {
+    set_result(r, ST_UNSUPPORTED, "no model.onnx in the test folder (the model is downloaded separately)");
+    free(model);
+    return;
+  }
+  if (!model_info_read(model, &mi)) {
+    /* malformed: let the importer say what is wrong (it must fail cleanly) */
+    rlx_graph *g = NULL;
+    char buf[MAX_MSG];
+    rlx_status s = rlx_onnx_import_file(model, NULL, NULL, &g);
+    if (s) set_result(r, status_of(s), "import: %s", last_error_in(tdir, buf, sizeof buf));
+    else set_result(r, ST_FAILED, "the runner cannot read the graph inputs of model.onnx, but the importer accepts it");
+    rlx_graph_free(g);
+    free(model);
+    return;
+  }
+  snprintf(ops, ops_cap, "%s", mi.ops);
+  size_t n_sets = 0;
+  char **sets = list_dirs(tdir, "test_data_set_", &n_sets);
+  if (!sets || n_sets == 0) set_result(r, ST_FAILED, "no test_data_set_N folders");
+  for (size_t i = 0; i < n_sets && i < MAX_DATA_SETS; i++)
+    if (!run_data_set(tdir, model, &mi, sets[i], r)) {
+      if (n_sets > 1) { /* name the data set: "test_data_set_1: ..." */
+        size_t p = strlen(sets[i]) + 2, m = strlen(r->msg);
+        if (p < sizeof r->msg) {
+          if (m + p >= sizeof r->msg) m = sizeof r->msg - p - 1;
+          memmove(r->msg + p, r->msg, m);
+          r->msg[p + m] = 0;
+          memcpy(r->msg, sets[i], p - 2);
+          memcpy(r->msg + p - 2, ": ", 2);
+        }
+      }
+      break;
+    }
+  if (n_sets && r->status == ST_PASSED) check_needs_values(tdir, model, &mi, sets[0], r);
+  free_list(sets, n_sets);
+  model_info_free(&mi);
+  free(model);
+}
+
+/* ======================================================================================
+ * Child processes
+ * ====================================================================================== */
+
+typedef struct child {
+  pid_t pid;
+  int res_fd, err_fd; /* -1 once closed */
+  size_t test;
+  double start;
+  sbuf res, err;
+  bool killed;
+} child;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return;
+    p += k;
+    n -= (size_t)k;
+  }
+}
+
+/* Child: runs the test and writes "status\0max_abs\0max_rel\0needs_values\0ops\0message" to fd. */
+static void child_main(const char *tdir, int fd, int err_fd, unsigned timeout) {
+  int devnull = open("/dev/null", O_WRONLY);
+  if (devnull >= 0) dup2(devnull, STDOUT_FILENO);
+  dup2(err_fd, STDERR_FILENO);
+  alarm(timeout);
+  static test_result r;
+  static char ops[1024];
+  run_test(tdir, &r, ops, sizeof ops);
+  char head[128];
+  int k = snprintf(head, sizeof head, "%d%c%.17g%c%.17g%c%d%c", (int)r.status, 0, r.max_abs, 0, r.max_rel, 0,
+                   (int)r.needs_values, 0);
+  write_all(fd, head, (size_t)k);
+  write_all(fd, ops, strlen(ops) + 1);
+  write_all(fd, r.msg, strlen(r.msg));
+  fflush(stderr);
+  exit(0); /* not _exit: a leak checker (LeakSanitizer) then reports at exit, as a crash */
+}
+
+/* The useful lines of a crashed child's stderr: sanitizer summaries and the first frames. */
+static void crash_summary(const char *err, sbuf *out) {
+  if (!err) return;
+  int frames = 0;
+  for (const char *p = err; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    char line[400];
+    size_t m = n < sizeof line - 1 ? n : sizeof line - 1;
+    memcpy(line, p, m);
+    line[m] = 0;
+    const char *t = line;
+    while (*t == ' ') t++;
+    bool take = strstr(t, "ERROR:") || strstr(t, "runtime error:") || strncmp(t, "SUMMARY:", 8) == 0;
+    bool runtime_frame = strstr(t, "libasan") || strstr(t, "libubsan") || strstr(t, "libsanitizer");
+    if (!take && t[0] == '#' && frames < 4 && strstr(t, " in ") && !runtime_frame) {
+      take = true;
+      frames++;
+    }
+    if (take) {
+      sb_puts(out, "; ");
+      sb_puts(out, t);
+    }
+    p += n + (nl ? 1 : 0);
+  }
+}
+
+static void finish_child(child *c, conf_test *t, int wstatus) {
+  t->seconds = now_s() - c->start;
+  const char *r = c->res.p;
+  size_t n = c->res.n;
+  /* the record: five NUL-terminated fields, then the message up to the end (sbuf adds a NUL) */
+  const char *f[6] = {0};
+  size_t nf = 0, start = 0;
+  for (size_t i = 0; r && i < n && nf < 5; i++)
+    if (r[i] == 0) {
+      f[nf++] = r + start;
+      start = i + 1;
+    }
+  if (nf == 5) f[nf++] = r + start;
+  bool exited_ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+  if (exited_ok && nf == 6) {
+    int st = atoi(f[0]);
+    t->status = st >= 0 && st < ST_COUNT ? (conf_status)st : ST_FAILED;
+    t->max_abs = strtod(f[1], NULL);
+    t->max_rel = strtod(f[2], NULL);
+    t->needs_values = t->status == ST_PASSED && f[3][0] == '1';
+    t->ops = xstrdup(f[4]);
+    t->message = xstrdup(f[5]);
+    return;
+  }
+  sbuf m = {0};
+  if (nf == 6 && WIFEXITED(wstatus)) { /* a result, then a failing exit: a sanitizer report at exit */
+    t->status = ST_CRASHED;
+    int st = atoi(f[0]);
+    sb_printf(&m, "finished (%s) but then exited with code %d", st >= 0 && st < ST_COUNT ? status_names[st] : "?",
+              WEXITSTATUS(wstatus));
+    crash_summary(c->err.p, &m);
+  } else if (c->killed || (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM)) {
+    t->status = ST_TIMEOUT;
+    sb_printf(&m, "did not finish within the time limit (%.0f s)", t->seconds);
+  } else {
+    t->status = ST_CRASHED;
+    int sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+    if (sig) sb_printf(&m, "killed by signal %d (%s)", sig, strsignal(sig));
+    else if (WIFEXITED(wstatus)) sb_printf(&m, "exited with code %d without a result", WEXITSTATUS(wstatus));
+    else sb_puts(&m, "ended without a result");
+    crash_summary(c->err.p, &m);
+  }
+  t->message = m.p ? m.p : xstrdup("");
+  if (nf >= 5) t->ops = xstrdup(f[4]);
+}
+
+static bool start_child(child *c, conf_test *t, size_t idx, unsigned timeout) {
+  int rp[2], ep[2];
+  if (pipe(rp) != 0) return false;
+  if (pipe(ep) != 0) {
+    close(rp[0]);
+    close(rp[1]);
+    return false;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(rp[0]);
+    close(rp[1]);
+    close(ep[0]);
+    close(ep[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(rp[0]);
+    close(ep[0]);
+    child_main(t->dir, rp[1], ep[1], timeout);
+  }
+  close(rp[1]);
+  close(ep[1]);
+  memset(c, 0, sizeof *c);
+  c->pid = pid;
+  c->res_fd = rp[0];
+  c->err_fd = ep[0];
+  c->test = idx;
+  c->start = now_s();
+  return true;
+}
+
+/* Reads what is available on fd into b (stderr beyond `limit` bytes is dropped); closes at EOF. */
+static void drain(int *fd, sbuf *b, size_t limit) {
+  char tmp[4096];
+  ssize_t k = read(*fd, tmp, sizeof tmp);
+  if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (k <= 0) {
+    close(*fd);
+    *fd = -1;
+    return;
+  }
+  if (b->n < limit) sb_add(b, tmp, (size_t)k < limit - b->n ? (size_t)k : limit - b->n);
+}
+
+typedef struct run_opts {
+  unsigned jobs, timeout;
+  bool verbose, quiet;
+} run_opts;
+
+static void report_progress(const conf_test *t, const run_opts *o) {
+  if (o->quiet) return;
+  if (t->status == ST_PASSED && !o->verbose) return;
+  char line[600];
+  one_line(t->message ? t->message : "", line, sizeof line);
+  fprintf(stderr, "%-11s %s/%s%s%s%s\n", status_names[t->status], t->suite, t->name, line[0] ? ": " : "",
+          t->needs_values ? "with input values at import; from shapes alone: " : "", line);
+}
+
+/* Runs every test, up to o->jobs at a time. */
+static bool run_all(conf_test *tests, size_t n, const run_opts *o) {
+  child *kids = calloc(o->jobs, sizeof *kids);
+  if (!kids) return false;
+  size_t next = 0, running = 0;
+  bool ok = true;
+  while ((next < n || running) && ok) {
+    while (next < n && running < o->jobs) {
+      size_t slot = 0;
+      while (kids[slot].pid) slot++;
+      if (!start_child(&kids[slot], &tests[next], next, o->timeout)) {
+        fprintf(stderr, "rlx onnx-conformance: cannot start a child process: %s\n", strerror(errno));
+        ok = false;
+        break;
+      }
+      next++;
+      running++;
+    }
+    struct pollfd pf[2 * 64];
+    size_t np = 0, owner[2 * 64];
+    for (size_t s = 0; s < o->jobs; s++) {
+      if (!kids[s].pid) continue;
+      if (kids[s].res_fd >= 0) pf[np] = (struct pollfd){kids[s].res_fd, POLLIN, 0}, owner[np++] = s;
+      if (kids[s].err_fd >= 0) pf[np] = (struct pollfd){kids[s].err_fd, POLLIN, 0}, owner[np++] = s;
+    }
+    if (np) {
+      int k = poll(pf, np, 200);
+      for (size_t i = 0; k > 0 && i < np; i++) {
+        if (!pf[i].revents) continue;
+        child *c = &kids[owner[i]];
+        if (pf[i].fd == c->res_fd) drain(&c->res_fd, &c->res, (size_t)1 << 20);
+        else drain(&c->err_fd, &c->err, MAX_CHILD_ERR);
+      }
+    }
+    double t = now_s();
+    for (size_t s = 0; s < o->jobs; s++) {
+      child *c = &kids[s];
+      if (!c->pid) continue;
+      /* the child's own alarm normally ends it; this is the backstop */
+      if (!c->killed && t - c->start > (double)o->timeout + 10) {
+        kill(c->pid, SIGKILL);
+        c->killed = true;
+      }
+      if (c->res_fd >= 0 || c->err_fd >= 0) continue; /* still running (or still writing) */
+      int ws = 0;
+      pid_t w;
+      do w = waitpid(c->pid, &ws, 0);
+      while (w < 0 && errno == EINTR);
+      finish_child(c, &tests[c->test], w == c->pid ? ws : 0);
+      report_progress(&tests[c->test], o);
+      free(c->res.p);
+      free(c->err.p);
+      memset(c, 0, sizeof *c);
+      running--;
+    }
+  }
+  free(kids);
+  return ok;
+}
+
+/* ======================================================================================
+ * Reports
+ * ====================================================================================== */
+
+typedef struct totals {
+  unsigned n[ST_COUNT], total, needs_values;
+} totals;
+
+static totals count(const conf_test *t, size_t n, const char *suite) {
+  totals s = {{0}, 0, 0};
+  for (size_t i = 0; i < n; i++)
+    if (!suite || strcmp(t[i].suite, suite) == 0) {
+      s.n[t[i].status]++;
+      s.total++;
+      s.needs_values += t[i].needs_values;
+    }
+  return s;
+}
+
+static unsigned failed_of(const totals *s) { return s->n[ST_FAILED] + s->n[ST_CRASHED] + s->n[ST_TIMEOUT]; }
+
+static void json_str(sbuf *b, const char *s) {
+  sb_puts(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\') sb_printf(b, "\\%c", *p);
+    else if (*p == '\n') sb_puts(b, "\\n");
+    else if (*p < 0x20) sb_printf(b, "\\u%04x", *p);
+    else sb_add(b, (const char *)p, 1);
+  }
+  sb_puts(b, "\"");
+}
+
+static void json_num(sbuf *b, double v) {
+  if (isfinite(v)) sb_printf(b, "%.6g", v);
+  else sb_puts(b, "null");
+}
+
+static void write_json(sbuf *b, const conf_test *t, size_t n, char **suites, size_t n_suites) {
+  sb_puts(b, "{\n  \"rtol\": 1e-3,\n  \"atol\": 1e-7,\n  \"suites\": {");
+  for (size_t s = 0; s < n_suites; s++) {
+    totals c = count(t, n, suites[s]);
+    sb_printf(b, "%s\n    ", s ? "," : "");
+    json_str(b, suites[s]);
+    sb_printf(b,
+              ": {\"passed\": %u, \"passed_needing_input_values\": %u, \"failed\": %u, \"crashed\": %u, "
+              "\"timeout\": %u, \"unsupported\": %u, \"total\": %u}",
+              c.n[ST_PASSED], c.needs_values, c.n[ST_FAILED], c.n[ST_CRASHED], c.n[ST_TIMEOUT], c.n[ST_UNSUPPORTED],
+              c.total);
+  }
+  sb_puts(b, "\n  },\n  \"tests\": [");
+  for (size_t i = 0; i < n; i++) {
+    sb_puts(b, i ? ",\n    {\"suite\": " : "\n    {\"suite\": ");
+    json_str(b, t[i].suite);
+    sb_puts(b, ", \"name\": ");
+    json_str(b, t[i].name);
+    sb_printf(b, ", \"status\": \"%s\", \"needs_input_values\": %s, \"ops\": ", status_names[t[i].status],
+              t[i].needs_values ? "true" : "false");
+    json_str(b, t[i].ops);
+    sb_puts(b, ", \"max_abs_err\": ");
+    json_num(b, t[i].max_abs);
+    sb_puts(b, ", \"max_rel_err\": ");
+    json_num(b, t[i].max_rel);
+    sb_printf(b, ", \"seconds\": %.3f, \"message\": ", t[i].seconds);
+    json_str(b, t[i].message);
+    sb_puts(b, "}");
+  }
+  sb_puts(b, "\n  ]\n}\n");
+}
+
+/* A failing test filed under an op: `key` is the op, `test` the index. */
+typedef struct gap_entry {
+  char *key;
+  size_t test;
+} gap_entry;
+
+static int cmp_gap(const void *a, const void *b) {
+  const gap_entry *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : (x->test > y->test) - (x->test < y->test);
+}
+
+/* The op(s) a failing test is filed under. Importer gaps name their op at the start of each line
+ * ("  Op: reason [...]"); otherwise the model's op when it has one op type; a function-expanded
+ * test (test_X_expanded) borrows the op of test_X; else the op types joined with " + ". */
+static void gap_keys(const conf_test *t, size_t n, size_t i, gap_entry **v, size_t *nv, size_t *cap) {
+  const conf_test *x = &t[i];
+  char keys[16][128];
+  size_t nk = 0;
+  const char *msg = x->message ? x->message : "";
+  if (x->status != ST_FAILED && strstr(msg, "unsupported op/opset/dtype gap")) {
+    for (const char *p = strchr(msg, '\n'); p && nk < 16; p = strchr(p + 1, '\n')) {
+      const char *s = p + 1;
+      while (*s == ' ') s++;
+      const char *colon = strchr(s, ':'), *nl = strchr(s, '\n');
+      if (!colon || (nl && colon > nl) || colon == s || (size_t)(colon - s) >= sizeof keys[0]) continue;
+      size_t len = (size_t)(colon - s);
+      bool dup = false;
+      for (size_t k = 0; k < nk && !dup; k++) dup = strlen(keys[k]) == len && memcmp(keys[k], s, len) == 0;
+      if (dup || memchr(s, ' ', len)) continue;
+      memcpy(keys[nk], s, len);
+      keys[nk++][len] = 0;
+    }
+  }
+  if (!nk) {
+    const char *ops = x->ops && x->ops[0] ? x->ops : "?";
+    size_t nl = strlen(x->name);
+    if (strchr(ops, ',') && nl > 9 && strcmp(x->name + nl - 9, "_expanded") == 0)
+      for (size_t j = 0; j < n; j++)
+        if (strcmp(t[j].suite, x->suite) == 0 && strlen(t[j].name) == nl - 9 &&
+            strncmp(t[j].name, x->name, nl - 9) == 0 && t[j].ops && t[j].ops[0] && !strchr(t[j].ops, ','))
+          ops = t[j].ops;
+    size_t k = 0;
+    for (const char *p = ops; *p && k + 4 < sizeof keys[0]; p++) {
+      if (*p == ',') {
+        memcpy(keys[0] + k, " + ", 3);
+        k += 3;
+      } else {
+        keys[0][k++] = *p;
+      }
+    }
+    keys[0][k] = 0;
+    nk = 1;
+  }
+  for (size_t k = 0; k < nk; k++) {
+    if (*nv == *cap) {
+      size_t nc = *cap ? *cap * 2 : 64;
+      gap_entry *ng = realloc(*v, nc * sizeof *ng);
+      if (!ng) return;
+      *v = ng;
+      *cap = nc;
+    }
+    char *key = xstrdup(keys[k]);
+    if (!key) return;
+    (*v)[(*nv)++] = (gap_entry){key, i};
+  }
+}
+
+/* The reason of a test for the doc, on one line: an importer gap report loses its header line and
+ * the node lists in brackets, and its gap lines are joined with "; ". */
+static void doc_reason(const conf_test *t, char *out, size_t cap) {
+  const char *msg = t->message ? t->message : "";
+  const char *nl = strchr(msg, '\n');
+  bool gaps = t->status != ST_FAILED && nl && strstr(msg, "unsupported op/opset/dtype gap") &&
+              strstr(msg, "unsupported op/opset/dtype gap") < nl;
+  char tmp[MAX_MSG];
+  size_t n = 0;
+  if (gaps) {
+    for (const char *p = nl + 1; *p && n + 3 < sizeof tmp; p++) {
+      if (*p == '[') { /* " [1 node: ...]" lists node names */
+        const char *close = strchr(p, ']');
+        if (close) {
+          p = close;
+          continue;
+        }
+      }
+      if (*p == '\n') {
+        while (n && tmp[n - 1] == ' ') n--;
+        if (p[1]) tmp[n++] = ';', tmp[n++] = ' ';
+        continue;
+      }
+      tmp[n++] = *p;
+    }
+  } else {
+    for (const char *p = msg; *p && n + 1 < sizeof tmp; p++) tmp[n++] = *p;
+  }
+  tmp[n] = 0;
+  one_line(tmp, out, cap);
+  for (char *p = out; *p; p++)
+    if (*p == '|') *p = '/'; /* keep Markdown tables intact */
+}
+
+/* The tests selected by `want_pass` (passes needing input values) or else the non-passes, filed
+ * under their ops and sorted by op. */
+static gap_entry *file_by_op(const conf_test *t, size_t n, bool want_pass, size_t *ng) {
+  gap_entry *g = NULL;
+  size_t cap = 0;
+  *ng = 0;
+  for (size_t i = 0; i < n; i++)
+    if (want_pass ? t[i].needs_values : t[i].status != ST_PASSED) gap_keys(t, n, i, &g, ng, &cap);
+  if (*ng) qsort(g, *ng, sizeof *g, cmp_gap);
+  return g;
+}
+
+static void free_entries(gap_entry *g, size_t ng) {
+  for (size_t i = 0; i < ng; i++) free(g[i].key);
+  free(g);
+}
+
+static size_t group_end(const gap_entry *g, size_t ng, size_t i) {
+  size_t j = i;
+  while (j < ng && strcmp(g[j].key, g[i].key) == 0) j++;
+  return j;
+}
+
+static void write_gaps(sbuf *b, const conf_test *t, size_t n) {
+  size_t ng;
+  gap_entry *g = file_by_op(t, n, false, &ng);
+  sb_puts(b, "## Gaps by ONNX op\n\n");
+  if (!ng) sb_puts(b, "None: every test passed.\n\n");
+  else
+    sb_puts(b, "A test is filed under the op(s) the importer names as unsupported; otherwise under its model's op "
+               "(a function-expanded test under the op it expands, a model of several op types under all of them "
+               "joined with +). A test with several unsupported ops appears once per op.\n\n"
+               "| op | tests | failed | crashed / timed out | unsupported |\n|---|---:|---:|---:|---:|\n");
+  for (size_t i = 0, j; i < ng; i = j) {
+    j = group_end(g, ng, i);
+    unsigned f = 0, c = 0, u = 0;
+    for (size_t k = i; k < j; k++) {
+      conf_status st = t[g[k].test].status;
+      if (st == ST_FAILED) f++;
+      else if (st == ST_UNSUPPORTED) u++;
+      else c++;
+    }
+    sb_printf(b, "| %s | %zu | %u | %u | %u |\n", g[i].key, j - i, f, c, u);
+  }
+  if (ng) sb_puts(b, "\n");
+  for (size_t i = 0, j; i < ng; i = j) {
+    j = group_end(g, ng, i);
+    sb_printf(b, "### %s (%zu test%s)\n\n", g[i].key, j - i, j - i == 1 ? "" : "s");
+    for (size_t k = i; k < j; k++) {
+      const conf_test *x = &t[g[k].test];
+      char reason[700];
+      doc_reason(x, reason, sizeof reason);
+      sb_printf(b, "- `%s/%s` — %s: %s\n", x->suite, x->name, status_names[x->status], reason);
+    }
+    sb_puts(b, "\n");
+  }
+  free_entries(g, ng);
+}
+
+static void write_needs_values(sbuf *b, const conf_test *t, size_t n) {
+  size_t ng;
+  gap_entry *g = file_by_op(t, n, true, &ng);
+  if (!ng) return;
+  sb_puts(b, "## Passes that need the input values at import time\n\n"
+             "These tests pass with the input values given to the importer (as `rlx run` gives them), which "
+             "specialises the graph to them. Imported from the input shapes alone, an op of theirs needs a value "
+             "that is only known at run time (a shape, an axis, a count), and the importer reports it as "
+             "unsupported. Filed by that op; the reason is the first test's.\n\n"
+             "| op | tests | reason | tests |\n|---|---:|---|---|\n");
+  for (size_t i = 0, j; i < ng; i = j) {
+    j = group_end(g, ng, i);
+    char reason[700];
+    doc_reason(&t[g[i].test], reason, sizeof reason);
+    sb_printf(b, "| %s | %zu | %s | ", g[i].key, j - i, reason);
+    for (size_t k = i; k < j; k++) sb_printf(b, "%s`%s`", k > i ? ", " : "", t[g[k].test].name);
+    sb_puts(b, " |\n");
+  }
+  sb_puts(b, "\n");
+  free_entries(g, ng);
+}
+
+static void write_doc(sbuf *b, const conf_test *t, size_t n, char **suites, size_t n_suites, const char *cmdline) {
+  totals node = count(t, n, "node");
+  sb_printf(b, "node tests: %u passed, %u failed, %u unsupported of %u\n\n", node.n[ST_PASSED], failed_of(&node),
+            node.n[ST_UNSUPPORTED], node.total);
+  sb_puts(b, "# ONNX conformance\n\n");
+  sb_puts(b,
+          "Generated by `rlx onnx-conformance` (tools/cmd_onnx_conformance.c); do not edit by hand. "
+          "Regenerate with\n\n");
+  sb_printf(b, "    %s\n\n", cmdline);
+  sb_puts(b,
+          "Each test of the ONNX backend test suite (Debian's libonnx-testdata, "
+          "/usr/include/onnx/backend/test/data) is imported with `rlx_onnx_import_file` (symbolic dims bound from the "
+          "input .pb shapes; input values offered to the importer the way `rlx run` does), compiled for the CPU "
+          "backend, run on every test_data_set_N, and its outputs are compared with output_K.pb: dtype and shape "
+          "exactly, floats with numpy's assert_allclose rule |got - expected| <= 1e-7 + 1e-3 * |expected| (NaN equals "
+          "NaN), integers and bools exactly. Every test runs in its own process with a time limit.\n\n"
+          "- **passed**: every output of every data set matches. *needs values* counts the passes that import "
+          "only with the input values known (listed at the end).\n"
+          "- **failed**: a wrong value, dtype or shape, an import/compile/run error other than \"unsupported\", a "
+          "crash (signal or sanitizer report) or a timeout (both counted in *failed*, with their own status below).\n"
+          "- **unsupported**: the importer (or the CPU backend) reports an op / opset / dtype / attribute gap, or the "
+          "test data holds a dtype RLX does not have.\n\n"
+          "Known limits of the test data (libonnx-testdata 1.12), which no implementation can pass as written: the "
+          "expected values of Bernoulli come from numpy's random generator; bfloat16 tensors are stored as their "
+          "uint16 bit patterns (numpy has no bfloat16; the runner reads them as bfloat16 where the model declares "
+          "bfloat16), the expected FLOAT to BFLOAT16 casts truncate where RLX rounds to nearest even, and the "
+          "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4].\n\n");
+  sb_puts(b, "## Totals per suite\n\n"
+             "| suite | passed | of which needs values | failed | of which crashed | of which timed out | unsupported "
+             "| total |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t s = 0; s <= n_suites; s++) {
+    bool all = s == n_suites;
+    totals c = count(t, n, all ? NULL : suites[s]);
+    sb_printf(b, "| %s%s%s | %u | %u | %u | %u | %u | %u | %u |\n", all ? "**" : "", all ? "all" : suites[s],
+              all ? "**" : "", c.n[ST_PASSED], c.needs_values, failed_of(&c), c.n[ST_CRASHED], c.n[ST_TIMEOUT],
+              c.n[ST_UNSUPPORTED], c.total);
+  }
+  sb_puts(b, "\n");
+  write_gaps(b, t, n);
+  write_needs_values(b, t, n);
+}
+
+/* ======================================================================================
+ * The command
+ * ====================================================================================== */
+
+static bool parse_uint(const char *v, unsigned lo, unsigned hi, unsigned *out) {
+  char *end;
+  errno = 0;
+  unsigned long x = strtoul(v, &end, 10);
+  if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) return false;
+  *out = (unsigned)x;
+  return true;
+}
+
+static const char *base_name(const char *p, char *buf, size_t cap) {
+  size_t n = strlen(p);
+  while (n > 1 && p[n - 1] == '/') n--;
+  size_t s = n;
+  while (s > 0 && p[s - 1] != '/') s--;
+  size_t len = n - s < cap - 1 ? n - s : cap - 1;
+  memcpy(buf, p + s, len);
+  buf[len] = 0;
+  return buf;
+}
+
+static bool add_test(conf_test **v, size_t *n, size_t *cap, const char *suite, const char *name, const char *dir) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 256;
+    conf_test *nv = realloc(*v, nc * sizeof *nv);
+    if (!nv) return false;
+    *v = nv;
+    *cap = nc;
+  }
+  conf_test *t = &(*v)[*n];
+  memset(t, 0, sizeof *t);
+  t->suite = xstrdup(suite);
+  t->name = xstrdup(name);
+  t->dir = xstrdup(dir);
+  if (!t->suite || !t->name || !t->dir) {
+    free(t->suite);
+    free(t->name);
+    free(t->dir);
+    return false;
+  }
+  (*n)++;
+  return true;
+}
+
+/* Collects the tests of DIR: DIR itself when it holds model.onnx (suite = its parent's name), else
+ * its test_* sub-folders (suite = DIR's name). */
+static bool collect(const char *dir, const char *filter, conf_test **v, size_t *n, size_t *cap) {
+  char suite[256], name[256];
+  char *model = path_join(dir, "model.onnx");
+  bool single = model && is_file(model);
+  free(model);
+  if (single) {
+    /* the suite is the parent folder's name ("." when DIR has no parent part) */
+    char parent[4096];
+    char *real = realpath(dir, NULL);
+    snprintf(parent, sizeof parent, "%s", real ? real : dir);
+    free(real);
+    size_t k = strlen(parent);
+    while (k > 1 && parent[k - 1] == '/') parent[--k] = 0;
+    char *slash = strrchr(parent, '/');
+    base_name(dir, name, sizeof name);
+    if (slash && slash != parent) {
+      *slash = 0;
+      base_name(parent, suite, sizeof suite);
+    } else {
+      snprintf(suite, sizeof suite, "%s", slash ? "/" : ".");
+    }
+    if (filter && !strstr(name, filter)) return true;
+    return add_test(v, n, cap, suite, name, dir);
+  }
+  size_t nd = 0;
+  char **names = list_dirs(dir, "test_", &nd);
+  if (!names) return false;
+  base_name(dir, suite, sizeof suite);
+  bool ok = true;
+  for (size_t i = 0; i < nd && ok; i++) {
+    if (filter && !strstr(names[i], filter)) continue;
+    char *p = path_join(dir, names[i]);
+    ok = p && add_test(v, n, cap, suite, names[i], p);
+    free(p);
+  }
+  free_list(names, nd);
+  return ok;
+}
+
+int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
+  const char *doc = NULL, *filter = NULL;
+  bool json = false;
+  unsigned min_passed = 0;
+  bool has_min = false;
+  run_opts o = {1, 60, false, false};
+  const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
+  size_t n_dirs = 0;
+  if (!dirs) return cli_fail(self, "out of memory");
+  sbuf cmdline = {0};
+  sb_puts(&cmdline, "rlx onnx-conformance");
+  int rc = CLI_OK;
+  for (int i = 1; i < argc && rc == CLI_OK; i++) {
+    const char *a = argv[i], *v = NULL;
+    if (cli_is_help(a)) {
+      free(dirs);
+      free(cmdline.p);
+      return cli_help(self);
+    }
+    if (strcmp(a, "--json") == 0) {
+      json = true;
+    } else if (strcmp(a, "--doc") == 0 || strcmp(a, "--min-passed") == 0 ||
+        strcmp(a, "--jobs") == 0 || strcmp(a, "-j") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--filter") == 0) {
+      if (!cli_option_value(self, argc, argv, &i, &v)) {
+        rc = CLI_USAGE;
+        break;
+      }
+      if (strcmp(a, "--doc") == 0) doc = v;
+      else if (strcmp(a, "--filter") == 0) filter = v;
+      else if (strcmp(a, "--min-passed") == 0) {
+        if (!parse_uint(v, 0, 1000000, &min_passed))
+          rc = cli_usage_error(self, "--min-passed expects a count, got '%s'", v);
+        has_min = true;
+      } else if (strcmp(a, "--timeout") == 0) {
+        if (!parse_uint(v, 1, 86400, &o.timeout))
+          rc = cli_usage_error(self, "--timeout expects seconds (1..86400), got '%s'", v);
+      } else if (!parse_uint(v, 1, 64, &o.jobs)) {
+        rc = cli_usage_error(self, "%s expects 1..64, got '%s'", a, v);
+      }
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      o.verbose = true;
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      o.quiet = true;
+    } else if (a[0] == '-' && a[1]) {
+      rc = cli_usage_error(self, "unknown option '%s'", a);
+    } else {
+      dirs[n_dirs++] = a;
+      sb_printf(&cmdline, " %s", a);
+    }
+  }
+  if (rc == CLI_OK && !n_dirs) rc = cli_usage_error(self, "no test folder given");
+  if (rc != CLI_OK) {
+    free(dirs);
+    free(cmdline.p);
+    return rc;
+  }
+  if (doc) sb_printf(&cmdline, " --doc %s", doc);
+
+  conf_test *tests = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t d = 0; d < n_dirs && rc == CLI_OK; d++)
+    if (!is_dir(dirs[d])) rc = cli_fail(self, "%s is not a folder", dirs[d]);
+    else if (!collect(dirs[d], filter, &tests, &n, &cap))
+      rc = cli_fail(self, "cannot list %s: %s", dirs[d], strerror(errno));
+  /* suites in the order first seen */
+  char **suites = calloc(n + 1, sizeof *suites);
+  size_t n_suites = 0;
+  if (rc == CLI_OK && !suites) rc = cli_fail(self, "out of memory");
+  for (size_t i = 0; rc == CLI_OK && i < n; i++) {
+    size_t s = 0;
+    while (s < n_suites && strcmp(suites[s], tests[i].suite) != 0) s++;
+    if (s == n_suites) suites[n_suites++] = tests[i].suite;
+  }
+  if (rc == CLI_OK && !run_all(tests, n, &o)) rc = CLI_FAILED;
+
+  if (rc == CLI_OK) {
+    totals all = count(tests, n, NULL);
+    FILE *sum = json ? stderr : stdout; /* --json: stdout holds only the JSON */
+    for (size_t s = 0; s < n_suites; s++) {
+      totals c = count(tests, n, suites[s]);
+      fprintf(sum, "%s tests: %u passed, %u failed, %u unsupported of %u (crashed %u, timeout %u)\n", suites[s],
+              c.n[ST_PASSED], failed_of(&c), c.n[ST_UNSUPPORTED], c.total, c.n[ST_CRASHED], c.n[ST_TIMEOUT]);
+    }
+    if (n_suites > 1)
+      fprintf(sum, "all tests: %u passed, %u failed, %u unsupported of %u\n", all.n[ST_PASSED], failed_of(&all),
+             all.n[ST_UNSUPPORTED], all.total);
+    if (json) {
+      sbuf b = {0};
+      write_json(&b, tests, n, suites, n_suites);
+      rc = b.oom ? cli_fail(self, "out of memory") : cli_write_output(self, NULL, b.p, b.n);
+      free(b.p);
+    }
+    if (doc && rc == CLI_OK) {
+      sbuf b = {0};
+      write_doc(&b, tests, n, suites, n_suites, cmdline.p ? cmdline.p : "");
+      rc = b.oom ? cli_fail(self, "out of memory") : cli_write_output(self, doc, b.p, b.n);
+      free(b.p);
+    }
+    if (has_min && rc == CLI_OK) {
+      bool has_node = false;
+      for (size_t s = 0; s < n_suites; s++) has_node |= strcmp(suites[s], "node") == 0;
+      totals c = count(tests, n, has_node ? "node" : NULL);
+      if (c.n[ST_PASSED] < min_passed)
+        rc = cli_fail(self, "%u %stests passed; at least %u must (--min-passed)", c.n[ST_PASSED],
+                      has_node ? "node " : "", min_passed);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    free(tests[i].suite);
+    free(tests[i].name);
+    free(tests[i].dir);
+    free(tests[i].ops);
+    free(tests[i].message);
+  }
+  free(tests);
+  free(suites);
+  free(dirs);
+  free(cmdline.p);
+  return rc;
+}
