@@ -8,6 +8,7 @@ PACKAGES=(
   build-essential cmake                # C17 compiler and build system
   clang libclang-rt-14-dev             # libFuzzer targets and their sanitizer runtimes
   libopenblas-dev liblapacke-dev       # BLAS / LAPACK for the CPU backend
+  zlib1g-dev                           # gzip reader for the Fashion-MNIST idx files
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata   # ONNX import + test data
   dataset-fashion-mnist                # data for the training example
   python3-numpy python3-torch          # independent reference values in tests

@@ -124,8 +124,8 @@ rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *wha
   if ((!data && len) || !out || !count || !rows || !cols)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_idx_parse_images: NULL argument");
   *out = NULL;
-  uint32_t d[3];
-  size_t n;
+  uint32_t d[3] = {0, 0, 0};
+  size_t n = 0;
   RLX_TRY(idx_header(data, len, what, RLX_IDX_MAGIC_IMAGES, "images", 3, d, &n));
   size_t bytes;
   if (!rlx_mul_size(n, sizeof(float), &bytes))
@@ -145,8 +145,8 @@ rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *wha
                                 size_t *count) {
   if ((!data && len) || !out || !count) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_idx_parse_labels: NULL argument");
   *out = NULL;
-  uint32_t d[1];
-  size_t n;
+  uint32_t d[1] = {0};
+  size_t n = 0;
   RLX_TRY(idx_header(data, len, what, RLX_IDX_MAGIC_LABELS, "labels", 1, d, &n));
   int32_t *lab = malloc(n * sizeof *lab); /* n <= len: cannot overflow */
   if (!lab) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for %zu labels", what ? what : "idx data", n);
