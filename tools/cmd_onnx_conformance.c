@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "onnx_conformance.h"
 #include "rlx/onnx.h"
 #include "rlx/rlx.h"
 #include "rlx/session.h"
@@ -32,22 +33,10 @@
 /* ONNX backend test defaults (onnx/backend/test/runner): numpy.testing.assert_allclose. */
 #define CONF_RTOL 1e-3
 #define CONF_ATOL 1e-7
-#define MAX_TENSORS 64     /* input_K.pb / output_K.pb files read per data set */
-#define MAX_DATA_SETS 64   /* test_data_set_N folders per test */
-#define MAX_MSG 2000       /* bytes of a result message kept */
+#define MAX_TENSORS 64      /* input_K.pb / output_K.pb files read per data set */
+#define MAX_DATA_SETS 64    /* test_data_set_N folders per test */
+#define MAX_MSG 2000        /* bytes of a result message kept */
 #define MAX_CHILD_ERR 16384 /* bytes of a child's stderr kept */
-
-typedef enum { ST_PASSED, ST_FAILED, ST_UNSUPPORTED, ST_CRASHED, ST_TIMEOUT, ST_COUNT } conf_status;
-static const char *const status_names[ST_COUNT] = {"passed", "failed", "unsupported", "crashed", "timeout"};
-
-typedef struct conf_test {
-  char *suite, *name, *dir;
-  conf_status status;
-  double max_abs, max_rel, seconds;
-  bool needs_values; /* passed, but only with the input values known at import time */
-  char *ops;         /* distinct op types of the main graph, comma-separated */
-  char *message;     /* reason / mismatch description; for a pass that needs values, why */
-} conf_test;
 
 const char cli_onnx_conformance_usage[] =
     "usage: rlx onnx-conformance DIR... [--json] [--doc FILE] [--min-passed N] [--jobs N]\n"
@@ -76,67 +65,6 @@ const char cli_onnx_conformance_usage[] =
 /* ======================================================================================
  * Small string helpers
  * ====================================================================================== */
-
-typedef struct sbuf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n + 1) cap *= 2;
-    char *np = realloc(b->p, cap);
-    if (!np) {
-      b->oom = true;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
-
-static void sb_puts(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  char tmp[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (k < 0) return;
-  if ((size_t)k < sizeof tmp) {
-    sb_add(b, tmp, (size_t)k);
-    return;
-  }
-  char *big = malloc((size_t)k + 1);
-  if (!big) {
-    b->oom = true;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)k + 1, fmt, ap);
-  va_end(ap);
-  sb_add(b, big, (size_t)k);
-  free(big);
-}
-
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s);
-  char *c = malloc(n + 1);
-  if (c) memcpy(c, s, n + 1);
-  return c;
-}
 
 static char *path_join(const char *a, const char *b) {
   size_t n = strlen(a) + strlen(b) + 2;
@@ -177,7 +105,7 @@ static char **list_dirs(const char *dir, const char *prefix, size_t *n_out) {
       v = nv;
       cap *= 2;
     }
-    if (!(v[n] = xstrdup(e->d_name))) break;
+    if (!(v[n] = conf_strdup(e->d_name))) break;
     n++;
   }
   closedir(d);
@@ -190,27 +118,6 @@ static char **list_dirs(const char *dir, const char *prefix, size_t *n_out) {
 static void free_list(char **v, size_t n) {
   for (size_t i = 0; v && i < n; i++) free(v[i]);
   free(v);
-}
-
-/* One line: whitespace runs (newlines included) become one space, at most `max` bytes kept. */
-static void one_line(const char *in, char *out, size_t max) {
-  size_t n = 0;
-  bool space = false;
-  for (const char *p = in; *p && n + 4 < max; p++) {
-    unsigned char c = (unsigned char)*p;
-    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
-      space = n > 0;
-      continue;
-    }
-    if (space) out[n++] = ' ';
-    space = false;
-    out[n++] = c < 0x20 ? '?' : (char)c;
-  }
-  if (in[0] && n + 4 >= max) {
-    memcpy(out + n, "...", 3);
-    n += 3;
-  }
-  out[n] = 0;
 }
 
 /* ======================================================================================
@@ -343,7 +250,7 @@ static bool nl_push(name_list *l, const char *name, int64_t elem) {
     l->elem = ne;
     l->cap = nc;
   }
-  if (!(l->v[l->n] = xstrdup(name))) return false;
+  if (!(l->v[l->n] = conf_strdup(name))) return false;
   l->elem[l->n++] = elem;
   return true;
 }
@@ -525,11 +432,12 @@ static bool compare(const rlx_tensor *got, const rlx_tensor *want, uint32_t k, t
     }
   }
   if (!bad) return true;
-  set_result(r, ST_FAILED,
-             "output %u (%s): %zu of %zu values %s; max abs err %.3g, max rel err %.3g (first at flat index %zu: got %.9g, "
-             "expected %.9g)",
-             k, ws, bad, n, is_exact(t) ? "differ" : "outside rtol 1e-3 / atol 1e-7", r->max_abs, r->max_rel, first,
-             first_got, first_want);
+  set_result(
+      r, ST_FAILED,
+      "output %u (%s): %zu of %zu values %s; max abs err %.3g, max rel err %.3g (first at flat index %zu: got %.9g, "
+      "expected %.9g)",
+      k, ws, bad, n, is_exact(t) ? "differ" : "outside rtol 1e-3 / atol 1e-7", r->max_abs, r->max_rel, first, first_got,
+      first_want);
   return false;
 }
 
@@ -760,7 +668,7 @@ typedef struct child {
   int res_fd, err_fd; /* -1 once closed */
   size_t test;
   double start;
-  sbuf res, err;
+  conf_sbuf res, err;
   bool killed;
 } child;
 
@@ -800,7 +708,7 @@ static void child_main(const char *tdir, int fd, int err_fd, unsigned timeout) {
 }
 
 /* The useful lines of a crashed child's stderr: sanitizer summaries and the first frames. */
-static void crash_summary(const char *err, sbuf *out) {
+static void crash_summary(const char *err, conf_sbuf *out) {
   if (!err) return;
   int frames = 0;
   for (const char *p = err; *p;) {
@@ -819,8 +727,8 @@ static void crash_summary(const char *err, sbuf *out) {
       frames++;
     }
     if (take) {
-      sb_puts(out, "; ");
-      sb_puts(out, t);
+      conf_sb_puts(out, "; ");
+      conf_sb_puts(out, t);
     }
     p += n + (nl ? 1 : 0);
   }
@@ -830,7 +738,7 @@ static void finish_child(child *c, conf_test *t, int wstatus) {
   t->seconds = now_s() - c->start;
   const char *r = c->res.p;
   size_t n = c->res.n;
-  /* the record: five NUL-terminated fields, then the message up to the end (sbuf adds a NUL) */
+  /* the record: five NUL-terminated fields, then the message up to the end (conf_sb_add keeps a NUL) */
   const char *f[6] = {0};
   size_t nf = 0, start = 0;
   for (size_t i = 0; r && i < n && nf < 5; i++)
@@ -846,30 +754,30 @@ static void finish_child(child *c, conf_test *t, int wstatus) {
     t->max_abs = strtod(f[1], NULL);
     t->max_rel = strtod(f[2], NULL);
     t->needs_values = t->status == ST_PASSED && f[3][0] == '1';
-    t->ops = xstrdup(f[4]);
-    t->message = xstrdup(f[5]);
+    t->ops = conf_strdup(f[4]);
+    t->message = conf_strdup(f[5]);
     return;
   }
-  sbuf m = {0};
+  conf_sbuf m = {0};
   if (nf == 6 && WIFEXITED(wstatus)) { /* a result, then a failing exit: a sanitizer report at exit */
     t->status = ST_CRASHED;
     int st = atoi(f[0]);
-    sb_printf(&m, "finished (%s) but then exited with code %d", st >= 0 && st < ST_COUNT ? status_names[st] : "?",
-              WEXITSTATUS(wstatus));
+    conf_sb_printf(&m, "finished (%s) but then exited with code %d",
+                   st >= 0 && st < ST_COUNT ? conf_status_names[st] : "?", WEXITSTATUS(wstatus));
     crash_summary(c->err.p, &m);
   } else if (c->killed || (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGALRM)) {
     t->status = ST_TIMEOUT;
-    sb_printf(&m, "did not finish within the time limit (%.0f s)", t->seconds);
+    conf_sb_printf(&m, "did not finish within the time limit (%.0f s)", t->seconds);
   } else {
     t->status = ST_CRASHED;
     int sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
-    if (sig) sb_printf(&m, "killed by signal %d (%s)", sig, strsignal(sig));
-    else if (WIFEXITED(wstatus)) sb_printf(&m, "exited with code %d without a result", WEXITSTATUS(wstatus));
-    else sb_puts(&m, "ended without a result");
+    if (sig) conf_sb_printf(&m, "killed by signal %d (%s)", sig, strsignal(sig));
+    else if (WIFEXITED(wstatus)) conf_sb_printf(&m, "exited with code %d without a result", WEXITSTATUS(wstatus));
+    else conf_sb_puts(&m, "ended without a result");
     crash_summary(c->err.p, &m);
   }
-  t->message = m.p ? m.p : xstrdup("");
-  if (nf >= 5) t->ops = xstrdup(f[4]);
+  t->message = m.p ? m.p : conf_strdup("");
+  if (nf >= 5) t->ops = conf_strdup(f[4]);
 }
 
 static bool start_child(child *c, conf_test *t, size_t idx, unsigned timeout) {
@@ -907,7 +815,7 @@ static bool start_child(child *c, conf_test *t, size_t idx, unsigned timeout) {
 }
 
 /* Reads what is available on fd into b (stderr beyond `limit` bytes is dropped); closes at EOF. */
-static void drain(int *fd, sbuf *b, size_t limit) {
+static void drain(int *fd, conf_sbuf *b, size_t limit) {
   char tmp[4096];
   ssize_t k = read(*fd, tmp, sizeof tmp);
   if (k < 0 && (errno == EINTR || errno == EAGAIN)) return;
@@ -916,7 +824,7 @@ static void drain(int *fd, sbuf *b, size_t limit) {
     *fd = -1;
     return;
   }
-  if (b->n < limit) sb_add(b, tmp, (size_t)k < limit - b->n ? (size_t)k : limit - b->n);
+  if (b->n < limit) conf_sb_add(b, tmp, (size_t)k < limit - b->n ? (size_t)k : limit - b->n);
 }
 
 typedef struct run_opts {
@@ -928,8 +836,8 @@ static void report_progress(const conf_test *t, const run_opts *o) {
   if (o->quiet) return;
   if (t->status == ST_PASSED && !o->verbose) return;
   char line[600];
-  one_line(t->message ? t->message : "", line, sizeof line);
-  fprintf(stderr, "%-11s %s/%s%s%s%s\n", status_names[t->status], t->suite, t->name, line[0] ? ": " : "",
+  conf_one_line(t->message ? t->message : "", line, sizeof line);
+  fprintf(stderr, "%-11s %s/%s%s%s%s\n", conf_status_names[t->status], t->suite, t->name, line[0] ? ": " : "",
           t->needs_values ? "with input values at import; from shapes alone: " : "", line);
 }
 
@@ -994,300 +902,6 @@ static bool run_all(conf_test *tests, size_t n, const run_opts *o) {
 }
 
 /* ======================================================================================
- * Reports
- * ====================================================================================== */
-
-typedef struct totals {
-  unsigned n[ST_COUNT], total, needs_values;
-} totals;
-
-static totals count(const conf_test *t, size_t n, const char *suite) {
-  totals s = {{0}, 0, 0};
-  for (size_t i = 0; i < n; i++)
-    if (!suite || strcmp(t[i].suite, suite) == 0) {
-      s.n[t[i].status]++;
-      s.total++;
-      s.needs_values += t[i].needs_values;
-    }
-  return s;
-}
-
-static unsigned failed_of(const totals *s) { return s->n[ST_FAILED] + s->n[ST_CRASHED] + s->n[ST_TIMEOUT]; }
-
-static void json_str(sbuf *b, const char *s) {
-  sb_puts(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') sb_printf(b, "\\%c", *p);
-    else if (*p == '\n') sb_puts(b, "\\n");
-    else if (*p < 0x20) sb_printf(b, "\\u%04x", *p);
-    else sb_add(b, (const char *)p, 1);
-  }
-  sb_puts(b, "\"");
-}
-
-static void json_num(sbuf *b, double v) {
-  if (isfinite(v)) sb_printf(b, "%.6g", v);
-  else sb_puts(b, "null");
-}
-
-static void write_json(sbuf *b, const conf_test *t, size_t n, char **suites, size_t n_suites) {
-  sb_puts(b, "{\n  \"rtol\": 1e-3,\n  \"atol\": 1e-7,\n  \"suites\": {");
-  for (size_t s = 0; s < n_suites; s++) {
-    totals c = count(t, n, suites[s]);
-    sb_printf(b, "%s\n    ", s ? "," : "");
-    json_str(b, suites[s]);
-    sb_printf(b,
-              ": {\"passed\": %u, \"passed_needing_input_values\": %u, \"failed\": %u, \"crashed\": %u, "
-              "\"timeout\": %u, \"unsupported\": %u, \"total\": %u}",
-              c.n[ST_PASSED], c.needs_values, c.n[ST_FAILED], c.n[ST_CRASHED], c.n[ST_TIMEOUT], c.n[ST_UNSUPPORTED],
-              c.total);
-  }
-  sb_puts(b, "\n  },\n  \"tests\": [");
-  for (size_t i = 0; i < n; i++) {
-    sb_puts(b, i ? ",\n    {\"suite\": " : "\n    {\"suite\": ");
-    json_str(b, t[i].suite);
-    sb_puts(b, ", \"name\": ");
-    json_str(b, t[i].name);
-    sb_printf(b, ", \"status\": \"%s\", \"needs_input_values\": %s, \"ops\": ", status_names[t[i].status],
-              t[i].needs_values ? "true" : "false");
-    json_str(b, t[i].ops);
-    sb_puts(b, ", \"max_abs_err\": ");
-    json_num(b, t[i].max_abs);
-    sb_puts(b, ", \"max_rel_err\": ");
-    json_num(b, t[i].max_rel);
-    sb_printf(b, ", \"seconds\": %.3f, \"message\": ", t[i].seconds);
-    json_str(b, t[i].message);
-    sb_puts(b, "}");
-  }
-  sb_puts(b, "\n  ]\n}\n");
-}
-
-/* A failing test filed under an op: `key` is the op, `test` the index. */
-typedef struct gap_entry {
-  char *key;
-  size_t test;
-} gap_entry;
-
-static int cmp_gap(const void *a, const void *b) {
-  const gap_entry *x = a, *y = b;
-  int c = strcmp(x->key, y->key);
-  return c ? c : (x->test > y->test) - (x->test < y->test);
-}
-
-/* The op(s) a failing test is filed under. Importer gaps name their op at the start of each line
- * ("  Op: reason [...]"); otherwise the model's op when it has one op type; a function-expanded
- * test (test_X_expanded) borrows the op of test_X; else the op types joined with " + ". */
-static void gap_keys(const conf_test *t, size_t n, size_t i, gap_entry **v, size_t *nv, size_t *cap) {
-  const conf_test *x = &t[i];
-  char keys[16][128];
-  size_t nk = 0;
-  const char *msg = x->message ? x->message : "";
-  if (x->status != ST_FAILED && strstr(msg, "unsupported op/opset/dtype gap")) {
-    for (const char *p = strchr(msg, '\n'); p && nk < 16; p = strchr(p + 1, '\n')) {
-      const char *s = p + 1;
-      while (*s == ' ') s++;
-      const char *colon = strchr(s, ':'), *nl = strchr(s, '\n');
-      if (!colon || (nl && colon > nl) || colon == s || (size_t)(colon - s) >= sizeof keys[0]) continue;
-      size_t len = (size_t)(colon - s);
-      bool dup = false;
-      for (size_t k = 0; k < nk && !dup; k++) dup = strlen(keys[k]) == len && memcmp(keys[k], s, len) == 0;
-      if (dup || memchr(s, ' ', len)) continue;
-      memcpy(keys[nk], s, len);
-      keys[nk++][len] = 0;
-    }
-  }
-  if (!nk) {
-    const char *ops = x->ops && x->ops[0] ? x->ops : "?";
-    size_t nl = strlen(x->name);
-    if (strchr(ops, ',') && nl > 9 && strcmp(x->name + nl - 9, "_expanded") == 0)
-      for (size_t j = 0; j < n; j++)
-        if (strcmp(t[j].suite, x->suite) == 0 && strlen(t[j].name) == nl - 9 &&
-            strncmp(t[j].name, x->name, nl - 9) == 0 && t[j].ops && t[j].ops[0] && !strchr(t[j].ops, ','))
-          ops = t[j].ops;
-    size_t k = 0;
-    for (const char *p = ops; *p && k + 4 < sizeof keys[0]; p++) {
-      if (*p == ',') {
-        memcpy(keys[0] + k, " + ", 3);
-        k += 3;
-      } else {
-        keys[0][k++] = *p;
-      }
-    }
-    keys[0][k] = 0;
-    nk = 1;
-  }
-  for (size_t k = 0; k < nk; k++) {
-    if (*nv == *cap) {
-      size_t nc = *cap ? *cap * 2 : 64;
-      gap_entry *ng = realloc(*v, nc * sizeof *ng);
-      if (!ng) return;
-      *v = ng;
-      *cap = nc;
-    }
-    char *key = xstrdup(keys[k]);
-    if (!key) return;
-    (*v)[(*nv)++] = (gap_entry){key, i};
-  }
-}
-
-/* The reason of a test for the doc, on one line: an importer gap report loses its header line and
- * the node lists in brackets, and its gap lines are joined with "; ". */
-static void doc_reason(const conf_test *t, char *out, size_t cap) {
-  const char *msg = t->message ? t->message : "";
-  const char *nl = strchr(msg, '\n');
-  bool gaps = t->status != ST_FAILED && nl && strstr(msg, "unsupported op/opset/dtype gap") &&
-              strstr(msg, "unsupported op/opset/dtype gap") < nl;
-  char tmp[MAX_MSG];
-  size_t n = 0;
-  if (gaps) {
-    for (const char *p = nl + 1; *p && n + 3 < sizeof tmp; p++) {
-      if (*p == '[') { /* " [1 node: ...]" lists node names */
-        const char *close = strchr(p, ']');
-        if (close) {
-          p = close;
-          continue;
-        }
-      }
-      if (*p == '\n') {
-        while (n && tmp[n - 1] == ' ') n--;
-        if (p[1]) tmp[n++] = ';', tmp[n++] = ' ';
-        continue;
-      }
-      tmp[n++] = *p;
-    }
-  } else {
-    for (const char *p = msg; *p && n + 1 < sizeof tmp; p++) tmp[n++] = *p;
-  }
-  tmp[n] = 0;
-  one_line(tmp, out, cap);
-  for (char *p = out; *p; p++)
-    if (*p == '|') *p = '/'; /* keep Markdown tables intact */
-}
-
-/* The tests selected by `want_pass` (passes needing input values) or else the non-passes, filed
- * under their ops and sorted by op. */
-static gap_entry *file_by_op(const conf_test *t, size_t n, bool want_pass, size_t *ng) {
-  gap_entry *g = NULL;
-  size_t cap = 0;
-  *ng = 0;
-  for (size_t i = 0; i < n; i++)
-    if (want_pass ? t[i].needs_values : t[i].status != ST_PASSED) gap_keys(t, n, i, &g, ng, &cap);
-  if (*ng) qsort(g, *ng, sizeof *g, cmp_gap);
-  return g;
-}
-
-static void free_entries(gap_entry *g, size_t ng) {
-  for (size_t i = 0; i < ng; i++) free(g[i].key);
-  free(g);
-}
-
-static size_t group_end(const gap_entry *g, size_t ng, size_t i) {
-  size_t j = i;
-  while (j < ng && strcmp(g[j].key, g[i].key) == 0) j++;
-  return j;
-}
-
-static void write_gaps(sbuf *b, const conf_test *t, size_t n) {
-  size_t ng;
-  gap_entry *g = file_by_op(t, n, false, &ng);
-  sb_puts(b, "## Gaps by ONNX op\n\n");
-  if (!ng) sb_puts(b, "None: every test passed.\n\n");
-  else
-    sb_puts(b, "A test is filed under the op(s) the importer names as unsupported; otherwise under its model's op "
-               "(a function-expanded test under the op it expands, a model of several op types under all of them "
-               "joined with +). A test with several unsupported ops appears once per op.\n\n"
-               "| op | tests | failed | crashed / timed out | unsupported |\n|---|---:|---:|---:|---:|\n");
-  for (size_t i = 0, j; i < ng; i = j) {
-    j = group_end(g, ng, i);
-    unsigned f = 0, c = 0, u = 0;
-    for (size_t k = i; k < j; k++) {
-      conf_status st = t[g[k].test].status;
-      if (st == ST_FAILED) f++;
-      else if (st == ST_UNSUPPORTED) u++;
-      else c++;
-    }
-    sb_printf(b, "| %s | %zu | %u | %u | %u |\n", g[i].key, j - i, f, c, u);
-  }
-  if (ng) sb_puts(b, "\n");
-  for (size_t i = 0, j; i < ng; i = j) {
-    j = group_end(g, ng, i);
-    sb_printf(b, "### %s (%zu test%s)\n\n", g[i].key, j - i, j - i == 1 ? "" : "s");
-    for (size_t k = i; k < j; k++) {
-      const conf_test *x = &t[g[k].test];
-      char reason[700];
-      doc_reason(x, reason, sizeof reason);
-      sb_printf(b, "- `%s/%s` — %s: %s\n", x->suite, x->name, status_names[x->status], reason);
-    }
-    sb_puts(b, "\n");
-  }
-  free_entries(g, ng);
-}
-
-static void write_needs_values(sbuf *b, const conf_test *t, size_t n) {
-  size_t ng;
-  gap_entry *g = file_by_op(t, n, true, &ng);
-  if (!ng) return;
-  sb_puts(b, "## Passes that need the input values at import time\n\n"
-             "These tests pass with the input values given to the importer (as `rlx run` gives them), which "
-             "specialises the graph to them. Imported from the input shapes alone, an op of theirs needs a value "
-             "that is only known at run time (a shape, an axis, a count), and the importer reports it as "
-             "unsupported. Filed by that op; the reason is the first test's.\n\n"
-             "| op | tests | reason | tests |\n|---|---:|---|---|\n");
-  for (size_t i = 0, j; i < ng; i = j) {
-    j = group_end(g, ng, i);
-    char reason[700];
-    doc_reason(&t[g[i].test], reason, sizeof reason);
-    sb_printf(b, "| %s | %zu | %s | ", g[i].key, j - i, reason);
-    for (size_t k = i; k < j; k++) sb_printf(b, "%s`%s`", k > i ? ", " : "", t[g[k].test].name);
-    sb_puts(b, " |\n");
-  }
-  sb_puts(b, "\n");
-  free_entries(g, ng);
-}
-
-static void write_doc(sbuf *b, const conf_test *t, size_t n, char **suites, size_t n_suites, const char *cmdline) {
-  totals node = count(t, n, "node");
-  sb_printf(b, "node tests: %u passed, %u failed, %u unsupported of %u\n\n", node.n[ST_PASSED], failed_of(&node),
-            node.n[ST_UNSUPPORTED], node.total);
-  sb_puts(b, "# ONNX conformance\n\n");
-  sb_puts(b,
-          "Generated by `rlx onnx-conformance` (tools/cmd_onnx_conformance.c); do not edit by hand. "
-          "Regenerate with\n\n");
-  sb_printf(b, "    %s\n\n", cmdline);
-  sb_puts(b,
-          "Each test of the ONNX backend test suite (Debian's libonnx-testdata, "
-          "/usr/include/onnx/backend/test/data) is imported with `rlx_onnx_import_file` (symbolic dims bound from the "
-          "input .pb shapes; input values offered to the importer the way `rlx run` does), compiled for the CPU "
-          "backend, run on every test_data_set_N, and its outputs are compared with output_K.pb: dtype and shape "
-          "exactly, floats with numpy's assert_allclose rule |got - expected| <= 1e-7 + 1e-3 * |expected| (NaN equals "
-          "NaN), integers and bools exactly. Every test runs in its own process with a time limit.\n\n"
-          "- **passed**: every output of every data set matches. *needs values* counts the passes that import "
-          "only with the input values known (listed at the end).\n"
-          "- **failed**: a wrong value, dtype or shape, an import/compile/run error other than \"unsupported\", a "
-          "crash (signal or sanitizer report) or a timeout (both counted in *failed*, with their own status below).\n"
-          "- **unsupported**: the importer (or the CPU backend) reports an op / opset / dtype / attribute gap, or the "
-          "test data holds a dtype RLX does not have.\n\n"
-          "Known limits of the test data (libonnx-testdata 1.12), which no implementation can pass as written: the "
-          "expected values of Bernoulli come from numpy's random generator; bfloat16 tensors are stored as their "
-          "uint16 bit patterns (numpy has no bfloat16; the runner reads them as bfloat16 where the model declares "
-          "bfloat16), the expected FLOAT to BFLOAT16 casts truncate where RLX rounds to nearest even, and the "
-          "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4].\n\n");
-  sb_puts(b, "## Totals per suite\n\n"
-             "| suite | passed | of which needs values | failed | of which crashed | of which timed out | unsupported "
-             "| total |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t s = 0; s <= n_suites; s++) {
-    bool all = s == n_suites;
-    totals c = count(t, n, all ? NULL : suites[s]);
-    sb_printf(b, "| %s%s%s | %u | %u | %u | %u | %u | %u | %u |\n", all ? "**" : "", all ? "all" : suites[s],
-              all ? "**" : "", c.n[ST_PASSED], c.needs_values, failed_of(&c), c.n[ST_CRASHED], c.n[ST_TIMEOUT],
-              c.n[ST_UNSUPPORTED], c.total);
-  }
-  sb_puts(b, "\n");
-  write_gaps(b, t, n);
-  write_needs_values(b, t, n);
-}
-
-/* ======================================================================================
  * The command
  * ====================================================================================== */
 
@@ -1321,9 +935,9 @@ static bool add_test(conf_test **v, size_t *n, size_t *cap, const char *suite, c
   }
   conf_test *t = &(*v)[*n];
   memset(t, 0, sizeof *t);
-  t->suite = xstrdup(suite);
-  t->name = xstrdup(name);
-  t->dir = xstrdup(dir);
+  t->suite = conf_strdup(suite);
+  t->name = conf_strdup(name);
+  t->dir = conf_strdup(dir);
   if (!t->suite || !t->name || !t->dir) {
     free(t->suite);
     free(t->name);
@@ -1384,8 +998,8 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
   const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   size_t n_dirs = 0;
   if (!dirs) return cli_fail(self, "out of memory");
-  sbuf cmdline = {0};
-  sb_puts(&cmdline, "rlx onnx-conformance");
+  conf_sbuf cmdline = {0};
+  conf_sb_puts(&cmdline, "rlx onnx-conformance");
   int rc = CLI_OK;
   for (int i = 1; i < argc && rc == CLI_OK; i++) {
     const char *a = argv[i], *v = NULL;
@@ -1396,8 +1010,8 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
     }
     if (strcmp(a, "--json") == 0) {
       json = true;
-    } else if (strcmp(a, "--doc") == 0 || strcmp(a, "--min-passed") == 0 ||
-        strcmp(a, "--jobs") == 0 || strcmp(a, "-j") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--filter") == 0) {
+    } else if (strcmp(a, "--doc") == 0 || strcmp(a, "--min-passed") == 0 || strcmp(a, "--jobs") == 0 ||
+               strcmp(a, "-j") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--filter") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &v)) {
         rc = CLI_USAGE;
         break;
@@ -1422,7 +1036,7 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
       rc = cli_usage_error(self, "unknown option '%s'", a);
     } else {
       dirs[n_dirs++] = a;
-      sb_printf(&cmdline, " %s", a);
+      conf_sb_printf(&cmdline, " %s", a);
     }
   }
   if (rc == CLI_OK && !n_dirs) rc = cli_usage_error(self, "no test folder given");
@@ -1431,7 +1045,7 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
     free(cmdline.p);
     return rc;
   }
-  if (doc) sb_printf(&cmdline, " --doc %s", doc);
+  if (doc) conf_sb_printf(&cmdline, " --doc %s", doc);
 
   conf_test *tests = NULL;
   size_t n = 0, cap = 0;
@@ -1451,32 +1065,32 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
   if (rc == CLI_OK && !run_all(tests, n, &o)) rc = CLI_FAILED;
 
   if (rc == CLI_OK) {
-    totals all = count(tests, n, NULL);
+    conf_totals all = conf_count(tests, n, NULL);
     FILE *sum = json ? stderr : stdout; /* --json: stdout holds only the JSON */
     for (size_t s = 0; s < n_suites; s++) {
-      totals c = count(tests, n, suites[s]);
+      conf_totals c = conf_count(tests, n, suites[s]);
       fprintf(sum, "%s tests: %u passed, %u failed, %u unsupported of %u (crashed %u, timeout %u)\n", suites[s],
-              c.n[ST_PASSED], failed_of(&c), c.n[ST_UNSUPPORTED], c.total, c.n[ST_CRASHED], c.n[ST_TIMEOUT]);
+              c.n[ST_PASSED], conf_failed_of(&c), c.n[ST_UNSUPPORTED], c.total, c.n[ST_CRASHED], c.n[ST_TIMEOUT]);
     }
     if (n_suites > 1)
-      fprintf(sum, "all tests: %u passed, %u failed, %u unsupported of %u\n", all.n[ST_PASSED], failed_of(&all),
-             all.n[ST_UNSUPPORTED], all.total);
+      fprintf(sum, "all tests: %u passed, %u failed, %u unsupported of %u\n", all.n[ST_PASSED], conf_failed_of(&all),
+              all.n[ST_UNSUPPORTED], all.total);
     if (json) {
-      sbuf b = {0};
-      write_json(&b, tests, n, suites, n_suites);
+      conf_sbuf b = {0};
+      conf_write_json(&b, tests, n, suites, n_suites);
       rc = b.oom ? cli_fail(self, "out of memory") : cli_write_output(self, NULL, b.p, b.n);
       free(b.p);
     }
     if (doc && rc == CLI_OK) {
-      sbuf b = {0};
-      write_doc(&b, tests, n, suites, n_suites, cmdline.p ? cmdline.p : "");
+      conf_sbuf b = {0};
+      conf_write_doc(&b, tests, n, suites, n_suites, cmdline.p ? cmdline.p : "");
       rc = b.oom ? cli_fail(self, "out of memory") : cli_write_output(self, doc, b.p, b.n);
       free(b.p);
     }
     if (has_min && rc == CLI_OK) {
       bool has_node = false;
       for (size_t s = 0; s < n_suites; s++) has_node |= strcmp(suites[s], "node") == 0;
-      totals c = count(tests, n, has_node ? "node" : NULL);
+      conf_totals c = conf_count(tests, n, has_node ? "node" : NULL);
       if (c.n[ST_PASSED] < min_passed)
         rc = cli_fail(self, "%u %stests passed; at least %u must (--min-passed)", c.n[ST_PASSED],
                       has_node ? "node " : "", min_passed);
