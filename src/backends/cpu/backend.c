@@ -60,6 +60,9 @@ typedef struct cpu_thunk {
   bool ta, tb;
   const void *aux;
   void *out2;
+  void *out3;
+  const rlx_node *aux_node; /* TK_MPB_RELU: the bias-gradient Reduce computed on the way (or NULL) */
+  rlx_id mid;           /* TK_CONV_EPI: the Add node */
   rlx_id last;          /* the last node of a fused group (profile and error labels) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
@@ -139,12 +142,16 @@ static void print_profile(const cpu_exe *x) {
   char lb[160], sh[160];
   static const char *const kinds[] = {"", "", " (fused with Transposes)", " (fused: + bias + relu)",
                                       " (fused: + ReluBackward)"};
+  static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
     if (t->kind == TK_SKIP) continue;
     fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
-            label(x->g, t->id, lb, sizeof lb), kinds[t->kind]);
+            label(x->g, t->id, lb, sizeof lb),
+            t->aux_node                                 ? with_reduce
+            : t->kind == TK_CONV_EPI && !t->out.data ? " (fused: + bias + relu; the sum is not kept)"
+                                                        : kinds[t->kind]);
     for (uint32_t k = 0; k < t->n_in; k++) {
       rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
       fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);
@@ -348,7 +355,8 @@ static bool env_flag(const char *name) {
  * Three patterns of a training graph run as one thunk each (docs/cpu-backend.md):
  *   Conv -> Add(per-channel bias) [-> Relu]      at the Conv's step, writing the Add's (and the
  *                                                 Relu's) tensor; the Conv's tensor is never written
- *   MaxPool2dBackward -> ReluBackward(dy)         at the MaxPool2dBackward's step
+ *   MaxPool2dBackward -> ReluBackward(dy) [-> Reduce sum over N, H, W (the conv bias gradient)]
+ *                                                 at the MaxPool2dBackward's step
  *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input with a
  *                                                 transposed GEMM (chains of such Transposes too);
  *                                                 the Transpose runs only if something else reads it
@@ -376,6 +384,8 @@ typedef struct fuse_state {
   bool *is_out;
   uint32_t *first, *last; /* effective live interval of each root */
   bool *dead;         /* root never written (its producer is fused away) */
+  bool *kept;         /* tensor a fused thunk reads directly: its producer must run */
+  bool *relu_masked;  /* ReluBackward fused with its mask read from relu(z), not from z */
 } fuse_state;
 
 static bool bytes_overlap(const rlx_plan *p, rlx_id a, rlx_id b) {
@@ -424,6 +434,7 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
       relu = u;
   }
   f->first[add] = s;
+  t->mid = add;
   if (relu != RLX_NO_ID) {
     if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID)) f->first[relu] = s;
     else relu = RLX_NO_ID;
@@ -437,6 +448,20 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   fusions_made++;
   x->thunks[f->thunk[add]].kind = TK_SKIP;
   if (relu != RLX_NO_ID) x->thunks[f->thunk[relu]].kind = TK_SKIP;
+}
+
+/* Latest step at which a node other than `skip` reads root r (through any view); leaves and graph
+ * outputs are read to the end. */
+static uint32_t last_read_without(const fuse_state *f, rlx_id r, rlx_id skip) {
+  const rlx_plan *p = f->p;
+  uint32_t last = f->first[r];
+  for (rlx_id i = 0; i < f->n; i++) {
+    if (p->root[i] != r) continue;
+    if (f->is_out[i] || rlx_op_has(rlx_graph_node(f->g, i)->op, RLX_PROP_LEAF)) return p->last_use[r];
+    for (uint32_t k = f->use_at[i]; k < f->use_at[i + 1]; k++)
+      if (f->users[k] != skip && f->step[f->users[k]] > last) last = f->step[f->users[k]];
+  }
+  return last;
 }
 
 /* ReluBackward(z, MaxPool2dBackward(...)). */
@@ -463,10 +488,35 @@ static void fuse_maxpool_bwd(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   f->dead[mp] = true;
   t->kind = TK_MPB_RELU;
   t->out.data = x->arena + p->offset[rb];
-  t->aux = x->arena + p->offset[z];
+  /* pooled x = relu(z) (the usual conv block): x > 0 exactly where z > 0, so z is not read */
+  const rlx_node *xn = rlx_graph_node(f->g, t->node->inputs[0]);
+  bool from_x = xn->op == RLX_OP_Activation && xn->attrs.Activation.kind == RLX_ACT_RELU && xn->inputs[0] == z;
+  t->aux = from_x ? NULL : x->arena + p->offset[z];
+  f->relu_masked[rb] = from_x;
   t->last = rb;
   fusions_made++;
   x->thunks[f->thunk[rb]].kind = TK_SKIP;
+  /* z is now read at this step; when the ReluBackward was its last reader, its bytes are free
+     earlier than planned */
+  rlx_id zr = p->root[z];
+  uint32_t zl = last_read_without(f, zr, rb);
+  if (zl < s) zl = s;
+  if (zl < f->last[zr] && f->last[zr] == p->last_use[zr]) f->last[zr] = zl; /* not extended by a fusion */
+  /* ... and the bias gradient Reduce(sum over N, H, W) of the result, from per-plane sums */
+  for (uint32_t k = f->use_at[rb]; k < f->use_at[rb + 1]; k++) {
+    rlx_id u = f->users[k];
+    if (f->thunk[u] < 0) continue;
+    cpu_thunk *ut = &x->thunks[f->thunk[u]];
+    if (ut->kind != TK_KERNEL || ut->kernel != rlx_fast_Reduce || p->root[u] != u) continue;
+    /* written after every read of this step: only what lives on past it must not share bytes */
+    if (!rlx_fast_reduce_planes_applies(ut->node, ut->in) || !interval_free(f, u, s + 1, f->last[u], mp, RLX_NO_ID))
+      continue;
+    f->first[u] = s + 1;
+    t->aux_node = ut->node;
+    t->out3 = x->arena + p->offset[u];
+    ut->kind = TK_SKIP;
+    break;
+  }
 }
 
 /* Is node id a Transpose swapping the last two axes (and keeping the others)? */
@@ -531,6 +581,7 @@ static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused
   for (uint32_t k = 0; k < 2; k++) {
     t->fin[k].data = x->arena + p->offset[src[k]];
     t->fin[k].shape = sh[k];
+    f->kept[src[k]] = true; /* a chain may end at a Transpose, which then must run */
     if (!chained[k]) continue;
     rlx_id r = p->root[src[k]];
     if (f->last[r] < s) f->last[r] = s;
@@ -555,14 +606,13 @@ static void fuse_free(fuse_state *f) {
   free(f->first);
   free(f->last);
   free(f->dead);
+  free(f->kept);
+  free(f->relu_masked);
 }
 
 /* Rewrites thunks into fused ones where the patterns above apply. Best effort: without memory
  * for the analysis nothing is fused. */
 static void fuse(cpu_exe *x) {
-  /* Transpose->MatMul folding gives wrong results on some attention-backward decompositions
-   * (test_decompose_backward); it stays off unless RLX_CPU_FUSE_MATMUL=1 until that is fixed. */
-  bool fuse_mm = env_flag("RLX_CPU_FUSE_MATMUL");
   fuse_state f;
   memset(&f, 0, sizeof f);
   f.g = x->g;
@@ -580,8 +630,10 @@ static void fuse(cpu_exe *x) {
   f.first = malloc((n ? n : 1) * sizeof *f.first);
   f.last = malloc((n ? n : 1) * sizeof *f.last);
   f.dead = calloc(n ? n : 1, sizeof *f.dead);
+  f.kept = calloc(n ? n : 1, sizeof *f.kept);
+  f.relu_masked = calloc(n ? n : 1, sizeof *f.relu_masked);
   if (!fused_uses || !f.step || !f.thunk || !f.uses || !f.use_at || !f.users || !f.is_out || !f.first || !f.last ||
-      !f.dead)
+      !f.dead || !f.kept || !f.relu_masked)
     goto done;
   for (uint32_t s = 0; s < x->plan->n_schedule; s++) f.step[x->plan->schedule[s]] = s;
   for (rlx_id i = 0; i < n; i++) {
@@ -612,13 +664,25 @@ static void fuse(cpu_exe *x) {
   }
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
-    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_MatMul && fuse_mm) fuse_matmul(x, &f, t, fused_uses);
+    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_MatMul) fuse_matmul(x, &f, t, fused_uses);
+  }
+  /* A fused conv whose sum z is read by nothing but its Relu and relu-masked ReluBackwards keeps
+     only relu(z). */
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind != TK_CONV_EPI || !t->out2 || f.is_out[t->mid] || f.kept[t->mid]) continue;
+    bool unread = true;
+    for (uint32_t k = f.use_at[t->mid]; k < f.use_at[t->mid + 1] && unread; k++) {
+      rlx_id u = f.users[k];
+      unread = u == t->last || (f.thunk[u] >= 0 && x->thunks[f.thunk[u]].kind == TK_SKIP && f.relu_masked[u]);
+    }
+    if (unread) t->out.data = NULL;
   }
   /* A Transpose every reader of which reads its input instead (a fused MatMul, or a Transpose
      skipped in turn) is not computed; later ones first, so chains resolve in one pass. */
   for (uint32_t i = x->n_thunks; i-- > 0;) {
     cpu_thunk *t = &x->thunks[i];
-    if (t->kind != TK_KERNEL || t->node->op != RLX_OP_Transpose || f.is_out[t->id]) continue;
+    if (t->kind != TK_KERNEL || t->node->op != RLX_OP_Transpose || f.is_out[t->id] || f.kept[t->id]) continue;
     uint32_t covered = fused_uses[t->id];
     for (uint32_t k = f.use_at[t->id]; k < f.use_at[t->id + 1]; k++) {
       rlx_id u = f.users[k];
@@ -786,8 +850,10 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const r
     rlx_status st;
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
-    case TK_CONV_EPI: st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, o.data, t->out2, &x->ctx); break;
-    case TK_MPB_RELU: st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, &x->ctx); break;
+    case TK_CONV_EPI: st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->out.data, t->out2, &x->ctx); break;
+    case TK_MPB_RELU:
+      st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
+      break;
     default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
     }
     if (x->profile) {

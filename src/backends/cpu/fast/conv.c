@@ -220,24 +220,31 @@ typedef struct conv_job {
   const float *wpk; /* packed weights of every group */
   const int32_t *off;
   /* forward epilogue (the executor's Conv + bias + Relu fusion): y is then z = conv + bias[channel]
-     and r, when not NULL, receives relu(z) */
+     and r, when not NULL, receives relu(z); with relu_in_y, y itself becomes relu(conv + bias)
+     (z is not kept) */
   const float *bias;
   float *r;
+  bool relu_in_y;
 } conv_job;
-
-/* z = y + bias, r = relu(z) over `count` elements of one channel. */
-static void epilogue(float *restrict z, float *restrict r, float bias, size_t count) {
-  for (size_t i = 0; i < count; i++) z[i] += bias;
-  if (r)
-    for (size_t i = 0; i < count; i++) r[i] = z[i] < 0 ? 0.0f : z[i]; /* NaN and -0 pass, like Relu */
-}
 
 /* The epilogue over channels [c0, c0 + C) of image b (output planes of P elements). */
 static void epilogue_planes(const conv_job *j, size_t b, size_t c0, size_t C, size_t P) {
   if (!j->bias) return;
   for (size_t c = c0; c < c0 + C; c++) {
     size_t at = (b * j->g.Cout + c) * P;
-    epilogue(j->y + at, j->r ? j->r + at : NULL, j->bias[c], P);
+    float *restrict z = j->y + at, bias = j->bias[c];
+    if (j->relu_in_y) {
+      for (size_t i = 0; i < P; i++) {
+        float v = z[i] + bias;
+        z[i] = v < 0 ? 0.0f : v; /* NaN and -0 pass, like Relu */
+      }
+      continue;
+    }
+    for (size_t i = 0; i < P; i++) z[i] += bias;
+    if (j->r) {
+      float *restrict r = j->r + at;
+      for (size_t i = 0; i < P; i++) r[i] = z[i] < 0 ? 0.0f : z[i];
+    }
   }
 }
 
@@ -271,8 +278,10 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
     for (size_t gr = 0; gr < g->G; gr++) {
       fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
       fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
-      fk_dconv_compact(d, yw, j->y + (b * g->G + gr) * d->O * d->Ho * d->Wo);
-      epilogue_planes(j, b, gr * d->O, d->O, d->Ho * d->Wo);
+      size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
+      const float *bias = j->bias ? j->bias + gr * d->O : NULL;
+      if (j->relu_in_y) fk_dconv_compact(d, yw, bias, NULL, j->y + at);
+      else fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
     }
 }
 
@@ -309,17 +318,20 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
     }
 }
 
-/* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL). */
-static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *y, const float *bias,
+/* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
+ * z NULL only r is written). */
+static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *z, const float *bias,
                                float *r, rlx_cpu_ctx *ctx) {
   conv_job j;
   memset(&j, 0, sizeof j);
   conv_geo(n, in, n_in, &j.g);
   j.x = in[0].data;
   j.w = in[1].data;
-  j.y = y;
+  j.y = z ? z : r;
   j.bias = bias;
-  j.r = r;
+  j.r = z ? r : NULL;
+  j.relu_in_y = bias && !z;
+  float *y = j.y;
   const fgeo *g = &j.g;
   if (g->N == 0 || g->Cout == 0 || g->Ho * g->Wo == 0) return RLX_OK;
   if (cg_rows(g) == 0) {

@@ -224,10 +224,28 @@ void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int
 
 #endif
 
-void fk_dconv_compact(const fk_dconv *d, const float *yw, float *y) {
+void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r) {
   for (size_t o = 0; o < d->O; o++)
-    for (size_t i = 0; i < d->Ho; i++)
-      memcpy(y + (o * d->Ho + i) * d->Wo, yw + o * d->Qpad + i * d->Wp, d->Wo * sizeof *y);
+    for (size_t i = 0; i < d->Ho; i++) {
+      const float *restrict src = yw + o * d->Qpad + i * d->Wp;
+      float *restrict dst = y ? y + (o * d->Ho + i) * d->Wo : NULL;
+      if (!bias) {
+        memcpy(dst, src, d->Wo * sizeof *y);
+        continue;
+      }
+      float b = bias[o];
+      float *restrict rr = r ? r + (o * d->Ho + i) * d->Wo : NULL;
+      if (!y) { /* relu(conv + bias) only */
+        for (size_t k = 0; k < d->Wo; k++) {
+          float v = src[k] + b;
+          rr[k] = v < 0 ? 0.0f : v;
+        }
+        continue;
+      }
+      for (size_t k = 0; k < d->Wo; k++) dst[k] = src[k] + b;
+      if (rr)
+        for (size_t k = 0; k < d->Wo; k++) rr[k] = dst[k] < 0 ? 0.0f : dst[k]; /* NaN and -0 pass, like Relu */
+    }
 }
 
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw) {

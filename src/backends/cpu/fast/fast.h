@@ -41,6 +41,17 @@ void fk_scratch_release(rlx_cpu_ctx *ctx, void *p);
 /* Rounds a byte count up to a multiple of 64 (for carving one scratch block into parts). */
 static inline size_t fk_align64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* Sum of x[0..len) in double with 8 independent partial sums (vectorisable, fixed order). */
+static inline double fk_sum_run(const float *restrict x, size_t len) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int l = 0; l < 8; l++) acc[l] += (double)x[i + l];
+  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < len; i++) s += (double)x[i];
+  return s;
+}
+
 /* ---- small shape helpers ---- */
 
 static inline size_t fk_numel(const rlx_shape *s) {
@@ -83,7 +94,9 @@ void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float
 void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp);              /* x [C][H][W] */
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
                       float *yw);                                             /* yw [Op][Qpad] */
-void fk_dconv_compact(const fk_dconv *d, const float *yw, float *y);         /* y [O][Ho][Wo] */
+/* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
+ * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
+void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
 void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw);       /* dyw [Op][Q8] */
 void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off,
                  float *acc); /* acc [acc_floats] += lane partial sums */
@@ -131,8 +144,9 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
                               rlx_tensor *out, rlx_cpu_ctx *ctx);
 
 /* Conv + Binary Add of a per-channel bias (+ Relu) in one pass (the executor's fusion): z = conv(x, w)
- * + bias and, when r is not NULL, r = relu(z); in = the Conv's operands; bias has one element per
- * output channel and broadcasts along the channel axis only. Bit-identical to the three kernels. */
+ * + bias and, when r is not NULL, r = relu(z); z may be NULL when r is not (the sum is then not
+ * kept); in = the Conv's operands; bias has one element per output channel and broadcasts along
+ * the channel axis only. Bit-identical to the three kernels. */
 bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias);
 rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias, float *z,
                                   float *r, rlx_cpu_ctx *ctx);
@@ -141,10 +155,17 @@ rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, ui
 uint64_t rlx_cpu_fusion_count(void);
 
 /* ReluBackward(z, MaxPool2dBackward(x, dy)) in one pass, for 2x2 stride-2 unpadded windows: dx is
- * the max-pool gradient where z > 0 and 0 elsewhere (bit-identical to the two kernels). dx may be
- * x itself (same buffer); it must not overlap dy or z otherwise. */
+ * the max-pool gradient where z > 0 and 0 elsewhere (bit-identical to the two kernels). z NULL
+ * means x = relu(z), so that x > 0 exactly where z > 0 and the mask is read from x. dx may be
+ * x itself (same buffer); it must not overlap dy or z otherwise. With `reduce` (a Reduce node for
+ * which rlx_fast_reduce_planes_applies holds on dx) it also writes that Reduce's result, the bias
+ * gradient, to reduce_out (bit-identical to the Reduce kernel). */
 bool rlx_fast_maxpool_relu_bwd_applies(const rlx_node *mpb, const rlx_tensor *in, uint32_t n_in, const rlx_shape *z);
 rlx_status rlx_fast_maxpool_relu_bwd(const rlx_node *mpb, const rlx_tensor *in, const float *z, float *dx,
-                                     rlx_cpu_ctx *ctx);
+                                     const rlx_node *reduce, float *reduce_out, rlx_cpu_ctx *ctx);
+/* reduce.c: the Reduce is a sum / mean over axes 0, 2, 3 of [N, C, H, W] (N, C, H*W > 1), and the
+ * result from per-plane sums (fk_sum_run of each H*W plane, [N][C]) in the Reduce kernel's order. */
+bool rlx_fast_reduce_planes_applies(const rlx_node *reduce, const rlx_tensor *in);
+void rlx_fast_reduce_planes_finish(const rlx_node *reduce, const rlx_shape *x, const double *plane_sums, float *out);
 
 #endif

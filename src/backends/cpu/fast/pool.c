@@ -106,8 +106,8 @@ static inline bool beats(float a, float b) { return (b == b) & ((a != a) | (a > 
  * z0 / z1 (the executor's MaxPool2dBackward + ReluBackward fusion) a cell keeps its value only
  * where z > 0. o0 / o1 may be x0 / x1 themselves: every window is read before it is written (the
  * ragged last step, which redoes windows, reads copies taken before any store). */
-static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, const float *z0, const float *z1, float *o0,
-                           float *o1, size_t Wo) {
+static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, const float *z0, const float *z1,
+                           bool mask_x, float *o0, float *o1, size_t Wo) {
   size_t ow = 0;
 #if defined(__SSE2__)
   float t0[8], t1[8];
@@ -140,7 +140,13 @@ static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, con
     __m128 ga = _mm_and_ps(s0, gv), gb = _mm_and_ps(s1, gv), gc = _mm_and_ps(s2, gv), ge = _mm_and_ps(s3, gv);
     __m128 r0 = _mm_unpacklo_ps(ga, gb), r1 = _mm_unpackhi_ps(ga, gb), r2 = _mm_unpacklo_ps(gc, ge),
            r3 = _mm_unpackhi_ps(gc, ge);
-    if (z0) {
+    if (mask_x) { /* x = relu(z): the loaded cells themselves */
+      __m128 zero = _mm_setzero_ps();
+      r0 = _mm_and_ps(r0, _mm_cmpgt_ps(p, zero));
+      r1 = _mm_and_ps(r1, _mm_cmpgt_ps(q, zero));
+      r2 = _mm_and_ps(r2, _mm_cmpgt_ps(u, zero));
+      r3 = _mm_and_ps(r3, _mm_cmpgt_ps(w, zero));
+    } else if (z0) {
       __m128 zero = _mm_setzero_ps();
       r0 = _mm_and_ps(r0, _mm_cmpgt_ps(_mm_loadu_ps(z0 + 2 * ow), zero));
       r1 = _mm_and_ps(r1, _mm_cmpgt_ps(_mm_loadu_ps(z0 + 2 * ow + 4), zero));
@@ -160,10 +166,12 @@ static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, con
     if (beats(b, bv)) bv = b, bi = 1;
     if (beats(c, bv)) bv = c, bi = 2;
     if (beats(e, bv)) bi = 3;
-    o0[2 * ow] = bi == 0 && (!z0 || z0[2 * ow] > 0) ? gv : 0.0f;
-    o0[2 * ow + 1] = bi == 1 && (!z0 || z0[2 * ow + 1] > 0) ? gv : 0.0f;
-    o1[2 * ow] = bi == 2 && (!z1 || z1[2 * ow] > 0) ? gv : 0.0f;
-    o1[2 * ow + 1] = bi == 3 && (!z1 || z1[2 * ow + 1] > 0) ? gv : 0.0f;
+    bool m0 = mask_x ? a > 0 : !z0 || z0[2 * ow] > 0, m1 = mask_x ? b > 0 : !z0 || z0[2 * ow + 1] > 0;
+    bool m2 = mask_x ? c > 0 : !z1 || z1[2 * ow] > 0, m3 = mask_x ? e > 0 : !z1 || z1[2 * ow + 1] > 0;
+    o0[2 * ow] = bi == 0 && m0 ? gv : 0.0f;
+    o0[2 * ow + 1] = bi == 1 && m1 ? gv : 0.0f;
+    o1[2 * ow] = bi == 2 && m2 ? gv : 0.0f;
+    o1[2 * ow + 1] = bi == 3 && m3 ? gv : 0.0f;
   }
 }
 
@@ -185,7 +193,9 @@ typedef struct pool_job {
   bool is_max;
   const float *x, *dy;
   const float *z; /* MaxPool2dBackward + ReluBackward: the relu's input */
+  bool mask_x;    /* ... whose mask is x > 0 (x = relu(z)) */
   float *y;
+  double *plane_sums; /* ... + the bias gradient: fk_sum_run of every output plane */
 } pool_job;
 
 static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -264,10 +274,11 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
       for (size_t oh = 0; oh < g->Ho; oh++) {
         float *o0 = dx + 2 * oh * g->W, *o1 = o0 + g->W;
         const float *z0 = z ? z + 2 * oh * g->W : NULL, *z1 = z ? z0 + g->W : NULL;
-        max2x2_bwd_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, dy + oh * g->Wo, z0, z1, o0, o1, g->Wo);
+        max2x2_bwd_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, dy + oh * g->Wo, z0, z1, j->mask_x, o0, o1, g->Wo);
         if (g->W > 2 * g->Wo) o0[g->W - 1] = o1[g->W - 1] = 0.0f;
       }
       if (g->H > 2 * g->Ho) memset(dx + (g->H - 1) * g->W, 0, g->W * sizeof *dx);
+      if (j->plane_sums) j->plane_sums[p] = fk_sum_run(dx, g->H * g->W);
       continue;
     }
     memset(dx, 0, g->H * g->W * sizeof *dx);
@@ -288,10 +299,16 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
         dx[best] += dy[oh * g->Wo + ow];
       }
     }
+    if (z || j->mask_x) { /* (never in place here: only 2x2 windows are fused in place) */
+      const float *m = z ? z : x;
+      for (size_t i = 0; i < g->H * g->W; i++) dx[i] = m[i] > 0 ? dx[i] : 0.0f;
+    }
+    if (j->plane_sums) j->plane_sums[p] = fk_sum_run(dx, g->H * g->W);
   }
 }
 
-static rlx_status maxpool_bwd(const rlx_node *n, const rlx_tensor *in, const float *z, float *dx, rlx_cpu_ctx *ctx) {
+static rlx_status maxpool_bwd(const rlx_node *n, const rlx_tensor *in, bool relu, const float *z, float *dx,
+                              double *plane_sums, rlx_cpu_ctx *ctx) {
   const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
   pool_job j;
   memset(&j, 0, sizeof j);
@@ -300,7 +317,9 @@ static rlx_status maxpool_bwd(const rlx_node *n, const rlx_tensor *in, const flo
   j.x = in[0].data;
   j.dy = in[1].data;
   j.z = z;
+  j.mask_x = relu && !z;
   j.y = dx;
+  j.plane_sums = plane_sums;
   if (fk_numel(&in[0].shape) == 0) return RLX_OK;
   size_t per_plane = j.g.H * j.g.W + j.g.Ho * j.g.Wo * j.g.kh * j.g.kw + 1;
   fk_parallel_for(ctx, j.g.planes, 32768 / per_plane + 1, maxpool_bwd_task, &j);
@@ -309,7 +328,7 @@ static rlx_status maxpool_bwd(const rlx_node *n, const rlx_tensor *in, const flo
 
 FK_KERNEL(MaxPool2dBackward) {
   (void)n_in;
-  return maxpool_bwd(n, in, NULL, out->data, ctx);
+  return maxpool_bwd(n, in, false, NULL, out->data, NULL, ctx);
 }
 
 bool rlx_fast_maxpool_relu_bwd_applies(const rlx_node *mpb, const rlx_tensor *in, uint32_t n_in, const rlx_shape *z) {
@@ -321,6 +340,13 @@ bool rlx_fast_maxpool_relu_bwd_applies(const rlx_node *mpb, const rlx_tensor *in
 }
 
 rlx_status rlx_fast_maxpool_relu_bwd(const rlx_node *mpb, const rlx_tensor *in, const float *z, float *dx,
-                                     rlx_cpu_ctx *ctx) {
-  return maxpool_bwd(mpb, in, z, dx, ctx);
+                                     const rlx_node *reduce, float *reduce_out, rlx_cpu_ctx *ctx) {
+  if (!reduce) return maxpool_bwd(mpb, in, true, z, dx, NULL, ctx);
+  size_t planes = (size_t)in[0].shape.dims[0] * (size_t)in[0].shape.dims[1];
+  double *sums = fk_scratch(ctx, planes * sizeof *sums);
+  if (!sums) return rlx_errorf(RLX_ERR_OOM, "MaxPool2dBackward: out of memory for %zu plane sums", planes);
+  rlx_status st = maxpool_bwd(mpb, in, true, z, dx, sums, ctx);
+  if (st == RLX_OK) rlx_fast_reduce_planes_finish(reduce, &in[0].shape, sums, reduce_out);
+  fk_scratch_release(ctx, sums);
+  return st;
 }

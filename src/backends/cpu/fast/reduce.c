@@ -13,17 +13,6 @@
 
 #include "backends/cpu/fast/fast.h"
 
-/* Sum of x[0..len) in double with 8 independent partial sums (vectorisable, fixed order). */
-static double sum_run(const float *restrict x, size_t len) {
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8)
-    for (int l = 0; l < 8; l++) acc[l] += (double)x[i + l];
-  double s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < len; i++) s += (double)x[i];
-  return s;
-}
-
 /* ======================================================================================
  * Reduce
  * ====================================================================================== */
@@ -122,7 +111,7 @@ static void krk_task(void *arg, size_t lo, size_t hi, int chunk) {
     size_t i0 = w / blocks, c0 = (w % blocks) * COLS, c1 = c0 + COLS < v->d2 ? c0 + COLS : v->d2;
     const float *base = j->x + i0 * v->d1 * v->d2;
     if (v->d2 == 1) { /* a contiguous run */
-      j->y[i0] = (float)(sum_run(base, v->d1) * j->scale);
+      j->y[i0] = (float)(fk_sum_run(base, v->d1) * j->scale);
       continue;
     }
     size_t len = c1 - c0;
@@ -143,7 +132,7 @@ static void rkr_task(void *arg, size_t lo, size_t hi, int chunk) {
   const rview *v = &j->v;
   for (size_t k = lo; k < hi; k++) {
     double s = 0.0;
-    for (size_t r = 0; r < v->d0; r++) s += sum_run(j->x + (r * v->d1 + k) * v->d2, v->d2);
+    for (size_t r = 0; r < v->d0; r++) s += fk_sum_run(j->x + (r * v->d1 + k) * v->d2, v->d2);
     j->y[k] = (float)(s * j->scale);
   }
 }
@@ -167,6 +156,27 @@ FK_KERNEL(Reduce) {
   size_t blocks = (j.v.d2 + COLS - 1) / COLS, per_item = j.v.d1 * (j.v.d2 < COLS ? j.v.d2 : COLS);
   fk_parallel_for(ctx, j.v.d0 * blocks, 16384 / (per_item + 1) + 1, krk_task, &j);
   return RLX_OK;
+}
+
+/* Plane sums of an [N, C, H, W] tensor (the executor's fusion of a bias gradient into the kernel
+ * that produces the tensor): the Reduce must be exactly the R K R case over these three extents,
+ * so that finishing gives the same bits as rkr_task. */
+bool rlx_fast_reduce_planes_applies(const rlx_node *reduce, const rlx_tensor *in) {
+  const rlx_shape *x = &in[0].shape;
+  rview v;
+  if (!rlx_fast_applies_Reduce(reduce, in, 1) || x->rank != 4 || !reduce_view(reduce, x, &v)) return false;
+  return v.rkr && v.d0 == (size_t)x->dims[0] && v.d1 == (size_t)x->dims[1] &&
+         v.d2 == (size_t)x->dims[2] * (size_t)x->dims[3];
+}
+
+void rlx_fast_reduce_planes_finish(const rlx_node *reduce, const rlx_shape *x, const double *plane_sums, float *out) {
+  size_t N = (size_t)x->dims[0], C = (size_t)x->dims[1], count = N * (size_t)x->dims[2] * (size_t)x->dims[3];
+  double scale = reduce->attrs.Reduce.op == RLX_REDUCE_MEAN ? 1.0 / (double)count : 1.0;
+  for (size_t k = 0; k < C; k++) {
+    double s = 0.0;
+    for (size_t r = 0; r < N; r++) s += plane_sums[r * C + k];
+    out[k] = (float)(s * scale);
+  }
 }
 
 /* ======================================================================================
