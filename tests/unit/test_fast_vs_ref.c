@@ -826,8 +826,6 @@ static void test_executor(bool torch_layout) {
 }
 
 int main(void) {
-  /* Transpose->MatMul folding is off by default; this suite checks it against the reference. */
-  setenv("RLX_CPU_FUSE_MATMUL", "1", 1);
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
   test_transpose();
