@@ -124,6 +124,8 @@ RLX_VJP_DECL(ScatterNd);
 /* vjp/control.c */
 RLX_VJP_DECL(Scan);
 RLX_VJP_DECL(CustomFn);
+/* vjp/signal.c */
+RLX_VJP_DECL(Fft);
 /* Scan normalisation before the sweep (vjp/control.c): body Params become broadcast operands,
  * broadcast operands become scanned operands, the full trajectory is saved. */
 bool rlx_ad_scan_needs_prepare(const rlx_node *n);

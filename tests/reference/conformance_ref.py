@@ -38,11 +38,12 @@ import ref_linalg  # noqa: E402
 import ref_nn  # noqa: E402
 import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
+import ref_signal  # noqa: E402
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
-for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward):
+for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal):
     REF.update(mod.REF)
 
 # Error budget of an op beyond one rounding, as a multiple of the default tolerance: kernels that
@@ -54,7 +55,7 @@ OP_TOL = {
     "Cholesky": 64, "Det": 64, "LogDet": 64, "Svd": 256, "Qr": 64, "Eigh": 256, "EighBatch": 256,
     "FusedAttentionBlock": 64, "FusedTransformerLayer": 256, "FusedConvBiasAct": 8, "FusedResidualLN": 4,
     "FusedResidualRmsNorm": 4, "AdaLayerNorm": 4, "GroupNorm": 4, "BatchNormInference": 4, "FakeQuantize": 4,
-    "ElementwiseRegion": 4, "BatchElementwiseRegion": 4, "Attention": 4, "CumProd": 4, "Softmax": 2,
+    "ElementwiseRegion": 4, "BatchElementwiseRegion": 4, "Attention": 4, "CumProd": 4, "Softmax": 2, "Fft": 4,
 }
 
 
@@ -67,7 +68,7 @@ ACCUMULATING = {
     "Softmax", "Cumsum", "CumProd", "LayerNorm", "LayerNorm2d", "GroupNorm", "BatchNormInference", "RmsNorm",
     "AdaLayerNorm", "GatedResidual", "FusedResidualLN", "FusedResidualRmsNorm", "Attention", "Rope",
     "AxialRope2d", "FusedAttentionBlock", "FusedTransformerLayer", "ScatterAdd", "ScatterNd", "ScatterElements",
-    "Scan", "While", "ElementwiseRegion", "BatchElementwiseRegion", "FakeQuantize",
+    "Scan", "While", "ElementwiseRegion", "BatchElementwiseRegion", "FakeQuantize", "Fft",
     # backward ops: gradients are sums over the forward's uses
     "SoftmaxCrossEntropy", "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyBackward", "AttentionBackward",
     "AttentionBackwardAll", "LayerNormBackwardInput", "LayerNormBackwardGamma", "RmsNormBackwardInput",

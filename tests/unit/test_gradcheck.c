@@ -375,6 +375,13 @@ static rlx_status b_roll(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_Roll(g, p, 1, &a, NULL, y);
 }
 
+/* Fft over a real-block last axis: g_fft = inverse * RLX_FFT_NORM_COUNT + norm. */
+static int g_fft;
+static rlx_status b_fft(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_Fft a = {g_fft / RLX_FFT_NORM_COUNT != 0, (rlx_fft_norm)(g_fft % RLX_FFT_NORM_COUNT)};
+  return rlx_build_Fft(g, p, 1, &a, NULL, y);
+}
+
 static rlx_status b_kvappend(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_attrs_KvAppend a = {0, 2};
   return rlx_build_KvAppend(g, p, 2, &a, NULL, y);
@@ -957,6 +964,13 @@ static const gc_entry cases[] = {
           P1("xs", -1, 1, 2, 4, 3), P1("w", -1, 1, 1, 3)),
     CASEK("CustomFn (fwd body)", CustomFn, b_customfn, g_cfn, 0, P1("a", -1, 1, 1, 3), P1("b", -1, 1, 1, 3)),
     CASEK("CustomFn (vjp body)", CustomFn, b_customfn, g_cfn, 1, P1("a", -1, 1, 1, 3), P1("b", -1, 1, 1, 3)),
+    /* signal: radix-2 (N = 4, 8) and Bluestein (N = 3, 5) lengths, both directions, every norm */
+    CASEK("Fft N=4 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 2, 8)),
+    CASEK("Fft N=3 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 2, 2, 6)),
+    CASEK("Fft N=5 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 1, 10)),
+    CASEK("Fft inverse N=8 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 2, 2, 16)),
+    CASEK("Fft inverse N=5 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 3, 2, 1, 10)),
+    CASEK("Fft inverse N=1 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 3, 2)),
     /* backward ops as forward ops: first derivatives of backward ops = second derivatives */
 #define RAW(OP, NAME, I, ...) {{NAME, RLX_OP_##OP, b_raw, {__VA_ARGS__}, 0, 0, 0, false}, &g_raw_index, I}
     RAW(ReluBackward, "ReluBackward", 0, P1("x", -1, 1, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),

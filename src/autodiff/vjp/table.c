@@ -85,4 +85,6 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     /* vjp/control.c */
     [RLX_OP_Scan] = rlx_vjp_Scan,
     [RLX_OP_CustomFn] = rlx_vjp_CustomFn,
+    /* vjp/signal.c */
+    [RLX_OP_Fft] = rlx_vjp_Fft,
 };

@@ -15,6 +15,7 @@ const rlx_op rlx_cpu_claims[] = {
     RLX_OP_Conv, RLX_OP_Conv3d, RLX_OP_Im2Col, RLX_OP_ConvTranspose2d, RLX_OP_ConvTranspose3d, RLX_OP_Pool, RLX_OP_ResizeNearest2x, RLX_OP_Interpolate3d,
     RLX_OP_ScatterAdd, RLX_OP_ScatterNd, RLX_OP_ScatterElements, RLX_OP_GatherNd, RLX_OP_GatherElements,
     RLX_OP_If, RLX_OP_While, RLX_OP_Scan,
+    RLX_OP_Fft,
     RLX_OP_ReluBackward, RLX_OP_ActivationBackward, RLX_OP_SoftmaxCrossEntropy, RLX_OP_SoftmaxCrossEntropyWithLogits, RLX_OP_SoftmaxCrossEntropyBackward, RLX_OP_AttentionBackward, RLX_OP_AttentionBackwardAll, RLX_OP_RopeBackward, RLX_OP_LayerNormBackwardInput, RLX_OP_LayerNormBackwardGamma, RLX_OP_RmsNormBackwardInput, RLX_OP_RmsNormBackwardGamma, RLX_OP_RmsNormBackwardBeta, RLX_OP_GroupNormBackwardInput, RLX_OP_GroupNormBackwardGamma, RLX_OP_GroupNormBackwardBeta, RLX_OP_BatchNormInferenceBackwardInput, RLX_OP_BatchNormInferenceBackwardGamma, RLX_OP_BatchNormInferenceBackwardBeta, RLX_OP_AdaLayerNormBackward, RLX_OP_GatedResidualBackward, RLX_OP_Conv2dBackwardInput, RLX_OP_Conv2dBackwardWeight, RLX_OP_Conv3dBackwardInput, RLX_OP_Conv3dBackwardWeight, RLX_OP_MaxPool2dBackward, RLX_OP_MaxPool3dBackward, RLX_OP_CumsumBackward, RLX_OP_GatherBackward, RLX_OP_ScanBackward, RLX_OP_ScanBackwardXs,
 };
 const uint32_t rlx_cpu_n_claims = sizeof rlx_cpu_claims / sizeof rlx_cpu_claims[0];

@@ -87,6 +87,8 @@ RLX_CPU_KERNEL(GatherElements);
 RLX_CPU_KERNEL(If);
 RLX_CPU_KERNEL(While);
 RLX_CPU_KERNEL(Scan);
+/* ref/signal.c */
+RLX_CPU_KERNEL(Fft);
 /* ref/backward_*.c */
 RLX_CPU_KERNEL(ReluBackward);
 RLX_CPU_KERNEL(ActivationBackward);
@@ -205,6 +207,8 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_If] = rlx_cpu_ref_If,
     [RLX_OP_While] = rlx_cpu_ref_While,
     [RLX_OP_Scan] = rlx_cpu_ref_Scan,
+    /* ref/signal.c */
+    [RLX_OP_Fft] = rlx_cpu_ref_Fft,
     /* ref/backward_*.c */
     [RLX_OP_ReluBackward] = rlx_cpu_ref_ReluBackward,
     [RLX_OP_ActivationBackward] = rlx_cpu_ref_ActivationBackward,
