@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 
 JOBS=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF
 cmake --build build -j"$JOBS" --target rlx
 
 build/rlx train --epochs 1 --json --out build/train-out   # <- THE MAIN JOB: replace this line to change what `bash scripts/main.sh` runs

@@ -152,7 +152,7 @@ static rlx_status maxpool_backward(const rlx_infer_ctx *c, uint32_t nsp, const r
                              rlx_fmt_shape(dy), i, rlx_fmt_shape(x));
   for (uint32_t i = 0; i < nsp; i++) {
     bool known;
-    rlx_dim o;
+    rlx_dim o = 0;
     RLX_TRY(cu_extent(&g, i, false, x->dims[2 + i], 0, &known, &o));
     if (known && !rlx_dim_equal(o, dy->dims[2 + i]))
       return rlx_shape_error("operand 1 (dy) has shape %s; pooling operand 0 (x) %s gives extent %s on axis %u",
@@ -223,7 +223,7 @@ static rlx_status conv_backward_input(const rlx_infer_ctx *c, uint32_t nsp, cons
                              layout_x[nsp], 2 + nsp);
     for (uint32_t i = 0; i < nsp; i++) {
       bool known;
-      rlx_dim o;
+      rlx_dim o = 0;
       rlx_status s = cu_extent(&g, i, false, d->dims[2 + i], 0, &known, &o);
       if (s) return rlx_error_context(s, "declared shape %s", rlx_fmt_shape(d));
       if (known && !rlx_dim_equal(o, dy->dims[2 + i]))
@@ -281,7 +281,7 @@ static rlx_status conv_backward_weight(const rlx_infer_ctx *c, uint32_t nsp, con
   RLX_TRY(cu_kernel_attr(ks, nsp, &g));
   for (uint32_t i = 0; i < nsp; i++) {
     bool known;
-    rlx_dim o;
+    rlx_dim o = 0;
     RLX_TRY(cu_extent(&g, i, false, x->dims[2 + i], 0, &known, &o));
     if (known && !rlx_dim_equal(o, dy->dims[2 + i]))
       return rlx_shape_error("operand 1 (dy) has shape %s; convolving operand 0 (x) %s gives extent %s on axis %u",

@@ -125,7 +125,7 @@ rlx_status rlx_infer_Im2Col(const rlx_infer_ctx *c, rlx_shape *out) {
   RLX_TRY(cu_parse(2, &a->stride, &a->padding, &a->dilation, NULL, &g));
   RLX_TRY(cu_kernel_attr(&a->kernel_size, 2, &g));
   const rlx_shape *x = c->in[0];
-  rlx_dim ho, wo;
+  rlx_dim ho = 0, wo = 0;
   bool kh, kw;
   RLX_TRY(cu_extent(&g, 0, false, x->dims[2], 0, &kh, &ho));
   RLX_TRY(cu_extent(&g, 1, false, x->dims[3], 0, &kw, &wo));

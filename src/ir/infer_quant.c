@@ -216,7 +216,7 @@ rlx_status rlx_infer_QConv2d(const rlx_infer_ctx *c, rlx_shape *out) {
                            (long long)cout, (long long)g);
   if (sp_static(cin)) RLX_TRY(sp_dim_eq(c, 1, "w", 1, cin / g, "input channels per group = C_in / groups"));
   RLX_TRY(sp_dim_eq(c, 2, "bias", 0, cout, "one bias per output channel"));
-  int64_t k[2] = {w->dims[2], w->dims[3]}, s[2], d[2], p[4] = {0, 0, 0, 0};
+  int64_t k[2] = {w->dims[2], w->dims[3]}, s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
   if (a->kernel_size.n) {
     int64_t ks[2];
     RLX_TRY(geom2(&a->kernel_size, "kernel_size", 1, 1, ks));

@@ -139,7 +139,7 @@ rlx_status rlx_infer_GaussianSplatPrepare(const rlx_infer_ctx *c, rlx_shape *out
   s.radius_scale = a->radius_scale;
   RLX_TRY(sp_arity(c, 7, "positions, scales, rotations, opacities, colors, sh, meta"));
   RLX_TRY(check_splat_attrs(&s));
-  int64_t N, sh, fixed;
+  int64_t N = 0, sh = 0, fixed = 0;
   RLX_TRY(check_scene(c, &N, &sh));
   RLX_TRY(prepare_fixed(&s, &fixed));
   rlx_dim total = SP_UNKNOWN;

@@ -156,7 +156,7 @@ rlx_status rlx_scan_i64(rlx_text_scan *s, int64_t *out, const char *what) {
   size_t at = s->pos;
   bool neg = s->pos < s->len && s->src[s->pos] == '-';
   if (neg) s->pos++;
-  uint64_t m;
+  uint64_t m = 0;
   RLX_TRY(scan_magnitude(s, at, neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &m, what));
   if (neg) *out = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
   else *out = (int64_t)m;
@@ -170,7 +170,7 @@ rlx_status rlx_scan_u64(rlx_text_scan *s, uint64_t *out, const char *what) {
 
 rlx_status rlx_scan_u32(rlx_text_scan *s, uint32_t *out, const char *what) {
   rlx_scan_ws(s);
-  uint64_t v;
+  uint64_t v = 0;
   RLX_TRY(scan_magnitude(s, s->pos, UINT32_MAX, &v, what));
   *out = (uint32_t)v;
   return RLX_OK;

@@ -411,7 +411,7 @@ static rlx_status parse_shape(parser *P, rlx_shape *sh) {
       RLX_TRY(rlx_scan_expect(s, ',', "',' or ']'"));
     }
   }
-  int32_t t;
+  int32_t t = 0;
   RLX_TRY(parse_dtype(P, &t));
   sh->dtype = (uint8_t)t;
   return RLX_OK;

@@ -66,7 +66,7 @@ check_row() { # check_row NAME FAMILY ARITY PROPERTY...
   r=$(row "$name")
   if [ "$(echo "$r" | awk '{print $2 " " $3}')" = "$fam $ar" ]; then ok; else bad "ops row '$r': expected family $fam, arity $ar"; fi
   for p in "$@"; do
-    if echo "$r" | tr ' \t' '\n\n' | grep -qx "$p"; then ok; else bad "ops row '$r' lacks property $p"; fi
+    if echo "$r" | tr -s ' \t' '\n' | grep -qx "$p"; then ok; else bad "ops row '$r' lacks property $p"; fi
   done
 }
 check_row Input leaf 0 leaf
@@ -209,7 +209,7 @@ for g in "${graphs[@]}"; do
   # truncated binary files are rejected cleanly
   size=$(wc -c <"$TMP/b$n.bin")
   for cut in 0 4 8 $((size / 2)) $((size - 1)); do
-    [ "$cut" -ge 0 ] && [ "$cut" -lt "$size" ] || continue
+    if [ "$cut" -lt 0 ] || [ "$cut" -ge "$size" ]; then continue; fi
     head -c "$cut" "$TMP/b$n.bin" >"$TMP/cut.bin"
     expect 1 "check $b binary cut at $cut" -- "$RLX" check "$TMP/cut.bin"
   done

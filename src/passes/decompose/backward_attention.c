@@ -128,7 +128,7 @@ static rlx_status attention_grads(rlx_graph *g, const rlx_node *n, const rlx_id 
   rlx_dtype t = (rlx_dtype)qs.dtype;
   if (a->heads < 1 || a->D < 1) return rlx_errorf(RLX_ERR_INVALID_ARG, "attention backward: invalid num_heads / head_dim");
   int kind = layout_of(&qs, a->heads);
-  int64_t Hk, Hv;
+  int64_t Hk = 0, Hv = 0;
   RLX_TRY(heads_of(n, &ks, kind, a->D, &Hk));
   RLX_TRY(heads_of(n, &vs, kind, a->D, &Hv));
   if (Hk < 1 || Hv != Hk || a->heads % Hk)

@@ -30,7 +30,7 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   if (xs.rank != 4 || ws.rank != 4) return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d needs NCHW x and 4-D w");
   for (uint32_t i = 1; i < 4; i++)
     if (xs.dims[i] < 0 || ws.dims[i] < 0 || ws.dims[0] < 0) return dc_unsupported(n, "channel, spatial and kernel extents must be static");
-  int64_t st[2], pb[2], pe[2], dl[2], op[2], ks[2] = {ws.dims[2], ws.dims[3]}, ka[2];
+  int64_t st[2], pb[2] = {0, 0}, pe[2], dl[2], op[2], ks[2] = {ws.dims[2], ws.dims[3]}, ka[2];
   RLX_TRY(pair(n, "stride", &a->stride, 1, st));
   if (a->padding.n == 4) { /* [begin_h, begin_w, end_h, end_w] */
     pb[0] = a->padding.v[0], pb[1] = a->padding.v[1], pe[0] = a->padding.v[2], pe[1] = a->padding.v[3];

@@ -65,7 +65,7 @@ RLX_DECOMPOSE_DECL(FusedResidualLN) {
   (void)src;
   const rlx_attrs_FusedResidualLN *a = &n->attrs.FusedResidualLN;
   rlx_id h;
-  uint32_t gi;
+  uint32_t gi = 0;
   RLX_TRY(residual_sum(dst, n, a->has_bias, in, &h, &gi));
   rlx_attrs_LayerNorm ln = {-1, a->eps};
   rlx_id li[3] = {h, in[gi], in[gi + 1]};
@@ -77,7 +77,7 @@ RLX_DECOMPOSE_DECL(FusedResidualRmsNorm) {
   (void)src;
   const rlx_attrs_FusedResidualRmsNorm *a = &n->attrs.FusedResidualRmsNorm;
   rlx_id h;
-  uint32_t gi;
+  uint32_t gi = 0;
   RLX_TRY(residual_sum(dst, n, a->has_bias, in, &h, &gi));
   rlx_attrs_RmsNorm rn = {-1, a->eps};
   rlx_id ri[3] = {h, in[gi], in[gi + 1]};

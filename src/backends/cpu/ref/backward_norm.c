@@ -233,7 +233,7 @@ RLX_CPU_KERNEL(GroupNormBackwardInput) {
   RLX_TRY(ru_prologue(n, in, n_in, 4, 4, out));
   RLX_TRY(need_x(n, in, out, 3, 3, "dy"));
   RLX_TRY(ru_need_out_dims(n, out, in[0].shape.rank, in[0].shape.dims));
-  gn_geom g;
+  gn_geom g = {0};
   RLX_TRY(gn_check(n, in, a->num_groups, &g));
   RLX_TRY(need_vec(n, in, 1, "gamma", g.C));
   RLX_TRY(need_vec(n, in, 2, "beta", g.C));
@@ -263,7 +263,7 @@ static rlx_status gn_param(const rlx_node *n, const rlx_tensor *in, uint32_t n_i
                            double eps, bool want_xh) {
   RLX_TRY(ru_prologue(n, in, n_in, 2, 2, out));
   RLX_TRY(need_x(n, in, out, 3, 1, "dy"));
-  gn_geom g;
+  gn_geom g = {0};
   RLX_TRY(gn_check(n, in, groups, &g));
   RLX_TRY(need_out_vec(n, out, g.C));
   double *acc = NULL;
