@@ -104,9 +104,51 @@ static rlx_status check_tensor(const Onnx__TensorProto *t, const char *what) {
 static rlx_status check_graph(chk *k, const Onnx__GraphProto *g, uint32_t depth, const defs *outer, const char *where,
                               uint32_t *index_out);
 
-/* Collects the free variables of node n's bodies into `deps` (names, deduplicated by `seen`). */
+static rlx_status push_dep(chk *k, const char *label, const char *name, const char ***deps, uint32_t *n_deps,
+                           uint32_t *cap_deps) {
+  if (*n_deps == *cap_deps) {
+    uint32_t cap = *cap_deps ? *cap_deps * 2 : 8;
+    const char **nd = k->al->alloc(k->al->ctx, cap * sizeof *nd);
+    if (!nd) return rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", label);
+    if (*n_deps) memcpy(nd, *deps, *n_deps * sizeof *nd);
+    k->al->free(k->al->ctx, *deps);
+    *deps = nd;
+    *cap_deps = cap;
+  }
+  (*deps)[(*n_deps)++] = name;
+  return RLX_OK;
+}
+
+/* Gradient (domain ai.onnx.preview.training) names values in its attributes xs, zs and y: they
+ * are read like inputs, so the node is ordered after their producers. */
+static rlx_status gradient_deps(chk *k, const Onnx__NodeProto *n, const char *label, const char ***deps,
+                                uint32_t *n_deps, uint32_t *cap_deps) {
+  if (!n->domain || strcmp(n->domain, OI_TRAINING_DOMAIN) != 0 || strcmp(str(n->op_type), "Gradient") != 0)
+    return RLX_OK;
+  for (size_t a = 0; a < n->n_attribute; a++) {
+    const Onnx__AttributeProto *at = n->attribute[a];
+    const char *an = str(at->name);
+    bool one = strcmp(an, "y") == 0;
+    if (!one && strcmp(an, "xs") != 0 && strcmp(an, "zs") != 0) continue;
+    size_t cnt = one ? (at->has_s ? 1 : 0) : at->n_strings;
+    for (size_t i = 0; i < cnt; i++) {
+      const ProtobufCBinaryData *b = one ? &at->s : &at->strings[i];
+      if (!b->len || b->len > RLX_ONNX_MAX_NAME_BYTES || memchr(b->data, 0, b->len))
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: attribute %s names an empty, overlong or NUL-holding value", label,
+                          an);
+      char *name = rlx_arena_strndup(&k->info->strings, (const char *)b->data, b->len);
+      if (!name) return rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", label);
+      RLX_TRY(push_dep(k, label, name, deps, n_deps, cap_deps));
+    }
+  }
+  return RLX_OK;
+}
+
+/* Collects the free variables of node n's bodies (and the values a Gradient node names) into
+ * `deps`. */
 static rlx_status check_node_attrs(chk *k, const Onnx__NodeProto *n, uint32_t depth, const defs *scope,
                                    const char *label, const char ***deps, uint32_t *n_deps, uint32_t *cap_deps) {
+  RLX_TRY(gradient_deps(k, n, label, deps, n_deps, cap_deps));
   for (size_t a = 0; a < n->n_attribute; a++) {
     const Onnx__AttributeProto *at = n->attribute[a];
     char where[1024];
@@ -126,18 +168,7 @@ static rlx_status check_node_attrs(chk *k, const Onnx__NodeProto *n, uint32_t de
       uint32_t idx;
       RLX_TRY(check_graph(k, body, depth + 1, scope, where, &idx));
       const oi_graph_info *gi = &k->info->graphs[idx];
-      for (uint32_t f = 0; f < gi->n_free; f++) {
-        if (*n_deps == *cap_deps) {
-          uint32_t cap = *cap_deps ? *cap_deps * 2 : 8;
-          const char **nd = k->al->alloc(k->al->ctx, cap * sizeof *nd);
-          if (!nd) return rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", label);
-          if (*n_deps) memcpy(nd, *deps, *n_deps * sizeof *nd);
-          k->al->free(k->al->ctx, *deps);
-          *deps = nd;
-          *cap_deps = cap;
-        }
-        (*deps)[(*n_deps)++] = gi->free[f];
-      }
+      for (uint32_t f = 0; f < gi->n_free; f++) RLX_TRY(push_dep(k, label, gi->free[f], deps, n_deps, cap_deps));
     }
   }
   return RLX_OK;
@@ -433,6 +464,7 @@ rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi
   info->al = al;
   oi_map_init(&info->by_graph, al, true);
   oi_map_init(&info->used, al, false);
+  info->strings.al = al;
   if (!m->graph) return rlx_errorf(RLX_ERR_FORMAT, "model: field graph is missing");
   for (size_t i = 0; i < m->n_opset_import; i++) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
@@ -455,6 +487,7 @@ void oi_model_info_free(oi_model_info *info) {
   info->al->free(info->al->ctx, info->graphs);
   oi_map_free(&info->by_graph);
   oi_map_free(&info->used);
+  rlx_arena_release(&info->strings);
   memset(info, 0, sizeof *info);
 }
 

@@ -303,18 +303,22 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
     }
     if (v->state == OI_VAL_POISONED) return poison_outputs(s, np);
   }
-  if (!default_domain(np->domain)) {
-    RLX_TRY(gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain)", op_type, np->domain));
+  bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
+  if (!default_domain(np->domain) && !training) {
+    RLX_TRY(gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain and %s)", op_type, np->domain,
+                OI_TRAINING_DOMAIN));
     return poison_outputs(s, np);
   }
-  const oi_op_entry *e = oi_op_find(op_type);
+  const oi_op_entry *e = training ? oi_training_op_find(op_type) : oi_op_find(op_type);
   if (!e) {
-    RLX_TRY(gap(m, np, "%s: no RLX mapping for this op", op_type));
+    if (training) RLX_TRY(gap(m, np, "%s: no RLX mapping for this op of domain \"%s\"", op_type, np->domain));
+    else RLX_TRY(gap(m, np, "%s: no RLX mapping for this op", op_type));
     return poison_outputs(s, np);
   }
-  if (m->opset < e->min_opset || m->opset > e->max_opset) {
-    RLX_TRY(gap(m, np, "%s: opset %lld is not supported (supported: %d..%d)", op_type, (long long)m->opset, e->min_opset,
-                e->max_opset));
+  int64_t opset = training ? m->opset_training : m->opset;
+  if (opset < e->min_opset || opset > e->max_opset) {
+    RLX_TRY(gap(m, np, "%s: opset %lld%s%s is not supported (supported: %d..%d)", op_type, (long long)opset,
+                training ? " of domain " : "", training ? OI_TRAINING_DOMAIN : "", e->min_opset, e->max_opset));
     return poison_outputs(s, np);
   }
   size_t nin = np->n_input, nout = np->n_output;
@@ -324,7 +328,7 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
   c.sc = s;
   c.g = s->g;
   c.np = np;
-  c.opset = m->opset;
+  c.opset = opset;
   c.n_in = (uint32_t)nin;
   c.n_out = (uint32_t)nout;
   c.scratch.al = m->al;
@@ -733,9 +737,12 @@ static rlx_status run_import(const uint8_t *data, size_t len, const char *base_d
   if (st) st = rlx_error_context(st, "%s", what);
   if (st == RLX_OK) {
     m.opset = 1; /* models without an import of the default domain predate opset imports */
-    for (size_t i = 0; i < model->n_opset_import; i++)
-      if (default_domain(model->opset_import[i]->domain))
-        m.opset = model->opset_import[i]->has_version ? model->opset_import[i]->version : 1;
+    m.opset_training = 1;
+    for (size_t i = 0; i < model->n_opset_import; i++) {
+      const Onnx__OperatorSetIdProto *o = model->opset_import[i];
+      if (default_domain(o->domain)) m.opset = o->has_version ? o->version : 1;
+      else if (strcmp(o->domain, OI_TRAINING_DOMAIN) == 0) m.opset_training = o->has_version ? o->version : 1;
+    }
     st = attempt(&m, what, &g);
     /* An op needed a value computed from inputs whose values the options give: specialize the
      * graph to those values (their Input nodes stay, unused) and try again. */

@@ -94,6 +94,7 @@ typedef struct oi_model_info {
   uint32_t n_graphs, cap_graphs;
   oi_map by_graph; /* GraphProto* -> index into graphs */
   oi_map used;     /* every value name read by some node or graph output, in any graph */
+  rlx_arena strings; /* value names copied out of attributes (Gradient's xs, zs, y) */
 } oi_model_info;
 /* Validates every graph of the model (names, types, dims, tensors, dangling inputs, duplicate
  * outputs, cycles, nesting depth) and computes topological orders and free variables. */
@@ -137,6 +138,7 @@ struct oi_imp {
   const Onnx__ModelProto *model;
   oi_model_info info;
   int64_t opset; /* of the default domain */
+  int64_t opset_training; /* of OI_TRAINING_DOMAIN (1 when the model imports no version) */
   bool report;   /* collect gaps only */
   oi_gap *gaps;
   uint32_t n_gaps, cap_gaps;
@@ -197,6 +199,12 @@ typedef struct oi_op_entry {
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X
 const oi_op_entry *oi_op_find(const char *op_type);
+/* The ops of the domain "ai.onnx.preview.training" have their own table (ops_training.c), searched
+ * only for nodes of that domain and versioned by its opset import. */
+#define OI_TRAINING_DOMAIN "ai.onnx.preview.training"
+extern const oi_op_entry oi_ops_training[];
+extern const uint32_t oi_ops_training_len;
+const oi_op_entry *oi_training_op_find(const char *op_type);
 
 /* Formats `node "name" (Op)` or `node #i (Op, output "y")` into buf. */
 const char *oi_node_label(const Onnx__NodeProto *np, char *buf, size_t cap);
