@@ -158,7 +158,10 @@ rlx_status oi_attr_graph(oi_node *c, const char *name, const Onnx__GraphProto **
 
 /* ---- inputs ---- */
 
-bool oi_has(const oi_node *c, uint32_t k) { return k < c->n_in && c->in[k] != RLX_NO_ID; }
+/* Sequence and optional inputs have no RLX id (c->in[k] is RLX_NO_ID) but a value in c->in_val. */
+bool oi_has(const oi_node *c, uint32_t k) {
+  return k < c->n_in && (c->in[k] != RLX_NO_ID || (c->in_val && c->in_val[k]));
+}
 
 /* The node array moves when nodes are added, so shapes are handed out as copies that live in the
  * node's scratch memory (stable until the ONNX node is done). */

@@ -53,9 +53,14 @@ void oi_scope_free(oi_scope *s) {
 }
 
 rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state, const rlx_tensor *hint) {
+  oi_value v = {.id = id, .state = state, .kind = OI_KIND_TENSOR, .hint = hint};
+  return oi_scope_set_value(s, name, &v);
+}
+
+rlx_status oi_scope_set_value(oi_scope *s, const char *name, const oi_value *v) {
   uint64_t idx;
   if (oi_map_get(&s->names, name, &idx)) {
-    s->vals[idx] = (oi_value){id, state, hint};
+    s->vals[idx] = *v;
     return RLX_OK;
   }
   if (s->n_vals == s->cap_vals) {
@@ -67,7 +72,7 @@ rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state,
     s->vals = nv;
     s->cap_vals = cap;
   }
-  s->vals[s->n_vals] = (oi_value){id, state, hint};
+  s->vals[s->n_vals] = *v;
   RLX_TRY(oi_map_put(&s->names, name, s->n_vals));
   s->n_vals++;
   return RLX_OK;
@@ -79,6 +84,27 @@ const oi_value *oi_scope_get(const oi_scope *s, const char *name) {
     if (oi_map_get(&s->names, name, &idx)) return &s->vals[idx];
   }
   return NULL;
+}
+
+rlx_status oi_seq_value(oi_imp *m, const rlx_id *ids, uint32_t n, uint8_t elem, oi_value *out) {
+  memset(out, 0, sizeof *out);
+  out->id = RLX_NO_ID;
+  out->kind = OI_KIND_SEQ;
+  out->elem = elem;
+  out->n_seq = n;
+  if (n) {
+    rlx_id *copy = rlx_arena_alloc(&m->seqs, (size_t)n * sizeof *copy, 8);
+    if (!copy) return rlx_errorf(RLX_ERR_OOM, "out of memory for a sequence of %u elements", n);
+    memcpy(copy, ids, (size_t)n * sizeof *copy);
+    out->seq = copy;
+  }
+  return RLX_OK;
+}
+
+const char *oi_kind_name(const oi_value *v) {
+  if (v->kind == OI_KIND_NONE) return "empty optional";
+  if (v->optional) return "optional";
+  return v->kind == OI_KIND_SEQ ? "sequence" : "tensor";
 }
 
 /* ======================================================================================
@@ -334,29 +360,43 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
   c.scratch.al = m->al;
   c.in = rlx_arena_alloc(&c.scratch, (nin + 1) * sizeof *c.in, 8);
   c.hint = rlx_arena_alloc(&c.scratch, (nin + 1) * sizeof *c.hint, 8);
+  c.in_val = rlx_arena_alloc(&c.scratch, (nin + 1) * sizeof *c.in_val, 8);
   c.out = rlx_arena_alloc(&c.scratch, (nout + 1) * sizeof *c.out, 8);
+  c.out_val = rlx_arena_alloc(&c.scratch, (nout + 1) * sizeof *c.out_val, 8);
   c.out_used = rlx_arena_alloc(&c.scratch, nout + 1, 8);
-  if (!c.in || !c.hint || !c.out || !c.out_used) {
+  if (!c.in || !c.hint || !c.in_val || !c.out || !c.out_val || !c.out_used) {
     rlx_arena_release(&c.scratch);
     return rlx_errorf(RLX_ERR_OOM, "out of memory importing a node");
   }
+  bool containers = oi_op_takes_containers(op_type);
   for (size_t k = 0; k < nin; k++) {
     c.in[k] = RLX_NO_ID;
     c.hint[k] = NULL;
+    c.in_val[k] = NULL;
     if (!np->input[k][0]) continue;
     const oi_value *v = oi_scope_get(s, np->input[k]);
+    c.in_val[k] = v;
+    if (v->kind != OI_KIND_TENSOR || v->optional) {
+      if (containers) continue; /* c.in[k] stays RLX_NO_ID: the mapper reads c.in_val[k] */
+      rlx_arena_release(&c.scratch);
+      RLX_TRY(gap(m, np, "%s: input %zu (\"%s\") is a%s %s; this op takes tensors", op_type, k, np->input[k],
+                  v->kind == OI_KIND_NONE || v->optional ? "n" : "", oi_kind_name(v)));
+      return poison_outputs(s, np);
+    }
     c.in[k] = v->id;
     c.hint[k] = v->hint;
   }
   for (size_t k = 0; k < nout; k++) {
     c.out[k] = RLX_NO_ID;
+    memset(&c.out_val[k], 0, sizeof c.out_val[k]);
+    c.out_val[k].state = OI_VAL_POISONED; /* "not set": oi_set_out_value marks it OK */
     c.out_used[k] = np->output[k][0] && oi_map_get(&m->info.used, np->output[k], NULL);
   }
   uint32_t first_new = rlx_graph_node_count(s->g);
   rlx_status st = e->fn(&c);
   if (st == RLX_OK) {
     for (size_t k = 0; k < nout && st == RLX_OK; k++) {
-      if (!np->output[k][0]) continue;
+      if (!np->output[k][0] || c.out_val[k].state == OI_VAL_OK) continue;
       if (c.out[k] == RLX_NO_ID) {
         if (c.out_used[k]) {
           st = oi_unsupported(&c, "output %zu (\"%s\") is not supported", k, np->output[k]);
@@ -369,7 +409,11 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
   if (st == RLX_OK) {
     for (size_t k = 0; k < nout && st == RLX_OK; k++) {
       if (!np->output[k][0]) continue;
-      if (c.out[k] == RLX_NO_ID) st = oi_scope_set(s, np->output[k], RLX_NO_ID, OI_VAL_POISONED, NULL);
+      if (c.out_val[k].state == OI_VAL_OK) {
+        st = oi_scope_set_value(s, np->output[k], &c.out_val[k]);
+        if (st == RLX_OK && c.out_val[k].kind == OI_KIND_TENSOR && c.out_val[k].id >= first_new)
+          st = name_node(s->g, c.out_val[k].id, np->output[k]);
+      } else if (c.out[k] == RLX_NO_ID) st = oi_scope_set(s, np->output[k], RLX_NO_ID, OI_VAL_POISONED, NULL);
       else {
         st = oi_scope_set(s, np->output[k], c.out[k], OI_VAL_OK, NULL);
         if (st == RLX_OK && c.out[k] >= first_new) st = name_node(s->g, c.out[k], np->output[k]);
@@ -452,7 +496,7 @@ rlx_status oi_import_nodes(oi_scope *s, const Onnx__GraphProto *gp) {
 }
 
 /* The value named `name` as seen from scope s; poisoned/unknown values are reported quietly. */
-static rlx_status lookup_output(oi_node *c, const oi_scope *s, const char *name, rlx_id *out) {
+static rlx_status lookup_value(oi_node *c, const oi_scope *s, const char *name, oi_value *out) {
   const oi_value *v = oi_scope_get(s, name);
   if (!v) return rlx_errorf(RLX_ERR_INTERNAL, "body output \"%s\" is not defined", name);
   if (v->state == OI_VAL_POISONED) {
@@ -460,12 +504,22 @@ static rlx_status lookup_output(oi_node *c, const oi_scope *s, const char *name,
     c->unsupported = true;
     return RLX_ERR_UNSUPPORTED;
   }
-  *out = v->id;
+  *out = *v;
   return RLX_OK;
 }
 
-rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args, uint32_t n_args, rlx_id *outs,
-                           uint32_t n_outs) {
+static rlx_status lookup_output(oi_node *c, const oi_scope *s, const char *name, rlx_id *out) {
+  oi_value v;
+  RLX_TRY(lookup_value(c, s, name, &v));
+  if (v.kind != OI_KIND_TENSOR || v.optional)
+    return oi_unsupported(c, "body output \"%s\" is a%s %s here; only tensors are supported in this place", name,
+                          v.optional ? "n" : "", oi_kind_name(&v));
+  *out = v.id;
+  return RLX_OK;
+}
+
+rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const oi_value *args, uint32_t n_args,
+                                  oi_value *outs, uint32_t n_outs) {
   if (n_args > gp->n_input)
     return oi_bad(c, "body \"%s\" takes %zu inputs, %u given", str(gp->name), gp->n_input, n_args);
   if (n_outs > gp->n_output)
@@ -473,12 +527,31 @@ rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id 
   oi_scope s;
   oi_scope_init(&s, c->m, c->g, c->sc, true, c->sc->depth + 1);
   rlx_status st = RLX_OK;
-  for (uint32_t i = 0; i < n_args && st == RLX_OK; i++)
-    st = oi_scope_set(&s, gp->input[i]->name, args[i], args[i] == RLX_NO_ID ? OI_VAL_POISONED : OI_VAL_OK, NULL);
+  for (uint32_t i = 0; i < n_args && st == RLX_OK; i++) {
+    oi_value v = args[i];
+    v.hint = NULL;
+    st = oi_scope_set_value(&s, gp->input[i]->name, &v);
+  }
   if (st == RLX_OK) st = oi_import_nodes(&s, gp);
-  for (uint32_t i = 0; i < n_outs && st == RLX_OK; i++) st = lookup_output(c, &s, gp->output[i]->name, &outs[i]);
+  for (uint32_t i = 0; i < n_outs && st == RLX_OK; i++) st = lookup_value(c, &s, gp->output[i]->name, &outs[i]);
   oi_scope_free(&s);
   return st;
+}
+
+rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args, uint32_t n_args, rlx_id *outs,
+                           uint32_t n_outs) {
+  oi_value *av = oi_scratch(c, ((size_t)n_args + 1) * sizeof *av), *ov = oi_scratch(c, ((size_t)n_outs + 1) * sizeof *ov);
+  if (!av || !ov) return oi_nomem(c);
+  for (uint32_t i = 0; i < n_args; i++)
+    av[i] = (oi_value){.id = args[i], .state = args[i] == RLX_NO_ID ? OI_VAL_POISONED : OI_VAL_OK};
+  RLX_TRY(oi_inline_graph_values(c, gp, av, n_args, ov, n_outs));
+  for (uint32_t i = 0; i < n_outs; i++) {
+    if (ov[i].kind != OI_KIND_TENSOR || ov[i].optional)
+      return oi_unsupported(c, "body output \"%s\" is a%s %s here; only tensors are supported in this place",
+                            gp->output[i]->name, ov[i].optional ? "n" : "", oi_kind_name(&ov[i]));
+    outs[i] = ov[i].id;
+  }
+  return RLX_OK;
 }
 
 static void sanitize_name(const char *in, char *out, size_t cap) {
@@ -520,6 +593,12 @@ rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shap
     if (v->state == OI_VAL_POISONED) { /* the body never reads a poisoned capture without failing itself */
       st = oi_scope_set(&s, caps[i], RLX_NO_ID, OI_VAL_POISONED, NULL);
       continue;
+    }
+    if (v->kind != OI_KIND_TENSOR || v->optional) {
+      st = oi_unsupported(c, "body \"%s\" reads the %s \"%s\" of the enclosing graph but is not inlined (its condition "
+                             "or trip count is only known at run time)",
+                          str(gp->name), oi_kind_name(v), caps[i]);
+      break;
     }
     rlx_id id;
     st = rlx_input(child, caps[i], *oi_shape(c, v->id), &id);
@@ -684,6 +763,8 @@ static rlx_status attempt(oi_imp *m, const char *what, rlx_graph **out) {
   m->visited = 0;
   m->needs_value = false;
   oi_map_init(&m->dim_syms, al, false);
+  rlx_arena_release(&m->seqs);
+  m->seqs.al = al;
   char gname[128];
   graph_name(str(gp->name), gname, sizeof gname);
   rlx_graph *g = NULL;
@@ -705,6 +786,7 @@ static rlx_status attempt(oi_imp *m, const char *what, rlx_graph **out) {
   if (top_init) oi_scope_free(&top);
   oi_map_free(&inits);
   oi_map_free(&m->dim_syms);
+  rlx_arena_release(&m->seqs);
   if (st == RLX_OK) *out = g;
   else rlx_graph_free(g);
   return st;

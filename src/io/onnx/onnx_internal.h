@@ -106,10 +106,20 @@ Onnx__AttributeProto__AttributeType oi_attr_type(const Onnx__AttributeProto *a);
 
 /* ---- import state (import.c) ---- */
 enum { OI_VAL_OK = 0, OI_VAL_POISONED = 1 };
+/* What a value holds. RLX graphs hold tensors only: an ONNX sequence is a list of RLX tensor
+ * values whose length is known at import time, an ONNX optional is present or absent at import
+ * time (ops_sequence.c). */
+enum { OI_KIND_TENSOR = 0, OI_KIND_SEQ = 1, OI_KIND_NONE = 2 /* an absent optional */ };
+#define OI_ELEM_UNKNOWN 0xffu /* element dtype of a sequence nothing says anything about */
 typedef struct oi_value {
-  rlx_id id;
+  rlx_id id; /* OI_KIND_TENSOR */
   uint8_t state;
+  uint8_t kind;  /* OI_KIND_* */
+  bool optional; /* an ONNX optional (present unless kind is OI_KIND_NONE) */
+  uint8_t elem;  /* sequences and absent optionals: element rlx_dtype or OI_ELEM_UNKNOWN */
   const rlx_tensor *hint; /* known value of a graph input (options), or NULL */
+  const rlx_id *seq;      /* OI_KIND_SEQ: the elements (import-lifetime memory) */
+  uint32_t n_seq;
 } oi_value;
 
 typedef struct oi_imp oi_imp;
@@ -149,6 +159,7 @@ struct oi_imp {
   bool needs_value; /* some op needed a value only known at run time */
   bool freeze;      /* inputs with values in the options become Constants */
   rlx_onnx_weights weights;
+  rlx_arena seqs;   /* element lists of sequence values (one import attempt) */
 };
 
 void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool inline_parent,
@@ -156,8 +167,15 @@ void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool 
 void oi_scope_free(oi_scope *s);
 rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state,
                         const rlx_tensor *hint);
+/* Binds a name to a whole value (sequences, optionals). */
+rlx_status oi_scope_set_value(oi_scope *s, const char *name, const oi_value *v);
 /* Looks a value up in s and, through inline scopes, its parents; NULL when unknown. */
 const oi_value *oi_scope_get(const oi_scope *s, const char *name);
+/* A sequence value of n elements (copied into import-lifetime memory); elem is the element
+ * rlx_dtype or OI_ELEM_UNKNOWN. */
+rlx_status oi_seq_value(oi_imp *m, const rlx_id *ids, uint32_t n, uint8_t elem, oi_value *out);
+/* "sequence", "optional", "empty optional" or "tensor": names a value's kind in messages. */
+const char *oi_kind_name(const oi_value *v);
 
 /* Imports the initializers and nodes of `gp` into scope `s` (whose formal inputs and captures
  * the caller has bound already). */
@@ -178,7 +196,9 @@ typedef struct oi_node {
   uint32_t n_in, n_out;
   rlx_id *in;              /* RLX_NO_ID for a missing optional input */
   const rlx_tensor **hint; /* known value of input k (graph input hints), or NULL */
+  const oi_value **in_val; /* input k's whole value (sequences, optionals), NULL when missing */
   rlx_id *out;             /* set by the mapper; RLX_NO_ID = not produced */
+  oi_value *out_val;       /* a non-tensor output k: set with oi_set_out_value */
   bool *out_used;          /* is output k read anywhere (or a graph output)? */
   rlx_arena scratch;       /* freed after the node */
   bool unsupported;        /* the mapper reported a gap (message in reason) */
@@ -194,7 +214,8 @@ typedef struct oi_op_entry {
 } oi_op_entry;
 /* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
 #define OI_FAMILY_TABLES(X)                                                                        \
-  X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)
+  X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)          \
+  X(sequence)
 #define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X
@@ -285,6 +306,8 @@ rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, u
                      bool keep, rlx_id *out);
 rlx_status oi_narrow(oi_node *c, rlx_id x, int64_t axis, int64_t start, int64_t len, rlx_id *out);
 rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx_id *out);
+/* Same for any n >= 1 (concatenated in rounds of at most 64 operands; ops_sequence.c). */
+rlx_status oi_concat_many(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx_id *out);
 /* Reshapes x to rank `rank` by adding unit axes so that its axis 0 lands on `axis` (per-channel
  * parameters [C] -> [1, C, 1, 1]). */
 rlx_status oi_bcast_axis(oi_node *c, rlx_id x, uint32_t rank, uint32_t axis, rlx_id *out);
@@ -295,6 +318,13 @@ rlx_status oi_axis(oi_node *c, int64_t axis, uint32_t rank, const char *what, ui
 /* Dims must be static for an op that needs them (unsupported otherwise). */
 rlx_status oi_need_static(oi_node *c, const rlx_shape *s, const char *what);
 
+/* Sequences and optionals (ops_sequence.c). Sets output k to a whole value. */
+void oi_set_out_value(oi_node *c, uint32_t k, const oi_value *v);
+/* Does this op take sequence / optional inputs? (others get a gap naming the input) */
+bool oi_op_takes_containers(const char *op_type);
+/* Identity of a sequence or optional: passes input 0's value through to output 0. */
+rlx_status oi_pass_value(oi_node *c);
+
 /* Conv / ConvTranspose of inputs 0 (X), 1 (W) and optional 2 (B) with the node's attributes
  * (ops_nn.c; the quantized convolutions call it with rewritten inputs). */
 rlx_status oi_conv(oi_node *c, bool transposed);
@@ -304,6 +334,9 @@ rlx_status oi_conv(oi_node *c, bool transposed);
  * (n_args may be fewer than the inputs only when `allow_fewer`); writes its outputs to outs. */
 rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args,
                            uint32_t n_args, rlx_id *outs, uint32_t n_outs);
+/* Same with whole values (sequences and optionals flow through). */
+rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const oi_value *args,
+                                  uint32_t n_args, oi_value *outs, uint32_t n_outs);
 /* Imports `gp` into a new child graph of the current RLX graph: Inputs for the formal inputs
  * (shapes `arg_shapes`, n_args of them) followed by one Input per capture in `caps` (names of
  * enclosing values, in order); outputs = the graph's outputs listed in `which` (n_which). */

@@ -42,7 +42,11 @@ static rlx_status map_if(oi_node *c) {
     RLX_TRY(rlx_shape_numel(&cs, &n));
     if (n != 1) return oi_bad(c, "input cond must hold one element");
     cv = oi_elem_i64(data, (rlx_dtype)cs.dtype, 0);
-    return oi_inline_graph(c, br[cv ? 0 : 1], NULL, 0, c->out, c->n_out);
+    oi_value *ov = oi_scratch(c, ((size_t)c->n_out + 1) * sizeof *ov);
+    if (!ov) return oi_nomem(c);
+    RLX_TRY(oi_inline_graph_values(c, br[cv ? 0 : 1], NULL, 0, ov, c->n_out));
+    for (uint32_t k = 0; k < c->n_out; k++) oi_set_out_value(c, k, &ov[k]);
+    return RLX_OK;
   }
   /* captures: the union of both branches' free variables */
   const oi_graph_info *gi[2] = {oi_graph_info_of(&c->m->info, br[0]), oi_graph_info_of(&c->m->info, br[1])};
@@ -106,36 +110,25 @@ static rlx_status stack(oi_node *c, const rlx_id *vals, uint32_t n, int64_t axis
       return oi_unsupported(c, "scan outputs whose shape changes between iterations (%s vs %s)", rlx_fmt_shape(&s), rlx_fmt_shape(si));
     RLX_TRY(oi_reshape_dims(c, vals[rev ? n - 1 - i : i], s.rank + 1u, d, &parts[i]));
   }
-  uint32_t np = 0;
-  for (uint32_t i = 0; i < n; i += 64) {
-    rlx_id piece;
-    RLX_TRY(oi_concat(c, parts + i, n - i < 64 ? n - i : 64, a, &piece));
-    parts[np++] = piece;
-  }
-  while (np > 1) {
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < np; i += 64) {
-      rlx_id piece;
-      RLX_TRY(oi_concat(c, parts + i, np - i < 64 ? np - i : 64, a, &piece));
-      parts[m++] = piece;
-    }
-    np = m;
-  }
-  *out = parts[0];
-  return RLX_OK;
+  return oi_concat_many(c, parts, n, a, out);
 }
 
-/* Unrolls the loop. *done = false (without error) when the condition turns out to depend on
- * run-time values. */
+/* Is v a sequence or an optional (which only unrolled loops can carry)? */
+static bool is_container(const oi_value *v) { return v && (v->kind != OI_KIND_TENSOR || v->optional); }
+
+static oi_value tensor_value(rlx_id id) { return (oi_value){.id = id, .state = OI_VAL_OK, .kind = OI_KIND_TENSOR}; }
+
+/* Unrolls the loop (loop-carried values may be sequences and optionals). *done = false (without
+ * error) when the condition turns out to depend on run-time values. */
 static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has_m, int64_t trip, bool cond0, uint32_t N,
                               uint32_t K, bool *done) {
   *done = false;
-  rlx_id *v = oi_scratch(c, (N + 1) * sizeof *v), *outs = oi_scratch(c, (1 + N + K) * sizeof *outs);
-  rlx_id *args = oi_scratch(c, (2 + N) * sizeof *args);
+  oi_value *v = oi_scratch(c, (N + 1) * sizeof *v), *outs = oi_scratch(c, (1 + N + K) * sizeof *outs);
+  oi_value *args = oi_scratch(c, (2 + N) * sizeof *args);
   uint32_t cap_it = 1024;
   rlx_id **scans = oi_scratch(c, (K + 1) * sizeof *scans);
   if (!v || !outs || !args || !scans) return oi_nomem(c);
-  for (uint32_t j = 0; j < N; j++) v[j] = c->in[2 + j];
+  for (uint32_t j = 0; j < N; j++) v[j] = *c->in_val[2 + j];
   bool cond = cond0;
   int64_t i = 0;
   uint64_t start = c->m->emitted;
@@ -155,18 +148,27 @@ static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has
       }
       cap_it *= 2;
     }
-    RLX_TRY(oi_scalar(c, RLX_I64, (double)i, &args[0]));
-    RLX_TRY(oi_scalar(c, RLX_BOOL, 1.0, &args[1]));
+    rlx_id it, tr;
+    RLX_TRY(oi_scalar(c, RLX_I64, (double)i, &it));
+    RLX_TRY(oi_scalar(c, RLX_BOOL, 1.0, &tr));
+    args[0] = tensor_value(it);
+    args[1] = tensor_value(tr);
     for (uint32_t j = 0; j < N; j++) args[2 + j] = v[j];
-    RLX_TRY(oi_inline_graph(c, body, args, 2 + N, outs, 1 + N + K));
+    RLX_TRY(oi_inline_graph_values(c, body, args, 2 + N, outs, 1 + N + K));
     for (uint32_t j = 0; j < N; j++) v[j] = outs[1 + j];
-    for (uint32_t k = 0; k < K; k++) scans[k][i] = outs[1 + N + k];
+    for (uint32_t k = 0; k < 1 + K; k++) {
+      const oi_value *o = &outs[k ? N + k : 0];
+      if (is_container(o))
+        return oi_unsupported(c, "body output %u is a%s %s; the condition and scan outputs must be tensors", k ? N + k : 0,
+                              o->optional ? "n" : "", oi_kind_name(o));
+    }
+    for (uint32_t k = 0; k < K; k++) scans[k][i] = outs[1 + N + k].id;
     int64_t cv;
-    if (!const_scalar(c, outs[0], &cv)) return RLX_OK; /* data-dependent termination */
+    if (!const_scalar(c, outs[0].id, &cv)) return RLX_OK; /* data-dependent termination */
     cond = cv != 0;
     i++;
   }
-  for (uint32_t j = 0; j < N; j++) c->out[j] = v[j];
+  for (uint32_t j = 0; j < N; j++) oi_set_out_value(c, j, &v[j]);
   for (uint32_t k = 0; k < K; k++) {
     if (!c->out_used[N + k]) continue;
     if (i == 0) return oi_unsupported(c, "scan outputs of a loop that runs zero times (their shape is unknown)");
@@ -214,6 +216,10 @@ static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t 
       c->unsupported = true;
       return RLX_ERR_UNSUPPORTED;
     }
+    if (is_container(v))
+      return oi_needs_value(c, "the body reads the %s \"%s\"; a loop over sequences or optionals needs its trip count "
+                               "and condition at import time",
+                            oi_kind_name(v), gi->free[i]);
     ops[p++] = v->id;
   }
   /* cond graph: cond && iter < M */
@@ -333,6 +339,11 @@ static rlx_status map_loop(oi_node *c) {
   for (uint32_t k = 0; k < K; k++)
     if (c->out_used[N + k])
       return oi_needs_value(c, "scan outputs of a loop whose trip count or condition is only known at run time");
+  for (uint32_t j = 0; j < N; j++)
+    if (is_container(c->in_val[2 + j]))
+      return oi_needs_value(c, "loop-carried value %u is a%s %s; a loop carrying sequences or optionals needs its trip "
+                               "count and condition at import time",
+                            j, c->in_val[2 + j]->optional ? "n" : "", oi_kind_name(c->in_val[2 + j]));
   for (uint32_t j = 0; j < N; j++) {
     c->out[j] = RLX_NO_ID;
     if (c->out_used[j]) RLX_TRY(loop_while(c, body, N, j));

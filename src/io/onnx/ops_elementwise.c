@@ -427,6 +427,7 @@ static rlx_status map_cast(oi_node *c) {
 
 static rlx_status map_identity(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "input"));
+  if (c->in[0] == RLX_NO_ID) return oi_pass_value(c); /* a sequence or an optional */
   c->out[0] = c->in[0];
   return RLX_OK;
 }

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* ONNX sequences and optionals in the importer: the sequence ops, SequenceMap, sequences through
+ * Identity / If / Loop, optionals, and sequence / optional graph inputs and outputs (given and
+ * returned as NAME.0, NAME.1, ...). Models are written with onnx_model_writer.h, imported,
+ * compiled and run on the CPU; expected values are computed here from the inputs. Error paths:
+ * out-of-range positions, positions known only at run time, mismatched element dtypes, empty
+ * sequences and optionals, sequences fed to tensor ops, sequence inputs without a length. */
+#include <math.h>
+#include <stdio.h>
+
+#include "onnx_model_writer.h"
+#include "rlx/onnx.h"
+#include "rlx_test.h"
+
+static rlx_status import(mw_buf *m, const rlx_onnx_options *o, rlx_graph **g) {
+  return rlx_onnx_import_bytes(m->p, m->n, NULL, o, NULL, g);
+}
+
+typedef struct runner {
+  rlx_graph *g;
+  rlx_executable *e;
+  const rlx_tensor *outs;
+  uint32_t n_outs;
+} runner;
+
+static bool run_model(mw_buf *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
+  memset(r, 0, sizeof *r);
+  rlx_status s = import(m, o, &r->g);
+  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
+  if (s) return false;
+  s = rlx_compile(r->g, "cpu", NULL, &r->e);
+  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
+  if (s) return false;
+  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
+  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
+  return s == RLX_OK;
+}
+static void runner_free(runner *r) {
+  rlx_executable_free(r->e);
+  rlx_graph_free(r->g);
+  memset(r, 0, sizeof *r);
+}
+
+/* Does t hold exactly the floats want[0..n) with the given dims? */
+static bool is_f32(const rlx_tensor *t, int rank, const int64_t *dims, const float *want, size_t n) {
+  if (t->shape.dtype != RLX_F32 || t->shape.rank != (uint32_t)rank) return false;
+  for (int i = 0; i < rank; i++)
+    if (t->shape.dims[i] != dims[i]) return false;
+  size_t got;
+  if (rlx_shape_numel(&t->shape, &got) || got != n) return false;
+  for (size_t i = 0; i < n; i++)
+    if (((const float *)t->data)[i] != want[i]) {
+      fprintf(stderr, "  element %zu: got %g, want %g\n", i, (double)((const float *)t->data)[i], (double)want[i]);
+      return false;
+    }
+  return true;
+}
+static int64_t scalar_i64(const rlx_tensor *t) {
+  return t->shape.dtype == RLX_I64 ? *(const int64_t *)t->data : INT64_MIN;
+}
+
+static mw_buf f32_in(const char *name, int rank, const int64_t *dims) {
+  return mw_value(name, mw_tensor_type(MW_F32, rank, dims));
+}
+static mw_buf out_any(const char *name) { return mw_value(name, mw_untyped()); }
+
+#define D(...) ((int64_t[]){__VA_ARGS__})
+#define NELEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60}, C[6] = {-1, -2, -3, -4, -5, -6},
+             E[6] = {7, 8, 9, 10, 11, 12};
+
+static rlx_named_tensor f32_tensor(const char *name, float *data, int rank, const int64_t *dims) {
+  return (rlx_named_tensor){name, {data, rlx_shape_make(RLX_F32, (uint32_t)rank, dims)}};
+}
+
+/* ======================================================================================
+ * Sequence ops inside a graph
+ * ====================================================================================== */
+
+static void test_construct_insert_erase_at(void) {
+  /* s = [a, b, c]; insert d at 1 -> [a, d, b, c]; erase last -> [a, d, b]; y = s[1] = d,
+   * z = s[-1] = b, n = length = 3 */
+  mw_buf nodes[] = {
+      mw_node("SequenceConstruct", "a,b,c", "s0", NULL, 0),
+      mw_const_i64("one", 1, 0),
+      mw_node("SequenceInsert", "s0,d,one", "s1", NULL, 0),
+      mw_node("SequenceErase", "s1", "s2", NULL, 0),
+      mw_node("SequenceAt", "s2,one", "y", NULL, 0),
+      mw_const_i64("minus1", -1, 1),
+      mw_node("SequenceAt", "s2,minus1", "z", NULL, 0),
+      mw_node("SequenceLength", "s2", "n", NULL, 0),
+  };
+  mw_buf ins[] = {f32_in("a", 2, D(2, 3)), f32_in("b", 2, D(2, 3)), f32_in("c", 2, D(2, 3)), f32_in("d", 2, D(2, 3))};
+  mw_buf outs[] = {out_any("y"), out_any("z"), out_any("n")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 4, outs, 3));
+  rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3)), f32_tensor("b", B, 2, D(2, 3)), f32_tensor("c", C, 2, D(2, 3)),
+                             f32_tensor("d", E, 2, D(2, 3))};
+  runner r;
+  if (run_model(&m, NULL, feed, 4, &r)) {
+    CHECK(r.n_outs == 3);
+    CHECK(is_f32(&r.outs[0], 2, D(2, 3), E, 6));
+    CHECK(is_f32(&r.outs[1], 2, D(2, 3), B, 6));
+    CHECK(scalar_i64(&r.outs[2]) == 3);
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+static void test_concat_from_sequence(void) {
+  mw_buf a1 = mw_attr_int("axis", 1), a0 = mw_attr_int("axis", 0), na = mw_attr_int("new_axis", 1);
+  mw_buf nodes[] = {
+      mw_node("SequenceConstruct", "a,b", "s", NULL, 0),
+      mw_node("ConcatFromSequence", "s", "cat", &a1, 1),
+      mw_node("ConcatFromSequence", "s", "stk", MW_ARR(a0, na), 2),
+  };
+  mw_buf ins[] = {f32_in("a", 2, D(2, 3)), f32_in("b", 2, D(2, 3))};
+  mw_buf outs[] = {out_any("cat"), out_any("stk")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 2, outs, 2));
+  rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3)), f32_tensor("b", B, 2, D(2, 3))};
+  float cat[12], stk[12];
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++) cat[i * 6 + j] = A[i * 3 + j], cat[i * 6 + 3 + j] = B[i * 3 + j];
+  for (int i = 0; i < 6; i++) stk[i] = A[i], stk[6 + i] = B[i];
+  runner r;
+  if (run_model(&m, NULL, feed, 2, &r)) {
+    CHECK(r.n_outs == 2);
+    CHECK(is_f32(&r.outs[0], 2, D(2, 6), cat, 12));
+    CHECK(is_f32(&r.outs[1], 3, D(2, 2, 3), stk, 12));
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+static void test_split_to_sequence(void) {
+  /* chunks of 2 along axis 1 of [2, 3]: [2, 2] and [2, 1]; the last is column 2.
+   * no split, keepdims 0, axis 0: two rows of shape [3]; element 1 is row 1. */
+  mw_buf ax1 = mw_attr_int("axis", 1), kd = mw_attr_int("keepdims", 0);
+  mw_buf nodes[] = {
+      mw_const_i64("two", 2, 0),
+      mw_node("SplitToSequence", "x,two", "s", &ax1, 1),
+      mw_const_i64("last", -1, 0),
+      mw_node("SequenceAt", "s,last", "y", NULL, 0),
+      mw_node("SequenceLength", "s", "n", NULL, 0),
+      mw_node("SplitToSequence", "x", "rows", &kd, 1),
+      mw_const_i64("one", 1, 0),
+      mw_node("SequenceAt", "rows,one", "row1", NULL, 0),
+  };
+  mw_buf ins[] = {f32_in("x", 2, D(2, 3))};
+  mw_buf outs[] = {out_any("y"), out_any("n"), out_any("row1")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 3));
+  rlx_named_tensor feed[] = {f32_tensor("x", A, 2, D(2, 3))};
+  runner r;
+  if (run_model(&m, NULL, feed, 1, &r)) {
+    CHECK(r.n_outs == 3);
+    CHECK(is_f32(&r.outs[0], 2, D(2, 1), (float[]){A[2], A[5]}, 2));
+    CHECK(scalar_i64(&r.outs[1]) == 2);
+    CHECK(is_f32(&r.outs[2], 1, D(3), A + 3, 3));
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+static void test_sequence_map(void) {
+  /* rows of x mapped through body(r, t) = r + t, then stacked: y[i][j] = x[i][j] + t[j] */
+  mw_buf bn[] = {mw_node("Add", "r,t", "o", NULL, 0)};
+  mw_buf bin[] = {f32_in("r", 1, D(3)), f32_in("t", 1, D(3))};
+  mw_buf bout[] = {out_any("o")};
+  mw_buf body = mw_graph("body", bn, 1, bin, 2, bout, 1);
+  mw_buf kd = mw_attr_int("keepdims", 0), ab = mw_attr_graph("body", body), a0 = mw_attr_int("axis", 0),
+         na = mw_attr_int("new_axis", 1);
+  mw_buf nodes[] = {
+      mw_node("SplitToSequence", "x", "rows", &kd, 1),
+      mw_node("SequenceMap", "rows,t", "mapped", &ab, 1),
+      mw_node("ConcatFromSequence", "mapped", "y", MW_ARR(a0, na), 2),
+  };
+  mw_buf ins[] = {f32_in("x", 2, D(2, 3)), f32_in("t", 1, D(3))};
+  mw_buf outs[] = {out_any("y")};
+  mw_buf m = mw_model(17, mw_graph("g", nodes, NELEMS(nodes), ins, 2, outs, 1));
+  rlx_named_tensor feed[] = {f32_tensor("x", A, 2, D(2, 3)), f32_tensor("t", B, 1, D(3))};
+  float want[6];
+  for (int i = 0; i < 6; i++) want[i] = A[i] + B[i % 3];
+  runner r;
+  if (run_model(&m, NULL, feed, 2, &r)) {
+    CHECK(r.n_outs == 1);
+    CHECK(is_f32(&r.outs[0], 2, D(2, 3), want, 6));
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+static void test_loop_and_if(void) {
+  /* Loop 3 times appending float(i) * x to a sequence (carried through Identity); If (known
+   * condition) picks a branch returning a sequence; y = concat of the loop's sequence. */
+  mw_buf to = mw_attr_int("to", MW_F32);
+  mw_buf bn[] = {
+      mw_node("Cast", "i", "fi", &to, 1),
+      mw_node("Mul", "fi,x", "v", NULL, 0),
+      mw_node("SequenceInsert", "s_in,v", "s_new", NULL, 0),
+      mw_node("Identity", "s_new", "s_out", NULL, 0),
+      mw_node("Identity", "c_in", "c_out", NULL, 0),
+  };
+  mw_buf bin[] = {mw_value("i", mw_tensor_type(MW_I64, 0, NULL)), mw_value("c_in", mw_tensor_type(MW_BOOL, 0, NULL)),
+                  mw_value("s_in", mw_seq_type(mw_tensor_type(MW_F32, 1, D(2))))};
+  mw_buf bout[] = {out_any("c_out"), out_any("s_out")};
+  mw_buf body = mw_graph("body", bn, NELEMS(bn), bin, 3, bout, 2);
+  mw_buf tn[] = {mw_node("Identity", "loop_s", "t_s", NULL, 0)};
+  mw_buf tout[] = {out_any("t_s")};
+  mw_buf en[] = {mw_node("SequenceConstruct", "x", "e_s", NULL, 0)};
+  mw_buf eout[] = {out_any("e_s")};
+  mw_buf then_g = mw_graph("then", tn, 1, NULL, 0, tout, 1), else_g = mw_graph("else", en, 1, NULL, 0, eout, 1);
+  bool tv = true;
+  int64_t one = 1;
+  mw_buf ct = mw_attr_tensor("value", mw_tensor(NULL, MW_BOOL, 0, &one, &tv, 1));
+  mw_buf dt = mw_attr_int("dtype", MW_F32), ab = mw_attr_graph("body", body), ax = mw_attr_int("axis", 0);
+  mw_buf th = mw_attr_graph("then_branch", then_g), el = mw_attr_graph("else_branch", else_g);
+  mw_buf nodes[] = {
+      mw_node("SequenceEmpty", NULL, "empty", &dt, 1),
+      mw_const_i64("trip", 3, 0),
+      mw_node("Constant", NULL, "cond", &ct, 1),
+      mw_node("Loop", "trip,cond,empty", "loop_s", &ab, 1),
+      mw_node("If", "cond", "picked", MW_ARR(th, el), 2),
+      mw_node("ConcatFromSequence", "picked", "y", &ax, 1),
+      mw_node("SequenceLength", "picked", "n", NULL, 0),
+  };
+  mw_buf ins[] = {f32_in("x", 1, D(2))};
+  mw_buf outs[] = {out_any("y"), out_any("n")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 2));
+  float x[2] = {1.5f, -2};
+  rlx_named_tensor feed[] = {f32_tensor("x", x, 1, D(2))};
+  float want[6];
+  for (int i = 0; i < 3; i++) want[2 * i] = (float)i * x[0], want[2 * i + 1] = (float)i * x[1];
+  runner r;
+  if (run_model(&m, NULL, feed, 1, &r)) {
+    CHECK(r.n_outs == 2);
+    CHECK(is_f32(&r.outs[0], 1, D(6), want, 6));
+    CHECK(scalar_i64(&r.outs[1]) == 3);
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+static void test_optionals(void) {
+  mw_buf ty = mw_attr_type("type", mw_tensor_type(MW_F32, 1, D(2)));
+  mw_buf nodes[] = {
+      mw_node("Optional", "a", "o", NULL, 0),
+      mw_node("OptionalHasElement", "o", "has", NULL, 0),
+      mw_node("OptionalGetElement", "o", "got", NULL, 0),
+      mw_node("Optional", NULL, "none", &ty, 1),
+      mw_node("OptionalHasElement", "none", "has_none", NULL, 0),
+      mw_node("Identity", "none", "none2", NULL, 0),
+      mw_node("OptionalHasElement", "none2", "has_none2", NULL, 0),
+  };
+  mw_buf ins[] = {f32_in("a", 2, D(2, 3))};
+  mw_buf outs[] = {out_any("has"), out_any("got"), out_any("has_none"), out_any("has_none2")};
+  mw_buf m = mw_model(15, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 4));
+  rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3))};
+  runner r;
+  if (run_model(&m, NULL, feed, 1, &r)) {
+    CHECK(r.n_outs == 4);
+    CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 1);
+    CHECK(is_f32(&r.outs[1], 2, D(2, 3), A, 6));
+    CHECK(r.outs[2].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[2].data == 0);
+    CHECK(r.outs[3].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[3].data == 0);
+  }
+  runner_free(&r);
+  mw_free(&m);
+}
+
+/* ======================================================================================
+ * Errors
+ * ====================================================================================== */
+
+/* Imports a one-input-"a" model of the given nodes with output "y" and expects an error. */
+static void expect_error(int opset, mw_buf *nodes, int nn, rlx_status code, const char *substr, int line) {
+  mw_buf ins[] = {f32_in("a", 2, D(2, 3)), mw_value("p", mw_tensor_type(MW_I64, 0, NULL))};
+  mw_buf outs[] = {out_any("y")};
+  mw_buf m = mw_model(opset, mw_graph("g", nodes, nn, ins, 2, outs, 1));
+  rlx_graph *g = NULL;
+  rlx_status s = import(&m, NULL, &g);
+  CHECK_MSG(s == code && strstr(rlx_last_error(), substr), "line %d: expected %s containing \"%s\", got %s: %s", line,
+            rlx_status_text(code), substr, rlx_status_text(s), rlx_last_error());
+  rlx_graph_free(g);
+  mw_free(&m);
+}
+
+static void test_errors(void) {
+  { /* position past the end */
+    mw_buf n[] = {mw_node("SequenceConstruct", "a,a,a", "s", NULL, 0), mw_const_i64("k", 3, 0),
+                  mw_node("SequenceAt", "s,k", "y", NULL, 0)};
+    expect_error(13, n, 3, RLX_ERR_FORMAT, "position 3 is out of range for a sequence of 3 elements", __LINE__);
+  }
+  { /* position before the front */
+    mw_buf n[] = {mw_node("SequenceConstruct", "a,a", "s", NULL, 0), mw_const_i64("k", -3, 0),
+                  mw_node("SequenceInsert", "s,a,k", "s2", NULL, 0), mw_node("SequenceAt", "s2,k", "y", NULL, 0)};
+    expect_error(13, n, 4, RLX_ERR_FORMAT, "position -3 is out of range", __LINE__);
+  }
+  { /* a position only known at run time */
+    mw_buf n[] = {mw_node("SequenceConstruct", "a,a", "s", NULL, 0), mw_node("SequenceAt", "s,p", "y", NULL, 0)};
+    expect_error(13, n, 2, RLX_ERR_UNSUPPORTED, "must be known at import time", __LINE__);
+  }
+  { /* mismatched element dtypes */
+    mw_buf n[] = {mw_node("SequenceConstruct", "a", "s", NULL, 0), mw_node("SequenceInsert", "s,p", "s2", NULL, 0),
+                  mw_node("SequenceAt", "s2,p", "y", NULL, 0)};
+    expect_error(13, n, 3, RLX_ERR_FORMAT, "the inserted tensor is i64 but the sequence holds f32", __LINE__);
+  }
+  {
+    mw_buf n[] = {mw_node("SequenceConstruct", "a,p", "s", NULL, 0), mw_node("SequenceLength", "s", "y", NULL, 0)};
+    expect_error(13, n, 2, RLX_ERR_FORMAT, "sequence elements must share one dtype", __LINE__);
+  }
+  { /* nothing to take or concatenate */
+    mw_buf ax = mw_attr_int("axis", 0);
+    mw_buf n[] = {mw_node("SequenceEmpty", NULL, "s", NULL, 0), mw_node("ConcatFromSequence", "s", "y", &ax, 1)};
+    expect_error(13, n, 2, RLX_ERR_FORMAT, "the sequence is empty", __LINE__);
+  }
+  {
+    mw_buf n[] = {mw_node("SequenceEmpty", NULL, "s", NULL, 0), mw_node("SequenceErase", "s", "s2", NULL, 0),
+                  mw_node("SequenceLength", "s2", "y", NULL, 0)};
+    expect_error(13, n, 3, RLX_ERR_FORMAT, "the sequence is empty", __LINE__);
+  }
+  { /* an empty optional has no element */
+    mw_buf ty = mw_attr_type("type", mw_tensor_type(MW_F32, 1, D(2)));
+    mw_buf n[] = {mw_node("Optional", NULL, "o", &ty, 1), mw_node("OptionalGetElement", "o", "y", NULL, 0)};
+    expect_error(15, n, 2, RLX_ERR_FORMAT, "empty optional", __LINE__);
+  }
+  { /* a sequence where a tensor op expects a tensor */
+    mw_buf n[] = {mw_node("SequenceConstruct", "a", "s", NULL, 0), mw_node("Add", "s,a", "y", NULL, 0)};
+    expect_error(13, n, 2, RLX_ERR_UNSUPPORTED, "input 0 (\"s\") is a sequence; this op takes tensors", __LINE__);
+  }
+  { /* a tensor where a sequence is expected */
+    mw_buf n[] = {mw_node("SequenceLength", "a", "y", NULL, 0)};
+    expect_error(13, n, 1, RLX_ERR_FORMAT, "must be a sequence, not a tensor", __LINE__);
+  }
+  { /* SequenceMap over sequences of different lengths */
+    mw_buf bn[] = {mw_node("Add", "r,t", "o", NULL, 0)};
+    mw_buf bin[] = {out_any("r"), out_any("t")}, bout[] = {out_any("o")};
+    mw_buf ab = mw_attr_graph("body", mw_graph("body", bn, 1, bin, 2, bout, 1));
+    mw_buf n[] = {mw_node("SequenceConstruct", "a,a", "s", NULL, 0), mw_node("SequenceConstruct", "a", "s1", NULL, 0),
+                  mw_node("SequenceMap", "s,s1", "m", &ab, 1), mw_node("SequenceLength", "m", "y", NULL, 0)};
+    expect_error(17, n, 4, RLX_ERR_FORMAT, "input 1 is a sequence of 1 elements but input 0 has 2", __LINE__);
+  }
+}
+
+int main(void) {
+  test_construct_insert_erase_at();
+  test_concat_from_sequence();
+  test_split_to_sequence();
+  test_sequence_map();
+  test_loop_and_if();
+  test_optionals();
+  test_errors();
+  return rlx_test_finish("onnx_seq");
+}
