@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Test helper: ONNX models built with the protobuf-c structs generated from onnx.proto and packed
+ * into bytes for rlx_onnx_import_bytes. Every allocation belongs to the builder and is released by
+ * ob_model_free; out of memory aborts (tests only). */
+#ifndef RLX_TEST_ONNX_BUILD_H
+#define RLX_TEST_ONNX_BUILD_H
+
+#include <onnx/onnx.pb-c.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ONNX TensorProto.DataType values used by the tests. */
+enum {
+  OB_FLOAT = 1, OB_UINT8 = 2, OB_INT8 = 3, OB_INT32 = 6, OB_INT64 = 7, OB_STRING = 8, OB_BOOL = 9,
+  OB_DOUBLE = 11, OB_COMPLEX64 = 14
+};
+
+typedef struct ob_model ob_model;
+
+/* A model importing the default domain at `opset`, with an empty main graph. */
+ob_model *ob_model_new(int64_t opset);
+void ob_model_free(ob_model *m);
+/* Graph inputs / outputs of tensor type; rank < 0 leaves the shape out. */
+void ob_input(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims);
+void ob_output(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims);
+/* An initializer holding `nbytes` of little-endian raw data. */
+void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims, const void *raw,
+                    size_t nbytes);
+/* A node of the default domain; inputs / outputs are comma-separated names (an empty entry is an
+ * omitted optional input). */
+Onnx__NodeProto *ob_node(ob_model *m, const char *op, const char *inputs, const char *outputs);
+void ob_attr_int(ob_model *m, Onnx__NodeProto *n, const char *name, int64_t v);
+void ob_attr_float(ob_model *m, Onnx__NodeProto *n, const char *name, float v);
+void ob_attr_string(ob_model *m, Onnx__NodeProto *n, const char *name, const char *v);
+void ob_attr_ints(ob_model *m, Onnx__NodeProto *n, const char *name, const int64_t *v, size_t count);
+void ob_attr_floats(ob_model *m, Onnx__NodeProto *n, const char *name, const float *v, size_t count);
+void ob_attr_strings(ob_model *m, Onnx__NodeProto *n, const char *name, const char *const *v, size_t count);
+/* The serialized model (owned by the builder, valid until the next ob_pack or ob_model_free). */
+const uint8_t *ob_pack(ob_model *m, size_t *len);
+
+#endif
