@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "io/file_io.h"
 #include "rlx/rlx.h"
 
 /* ---- the command table: add a command by adding one line here ---- */
@@ -193,18 +194,7 @@ int cli_write_output(const cli_command *self, const char *path, const void *data
       return cli_fail(self, "cannot write to standard output: %s", strerror(errno));
     return CLI_OK;
   }
-  FILE *f = fopen(path, "wb");
-  if (!f) return cli_fail(self, "cannot open %s for writing: %s", path, strerror(errno));
-  bool ok = fwrite(data, 1, len, f) == len;
-  int err = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    remove(path); /* never leave a truncated output behind */
-    return cli_fail(self, "cannot write %s: %s", path, strerror(err));
-  }
+  if (rlx_file_write(path, data, len) != RLX_OK) return cli_fail(self, "%s", rlx_last_error());
   return CLI_OK;
 }
 

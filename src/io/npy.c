@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+
+#include "io/file_io.h"
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
@@ -292,26 +295,10 @@ rlx_status rlx_npy_write(const rlx_tensor *t, const rlx_allocator *al, uint8_t *
 rlx_status rlx_npy_load(const char *path, const rlx_allocator *al, rlx_tensor *out) {
   if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_npy_load: NULL argument");
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return rlx_errorf(RLX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  long size = -1;
-  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-  if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot determine the file size", path);
-  }
-  uint8_t *buf = malloc(size ? (size_t)size : 1);
-  if (!buf) {
-    fclose(f);
-    return rlx_errorf(RLX_ERR_OOM, "%s: out of memory reading %ld bytes", path, size);
-  }
-  size_t got = fread(buf, 1, (size_t)size, f);
-  fclose(f);
-  if (got != (size_t)size) {
-    free(buf);
-    return rlx_errorf(RLX_ERR_IO, "%s: short read (%zu of %ld bytes)", path, got, size);
-  }
-  rlx_status st = rlx_npy_read(buf, got, al, out);
+  uint8_t *buf;
+  size_t len;
+  RLX_TRY(rlx_file_read(path, SIZE_MAX, NULL, &buf, &len));
+  rlx_status st = rlx_npy_read(buf, len, al, out);
   free(buf);
   if (st != RLX_OK) return rlx_error_context(st, "%s", path);
   return RLX_OK;
@@ -323,22 +310,7 @@ rlx_status rlx_npy_save(const char *path, const rlx_tensor *t) {
   size_t len;
   rlx_status st = rlx_npy_write(t, NULL, &buf, &len);
   if (st != RLX_OK) return rlx_error_context(st, "%s", path);
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    int e = errno;
-    free(buf);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot open for writing: %s", path, strerror(e));
-  }
-  bool ok = fwrite(buf, 1, len, f) == len;
-  int e = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
+  st = rlx_file_write(path, buf, len);
   free(buf);
-  if (!ok) {
-    remove(path);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-  }
-  return RLX_OK;
+  return st;
 }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+
+#include "io/file_io.h"
 
 #define ST_ALIGN 64u
 
@@ -549,26 +552,10 @@ done:
 rlx_status rlx_safetensors_load(const char *path, rlx_safetensors **out) {
   if (!path || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_safetensors_load: NULL argument");
   *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return rlx_errorf(RLX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  long size = -1;
-  if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
-  if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
-    fclose(fp);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot determine the file size", path);
-  }
-  uint8_t *buf = malloc(size ? (size_t)size : 1);
-  if (!buf) {
-    fclose(fp);
-    return rlx_errorf(RLX_ERR_OOM, "%s: out of memory reading %ld bytes", path, size);
-  }
-  size_t got = fread(buf, 1, (size_t)size, fp);
-  fclose(fp);
-  if (got != (size_t)size) {
-    free(buf);
-    return rlx_errorf(RLX_ERR_IO, "%s: short read (%zu of %ld bytes)", path, got, size);
-  }
-  rlx_status st = rlx_safetensors_read(buf, got, out);
+  uint8_t *buf;
+  size_t len;
+  RLX_TRY(rlx_file_read(path, SIZE_MAX, NULL, &buf, &len));
+  rlx_status st = rlx_safetensors_read(buf, len, out);
   free(buf);
   if (st != RLX_OK) return rlx_error_context(st, "%s", path);
   return RLX_OK;
@@ -777,22 +764,7 @@ rlx_status rlx_safetensors_save(const char *path, const rlx_named_tensor *tensor
   size_t len;
   rlx_status st = rlx_safetensors_write(tensors, n, metadata, n_metadata, &buf, &len);
   if (st != RLX_OK) return rlx_error_context(st, "%s", path);
-  FILE *fp = fopen(path, "wb");
-  if (!fp) {
-    int e = errno;
-    free(buf);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot open for writing: %s", path, strerror(e));
-  }
-  bool ok = fwrite(buf, 1, len, fp) == len;
-  int e = errno;
-  if (fclose(fp) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
+  st = rlx_file_write(path, buf, len);
   free(buf);
-  if (!ok) {
-    remove(path);
-    return rlx_errorf(RLX_ERR_IO, "%s: cannot write: %s", path, strerror(e));
-  }
-  return RLX_OK;
+  return st;
 }

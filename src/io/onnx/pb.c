@@ -4,14 +4,11 @@
  * depth limit, so depth is bounded here first), file reading, and the small hash map used by
  * the importer. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/onnx/onnx_internal.h"
+#include "io/file_io.h"
 
 /* ======================================================================================
  * Budgeted allocator: every block carries its size so frees can be accounted.
@@ -276,42 +273,7 @@ void oi_pb_free(oi_pb *pb) {
  * ====================================================================================== */
 
 rlx_status oi_read_file(const char *path, size_t max, const rlx_allocator *al, uint8_t **out, size_t *len) {
-  *out = NULL;
-  *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return rlx_errorf(RLX_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return rlx_errorf(RLX_ERR_IO, "%s: not a regular file", path);
-  }
-  if ((uint64_t)st.st_size > (uint64_t)max) {
-    close(fd);
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: %lld bytes exceed the limit of %zu bytes", path, (long long)st.st_size, max);
-  }
-  size_t n = (size_t)st.st_size;
-  uint8_t *buf = al->alloc(al->ctx, n ? n : 1);
-  if (!buf) {
-    close(fd);
-    return rlx_errorf(RLX_ERR_OOM, "%s: out of memory reading %zu bytes", path, n);
-  }
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = read(fd, buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      int e = errno;
-      close(fd);
-      al->free(al->ctx, buf);
-      if (r == 0) return rlx_errorf(RLX_ERR_IO, "%s: file shrank while reading (%zu of %zu bytes)", path, got, n);
-      return rlx_errorf(RLX_ERR_IO, "%s: read failed: %s", path, strerror(e));
-    }
-    got += (size_t)r;
-  }
-  close(fd);
-  *out = buf;
-  *len = n;
-  return RLX_OK;
+  return rlx_file_read(path, max, al, out, len);
 }
 
 /* ======================================================================================
