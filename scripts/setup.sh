@@ -13,6 +13,7 @@ PACKAGES=(
   dataset-fashion-mnist                # data for the training example
   python3-numpy python3-torch          # independent reference values in tests
   python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
+  python3-venv                         # the venv of PyPI onnx 1.23.2 (below)
 )
 
 missing=()
@@ -24,16 +25,29 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages already installed"
-  exit 0
+else
+  SUDO=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    SUDO=(sudo)
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update
+  "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
-  SUDO=(sudo)
+# PyPI onnx 1.23.2 in its own venv, outside the repository: its test-case generators write the
+# ONNX node tests of opsets 18..28 at test time (tests/cli/test_onnx_conformance_new.sh); Debian's
+# libonnx-testdata stops at opset 17. No torch. Skipped when the venv already has it.
+ONNX_VENV=${RLX_ONNX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rlx/onnx-1.23.2}
+if "$ONNX_VENV/bin/python" -c 'import onnx, sys; sys.exit(onnx.__version__ != "1.23.2")' 2>/dev/null; then
+  echo "setup: onnx 1.23.2 already in $ONNX_VENV"
+else
+  echo "setup: installing onnx 1.23.2 into $ONNX_VENV"
+  rm -rf "$ONNX_VENV"
+  mkdir -p "$(dirname "$ONNX_VENV")"
+  python3 -m venv "$ONNX_VENV"
+  "$ONNX_VENV/bin/pip" install --quiet --disable-pip-version-check \
+    onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0
 fi
-
-echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update
-"${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

@@ -310,13 +310,16 @@ static rlx_status map_mod(oi_node *c) {
   rlx_id a = c->in[0], b = c->in[1], r;
   rlx_dtype t = (rlx_dtype)oi_shape(c, a)->dtype;
   if (t != oi_shape(c, b)->dtype) return oi_bad(c, "inputs A and B must have the same dtype");
-  if (rlx_dtype_is_float(t) && !fmod_attr) return oi_bad(c, "attribute fmod must be 1 for floating-point inputs");
+  bool fl = rlx_dtype_is_float(t);
+  /* opset 28 defines fmod = 0 for floats too: A - floor(A / B) * B */
+  if (fl && !fmod_attr && c->opset < 28) return oi_bad(c, "attribute fmod must be 1 for floating-point inputs before opset 28");
   RLX_TRY(oi_bin(c, RLX_BINOP_MOD, a, b, &r)); /* C fmod: sign of the dividend */
-  if (fmod_attr || !rlx_dtype_is_signed_int(t)) {
+  if (fmod_attr || !(rlx_dtype_is_signed_int(t) || fl)) {
     c->out[0] = r;
     return RLX_OK;
   }
-  /* Python-style: a non-zero remainder whose sign differs from the divisor's gets b added */
+  /* floor-style: a non-zero remainder whose sign differs from the divisor's gets b added (for
+   * b = +-inf that gives b, as opset 28 asks) */
   rlx_id zero, rnz, rneg, bneg, differ, fix, adj;
   RLX_TRY(oi_scalar(c, t, 0, &zero));
   RLX_TRY(oi_cmp(c, RLX_CMP_NE, r, zero, &rnz));
@@ -325,7 +328,14 @@ static rlx_status map_mod(oi_node *c) {
   RLX_TRY(oi_cmp(c, RLX_CMP_NE, rneg, bneg, &differ));
   RLX_TRY(oi_bin(c, RLX_BINOP_BIT_AND, rnz, differ, &fix));
   RLX_TRY(oi_bin(c, RLX_BINOP_ADD, r, b, &adj));
-  return oi_where(c, fix, adj, r, &c->out[0]);
+  if (!fl) return oi_where(c, fix, adj, r, &c->out[0]);
+  RLX_TRY(oi_where(c, fix, adj, r, &r));
+  /* a zero remainder takes the divisor's sign (NaN remainders stay NaN: NaN != 0) */
+  rlx_id nz, signed_zero, rz;
+  RLX_TRY(oi_scalar(c, t, -0.0, &nz));
+  RLX_TRY(oi_where(c, bneg, nz, zero, &signed_zero));
+  RLX_TRY(oi_cmp(c, RLX_CMP_EQ, r, zero, &rz));
+  return oi_where(c, rz, signed_zero, r, &c->out[0]);
 }
 
 static rlx_status map_bitshift(oi_node *c) {
@@ -474,7 +484,7 @@ const oi_op_entry oi_ops_elementwise[] = {
     {"Ceil", 1, OI_MAX_OPSET, map_unary},         {"Round", 11, OI_MAX_OPSET, map_unary},
     {"Sign", 9, OI_MAX_OPSET, map_unary},         {"Erf", 9, OI_MAX_OPSET, map_unary},
     {"Softplus", 1, OI_MAX_OPSET, map_unary},     {"Softsign", 1, OI_MAX_OPSET, map_unary},
-    {"HardSwish", 14, OI_MAX_OPSET, map_unary},   {"Mish", 18, 18, map_unary},
+    {"HardSwish", 14, OI_MAX_OPSET, map_unary},   {"Mish", 18, OI_MAX_OPSET, map_unary},
     {"Sinh", 9, OI_MAX_OPSET, map_trig},          {"Cosh", 9, OI_MAX_OPSET, map_trig},
     {"Asinh", 9, OI_MAX_OPSET, map_trig},         {"Acosh", 9, OI_MAX_OPSET, map_trig},
     {"Atanh", 9, OI_MAX_OPSET, map_trig},         {"Asin", 7, OI_MAX_OPSET, map_trig},
@@ -488,8 +498,8 @@ const oi_op_entry oi_ops_elementwise[] = {
     {"Sub", 1, OI_MAX_OPSET, map_binary},         {"Mul", 1, OI_MAX_OPSET, map_binary},
     {"Div", 1, OI_MAX_OPSET, map_binary},         {"And", 1, OI_MAX_OPSET, map_binary},
     {"Or", 1, OI_MAX_OPSET, map_binary},          {"Xor", 1, OI_MAX_OPSET, map_binary},
-    {"BitwiseAnd", 18, 18, map_binary},           {"BitwiseOr", 18, 18, map_binary},
-    {"BitwiseXor", 18, 18, map_binary},           {"BitwiseNot", 18, 18, map_bitwise_not},
+    {"BitwiseAnd", 18, OI_MAX_OPSET, map_binary},           {"BitwiseOr", 18, OI_MAX_OPSET, map_binary},
+    {"BitwiseXor", 18, OI_MAX_OPSET, map_binary},           {"BitwiseNot", 18, OI_MAX_OPSET, map_bitwise_not},
     {"Equal", 1, OI_MAX_OPSET, map_binary},       {"Less", 1, OI_MAX_OPSET, map_binary},
     {"Greater", 1, OI_MAX_OPSET, map_binary},     {"LessOrEqual", 12, OI_MAX_OPSET, map_binary},
     {"GreaterOrEqual", 12, OI_MAX_OPSET, map_binary}, {"Pow", 1, OI_MAX_OPSET, map_pow},

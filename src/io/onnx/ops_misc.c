@@ -393,12 +393,12 @@ static rlx_status map_sce(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_misc[] = {
-    {"QuantizeLinear", 10, OI_MAX_OPSET, map_quantize},
-    {"DequantizeLinear", 10, OI_MAX_OPSET, map_dequantize},
+    {"QuantizeLinear", 10, 20, map_quantize},
+    {"DequantizeLinear", 10, 20, map_dequantize},
     {"DynamicQuantizeLinear", 11, OI_MAX_OPSET, map_dynamic_quantize},
     {"ConvInteger", 10, OI_MAX_OPSET, map_conv_integer},
     {"QLinearConv", 10, OI_MAX_OPSET, map_qlinear_conv},
-    {"QLinearMatMul", 10, OI_MAX_OPSET, map_qlinear_matmul},
+    {"QLinearMatMul", 10, 20, map_qlinear_matmul},
     {"RandomNormal", 1, OI_MAX_OPSET, map_random},
     {"RandomUniform", 1, OI_MAX_OPSET, map_random},
     {"RandomNormalLike", 1, OI_MAX_OPSET, map_random},

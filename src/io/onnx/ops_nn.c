@@ -510,7 +510,9 @@ static rlx_status map_instance_norm(oi_node *c) {
   return RLX_OK;
 }
 
-static rlx_status map_group_norm(oi_node *c) { /* opset 18: scale and bias per group */
+/* Opset 18: scale and bias per group; 21: per channel, and stash_type (the precision of the
+ * normalization; RLX's GroupNorm computes in at least f32 whatever the input dtype). */
+static rlx_status map_group_norm(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "X"));
   RLX_TRY(oi_need(c, 1, "scale"));
   RLX_TRY(oi_need(c, 2, "bias"));
@@ -524,9 +526,19 @@ static rlx_status map_group_norm(oi_node *c) { /* opset 18: scale and bias per g
   rlx_dim C = xs->dims[1];
   if (!rlx_dim_is_static(C)) return oi_unsupported(c, "a symbolic channel count");
   if (G < 1 || C % G) return oi_bad(c, "attribute num_groups (%lld) must divide the channels (%lld)", (long long)G, (long long)C);
+  if (c->opset >= 21) {
+    int64_t stash;
+    RLX_TRY(oi_attr_i(c, "stash_type", 1, &stash));
+    if (stash != 1 && stash != 10 && stash != 11 && stash != 16)
+      return oi_bad(c, "attribute stash_type is %s; expected a floating-point dtype", oi_onnx_dtype_name((int32_t)stash));
+  }
   for (uint32_t k = 0; k < 2; k++) {
     RLX_TRY(oi_cast(c, c->in[k + 1], (rlx_dtype)xs->dtype, &p[k]));
     const rlx_shape *ps = oi_shape(c, p[k]);
+    if (c->opset >= 21) {
+      if (ps->rank != 1 || ps->dims[0] != C) return oi_bad(c, "input %u must be [channels], got %s", k + 1, rlx_fmt_shape(ps));
+      continue;
+    }
     if (ps->rank != 1 || ps->dims[0] != G) return oi_bad(c, "input %u must be [num_groups], got %s", k + 1, rlx_fmt_shape(ps));
     int64_t g1[2] = {G, 1}, ge[2] = {G, C / G}, cc[1] = {C};
     RLX_TRY(oi_reshape(c, p[k], 2, g1, &p[k]));
@@ -730,7 +742,7 @@ const oi_op_entry oi_ops_nn[] = {
     {"GlobalLpPool", 2, OI_MAX_OPSET, map_global_pool},
     {"BatchNormalization", 1, OI_MAX_OPSET, map_batch_norm},
     {"InstanceNormalization", 1, OI_MAX_OPSET, map_instance_norm},
-    {"GroupNormalization", 18, 18, map_group_norm},
+    {"GroupNormalization", 18, OI_MAX_OPSET, map_group_norm},
     {"LayerNormalization", 17, OI_MAX_OPSET, map_layer_norm},
     {"LRN", 1, OI_MAX_OPSET, map_lrn},
     {"MeanVarianceNormalization", 9, OI_MAX_OPSET, map_mvn},

@@ -60,8 +60,15 @@ static rlx_status map_reduce(oi_node *c) {
   }
   if (strcmp(op, "Sum") == 0) return oi_reduce(c, RLX_REDUCE_SUM, x, axes, n, keep, &c->out[0]);
   if (strcmp(op, "Mean") == 0) return oi_reduce(c, RLX_REDUCE_MEAN, x, axes, n, keep, &c->out[0]);
-  if (strcmp(op, "Max") == 0) return oi_reduce(c, RLX_REDUCE_MAX, x, axes, n, keep, &c->out[0]);
-  if (strcmp(op, "Min") == 0) return oi_reduce(c, RLX_REDUCE_MIN, x, axes, n, keep, &c->out[0]);
+  bool mx = strcmp(op, "Max") == 0;
+  if (mx || strcmp(op, "Min") == 0) {
+    rlx_reduce r = mx ? RLX_REDUCE_MAX : RLX_REDUCE_MIN;
+    if (oi_shape(c, x)->dtype != RLX_BOOL) return oi_reduce(c, r, x, axes, n, keep, &c->out[0]);
+    /* opset 20: bool max = any, min = all (through u8) */
+    RLX_TRY(oi_cast(c, x, RLX_U8, &y));
+    RLX_TRY(oi_reduce(c, r, y, axes, n, keep, &y));
+    return oi_cast(c, y, RLX_BOOL, &c->out[0]);
+  }
   if (strcmp(op, "Prod") == 0) return oi_reduce(c, RLX_REDUCE_PROD, x, axes, n, keep, &c->out[0]);
   if (strcmp(op, "L1") == 0) {
     RLX_TRY(oi_unary(c, RLX_ACT_ABS, x, &y));
@@ -215,10 +222,10 @@ static rlx_status map_cumsum(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_reduce[] = {
-    {"ReduceSum", 1, 18, map_reduce},       {"ReduceMean", 1, 18, map_reduce},  {"ReduceMax", 1, 18, map_reduce},
-    {"ReduceMin", 1, 18, map_reduce},       {"ReduceProd", 1, 18, map_reduce}, {"ReduceL1", 1, 18, map_reduce},
-    {"ReduceL2", 1, 18, map_reduce},        {"ReduceLogSum", 1, 18, map_reduce}, {"ReduceLogSumExp", 1, 18, map_reduce},
-    {"ReduceSumSquare", 1, 18, map_reduce}, {"ArgMax", 1, OI_MAX_OPSET, map_argmax}, {"ArgMin", 1, OI_MAX_OPSET, map_argmax},
+    {"ReduceSum", 1, OI_MAX_OPSET, map_reduce},       {"ReduceMean", 1, OI_MAX_OPSET, map_reduce},  {"ReduceMax", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceMin", 1, OI_MAX_OPSET, map_reduce},       {"ReduceProd", 1, OI_MAX_OPSET, map_reduce}, {"ReduceL1", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceL2", 1, OI_MAX_OPSET, map_reduce},        {"ReduceLogSum", 1, OI_MAX_OPSET, map_reduce}, {"ReduceLogSumExp", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceSumSquare", 1, OI_MAX_OPSET, map_reduce}, {"ArgMax", 1, OI_MAX_OPSET, map_argmax}, {"ArgMin", 1, OI_MAX_OPSET, map_argmax},
     {"TopK", 1, OI_MAX_OPSET, map_topk},    {"CumSum", 11, OI_MAX_OPSET, map_cumsum},
 };
 const uint32_t oi_ops_reduce_len = sizeof oi_ops_reduce / sizeof oi_ops_reduce[0];

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* ONNX Resize (opsets 10..18) and Upsample (7..9). Nearest, linear and cubic interpolation are
+/* ONNX Resize (opsets 10..19+) and Upsample (7..9). Nearest, linear and cubic interpolation are
  * separable, so each resized axis becomes Gathers with constant index lists, weighted by constant
  * per-position weights and summed: exact for every coordinate_transformation_mode and
  * nearest_mode. The common nearest 2x upsampling of NCHW maps to RLX's ResizeNearest2x. */
@@ -8,7 +8,15 @@
 
 #include "io/onnx/onnx_internal.h"
 
-typedef enum coord_mode { CM_HALF_PIXEL, CM_PYTORCH_HALF_PIXEL, CM_ALIGN_CORNERS, CM_ASYMMETRIC, CM_TF_HALF_PIXEL_NN, CM_TF_CROP } coord_mode;
+typedef enum coord_mode {
+  CM_HALF_PIXEL,
+  CM_HALF_PIXEL_SYMMETRIC, /* opset 19 */
+  CM_PYTORCH_HALF_PIXEL,
+  CM_ALIGN_CORNERS,
+  CM_ASYMMETRIC,
+  CM_TF_HALF_PIXEL_NN,
+  CM_TF_CROP
+} coord_mode;
 /* NM_SIMPLE (Upsample, Resize-10): round down when upsampling, up when downsampling */
 typedef enum nearest_mode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE } nearest_mode;
 typedef enum interp { IP_NEAREST, IP_LINEAR, IP_CUBIC } interp;
@@ -19,11 +27,16 @@ typedef struct rs_params {
   nearest_mode nm;
   double cubic_a, extrapolation;
   bool exclude_outside;
+  int keep_aspect; /* opset 18 keep_aspect_ratio_policy: 0 stretch, -1 not_larger, 1 not_smaller */
 } rs_params;
 
 static double source_coord(const rs_params *p, double x, int64_t in, int64_t out, double scale, double r0, double r1) {
   switch (p->cm) {
   case CM_HALF_PIXEL: return (x + 0.5) / scale - 0.5;
+  case CM_HALF_PIXEL_SYMMETRIC: { /* half_pixel about the centre of the unrounded output extent */
+    double adjust = (double)out / ((double)in * scale), center = (double)in / 2;
+    return center * (1 - adjust) + (x + 0.5) / scale - 0.5;
+  }
   /* these use the unrounded output length in * scale (= out when sizes are given) */
   case CM_PYTORCH_HALF_PIXEL: return (double)in * scale > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   case CM_ALIGN_CORNERS: return (double)in * scale == 1 ? 0.0 : x * (double)(in - 1) / ((double)in * scale - 1);
@@ -164,11 +177,14 @@ static rlx_status parse_modes(oi_node *c, bool upsample, rs_params *p) {
     static const struct {
       const char *n;
       coord_mode m;
-    } cms[] = {{"half_pixel", CM_HALF_PIXEL}, {"pytorch_half_pixel", CM_PYTORCH_HALF_PIXEL}, {"align_corners", CM_ALIGN_CORNERS},
-               {"asymmetric", CM_ASYMMETRIC}, {"tf_half_pixel_for_nn", CM_TF_HALF_PIXEL_NN}, {"tf_crop_and_resize", CM_TF_CROP}};
+      int32_t since;
+    } cms[] = {{"half_pixel", CM_HALF_PIXEL, 11},          {"half_pixel_symmetric", CM_HALF_PIXEL_SYMMETRIC, 19},
+               {"pytorch_half_pixel", CM_PYTORCH_HALF_PIXEL, 11}, {"align_corners", CM_ALIGN_CORNERS, 11},
+               {"asymmetric", CM_ASYMMETRIC, 11},           {"tf_half_pixel_for_nn", CM_TF_HALF_PIXEL_NN, 11},
+               {"tf_crop_and_resize", CM_TF_CROP, 11}};
     bool found = false;
     for (size_t i = 0; i < sizeof cms / sizeof cms[0]; i++)
-      if (strcmp(cms[i].n, cm) == 0) p->cm = cms[i].m, found = true;
+      if (strcmp(cms[i].n, cm) == 0 && c->opset >= cms[i].since) p->cm = cms[i].m, found = true;
     if (!found) return oi_unsupported(c, "coordinate_transformation_mode \"%s\"", cm);
     if (strcmp(nm, "round_prefer_floor") == 0) p->nm = NM_ROUND_PREFER_FLOOR;
     else if (strcmp(nm, "round_prefer_ceil") == 0) p->nm = NM_ROUND_PREFER_CEIL;
@@ -181,7 +197,10 @@ static rlx_status parse_modes(oi_node *c, bool upsample, rs_params *p) {
       RLX_TRY(oi_attr_i(c, "antialias", 0, &aa));
       RLX_TRY(oi_attr_s(c, "keep_aspect_ratio_policy", "stretch", &kp));
       if (aa) return oi_unsupported(c, "antialias = 1");
-      if (strcmp(kp, "stretch") != 0) return oi_unsupported(c, "keep_aspect_ratio_policy \"%s\"", kp);
+      if (strcmp(kp, "stretch") == 0) p->keep_aspect = 0;
+      else if (strcmp(kp, "not_larger") == 0) p->keep_aspect = -1;
+      else if (strcmp(kp, "not_smaller") == 0) p->keep_aspect = 1;
+      else return oi_bad(c, "attribute keep_aspect_ratio_policy is \"%s\"", kp);
     }
   }
   p->cubic_a = a;
@@ -245,6 +264,14 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
     for (uint32_t i = 0; i < na; i++) roi[axes[i]] = rv[i], roi[r + axes[i]] = rv[na + i];
   }
   if ((sv ? sn : zn) != na) return oi_bad(c, "%s has %zu entries; expected %u", sv ? "scales" : "sizes", sv ? sn : zn, na);
+  double keep_scale = 0; /* sizes with a kept aspect ratio: one scale for every listed axis */
+  if (zv && p.keep_aspect) {
+    for (uint32_t i = 0; i < na; i++) {
+      if (zv[i] < 0 || xs.dims[axes[i]] == 0) return oi_bad(c, "sizes[%u] is %lld for an axis of %lld", i, (long long)zv[i], (long long)xs.dims[axes[i]]);
+      double q = (double)zv[i] / (double)xs.dims[axes[i]];
+      if (i == 0 || (p.keep_aspect < 0 ? q < keep_scale : q > keep_scale)) keep_scale = q;
+    }
+  }
   for (uint32_t i = 0; i < na; i++) {
     uint32_t a = axes[i];
     int64_t in = xs.dims[a];
@@ -255,6 +282,11 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
       double o = floor((double)in * span * sv[i]);
       if (!(o >= 0) || o > (double)((int64_t)1 << 24)) return oi_unsupported(c, "an output extent of %g", o);
       outd[a] = (int64_t)o;
+    } else if (p.keep_aspect) {
+      double o = floor(keep_scale * (double)in + 0.5); /* round half up */
+      if (o > (double)((int64_t)1 << 24)) return oi_unsupported(c, "an output extent of %g", o);
+      outd[a] = (int64_t)o;
+      scales[a] = keep_scale;
     } else {
       if (zv[i] < 0 || zv[i] > ((int64_t)1 << 24)) return oi_bad(c, "sizes[%u] is %lld", i, (long long)zv[i]);
       outd[a] = zv[i];
@@ -288,7 +320,7 @@ static rlx_status map_resize(oi_node *c) { return resize_common(c, false); }
 static rlx_status map_upsample(oi_node *c) { return resize_common(c, true); }
 
 const oi_op_entry oi_ops_resize[] = {
-    {"Resize", 10, 18, map_resize},
+    {"Resize", 10, OI_MAX_OPSET, map_resize},
     {"Upsample", 7, 9, map_upsample},
 };
 const uint32_t oi_ops_resize_len = sizeof oi_ops_resize / sizeof oi_ops_resize[0];

@@ -695,8 +695,16 @@ static rlx_status map_range(oi_node *c) {
   RLX_TRY(rlx_shape_nbytes(&os, &nb));
   void *buf = oi_scratch(c, nb);
   if (!buf) return oi_nomem(c);
+  /* opset 27 stash_type: 16-bit floats accumulate in f32 (1, the default; here start + i * delta
+   * in f64, which differs from step-by-step f32 sums only far below 16-bit precision) or, with 0,
+   * in their own type, rounding every step */
+  int64_t stash = 1;
+  if (c->opset >= 27) RLX_TRY(oi_attr_i(c, "stash_type", 1, &stash));
+  bool own_type = stash == 0 && (t == RLX_F16 || t == RLX_BF16);
   for (int64_t i = 0; i < count; i++) {
     if (rlx_dtype_is_int(t)) rlx_elem_set_i64(buf, t, (size_t)i, oi_elem_i64(dv[0], t, 0) + i * oi_elem_i64(dv[2], t, 0));
+    else if (own_type)
+      rlx_elem_set(buf, t, (size_t)i, i == 0 ? oi_elem_f64(dv[0], t, 0) : oi_elem_f64(buf, t, (size_t)i - 1) + oi_elem_f64(dv[2], t, 0));
     else rlx_elem_set(buf, t, (size_t)i, oi_elem_f64(dv[0], t, 0) + (double)i * oi_elem_f64(dv[2], t, 0));
   }
   return oi_const(c, os, buf, nb, &c->out[0]);
@@ -809,7 +817,14 @@ static rlx_status map_depth_space(oi_node *c) {
     return oi_reshape(c, y, 4, o4, &c->out[0]);
   }
   if (H % b || W % b) return oi_bad(c, "H and W must be divisible by blocksize");
+  /* opset 28 adds mode: DCR (the earlier behaviour) puts the block offsets before the channel,
+   * CRD after it */
+  const char *mode = "DCR";
+  if (c->opset >= 28) RLX_TRY(oi_attr_s(c, "mode", "DCR", &mode));
+  bool dcr = strcmp(mode, "DCR") == 0;
+  if (!dcr && strcmp(mode, "CRD") != 0) return oi_bad(c, "attribute mode is \"%s\"", mode);
   int64_t d6[6] = {N, C, H / b, b, W / b, b}, perm[6] = {0, 3, 5, 1, 2, 4}, o4[4] = {N, C * b * b, H / b, W / b};
+  if (!dcr) perm[1] = 1, perm[2] = 3, perm[3] = 5;
   RLX_TRY(oi_reshape(c, c->in[0], 6, d6, &y));
   RLX_TRY(oi_transpose(c, y, perm, &y));
   return oi_reshape(c, y, 4, o4, &c->out[0]);
@@ -925,17 +940,17 @@ const oi_op_entry oi_ops_shape[] = {
     {"Unsqueeze", 1, OI_MAX_OPSET, map_unsqueeze},
     {"Transpose", 1, OI_MAX_OPSET, map_transpose},
     {"Concat", 1, OI_MAX_OPSET, map_concat},
-    {"Split", 1, 18, map_split},
+    {"Split", 1, OI_MAX_OPSET, map_split},
     {"Slice", 1, OI_MAX_OPSET, map_slice},
     {"Gather", 1, OI_MAX_OPSET, map_gather},
     {"GatherElements", 11, OI_MAX_OPSET, map_gather_elements},
     {"GatherND", 11, OI_MAX_OPSET, map_gather_nd},
     {"Scatter", 9, 10, map_scatter_elements},
-    {"ScatterElements", 11, 18, map_scatter_elements},
-    {"ScatterND", 11, 18, map_scatter_nd},
+    {"ScatterElements", 11, OI_MAX_OPSET, map_scatter_elements},
+    {"ScatterND", 11, OI_MAX_OPSET, map_scatter_nd},
     {"Expand", 8, OI_MAX_OPSET, map_expand},
     {"Tile", 6, OI_MAX_OPSET, map_tile},
-    {"Pad", 2, 18, map_pad},
+    {"Pad", 2, OI_MAX_OPSET, map_pad},
     {"Shape", 1, OI_MAX_OPSET, map_shape},
     {"Size", 1, OI_MAX_OPSET, map_size},
     {"Constant", 1, OI_MAX_OPSET, map_constant},

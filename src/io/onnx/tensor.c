@@ -18,7 +18,11 @@
 
 static const char *const onnx_dtype_names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16", "INT16",
                                                "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
-                                               "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+                                               "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                               /* onnx 1.14+ (opsets 19..28): none has an RLX dtype */
+                                               "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+                                               "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2", "FLOAT6E2M3",
+                                               "FLOAT6E3M2"};
 
 const char *oi_onnx_dtype_name(int32_t t) {
   static _Thread_local char buf[32];
@@ -60,7 +64,8 @@ static rlx_status dtype_check(int32_t dt, bool has, const char *what, rlx_dtype 
   if (!has) return rlx_errorf(RLX_ERR_FORMAT, "%s: field data_type is missing", what);
   if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED) return rlx_errorf(RLX_ERR_FORMAT, "%s: field data_type is UNDEFINED", what);
   if (!oi_dtype_from_onnx(dt, out)) {
-    if (dt < 0 || dt > 16) return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: unknown %s", what, oi_onnx_dtype_name(dt));
+    if (dt < 0 || dt >= (int32_t)(sizeof onnx_dtype_names / sizeof onnx_dtype_names[0]))
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: unknown %s", what, oi_onnx_dtype_name(dt));
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: dtype %s has no RLX equivalent", what, oi_onnx_dtype_name(dt));
   }
   return RLX_OK;
