@@ -683,6 +683,11 @@ static rlx_status set_outputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g)
       poisoned = true;
       continue;
     }
+    if (val->kind != OI_KIND_TENSOR) { /* RLX graph outputs are tensors */
+      st = rlx_errorf(RLX_ERR_UNSUPPORTED, "graph output \"%s\" is %s; only tensors can be graph outputs", v->name,
+                      val->kind == OI_KIND_SEQ ? "a sequence" : "an absent optional");
+      break;
+    }
     rlx_id id = val->id;
     const rlx_node *nd = rlx_graph_node(s->g, id);
     bool reused = false;
