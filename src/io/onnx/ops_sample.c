@@ -266,9 +266,10 @@ static rlx_status map_grid_sample(oi_node *c) {
 
 /* ---- AffineGrid ---- */
 
-/* Normalised coordinate of cell i of n along an axis. */
+/* Normalised coordinate of cell i of n along an axis. A single cell with align_corners sits at -1,
+ * as in ONNX's reference implementation (PyTorch puts it at 0, onnxruntime at 1). */
 static double ag_coord(int64_t i, int64_t n, bool align) {
-  if (align) return n > 1 ? 2.0 * (double)i / (double)(n - 1) - 1.0 : 0.0;
+  if (align) return n > 1 ? 2.0 * (double)i / (double)(n - 1) - 1.0 : -1.0;
   return (2.0 * (double)i + 1.0) / (double)n - 1.0;
 }
 
