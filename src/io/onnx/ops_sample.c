@@ -551,8 +551,8 @@ static rlx_status map_roi_align(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_sample[] = {
-    {"GridSample", 16, 22, map_grid_sample},
-    {"AffineGrid", 20, 22, map_affine_grid},
-    {"RoiAlign", 10, 22, map_roi_align},
+    {"GridSample", 16, OI_MAX_OPSET, map_grid_sample}, /* 22 only widened the dtypes */
+    {"AffineGrid", 20, OI_MAX_OPSET, map_affine_grid},
+    {"RoiAlign", 10, OI_MAX_OPSET, map_roi_align},     /* 22 only widened the dtypes */
 };
 const uint32_t oi_ops_sample_len = sizeof oi_ops_sample / sizeof oi_ops_sample[0];
