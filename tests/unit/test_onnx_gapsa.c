@@ -112,6 +112,13 @@ static Onnx__AttributeProto *at_i(const char *name, int64_t v) {
   a->i = v;
   return a;
 }
+static Onnx__AttributeProto *at_ints(const char *name, int n, const int64_t *v) {
+  Onnx__AttributeProto *a = attr(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+  a->n_ints = (size_t)n;
+  a->ints = keep((size_t)n * sizeof *a->ints);
+  memcpy(a->ints, v, (size_t)n * sizeof *v);
+  return a;
+}
 static Onnx__AttributeProto *at_s(const char *name, const char *s) {
   Onnx__AttributeProto *a = attr(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
   a->has_s = 1;
@@ -125,6 +132,30 @@ static Onnx__AttributeProto *at_strs(const char *name, const char *list) {
   a->strings = keep(a->n_strings * sizeof *a->strings);
   for (size_t i = 0; i < a->n_strings; i++) a->strings[i] = (ProtobufCBinaryData){strlen(v[i]), (uint8_t *)v[i]};
   return a;
+}
+
+static Onnx__AttributeProto *at_g(const char *name, Onnx__GraphProto *g) {
+  Onnx__AttributeProto *a = attr(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+  a->g = g;
+  return a;
+}
+/* An int64 initializer of shape [n] added to graph g. */
+static void init_i64(Onnx__GraphProto *g, const char *name, int n, const int64_t *v) {
+  Onnx__TensorProto *t = keep(sizeof *t);
+  onnx__tensor_proto__init(t);
+  t->name = kstr(name);
+  t->n_dims = 1;
+  t->dims = keep(sizeof *t->dims);
+  t->dims[0] = n;
+  t->has_data_type = 1;
+  t->data_type = T_I64;
+  t->n_int64_data = (size_t)n;
+  t->int64_data = keep((size_t)n * sizeof *v);
+  memcpy(t->int64_data, v, (size_t)n * sizeof *v);
+  Onnx__TensorProto **all = keep((g->n_initializer + 1) * sizeof *all);
+  if (g->n_initializer) memcpy(all, g->initializer, g->n_initializer * sizeof *all);
+  all[g->n_initializer++] = t;
+  g->initializer = all;
 }
 
 #define TRAINING "ai.onnx.preview.training"
@@ -252,6 +283,23 @@ static bool close_to(const runner *r, uint32_t k, const double *want, size_t n, 
     }
   }
   return true;
+}
+
+static bool equal_i64(const runner *r, uint32_t k, const int64_t *want, size_t n) {
+  if (k >= r->n_outs || r->outs[k].shape.dtype != RLX_I64) return false;
+  size_t got;
+  if (rlx_shape_numel(&r->outs[k].shape, &got) || got != n) return false;
+  const int64_t *v = r->outs[k].data;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] != want[i]) {
+      fprintf(stderr, "  output %u element %zu: got %lld, want %lld\n", k, i, (long long)v[i], (long long)want[i]);
+      return false;
+    }
+  return true;
+}
+static float frand(unsigned *st) {
+  *st = *st * 1103515245u + 12345u;
+  return (float)((*st >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
 /* ======================================================================================
@@ -481,11 +529,239 @@ static void test_gradient(void) {
   mb_reset();
 }
 
+/* ======================================================================================
+ * MaxPool Indices, MaxUnpool
+ * ====================================================================================== */
+
+/* Reference max pooling with indices over x [N, C, H, W] (1-D: H = 1), first maximum in window
+ * order, pads never chosen; index (n * C + c) * H * W + (row major h * W + w | column major
+ * h + w * H). */
+static void ref_maxpool(const float *x, int N, int C, int H, int W, const int *k, const int *st, const int *dl,
+                        const int *pb, int OH, int OW, int order, double *y, int64_t *idx) {
+  for (int nc = 0; nc < N * C; nc++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        double best = -INFINITY;
+        int64_t bi = -1;
+        for (int a = 0; a < k[0]; a++)
+          for (int b = 0; b < k[1]; b++) {
+            int h = oh * st[0] - pb[0] + a * dl[0], w = ow * st[1] - pb[1] + b * dl[1];
+            if (h < 0 || h >= H || w < 0 || w >= W) continue;
+            double v = x[(nc * H + h) * W + w];
+            if (v > best) {
+              best = v;
+              bi = (int64_t)nc * H * W + (order ? h + (int64_t)w * H : (int64_t)h * W + w);
+            }
+          }
+        y[(nc * OH + oh) * OW + ow] = best;
+        idx[(nc * OH + oh) * OW + ow] = bi;
+      }
+}
+
+static void test_maxpool_indices(void) {
+  unsigned seed = 7;
+  float x[2 * 2 * 5 * 6];
+  for (int i = 0; i < 2 * 2 * 5 * 6; i++) x[i] = frand(&seed);
+  x[2] = x[3] = 5.0f; /* a tie inside one window (row 0, columns 2 and 3): the first cell wins */
+  /* 2-D, kernel 3x2, strides 2x2, asymmetric pads, both storage orders; output [2, 2, 3, 3] */
+  for (int order = 0; order < 2; order++) {
+    Onnx__GraphProto *g = gr("mp",
+                             NODES(nd(NULL, "MaxPool", "x", "y,i", 4, at_ints("kernel_shape", 2, DIMS(3, 2)),
+                                      at_ints("strides", 2, DIMS(2, 2)), at_ints("pads", 4, DIMS(1, 0, 1, 1)),
+                                      at_i("storage_order", order))),
+                             VALS(vi("x", T_F32, 4, DIMS(2, 2, 5, 6))), VALS(vname("y"), vname("i")));
+    runner rr;
+    rlx_named_tensor in = tin("x", x, RLX_F32, 4, DIMS(2, 2, 5, 6));
+    if (run(pack(g, 12, 0), &in, 1, &rr)) {
+      double wy[36];
+      int64_t wi[36];
+      ref_maxpool(x, 2, 2, 5, 6, (int[]){3, 2}, (int[]){2, 2}, (int[]){1, 1}, (int[]){1, 0}, 3, 3, order, wy, wi);
+      CHECK(close_to(&rr, 0, wy, 36, 0));
+      CHECK(equal_i64(&rr, 1, wi, 36));
+    }
+    runner_free(&rr);
+    mb_reset();
+  }
+  /* 1-D with dilation (the strided-slice path) and ceil_mode: x [1, 2, 8], kernel 3, dilation 2,
+   * stride 2 -> output length 3 with ceil_mode */
+  Onnx__GraphProto *g = gr("mp1",
+                           NODES(nd(NULL, "MaxPool", "x", "y,i", 4, at_ints("kernel_shape", 1, DIMS(3)),
+                                    at_ints("strides", 1, DIMS(2)), at_ints("dilations", 1, DIMS(2)), at_i("ceil_mode", 1))),
+                           VALS(vi("x", T_F32, 3, DIMS(1, 2, 8))), VALS(vname("y"), vname("i")));
+  runner rr;
+  rlx_named_tensor in = tin("x", x, RLX_F32, 3, DIMS(1, 2, 8));
+  if (run(pack(g, 12, 0), &in, 1, &rr)) {
+    double wy[6];
+    int64_t wi[6];
+    ref_maxpool(x, 1, 2, 1, 8, (int[]){1, 3}, (int[]){1, 2}, (int[]){1, 2}, (int[]){0, 0}, 1, 3, 0, wy, wi);
+    CHECK(close_to(&rr, 0, wy, 6, 0));
+    CHECK(equal_i64(&rr, 1, wi, 6));
+  }
+  runner_free(&rr);
+  /* storage_order must be 0 or 1 */
+  rlx_graph *gg = NULL;
+  g = gr("bad", NODES(nd(NULL, "MaxPool", "x", "y,i", 2, at_ints("kernel_shape", 2, DIMS(2, 2)), at_i("storage_order", 2))),
+         VALS(vi("x", T_F32, 4, DIMS(1, 1, 4, 4))), VALS(vname("y"), vname("i")));
+  CHECK_ERR(import(pack(g, 12, 0), &gg), RLX_ERR_FORMAT, "attribute storage_order is 2");
+  CHECK(gg == NULL);
+  mb_reset();
+}
+
+static void test_maxunpool(void) {
+  /* X [1, 2, 2, 2] with indices into the 4x4 planes (flat over N, C too), kernel 2, stride 2 */
+  const float x[8] = {5, 6, 7, 8, -1, -2, -3, -4};
+  const int64_t ix[8] = {5, 3, 8, 14, 16 + 0, 16 + 7, 16 + 9, 16 + 15};
+  for (int shaped = 0; shaped < 2; shaped++) {
+    Onnx__GraphProto *g =
+        gr("mu",
+           NODES(nd(NULL, "MaxUnpool", shaped ? "x,i,shape" : "x,i", "y", 2, at_ints("kernel_shape", 2, DIMS(2, 2)),
+                    at_ints("strides", 2, DIMS(2, 2)))),
+           VALS(vi("x", T_F32, 4, DIMS(1, 2, 2, 2)), vi("i", T_I64, 4, DIMS(1, 2, 2, 2))), VALS(vname("y")));
+    if (shaped) init_i64(g, "shape", 4, DIMS(1, 2, 5, 6));
+    runner rr;
+    rlx_named_tensor ins[2] = {tin("x", x, RLX_F32, 4, DIMS(1, 2, 2, 2)), tin("i", ix, RLX_I64, 4, DIMS(1, 2, 2, 2))};
+    if (run(pack(g, 11, 0), ins, 2, &rr)) {
+      /* scattered into [1, 2, 4, 4]; a larger output_shape extends each axis with zeros at the end */
+      int H = shaped ? 5 : 4, W = shaped ? 6 : 4;
+      double want[2 * 5 * 6] = {0};
+      for (int e = 0; e < 8; e++) {
+        int64_t c = ix[e] / 16, h = ix[e] % 16 / 4, w = ix[e] % 4;
+        want[(c * H + h) * W + w] = x[e];
+      }
+      CHECK(close_to(&rr, 0, want, (size_t)(2 * H * W), 0));
+      CHECK(rr.n_outs == 1 && rr.outs[0].shape.rank == 4 && rr.outs[0].shape.dims[2] == H && rr.outs[0].shape.dims[3] == W);
+    }
+    runner_free(&rr);
+    mb_reset();
+  }
+  /* an output_shape smaller than the unpooled shape is an error */
+  rlx_graph *gg = NULL;
+  Onnx__GraphProto *g = gr("bad",
+                           NODES(nd(NULL, "MaxUnpool", "x,i,shape", "y", 2, at_ints("kernel_shape", 2, DIMS(2, 2)),
+                                    at_ints("strides", 2, DIMS(2, 2)))),
+                           VALS(vi("x", T_F32, 4, DIMS(1, 2, 2, 2)), vi("i", T_I64, 4, DIMS(1, 2, 2, 2))), VALS(vname("y")));
+  init_i64(g, "shape", 4, DIMS(1, 2, 3, 4));
+  CHECK_ERR(import(pack(g, 11, 0), &gg), RLX_ERR_FORMAT, "output_shape[2] is 3; it must be at least 4");
+  CHECK(gg == NULL);
+  mb_reset();
+}
+
+/* ======================================================================================
+ * Einsum diagonals
+ * ====================================================================================== */
+
+static void test_einsum_diagonal(void) {
+  unsigned seed = 3;
+  float x[2 * 3 * 3], m[3 * 3 * 2];
+  for (int i = 0; i < 18; i++) x[i] = frand(&seed), m[i] = frand(&seed);
+  /* batch diagonal, implicit batch trace, and a repeated letter met again in another operand:
+   * "iij,ki->kj" sums m[i, i, j] * w[k, i] */
+  Onnx__GraphProto *g = gr("ein",
+                           NODES(nd(NULL, "Einsum", "x", "d", 1, at_s("equation", "bii->bi")),
+                                 nd(NULL, "Einsum", "x", "t", 1, at_s("equation", "bii")),
+                                 nd(NULL, "Einsum", "m,x", "z", 1, at_s("equation", "iij,kli->kj"))),
+                           VALS(vi("x", T_F32, 3, DIMS(2, 3, 3)), vi("m", T_F32, 3, DIMS(3, 3, 2))),
+                           VALS(vname("d"), vname("t"), vname("z")));
+  runner rr;
+  rlx_named_tensor ins[2] = {tin("x", x, RLX_F32, 3, DIMS(2, 3, 3)), tin("m", m, RLX_F32, 3, DIMS(3, 3, 2))};
+  if (run(pack(g, 12, 0), ins, 2, &rr)) {
+    double wd[6], wt[2] = {0, 0}, wz[4] = {0, 0, 0, 0};
+    for (int b = 0; b < 2; b++)
+      for (int i = 0; i < 3; i++) {
+        wd[b * 3 + i] = x[(b * 3 + i) * 3 + i];
+        wt[b] += x[(b * 3 + i) * 3 + i];
+      }
+    for (int k = 0; k < 2; k++)
+      for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 3; i++)
+          for (int l = 0; l < 3; l++) wz[k * 2 + j] += (double)m[(i * 3 + i) * 2 + j] * x[(k * 3 + l) * 3 + i];
+    CHECK(close_to(&rr, 0, wd, 6, 1e-6));
+    CHECK(close_to(&rr, 1, wt, 2, 1e-6));
+    CHECK(close_to(&rr, 2, wz, 4, 1e-5));
+  }
+  runner_free(&rr);
+  mb_reset();
+  /* errors: a repeated letter over axes of different sizes, a repeated output letter */
+  rlx_graph *gg = NULL;
+  g = gr("bad", NODES(nd(NULL, "Einsum", "m", "d", 1, at_s("equation", "iji->j"))), VALS(vi("m", T_F32, 3, DIMS(3, 3, 2))),
+         VALS(vname("d")));
+  CHECK_ERR(import(pack(g, 12, 0), &gg), RLX_ERR_FORMAT, "letter 'i' labels axes of sizes 3 and 2");
+  g = gr("bad", NODES(nd(NULL, "Einsum", "m", "d", 1, at_s("equation", "ijk->ii"))), VALS(vi("m", T_F32, 3, DIMS(3, 3, 2))),
+         VALS(vname("d")));
+  CHECK_ERR(import(pack(g, 12, 0), &gg), RLX_ERR_FORMAT, "output letter 'i' appears twice");
+  CHECK(gg == NULL);
+  mb_reset();
+}
+
+/* ======================================================================================
+ * Scan opset 8
+ * ====================================================================================== */
+
+/* body(sum_in [2], next [2]) -> (sum_in + next, (sum_in + next) * 2) */
+static Onnx__GraphProto *scan_body(void) {
+  return gr("body", NODES(nd(NULL, "Add", "sum_in,next", "sum_out", 0), nd(NULL, "Add", "sum_out,sum_out", "scan_out", 0)),
+            VALS(vi("sum_in", T_F32, 1, DIMS(2)), vi("next", T_F32, 1, DIMS(2))), VALS(vname("sum_out"), vname("scan_out")));
+}
+
+static void test_scan8(void) {
+  const float init[4] = {1, 2, -1, 0.5f};
+  float xs[2 * 3 * 2];
+  unsigned seed = 11;
+  for (int i = 0; i < 12; i++) xs[i] = frand(&seed);
+  /* forward with sequence_lens {3, 2}, and reverse over the whole sequence */
+  for (int rev = 0; rev < 2; rev++) {
+    Onnx__GraphProto *g =
+        rev ? gr("s8", NODES(nd(NULL, "Scan", ",init,x", "final,outs", 3, at_g("body", scan_body()), at_i("num_scan_inputs", 1),
+                                at_ints("directions", 1, DIMS(1)))),
+                 VALS(vi("init", T_F32, 2, DIMS(2, 2)), vi("x", T_F32, 3, DIMS(2, 3, 2))), VALS(vname("final"), vname("outs")))
+            : gr("s8", NODES(nd(NULL, "Scan", "lens,init,x", "final,outs", 2, at_g("body", scan_body()), at_i("num_scan_inputs", 1))),
+                 VALS(vi("init", T_F32, 2, DIMS(2, 2)), vi("x", T_F32, 3, DIMS(2, 3, 2))), VALS(vname("final"), vname("outs")));
+    if (!rev) init_i64(g, "lens", 2, DIMS(3, 2));
+    runner rr;
+    rlx_named_tensor ins[2] = {tin("init", init, RLX_F32, 2, DIMS(2, 2)), tin("x", xs, RLX_F32, 3, DIMS(2, 3, 2))};
+    if (run(pack(g, 8, 0), ins, 2, &rr)) {
+      double wf[4], wo[12] = {0};
+      for (int b = 0; b < 2; b++) {
+        int len = rev ? 3 : (b == 0 ? 3 : 2);
+        for (int e = 0; e < 2; e++) {
+          double acc = init[b * 2 + e];
+          for (int t = 0; t < len; t++) {
+            int src = rev ? len - 1 - t : t;
+            acc += xs[(b * 3 + src) * 2 + e];
+            wo[(b * 3 + t) * 2 + e] = 2 * acc; /* padded steps stay 0 */
+          }
+          wf[b * 2 + e] = acc;
+        }
+      }
+      CHECK(close_to(&rr, 0, wf, 4, 1e-6));
+      CHECK(close_to(&rr, 1, wo, 12, 1e-6));
+    }
+    runner_free(&rr);
+    mb_reset();
+  }
+  /* errors: a scan input without a sequence axis; a reverse scan of a shortened sequence */
+  rlx_graph *gg = NULL;
+  Onnx__GraphProto *g = gr("bad", NODES(nd(NULL, "Scan", ",init,x", "final,outs", 2, at_g("body", scan_body()), at_i("num_scan_inputs", 1))),
+                           VALS(vi("init", T_F32, 2, DIMS(2, 2)), vi("x", T_F32, 1, DIMS(2))), VALS(vname("final")));
+  CHECK_ERR(import(pack(g, 8, 0), &gg), RLX_ERR_FORMAT, "Scan-8 scan inputs need a leading batch axis and a sequence axis");
+  g = gr("bad", NODES(nd(NULL, "Scan", "lens,init,x", "final,outs", 3, at_g("body", scan_body()), at_i("num_scan_inputs", 1),
+                         at_ints("directions", 1, DIMS(1)))),
+         VALS(vi("init", T_F32, 2, DIMS(2, 2)), vi("x", T_F32, 3, DIMS(2, 3, 2))), VALS(vname("final")));
+  init_i64(g, "lens", 2, DIMS(3, 2));
+  CHECK_ERR(import(pack(g, 8, 0), &gg), RLX_ERR_UNSUPPORTED, "reverse scans of sequences shorter than the input");
+  CHECK(gg == NULL);
+  mb_reset();
+}
+
 int main(void) {
   test_adagrad();
   test_momentum();
   test_adam();
   test_training_errors();
   test_gradient();
+  test_maxpool_indices();
+  test_maxunpool();
+  test_einsum_diagonal();
+  test_scan8();
   return rlx_test_finish("onnx_gapsa");
 }

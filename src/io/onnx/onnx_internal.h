@@ -217,7 +217,7 @@ typedef struct oi_op_entry {
 /* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
 #define OI_FAMILY_TABLES(X)                                                                        \
   X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)          \
-  X(sequence) X(datadep) X(signal) X(sample)
+  X(sequence) X(datadep) X(signal) X(sample) X(pool_index)
 #define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X
@@ -330,6 +330,13 @@ rlx_status oi_pass_value(oi_node *c);
 /* Conv / ConvTranspose of inputs 0 (X), 1 (W) and optional 2 (B) with the node's attributes
  * (ops_nn.c; the quantized convolutions call it with rewritten inputs). */
 rlx_status oi_conv(oi_node *c, bool transposed);
+/* An ints attribute with one entry per spatial axis (n of them; default def, each >= lo). */
+rlx_status oi_spatial_list(oi_node *c, const char *name, uint32_t n, int64_t def, int64_t lo, int64_t *out);
+/* MaxPool's Indices output for input x [N, C, spatial...] (ops_pool_index.c): kernel k, strides s,
+ * dilations d, begin / end pads pb / pe (end pads include ceil_mode's extra), output extents out. */
+rlx_status oi_maxpool_indices(oi_node *c, rlx_id x, uint32_t nsp, const int64_t *k, const int64_t *s, const int64_t *d,
+                              const int64_t *pb, const int64_t *pe, const int64_t *out, int64_t storage_order,
+                              rlx_id *idx);
 
 /* ---- importing a body graph (import.c, used by ops_control.c) ---- */
 /* Imports `gp` inline into the current RLX graph: its formal inputs are bound to `args`

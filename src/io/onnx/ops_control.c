@@ -4,7 +4,7 @@
  * captured outer values as extra operands. Loop: unrolled when its trip count and condition are
  * known at import time (scan outputs are stacked), otherwise an RLX While per used output
  * (loop-carried values with fixed shapes, no scan outputs). Scan: unrolled (the sequence length
- * is static in RLX graphs). */
+ * is static in RLX graphs); opset 8's batch axis and sequence_lens by unrolling each batch entry. */
 #include <stdio.h>
 #include <string.h>
 
@@ -355,7 +355,55 @@ static rlx_status map_loop(oi_node *c) {
  * Scan
  * ====================================================================================== */
 
+/* Unrolls `body` over L steps: states start at init[0..N), scan input j is xs[j] sliced along
+ * axes[j] (reversed when in_rev[j]); the final states go to states[], scan output k (when
+ * want[k]) is stacked along out_axes[k] (reversed when out_rev[k]) into scans[k]. NULL arrays
+ * mean axis 0 / forward. */
+static rlx_status scan_unroll(oi_node *c, const Onnx__GraphProto *body, uint32_t N, uint32_t M, uint32_t K,
+                              const rlx_id *init, const rlx_id *xs, const uint32_t *axes, const int64_t *in_rev, int64_t L,
+                              const int64_t *out_axes, const int64_t *out_rev, const bool *want, rlx_id *states,
+                              rlx_id *scans) {
+  if (L == 0) return oi_unsupported(c, "a scan over an empty sequence");
+  if (L > 100000) return oi_unsupported(c, "unrolling a scan of %lld steps", (long long)L);
+  rlx_id *st = oi_scratch(c, (N + 1) * sizeof *st), *args = oi_scratch(c, (N + (size_t)M) * sizeof *args);
+  rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs), *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
+  if (!st || !args || !outs || !elems) return oi_nomem(c);
+  for (uint32_t j = 0; j < N; j++) st[j] = init[j];
+  uint64_t start = c->m->emitted;
+  for (int64_t t = 0; t < L; t++) {
+    if (c->m->emitted - start > OI_MAX_UNROLL_NODES)
+      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld steps)", OI_MAX_UNROLL_NODES, (long long)t);
+    for (uint32_t j = 0; j < N; j++) args[j] = st[j];
+    for (uint32_t j = 0; j < M; j++) {
+      rlx_id sl;
+      bool rev = in_rev && in_rev[j];
+      RLX_TRY(oi_narrow(c, xs[j], axes[j], rev ? L - 1 - t : t, 1, &sl));
+      const rlx_shape *ss = oi_shape(c, sl);
+      rlx_dim d[RLX_MAX_RANK];
+      uint32_t r = 0;
+      for (uint32_t i = 0; i < ss->rank; i++)
+        if (i != axes[j]) d[r++] = ss->dims[i];
+      RLX_TRY(oi_reshape_dims(c, sl, r, d, &args[N + j]));
+    }
+    RLX_TRY(oi_inline_graph(c, body, args, N + M, outs, N + K));
+    for (uint32_t j = 0; j < N; j++) st[j] = outs[j];
+    for (uint32_t k = 0; k < K; k++) elems[(size_t)k * (size_t)L + (size_t)t] = outs[N + k];
+  }
+  for (uint32_t j = 0; j < N; j++) states[j] = st[j];
+  for (uint32_t k = 0; k < K; k++) {
+    scans[k] = RLX_NO_ID;
+    if (!want[k]) continue;
+    RLX_TRY(stack(c, elems + (size_t)k * (size_t)L, (uint32_t)L, out_axes ? out_axes[k] : 0, out_rev && out_rev[k],
+                  &scans[k]));
+  }
+  return RLX_OK;
+}
+
+static rlx_status map_scan8(oi_node *c);
+
+/* Scan 9+: N states then M scan inputs, each scanned along its own axis (opset 8: map_scan8). */
 static rlx_status map_scan(oi_node *c) {
+  if (c->opset < 9) return map_scan8(c);
   const Onnx__GraphProto *body;
   RLX_TRY(oi_attr_graph(c, "body", &body));
   int64_t M;
@@ -388,36 +436,95 @@ static rlx_status map_scan(oi_node *c) {
     if (L >= 0 && d != L) return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)d);
     L = d;
   }
-  if (L == 0) return oi_unsupported(c, "a scan over an empty sequence");
-  if (L > 100000) return oi_unsupported(c, "unrolling a scan of %lld steps", (long long)L);
-  rlx_id *st = oi_scratch(c, (N + 1) * sizeof *st), *args = oi_scratch(c, (N + (size_t)M) * sizeof *args);
-  rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs), *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
-  if (!st || !args || !outs || !elems) return oi_nomem(c);
-  for (uint32_t j = 0; j < N; j++) st[j] = c->in[j];
-  uint64_t start = c->m->emitted;
-  for (int64_t t = 0; t < L; t++) {
-    if (c->m->emitted - start > OI_MAX_UNROLL_NODES)
-      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld steps)", OI_MAX_UNROLL_NODES, (long long)t);
-    for (uint32_t j = 0; j < N; j++) args[j] = st[j];
-    for (uint32_t j = 0; j < (uint32_t)M; j++) {
-      rlx_id x = c->in[N + j], sl;
-      bool rev = pid && id[j];
-      RLX_TRY(oi_narrow(c, x, axes[j], rev ? L - 1 - t : t, 1, &sl));
-      const rlx_shape *ss = oi_shape(c, sl);
-      rlx_dim d[RLX_MAX_RANK];
-      uint32_t r = 0;
-      for (uint32_t i = 0; i < ss->rank; i++)
-        if (i != axes[j]) d[r++] = ss->dims[i];
-      RLX_TRY(oi_reshape_dims(c, sl, r, d, &args[N + j]));
-    }
-    RLX_TRY(oi_inline_graph(c, body, args, N + (uint32_t)M, outs, N + K));
-    for (uint32_t j = 0; j < N; j++) st[j] = outs[j];
-    for (uint32_t k = 0; k < K; k++) elems[(size_t)k * (size_t)L + (size_t)t] = outs[N + k];
+  return scan_unroll(c, body, N, (uint32_t)M, K, c->in, c->in + N, axes, pid ? id : NULL, L, poa ? oa : NULL,
+                     pod ? od : NULL, c->out_used + N, c->out, c->out + N);
+}
+
+/* Scan 8: optional sequence_lens, then N states [B, ...] and M scan inputs [B, L, ...]; each batch
+ * element is unrolled on its own (over its sequence length, scan outputs zero-padded to L) and
+ * the results are stacked back along axis 0. */
+static rlx_status map_scan8(oi_node *c) {
+  const Onnx__GraphProto *body;
+  RLX_TRY(oi_attr_graph(c, "body", &body));
+  int64_t M;
+  RLX_TRY(oi_attr_i(c, "num_scan_inputs", -1, &M));
+  if (c->n_in < 1 || M < 1 || M > c->n_in - 1) return oi_bad(c, "attribute num_scan_inputs is %lld", (long long)M);
+  if (M > 64) return oi_unsupported(c, "more than 64 scan inputs");
+  uint32_t N = c->n_in - 1 - (uint32_t)M;
+  if (c->n_out < N) return oi_bad(c, "Scan has fewer outputs than states");
+  uint32_t K = c->n_out - N;
+  if (body->n_input != N + (uint32_t)M || body->n_output != N + K)
+    return oi_bad(c, "attribute body has %zu inputs / %zu outputs; expected %u / %u", body->n_input, body->n_output,
+                  N + (uint32_t)M, N + K);
+  const int64_t *dirs;
+  size_t ndirs;
+  bool pdirs;
+  RLX_TRY(oi_attr_ints(c, "directions", &dirs, &ndirs, &pdirs));
+  if (pdirs && ndirs != (size_t)M) return oi_bad(c, "attribute directions must have one entry per scan input");
+  bool any_rev = false;
+  for (size_t j = 0; pdirs && j < ndirs; j++) {
+    if (dirs[j] != 0 && dirs[j] != 1) return oi_bad(c, "attribute directions holds %lld; expected 0 or 1", (long long)dirs[j]);
+    any_rev |= dirs[j] == 1;
   }
-  for (uint32_t j = 0; j < N; j++) c->out[j] = st[j];
-  for (uint32_t k = 0; k < K; k++) {
-    if (!c->out_used[N + k]) continue;
-    RLX_TRY(stack(c, elems + (size_t)k * (size_t)L, (uint32_t)L, poa ? oa[k] : 0, pod && od[k], &c->out[N + k]));
+  int64_t B = -1, L = -1;
+  for (uint32_t j = 0; j < N + (uint32_t)M; j++) {
+    RLX_TRY(oi_need(c, 1 + j, "initial state or scan input"));
+    const rlx_shape *s = oi_in_shape(c, 1 + j);
+    bool scan = j >= N;
+    if (s->rank < (scan ? 2u : 1u))
+      return oi_bad(c, "input %u is %s; Scan-8 %s need a leading batch axis%s", 1 + j, rlx_fmt_shape(s),
+                    scan ? "scan inputs" : "states", scan ? " and a sequence axis" : "");
+    if (!rlx_dim_is_static(s->dims[0]) || (scan && !rlx_dim_is_static(s->dims[1])))
+      return oi_unsupported(c, "a symbolic batch size or sequence length (input %u is %s)", 1 + j, rlx_fmt_shape(s));
+    if (B >= 0 && s->dims[0] != B) return oi_bad(c, "inputs have different batch sizes (%lld and %lld)", (long long)B, (long long)s->dims[0]);
+    B = s->dims[0];
+    if (scan && L >= 0 && s->dims[1] != L)
+      return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)s->dims[1]);
+    if (scan) L = s->dims[1];
+  }
+  if (B == 0) return oi_unsupported(c, "a Scan over an empty batch");
+  int64_t *lens = NULL;
+  size_t nlens = 0;
+  if (oi_has(c, 0)) {
+    RLX_TRY(oi_in_ints(c, 0, "sequence_lens", &lens, &nlens));
+    if (nlens != (size_t)B) return oi_bad(c, "sequence_lens has %zu entries for a batch of %lld", nlens, (long long)B);
+    for (size_t b = 0; b < nlens; b++) {
+      if (lens[b] < 1 || lens[b] > L)
+        return lens[b] == 0 ? oi_unsupported(c, "a sequence length of 0 (batch entry %zu)", b)
+                            : oi_bad(c, "sequence_lens[%zu] is %lld; expected 1..%lld", b, (long long)lens[b], (long long)L);
+      if (lens[b] < L && any_rev) return oi_unsupported(c, "reverse scans of sequences shorter than the input (sequence_lens)");
+    }
+  }
+  size_t nb = (size_t)B;
+  rlx_id *init = oi_scratch(c, (N + 1) * sizeof *init), *xs = oi_scratch(c, ((size_t)M + 1) * sizeof *xs);
+  rlx_id *res = oi_scratch(c, (N + K + 1) * nb * sizeof *res), *one = oi_scratch(c, (N + K + 1) * sizeof *one);
+  if (!init || !xs || !res || !one) return oi_nomem(c);
+  uint32_t axes[64] = {0};
+  for (size_t b = 0; b < nb; b++) {
+    int64_t len = lens ? lens[b] : L;
+    for (uint32_t j = 0; j < N + (uint32_t)M; j++) { /* batch entry b without its batch axis */
+      rlx_id sl;
+      RLX_TRY(oi_narrow(c, c->in[1 + j], 0, (int64_t)b, 1, &sl));
+      const rlx_shape *ss = oi_shape(c, sl);
+      if (j >= N) RLX_TRY(oi_narrow(c, sl, 1, 0, len, &sl));
+      ss = oi_shape(c, sl);
+      RLX_TRY(oi_reshape_dims(c, sl, ss->rank - 1, ss->dims + 1, j < N ? &init[j] : &xs[j - N]));
+    }
+    RLX_TRY(scan_unroll(c, body, N, (uint32_t)M, K, init, xs, axes, pdirs ? dirs : NULL, len, NULL, NULL,
+                        c->out_used + N, one, one + N));
+    for (uint32_t k = 0; k < K; k++) {
+      if (one[N + k] == RLX_NO_ID || len == L) continue;
+      rlx_shape ps = *oi_shape(c, one[N + k]); /* pad [len, ...] with zeros to [L, ...] */
+      ps.dims[0] = L - len;
+      rlx_id parts[2] = {one[N + k], RLX_NO_ID};
+      RLX_TRY(oi_fill(c, ps, 0, &parts[1]));
+      RLX_TRY(oi_concat(c, parts, 2, 0, &one[N + k]));
+    }
+    for (uint32_t k = 0; k < N + K; k++) res[(size_t)k * nb + b] = one[k];
+  }
+  for (uint32_t k = 0; k < N + K; k++) {
+    if (k >= N && !c->out_used[k]) continue;
+    RLX_TRY(stack(c, res + (size_t)k * nb, (uint32_t)nb, 0, false, &c->out[k]));
   }
   return RLX_OK;
 }
@@ -425,6 +532,6 @@ static rlx_status map_scan(oi_node *c) {
 const oi_op_entry oi_ops_control[] = {
     {"If", 1, OI_MAX_OPSET, map_if},
     {"Loop", 1, OI_MAX_OPSET, map_loop},
-    {"Scan", 9, OI_MAX_OPSET, map_scan},
+    {"Scan", 8, OI_MAX_OPSET, map_scan},
 };
 const uint32_t oi_ops_control_len = sizeof oi_ops_control / sizeof oi_ops_control[0];

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* ONNX linear algebra: MatMul (NumPy 1-D promotion, batch broadcasting), Gemm, MatMulInteger,
- * Einsum (operands contracted pairwise with DotGeneral; letters used by no later operand are
- * summed out first) and Det (batched by slicing). */
+ * Einsum (a letter repeated within an operand takes its diagonal by a Gather; operands contracted
+ * pairwise with DotGeneral; letters used by no later operand are summed out first) and Det
+ * (batched by slicing). */
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
@@ -133,11 +134,60 @@ static rlx_status parse_term(oi_node *c, const char *s, size_t len, uint32_t ran
     }
     if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) return oi_bad(c, "bad character '%c' in the equation", ch);
     if (t->n >= RLX_MAX_RANK) return oi_bad(c, "an equation term has too many axes");
-    if (has_letter(t, ch)) return oi_unsupported(c, "a repeated index within one operand (diagonals / traces)");
+    if (is_out && has_letter(t, ch)) return oi_bad(c, "output letter '%c' appears twice", ch);
     t->l[t->n++] = ch;
   }
   if (!is_out && t->n != rank) return oi_bad(c, "an equation term has %u letters for a rank-%u operand", t->n, rank);
   return RLX_OK;
+}
+
+static uint32_t count_letter(const term *t, char ch) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < t->n; i++) n += t->l[i] == ch;
+  return n;
+}
+
+/* A letter repeated within one operand ("ii", "bii->bi") takes the diagonal: the two axes go
+ * last (Transpose), merge into one of d*d (Reshape), and a Gather of the indices k*(d+1) keeps
+ * the diagonal as one axis of that letter. Repeated until every letter is distinct. */
+static rlx_status take_diagonals(oi_node *c, rlx_id *x, term *t) {
+  for (;;) {
+    uint32_t i = 0, j = 0;
+    bool found = false;
+    for (i = 0; i < t->n && !found; i++)
+      for (j = i + 1; j < t->n && !found; j++) found = t->l[i] == t->l[j];
+    if (!found) return RLX_OK;
+    i--, j--;
+    const rlx_shape *s = oi_shape(c, *x);
+    RLX_TRY(oi_need_static(c, s, "an operand with a repeated index"));
+    int64_t d = s->dims[i];
+    if (s->dims[j] != d)
+      return oi_bad(c, "letter '%c' labels axes of sizes %lld and %lld in one operand", t->l[i], (long long)d,
+                    (long long)s->dims[j]);
+    int64_t perm[RLX_MAX_RANK], dims[RLX_MAX_RANK];
+    term nt = {{0}, 0};
+    for (uint32_t k = 0; k < t->n; k++)
+      if (k != i && k != j) {
+        dims[nt.n] = s->dims[k];
+        perm[nt.n] = k;
+        nt.l[nt.n++] = t->l[k];
+      }
+    perm[nt.n] = i, perm[nt.n + 1] = j;
+    dims[nt.n] = d * d;
+    uint32_t axis = nt.n;
+    nt.l[nt.n++] = t->l[i];
+    int64_t *idx = oi_scratch(c, (size_t)(d ? d : 1) * sizeof *idx);
+    if (!idx) return oi_nomem(c);
+    for (int64_t k = 0; k < d; k++) idx[k] = k * (d + 1);
+    rlx_id tr, flat, ids;
+    RLX_TRY(oi_transpose(c, *x, perm, &tr));
+    RLX_TRY(oi_reshape(c, tr, nt.n, dims, &flat));
+    RLX_TRY(oi_i64s(c, idx, (uint32_t)d, &ids));
+    rlx_attrs_Gather ga = {axis};
+    rlx_id in2[2] = {flat, ids};
+    RLX_TRY(oi_emit(c, RLX_OP_Gather, in2, 2, &ga, x));
+    *t = nt;
+  }
 }
 
 /* Sums out the axes of x whose letters fail `keep`. */
@@ -184,7 +234,7 @@ static rlx_status map_einsum(oi_node *c) {
     for (uint32_t k = 0; k < ell_rank; k++) out.l[out.n++] = (char)('0' + k);
     for (int ch = 'A'; ch <= 'z'; ch++) {
       uint32_t cnt = 0;
-      for (uint32_t k = 0; k < n; k++) cnt += has_letter(&terms[k], (char)ch);
+      for (uint32_t k = 0; k < n; k++) cnt += count_letter(&terms[k], (char)ch);
       if (cnt == 1 && ch > '9') {
         if (out.n >= RLX_MAX_RANK) return oi_unsupported(c, "an Einsum result of rank > %d", RLX_MAX_RANK);
         out.l[out.n++] = (char)ch;
@@ -196,7 +246,12 @@ static rlx_status map_einsum(oi_node *c) {
     for (uint32_t k = 0; k < n && !found; k++) found = has_letter(&terms[k], out.l[i]);
     if (!found) return oi_bad(c, "output letter '%c' appears in no operand", out.l[i]);
   }
-  rlx_id cur = c->in[0];
+  rlx_id ops[16];
+  for (uint32_t k = 0; k < n; k++) {
+    ops[k] = c->in[k];
+    RLX_TRY(take_diagonals(c, &ops[k], &terms[k]));
+  }
+  rlx_id cur = ops[0];
   term ct = terms[0];
   const term *others[17];
   /* letters of operand 0 that no other operand and no output use */
@@ -205,7 +260,7 @@ static rlx_status map_einsum(oi_node *c) {
   for (uint32_t k = 1; k < n; k++) others[no++] = &terms[k];
   RLX_TRY(sum_out(c, &cur, &ct, others, no));
   for (uint32_t k = 1; k < n; k++) {
-    rlx_id nx = c->in[k];
+    rlx_id nx = ops[k];
     term nt = terms[k];
     /* letters needed after this step: output + later operands */
     const term *later[17];

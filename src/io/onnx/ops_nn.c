@@ -34,6 +34,10 @@ static rlx_status read_list(oi_node *c, const char *name, uint32_t n, int64_t de
   return RLX_OK;
 }
 
+rlx_status oi_spatial_list(oi_node *c, const char *name, uint32_t n, int64_t def, int64_t lo, int64_t *out) {
+  return read_list(c, name, n, def, lo, out);
+}
+
 /* Strides, dilations and pads (explicit or auto_pad) for input spatial extents `in`. For
  * transposed convs auto_pad uses the transposed output rule and `op` holds output_padding. */
 static rlx_status read_geom(oi_node *c, const rlx_shape *x, geom *g, bool dilations, bool transposed) {
@@ -311,7 +315,7 @@ static rlx_status map_pool(oi_node *c) {
   memset(&g, 0, sizeof g);
   g.nsp = xs->rank - 2u;
   if (g.nsp > 3) return oi_unsupported(c, "%u-D pooling (1-D to 3-D are supported)", g.nsp);
-  if (c->n_out > 1 && c->out_used[1]) return oi_unsupported(c, "output Indices");
+  if (!is_max && c->n_out > 1) return oi_bad(c, "AveragePool has one output, not %u", c->n_out);
   RLX_TRY(oi_need_static(c, xs, "input X"));
   RLX_TRY(read_list(c, "kernel_shape", g.nsp, 0, 1, g.k));
   if (!oi_attr(c, "kernel_shape")) return oi_bad(c, "attribute kernel_shape is required");
@@ -336,6 +340,12 @@ static rlx_status map_pool(oi_node *c) {
     }
     extra[i] = (out[i] - 1) * g.s[i] + ke - (in[i] + g.pb[i] + g.pe[i]);
     if (extra[i] < 0) extra[i] = 0;
+  }
+  if (is_max && c->n_out > 1 && c->out_used[1]) { /* Indices (ops_pool_index.c), only when read */
+    int64_t so, pe[3];
+    RLX_TRY(oi_attr_i(c, "storage_order", 0, &so));
+    for (uint32_t i = 0; i < g.nsp; i++) pe[i] = g.pe[i] + extra[i];
+    RLX_TRY(oi_maxpool_indices(c, x, g.nsp, g.k, g.s, g.d, g.pb, pe, out, so, &c->out[1]));
   }
   if (g.nsp == 3 || dilated) return pool_by_slices(c, x, &g, in, out, extra, is_max, cip != 0);
   bool one_d = g.nsp == 1;
