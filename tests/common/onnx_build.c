@@ -90,8 +90,13 @@ static Onnx__ValueInfoProto *ob_value(ob_model *m, const char *name, int32_t ele
     for (int i = 0; i < rank; i++) {
       Onnx__TensorShapeProto__Dimension *d = ob_alloc(m, sizeof *d);
       onnx__tensor_shape_proto__dimension__init(d);
-      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-      d->dim_value = dims[i];
+      if (dims[i] >= 0) {
+        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        d->dim_value = dims[i];
+      } else {
+        d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+        d->dim_param = ob_strdup(m, "N", 1);
+      }
       OB_PUSH(m, sh->dim, sh->n_dim, d);
     }
     tt->shape = sh;
