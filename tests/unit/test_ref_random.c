@@ -12,9 +12,6 @@
 #include "rlx_test.h"
 #include "runtime/elem.h"
 
-RLX_CPU_KERNEL(RngNormal);
-RLX_CPU_KERNEL(RngUniform);
-
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define T(ptr, shape) ((rlx_tensor){(void *)(ptr), (shape)})

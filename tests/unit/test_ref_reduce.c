@@ -8,56 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_kernels.h"
-#include "rlx_test.h"
+#include "ref_a_test.h"
 #include "runtime/elem.h"
-
-RLX_CPU_KERNEL(Reduce);
-RLX_CPU_KERNEL(Softmax);
-RLX_CPU_KERNEL(Cumsum);
-RLX_CPU_KERNEL(CumProd);
-RLX_CPU_KERNEL(CumMax);
-RLX_CPU_KERNEL(ArgMax);
-RLX_CPU_KERNEL(ArgMin);
-RLX_CPU_KERNEL(TopK);
-RLX_CPU_KERNEL(Sort);
-RLX_CPU_KERNEL(ArgSort);
-RLX_CPU_KERNEL(Histogram);
-RLX_CPU_KERNEL(Sample);
-
-/* ---- harness: build one node with declared shapes, run its kernel on caller buffers ---- */
-#define SH(t, ...)                                                                                 \
-  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define SCALAR(t) rlx_shape_scalar(RLX_##t)
-#define IL(...) ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define IL0 ((rlx_ilist){NULL, 0})
-#define T(ptr, shape) ((rlx_tensor){(void *)(ptr), (shape)})
-#define NT(...) ((uint32_t)(sizeof((rlx_tensor[]){__VA_ARGS__}) / sizeof(rlx_tensor)))
-#define RUN(Op, attrs, out, ...)                                                                   \
-  run(rlx_cpu_ref_##Op, RLX_OP_##Op, (attrs), (out), NT(__VA_ARGS__), (rlx_tensor[]){__VA_ARGS__})
-
-static rlx_graph *G;
-static rlx_cpu_ctx CTX = {.threads = 1};
-
-static rlx_status run(rlx_cpu_kernel k, rlx_op op, const void *attrs, rlx_tensor *out, uint32_t nin,
-                      const rlx_tensor *ins) {
-  static int counter;
-  rlx_id ids[16], id;
-  for (uint32_t i = 0; i < nin; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "in%d", counter++);
-    RLX_TRY(rlx_input(G, name, ins[i].shape, &ids[i]));
-  }
-  RLX_TRY(rlx_graph_add_unchecked(G, op, ids, nin, attrs, &out->shape, "t", &id));
-  rlx_clear_error();
-  return k(rlx_graph_node(G, id), ins, nin, out, &CTX);
-}
-
-static bool near(double got, double want, double rtol) {
-  if (isnan(want)) return isnan(got);
-  if (isinf(want)) return got == want;
-  return fabs(got - want) <= rtol * fmax(1.0, fabs(want));
-}
 
 /* ---- Reduce ---- */
 

@@ -41,6 +41,14 @@ typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, ui
   rlx_status rlx_cpu_ref_##N(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,              \
                              rlx_tensor *out, rlx_cpu_ctx *ctx)
 
+/* One declaration per op kind, expanded from the op table; ref/<family>.c defines the kernels
+ * that exist and rlx_cpu_ref_table lists them. */
+#define RLX_OP(N, ...) RLX_CPU_KERNEL(N);
+#define RLX_OPA(N, ...) RLX_CPU_KERNEL(N);
+#include "ir/ops.def"
+#undef RLX_OP
+#undef RLX_OPA
+
 /* NULL entries: no CPU kernel; the op must be decomposed before reaching the CPU backend. */
 extern const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT];
 
