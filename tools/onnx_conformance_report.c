@@ -360,7 +360,8 @@ void conf_write_doc(conf_sbuf *b, const conf_test *t, size_t n, char **suites, s
          "expected values of Bernoulli come from numpy's random generator; bfloat16 tensors are stored as their "
          "uint16 bit patterns (numpy has no bfloat16; the runner reads them as bfloat16 where the model declares "
          "bfloat16), the expected FLOAT to BFLOAT16 casts truncate where RLX rounds to nearest even, and the "
-         "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4].\n\n");
+         "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4]; test_adam_multiple's "
+         "expected values use epsilon 1e-2, which its model does not set (Adam's default is 1e-6).\n\n");
   conf_sb_puts(
       b, "## Totals per suite\n\n"
          "| suite | passed | of which needs values | failed | of which crashed | of which timed out | unsupported "
