@@ -217,7 +217,7 @@ typedef struct oi_op_entry {
 /* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
 #define OI_FAMILY_TABLES(X)                                                                        \
   X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)          \
-  X(sequence) X(datadep) X(signal) X(sample) X(pool_index)
+  X(sequence) X(datadep) X(signal) X(sample) X(pool_index) X(attention)
 #define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X

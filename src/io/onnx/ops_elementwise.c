@@ -42,6 +42,44 @@ static rlx_status map_unary(oi_node *c) {
   return oi_unary(c, a, c->in[0], &c->out[0]);
 }
 
+/* Gelu (opset 20): erf form, or the tanh approximation with approximate = "tanh". */
+static rlx_status map_gelu(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "X"));
+  RLX_TRY(need_float(c, c->in[0], "Gelu"));
+  const char *ap;
+  RLX_TRY(oi_attr_s(c, "approximate", "none", &ap));
+  rlx_act a;
+  if (strcmp(ap, "none") == 0) a = RLX_ACT_GELU;
+  else if (strcmp(ap, "tanh") == 0) a = RLX_ACT_GELU_APPROX;
+  else return oi_bad(c, "attribute approximate must be \"none\" or \"tanh\", not \"%s\"", ap);
+  return oi_unary(c, a, c->in[0], &c->out[0]);
+}
+
+/* x * sigmoid(alpha * x) (RLX Silu when alpha = 1). */
+static rlx_status swish(oi_node *c, rlx_id x, float alpha, rlx_id *out) {
+  if (alpha == 1.0f) return oi_unary(c, RLX_ACT_SILU, x, out);
+  rlx_id t;
+  RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, x, alpha, &t));
+  RLX_TRY(oi_unary(c, RLX_ACT_SIGMOID, t, &t));
+  return oi_bin(c, RLX_BINOP_MUL, x, t, out);
+}
+
+/* Swish (opset 24) and SwiGLU (28): Swish_alpha(A) * B, A and B of one shape. */
+static rlx_status map_swish(oi_node *c) {
+  bool glu = strcmp(c->np->op_type, "SwiGLU") == 0;
+  RLX_TRY(oi_need(c, 0, glu ? "A" : "X"));
+  RLX_TRY(need_float(c, c->in[0], c->np->op_type));
+  float alpha;
+  RLX_TRY(oi_attr_f(c, "alpha", 1.0f, &alpha));
+  if (!glu) return swish(c, c->in[0], alpha, &c->out[0]);
+  RLX_TRY(oi_need(c, 1, "B"));
+  const rlx_shape *as = oi_in_shape(c, 0), *bs = oi_in_shape(c, 1);
+  if (!rlx_shape_equal(as, bs)) return oi_bad(c, "inputs A %s and B %s must have the same shape (SwiGLU does not broadcast)", rlx_fmt_shape(as), rlx_fmt_shape(bs));
+  rlx_id g;
+  RLX_TRY(swish(c, c->in[0], alpha, &g));
+  return oi_bin(c, RLX_BINOP_MUL, g, c->in[1], &c->out[0]);
+}
+
 /* s * x + b with scalars of x's dtype (skipping the trivial parts). */
 static rlx_status affine(oi_node *c, rlx_id x, double s, double b, rlx_id *out) {
   rlx_id y = x;
@@ -485,6 +523,8 @@ const oi_op_entry oi_ops_elementwise[] = {
     {"Sign", 9, OI_MAX_OPSET, map_unary},         {"Erf", 9, OI_MAX_OPSET, map_unary},
     {"Softplus", 1, OI_MAX_OPSET, map_unary},     {"Softsign", 1, OI_MAX_OPSET, map_unary},
     {"HardSwish", 14, OI_MAX_OPSET, map_unary},   {"Mish", 18, OI_MAX_OPSET, map_unary},
+    {"Gelu", 20, OI_MAX_OPSET, map_gelu},         {"Swish", 24, OI_MAX_OPSET, map_swish},
+    {"SwiGLU", 28, OI_MAX_OPSET, map_swish},
     {"Sinh", 9, OI_MAX_OPSET, map_trig},          {"Cosh", 9, OI_MAX_OPSET, map_trig},
     {"Asinh", 9, OI_MAX_OPSET, map_trig},         {"Acosh", 9, OI_MAX_OPSET, map_trig},
     {"Atanh", 9, OI_MAX_OPSET, map_trig},         {"Asin", 7, OI_MAX_OPSET, map_trig},

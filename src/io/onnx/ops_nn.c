@@ -561,6 +561,67 @@ static rlx_status map_group_norm(oi_node *c) {
   return oi_emit(c, RLX_OP_GroupNorm, in, 3, &a, &c->out[0]);
 }
 
+/* RMSNormalization (opset 23): X / sqrt(mean(X^2 over axes [axis, rank)) + epsilon) in the
+ * stash_type precision (f32 for 16-bit X when stash_type = 1), cast back to X's dtype, then times
+ * Scale (broadcast to X; the output takes Scale's dtype). */
+static rlx_status map_rms_norm(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "X"));
+  RLX_TRY(oi_need(c, 1, "scale"));
+  int64_t axis, stash;
+  float eps;
+  RLX_TRY(oi_attr_i(c, "axis", -1, &axis));
+  RLX_TRY(oi_attr_f(c, "epsilon", 1e-5f, &eps));
+  RLX_TRY(oi_attr_i(c, "stash_type", 1, &stash));
+  rlx_id x = c->in[0];
+  const rlx_shape xs = *oi_shape(c, x);
+  rlx_dtype t = (rlx_dtype)xs.dtype, st = t;
+  if (!rlx_dtype_is_float(t)) return oi_bad(c, "input X must be floating-point");
+  if (stash == 1) st = (t == RLX_F16 || t == RLX_BF16) ? RLX_F32 : t;
+  else if (stash != 10 && stash != 11 && stash != 16)
+    return oi_bad(c, "attribute stash_type is %s; expected a floating-point dtype", oi_onnx_dtype_name((int32_t)stash));
+  uint32_t a;
+  RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
+  int64_t axes[RLX_MAX_RANK];
+  uint32_t na = xs.rank - a;
+  for (uint32_t i = 0; i < na; i++) axes[i] = a + i;
+  rlx_id xw, sq, ms, y;
+  RLX_TRY(oi_cast(c, x, st, &xw));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MUL, xw, xw, &sq));
+  RLX_TRY(oi_reduce(c, RLX_REDUCE_MEAN, sq, axes, na, true, &ms));
+  RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, ms, eps, &ms));
+  RLX_TRY(oi_unary(c, RLX_ACT_SQRT, ms, &ms));
+  RLX_TRY(oi_bin(c, RLX_BINOP_DIV, xw, ms, &y));
+  RLX_TRY(oi_cast(c, y, t, &y));
+  rlx_dtype vt = (rlx_dtype)oi_in_shape(c, 1)->dtype;
+  if (!rlx_dtype_is_float(vt)) return oi_bad(c, "input scale must be floating-point");
+  RLX_TRY(oi_cast(c, y, vt, &y));
+  return oi_bin(c, RLX_BINOP_MUL, y, c->in[1], &c->out[0]);
+}
+
+/* LpNormalization: x / ||x||_p along axis (p = 1 or 2); zero where the norm is zero. */
+static rlx_status map_lp_norm(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "input"));
+  int64_t axis, p;
+  RLX_TRY(oi_attr_i(c, "axis", -1, &axis));
+  RLX_TRY(oi_attr_i(c, "p", 2, &p));
+  if (p != 1 && p != 2) return oi_bad(c, "attribute p is %lld; only 1 and 2 are defined", (long long)p);
+  rlx_id x = c->in[0], n, zero, isz, q;
+  const rlx_shape *xs = oi_shape(c, x);
+  rlx_dtype t = (rlx_dtype)xs->dtype;
+  if (!rlx_dtype_is_float(t)) return oi_bad(c, "input must be floating-point");
+  uint32_t a;
+  RLX_TRY(oi_axis(c, axis, xs->rank, "attribute axis", &a));
+  int64_t ax = a;
+  if (p == 1) RLX_TRY(oi_unary(c, RLX_ACT_ABS, x, &n));
+  else RLX_TRY(oi_bin(c, RLX_BINOP_MUL, x, x, &n));
+  RLX_TRY(oi_reduce(c, RLX_REDUCE_SUM, n, &ax, 1, true, &n));
+  if (p == 2) RLX_TRY(oi_unary(c, RLX_ACT_SQRT, n, &n));
+  RLX_TRY(oi_scalar(c, t, 0, &zero));
+  RLX_TRY(oi_cmp(c, RLX_CMP_EQ, n, zero, &isz));
+  RLX_TRY(oi_bin(c, RLX_BINOP_DIV, x, n, &q));
+  return oi_where(c, isz, zero, q, &c->out[0]);
+}
+
 static rlx_status map_layer_norm(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "X"));
   RLX_TRY(oi_need(c, 1, "Scale"));
@@ -754,6 +815,8 @@ const oi_op_entry oi_ops_nn[] = {
     {"InstanceNormalization", 1, OI_MAX_OPSET, map_instance_norm},
     {"GroupNormalization", 18, OI_MAX_OPSET, map_group_norm},
     {"LayerNormalization", 17, OI_MAX_OPSET, map_layer_norm},
+    {"RMSNormalization", 23, OI_MAX_OPSET, map_rms_norm},
+    {"LpNormalization", 1, OI_MAX_OPSET, map_lp_norm},
     {"LRN", 1, OI_MAX_OPSET, map_lrn},
     {"MeanVarianceNormalization", 9, OI_MAX_OPSET, map_mvn},
     {"Softmax", 1, OI_MAX_OPSET, map_softmax},

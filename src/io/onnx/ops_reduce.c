@@ -214,8 +214,13 @@ static rlx_status map_cumsum(oi_node *c) {
   uint32_t a;
   RLX_TRY(oi_axis(c, av[0], oi_shape(c, x)->rank, "input axis", &a));
   if (rev) RLX_TRY(reverse_axis(c, x, a, &x));
-  rlx_attrs_Cumsum ca = {a, excl != 0};
-  RLX_TRY(oi_emit(c, RLX_OP_Cumsum, &x, 1, &ca, &y));
+  if (strcmp(c->np->op_type, "CumProd") == 0) { /* opset 26 */
+    rlx_attrs_CumProd pa = {a, excl != 0};
+    RLX_TRY(oi_emit(c, RLX_OP_CumProd, &x, 1, &pa, &y));
+  } else {
+    rlx_attrs_Cumsum ca = {a, excl != 0};
+    RLX_TRY(oi_emit(c, RLX_OP_Cumsum, &x, 1, &ca, &y));
+  }
   if (rev) RLX_TRY(reverse_axis(c, y, a, &y));
   c->out[0] = y;
   return RLX_OK;
@@ -226,6 +231,6 @@ const oi_op_entry oi_ops_reduce[] = {
     {"ReduceMin", 1, OI_MAX_OPSET, map_reduce},       {"ReduceProd", 1, OI_MAX_OPSET, map_reduce}, {"ReduceL1", 1, OI_MAX_OPSET, map_reduce},
     {"ReduceL2", 1, OI_MAX_OPSET, map_reduce},        {"ReduceLogSum", 1, OI_MAX_OPSET, map_reduce}, {"ReduceLogSumExp", 1, OI_MAX_OPSET, map_reduce},
     {"ReduceSumSquare", 1, OI_MAX_OPSET, map_reduce}, {"ArgMax", 1, OI_MAX_OPSET, map_argmax}, {"ArgMin", 1, OI_MAX_OPSET, map_argmax},
-    {"TopK", 1, OI_MAX_OPSET, map_topk},    {"CumSum", 11, OI_MAX_OPSET, map_cumsum},
+    {"TopK", 1, OI_MAX_OPSET, map_topk},    {"CumSum", 11, OI_MAX_OPSET, map_cumsum}, {"CumProd", 26, OI_MAX_OPSET, map_cumsum},
 };
 const uint32_t oi_ops_reduce_len = sizeof oi_ops_reduce / sizeof oi_ops_reduce[0];
