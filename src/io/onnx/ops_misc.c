@@ -25,10 +25,45 @@ static rlx_status per_axis(oi_node *c, rlx_id p, uint32_t r, int64_t axis, rlx_i
   return oi_bcast_axis(c, p, r, a, out);
 }
 
+/* Blocked quantization (opset 21 block_size): parameter p has x's shape except ceil(D / block)
+ * along `axis`; each entry is repeated block times along it and the tail cut to D. */
+static rlx_status blocked(oi_node *c, rlx_id p, const rlx_shape *xs, int64_t axis, int64_t block, rlx_id *out) {
+  const rlx_shape ps = *oi_shape(c, p);
+  uint32_t a;
+  RLX_TRY(oi_axis(c, axis, xs->rank, "attribute axis", &a));
+  RLX_TRY(oi_need_static(c, xs, "input x"));
+  if (ps.rank != xs->rank) return oi_bad(c, "blocked quantization parameters %s must have the rank of x %s", rlx_fmt_shape(&ps), rlx_fmt_shape(xs));
+  int64_t D = xs->dims[a], nb = ps.dims[a];
+  if (nb < 1 || (D + block - 1) / block != nb)
+    return oi_bad(c, "block_size %lld does not fit %lld blocks of scale %s over axis %u of x %s", (long long)block, (long long)nb,
+                  rlx_fmt_shape(&ps), a, rlx_fmt_shape(xs));
+  int64_t d1[RLX_MAX_RANK + 1], d2[RLX_MAX_RANK + 1], d3[RLX_MAX_RANK];
+  for (uint32_t i = 0, k = 0; i < xs->rank; i++) {
+    if (i != a && ps.dims[i] != xs->dims[i]) return oi_bad(c, "blocked quantization parameters %s do not match x %s", rlx_fmt_shape(&ps), rlx_fmt_shape(xs));
+    d3[i] = ps.dims[i];
+    d1[k] = d2[k] = ps.dims[i];
+    k++;
+    if (i == a) d1[k] = 1, d2[k] = block, k++, d3[i] = nb * block;
+  }
+  rlx_id y;
+  RLX_TRY(oi_reshape(c, p, xs->rank + 1, d1, &y));
+  rlx_attrs_Expand ea = {{d2, xs->rank + 1}};
+  RLX_TRY(oi_emit(c, RLX_OP_Expand, &y, 1, &ea, &y));
+  RLX_TRY(oi_reshape(c, y, xs->rank, d3, &y));
+  return oi_narrow(c, y, a, 0, D, out);
+}
+
+/* A scale / zero point lined up with x: blocked (block > 0) or per tensor / per axis. */
+static rlx_status qparam(oi_node *c, rlx_id p, const rlx_shape *xs, int64_t axis, int64_t block, rlx_id *out) {
+  if (block > 0) return blocked(c, p, xs, axis, block, out);
+  if (block < 0) return oi_bad(c, "attribute block_size is %lld", (long long)block);
+  return per_axis(c, p, xs->rank, axis, out);
+}
+
 static rlx_status saturate_cast(oi_node *c, rlx_id x, rlx_dtype to, rlx_id *out) {
-  double lo = to == RLX_U8 ? 0 : to == RLX_I8 ? -128 : to == RLX_I32 ? -2147483648.0 : 0;
-  double hi = to == RLX_U8 ? 255 : to == RLX_I8 ? 127 : to == RLX_I32 ? 2147483647.0 : 65535;
-  if (to != RLX_U8 && to != RLX_I8 && to != RLX_I32) return oi_unsupported(c, "quantizing to %s", rlx_dtype_name(to));
+  double lo = to == RLX_U8 ? 0 : to == RLX_I8 ? -128 : to == RLX_I16 ? -32768 : to == RLX_I32 ? -2147483648.0 : 0;
+  double hi = to == RLX_U8 ? 255 : to == RLX_I8 ? 127 : to == RLX_I16 ? 32767 : to == RLX_I32 ? 2147483647.0 : 65535;
+  if (to != RLX_U8 && to != RLX_I8 && to != RLX_I16 && to != RLX_I32) return oi_unsupported(c, "quantizing to %s", rlx_dtype_name(to));
   rlx_id a, b;
   rlx_dtype t = (rlx_dtype)oi_shape(c, x)->dtype;
   RLX_TRY(oi_scalar(c, t, lo, &a));
@@ -38,46 +73,75 @@ static rlx_status saturate_cast(oi_node *c, rlx_id x, rlx_dtype to, rlx_id *out)
   return oi_cast(c, x, to, out);
 }
 
+/* The opset-21+ attributes block_size and output_dtype (0 when absent or earlier). */
+static rlx_status q21_attrs(oi_node *c, int64_t *block, int64_t *odt) {
+  *block = *odt = 0;
+  if (c->opset < 21) return RLX_OK;
+  RLX_TRY(oi_attr_i(c, "block_size", 0, block));
+  if (c->opset >= 23 || strcmp(c->np->op_type, "QuantizeLinear") == 0) RLX_TRY(oi_attr_i(c, "output_dtype", 0, odt));
+  return RLX_OK;
+}
+
+/* Opsets 19+: x and y_scale may be f16 / bf16 (the division runs in the scale's dtype, or in
+ * `precision` from 23); 21+: blocked scales, output_dtype (int16 too). float8 / 4-bit / 2-bit
+ * outputs are gaps naming the dtype. */
 static rlx_status map_quantize(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "x"));
   RLX_TRY(oi_need(c, 1, "y_scale"));
-  int64_t axis = 1;
+  int64_t axis = 1, block, odt, prec = 0;
   if (c->opset >= 13) RLX_TRY(oi_attr_i(c, "axis", 1, &axis));
+  RLX_TRY(q21_attrs(c, &block, &odt));
+  if (c->opset >= 23) RLX_TRY(oi_attr_i(c, "precision", 0, &prec));
   rlx_id x = c->in[0], s, y;
-  uint32_t r = oi_shape(c, x)->rank;
+  const rlx_shape xs = *oi_shape(c, x);
   rlx_dtype ft = (rlx_dtype)oi_in_shape(c, 1)->dtype;
   if (!rlx_dtype_is_float(ft)) return oi_bad(c, "y_scale must be floating-point");
-  rlx_dtype to = oi_has(c, 2) ? (rlx_dtype)oi_in_shape(c, 2)->dtype : RLX_U8;
+  if (prec && (!oi_dtype_from_onnx((int32_t)prec, &ft) || !rlx_dtype_is_float(ft)))
+    return oi_unsupported(c, "precision %s", oi_onnx_dtype_name((int32_t)prec));
+  rlx_dtype to = RLX_U8;
+  if (odt && !oi_dtype_from_onnx((int32_t)odt, &to)) return oi_unsupported(c, "quantizing to %s (RLX has no such dtype)", oi_onnx_dtype_name((int32_t)odt));
+  if (oi_has(c, 2)) {
+    rlx_dtype zt = (rlx_dtype)oi_in_shape(c, 2)->dtype;
+    if (odt && zt != to) return oi_bad(c, "output_dtype %s differs from y_zero_point's dtype %s", oi_onnx_dtype_name((int32_t)odt), rlx_dtype_name(zt));
+    to = zt;
+  }
   RLX_TRY(oi_cast(c, x, ft, &x));
-  RLX_TRY(per_axis(c, c->in[1], r, axis, &s));
+  RLX_TRY(oi_cast(c, c->in[1], ft, &s));
+  RLX_TRY(qparam(c, s, &xs, axis, block, &s));
   RLX_TRY(oi_bin(c, RLX_BINOP_DIV, x, s, &y));
   RLX_TRY(oi_unary(c, RLX_ACT_ROUND, y, &y)); /* half to even */
   if (oi_has(c, 2)) {
     rlx_id zp;
     RLX_TRY(oi_cast(c, c->in[2], ft, &zp));
-    RLX_TRY(per_axis(c, zp, r, axis, &zp));
+    RLX_TRY(qparam(c, zp, &xs, axis, block, &zp));
     RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, zp, &y));
   }
   return saturate_cast(c, y, to, &c->out[0]);
 }
 
+/* Opsets 19+: the output takes the scale's dtype (f16 / bf16 too); 21+: blocked scales; 23+:
+ * output_dtype picks the output dtype (and the precision of the multiplication). */
 static rlx_status map_dequantize(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "x"));
   RLX_TRY(oi_need(c, 1, "x_scale"));
-  int64_t axis = 1;
+  int64_t axis = 1, block, odt;
   if (c->opset >= 13) RLX_TRY(oi_attr_i(c, "axis", 1, &axis));
+  RLX_TRY(q21_attrs(c, &block, &odt));
   rlx_id x = c->in[0], s, y;
-  uint32_t r = oi_shape(c, x)->rank;
+  const rlx_shape xs = *oi_shape(c, x);
   rlx_dtype ft = (rlx_dtype)oi_in_shape(c, 1)->dtype;
   if (!rlx_dtype_is_float(ft)) return oi_bad(c, "x_scale must be floating-point");
+  if (odt && (!oi_dtype_from_onnx((int32_t)odt, &ft) || !rlx_dtype_is_float(ft)))
+    return oi_unsupported(c, "output_dtype %s", oi_onnx_dtype_name((int32_t)odt));
   RLX_TRY(oi_cast(c, x, ft, &y));
   if (oi_has(c, 2)) {
     rlx_id zp;
     RLX_TRY(oi_cast(c, c->in[2], ft, &zp));
-    RLX_TRY(per_axis(c, zp, r, axis, &zp));
+    RLX_TRY(qparam(c, zp, &xs, axis, block, &zp));
     RLX_TRY(oi_bin(c, RLX_BINOP_SUB, y, zp, &y));
   }
-  RLX_TRY(per_axis(c, c->in[1], r, axis, &s));
+  RLX_TRY(oi_cast(c, c->in[1], ft, &s));
+  RLX_TRY(qparam(c, s, &xs, axis, block, &s));
   return oi_bin(c, RLX_BINOP_MUL, y, s, &c->out[0]);
 }
 
@@ -393,12 +457,12 @@ static rlx_status map_sce(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_misc[] = {
-    {"QuantizeLinear", 10, 20, map_quantize},
-    {"DequantizeLinear", 10, 20, map_dequantize},
+    {"QuantizeLinear", 10, OI_MAX_OPSET, map_quantize},
+    {"DequantizeLinear", 10, OI_MAX_OPSET, map_dequantize},
     {"DynamicQuantizeLinear", 11, OI_MAX_OPSET, map_dynamic_quantize},
     {"ConvInteger", 10, OI_MAX_OPSET, map_conv_integer},
     {"QLinearConv", 10, OI_MAX_OPSET, map_qlinear_conv},
-    {"QLinearMatMul", 10, 20, map_qlinear_matmul},
+    {"QLinearMatMul", 10, OI_MAX_OPSET, map_qlinear_matmul},
     {"RandomNormal", 1, OI_MAX_OPSET, map_random},
     {"RandomUniform", 1, OI_MAX_OPSET, map_random},
     {"RandomNormalLike", 1, OI_MAX_OPSET, map_random},
