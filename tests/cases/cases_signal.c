@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Conformance cases: signal ops (Fft). See cases.h for the row format. f32/f64 lines are in
  * real-block layout (last axis 2N: N real parts, then N imaginary parts); c64/c128 hold N complex
- * values. N covers the radix-2 path (1, 2, 8, 64) and the Bluestein path (3, 5, 12, 100). */
+ * values. N covers the radix-2 path (1, 2, 8, 64, 4096) and the Bluestein path (3, 5, 12, 100, 4099). */
 #include "cases.h"
 
 #define FFT(INV, NORM) AT(Fft, .inverse = INV, .norm = RLX_FFT_NORM_##NORM)
@@ -24,6 +24,8 @@ static const conf_case conf_cases_signal[] = {
     {"ifft_f64_n12_ortho", RLX_OP_Fft, FFT(true, ORTHO), 1, {IN(F64, 2, 24)}},
     {"fft_f64_n64", RLX_OP_Fft, FFT(false, BACKWARD), 1, {IN(F64, 2, 128)}},
     {"fft_f64_n100", RLX_OP_Fft, FFT(false, FORWARD), 1, {IN(F64, 100 * 2)}},
+    {"fft_f64_n4096", RLX_OP_Fft, FFT(false, BACKWARD), 1, {IN(F64, 4096 * 2)}},
+    {"ifft_f64_n4099_ortho", RLX_OP_Fft, FFT(true, ORTHO), 1, {IN(F64, 4099 * 2)}}, /* prime: Bluestein, M = 16384 */
     /* ---- f32 (accumulates in double, rounds once) ---- */
     {"fft_f32_n8", RLX_OP_Fft, FFT(false, BACKWARD), 1, {IN(F32, 2, 3, 16)}},
     {"ifft_f32_n5_forward_norm", RLX_OP_Fft, FFT(true, FORWARD), 1, {IN(F32, 2, 3, 10)}},

@@ -21,6 +21,14 @@ static const double TWO_PI = 6.283185307179586476925286766559;
 
 static bool is_pow2(size_t v) { return v && (v & (v - 1)) == 0; }
 
+/* a * b by the textbook formula. C's complex `*` also recovers infinities from NaN products
+ * (Annex G), through a library call per product; a transform whose input holds Inf or NaN gives
+ * NaN in the affected bins either way. */
+static inline double complex cmul(double complex a, double complex b) {
+  double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
+  return ru_cplx(ar * br - ai * bi, ar * bi + ai * br);
+}
+
 /* exp(sign * 2 pi i k / n), with k reduced mod n so the angle stays small and exact-ish. */
 static double complex unit_root(size_t k, size_t n, int sign) {
   double ang = TWO_PI * (double)(k % n) / (double)n;
@@ -46,7 +54,7 @@ static void fft_radix2(double complex *a, size_t n, const double complex *tw) {
     size_t half = len / 2, step = n / len;
     for (size_t start = 0; start < n; start += len)
       for (size_t k = 0; k < half; k++) {
-        double complex u = a[start + k], v = a[start + k + half] * tw[k * step];
+        double complex u = a[start + k], v = cmul(a[start + k + half], tw[k * step]);
         a[start + k] = u + v;
         a[start + k + half] = u - v;
       }
@@ -109,11 +117,11 @@ static void plan_run(fft_plan *p, double complex *a) {
   }
   /* X[k] = chirp[k] * sum_j (x[j] chirp[j]) conj(chirp[k - j]) : a circular convolution */
   double complex *w = p->work;
-  for (size_t j = 0; j < m; j++) w[j] = j < n ? a[j] * p->chirp[j] : 0;
+  for (size_t j = 0; j < m; j++) w[j] = j < n ? cmul(a[j], p->chirp[j]) : 0;
   fft_radix2(w, m, p->tw);
-  for (size_t j = 0; j < m; j++) w[j] *= p->kern[j];
+  for (size_t j = 0; j < m; j++) w[j] = cmul(w[j], p->kern[j]);
   fft_radix2(w, m, p->itw);
-  for (size_t k = 0; k < n; k++) a[k] = w[k] * p->chirp[k] / (double)m;
+  for (size_t k = 0; k < n; k++) a[k] = cmul(w[k], p->chirp[k]) / (double)m;
 }
 
 /* The norm's factor for a length-n transform in the given direction. */
