@@ -16,9 +16,6 @@
 #include "io/onnx/onnx_internal.h"
 #include "runtime/elem.h"
 
-/* DFT became "axis as an input" at opset 20 and is unchanged since. */
-#define OI_DFT_MAX_OPSET (OI_MAX_OPSET > 20 ? OI_MAX_OPSET : 20)
-
 /* Largest transform length accepted (dft_length, frame_length): the real-block axis holds 2N. */
 #define OI_MAX_DFT_LENGTH ((int64_t)1 << 28)
 
@@ -266,7 +263,7 @@ static rlx_status map_mel_weight_matrix(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_signal[] = {
-    {"DFT", 17, OI_DFT_MAX_OPSET, map_dft},
+    {"DFT", 17, OI_MAX_OPSET, map_dft}, /* axis became an input at 20; unchanged since */
     {"STFT", 17, OI_MAX_OPSET, map_stft},
     {"MelWeightMatrix", 17, OI_MAX_OPSET, map_mel_weight_matrix},
 };
