@@ -441,8 +441,9 @@ static rlx_status map_scan(oi_node *c) {
 }
 
 /* Scan 8: optional sequence_lens, then N states [B, ...] and M scan inputs [B, L, ...]; each batch
- * element is unrolled on its own (over its sequence length, scan outputs zero-padded to L) and
- * the results are stacked back along axis 0. */
+ * element is unrolled on its own over the first len elements of its sequence (a reverse scan
+ * reads them from len - 1 down to 0), its scan outputs are zero-padded to L, and the results are
+ * stacked back along axis 0. */
 static rlx_status map_scan8(oi_node *c) {
   const Onnx__GraphProto *body;
   RLX_TRY(oi_attr_graph(c, "body", &body));
@@ -461,11 +462,8 @@ static rlx_status map_scan8(oi_node *c) {
   bool pdirs;
   RLX_TRY(oi_attr_ints(c, "directions", &dirs, &ndirs, &pdirs));
   if (pdirs && ndirs != (size_t)M) return oi_bad(c, "attribute directions must have one entry per scan input");
-  bool any_rev = false;
-  for (size_t j = 0; pdirs && j < ndirs; j++) {
+  for (size_t j = 0; pdirs && j < ndirs; j++)
     if (dirs[j] != 0 && dirs[j] != 1) return oi_bad(c, "attribute directions holds %lld; expected 0 or 1", (long long)dirs[j]);
-    any_rev |= dirs[j] == 1;
-  }
   int64_t B = -1, L = -1;
   for (uint32_t j = 0; j < N + (uint32_t)M; j++) {
     RLX_TRY(oi_need(c, 1 + j, "initial state or scan input"));
@@ -492,7 +490,6 @@ static rlx_status map_scan8(oi_node *c) {
       if (lens[b] < 1 || lens[b] > L)
         return lens[b] == 0 ? oi_unsupported(c, "a sequence length of 0 (batch entry %zu)", b)
                             : oi_bad(c, "sequence_lens[%zu] is %lld; expected 1..%lld", b, (long long)lens[b], (long long)L);
-      if (lens[b] < L && any_rev) return oi_unsupported(c, "reverse scans of sequences shorter than the input (sequence_lens)");
     }
   }
   size_t nb = (size_t)B;
