@@ -95,7 +95,7 @@ static Onnx__ValueInfoProto *ob_value(ob_model *m, const char *name, int32_t ele
         d->dim_value = dims[i];
       } else {
         d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-        d->dim_param = ob_strdup(m, "N", 1);
+        d->dim_param = ob_strdup(m, dims[i] == -1 ? "N" : "M", 1);
       }
       OB_PUSH(m, sh->dim, sh->n_dim, d);
     }

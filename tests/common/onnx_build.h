@@ -20,8 +20,8 @@ typedef struct ob_model ob_model;
 /* A model importing the default domain at `opset`, with an empty main graph. */
 ob_model *ob_model_new(int64_t opset);
 void ob_model_free(ob_model *m);
-/* Graph inputs / outputs of tensor type; rank < 0 leaves the shape out; a negative dim is the
- * symbolic dim "N". */
+/* Graph inputs / outputs of tensor type; rank < 0 leaves the shape out; -1 is the symbolic dim
+ * "N", any other negative dim "M". */
 void ob_input(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims);
 void ob_output(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims);
 /* An initializer holding `nbytes` of little-endian raw data. */

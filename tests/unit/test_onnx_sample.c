@@ -595,6 +595,50 @@ static void test_roi_align(void) {
   runner_free(&run);
 }
 
+static void test_roi_align_symbolic(void) {
+  /* detection models: X [N, 2, 5, 6] and a run-time number of rois M; imports with both symbolic,
+   * runs with them bound */
+  const ra_case p = {false, true, 2, 2, 2, 1.0f};
+#define RA_SYM                                                                                     \
+  mb_init(&b, "RoiAlign", 16);                                                                     \
+  mb_input(&b, "X", F32, 4, DIMS(-1, 2, 5, 6));                                                    \
+  mb_input(&b, "rois", F32, 2, DIMS(-2, 4));                                                       \
+  mb_input(&b, "batch_indices", I64, 1, DIMS(-2));                                                 \
+  mb_attr_i(&b, "output_height", 2);                                                               \
+  mb_attr_i(&b, "output_width", 2);                                                                \
+  mb_attr_i(&b, "sampling_ratio", 2)
+  mb b;
+  RA_SYM;
+  rlx_graph *g = NULL;
+  CHECK_OK(mb_import(&b, NULL, &g));
+  if (g) {
+    const rlx_node *y = rlx_graph_node(g, rlx_graph_outputs(g)[0]);
+    CHECK(y && y->shape.rank == 4 && !rlx_dim_is_static(y->shape.dims[0]) && y->shape.dims[1] == 2 &&
+          y->shape.dims[2] == 2 && y->shape.dims[3] == 2);
+  }
+  rlx_graph_free(g);
+  float x[3 * 2 * 5 * 6], rois[8] = {0.5f, 1, 4, 3.5f, -1, 2, 7, 6};
+  int64_t bi[2] = {2, 0};
+  unsigned seed = 9;
+  for (int i = 0; i < 180; i++) x[i] = frand(&seed);
+  double want[16];
+  ref_roi_align(x, DIMS(3, 2, 5, 6), rois, bi, 2, &p, want);
+  const char *dn[2] = {"N", "M"};
+  int64_t dv[2] = {3, 2};
+  rlx_onnx_options o;
+  rlx_onnx_options_init(&o);
+  o.dim_names = dn;
+  o.dim_values = dv;
+  o.n_dims = 2;
+  RA_SYM;
+  rlx_named_tensor in[3] = {tin("X", x, RLX_F32, 4, DIMS(3, 2, 5, 6)), tin("rois", rois, RLX_F32, 2, DIMS(2, 4)),
+                            tin("batch_indices", bi, RLX_I64, 1, DIMS(2))};
+  runner run;
+  if (mb_run(&b, &o, in, 3, &run)) CHECK(close_to(&run.outs[0], want, 16, 4, DIMS(2, 2, 2, 2), 1e-5, "symbolic rois"));
+  runner_free(&run);
+#undef RA_SYM
+}
+
 static void test_roi_align_errors(void) {
   mb b;
 #define RA_BASE(opset)                                                                             \
@@ -640,6 +684,7 @@ int main(void) {
   test_grid_sample_errors();
   test_affine_grid();
   test_roi_align();
+  test_roi_align_symbolic();
   test_roi_align_errors();
   return rlx_test_finish("onnx_sample");
 }
