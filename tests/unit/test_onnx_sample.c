@@ -97,6 +97,18 @@ static void expect_import_error(mb *b, rlx_status code, const char *substr) {
   rlx_graph_free(g);
 }
 
+/* Imports a model whose output should be [<symbolic>, d1, d2, d3]. */
+static void expect_symbolic_batch(mb *b, int64_t d1, int64_t d2, int64_t d3) {
+  rlx_graph *g = NULL;
+  CHECK_OK(mb_import(b, NULL, &g));
+  if (g) {
+    const rlx_node *y = rlx_graph_node(g, rlx_graph_outputs(g)[0]);
+    CHECK(y && y->shape.rank == 4 && !rlx_dim_is_static(y->shape.dims[0]) && y->shape.dims[1] == d1 &&
+          y->shape.dims[2] == d2 && y->shape.dims[3] == d3);
+  }
+  rlx_graph_free(g);
+}
+
 static bool close_to(const rlx_tensor *t, const double *want, size_t n, int rank, const int64_t *dims, double tol,
                      const char *what) {
   bool ok = t->shape.dtype == RLX_F32 && t->shape.rank == (uint32_t)rank;
@@ -295,14 +307,7 @@ static void test_grid_sample_symbolic_batch(void) {
   mb_init(&b, "GridSample", 16);
   mb_input(&b, "X", F32, 4, DIMS(-1, 1, 3, 4));
   mb_input(&b, "grid", F32, 4, DIMS(-1, 2, 2, 2));
-  rlx_graph *g = NULL;
-  CHECK_OK(mb_import(&b, NULL, &g));
-  if (g) {
-    const rlx_node *y = rlx_graph_node(g, rlx_graph_outputs(g)[0]);
-    CHECK(y && y->shape.rank == 4 && !rlx_dim_is_static(y->shape.dims[0]) && y->shape.dims[1] == 1 &&
-          y->shape.dims[2] == 2 && y->shape.dims[3] == 2);
-  }
-  rlx_graph_free(g);
+  expect_symbolic_batch(&b, 1, 2, 2);
   float x[24], grid[16];
   unsigned seed = 3;
   for (int i = 0; i < 24; i++) x[i] = frand(&seed);
@@ -609,14 +614,7 @@ static void test_roi_align_symbolic(void) {
   mb_attr_i(&b, "sampling_ratio", 2)
   mb b;
   RA_SYM;
-  rlx_graph *g = NULL;
-  CHECK_OK(mb_import(&b, NULL, &g));
-  if (g) {
-    const rlx_node *y = rlx_graph_node(g, rlx_graph_outputs(g)[0]);
-    CHECK(y && y->shape.rank == 4 && !rlx_dim_is_static(y->shape.dims[0]) && y->shape.dims[1] == 2 &&
-          y->shape.dims[2] == 2 && y->shape.dims[3] == 2);
-  }
-  rlx_graph_free(g);
+  expect_symbolic_batch(&b, 2, 2, 2);
   float x[3 * 2 * 5 * 6], rois[8] = {0.5f, 1, 4, 3.5f, -1, 2, 7, 6};
   int64_t bi[2] = {2, 0};
   unsigned seed = 9;
