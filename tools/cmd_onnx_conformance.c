@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* `rlx onnx-conformance`: runs the ONNX backend test suite (Debian's libonnx-testdata) through the
  * importer and the CPU backend. Each test folder holds model.onnx and test_data_set_N/ folders of
- * input_K.pb / output_K.pb TensorProto files. Every test runs in its own forked child process with
- * a time limit, so a crash or a hang is a result ("crashed", "timeout") and never stops the suite.
+ * input_K.pb / output_K.pb TensorProto files (SequenceProto / OptionalProto for values of those
+ * types, flattened to NAME.0, NAME.1, ... as the importer does). Every test runs in its own forked
+ * child process with a time limit, so a crash or a hang is a result ("crashed", "timeout") and
+ * never stops the suite.
  * Outcomes: passed, failed (with the largest errors), unsupported (with the importer's or the
  * backend's reason), crashed, timeout. Optionally writes a JSON report and the Markdown document
  * docs/onnx-conformance.md, and checks a minimum pass count (the CI ratchet). */
@@ -232,14 +234,19 @@ static uint8_t *read_file(const char *path, size_t *len_out) {
   return data;
 }
 
-/* Names with the ONNX elem_type of each (0 when not a tensor). */
+/* What a graph input or output holds: its test-data file is a TensorProto, a SequenceProto or
+ * an OptionalProto. */
+enum { KIND_TENSOR, KIND_SEQUENCE, KIND_OPTIONAL };
+
+/* Names with the ONNX elem_type of each (0 when not a tensor) and their kind. */
 typedef struct name_list {
   char **v;
   int64_t *elem;
+  int *kind;
   size_t n, cap;
 } name_list;
 
-static bool nl_push(name_list *l, const char *name, int64_t elem) {
+static bool nl_push(name_list *l, const char *name, int64_t elem, int kind) {
   if (l->n == l->cap) {
     size_t nc = l->cap ? l->cap * 2 : 16;
     char **nv = realloc(l->v, nc * sizeof *nv);
@@ -248,10 +255,14 @@ static bool nl_push(name_list *l, const char *name, int64_t elem) {
     int64_t *ne = realloc(l->elem, nc * sizeof *ne);
     if (!ne) return false;
     l->elem = ne;
+    int *nk = realloc(l->kind, nc * sizeof *nk);
+    if (!nk) return false;
+    l->kind = nk;
     l->cap = nc;
   }
   if (!(l->v[l->n] = conf_strdup(name))) return false;
-  l->elem[l->n++] = elem;
+  l->elem[l->n] = elem;
+  l->kind[l->n++] = kind;
   return true;
 }
 
@@ -264,6 +275,7 @@ static bool nl_has(const name_list *l, const char *name) {
 static void nl_free(name_list *l) {
   free_list(l->v, l->n);
   free(l->elem);
+  free(l->kind);
   memset(l, 0, sizeof *l);
 }
 
@@ -303,6 +315,15 @@ static int64_t value_elem_type(pbr vi) {
   return (int64_t)elem;
 }
 
+/* ValueInfoProto.type (2): sequence_type (4) and optional_type (9) hold containers. */
+static int value_kind(pbr vi) {
+  pbr type = pb_sub(vi, 2);
+  if (!type.p) return KIND_TENSOR;
+  if (pb_sub(type, 4).p) return KIND_SEQUENCE;
+  if (pb_sub(type, 9).p) return KIND_OPTIONAL;
+  return KIND_TENSOR;
+}
+
 /* Reads ModelProto.graph (7): nodes (1; op_type 4), initializers (5; name 8), sparse initializers
  * (15; values 1, name 8), inputs (11) and outputs (12) (ValueInfoProto; name 1). */
 static bool model_info_read(const char *path, model_info *mi) {
@@ -324,14 +345,15 @@ static bool model_info_read(const char *path, model_info *mi) {
       add_op(mi->ops, sizeof mi->ops, name[0] ? name : "?");
     } else if (fld == 5 || fld == 15) {
       pbr t = fld == 15 ? pb_sub(pl, 1) : pl; /* SparseTensorProto.values (1) holds the name */
-      ok = t.p && pb_string(t, 8, name, sizeof name) && nl_push(&inits, name, 0);
+      ok = t.p && pb_string(t, 8, name, sizeof name) && nl_push(&inits, name, 0, KIND_TENSOR);
     } else if (fld == 11 || fld == 12) {
-      ok = pb_string(pl, 1, name, sizeof name) && nl_push(fld == 11 ? &ins : &mi->outputs, name, value_elem_type(pl));
+      ok = pb_string(pl, 1, name, sizeof name) &&
+           nl_push(fld == 11 ? &ins : &mi->outputs, name, value_elem_type(pl), value_kind(pl));
     }
   }
   free(data);
   for (size_t i = 0; ok && i < ins.n; i++) /* keep the inputs that are not initializers */
-    if (!nl_has(&inits, ins.v[i])) ok = nl_push(&mi->inputs, ins.v[i], ins.elem[i]);
+    if (!nl_has(&inits, ins.v[i])) ok = nl_push(&mi->inputs, ins.v[i], ins.elem[i], ins.kind[i]);
   nl_free(&inits);
   nl_free(&ins);
   if (!ok) model_info_free(mi);
@@ -461,10 +483,69 @@ static void bf16_from_uint16(uint8_t *data, size_t len, int64_t want) {
   }
 }
 
-/* Loads dir/SET/PREFIX_K.pb for K = 0, 1, ... while they exist; `decl` gives the model's dtypes. */
-static bool load_tensors(const char *tdir, const char *set, const char *prefix, const name_list *decl, rlx_tensor *v,
-                         uint32_t *n, test_result *r, rlx_status *why) {
-  *n = 0;
+/* The tensors of one data set's inputs or outputs, flattened: a sequence NAME of N elements
+ * gives N entries NAME.0 ... NAME.<N-1> (and a length entry), an absent optional none. */
+#define MAX_FLAT 1024
+typedef struct value_set {
+  rlx_named_tensor v[MAX_FLAT];
+  char *owned[MAX_FLAT]; /* names allocated here (NAME.J) */
+  uint32_t n, n_files;
+  const char *seq_names[MAX_TENSORS];
+  int64_t seq_lengths[MAX_TENSORS];
+  uint32_t n_seqs;
+} value_set;
+
+static void value_set_free(value_set *vs) {
+  for (uint32_t i = 0; i < vs->n; i++) {
+    rlx_onnx_tensor_free(&vs->v[i].tensor, NULL);
+    free(vs->owned[i]);
+  }
+  vs->n = 0;
+}
+
+static bool vs_push(value_set *vs, const char *name, char *owned, rlx_tensor t) {
+  if (vs->n == MAX_FLAT) {
+    free(owned);
+    rlx_onnx_tensor_free(&t, NULL);
+    return false;
+  }
+  vs->owned[vs->n] = owned;
+  vs->v[vs->n++] = (rlx_named_tensor){owned ? owned : name, t};
+  return true;
+}
+
+/* File K (data, len) of a sequence / optional value named `name`. */
+static rlx_status load_container(const uint8_t *data, size_t len, const char *name, bool optional, value_set *vs) {
+  rlx_onnx_seq_value sv;
+  RLX_TRY(rlx_onnx_sequence_read(data, len, optional, NULL, &sv));
+  rlx_status s = RLX_OK;
+  if (sv.absent || sv.is_sequence) {
+    vs->seq_names[vs->n_seqs] = name;
+    vs->seq_lengths[vs->n_seqs++] = sv.absent ? RLX_ONNX_ABSENT : (int64_t)sv.n;
+  }
+  uint32_t taken = 0;
+  for (; taken < sv.n && s == RLX_OK; taken++) {
+    char *nm = NULL;
+    if (sv.is_sequence) {
+      size_t nl = strlen(name) + 16;
+      if ((nm = malloc(nl))) snprintf(nm, nl, "%s.%u", name, taken);
+      else s = rlx_errorf(RLX_ERR_OOM, "out of memory");
+    }
+    if (s != RLX_OK) break;
+    if (!vs_push(vs, name, nm, sv.v[taken])) /* takes the tensor (and nm) either way */
+      s = rlx_errorf(RLX_ERR_UNSUPPORTED, "more than %d tensors in one data set", MAX_FLAT);
+    sv.v[taken].data = NULL;
+  }
+  for (uint32_t i = 0; i < sv.n; i++) free(sv.v[i].data);
+  free(sv.v);
+  return s;
+}
+
+/* Loads dir/SET/PREFIX_K.pb for K = 0, 1, ... while they exist; `decl` gives the model's dtypes
+ * and whether each file holds a tensor, a sequence or an optional. */
+static bool load_tensors(const char *tdir, const char *set, const char *prefix, const name_list *decl, value_set *vs,
+                         test_result *r, rlx_status *why) {
+  vs->n = vs->n_files = vs->n_seqs = 0;
   for (uint32_t k = 0; k < MAX_TENSORS; k++) {
     char rel[256];
     snprintf(rel, sizeof rel, "%s/%s_%u.pb", set, prefix, k);
@@ -481,11 +562,17 @@ static bool load_tensors(const char *tdir, const char *set, const char *prefix, 
     size_t len = 0;
     uint8_t *data = read_file(p, &len);
     free(p);
+    int kind = k < decl->n ? decl->kind[k] : KIND_TENSOR;
+    const char *name = k < decl->n ? decl->v[k] : prefix;
     rlx_status s;
     if (!data) s = rlx_errorf(RLX_ERR_IO, "cannot read the file");
+    else if (kind != KIND_TENSOR) s = load_container(data, len, name, kind == KIND_OPTIONAL, vs);
     else {
+      rlx_tensor t;
       bf16_from_uint16(data, len, k < decl->n ? decl->elem[k] : 0);
-      s = rlx_onnx_tensor_read(data, len, NULL, &v[k], NULL);
+      s = rlx_onnx_tensor_read(data, len, NULL, &t, NULL);
+      if (s == RLX_OK && !vs_push(vs, name, NULL, t))
+        s = rlx_errorf(RLX_ERR_UNSUPPORTED, "more than %d tensors in one data set", MAX_FLAT);
     }
     free(data);
     if (s) {
@@ -493,23 +580,33 @@ static bool load_tensors(const char *tdir, const char *set, const char *prefix, 
       *why = s;
       return false;
     }
-    (*n)++;
+    vs->n_files++;
   }
   return true;
 }
 
+static void set_container_options(rlx_onnx_options *o, const value_set *in) {
+  o->seq_names = in->seq_names;
+  o->seq_lengths = in->seq_lengths;
+  o->n_seqs = in->n_seqs;
+}
+
 /* One data set: import (binding dims and input values), compile, run, compare. */
 static bool run_data_set(const char *tdir, const char *model, const model_info *mi, const char *set, test_result *r) {
-  rlx_tensor in[MAX_TENSORS], out[MAX_TENSORS];
-  rlx_named_tensor named[MAX_TENSORS], feed[MAX_TENSORS];
+  static value_set in, out;
+  rlx_named_tensor *feed = calloc(MAX_FLAT, sizeof *feed);
   uint32_t n_in = 0, n_out = 0;
   rlx_status why = RLX_OK;
   rlx_graph *g = NULL;
   rlx_executable *e = NULL;
   char buf[MAX_MSG];
-  bool ok = load_tensors(tdir, set, "input", &mi->inputs, in, &n_in, r, &why) &&
-            load_tensors(tdir, set, "output", &mi->outputs, out, &n_out, r, &why);
-  if (!ok && why != RLX_ERR_OOM) {
+  bool ok = feed != NULL;
+  if (!ok) set_result(r, ST_FAILED, "out of memory");
+  ok = ok && load_tensors(tdir, set, "input", &mi->inputs, &in, r, &why) &&
+       load_tensors(tdir, set, "output", &mi->outputs, &out, r, &why);
+  n_in = in.n;
+  n_out = out.n;
+  if (!ok && feed && why != RLX_ERR_OOM) {
     /* test data RLX cannot hold: when the model has gaps, the importer's reasons say more */
     char *text = NULL;
     size_t len = 0;
@@ -518,16 +615,16 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
       set_result(r, ST_UNSUPPORTED, "import: %s", text);
     free(text);
   }
-  if (ok && n_in != mi->inputs.n) {
-    set_result(r, ST_FAILED, "%s has %u input files but the model has %zu graph inputs", set, n_in, mi->inputs.n);
+  if (ok && in.n_files != mi->inputs.n) {
+    set_result(r, ST_FAILED, "%s has %u input files but the model has %zu graph inputs", set, in.n_files, mi->inputs.n);
     ok = false;
   }
   if (ok) {
-    for (uint32_t k = 0; k < n_in; k++) named[k] = (rlx_named_tensor){mi->inputs.v[k], in[k]};
     rlx_onnx_options o;
     rlx_onnx_options_init(&o);
-    o.inputs = named;
+    o.inputs = in.v;
     o.n_inputs = n_in;
+    set_container_options(&o, &in);
     rlx_status s = rlx_onnx_import_file(model, &o, NULL, &g);
     if (s) {
       set_result(r, status_of(s), "import: %s", last_error_in(tdir, buf, sizeof buf));
@@ -548,12 +645,12 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
   for (uint32_t i = 0; ok && e && i < rlx_executable_input_count(e); i++) {
     const char *name = rlx_executable_input_name(e, i);
     uint32_t k = 0;
-    while (k < n_in && strcmp(named[k].name, name) != 0) k++;
+    while (k < n_in && strcmp(in.v[k].name, name) != 0) k++;
     if (k == n_in) {
       set_result(r, ST_FAILED, "the compiled graph has an input \"%s\" that is not a graph input of the model", name);
       ok = false;
     } else {
-      feed[n_feed++] = named[k];
+      feed[n_feed++] = in.v[k];
     }
   }
   if (ok && rlx_executable_param_count(e)) {
@@ -571,14 +668,15 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
     }
   }
   if (ok && n_res != n_out) {
-    set_result(r, ST_FAILED, "%u outputs, expected %u", n_res, n_out);
+    set_result(r, ST_FAILED, "%u outputs, expected %u (sequences count one output per element)", n_res, n_out);
     ok = false;
   }
-  for (uint32_t k = 0; ok && k < n_out; k++) ok = compare(&res[k], &out[k], k, r);
+  for (uint32_t k = 0; ok && k < n_out; k++) ok = compare(&res[k], &out.v[k].tensor, k, r);
   rlx_executable_free(e);
   rlx_graph_free(g);
-  for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
-  for (uint32_t k = 0; k < n_out; k++) rlx_onnx_tensor_free(&out[k], NULL);
+  value_set_free(&in);
+  value_set_free(&out);
+  free(feed);
   return ok;
 }
 
@@ -586,20 +684,21 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
  * shapes alone, or did an op need a value at import time (Reshape's shape, Range's limits...)? */
 static void check_needs_values(const char *tdir, const char *model, const model_info *mi, const char *set,
                                test_result *r) {
-  rlx_tensor in[MAX_TENSORS];
-  rlx_named_tensor named[MAX_TENSORS];
-  uint32_t n_in = 0;
+  static value_set in;
+  static rlx_named_tensor named[MAX_FLAT];
   rlx_status why;
   static test_result scratch;
-  if (!load_tensors(tdir, set, "input", &mi->inputs, in, &n_in, &scratch, &why) || n_in != mi->inputs.n) {
-    for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
+  if (!load_tensors(tdir, set, "input", &mi->inputs, &in, &scratch, &why) || in.n_files != mi->inputs.n) {
+    value_set_free(&in);
     return;
   }
-  for (uint32_t k = 0; k < n_in; k++) named[k] = (rlx_named_tensor){mi->inputs.v[k], {NULL, in[k].shape}};
+  uint32_t n_in = in.n;
+  for (uint32_t k = 0; k < n_in; k++) named[k] = (rlx_named_tensor){in.v[k].name, {NULL, in.v[k].tensor.shape}};
   rlx_onnx_options o;
   rlx_onnx_options_init(&o);
   o.inputs = named;
   o.n_inputs = n_in;
+  set_container_options(&o, &in);
   rlx_graph *g = NULL;
   if (rlx_onnx_import_file(model, &o, NULL, &g) != RLX_OK) {
     char buf[MAX_MSG];
@@ -607,7 +706,7 @@ static void check_needs_values(const char *tdir, const char *model, const model_
     set_result(r, ST_PASSED, "%s", last_error_in(tdir, buf, sizeof buf));
   }
   rlx_graph_free(g);
-  for (uint32_t k = 0; k < n_in; k++) rlx_onnx_tensor_free(&in[k], NULL);
+  value_set_free(&in);
 }
 
 static void run_test(const char *tdir, test_result *r, char *ops, size_t ops_cap) {

@@ -41,7 +41,21 @@ typedef struct rlx_onnx_options {
    * starts, TopK's k, a Loop's trip count ...): the graph is then specialized to that value. */
   const rlx_named_tensor *inputs;
   uint32_t n_inputs;
+  /* Sequence and optional graph inputs. RLX graphs hold tensors only, so their lengths must be
+   * known at import time: a sequence input NAME of N elements becomes N Inputs named "NAME.0",
+   * ..., "NAME.<N-1>" (shapes and values from the `inputs` entries of those names, else from
+   * the sequence's element type); a present optional tensor is an Input named NAME; an absent
+   * optional has no Input. `seq_names[i]` has `seq_lengths[i]` elements (RLX_ONNX_ABSENT: an
+   * empty optional; an optional tensor that is present: any length >= 0). Without an entry, a
+   * sequence input's length is the number of consecutive NAME.0, NAME.1, ... entries in
+   * `inputs` (at least one); an optional input is present when `inputs` holds NAME or NAME.0.
+   * Sequence graph outputs are returned the same way: N outputs "NAME.0" ... "NAME.<N-1>" (none
+   * for an empty sequence or an absent optional; NAME for a present optional tensor). */
+  const char *const *seq_names;
+  const int64_t *seq_lengths;
+  uint32_t n_seqs;
 } rlx_onnx_options;
+#define RLX_ONNX_ABSENT (-1) /* seq_lengths entry of an empty optional */
 void rlx_onnx_options_init(rlx_onnx_options *o);
 
 /* Imports a model file. External data is resolved relative to the model's folder with path
@@ -73,6 +87,22 @@ rlx_status rlx_onnx_tensor_read(const uint8_t *data, size_t len, const rlx_alloc
 rlx_status rlx_onnx_tensor_load(const char *path, const rlx_allocator *al, rlx_tensor *out,
                                 char **name_out);
 void rlx_onnx_tensor_free(rlx_tensor *t, const rlx_allocator *al);
+
+/* ONNX SequenceProto / OptionalProto files (input_K.pb / output_K.pb of graph inputs and
+ * outputs of sequence or optional type). Elements must be tensors. */
+typedef struct rlx_onnx_seq_value {
+  rlx_tensor *v;    /* the elements (data and array allocated with the reader's allocator) */
+  uint32_t n;       /* sequence length; 1 for an optional tensor; 0 when absent */
+  bool is_sequence; /* a sequence (of n tensors) rather than one tensor */
+  bool absent;      /* an optional without a value */
+} rlx_onnx_seq_value;
+/* Reads an OptionalProto when `optional`, else a SequenceProto. Malformed files give
+ * RLX_ERR_FORMAT naming the field; sparse, map and nested sequence elements RLX_ERR_UNSUPPORTED. */
+rlx_status rlx_onnx_sequence_read(const uint8_t *data, size_t len, bool optional, const rlx_allocator *al,
+                                  rlx_onnx_seq_value *out);
+rlx_status rlx_onnx_sequence_load(const char *path, bool optional, const rlx_allocator *al,
+                                  rlx_onnx_seq_value *out);
+void rlx_onnx_seq_value_free(rlx_onnx_seq_value *s, const rlx_allocator *al);
 
 #ifdef __cplusplus
 }

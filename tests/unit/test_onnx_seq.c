@@ -341,6 +341,168 @@ static void test_errors(void) {
   }
 }
 
+/* ======================================================================================
+ * Sequence and optional graph inputs and outputs
+ * ====================================================================================== */
+
+/* The name of graph output i (its node's name). */
+static const char *out_name(const rlx_graph *g, uint32_t i) {
+  const rlx_node *n = rlx_graph_node(g, rlx_graph_outputs(g)[i]);
+  return n && n->name ? n->name : "";
+}
+
+static void test_sequence_graph_io(void) {
+  /* x: sequence input of 2 given as x.0 ([2, 3]) and x.1 ([1, 3]), elements of different shapes;
+   * y = SequenceInsert(x, t) at the front -> outputs y.0 = t, y.1 = x.0, y.2 = x.1; n = 3 */
+  mw_buf nodes[] = {mw_const_i64("zero", 0, 0), mw_node("SequenceInsert", "x,t,zero", "y", NULL, 0),
+                    mw_node("SequenceLength", "y", "n", NULL, 0)};
+  mw_buf ins[] = {mw_value("x", mw_seq_type(mw_tensor_type(MW_F32, -1, NULL))), f32_in("t", 1, D(3))};
+  mw_buf outs[] = {mw_value("y", mw_seq_type(mw_tensor_type(MW_F32, -1, NULL))), out_any("n")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 2, outs, 2));
+  rlx_named_tensor feed[] = {f32_tensor("x.0", A, 2, D(2, 3)), f32_tensor("x.1", B, 2, D(1, 3)),
+                             f32_tensor("t", C, 1, D(3))};
+  rlx_onnx_options o;
+  rlx_onnx_options_init(&o);
+  o.inputs = feed;
+  o.n_inputs = 3;
+  runner r;
+  if (run_model(&m, &o, feed, 3, &r)) {
+    CHECK(r.n_outs == 4);
+    CHECK(strcmp(out_name(r.g, 0), "y.0") == 0 && strcmp(out_name(r.g, 1), "y.1") == 0 &&
+          strcmp(out_name(r.g, 2), "y.2") == 0 && strcmp(out_name(r.g, 3), "n") == 0);
+    CHECK(is_f32(&r.outs[0], 1, D(3), C, 3));
+    CHECK(is_f32(&r.outs[1], 2, D(2, 3), A, 6));
+    CHECK(is_f32(&r.outs[2], 2, D(1, 3), B, 3));
+    CHECK(scalar_i64(&r.outs[3]) == 3);
+  }
+  runner_free(&r);
+  /* the same model with an empty sequence (a length in the options, no element tensors) */
+  const char *sn[] = {"x"};
+  int64_t sl[] = {0};
+  o.inputs = feed + 2;
+  o.n_inputs = 1;
+  o.seq_names = sn;
+  o.seq_lengths = sl;
+  o.n_seqs = 1;
+  if (run_model(&m, &o, feed + 2, 1, &r)) {
+    CHECK(r.n_outs == 2);
+    CHECK(strcmp(out_name(r.g, 0), "y.0") == 0);
+    CHECK(is_f32(&r.outs[0], 1, D(3), C, 3));
+    CHECK(scalar_i64(&r.outs[1]) == 1);
+  }
+  runner_free(&r);
+  /* no length anywhere: a gap saying how to give it */
+  rlx_graph *g = NULL;
+  o.n_seqs = 0;
+  CHECK_ERR(import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "graph input \"x\" is a sequence whose length is only known at run time");
+  rlx_graph_free(g);
+  g = NULL;
+  /* an element of the wrong dtype */
+  int64_t bad[3] = {1, 2, 3};
+  rlx_named_tensor wrong[] = {{"x.0", {bad, rlx_shape_make(RLX_I64, 1, D(3))}}, f32_tensor("t", C, 1, D(3))};
+  o.inputs = wrong;
+  o.n_inputs = 2;
+  CHECK_ERR(import(&m, &o, &g), RLX_ERR_SHAPE, "graph input \"x.0\" is f32 in the model but the given tensor is i64");
+  rlx_graph_free(g);
+  g = NULL;
+  /* only optionals can be absent */
+  sl[0] = RLX_ONNX_ABSENT;
+  o.inputs = feed + 2;
+  o.n_inputs = 1;
+  o.n_seqs = 1;
+  CHECK_ERR(import(&m, &o, &g), RLX_ERR_INVALID_ARG, "is marked absent but is not an optional");
+  rlx_graph_free(g);
+  mw_free(&m);
+}
+
+static void test_optional_graph_io(void) {
+  /* o: optional tensor input; h = has element; y = Identity(o) (an optional output) */
+  mw_buf nodes[] = {mw_node("OptionalHasElement", "o", "h", NULL, 0), mw_node("Identity", "o", "y", NULL, 0)};
+  mw_buf ins[] = {mw_value("o", mw_opt_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf outs[] = {out_any("h"), mw_value("y", mw_opt_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf m = mw_model(15, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 2));
+  rlx_named_tensor feed[] = {f32_tensor("o", A, 1, D(3))};
+  rlx_onnx_options o;
+  rlx_onnx_options_init(&o);
+  o.inputs = feed;
+  o.n_inputs = 1;
+  runner r;
+  if (run_model(&m, &o, feed, 1, &r)) { /* present: an Input "o" and an output "y" */
+    CHECK(r.n_outs == 2);
+    CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 1);
+    CHECK(strcmp(out_name(r.g, 1), "y") == 0);
+    CHECK(is_f32(&r.outs[1], 1, D(3), A, 3));
+  }
+  runner_free(&r);
+  const char *sn[] = {"o"};
+  int64_t sl[] = {RLX_ONNX_ABSENT};
+  rlx_onnx_options_init(&o);
+  o.seq_names = sn;
+  o.seq_lengths = sl;
+  o.n_seqs = 1;
+  if (run_model(&m, &o, NULL, 0, &r)) { /* absent: no Input, no output for y */
+    CHECK(r.n_outs == 1);
+    CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 0);
+  }
+  runner_free(&r);
+  rlx_graph *g = NULL;
+  o.n_seqs = 0;
+  CHECK_ERR(import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "is an optional whose presence is only known at run time");
+  rlx_graph_free(g);
+  mw_free(&m);
+}
+
+/* ======================================================================================
+ * SequenceProto / OptionalProto files
+ * ====================================================================================== */
+
+static void test_sequence_files(void) {
+  mw_buf ts[] = {mw_tensor("a", MW_F32, 2, D(2, 3), A, sizeof A), mw_tensor("b", MW_F32, 1, D(2), B, 2 * sizeof(float))};
+  mw_buf sp = mw_sequence("s", ts, 2);
+  rlx_onnx_seq_value v;
+  CHECK_OK(rlx_onnx_sequence_read(sp.p, sp.n, false, NULL, &v));
+  CHECK(v.is_sequence && !v.absent && v.n == 2);
+  if (v.n == 2) {
+    CHECK(is_f32(&v.v[0], 2, D(2, 3), A, 6));
+    CHECK(is_f32(&v.v[1], 1, D(2), B, 2));
+  }
+  rlx_onnx_seq_value_free(&v, NULL);
+  /* truncated */
+  CHECK_ERR(rlx_onnx_sequence_read(sp.p, sp.n - 3, false, NULL, &v), RLX_ERR_FORMAT, NULL);
+  CHECK(v.n == 0 && v.v == NULL);
+  /* an optional holding that sequence, one holding a tensor, an empty one */
+  mw_buf op = {0};
+  mw_int(&op, 2, 3);
+  mw_msg(&op, 5, &sp);
+  CHECK_OK(rlx_onnx_sequence_read(op.p, op.n, true, NULL, &v));
+  CHECK(v.is_sequence && !v.absent && v.n == 2);
+  rlx_onnx_seq_value_free(&v, NULL);
+  mw_free(&op);
+  mw_buf t = mw_tensor(NULL, MW_F32, 1, D(3), C, 3 * sizeof(float));
+  mw_int(&op, 2, 1);
+  mw_msg(&op, 3, &t);
+  CHECK_OK(rlx_onnx_sequence_read(op.p, op.n, true, NULL, &v));
+  CHECK(!v.is_sequence && !v.absent && v.n == 1 && is_f32(&v.v[0], 1, D(3), C, 3));
+  rlx_onnx_seq_value_free(&v, NULL);
+  mw_free(&op);
+  mw_int(&op, 2, 0);
+  CHECK_OK(rlx_onnx_sequence_read(op.p, op.n, true, NULL, &v));
+  CHECK(v.absent && v.n == 0);
+  rlx_onnx_seq_value_free(&v, NULL);
+  mw_free(&op);
+  /* a sequence of sequences */
+  mw_buf inner = mw_sequence(NULL, NULL, 0), outer = {0};
+  mw_int(&outer, 2, 3);
+  mw_msg(&outer, 5, &inner);
+  CHECK_ERR(rlx_onnx_sequence_read(outer.p, outer.n, false, NULL, &v), RLX_ERR_UNSUPPORTED, "only sequences of tensors");
+  mw_free(&outer);
+  /* a bad element tensor (3 floats of data for dims [2, 3]) names the element */
+  mw_buf bt[] = {mw_tensor(NULL, MW_F32, 2, D(2, 3), A, 3 * sizeof(float))};
+  mw_buf bs = mw_sequence(NULL, bt, 1);
+  CHECK_ERR(rlx_onnx_sequence_read(bs.p, bs.n, false, NULL, &v), RLX_ERR_FORMAT, "element 0");
+  mw_free(&bs);
+}
+
 int main(void) {
   test_construct_insert_erase_at();
   test_concat_from_sequence();
@@ -349,5 +511,8 @@ int main(void) {
   test_loop_and_if();
   test_optionals();
   test_errors();
+  test_sequence_graph_io();
+  test_optional_graph_io();
+  test_sequence_files();
   return rlx_test_finish("onnx_seq");
 }

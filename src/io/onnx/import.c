@@ -224,7 +224,7 @@ rlx_status oi_type_shape(oi_imp *m, const Onnx__TypeProto *tp, const char *what,
   return RLX_OK;
 }
 
-static const rlx_named_tensor *find_hint(const oi_imp *m, const char *name) {
+const rlx_named_tensor *oi_find_input(const oi_imp *m, const char *name) {
   if (!m->opt) return NULL;
   for (uint32_t i = 0; i < m->opt->n_inputs; i++)
     if (m->opt->inputs[i].name && strcmp(m->opt->inputs[i].name, name) == 0) return &m->opt->inputs[i];
@@ -246,7 +246,7 @@ static rlx_status bind_dims(oi_imp *m, const Onnx__GraphProto *g, const oi_map *
   for (size_t i = 0; i < g->n_input; i++) {
     const Onnx__ValueInfoProto *v = g->input[i];
     if (oi_map_get(inits, v->name, NULL)) continue;
-    const rlx_named_tensor *h = find_hint(m, v->name);
+    const rlx_named_tensor *h = oi_find_input(m, v->name);
     if (!h || !v->type || v->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) continue;
     const Onnx__TensorShapeProto *sp = v->type->tensor_type->shape;
     if (!sp) continue;
@@ -625,7 +625,12 @@ static rlx_status bind_inputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g,
   for (size_t i = 0; i < g->n_input; i++) {
     const Onnx__ValueInfoProto *v = g->input[i];
     if (oi_map_get(inits, v->name, NULL)) continue; /* an initializer listed as input is a constant */
-    const rlx_named_tensor *h = find_hint(m, v->name);
+    if (v->type && (v->type->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+                    v->type->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE)) {
+      RLX_TRY(oi_bind_container_input(m, s, v));
+      continue;
+    }
+    const rlx_named_tensor *h = oi_find_input(m, v->name);
     char what[300];
     snprintf(what, sizeof what, "graph input \"%.200s\"", v->name);
     rlx_shape sh;
@@ -667,75 +672,88 @@ static rlx_status bind_inputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g,
   return RLX_OK;
 }
 
-/* Outputs: each must carry its ONNX name (rlx run names files after it); a value that is
- * another output, an input or unnamed-incompatible gets an identity node; the declared dtype and
- * static dims are checked. */
+/* Graph output `name` = value id, as output i of ids: it must carry its ONNX name (rlx run names
+ * files after it), so a value that is another output, an input or named otherwise gets an
+ * identity node; the declared dtype and static dims (tensor type `decl`, may be NULL) are
+ * checked. */
+static rlx_status set_output(oi_scope *s, const char *name, rlx_id id, const Onnx__TypeProto *decl, rlx_id *ids,
+                             uint32_t i) {
+  const rlx_node *nd = rlx_graph_node(s->g, id);
+  bool reused = false;
+  for (uint32_t k = 0; k < i; k++) reused |= ids[k] == id;
+  if (reused || !nd->name || strcmp(nd->name, name) != 0) {
+    rlx_shape sh = nd->shape; /* nd moves when the node array grows */
+    if (nd->op == RLX_OP_Constant) {
+      RLX_TRY(rlx_constant(s->g, sh, nd->attrs.Constant.data.p, nd->attrs.Constant.data.n, &id));
+    } else {
+      rlx_attrs_Cast a = {sh.dtype};
+      RLX_TRY(rlx_graph_add(s->g, RLX_OP_Cast, &id, 1, &a, NULL, NULL, &id));
+    }
+    RLX_TRY(name_node(s->g, id, name));
+  }
+  ids[i] = id;
+  const rlx_shape *got = &rlx_graph_node(s->g, id)->shape;
+  if (!decl || decl->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) return RLX_OK;
+  const Onnx__TypeProto__Tensor *tt = decl->tensor_type;
+  rlx_dtype d;
+  if (oi_dtype_from_onnx(tt->elem_type, &d) && d != got->dtype)
+    return rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares %s but the imported graph computes %s", name,
+                      oi_onnx_dtype_name(tt->elem_type), rlx_fmt_shape(got));
+  if (!tt->shape) return RLX_OK;
+  bool bad = tt->shape->n_dim != got->rank;
+  for (size_t k = 0; k < tt->shape->n_dim && !bad; k++) {
+    const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[k];
+    if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && rlx_dim_is_static(got->dims[k]))
+      bad = dm->dim_value != got->dims[k];
+  }
+  if (!bad) return RLX_OK;
+  char dl[256] = "[";
+  size_t p = 1;
+  for (size_t k = 0; k < tt->shape->n_dim && p < sizeof dl - 32; k++) {
+    const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[k];
+    if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+      p += (size_t)snprintf(dl + p, sizeof dl - p, "%s%lld", k ? ", " : "", (long long)dm->dim_value);
+    else p += (size_t)snprintf(dl + p, sizeof dl - p, "%s?", k ? ", " : "");
+  }
+  snprintf(dl + p, sizeof dl - p, "]");
+  return rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares shape %s but the imported graph computes %s",
+                    name, dl, rlx_fmt_shape(got));
+}
+
+/* Outputs, in order: a tensor is one RLX output; a sequence of N elements N outputs NAME.0 ...
+ * NAME.<N-1>; a present optional its content; an absent optional none. */
 static rlx_status set_outputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g) {
-  uint32_t n = (uint32_t)g->n_output;
+  uint32_t n = 0;
+  bool poisoned = false;
+  for (size_t i = 0; i < g->n_output; i++) {
+    const oi_value *val = oi_scope_get(s, g->output[i]->name);
+    if (!val || val->state == OI_VAL_POISONED) poisoned = true;
+    else n += val->kind == OI_KIND_SEQ ? val->n_seq : val->kind == OI_KIND_NONE ? 0 : 1;
+  }
+  if (poisoned) return RLX_OK; /* the gaps explain it */
   rlx_id *ids = m->al->alloc(m->al->ctx, (n ? n : 1) * sizeof *ids);
   if (!ids) return rlx_errorf(RLX_ERR_OOM, "out of memory");
   rlx_status st = RLX_OK;
-  bool poisoned = false;
-  for (uint32_t i = 0; i < n && st == RLX_OK; i++) {
+  uint32_t at = 0;
+  for (size_t i = 0; i < g->n_output && st == RLX_OK; i++) {
     const Onnx__ValueInfoProto *v = g->output[i];
-    const oi_value *val = oi_scope_get(s, v->name);
-    if (!val || val->state == OI_VAL_POISONED) {
-      poisoned = true;
-      continue;
-    }
-    if (val->kind != OI_KIND_TENSOR) { /* RLX graph outputs are tensors */
-      st = rlx_errorf(RLX_ERR_UNSUPPORTED, "graph output \"%s\" is %s; only tensors can be graph outputs", v->name,
-                      val->kind == OI_KIND_SEQ ? "a sequence" : "an absent optional");
-      break;
-    }
-    rlx_id id = val->id;
-    const rlx_node *nd = rlx_graph_node(s->g, id);
-    bool reused = false;
-    for (uint32_t k = 0; k < i; k++) reused |= ids[k] == id;
-    if (reused || !nd->name || strcmp(nd->name, v->name) != 0) {
-      rlx_shape sh = nd->shape; /* nd moves when the node array grows */
-      if (nd->op == RLX_OP_Constant) {
-        st = rlx_constant(s->g, sh, nd->attrs.Constant.data.p, nd->attrs.Constant.data.n, &id);
-      } else {
-        rlx_attrs_Cast a = {sh.dtype};
-        st = rlx_graph_add(s->g, RLX_OP_Cast, &id, 1, &a, NULL, NULL, &id);
+    const oi_value val = *oi_scope_get(s, v->name); /* a copy: the scope table may grow */
+    bool optional, seq;
+    const Onnx__TypeProto *decl = oi_container_elem_type(v->type, &optional, &seq);
+    if (val.kind == OI_KIND_TENSOR) {
+      st = set_output(s, v->name, val.id, decl, ids, at++);
+    } else if (val.kind == OI_KIND_SEQ) {
+      size_t nl = strlen(v->name) + 16;
+      char *nm = m->al->alloc(m->al->ctx, nl);
+      if (!nm) st = rlx_errorf(RLX_ERR_OOM, "out of memory");
+      for (uint32_t k = 0; k < val.n_seq && st == RLX_OK; k++) {
+        snprintf(nm, nl, "%s.%u", v->name, k);
+        st = set_output(s, nm, val.seq[k], decl, ids, at++);
       }
-      if (st == RLX_OK) st = name_node(s->g, id, v->name);
-      if (st) break;
-    }
-    ids[i] = id;
-    /* declared type */
-    const rlx_shape *got = &rlx_graph_node(s->g, id)->shape;
-    if (v->type && v->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-      const Onnx__TypeProto__Tensor *tt = v->type->tensor_type;
-      rlx_dtype d;
-      if (oi_dtype_from_onnx(tt->elem_type, &d) && d != got->dtype)
-        st = rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares %s but the imported graph computes %s",
-                        v->name, oi_onnx_dtype_name(tt->elem_type), rlx_fmt_shape(got));
-      if (st == RLX_OK && tt->shape) {
-        bool bad = tt->shape->n_dim != got->rank;
-        for (size_t k = 0; k < tt->shape->n_dim && !bad; k++) {
-          const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[k];
-          if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && rlx_dim_is_static(got->dims[k]))
-            bad = dm->dim_value != got->dims[k];
-        }
-        if (bad) {
-          char decl[256] = "[";
-          size_t p = 1;
-          for (size_t k = 0; k < tt->shape->n_dim && p < sizeof decl - 32; k++) {
-            const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[k];
-            if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-              p += (size_t)snprintf(decl + p, sizeof decl - p, "%s%lld", k ? ", " : "", (long long)dm->dim_value);
-            else p += (size_t)snprintf(decl + p, sizeof decl - p, "%s?", k ? ", " : "");
-          }
-          snprintf(decl + p, sizeof decl - p, "]");
-          st = rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares shape %s but the imported graph computes %s",
-                          v->name, decl, rlx_fmt_shape(got));
-        }
-      }
+      m->al->free(m->al->ctx, nm);
     }
   }
-  if (st == RLX_OK && !poisoned) st = rlx_graph_set_outputs(s->g, ids, n);
+  if (st == RLX_OK) st = rlx_graph_set_outputs(s->g, ids, n);
   m->al->free(m->al->ctx, ids);
   return st;
 }

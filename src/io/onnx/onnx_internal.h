@@ -185,6 +185,15 @@ rlx_status oi_import_nodes(oi_scope *s, const Onnx__GraphProto *gp);
 /* Converts an ONNX value type into an RLX shape (dims bound through the options, dim_params
  * becoming symbols); `what` names it in errors. */
 rlx_status oi_type_shape(oi_imp *m, const Onnx__TypeProto *tp, const char *what, rlx_shape *out);
+/* The options' `inputs` entry named `name`, or NULL. */
+const rlx_named_tensor *oi_find_input(const oi_imp *m, const char *name);
+/* Graph inputs of sequence / optional type (containers.c): binds NAME to a sequence of Inputs
+ * NAME.0 ... (lengths from the options), an optional tensor Input NAME or an absent optional;
+ * unknown lengths and unsupported element types are gaps. */
+rlx_status oi_bind_container_input(oi_imp *m, oi_scope *s, const Onnx__ValueInfoProto *v);
+/* The tensor type inside optional(tensor), sequence(tensor) or optional(sequence(tensor)) (tp
+ * itself for a tensor type); NULL for anything else. */
+const Onnx__TypeProto *oi_container_elem_type(const Onnx__TypeProto *tp, bool *optional, bool *seq);
 /* Records an unsupported op/opset/dtype of node np with a reason. */
 rlx_status oi_gap_add(oi_imp *m, const Onnx__NodeProto *np, const char *reason);
 
