@@ -16,14 +16,15 @@
  * One-node models (tests/common/onnx_build.h)
  * ====================================================================================== */
 
-/* A model with one `op` node writing the float output "y" (shape left to the importer). Its
- * inputs are declared first (graph inputs or initializers, in node input order); the node is
- * created with them at the first attribute or at import. */
+/* A model with one `op` node writing the output "y" (float unless out_elem says otherwise; shape
+ * left to the importer). Its inputs are declared first (graph inputs or initializers, in node
+ * input order); the node is created with them at the first attribute or at import. */
 typedef struct mb {
   ob_model *m;
   Onnx__NodeProto *n;
   const char *op;
   char ins[128];
+  int32_t out_elem; /* of output "y"; OB_FLOAT unless a test changes it */
 } mb;
 
 static void mb_init(mb *b, const char *op, int64_t opset) {
@@ -31,7 +32,7 @@ static void mb_init(mb *b, const char *op, int64_t opset) {
   b->n = NULL;
   b->op = op;
   b->ins[0] = 0;
-  ob_output(b->m, "y", OB_FLOAT, -1, NULL);
+  b->out_elem = OB_FLOAT;
 }
 static void mb_add_name(mb *b, const char *name) {
   if (b->n || strlen(b->ins) + strlen(name) + 2 > sizeof b->ins) abort(); /* a broken test */
@@ -58,6 +59,7 @@ static void mb_attr_s(mb *b, const char *name, const char *v) { ob_attr_string(b
 static rlx_status mb_import(mb *b, const rlx_onnx_options *o, rlx_graph **g) {
   size_t len;
   mb_node(b);
+  ob_output(b->m, "y", b->out_elem, -1, NULL);
   const uint8_t *bytes = ob_pack(b->m, &len);
   rlx_status s = rlx_onnx_import_bytes(bytes, len, NULL, o, NULL, g);
   ob_model_free(b->m);
@@ -287,6 +289,31 @@ static void test_grid_sample_hand(void) {
   rlx_named_tensor in2[2] = {tin("X", x2, RLX_F32, 4, DIMS(1, 1, 1, 4)), tin("grid", g2, RLX_F32, 4, DIMS(1, 1, 3, 2))};
   if (mb_run(&b, NULL, in2, 2, &run)) CHECK(close_to(&run.outs[0], want2, 3, 4, DIMS(1, 1, 1, 3), 0, "nearest ties"));
   runner_free(&run);
+}
+
+static void test_grid_sample_int(void) {
+  /* integer X with nearest: cells are copied exactly (align_corners = 1, W = 3: g = -1, 0, 1 ->
+   * cells 0, 1, 2; g = 0.25 -> 1.25 -> 1; g = -0.75 -> 0.25 -> 0); interpolating integers is a gap */
+  int32_t x[3] = {-7, 10, 21}, want[5] = {-7, 10, 21, 10, -7};
+  float g[10] = {-1, 0, 0, 0, 1, 0, 0.25f, 0, -0.75f, 0};
+  for (int linear = 0; linear < 2; linear++) {
+    mb b;
+    mb_init(&b, "GridSample", 16);
+    mb_input(&b, "X", OB_INT32, 4, DIMS(1, 1, 1, 3));
+    mb_input(&b, "grid", F32, 4, DIMS(1, 1, 5, 2));
+    mb_attr_i(&b, "align_corners", 1);
+    b.out_elem = OB_INT32;
+    if (linear) {
+      expect_import_error(&b, RLX_ERR_UNSUPPORTED, "input X of dtype i32 with mode \"bilinear\"");
+      continue;
+    }
+    mb_attr_s(&b, "mode", "nearest");
+    rlx_named_tensor in[2] = {tin("X", x, RLX_I32, 4, DIMS(1, 1, 1, 3)), tin("grid", g, RLX_F32, 4, DIMS(1, 1, 5, 2))};
+    runner run;
+    if (mb_run(&b, NULL, in, 2, &run))
+      CHECK(run.outs[0].shape.dtype == RLX_I32 && run.outs[0].shape.rank == 4 && memcmp(run.outs[0].data, want, sizeof want) == 0);
+    runner_free(&run);
+  }
 }
 
 static void test_grid_sample_3d(void) {
@@ -677,6 +704,7 @@ static void test_roi_align_errors(void) {
 int main(void) {
   test_grid_sample_2d();
   test_grid_sample_hand();
+  test_grid_sample_int();
   test_grid_sample_3d();
   test_grid_sample_symbolic_batch();
   test_grid_sample_errors();

@@ -194,8 +194,10 @@ static rlx_status map_grid_sample(oi_node *c) {
   const rlx_shape xs = *oi_in_shape(c, 0), gsh = *oi_in_shape(c, 1);
   if (!rlx_dtype_is_float((rlx_dtype)gsh.dtype))
     return oi_bad(c, "input 1 (grid) must be floating-point, not %s", rlx_dtype_name((rlx_dtype)gsh.dtype));
-  if (!rlx_dtype_is_float((rlx_dtype)xs.dtype))
-    return oi_unsupported(c, "input X of dtype %s (only floating-point X is supported)", rlx_dtype_name((rlx_dtype)xs.dtype));
+  /* nearest copies cells, so any integer X works; interpolating integers has no agreed rounding */
+  if (!rlx_dtype_is_float((rlx_dtype)xs.dtype) && !(rlx_dtype_is_int((rlx_dtype)xs.dtype) && p.mode == GS_NEAREST))
+    return oi_unsupported(c, "input X of dtype %s with mode \"%s\" (floating-point X, or integer X with \"nearest\", is supported)",
+                          rlx_dtype_name((rlx_dtype)xs.dtype), mode_s);
   if (!v20 && xs.rank != 4) return oi_bad(c, "GridSample-16 takes a 4-D input X [N, C, H, W]; X is %s", rlx_fmt_shape(&xs));
   if (xs.rank < 3) return oi_bad(c, "input X is %s; it needs rank >= 3 [N, C, D1, ...]", rlx_fmt_shape(&xs));
   uint32_t r = xs.rank - 2;
