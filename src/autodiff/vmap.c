@@ -212,6 +212,7 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     AXIS_OP(ArgSort, axis)
 #undef AXIS_OP
   case RLX_OP_TopK:
+  case RLX_OP_Fft:
   case RLX_OP_LayerNorm:
   case RLX_OP_RmsNorm:
   case RLX_OP_BatchNormInference: break; /* last axis: unaffected by a leading axis */
@@ -323,7 +324,8 @@ static rlx_status batch_node(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx
   case RLX_OP_ArgMin:
   case RLX_OP_Sort:
   case RLX_OP_ArgSort:
-  case RLX_OP_TopK: return rule_axes(v, n, in, out);
+  case RLX_OP_TopK:
+  case RLX_OP_Fft: return rule_axes(v, n, in, out);
   case RLX_OP_LayerNorm:
   case RLX_OP_RmsNorm:
   case RLX_OP_BatchNormInference:

@@ -674,6 +674,15 @@ static rlx_status vm_misc(rlx_graph *g, rlx_id x, rlx_id *y) {
   return rlx_build_Scan(g, (rlx_id[]){c2, c1}, 2, &sa, NULL, y);
 }
 
+static rlx_status vm_fft(rlx_graph *g, rlx_id x, rlx_id *y) {
+  /* x [6] (real-block, N = 3) times a shared [2, 6], then an Fft along the last axis */
+  rlx_id P, m;
+  RLX_TRY(rlx_param(g, "P", f64s(2, (rlx_dim[]){2, 6}), &P));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, x, P, &m));
+  rlx_attrs_Fft fa = {true, RLX_FFT_NORM_ORTHO};
+  return rlx_build_Fft(g, &m, 1, &fa, NULL, y);
+}
+
 static void check_vmap(const char *name, vm_build build, rlx_dim xn, const double *params, size_t n_params,
                        const char *pname, rlx_shape pshape) {
   rlx_graph *f;
@@ -755,6 +764,17 @@ static void test_vmap(void) {
   for (int i = 0; i < 12; i++) P[i] = adt_uniform(-1, 1);
   check_vmap("broadcast, where, slice, pad, tile, gather, layernorm, attention, scan", vm_misc, 6, P, 12, "P",
              f64s(2, (rlx_dim[]){2, 6}));
+  check_vmap("fft", vm_fft, 6, P, 12, "P", f64s(2, (rlx_dim[]){2, 6}));
+  /* Fft transforms the last axis: batched directly, without the per-element fallback */
+  rlx_graph_create(NULL, "vf", &f);
+  rlx_input(f, "x", f64s(1, (rlx_dim[]){6}), &x);
+  vm_fft(f, x, &y);
+  rlx_graph_set_outputs(f, &y, 1);
+  vg = NULL;
+  CHECK_OK(rlx_vmap(f, bi, 1, 3, &vg));
+  if (vg) CHECK(count_op(vg, RLX_OP_Narrow) == 0 && count_op(vg, RLX_OP_Fft) == 1);
+  rlx_graph_free(vg);
+  rlx_graph_free(f);
 }
 
 /* ---- checkpointing ---- */
