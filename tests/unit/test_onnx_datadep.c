@@ -424,6 +424,29 @@ static void test_tfidf(void) {
       rlx_graph_free(g);
       ob_model_free(m);
     }
+  /* a symbolic batch imports (the zero column then comes from X itself); bound, it runs */
+  {
+    tfidf_spec s = {1, 3, 2, "TF", pool, counts, idx, 15, 3, 8, NULL, 0};
+    m = tfidf_model(&s, OB_INT64, 2, DIMS(-1, 6));
+    rlx_graph *g = NULL;
+    CHECK_OK(import(m, NULL, &g));
+    if (g) {
+      const rlx_shape *ys = &rlx_graph_node(g, rlx_graph_outputs(g)[0])->shape;
+      CHECK(ys->rank == 2 && !rlx_dim_is_static(ys->dims[0]) && ys->dims[1] == 9);
+    }
+    rlx_graph_free(g);
+    float want[18];
+    tfidf_ref(&s, xs[1], 2, 6, 9, want);
+    rlx_named_tensor xi = tin("x", xs[1], RLX_I64, 2, DIMS(2, 6));
+    rlx_onnx_options o;
+    rlx_onnx_options_init(&o);
+    o.dim_names = (const char *[]){"N"};
+    o.dim_values = (int64_t[]){2};
+    o.n_dims = 1;
+    if (run_model(m, &o, &xi, 1, &r)) CHECK(is_f32(&r.outs[0], want, 18));
+    runner_free(&r);
+    ob_model_free(m);
+  }
   /* the reference itself, checked by hand for row 0 of xs[0] = [1, 2, 1, 2, 4, 4] in TF:
    * unigram 1 (col 3): 2; 2 (col 0): 2; 5 (col 6): 0; bigram (1,2) (col 1): skip 0 at 0 and 2,
    * skip 1: (0,2)? no, (1,3)? no, skip 2: (0,3) yes -> 3; (2,1) (col 7): skip 0 at 1 -> 1,

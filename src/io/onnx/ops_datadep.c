@@ -363,16 +363,14 @@ static rlx_status map_tfidf(oi_node *c) {
   /* per pool n-gram: its column in the concatenated counts (-1: not counted) */
   int64_t *col_of = oi_scratch(c, ni * sizeof *col_of);
   int64_t *table = oi_scratch(c, (size_t)C * sizeof *table);
-  rlx_id parts[16];
+  rlx_id *parts = oi_scratch(c, (nc + 1) * sizeof *parts); /* counts per length, zero column */
   uint32_t n_parts = 0;
-  if (!col_of || !table) return oi_nomem(c);
+  if (!col_of || !table || !parts) return oi_nomem(c);
   int64_t ncols = 0;
   for (size_t i = 0, id = 0; i < nc; i++) {
     int64_t n = (int64_t)i + 1, lo = counts[i], hi = i + 1 < nc ? counts[i + 1] : (int64_t)np, m = (hi - lo) / n;
     rlx_id cnt = RLX_NO_ID;
     if (n >= min_n && n <= max_n && m > 0) RLX_TRY(tfidf_count(c, x, L, n, max_skip, pool + lo, m, &cnt));
-    if (cnt != RLX_NO_ID && n_parts == sizeof parts / sizeof parts[0])
-      return oi_unsupported(c, "n-grams longer than %zu", sizeof parts / sizeof parts[0]);
     for (int64_t g = 0; g < m; g++) col_of[id++] = cnt == RLX_NO_ID ? -1 : ncols + g;
     if (cnt != RLX_NO_ID) parts[n_parts++] = cnt, ncols += m;
   }
