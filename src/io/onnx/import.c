@@ -330,6 +330,14 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
     if (v->state == OI_VAL_POISONED) return poison_outputs(s, np);
   }
   bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
+  for (size_t k = 0; k < m->model->n_functions; k++) { /* ModelProto.functions (IR 8+) */
+    const Onnx__FunctionProto *f = m->model->functions[k];
+    if (f->name && strcmp(f->name, op_type) == 0 && strcmp(f->domain ? f->domain : "", str(np->domain)) == 0) {
+      RLX_TRY(gap(m, np, "%s: calls the model-local function \"%s\" of domain \"%s\", which the importer does not inline (inline it "
+                         "before importing, e.g. with onnx.inliner.inline_local_functions)", op_type, op_type, str(np->domain)));
+      return poison_outputs(s, np);
+    }
+  }
   if (!default_domain(np->domain) && !training) {
     RLX_TRY(gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain and %s)", op_type, np->domain,
                 OI_TRAINING_DOMAIN));
