@@ -244,8 +244,9 @@ static int64_t window_count_d(int64_t o, int64_t s, int64_t k, int64_t d, int64_
 /* Pooling of any rank with dilation. Windows are boxes, so max and sum are separable: axis by
  * axis, every kernel offset is a strided Slice of the padded input, combined with Max or summed;
  * an average then divides by the counted cells. */
+/* Max, average or (`sum`, for LpPool) pooling by strided slices of the padded input. */
 static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int64_t *in, const int64_t *out,
-                                 const int64_t *extra, bool is_max, bool cip) {
+                                 const int64_t *extra, bool is_max, bool cip, bool sum) {
   uint32_t n = g->nsp;
   size_t taps = 0, positions = 1;
   for (uint32_t i = 0; i < n; i++) {
@@ -279,7 +280,7 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
     }
     acc = red;
   }
-  if (is_max) {
+  if (is_max || sum) {
     c->out[0] = acc;
     return RLX_OK;
   }
@@ -305,24 +306,58 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
   return oi_bin(c, RLX_BINOP_MUL, acc, fac, &c->out[0]);
 }
 
+/* LpPool's |x|^p before the pooled sum (p from the attribute: a float in opset 1, an int later). */
+static rlx_status lp_pool_power(oi_node *c, rlx_id x, double *p, rlx_id *out) {
+  if (c->opset < 2) {
+    float pf;
+    RLX_TRY(oi_attr_f(c, "p", 2.0f, &pf));
+    *p = pf;
+  } else {
+    int64_t pi;
+    RLX_TRY(oi_attr_i(c, "p", 2, &pi));
+    *p = (double)pi;
+  }
+  if (!(*p > 0) || !isfinite(*p)) return oi_bad(c, "attribute p is %g; it must be positive", *p);
+  if (!rlx_dtype_is_float((rlx_dtype)oi_shape(c, x)->dtype)) return oi_bad(c, "input X must be floating-point");
+  if (*p == 2) return oi_bin(c, RLX_BINOP_MUL, x, x, out);
+  RLX_TRY(oi_unary(c, RLX_ACT_ABS, x, out));
+  if (*p == 1) return RLX_OK;
+  rlx_id e;
+  RLX_TRY(oi_scalar(c, (rlx_dtype)oi_shape(c, x)->dtype, *p, &e));
+  return oi_bin(c, RLX_BINOP_POW, *out, e, out);
+}
+
+/* (pooled sum)^(1/p) */
+static rlx_status lp_pool_root(oi_node *c, double p, rlx_id *y) {
+  if (p == 1) return RLX_OK;
+  if (p == 2) return oi_unary(c, RLX_ACT_SQRT, *y, y);
+  rlx_id e;
+  RLX_TRY(oi_scalar(c, (rlx_dtype)oi_shape(c, *y)->dtype, 1.0 / p, &e));
+  return oi_bin(c, RLX_BINOP_POW, *y, e, y);
+}
+
+/* MaxPool, AveragePool and LpPool ((sum of |x|^p over the zero-padded window)^(1/p)). */
 static rlx_status map_pool(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "X"));
-  bool is_max = strcmp(c->np->op_type, "MaxPool") == 0;
+  bool is_max = strcmp(c->np->op_type, "MaxPool") == 0, is_lp = strcmp(c->np->op_type, "LpPool") == 0;
   rlx_id x = c->in[0];
+  double p = 1;
+  if (is_lp) RLX_TRY(lp_pool_power(c, x, &p, &x));
   const rlx_shape *xs = oi_shape(c, x);
   if (xs->rank < 3) return oi_bad(c, "input X must have rank >= 3, got %s", rlx_fmt_shape(xs));
   geom g;
   memset(&g, 0, sizeof g);
   g.nsp = xs->rank - 2u;
   if (g.nsp > 3) return oi_unsupported(c, "%u-D pooling (1-D to 3-D are supported)", g.nsp);
-  if (!is_max && c->n_out > 1) return oi_bad(c, "AveragePool has one output, not %u", c->n_out);
+  if (!is_max && c->n_out > 1) return oi_bad(c, "%s has one output, not %u", c->np->op_type, c->n_out);
   RLX_TRY(oi_need_static(c, xs, "input X"));
   RLX_TRY(read_list(c, "kernel_shape", g.nsp, 0, 1, g.k));
   if (!oi_attr(c, "kernel_shape")) return oi_bad(c, "attribute kernel_shape is required");
-  RLX_TRY(read_geom(c, xs, &g, is_max || c->opset >= 19, false));
+  /* dilations: MaxPool always, AveragePool from opset 19, LpPool from 18 (with ceil_mode) */
+  RLX_TRY(read_geom(c, xs, &g, is_max || c->opset >= 19 || (is_lp && c->opset >= 18), false));
   int64_t ceil_mode = 0, cip = 0;
-  RLX_TRY(oi_attr_i(c, "ceil_mode", 0, &ceil_mode));
-  if (!is_max) RLX_TRY(oi_attr_i(c, "count_include_pad", 0, &cip));
+  if (!is_lp || c->opset >= 18) RLX_TRY(oi_attr_i(c, "ceil_mode", 0, &ceil_mode));
+  if (!is_max && !is_lp) RLX_TRY(oi_attr_i(c, "count_include_pad", 0, &cip));
   /* output extents, ceil_mode as extra end padding */
   int64_t in[3], out[3], extra[3];
   bool dilated = false;
@@ -347,7 +382,10 @@ static rlx_status map_pool(oi_node *c) {
     for (uint32_t i = 0; i < g.nsp; i++) pe[i] = g.pe[i] + extra[i];
     RLX_TRY(oi_maxpool_indices(c, x, g.nsp, g.k, g.s, g.d, g.pb, pe, out, so, &c->out[1]));
   }
-  if (g.nsp == 3 || dilated) return pool_by_slices(c, x, &g, in, out, extra, is_max, cip != 0);
+  if (g.nsp == 3 || dilated) {
+    RLX_TRY(pool_by_slices(c, x, &g, in, out, extra, is_max, cip != 0, is_lp));
+    return is_lp ? lp_pool_root(c, p, &c->out[0]) : RLX_OK;
+  }
   bool one_d = g.nsp == 1;
   /* 2-D view: a 1-D pool gets a unit leading spatial axis */
   int64_t k2[2] = {1, 1}, s2[2] = {1, 1}, pb2[2] = {0, 0}, pe2[2] = {0, 0}, pex2[2] = {0, 0}, in2[2] = {1, 1},
@@ -373,7 +411,10 @@ static rlx_status map_pool(oi_node *c) {
   rlx_attrs_Pool pa = {is_max ? RLX_REDUCE_MAX : RLX_REDUCE_MEAN, {k2, 2}, {s2, 2}, {padding, 4}};
   rlx_id y;
   RLX_TRY(oi_emit(c, RLX_OP_Pool, &x, 1, &pa, &y));
-  if (!is_max) {
+  if (is_lp) { /* Pool's mean over the zero-padded window, times the window size: the sum */
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, y, (double)(k2[0] * k2[1]), &y));
+    RLX_TRY(lp_pool_root(c, p, &y));
+  } else if (!is_max) {
     /* Pool's mean divides by the window size; ONNX divides by the cells that count */
     size_t n = (size_t)(out2[0] * out2[1]);
     if (n > ((size_t)1 << 26)) return oi_unsupported(c, "an average pool with %zu output positions", n);
@@ -808,6 +849,7 @@ const oi_op_entry oi_ops_nn[] = {
     {"ConvTranspose", 1, OI_MAX_OPSET, map_conv_transpose},
     {"MaxPool", 1, OI_MAX_OPSET, map_pool},
     {"AveragePool", 1, OI_MAX_OPSET, map_pool},
+    {"LpPool", 1, OI_MAX_OPSET, map_pool},
     {"GlobalAveragePool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalMaxPool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalLpPool", 2, OI_MAX_OPSET, map_global_pool},

@@ -830,6 +830,42 @@ static rlx_status map_depth_space(oi_node *c) {
   return oi_reshape(c, y, 4, o4, &c->out[0]);
 }
 
+/* CenterCropPad (opset 18): per listed axis, a centered crop (start rounded down) or zero padding
+ * (the odd pixel on the end side) to the target extent; the targets must be known at import time. */
+static rlx_status map_center_crop_pad(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "input_data"));
+  rlx_id x = c->in[0];
+  const rlx_shape xs = *oi_shape(c, x);
+  int64_t *tv;
+  size_t tn;
+  RLX_TRY(oi_in_ints(c, 1, "shape", &tv, &tn));
+  const int64_t *av = NULL;
+  size_t an = 0;
+  bool has_axes;
+  RLX_TRY(oi_attr_ints(c, "axes", &av, &an, &has_axes));
+  if (!has_axes) an = xs.rank;
+  if (tn != an) return oi_bad(c, "input shape has %zu entries for %zu axes", tn, an);
+  int64_t pads[2 * RLX_MAX_RANK] = {0};
+  bool any_pad = false, seen[RLX_MAX_RANK] = {false};
+  for (size_t i = 0; i < an; i++) {
+    uint32_t a = (uint32_t)i;
+    if (has_axes) RLX_TRY(oi_axis(c, av[i], xs.rank, "attribute axes entry", &a));
+    if (seen[a]) return oi_bad(c, "attribute axes repeats axis %u", a);
+    seen[a] = true;
+    if (!rlx_dim_is_static(xs.dims[a])) return oi_unsupported(c, "center crop / pad of the symbolic axis %u", a);
+    int64_t d = xs.dims[a], want = tv[i];
+    if (want < 0) return oi_bad(c, "shape[%zu] is %lld", i, (long long)want);
+    if (want < d) RLX_TRY(oi_narrow(c, x, a, (d - want) / 2, want, &x));
+    else if (want > d) pads[2 * a] = (want - d) / 2, pads[2 * a + 1] = want - d - (want - d) / 2, any_pad = true;
+  }
+  if (any_pad) {
+    rlx_attrs_Pad pa = {{pads, 2 * xs.rank}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
+  }
+  c->out[0] = x;
+  return RLX_OK;
+}
+
 static rlx_status map_compress(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "input"));
   int64_t *cv;
@@ -962,6 +998,7 @@ const oi_op_entry oi_ops_shape[] = {
     {"DepthToSpace", 1, OI_MAX_OPSET, map_depth_space},
     {"SpaceToDepth", 1, OI_MAX_OPSET, map_depth_space},
     {"Compress", 9, OI_MAX_OPSET, map_compress},
+    {"CenterCropPad", 18, OI_MAX_OPSET, map_center_crop_pad},
     {"NonZero", 9, OI_MAX_OPSET, map_nonzero},
 };
 const uint32_t oi_ops_shape_len = sizeof oi_ops_shape / sizeof oi_ops_shape[0];
