@@ -446,6 +446,78 @@ static rlx_status map_pool(oi_node *c) {
   return RLX_OK;
 }
 
+/* Col2Im (opset 18): sums column blocks [N, C * prod(block), L] back into an image
+ * [N, C, image...]. Every (kernel offset, block) pair lands on one cell of the padded image,
+ * computed here as a constant index list; a ScatterElements with reduction add into zeros
+ * accumulates the overlaps, then the padding is cut off. Shapes, image_shape and block_shape must
+ * be known at import time. */
+static rlx_status map_col2im(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "input"));
+  int64_t *img, *blk;
+  size_t ni, nb;
+  RLX_TRY(oi_in_ints(c, 1, "image_shape", &img, &ni));
+  RLX_TRY(oi_in_ints(c, 2, "block_shape", &blk, &nb));
+  rlx_id x = c->in[0];
+  const rlx_shape xs = *oi_shape(c, x);
+  RLX_TRY(oi_need_static(c, &xs, "input"));
+  if (xs.rank != 3) return oi_bad(c, "input must be 3-D [N, C * prod(block_shape), L], got %s", rlx_fmt_shape(&xs));
+  if (ni != nb || ni < 1 || ni + 2 > RLX_MAX_RANK) return oi_bad(c, "image_shape (%zu entries) and block_shape (%zu) must have the same length", ni, nb);
+  uint32_t n = (uint32_t)ni;
+  int64_t st[RLX_MAX_RANK], dl[RLX_MAX_RANK], pd[2 * RLX_MAX_RANK], grid[RLX_MAX_RANK], padded[RLX_MAX_RANK];
+  RLX_TRY(read_list(c, "strides", n, 1, 1, st));
+  RLX_TRY(read_list(c, "dilations", n, 1, 1, dl));
+  RLX_TRY(read_list(c, "pads", 2 * n, 0, 0, pd));
+  int64_t K = 1, L = 1, P = 1;
+  for (uint32_t i = 0; i < n; i++) {
+    if (img[i] < 1 || blk[i] < 1) return oi_bad(c, "image_shape and block_shape entries must be positive");
+    padded[i] = img[i] + pd[i] + pd[n + i];
+    int64_t span = padded[i] - dl[i] * (blk[i] - 1) - 1;
+    if (span < 0) return oi_bad(c, "the dilated block (%lld) is larger than the padded image (%lld) on axis %u",
+                                (long long)(dl[i] * (blk[i] - 1) + 1), (long long)padded[i], i);
+    grid[i] = span / st[i] + 1;
+    K *= blk[i], L *= grid[i], P *= padded[i];
+  }
+  if (xs.dims[1] % K) return oi_bad(c, "input dim 1 (%lld) is not a multiple of the block size %lld", (long long)xs.dims[1], (long long)K);
+  if (xs.dims[2] != L) return oi_bad(c, "input has %lld blocks; image_shape, block_shape, pads, strides and dilations give %lld",
+                                     (long long)xs.dims[2], (long long)L);
+  int64_t N = xs.dims[0], C = xs.dims[1] / K;
+  size_t cnt = (size_t)(K * L);
+  if (cnt > ((size_t)1 << 26) || P > ((int64_t)1 << 30)) return oi_unsupported(c, "a Col2Im of %zu column cells", cnt);
+  int64_t *idx = oi_scratch(c, cnt * sizeof *idx);
+  if (!idx) return oi_nomem(c);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t l = 0; l < L; l++) {
+      int64_t kr = k, lr = l, pos = 0, stride = 1;
+      for (int i = (int)n - 1; i >= 0; i--) { /* row-major offsets within the block and the block grid */
+        int64_t ko = kr % blk[i], lo = lr % grid[i];
+        kr /= blk[i], lr /= grid[i];
+        pos += (lo * st[i] + ko * dl[i]) * stride;
+        stride *= padded[i];
+      }
+      idx[k * L + l] = pos;
+    }
+  rlx_dim id3[3] = {1, 1, (rlx_dim)cnt};
+  int64_t upd[3] = {N, C, (int64_t)cnt}, e3[3] = {N, C, (int64_t)cnt};
+  rlx_id ic, u, zeros, y;
+  RLX_TRY(oi_const(c, rlx_shape_make(RLX_I64, 3, id3), idx, cnt * 8, &ic));
+  rlx_attrs_Expand ea = {{e3, 3}};
+  RLX_TRY(oi_emit(c, RLX_OP_Expand, &ic, 1, &ea, &ic));
+  RLX_TRY(oi_reshape(c, x, 3, upd, &u)); /* [N, C, K, L] flattened: cell k * L + l */
+  rlx_dim zd[3] = {N, C, P};
+  RLX_TRY(oi_fill(c, rlx_shape_make((rlx_dtype)xs.dtype, 3, zd), 0.0, &zeros));
+  rlx_attrs_ScatterElements sa = {2, RLX_SCATTER_REDUCTION_ADD};
+  rlx_id si[3] = {zeros, ic, u};
+  RLX_TRY(oi_emit(c, RLX_OP_ScatterElements, si, 3, &sa, &y));
+  int64_t od[RLX_MAX_RANK];
+  od[0] = N, od[1] = C;
+  for (uint32_t i = 0; i < n; i++) od[2 + i] = padded[i];
+  RLX_TRY(oi_reshape(c, y, n + 2, od, &y));
+  for (uint32_t i = 0; i < n; i++)
+    if (pd[i] || pd[n + i]) RLX_TRY(oi_narrow(c, y, 2 + i, pd[i], img[i], &y));
+  c->out[0] = y;
+  return RLX_OK;
+}
+
 static rlx_status map_global_pool(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "X"));
   const rlx_shape *xs = oi_in_shape(c, 0);
@@ -850,6 +922,7 @@ const oi_op_entry oi_ops_nn[] = {
     {"MaxPool", 1, OI_MAX_OPSET, map_pool},
     {"AveragePool", 1, OI_MAX_OPSET, map_pool},
     {"LpPool", 1, OI_MAX_OPSET, map_pool},
+    {"Col2Im", 18, OI_MAX_OPSET, map_col2im},
     {"GlobalAveragePool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalMaxPool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalLpPool", 2, OI_MAX_OPSET, map_global_pool},
