@@ -28,6 +28,7 @@ typedef struct rs_params {
   double cubic_a, extrapolation;
   bool exclude_outside;
   int keep_aspect; /* opset 18 keep_aspect_ratio_policy: 0 stretch, -1 not_larger, 1 not_smaller */
+  bool antialias;  /* opset 18: linear / cubic filters widened by 1 / scale when downsampling */
 } rs_params;
 
 static double source_coord(const rs_params *p, double x, int64_t in, int64_t out, double scale, double r0, double r1) {
@@ -59,13 +60,50 @@ static void cubic_weights(double t, double a, double w[4]) {
   s = 2 - t, w[3] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
 }
 
+/* Antialiased taps (opset 18, linear or cubic, scale < 1): the filter (triangle of support 1 or
+ * cubic of support 2) stretched by 1 / scale around the source coordinate xo, over n =
+ * 2 - 2 start taps at indices base + start + m (base = the nearest index at or left of xo,
+ * one left when xo is integral), normalized to sum 1; edge indices clamp, or drop out with
+ * exclude_outside. */
+static int64_t aa_taps(const rs_params *p, double scale) {
+  double support = p->mode == IP_LINEAR ? 1.0 : 2.0;
+  int64_t start = (int64_t)floor(-support / scale) + 1;
+  return 2 - 2 * start;
+}
+
+static void aa_weights(const rs_params *p, double xo, int64_t in, double scale, int64_t n, int64_t *idx, double *w) {
+  double fl = floor(xo), ratio = xo == fl ? 1.0 : xo - fl, base = xo - ratio, sum = 0;
+  int64_t start = 1 - n / 2;
+  for (int64_t m = 0; m < n; m++) {
+    double a = fabs(((double)(start + m) - ratio) * scale), c;
+    if (p->mode == IP_LINEAR) c = a < 1 ? 1 - a : 0;
+    else {
+      double A = p->cubic_a;
+      c = a <= 1 ? ((A + 2) * a - (A + 3)) * a * a + 1 : a < 2 ? ((A * a - 5 * A) * a + 8 * A) * a - 4 * A : 0;
+    }
+    int64_t j = (int64_t)base + start + m;
+    if (p->exclude_outside && (j < 0 || j >= in)) c = 0;
+    idx[m] = clampi(j, 0, in - 1);
+    w[m] = c;
+    sum += c;
+  }
+  for (int64_t m = 0; m < n; m++) w[m] = sum != 0 ? w[m] / sum : 0;
+}
+
 /* Resamples axis `ax` of x from `in` to `out` positions. */
 static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t ax, int64_t out, double scale,
                               double r0, double r1, rlx_id *res) {
   const rlx_shape *xs = oi_shape(c, x);
   int64_t in = xs->dims[ax];
   uint32_t taps = p->mode == IP_NEAREST ? 1 : p->mode == IP_LINEAR ? 2 : 4;
-  if (out > ((int64_t)1 << 24)) return oi_unsupported(c, "a resized axis of %lld positions", (long long)out);
+  bool aa = p->antialias && p->mode != IP_NEAREST && scale < 1;
+  if (aa) {
+    int64_t n = aa_taps(p, scale);
+    if (n > 1024) return oi_unsupported(c, "an antialiased downscale by %g (%lld filter taps)", scale, (long long)n);
+    taps = (uint32_t)n;
+  }
+  if (out > ((int64_t)1 << 24) || (size_t)out * taps > ((size_t)1 << 26))
+    return oi_unsupported(c, "a resized axis of %lld positions", (long long)out);
   int64_t *idx = oi_scratch(c, (size_t)(taps * out) * sizeof *idx);
   double *w = oi_scratch(c, (size_t)(taps * out) * sizeof *w);
   bool *outside = oi_scratch(c, (size_t)out * sizeof *outside);
@@ -75,7 +113,9 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
     double xo = source_coord(p, (double)o, in, out, scale, r0, r1);
     outside[o] = p->cm == CM_TF_CROP && (xo < 0 || xo > (double)(in - 1));
     any_outside |= outside[o];
-    if (p->mode == IP_NEAREST) {
+    if (aa) {
+      aa_weights(p, xo, in, scale, taps, idx + (size_t)o * taps, w + (size_t)o * taps);
+    } else if (p->mode == IP_NEAREST) {
       double r;
       switch (p->nm) {
       case NM_ROUND_PREFER_FLOOR: r = (xo == floor(xo) + 0.5) ? floor(xo) : round(xo); break;
@@ -196,7 +236,7 @@ static rlx_status parse_modes(oi_node *c, bool upsample, rs_params *p) {
       const char *kp;
       RLX_TRY(oi_attr_i(c, "antialias", 0, &aa));
       RLX_TRY(oi_attr_s(c, "keep_aspect_ratio_policy", "stretch", &kp));
-      if (aa) return oi_unsupported(c, "antialias = 1");
+      p->antialias = aa != 0;
       if (strcmp(kp, "stretch") == 0) p->keep_aspect = 0;
       else if (strcmp(kp, "not_larger") == 0) p->keep_aspect = -1;
       else if (strcmp(kp, "not_smaller") == 0) p->keep_aspect = 1;
