@@ -267,6 +267,56 @@ static void test_optionals(void) {
   mw_free(&m);
 }
 
+/* If with a condition known only at run time: both branches give sequences of 2 elements (one
+ * RLX If per element); y = concat of the chosen one. A branch of another length is a gap. */
+static void test_if_runtime_sequences(void) {
+  mw_buf tn[] = {mw_node("SequenceConstruct", "a,b", "t_s", NULL, 0)};
+  mw_buf en[] = {mw_node("Neg", "a", "na", NULL, 0), mw_node("SequenceConstruct", "b,na", "e_s", NULL, 0)};
+  mw_buf tout[] = {mw_value("t_s", mw_seq_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf eout[] = {mw_value("e_s", mw_seq_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf th = mw_attr_graph("then_branch", mw_graph("then", tn, 1, NULL, 0, tout, 1));
+  mw_buf el = mw_attr_graph("else_branch", mw_graph("else", en, 2, NULL, 0, eout, 1));
+  mw_buf ax = mw_attr_int("axis", 0);
+  mw_buf nodes[] = {mw_node("If", "cond", "s", MW_ARR(th, el), 2), mw_node("ConcatFromSequence", "s", "y", &ax, 1)};
+  mw_buf ins[] = {mw_value("cond", mw_tensor_type(MW_BOOL, 0, NULL)), f32_in("a", 1, D(3)), f32_in("b", 1, D(3))};
+  mw_buf outs[] = {out_any("y")};
+  mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 3, outs, 1));
+  for (int cv = 0; cv < 2; cv++) {
+    bool cond = cv == 1;
+    rlx_named_tensor feed[] = {{"cond", {&cond, rlx_shape_scalar(RLX_BOOL)}}, f32_tensor("a", A, 1, D(3)),
+                               f32_tensor("b", B, 1, D(3))};
+    float want[6];
+    for (int i = 0; i < 3; i++) {
+      want[i] = cond ? A[i] : B[i];
+      want[3 + i] = cond ? B[i] : -A[i];
+    }
+    runner r;
+    /* no options: the condition's value is not known while importing */
+    if (run_model(&m, NULL, feed, 3, &r)) {
+      CHECK(r.n_outs == 1);
+      CHECK(is_f32(&r.outs[0], 1, D(6), want, 6));
+    }
+    runner_free(&r);
+  }
+  mw_free(&m);
+  /* then gives 2 elements, else 1 */
+  mw_buf tn2[] = {mw_node("SequenceConstruct", "a,b", "t_s", NULL, 0)};
+  mw_buf en2[] = {mw_node("SequenceConstruct", "b", "e_s", NULL, 0)};
+  mw_buf tout2[] = {mw_value("t_s", mw_seq_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf eout2[] = {mw_value("e_s", mw_seq_type(mw_tensor_type(MW_F32, 1, D(3))))};
+  mw_buf th2 = mw_attr_graph("then_branch", mw_graph("then", tn2, 1, NULL, 0, tout2, 1));
+  mw_buf el2 = mw_attr_graph("else_branch", mw_graph("else", en2, 1, NULL, 0, eout2, 1));
+  mw_buf nodes2[] = {mw_node("If", "cond", "s", MW_ARR(th2, el2), 2), mw_node("SequenceLength", "s", "y", NULL, 0)};
+  mw_buf ins2[] = {mw_value("cond", mw_tensor_type(MW_BOOL, 0, NULL)), f32_in("a", 1, D(3)), f32_in("b", 1, D(3))};
+  mw_buf outs2[] = {out_any("y")};
+  mw_buf m2 = mw_model(13, mw_graph("g", nodes2, NELEMS(nodes2), ins2, 3, outs2, 1));
+  rlx_graph *g = NULL;
+  CHECK_ERR(import(&m2, NULL, &g), RLX_ERR_UNSUPPORTED,
+            "output 0 is a sequence of 2 elements in then_branch but a sequence of 1 element in else_branch");
+  rlx_graph_free(g);
+  mw_free(&m2);
+}
+
 /* ======================================================================================
  * Errors
  * ====================================================================================== */
@@ -510,6 +560,7 @@ int main(void) {
   test_sequence_map();
   test_loop_and_if();
   test_optionals();
+  test_if_runtime_sequences();
   test_errors();
   test_sequence_graph_io();
   test_optional_graph_io();

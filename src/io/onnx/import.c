@@ -576,9 +576,11 @@ static void sanitize_name(const char *in, char *out, size_t cap) {
   out[n] = 0;
 }
 
-rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes, uint32_t n_args,
-                          const char *const *caps, uint32_t n_caps, const uint32_t *which, uint32_t n_which,
-                          rlx_graph **out) {
+/* oi_child_graph; `elem` (with one output in `which`) picks element elem of a sequence output,
+ * OI_WHOLE_VALUE the output itself (the content of a present optional tensor too). */
+static rlx_status child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes, uint32_t n_args,
+                              const char *const *caps, uint32_t n_caps, const uint32_t *which, uint32_t n_which,
+                              uint32_t elem, rlx_graph **out) {
   if (n_args != gp->n_input) return oi_bad(c, "body \"%s\" takes %zu inputs, %u given", str(gp->name), gp->n_input, n_args);
   char gname[128];
   sanitize_name(str(gp->name), gname, sizeof gname);
@@ -617,12 +619,35 @@ rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shap
   if (st == RLX_OK && n_which > 64) st = oi_unsupported(c, "bodies with more than 64 outputs");
   for (uint32_t i = 0; i < n_which && st == RLX_OK; i++) {
     if (which[i] >= gp->n_output) st = oi_bad(c, "body \"%s\" has no output %u", str(gp->name), which[i]);
-    else st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]);
+    else if (elem == OI_NO_ELEM || n_which != 1) st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]);
+    else {
+      oi_value v = {.id = RLX_NO_ID};
+      st = lookup_value(c, &s, gp->output[which[i]]->name, &v);
+      if (st == RLX_OK && elem == OI_WHOLE_VALUE) {
+        if (v.kind == OI_KIND_TENSOR) outs[i] = v.id;
+        else st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]); /* explains why not */
+      } else if (st == RLX_OK) {
+        if (v.kind != OI_KIND_SEQ || elem >= v.n_seq)
+          st = rlx_errorf(RLX_ERR_INTERNAL, "body output \"%s\" has no element %u", gp->output[which[i]]->name, elem);
+        else outs[i] = v.seq[elem];
+      }
+    }
   }
   if (st == RLX_OK) st = rlx_graph_set_outputs(child, outs, n_which);
   oi_scope_free(&s);
   if (st == RLX_OK) *out = child;
   return st;
+}
+
+rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes, uint32_t n_args,
+                          const char *const *caps, uint32_t n_caps, const uint32_t *which, uint32_t n_which,
+                          rlx_graph **out) {
+  return child_graph(c, gp, arg_shapes, n_args, caps, n_caps, which, n_which, OI_NO_ELEM, out);
+}
+
+rlx_status oi_child_graph_elem(oi_node *c, const Onnx__GraphProto *gp, const char *const *caps, uint32_t n_caps,
+                               uint32_t k, uint32_t elem, rlx_graph **out) {
+  return child_graph(c, gp, NULL, 0, caps, n_caps, &k, 1, elem, out);
 }
 
 /* ======================================================================================

@@ -361,5 +361,12 @@ rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const 
 rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes,
                           uint32_t n_args, const char *const *caps, uint32_t n_caps,
                           const uint32_t *which, uint32_t n_which, rlx_graph **out);
+/* Same for a body without formal inputs (an If branch) with one output: element `elem` of its
+ * output k when that is a sequence, or with OI_WHOLE_VALUE output k itself (a tensor, or the
+ * tensor in a present optional). */
+#define OI_WHOLE_VALUE 0xffffffffu
+#define OI_NO_ELEM 0xfffffffeu
+rlx_status oi_child_graph_elem(oi_node *c, const Onnx__GraphProto *gp, const char *const *caps,
+                               uint32_t n_caps, uint32_t k, uint32_t elem, rlx_graph **out);
 
 #endif

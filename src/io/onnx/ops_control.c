@@ -24,6 +24,75 @@ static bool const_scalar(oi_node *c, rlx_id id, int64_t *v) {
  * If
  * ====================================================================================== */
 
+/* One RLX If computing output k of the branches (element `elem` of it when it is a sequence,
+ * see oi_child_graph_elem; OI_NO_ELEM for a plain tensor); ops = condition + captures. */
+static rlx_status if_node(oi_node *c, const Onnx__GraphProto *const *br, const char *const *caps, uint32_t ncap,
+                          const rlx_id *ops, uint32_t k, uint32_t elem, rlx_id *out) {
+  rlx_graph *g[2];
+  for (int b = 0; b < 2; b++) {
+    if (elem == OI_NO_ELEM) RLX_TRY(oi_child_graph(c, br[b], NULL, 0, caps, ncap, &k, 1, &g[b]));
+    else RLX_TRY(oi_child_graph_elem(c, br[b], caps, ncap, k, elem, &g[b]));
+  }
+  const rlx_shape *s0 = &rlx_graph_node(g[0], rlx_graph_outputs(g[0])[0])->shape;
+  const rlx_shape *s1 = &rlx_graph_node(g[1], rlx_graph_outputs(g[1])[0])->shape;
+  if (!rlx_shape_compatible(s0, s1)) {
+    char el[48] = "";
+    if (elem != OI_NO_ELEM && elem != OI_WHOLE_VALUE) snprintf(el, sizeof el, " (element %u)", elem);
+    return oi_unsupported(c, "output %u%s has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k, el,
+                          rlx_fmt_shape(s0), rlx_fmt_shape(s1));
+  }
+  rlx_attrs_If ia = {g[0], g[1]};
+  RLX_TRY(rlx_graph_add(c->g, RLX_OP_If, ops, ncap + 1, &ia, NULL, NULL, out));
+  c->m->emitted++;
+  return RLX_OK;
+}
+
+/* "a sequence of 3 elements", "an empty optional", ... */
+static const char *describe(const oi_value *v, char *buf, size_t cap) {
+  if (v->kind == OI_KIND_SEQ)
+    snprintf(buf, cap, "a%s sequence of %u element%s", v->optional ? "n optional" : "", v->n_seq, v->n_seq == 1 ? "" : "s");
+  else snprintf(buf, cap, "%s", v->kind == OI_KIND_NONE ? "an empty optional" : v->optional ? "an optional tensor" : "a tensor");
+  return buf;
+}
+
+/* Does some branch declare an output of sequence or optional type? */
+static bool branches_declare_containers(const Onnx__GraphProto *const *br) {
+  for (int b = 0; b < 2; b++)
+    for (size_t k = 0; k < br[b]->n_output; k++) {
+      const Onnx__TypeProto *tp = br[b]->output[k]->type;
+      if (tp && (tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+                 tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE))
+        return true;
+    }
+  return false;
+}
+
+/* Output k of an If whose branches give sequences or optionals (their values pv[0], pv[1] from
+ * an inline import of each branch): both must give the same kind and length; each element
+ * becomes an RLX If. */
+static rlx_status if_container(oi_node *c, const Onnx__GraphProto *const *br, const char *const *caps, uint32_t ncap,
+                               const rlx_id *ops, uint32_t k, const oi_value *a, const oi_value *b) {
+  if (a->kind != b->kind || a->optional != b->optional || (a->kind == OI_KIND_SEQ && a->n_seq != b->n_seq)) {
+    char da[64], db[64];
+    return oi_unsupported(c, "output %u is %s in then_branch but %s in else_branch; with a condition known only at run "
+                             "time both branches must give the same kind and sequence length",
+                          k, describe(a, da, sizeof da), describe(b, db, sizeof db));
+  }
+  oi_value v = *a;
+  v.hint = NULL;
+  if (a->kind == OI_KIND_TENSOR) {
+    RLX_TRY(if_node(c, br, caps, ncap, ops, k, OI_WHOLE_VALUE, &v.id));
+  } else if (a->kind == OI_KIND_SEQ) {
+    rlx_id *ids = oi_scratch(c, ((size_t)a->n_seq + 1) * sizeof *ids);
+    if (!ids) return oi_nomem(c);
+    for (uint32_t j = 0; j < a->n_seq; j++) RLX_TRY(if_node(c, br, caps, ncap, ops, k, j, &ids[j]));
+    RLX_TRY(oi_seq_value(c->m, ids, a->n_seq, a->elem, &v));
+    v.optional = a->optional;
+  }
+  oi_set_out_value(c, k, &v);
+  return RLX_OK;
+}
+
 static rlx_status map_if(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "cond"));
   const Onnx__GraphProto *br[2];
@@ -74,18 +143,21 @@ static rlx_status map_if(oi_node *c) {
     }
     ops[i + 1] = v->id;
   }
+  /* Branches declaring sequence or optional outputs are first imported inline once, to learn
+   * what each output is (kind, length); those nodes are dead and dropped after the import. */
+  oi_value *pv[2] = {NULL, NULL};
+  if (branches_declare_containers(br))
+    for (int b = 0; b < 2; b++) {
+      pv[b] = oi_scratch(c, ((size_t)c->n_out + 1) * sizeof *pv[b]);
+      if (!pv[b]) return oi_nomem(c);
+      RLX_TRY(oi_inline_graph_values(c, br[b], NULL, 0, pv[b], c->n_out));
+    }
   for (uint32_t k = 0; k < c->n_out; k++) {
     if (!c->out_used[k]) continue;
-    rlx_graph *g[2];
-    for (int b = 0; b < 2; b++) RLX_TRY(oi_child_graph(c, br[b], NULL, 0, caps, ncap, &k, 1, &g[b]));
-    const rlx_shape *s0 = &rlx_graph_node(g[0], rlx_graph_outputs(g[0])[0])->shape;
-    const rlx_shape *s1 = &rlx_graph_node(g[1], rlx_graph_outputs(g[1])[0])->shape;
-    if (!rlx_shape_compatible(s0, s1))
-      return oi_unsupported(c, "output %u has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k,
-                            rlx_fmt_shape(s0), rlx_fmt_shape(s1));
-    rlx_attrs_If ia = {g[0], g[1]};
-    RLX_TRY(rlx_graph_add(c->g, RLX_OP_If, ops, ncap + 1, &ia, NULL, NULL, &c->out[k]));
-    c->m->emitted++;
+    bool plain = !pv[0] || (pv[0][k].kind == OI_KIND_TENSOR && !pv[0][k].optional && pv[1][k].kind == OI_KIND_TENSOR &&
+                            !pv[1][k].optional);
+    if (plain) RLX_TRY(if_node(c, br, caps, ncap, ops, k, OI_NO_ELEM, &c->out[k]));
+    else RLX_TRY(if_container(c, br, caps, ncap, ops, k, &pv[0][k], &pv[1][k]));
   }
   return RLX_OK;
 }
