@@ -72,22 +72,18 @@ static rlx_status map_nms(oi_node *c) {
   if (!oi_in_value(c, 0, &bd, &bsh) || !oi_in_value(c, 1, &sd, &ssh))
     return oi_needs_value(c, "inputs boxes and scores must be known at import time (the number of selected boxes "
                              "depends on their values)");
-  double maxo = 0, iou = 0, sthr = 0;
-  bool has_max, has_iou, has_sthr;
+  double maxo = 0, iou = 0, sthr = 0; /* defaults: select nothing, suppress any overlap */
+  bool has_iou, has_sthr;
   if (oi_has(c, 2)) {
     int64_t *mv;
     size_t mn;
     RLX_TRY(oi_in_ints(c, 2, "max_output_boxes_per_class", &mv, &mn));
     if (mn > 1) return oi_bad(c, "input 2 (max_output_boxes_per_class) must hold one value, not %zu", mn);
-    has_max = mn == 1;
-    if (has_max) maxo = mv[0] < 0 ? 0 : (double)mv[0];
-  } else {
-    has_max = false;
+    if (mn == 1 && mv[0] > 0) maxo = (double)mv[0]; /* negative counts select nothing */
   }
   RLX_TRY(opt_scalar(c, 3, "iou_threshold", &iou, &has_iou));
   RLX_TRY(opt_scalar(c, 4, "score_threshold", &sthr, &has_sthr));
   if (has_iou && !(iou >= 0 && iou <= 1)) return oi_bad(c, "iou_threshold must lie in [0, 1], not %g", iou);
-  if (!has_max) maxo = 0; /* the default: select nothing */
   int64_t B = bsh.dims[0], N = bsh.dims[1], C = ssh.dims[1];
   if (ssh.dims[0] != B || ssh.dims[2] != N)
     return oi_bad(c, "scores %s do not match boxes %s (want [%lld, classes, %lld])", rlx_fmt_shape(&ssh),
