@@ -51,6 +51,19 @@ rlx_status cli_load_graph(const char *file, int argc, char **argv, rlx_graph **o
  * rlx_npy_tensor_free(t, NULL)). */
 rlx_status cli_load_tensor(const char *path, rlx_tensor *out);
 
+/* The tensors of --input NAME=PATH arguments. A .pb file holding an ONNX SequenceProto (a sequence
+ * graph input) gives one entry per element, named NAME.0, NAME.1, ... as the importer names the
+ * Inputs of a sequence, and a length entry (seq_names / seq_lengths, for rlx_onnx_options). */
+typedef struct cli_inputs {
+  rlx_named_tensor *v; /* names and data owned here */
+  uint32_t n, cap;
+  const char **seq_names;
+  int64_t *seq_lengths;
+  uint32_t n_seqs, cap_seqs;
+} cli_inputs;
+rlx_status cli_inputs_add(cli_inputs *in, const char *name, const char *path);
+void cli_inputs_free(cli_inputs *in);
+
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);
 

@@ -22,11 +22,100 @@ rlx_status cli_load_tensor(const char *path, rlx_tensor *out) {
   return rlx_npy_load(path, NULL, out);
 }
 
+static char *dup_str(const char *s) {
+  size_t n = strlen(s);
+  char *c = malloc(n + 1);
+  if (c) memcpy(c, s, n + 1);
+  return c;
+}
+
+/* Takes t (and the malloc'ed name) into in. */
+static rlx_status inputs_push(cli_inputs *in, char *name, rlx_tensor t) {
+  if (in->n == in->cap) {
+    uint32_t cap = in->cap ? in->cap * 2 : 8;
+    rlx_named_tensor *nv = realloc(in->v, cap * sizeof *nv);
+    if (!nv) {
+      free(name);
+      rlx_npy_tensor_free(&t, NULL);
+      return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    }
+    in->v = nv;
+    in->cap = cap;
+  }
+  in->v[in->n++] = (rlx_named_tensor){name, t};
+  return RLX_OK;
+}
+
+static rlx_status inputs_seq(cli_inputs *in, const char *name, int64_t len) {
+  if (in->n_seqs == in->cap_seqs) {
+    uint32_t cap = in->cap_seqs ? in->cap_seqs * 2 : 4;
+    const char **nn = realloc(in->seq_names, cap * sizeof *nn);
+    if (nn) in->seq_names = nn;
+    int64_t *nl = realloc(in->seq_lengths, cap * sizeof *nl);
+    if (nl) in->seq_lengths = nl;
+    if (!nn || !nl) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    in->cap_seqs = cap;
+  }
+  char *c = dup_str(name);
+  if (!c) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  in->seq_names[in->n_seqs] = c;
+  in->seq_lengths[in->n_seqs++] = len;
+  return RLX_OK;
+}
+
+rlx_status cli_inputs_add(cli_inputs *in, const char *name, const char *path) {
+  rlx_tensor t;
+  rlx_status s = cli_load_tensor(path, &t);
+  if (s == RLX_OK) {
+    char *c = dup_str(name);
+    if (!c) {
+      rlx_npy_tensor_free(&t, NULL);
+      return rlx_errorf(RLX_ERR_OOM, "out of memory");
+    }
+    return inputs_push(in, c, t);
+  }
+  if (!ends_with(path, ".pb")) return s;
+  /* not a TensorProto: a SequenceProto? (keep the TensorProto error when it is neither) */
+  char *why = dup_str(rlx_last_error());
+  rlx_onnx_seq_value sv;
+  if (rlx_onnx_sequence_load(path, false, NULL, &sv) != RLX_OK) {
+    s = rlx_errorf(s, "%s", why ? why : "not a TensorProto or SequenceProto");
+    free(why);
+    return s;
+  }
+  free(why);
+  s = inputs_seq(in, name, sv.n);
+  uint32_t k = 0;
+  for (; k < sv.n && s == RLX_OK; k++) {
+    size_t nl = strlen(name) + 16;
+    char *c = malloc(nl);
+    if (!c) {
+      s = rlx_errorf(RLX_ERR_OOM, "out of memory");
+      break;
+    }
+    snprintf(c, nl, "%s.%u", name, k);
+    s = inputs_push(in, c, sv.v[k]); /* takes the element either way */
+    sv.v[k].data = NULL;
+  }
+  rlx_onnx_seq_value_free(&sv, NULL);
+  return s;
+}
+
+void cli_inputs_free(cli_inputs *in) {
+  for (uint32_t i = 0; i < in->n; i++) {
+    free((char *)in->v[i].name);
+    rlx_npy_tensor_free(&in->v[i].tensor, NULL);
+  }
+  for (uint32_t i = 0; i < in->n_seqs; i++) free((char *)in->seq_names[i]);
+  free(in->v);
+  free(in->seq_names);
+  free(in->seq_lengths);
+  memset(in, 0, sizeof *in);
+}
+
 /* The --input NAME=PATH and --dim NAME=SIZE arguments of argv, loaded for the importer. */
 typedef struct model_args {
-  rlx_named_tensor *inputs;
-  char **names;
-  uint32_t n_inputs;
+  cli_inputs in;
   const char **dim_names;
   char **dim_name_copies;
   int64_t *dim_values;
@@ -34,13 +123,8 @@ typedef struct model_args {
 } model_args;
 
 static void model_args_free(model_args *a) {
-  for (uint32_t i = 0; i < a->n_inputs; i++) {
-    rlx_npy_tensor_free(&a->inputs[i].tensor, NULL);
-    free(a->names[i]);
-  }
+  cli_inputs_free(&a->in);
   for (uint32_t i = 0; i < a->n_dims; i++) free(a->dim_name_copies[i]);
-  free(a->inputs);
-  free(a->names);
   free(a->dim_names);
   free(a->dim_name_copies);
   free(a->dim_values);
@@ -59,12 +143,10 @@ static char *dup_n(const char *s, size_t n) {
 static rlx_status model_args_load(int argc, char **argv, model_args *a) {
   memset(a, 0, sizeof *a);
   size_t cap = (size_t)argc + 1;
-  a->inputs = calloc(cap, sizeof *a->inputs);
-  a->names = calloc(cap, sizeof *a->names);
   a->dim_names = calloc(cap, sizeof *a->dim_names);
   a->dim_name_copies = calloc(cap, sizeof *a->dim_name_copies);
   a->dim_values = calloc(cap, sizeof *a->dim_values);
-  if (!a->inputs || !a->names || !a->dim_names || !a->dim_name_copies || !a->dim_values)
+  if (!a->dim_names || !a->dim_name_copies || !a->dim_values)
     return rlx_errorf(RLX_ERR_OOM, "out of memory");
   for (int i = 1; i + 1 < argc; i++) {
     bool is_in = strcmp(argv[i], "--input") == 0, is_dim = strcmp(argv[i], "--dim") == 0;
@@ -86,22 +168,20 @@ static rlx_status model_args_load(int argc, char **argv, model_args *a) {
       a->dim_values[a->n_dims++] = x;
       continue;
     }
-    rlx_status s = cli_load_tensor(eq + 1, &a->inputs[a->n_inputs].tensor);
-    if (s) {
-      free(name);
-      return rlx_error_context(s, "input '%s'", v);
-    }
-    a->names[a->n_inputs] = name;
-    a->inputs[a->n_inputs].name = name;
-    a->n_inputs++;
+    rlx_status s = cli_inputs_add(&a->in, name, eq + 1);
+    free(name);
+    if (s) return rlx_error_context(s, "input '%s'", v);
   }
   return RLX_OK;
 }
 
 static void options_from(const model_args *a, rlx_onnx_options *o) {
   rlx_onnx_options_init(o);
-  o->inputs = a->inputs;
-  o->n_inputs = a->n_inputs;
+  o->inputs = a->in.v;
+  o->n_inputs = a->in.n;
+  o->seq_names = a->in.seq_names;
+  o->seq_lengths = a->in.seq_lengths;
+  o->n_seqs = a->in.n_seqs;
   o->dim_names = a->dim_names;
   o->dim_values = a->dim_values;
   o->n_dims = a->n_dims;

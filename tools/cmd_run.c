@@ -89,7 +89,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
   int n_in = 0, n_par = 0, rc = CLI_OK;
   rlx_graph *g = NULL;
   rlx_executable *e = NULL;
-  rlx_named_tensor *named = NULL;
+  cli_inputs fed = {0};
   rlx_tensor *loaded = NULL;
   int n_loaded = 0;
   if (!inputs || !params) {
@@ -163,8 +163,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
   }
 
   loaded = calloc((size_t)(n_in + n_par) + rlx_executable_param_count(e) + 1, sizeof *loaded);
-  named = calloc((size_t)n_in + 1, sizeof *named);
-  if (!loaded || !named) {
+  if (!loaded) {
     rc = cli_fail(self, "out of memory");
     goto done;
   }
@@ -216,17 +215,14 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
   for (int i = 0; i < n_loaded; i++) rlx_npy_tensor_free(&loaded[i], NULL);
   n_loaded = 0;
 
-  for (int i = 0; i < n_in; i++) {
-    if (cli_load_tensor(inputs[i].path, &loaded[n_loaded]) != RLX_OK) {
+  for (int i = 0; i < n_in; i++) /* a SequenceProto .pb gives NAME.0, NAME.1, ... */
+    if (cli_inputs_add(&fed, inputs[i].name, inputs[i].path) != RLX_OK) {
       rc = cli_fail(self, "input '%s': %s", inputs[i].name, rlx_last_error());
       goto done;
     }
-    named[i].name = inputs[i].name;
-    named[i].tensor = loaded[n_loaded++];
-  }
   const rlx_tensor *outs;
   uint32_t n_outs;
-  if (rlx_executable_run(e, named, (uint32_t)n_in, &outs, &n_outs) != RLX_OK) {
+  if (rlx_executable_run(e, fed.v, fed.n, &outs, &n_outs) != RLX_OK) {
     rc = cli_fail(self, "%s: %s", file, rlx_last_error());
     goto done;
   }
@@ -259,7 +255,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
 done:
   for (int i = 0; i < n_loaded; i++) rlx_npy_tensor_free(&loaded[i], NULL);
   free(loaded);
-  free(named);
+  cli_inputs_free(&fed);
   rlx_executable_free(e);
   rlx_graph_free(g);
   if (inputs) free_bindings(inputs, n_in);
