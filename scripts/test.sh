@@ -15,6 +15,7 @@ bash scripts/setup.sh || { echo "test: setup failed" >&2; echo "0 passed, 1 fail
 
 JOBS=$(nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS=${RLX_FUZZ_SECONDS:-30}
+ONNX_NODE_DATA=/usr/include/onnx/backend/test/data/node
 export ASAN_OPTIONS=detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
@@ -82,6 +83,11 @@ else
     for seeds in "tests/fuzz/corpus/$name" "tests/fuzz/corpus/${name#fuzz_}"; do
       if [ -d "$seeds" ]; then cp -R "$seeds/." "$work/corpus/"; break; fi
     done
+    # The importer also starts from every model of ONNX's node tests (Debian's libonnx-testdata),
+    # so each op mapping is reached from the first second on.
+    if [ "$name" = fuzz_onnx ] && [ -d "$ONNX_NODE_DATA" ]; then
+      for m in "$ONNX_NODE_DATA"/*/model.onnx; do cp "$m" "$work/corpus/node_$(basename "$(dirname "$m")").onnx"; done
+    fi
     echo "=== fuzz $name: ${FUZZ_SECONDS}s on $(find "$work/corpus" -type f | wc -l) seeds"
     (cd "$work" && "$ROOT/$bin" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
        -print_final_stats=1 -artifact_prefix="$work/artifacts/" corpus 2>&1 | awk '!/^#[0-9]+|^\tNEW_FUNC/')
