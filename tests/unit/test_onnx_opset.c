@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* ONNX importer, opsets 18..28 (onnx 1.23): the opset gate, the TensorProto dtypes 17..28 named in
- * gaps, fields newer than Debian's onnx.proto (unknown fields), model-local functions reported,
+ * gaps, fields newer than Debian's onnx.proto (unknown fields), model-local functions inlined,
  * and semantic changes the generated onnx 1.23 node tests (tests/cli/test_onnx_conformance_new.sh)
  * do not pin down: Range's stash_type for 16-bit floats, Mod with fmod = 0 on floats (signed
  * zeros), SpaceToDepth's mode before and after opset 28, GroupNormalization's per-group (18) and
@@ -208,25 +208,131 @@ static void test_unknown_fields(void) {
   ob_model_free(m);
 }
 
-/* ---- a model-local function is reported by name ---- */
+/* ---- model-local functions are inlined ---- */
 
-static void test_local_function_reported(void) {
-  ob_model *m = ob_model_new(18);
+/* Appends ModelProto.functions (field 25) = FunctionProto {name, domain "local", inputs, outputs,
+ * nodes} to the packed model. `extra` adds raw FunctionProto bytes (e.g. unknown fields). */
+static void append_function(uint8_t **buf, size_t *len, const char *name, char **ins, size_t nin, char **outs, size_t nout,
+                            Onnx__NodeProto **nodes, size_t nn, const uint8_t *extra, size_t nextra) {
+  Onnx__FunctionProto f;
+  onnx__function_proto__init(&f);
+  f.name = (char *)name;
+  f.domain = "local";
+  f.input = ins, f.n_input = nin;
+  f.output = outs, f.n_output = nout;
+  f.node = nodes, f.n_node = nn;
+  size_t fl = onnx__function_proto__get_packed_size(&f), n = *len;
+  uint8_t *p = malloc(n + fl + nextra + 12);
+  if (!p) abort();
+  memcpy(p, *buf, n);
+  p[n++] = (25 << 3) | 2, p[n++] = 1; /* tag 25 (two varint bytes: 0xca 0x01) */
+  p[n - 2] = 0xca;
+  size_t body = fl + nextra;
+  do {
+    p[n++] = (uint8_t)((body & 0x7f) | (body > 0x7f ? 0x80 : 0));
+    body >>= 7;
+  } while (body);
+  n += onnx__function_proto__pack(&f, p + n);
+  if (nextra) memcpy(p + n, extra, nextra);
+  *buf = p;
+  *len = n + nextra;
+}
+
+static Onnx__NodeProto body_node(const char *op, char **in, size_t nin, char **out, size_t nout, const char *domain) {
+  Onnx__NodeProto n;
+  onnx__node_proto__init(&n);
+  n.op_type = (char *)op;
+  n.domain = (char *)domain;
+  n.input = in, n.n_input = nin;
+  n.output = out, n.n_output = nout;
+  return n;
+}
+
+/* The caller model: y = F(x) with F of domain "local"; `alpha` set on the call when >= 0. */
+static ob_model *call_model(const char *fname, float alpha) {
+  ob_model *m = ob_model_new(20);
   ob_input(m, "x", OB_FLOAT, 1, DIMS(3));
-  Onnx__NodeProto *call = ob_node(m, "MyRelu", "x", "y");
+  Onnx__NodeProto *call = ob_node(m, fname, "x", "y");
   call->domain = "local";
+  if (alpha >= 0) ob_attr_float(m, call, "alpha", alpha);
   ob_output(m, "y", OB_FLOAT, 1, DIMS(3));
-  size_t len;
-  const uint8_t *packed = ob_pack(m, &len);
-  /* FunctionProto {name "MyRelu" (1), input "a" (4), output "b" (5), domain "local" (10)} as
-   * ModelProto.functions (25) */
-  uint8_t *bytes = (uint8_t *)packed;
-  append_field(&bytes, &len, 25, "\x0a\x06MyRelu\x22\x01" "a\x2a\x01" "b\x52\x05local");
-  rlx_graph *g = NULL;
-  CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "calls the model-local function \"MyRelu\" of domain \"local\"");
-  rlx_graph_free(g);
-  free(bytes);
-  ob_model_free(m);
+  return m;
+}
+
+static void test_local_functions(void) {
+  char *a[] = {"a"}, *b[] = {"b"}, *t[] = {"t"}, *bt[] = {"b"};
+  float x[3] = {-2, 0.5f, 4};
+  rlx_named_tensor in = {"x", {x, rlx_shape_make(RLX_F32, 1, DIMS(3))}};
+  /* F(a) = LeakyRelu(a, alpha = @alpha) then Neg: with alpha 0.25 the call gives {0.5, -0.5, -4} */
+  {
+    ob_model *m = call_model("F", 0.25f);
+    size_t len;
+    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
+    Onnx__AttributeProto ref;
+    onnx__attribute_proto__init(&ref);
+    ref.name = "alpha";
+    ref.ref_attr_name = "alpha";
+    ref.has_type = 1;
+    ref.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    Onnx__AttributeProto *refs[1] = {&ref};
+    Onnx__NodeProto n0 = body_node("LeakyRelu", a, 1, t, 1, ""), n1 = body_node("Neg", t, 1, bt, 1, "");
+    n0.attribute = refs, n0.n_attribute = 1;
+    Onnx__NodeProto *nodes[2] = {&n0, &n1};
+    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, NULL, 0);
+    rlx_graph *g = NULL;
+    rlx_status s = import_bytes(bytes, len, &g);
+    CHECK_MSG(s == RLX_OK, "inlining: %s", rlx_last_error());
+    if (g) {
+      rlx_executable *e = NULL;
+      const rlx_tensor *outs;
+      uint32_t no;
+      const float want[3] = {0.5f, -0.5f, -4};
+      CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
+      if (e && rlx_executable_run(e, &in, 1, &outs, &no) == RLX_OK) CHECK(no == 1 && is_f32_bits(&outs[0], want, 3));
+      rlx_executable_free(e);
+    }
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+    /* the same function declaring default attribute values (attribute_proto, field 11, unknown to
+     * Debian's onnx.proto) called without alpha: a gap, not a silently different default */
+    m = call_model("F", -1);
+    bytes = (uint8_t *)ob_pack(m, &len);
+    static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0x80, 0x3e}; /* {name "alpha", f 0.25} */
+    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, defaults, sizeof defaults);
+    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "the function's default attribute values (attribute_proto) are not read");
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+  }
+  /* a function that calls itself: stopped at the nesting limit */
+  {
+    ob_model *m = call_model("R", -1);
+    size_t len;
+    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
+    Onnx__NodeProto n0 = body_node("R", a, 1, b, 1, "local");
+    Onnx__NodeProto *nodes[1] = {&n0};
+    append_function(&bytes, &len, "R", a, 1, b, 1, nodes, 1, NULL, 0);
+    rlx_graph *g = NULL;
+    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "model-local functions nested more than 16 deep");
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+  }
+  /* a body reading a name nothing defines is malformed */
+  {
+    ob_model *m = call_model("B", -1);
+    size_t len;
+    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
+    Onnx__NodeProto n0 = body_node("Relu", t, 1, b, 1, "");
+    Onnx__NodeProto *nodes[1] = {&n0};
+    append_function(&bytes, &len, "B", a, 1, b, 1, nodes, 1, NULL, 0);
+    rlx_graph *g = NULL;
+    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+  }
 }
 
 /* ---- Range stash_type (27) ---- */
@@ -361,7 +467,7 @@ int main(void) {
   test_opset_gate();
   test_new_dtypes_named();
   test_unknown_fields();
-  test_local_function_reported();
+  test_local_functions();
   test_range_stash_type();
   test_mod_float_floor();
   test_space_to_depth_mode();

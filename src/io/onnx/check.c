@@ -459,6 +459,63 @@ static rlx_status check_graph(chk *k, const Onnx__GraphProto *g, uint32_t depth,
   return s;
 }
 
+/* A model-local function (ModelProto.functions): names, attribute types and tensors of its
+ * nodes, and every node input a formal input or an output of an earlier node (function bodies
+ * are topologically sorted by definition). Subgraph attributes are refused when the function is
+ * inlined (ops_function.c). Every name read inside counts as used. */
+static rlx_status check_function(chk *k, const Onnx__FunctionProto *f, size_t fi) {
+  char where[600];
+  if (snprintf(where, sizeof where, "model: functions[%zu]", fi) < 0) where[0] = 0;
+  RLX_TRY(check_name(f->name, "field name", where));
+  if (f->domain && strlen(f->domain) > RLX_ONNX_MAX_NAME_BYTES) return rlx_errorf(RLX_ERR_FORMAT, "%s: field domain is too long", where);
+  if (snprintf(where, sizeof where, "model-local function \"%.200s\"", f->name) < 0) where[0] = 0;
+  if (f->n_input > OI_MAX_NODE_IO || f->n_output > OI_MAX_NODE_IO)
+    return rlx_errorf(RLX_ERR_FORMAT, "%s has more than %u inputs or outputs", where, OI_MAX_NODE_IO);
+  defs d = {{0}, NULL};
+  oi_map_init(&d.names, k->al, false);
+  rlx_status st = RLX_OK;
+  for (size_t i = 0; i < f->n_input && st == RLX_OK; i++) {
+    st = check_name(f->input[i], "an input name", where);
+    if (st == RLX_OK && oi_map_get(&d.names, f->input[i], NULL)) st = rlx_errorf(RLX_ERR_FORMAT, "%s: input \"%s\" is listed twice", where, f->input[i]);
+    if (st == RLX_OK) st = oi_map_put(&d.names, f->input[i], 0);
+  }
+  for (size_t i = 0; i < f->n_node && st == RLX_OK; i++) {
+    const Onnx__NodeProto *n = f->node[i];
+    char label[800];
+    if (snprintf(label, sizeof label, "%s: node #%zu (%.100s)", where, i, str(n->op_type)) < 0) label[0] = 0;
+    if (!n->op_type || !n->op_type[0]) st = rlx_errorf(RLX_ERR_FORMAT, "%s: field op_type is empty", label);
+    if (st == RLX_OK && (n->n_input > OI_MAX_NODE_IO || n->n_output > OI_MAX_NODE_IO))
+      st = rlx_errorf(RLX_ERR_FORMAT, "%s has more than %u inputs or outputs", label, OI_MAX_NODE_IO);
+    for (size_t j = 0; j < n->n_input && st == RLX_OK; j++) {
+      if (!n->input[j][0]) continue;
+      if (!oi_map_get(&d.names, n->input[j], NULL))
+        st = rlx_errorf(RLX_ERR_FORMAT, "%s reads \"%s\", which no formal input or earlier node of the function defines", label,
+                        n->input[j]);
+      if (st == RLX_OK) st = oi_map_put(&k->info->used, n->input[j], 1);
+    }
+    for (size_t a = 0; a < n->n_attribute && st == RLX_OK; a++) {
+      const Onnx__AttributeProto *at = n->attribute[a];
+      st = check_name(at->name, "an attribute name", label);
+      if (st == RLX_OK && oi_attr_type(at) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED && !(at->ref_attr_name && at->ref_attr_name[0]))
+        st = rlx_errorf(RLX_ERR_FORMAT, "%s: attribute \"%s\": field type is UNDEFINED and no value is set", label, at->name);
+      if (st == RLX_OK && at->t) st = check_tensor(at->t, label);
+      for (size_t t = 0; t < at->n_tensors && st == RLX_OK; t++) st = check_tensor(at->tensors[t], label);
+    }
+    for (size_t j = 0; j < n->n_output && st == RLX_OK; j++) {
+      if (!n->output[j][0]) continue;
+      if (oi_map_get(&d.names, n->output[j], NULL)) st = rlx_errorf(RLX_ERR_FORMAT, "%s defines \"%s\" a second time", label, n->output[j]);
+      if (st == RLX_OK) st = oi_map_put(&d.names, n->output[j], i + 1);
+    }
+  }
+  for (size_t i = 0; i < f->n_output && st == RLX_OK; i++) {
+    st = check_name(f->output[i], "an output name", where);
+    if (st == RLX_OK && !oi_map_get(&d.names, f->output[i], NULL))
+      st = rlx_errorf(RLX_ERR_FORMAT, "%s: output \"%s\" is not defined in its body", where, f->output[i]);
+  }
+  oi_map_free(&d.names);
+  return st;
+}
+
 rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi_model_info *info) {
   memset(info, 0, sizeof *info);
   info->al = al;
@@ -475,7 +532,9 @@ rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi
                         str(o->domain), (long long)o->version);
   }
   uint32_t idx;
-  return check_graph(&(chk){al, info}, m->graph, 0, NULL, "model", &idx);
+  chk k = {al, info};
+  for (size_t i = 0; i < m->n_functions; i++) RLX_TRY(check_function(&k, m->functions[i], i));
+  return check_graph(&k, m->graph, 0, NULL, "model", &idx);
 }
 
 void oi_model_info_free(oi_model_info *info) {

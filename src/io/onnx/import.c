@@ -310,7 +310,7 @@ static rlx_status gap(oi_imp *m, const Onnx__NodeProto *np, const char *fmt, ...
   return oi_gap_add(m, np, reason);
 }
 
-static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
+rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
   oi_imp *m = s->m;
   const char *op_type = str(np->op_type);
   if (++m->visited > OI_MAX_WORK || m->emitted > OI_MAX_WORK)
@@ -330,13 +330,13 @@ static rlx_status import_node(oi_scope *s, const Onnx__NodeProto *np) {
     if (v->state == OI_VAL_POISONED) return poison_outputs(s, np);
   }
   bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
-  for (size_t k = 0; k < m->model->n_functions; k++) { /* ModelProto.functions (IR 8+) */
-    const Onnx__FunctionProto *f = m->model->functions[k];
-    if (f->name && strcmp(f->name, op_type) == 0 && strcmp(f->domain ? f->domain : "", str(np->domain)) == 0) {
-      RLX_TRY(gap(m, np, "%s: calls the model-local function \"%s\" of domain \"%s\", which the importer does not inline (inline it "
-                         "before importing, e.g. with onnx.inliner.inline_local_functions)", op_type, op_type, str(np->domain)));
-      return poison_outputs(s, np);
-    }
+  const Onnx__FunctionProto *fn = oi_model_function(m, np); /* ModelProto.functions (IR 8+) */
+  if (fn) {
+    char why[512] = "";
+    rlx_status st = oi_inline_function(s, np, fn, why, sizeof why);
+    if (st != RLX_ERR_UNSUPPORTED) return st;
+    RLX_TRY(gap(m, np, "%s: model-local function of domain \"%s\": %s", op_type, str(np->domain), why[0] ? why : rlx_last_error()));
+    return poison_outputs(s, np);
   }
   if (!default_domain(np->domain) && !training) {
     RLX_TRY(gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain and %s)", op_type, np->domain,
@@ -499,7 +499,7 @@ rlx_status oi_import_nodes(oi_scope *s, const Onnx__GraphProto *gp) {
   const oi_graph_info *gi = oi_graph_info_of(&s->m->info, gp);
   if (!gi || !gi->order) return rlx_errorf(RLX_ERR_INTERNAL, "graph \"%s\" was not checked", str(gp->name));
   RLX_TRY(import_initializers(s, gp));
-  for (size_t i = 0; i < gp->n_node; i++) RLX_TRY(import_node(s, gp->node[gi->order[i]]));
+  for (size_t i = 0; i < gp->n_node; i++) RLX_TRY(oi_import_node(s, gp->node[gi->order[i]]));
   return RLX_OK;
 }
 

@@ -162,6 +162,7 @@ struct oi_imp {
   bool freeze;      /* inputs with values in the options become Constants */
   rlx_onnx_weights weights;
   rlx_arena seqs;   /* element lists of sequence values (one import attempt) */
+  uint32_t fn_depth; /* model-local functions being inlined (function.c) */
 };
 
 void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool inline_parent,
@@ -178,6 +179,18 @@ const oi_value *oi_scope_get(const oi_scope *s, const char *name);
 rlx_status oi_seq_value(oi_imp *m, const rlx_id *ids, uint32_t n, uint8_t elem, oi_value *out);
 /* "sequence", "optional", "empty optional" or "tensor": names a value's kind in messages. */
 const char *oi_kind_name(const oi_value *v);
+
+/* Imports one node into scope s (through the op table, or inlining a model-local function). */
+rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np);
+
+/* ---- model-local functions (function.c) ---- */
+/* The function of m->model that node np calls (same name and domain), or NULL. */
+const Onnx__FunctionProto *oi_model_function(const oi_imp *m, const Onnx__NodeProto *np);
+/* Imports the body of f in place of the call np, its formal inputs bound to np's inputs and its
+ * attribute references to np's attributes. RLX_ERR_UNSUPPORTED with the reason in why (cap
+ * bytes) for what it cannot inline; gaps inside the body are recorded as usual. */
+rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx__FunctionProto *f, char *why,
+                              size_t cap);
 
 /* Imports the initializers and nodes of `gp` into scope `s` (whose formal inputs and captures
  * the caller has bound already). */
