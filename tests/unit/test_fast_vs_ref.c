@@ -825,6 +825,35 @@ static void test_executor(bool torch_layout) {
   rlx_graph_free(f);
 }
 
+/* ======================================================================================
+ * Fft (f32 real-block lines: radix-2 and Bluestein lengths, both directions, every norm)
+ * ====================================================================================== */
+
+static void test_fft(void) {
+  /* last axis 2N: N = 1, 2, 8, 512 (radix-2) and 3, 5, 12, 400 (Bluestein) */
+  rlx_shape shapes[8] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),  SHP(F32, 2, 3, 16), SHP(F32, 9, 1024),
+                         SHP(F32, 4, 6), SHP(F32, 2, 10), SHP(F32, 7, 24),    SHP(F32, 5, 800)};
+  for (int s = 0; s < 8; s++)
+    for (int v = 0; v < 6; v++) {
+      tcase c;
+      targ a[1] = {{shapes[s], FILL_UNIFORM}};
+      rlx_attrs_Fft fa = {v >= 3, (rlx_fft_norm)(v % 3)};
+      char what[80];
+      snprintf(what, sizeof what, "Fft shape %d inverse %d norm %d", s, v >= 3, v % 3);
+      CHECK(build(&c, RLX_OP_Fft, &fa, NULL, 1, a, 0));
+      /* both compute in double and round once: they differ by an f32 rounding at most, except
+       * bins that are nearly zero, where double-level errors of the size of |y|max ~ sqrt(N) show */
+      double len = (double)shapes[s].dims[shapes[s].rank - 1] / 2;
+      if (c.node) run_case(what, &c, 1.2e-7, 1e-14 * sqrt(len));
+      case_free(&c);
+    }
+  tcase c;
+  targ a[1] = {{SHP(F64, 2, 8), FILL_UNIFORM}};
+  CHECK(build(&c, RLX_OP_Fft, NULL, NULL, 1, a, 0));
+  if (c.node) expect_declined("Fft f64", &c);
+  case_free(&c);
+}
+
 int main(void) {
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
@@ -837,6 +866,7 @@ int main(void) {
   test_where_cast();
   test_reduce();
   test_softmax();
+  test_fft();
   test_executor(false);
   test_executor(true);
   for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);

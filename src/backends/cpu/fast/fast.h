@@ -135,6 +135,8 @@ FK_DECL(Reduce);
 FK_DECL(Softmax);
 FK_DECL(SoftmaxCrossEntropyWithLogits);
 FK_DECL(SoftmaxCrossEntropyBackward);
+/* signal.c */
+FK_DECL(Fft);
 
 /* MatMul with operands read transposed (the executor's Transpose -> MatMul fusion): a and b as
  * stored; ta / tb say that the last two axes of a / b are to be swapped first. `n` is the MatMul

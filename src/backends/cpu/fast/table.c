@@ -28,4 +28,6 @@ const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT] = {
     FAST(Softmax),
     FAST(SoftmaxCrossEntropyWithLogits),
     FAST(SoftmaxCrossEntropyBackward),
+    /* signal.c */
+    FAST(Fft),
 };
