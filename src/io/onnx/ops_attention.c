@@ -3,7 +3,8 @@
  * Attention (multi-head, grouped-query and multi-query; 3-D or 4-D inputs; past/present key and
  * value caches; boolean or additive masks, bottom-right causal masking, nonpad_kv_seqlen, sliding
  * windows; softcap; softmax_precision; all four qk_matmul_output modes) and RotaryEmbedding
- * (full or partial rotation, split halves or interleaved pairs, optional position_ids). Shapes
+ * (full or partial rotation, split halves or interleaved pairs, optional position_ids), and the
+ * KV-cache update TensorScatter (opset 24). Shapes
  * must be static (the test runner and `rlx run` bind them from the inputs). */
 #include <math.h>
 #include <string.h>
@@ -340,7 +341,83 @@ static rlx_status map_rotary(oi_node *c) {
   return RLX_OK;
 }
 
+/* TensorScatter (opset 24), the KV-cache update: cache position p along `axis` of batch b takes
+ * update[.., p - w[b], ..] when 0 <= p - w[b] < sequence_length (w = write_indices, 0 when absent;
+ * with mode "circular" positions are taken modulo max_sequence_length), else past_cache[.., p, ..].
+ * Built as a GatherElements of the update with per-batch run-time indices and a Where. */
+static rlx_status map_tensor_scatter(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "past_cache"));
+  RLX_TRY(oi_need(c, 1, "update"));
+  int64_t axis;
+  const char *mode;
+  RLX_TRY(oi_attr_i(c, "axis", -2, &axis));
+  RLX_TRY(oi_attr_s(c, "mode", "linear", &mode));
+  bool circular = strcmp(mode, "circular") == 0;
+  if (!circular && strcmp(mode, "linear") != 0) return oi_bad(c, "attribute mode must be \"linear\" or \"circular\", not \"%s\"", mode);
+  const rlx_shape ps = *oi_in_shape(c, 0), us = *oi_in_shape(c, 1);
+  RLX_TRY(oi_need_static(c, &ps, "past_cache"));
+  RLX_TRY(oi_need_static(c, &us, "update"));
+  uint32_t a;
+  RLX_TRY(oi_axis(c, axis, ps.rank, "attribute axis", &a));
+  if (a == 0) return oi_bad(c, "attribute axis cannot be the batch axis 0");
+  bool same = ps.rank == us.rank && ps.dtype == us.dtype;
+  for (uint32_t i = 0; i < ps.rank && same; i++) same = i == a || ps.dims[i] == us.dims[i];
+  if (!same || us.dims[a] > ps.dims[a])
+    return oi_bad(c, "update %s must match past_cache %s except for a sequence axis %u no longer than the cache's", rlx_fmt_shape(&us),
+                  rlx_fmt_shape(&ps), a);
+  int64_t B = ps.dims[0], M = ps.dims[a], S = us.dims[a];
+  if (S == 0) {
+    c->out[0] = c->in[0];
+    return RLX_OK;
+  }
+  /* w: [B, 1, ..., 1] */
+  rlx_id w, pos, rel, zero, lo, hi, valid, idx;
+  int64_t wd[RLX_MAX_RANK], pd[RLX_MAX_RANK];
+  for (uint32_t i = 0; i < ps.rank; i++) wd[i] = i == 0 ? B : 1, pd[i] = i == a ? M : 1;
+  if (oi_has(c, 2)) {
+    const rlx_shape *wsh = oi_in_shape(c, 2);
+    if (wsh->rank != 1 || wsh->dims[0] != B) return oi_bad(c, "write_indices must be [batch_size = %lld], got %s", (long long)B, rlx_fmt_shape(wsh));
+    RLX_TRY(oi_cast(c, c->in[2], RLX_I64, &w));
+  } else {
+    rlx_dim bd = B;
+    RLX_TRY(oi_fill(c, rlx_shape_make(RLX_I64, 1, &bd), 0.0, &w));
+  }
+  RLX_TRY(oi_reshape(c, w, ps.rank, wd, &w));
+  int64_t *pv = oi_scratch(c, (size_t)M * sizeof *pv);
+  if (!pv) return oi_nomem(c);
+  for (int64_t p = 0; p < M; p++) pv[p] = p;
+  RLX_TRY(oi_i64s(c, pv, (uint32_t)M, &pos));
+  RLX_TRY(oi_reshape(c, pos, ps.rank, pd, &pos));
+  RLX_TRY(oi_bin(c, RLX_BINOP_SUB, pos, w, &rel)); /* [B, .., M, ..] */
+  RLX_TRY(oi_scalar(c, RLX_I64, 0, &zero));
+  if (circular) { /* rel mod M, into [0, M) */
+    rlx_id neg, adj;
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_MOD, rel, (double)M, &rel));
+    RLX_TRY(oi_cmp(c, RLX_CMP_LT, rel, zero, &neg));
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, rel, (double)M, &adj));
+    RLX_TRY(oi_where(c, neg, adj, rel, &rel));
+  }
+  RLX_TRY(oi_cmp(c, RLX_CMP_GE, rel, zero, &lo));
+  RLX_TRY(oi_scalar(c, RLX_I64, (double)S, &hi));
+  RLX_TRY(oi_cmp(c, RLX_CMP_LT, rel, hi, &hi));
+  RLX_TRY(oi_bin(c, RLX_BINOP_BIT_AND, lo, hi, &valid));
+  /* gather indices: rel clamped into [0, S), broadcast to the cache's shape */
+  rlx_id smax, zi;
+  RLX_TRY(oi_scalar(c, RLX_I64, (double)(S - 1), &smax));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MAX, rel, zero, &zi));
+  RLX_TRY(oi_bin(c, RLX_BINOP_MIN, zi, smax, &idx));
+  int64_t full[RLX_MAX_RANK];
+  for (uint32_t i = 0; i < ps.rank; i++) full[i] = ps.dims[i];
+  rlx_attrs_Expand ea = {{full, ps.rank}};
+  RLX_TRY(oi_emit(c, RLX_OP_Expand, &idx, 1, &ea, &idx));
+  rlx_attrs_GatherElements ga = {a};
+  rlx_id gi[2] = {c->in[1], idx}, g;
+  RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gi, 2, &ga, &g));
+  return oi_where(c, valid, g, c->in[0], &c->out[0]);
+}
+
 const oi_op_entry oi_ops_attention[] = {
+    {"TensorScatter", 24, OI_MAX_OPSET, map_tensor_scatter},
     {"Attention", 23, OI_MAX_OPSET, map_attention},
     {"RotaryEmbedding", 23, OI_MAX_OPSET, map_rotary},
 };
