@@ -518,6 +518,154 @@ static rlx_status map_col2im(oi_node *c) {
   return RLX_OK;
 }
 
+/* DeformConv (opsets 19, 22), 2-D: each kernel tap k of output position (oh, ow) samples X
+ * bilinearly at (oh sH - pT + kh dH + dy, ow sW - pL + kw dW + dx), (dy, dx) from `offset`
+ * ([N, offset_group * kH * kW * 2, oH, oW], y first), corners outside X contributing 0, times
+ * `mask`; the samples form im2col columns [N, C kH kW, oH oW] (channels of offset group g read
+ * its offsets) multiplied by W per group, plus B. The four corners are GatherElements from X
+ * viewed as [N, offset_group, C / offset_group, H W] with run-time indices. */
+static rlx_status map_deform_conv(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "X"));
+  RLX_TRY(oi_need(c, 1, "W"));
+  RLX_TRY(oi_need(c, 2, "offset"));
+  const rlx_shape xs = *oi_in_shape(c, 0), ws = *oi_in_shape(c, 1), os = *oi_in_shape(c, 2);
+  RLX_TRY(oi_need_static(c, &xs, "X"));
+  RLX_TRY(oi_need_static(c, &ws, "W"));
+  RLX_TRY(oi_need_static(c, &os, "offset"));
+  if (xs.rank != 4 || ws.rank != 4 || os.rank != 4) return oi_unsupported(c, "DeformConv that is not 2-D (X %s)", rlx_fmt_shape(&xs));
+  rlx_dtype t = (rlx_dtype)xs.dtype;
+  if (!rlx_dtype_is_float(t)) return oi_bad(c, "X must be floating-point");
+  int64_t grp, og;
+  RLX_TRY(oi_attr_i(c, "group", 1, &grp));
+  RLX_TRY(oi_attr_i(c, "offset_group", 1, &og));
+  int64_t st[2], dl[2], pd[4], ks[2];
+  RLX_TRY(read_list(c, "strides", 2, 1, 1, st));
+  RLX_TRY(read_list(c, "dilations", 2, 1, 1, dl));
+  RLX_TRY(read_list(c, "pads", 4, 0, 0, pd));
+  RLX_TRY(read_list(c, "kernel_shape", 2, 0, 1, ks));
+  int64_t N = xs.dims[0], C = xs.dims[1], H = xs.dims[2], Wd = xs.dims[3], OC = ws.dims[0], kH = ws.dims[2], kW = ws.dims[3];
+  if (oi_attr(c, "kernel_shape") && (ks[0] != kH || ks[1] != kW)) return oi_bad(c, "kernel_shape does not match W %s", rlx_fmt_shape(&ws));
+  if (grp < 1 || og < 1 || C % grp || OC % grp || C % og || ws.dims[1] != C / grp)
+    return oi_bad(c, "group %lld / offset_group %lld do not fit X %s and W %s", (long long)grp, (long long)og, rlx_fmt_shape(&xs),
+                  rlx_fmt_shape(&ws));
+  int64_t oH = (H + pd[0] + pd[2] - dl[0] * (kH - 1) - 1) / st[0] + 1, oW = (Wd + pd[1] + pd[3] - dl[1] * (kW - 1) - 1) / st[1] + 1;
+  int64_t K = kH * kW, L = oH * oW, Cg = C / og;
+  if (oH < 1 || oW < 1) return oi_bad(c, "the dilated kernel is larger than the padded input");
+  if (os.dims[0] != N || os.dims[1] != og * K * 2 || os.dims[2] != oH || os.dims[3] != oW)
+    return oi_bad(c, "offset is %s; expected [%lld, %lld, %lld, %lld]", rlx_fmt_shape(&os), (long long)N, (long long)(og * K * 2),
+                  (long long)oH, (long long)oW);
+  if ((size_t)(K * L) > ((size_t)1 << 24)) return oi_unsupported(c, "a DeformConv with %lld sampling positions", (long long)(K * L));
+  /* base sampling coordinates [1, 1, K, L] (y, x) */
+  double *by = oi_scratch(c, (size_t)(K * L) * sizeof *by), *bx = oi_scratch(c, (size_t)(K * L) * sizeof *bx);
+  if (!by || !bx) return oi_nomem(c);
+  for (int64_t kh = 0; kh < kH; kh++)
+    for (int64_t kw = 0; kw < kW; kw++)
+      for (int64_t oh = 0; oh < oH; oh++)
+        for (int64_t ow = 0; ow < oW; ow++) {
+          size_t i = (size_t)((kh * kW + kw) * L + oh * oW + ow);
+          by[i] = (double)(oh * st[0] - pd[0] + kh * dl[0]);
+          bx[i] = (double)(ow * st[1] - pd[1] + kw * dl[1]);
+        }
+  rlx_dim kd[4] = {1, 1, K, L};
+  rlx_id py, px, off, oy, ox;
+  RLX_TRY(oi_const(c, rlx_shape_make(RLX_F64, 4, kd), by, (size_t)(K * L) * 8, &py));
+  RLX_TRY(oi_const(c, rlx_shape_make(RLX_F64, 4, kd), bx, (size_t)(K * L) * 8, &px));
+  RLX_TRY(oi_cast(c, py, t, &py));
+  RLX_TRY(oi_cast(c, px, t, &px));
+  int64_t od5[5] = {N, og, K, 2, L}, od4[4] = {N, og, K, L};
+  RLX_TRY(oi_cast(c, c->in[2], t, &off));
+  RLX_TRY(oi_reshape(c, off, 5, od5, &off));
+  RLX_TRY(oi_narrow(c, off, 3, 0, 1, &oy));
+  RLX_TRY(oi_narrow(c, off, 3, 1, 1, &ox));
+  RLX_TRY(oi_reshape(c, oy, 4, od4, &oy));
+  RLX_TRY(oi_reshape(c, ox, 4, od4, &ox));
+  rlx_id y, x, y0, x0, ly, lx;
+  RLX_TRY(oi_bin(c, RLX_BINOP_ADD, py, oy, &y)); /* [N, og, K, L] */
+  RLX_TRY(oi_bin(c, RLX_BINOP_ADD, px, ox, &x));
+  RLX_TRY(oi_unary(c, RLX_ACT_FLOOR, y, &y0));
+  RLX_TRY(oi_unary(c, RLX_ACT_FLOOR, x, &x0));
+  RLX_TRY(oi_bin(c, RLX_BINOP_SUB, y, y0, &ly));
+  RLX_TRY(oi_bin(c, RLX_BINOP_SUB, x, x0, &lx));
+  rlx_id xv, sum = RLX_NO_ID;
+  int64_t xd4[4] = {N, og, Cg, H * Wd}, gd[4] = {N, og, Cg, K * L};
+  RLX_TRY(oi_reshape(c, c->in[0], 4, xd4, &xv));
+  for (int corner = 0; corner < 4; corner++) {
+    int dy = corner >> 1, dx = corner & 1;
+    rlx_id yc, xc, wy, wx, w, ok, t1, idx, g, zero;
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, y0, dy, &yc));
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, x0, dx, &xc));
+    wy = ly, wx = lx;
+    if (!dy) { /* 1 - ly */
+      RLX_TRY(oi_bin_s(c, RLX_BINOP_SUB, ly, 1.0, &wy));
+      RLX_TRY(oi_unary(c, RLX_ACT_NEG, wy, &wy));
+    }
+    if (!dx) {
+      RLX_TRY(oi_bin_s(c, RLX_BINOP_SUB, lx, 1.0, &wx));
+      RLX_TRY(oi_unary(c, RLX_ACT_NEG, wx, &wx));
+    }
+    RLX_TRY(oi_bin(c, RLX_BINOP_MUL, wy, wx, &w));
+    /* inside X: 0 <= yc < H and 0 <= xc < W */
+    rlx_id lim;
+    RLX_TRY(oi_scalar(c, t, 0, &zero));
+    RLX_TRY(oi_cmp(c, RLX_CMP_GE, yc, zero, &ok));
+    RLX_TRY(oi_scalar(c, t, (double)H, &lim));
+    RLX_TRY(oi_cmp(c, RLX_CMP_LT, yc, lim, &t1));
+    RLX_TRY(oi_bin(c, RLX_BINOP_BIT_AND, ok, t1, &ok));
+    RLX_TRY(oi_cmp(c, RLX_CMP_GE, xc, zero, &t1));
+    RLX_TRY(oi_bin(c, RLX_BINOP_BIT_AND, ok, t1, &ok));
+    RLX_TRY(oi_scalar(c, t, (double)Wd, &lim));
+    RLX_TRY(oi_cmp(c, RLX_CMP_LT, xc, lim, &t1));
+    RLX_TRY(oi_bin(c, RLX_BINOP_BIT_AND, ok, t1, &ok));
+    RLX_TRY(oi_where(c, ok, w, zero, &w));
+    /* flat index, clamped into X */
+    rlx_id ycl, xcl, hmax, wmax;
+    RLX_TRY(oi_scalar(c, t, (double)(H - 1), &hmax));
+    RLX_TRY(oi_scalar(c, t, (double)(Wd - 1), &wmax));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MAX, yc, zero, &ycl));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MIN, ycl, hmax, &ycl));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MAX, xc, zero, &xcl));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MIN, xcl, wmax, &xcl));
+    RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, ycl, (double)Wd, &idx));
+    RLX_TRY(oi_bin(c, RLX_BINOP_ADD, idx, xcl, &idx));
+    RLX_TRY(oi_cast(c, idx, RLX_I64, &idx));
+    int64_t i1[4] = {N, og, 1, K * L};
+    RLX_TRY(oi_reshape(c, idx, 4, i1, &idx));
+    rlx_attrs_Expand ea = {{gd, 4}};
+    RLX_TRY(oi_emit(c, RLX_OP_Expand, &idx, 1, &ea, &idx));
+    rlx_attrs_GatherElements ga = {3};
+    rlx_id gi[2] = {xv, idx};
+    RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gi, 2, &ga, &g)); /* [N, og, Cg, K L] */
+    RLX_TRY(oi_reshape(c, w, 4, i1, &w));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MUL, g, w, &g));
+    if (sum == RLX_NO_ID) sum = g;
+    else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, sum, g, &sum));
+  }
+  if (oi_has(c, 4)) { /* mask [N, og K, oH, oW] */
+    rlx_id mk;
+    int64_t m4[4] = {N, og, 1, K * L};
+    RLX_TRY(oi_cast(c, c->in[4], t, &mk));
+    RLX_TRY(oi_reshape(c, mk, 4, m4, &mk));
+    RLX_TRY(oi_bin(c, RLX_BINOP_MUL, sum, mk, &sum));
+  }
+  /* columns [N, group, C / group * K, L] times W [group, OC / group, C / group * K] */
+  int64_t cd[4] = {N, grp, (C / grp) * K, L}, wd3[3] = {grp, OC / grp, (C / grp) * K}, yd[4] = {N, OC, oH, oW};
+  rlx_id cols, wm, y4, mm[2];
+  RLX_TRY(oi_reshape(c, sum, 4, cd, &cols));
+  RLX_TRY(oi_cast(c, c->in[1], t, &wm));
+  RLX_TRY(oi_reshape(c, wm, 3, wd3, &wm));
+  mm[0] = wm, mm[1] = cols;
+  RLX_TRY(oi_emit(c, RLX_OP_MatMul, mm, 2, NULL, &y4)); /* [N, group, OC / group, L] */
+  RLX_TRY(oi_reshape(c, y4, 4, yd, &y4));
+  if (oi_has(c, 3)) {
+    rlx_id b;
+    RLX_TRY(oi_cast(c, c->in[3], t, &b));
+    RLX_TRY(oi_bcast_axis(c, b, 4, 1, &b));
+    RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y4, b, &y4));
+  }
+  c->out[0] = y4;
+  return RLX_OK;
+}
+
 static rlx_status map_global_pool(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "X"));
   const rlx_shape *xs = oi_in_shape(c, 0);
@@ -923,6 +1071,7 @@ const oi_op_entry oi_ops_nn[] = {
     {"AveragePool", 1, OI_MAX_OPSET, map_pool},
     {"LpPool", 1, OI_MAX_OPSET, map_pool},
     {"Col2Im", 18, OI_MAX_OPSET, map_col2im},
+    {"DeformConv", 19, OI_MAX_OPSET, map_deform_conv},
     {"GlobalAveragePool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalMaxPool", 1, OI_MAX_OPSET, map_global_pool},
     {"GlobalLpPool", 2, OI_MAX_OPSET, map_global_pool},
