@@ -332,6 +332,9 @@ static void test_stft_errors(void) {
   m = stft_model(2, DIMS(20, 1), 2, -1, 4, 0);
   expect_import_error(m, RLX_ERR_FORMAT, "input 0 (signal)");
   ob_model_free(m);
+  m = stft_model(3, DIMS(0, 1 << 26, 1), 1, -1, 1 << 20, -1); /* 2^26 frames of 2^20: too large a table */
+  expect_import_error(m, RLX_ERR_UNSUPPORTED, "index table would exceed");
+  ob_model_free(m);
 }
 
 /* ======================================================================================

@@ -180,6 +180,9 @@ static rlx_status map_stft(oi_node *c) {
   if (len < 1 || len > s_len || len > OI_MAX_DFT_LENGTH)
     return oi_bad(c, "frame_length %lld must be in [1, signal length %lld]", (long long)len, (long long)s_len);
   int64_t frames = (s_len - len) / step + 1;
+  if (frames > (int64_t)(OI_MAX_CONST_BYTES / sizeof(int64_t)) / len)
+    return oi_unsupported(c, "an STFT of %lld frames of %lld samples (its index table would exceed %zu bytes)",
+                          (long long)frames, (long long)len, (size_t)OI_MAX_CONST_BYTES);
 
   /* framed[b, f, j, :] = signal[b, f * step + j, :] */
   size_t count = (size_t)frames * (size_t)len;
