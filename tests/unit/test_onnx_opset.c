@@ -4,7 +4,7 @@
  * and semantic changes the generated onnx 1.23 node tests (tests/cli/test_onnx_conformance_new.sh)
  * do not pin down: Range's stash_type for 16-bit floats, Mod with fmod = 0 on floats (signed
  * zeros), SpaceToDepth's mode before and after opset 28, GroupNormalization's per-group (18) and
- * per-channel (21) parameters. Models are built with protobuf-c (tests/common/onnx_build.h);
+ * per-channel (21) parameters, BitCast (26) at run time and of constants. Models are built with protobuf-c (tests/common/onnx_build.h);
  * expected values are worked out by hand in the comments. */
 #include <math.h>
 #include <stdint.h>
@@ -463,6 +463,54 @@ static void test_group_norm_versions(void) {
   }
 }
 
+/* ---- BitCast (26) ---- */
+
+static void test_bitcast(void) {
+  /* int8 -> uint8 at run time: the same bytes, -1 -> 255, -128 -> 128 */
+  ob_model *m = ob_model_new(26);
+  ob_input(m, "x", OB_INT8, 1, DIMS(3));
+  Onnx__NodeProto *n = ob_node(m, "BitCast", "x", "y");
+  ob_attr_int(m, n, "to", OB_UINT8);
+  ob_output(m, "y", OB_UINT8, 1, DIMS(3));
+  int8_t x[3] = {-1, 5, -128};
+  rlx_named_tensor in = {"x", {x, rlx_shape_make(RLX_I8, 1, DIMS(3))}};
+  runner r;
+  if (run_model(m, &in, 1, &r)) {
+    const uint8_t *y = r.outs[0].data;
+    CHECK(r.outs[0].shape.dtype == RLX_U8 && y[0] == 255 && y[1] == 5 && y[2] == 128);
+  }
+  runner_free(&r);
+  ob_model_free(m);
+  /* float32 -> int32 of a constant: the IEEE bits (1.0f = 0x3f800000, -2.0f = 0xc0000000) */
+  m = ob_model_new(26);
+  float f[2] = {1.0f, -2.0f};
+  ob_initializer(m, "x", OB_FLOAT, 1, DIMS(2), f, sizeof f);
+  n = ob_node(m, "BitCast", "x", "y");
+  ob_attr_int(m, n, "to", OB_INT32);
+  ob_output(m, "y", OB_INT32, 1, DIMS(2));
+  if (run_model(m, NULL, 0, &r)) {
+    const int32_t *y = r.outs[0].data;
+    CHECK(r.outs[0].shape.dtype == RLX_I32 && y[0] == 0x3f800000 && (uint32_t)y[1] == 0xc0000000u);
+  }
+  runner_free(&r);
+  ob_model_free(m);
+  /* the same of a run-time value: a gap; a size change: malformed */
+  m = ob_model_new(26);
+  ob_input(m, "x", OB_FLOAT, 1, DIMS(2));
+  n = ob_node(m, "BitCast", "x", "y");
+  ob_attr_int(m, n, "to", OB_INT32);
+  ob_output(m, "y", OB_INT32, 1, DIMS(2));
+  expect_import_error(m, RLX_ERR_UNSUPPORTED, "bit cast from f32 to i32 of a value known only at run time");
+  ob_model_free(m);
+  m = ob_model_new(26);
+  ob_input(m, "x", OB_FLOAT, 1, DIMS(2));
+  n = ob_node(m, "BitCast", "x", "y");
+  ob_attr_int(m, n, "to", OB_INT64);
+  ob_output(m, "y", OB_INT64, 1, DIMS(2));
+  expect_import_error(m, RLX_ERR_FORMAT, "changes the element size");
+  ob_model_free(m);
+}
+
 int main(void) {
   test_opset_gate();
   test_new_dtypes_named();
@@ -472,5 +520,6 @@ int main(void) {
   test_mod_float_floor();
   test_space_to_depth_mode();
   test_group_norm_versions();
+  test_bitcast();
   return rlx_test_finish("test_onnx_opset");
 }

@@ -473,6 +473,32 @@ static rlx_status map_cast(oi_node *c) {
   return oi_cast(c, c->in[0], to, &c->out[0]);
 }
 
+/* BitCast (opset 26): the same bytes read as dtype `to` (same element size). Between integer
+ * dtypes (and bool) that is RLX's wrapping integer Cast; other pairs only for values known at
+ * import time (RLX has no run-time bit reinterpretation). */
+static rlx_status map_bitcast(oi_node *c) {
+  RLX_TRY(oi_need(c, 0, "input"));
+  int64_t v;
+  if (!oi_attr(c, "to")) return oi_bad(c, "attribute to is missing");
+  RLX_TRY(oi_attr_i(c, "to", 0, &v));
+  rlx_dtype to;
+  if (v < INT32_MIN || v > INT32_MAX || !oi_dtype_from_onnx((int32_t)v, &to))
+    return oi_unsupported(c, "bit cast to %s (RLX has no such dtype)", oi_onnx_dtype_name((int32_t)v));
+  rlx_dtype from = (rlx_dtype)oi_in_shape(c, 0)->dtype;
+  if (rlx_dtype_size(from) != rlx_dtype_size(to))
+    return oi_bad(c, "bit cast from %s to %s changes the element size", rlx_dtype_name(from), rlx_dtype_name(to));
+  bool intlike_from = rlx_dtype_is_int(from) || from == RLX_BOOL, intlike_to = rlx_dtype_is_int(to) || to == RLX_BOOL;
+  if (from == to || (intlike_from && intlike_to && to != RLX_BOOL)) return oi_cast(c, c->in[0], to, &c->out[0]);
+  const void *data;
+  rlx_shape sh;
+  if (!oi_in_value(c, 0, &data, &sh))
+    return oi_unsupported(c, "bit cast from %s to %s of a value known only at run time", rlx_dtype_name(from), rlx_dtype_name(to));
+  size_t nb;
+  RLX_TRY(rlx_shape_nbytes(&sh, &nb));
+  sh.dtype = (uint8_t)to;
+  return oi_const(c, sh, data, nb, &c->out[0]);
+}
+
 static rlx_status map_identity(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "input"));
   if (c->in[0] == RLX_NO_ID) return oi_pass_value(c); /* a sequence or an optional */
@@ -547,6 +573,7 @@ const oi_op_entry oi_ops_elementwise[] = {
     {"Sum", 1, OI_MAX_OPSET, map_variadic},       {"Mean", 1, OI_MAX_OPSET, map_variadic},
     {"Max", 1, OI_MAX_OPSET, map_variadic},       {"Min", 1, OI_MAX_OPSET, map_variadic},
     {"Where", 9, OI_MAX_OPSET, map_where},        {"Clip", 1, OI_MAX_OPSET, map_clip},
+    {"BitCast", 26, OI_MAX_OPSET, map_bitcast},
     {"Cast", 6, OI_MAX_OPSET, map_cast},          {"CastLike", 15, OI_MAX_OPSET, map_cast},
     {"Identity", 1, OI_MAX_OPSET, map_identity},  {"Dropout", 1, OI_MAX_OPSET, map_dropout},
 };
