@@ -5,8 +5,9 @@ PyTorch in float64 (torch.nn.functional.grid_sample / affine_grid, torchvision.o
 implementation independent of RLX's importer, in the layout `rlx onnx-conformance` reads
 (test_*/model.onnx + test_data_set_0/{input,output}_N.pb). Usage: sample_torch_cases.py OUT_DIR
 
-Left out where PyTorch and ONNX's reference implementation disagree (RLX follows ONNX there, see
-docs/onnx.md): bicubic with border padding, and AffineGrid with a single cell and align_corners.
+Left out where PyTorch and ONNX's reference implementation disagree and RLX follows ONNX (see
+docs/onnx.md): AffineGrid with a single cell and align_corners. (Bicubic with border padding is
+included: RLX clamps each tap there, as PyTorch and onnxruntime do.)
 RoiAlign's max mode has no PyTorch counterpart (tests/unit/test_onnx_sample.c covers it).
 Prints the number of tests written."""
 import itertools
@@ -42,9 +43,11 @@ def grid_sample_cases(root, rng):
     n = 0
     torch_mode = {"bilinear": "bilinear", "linear": "bilinear", "nearest": "nearest", "bicubic": "bicubic", "cubic": "bicubic"}
     for opset, modes in ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))):
-        for mode, pad, align in itertools.product(modes, ("zeros", "border", "reflection"), (0, 1)):
-            if torch_mode[mode] == "bicubic" and pad == "border":
-                continue
+        # bicubic + border last, so that adding it left the other cases' random data as it was
+        combos = [c for c in itertools.product(modes, ("zeros", "border", "reflection"), (0, 1))
+                  if not (torch_mode[c[0]] == "bicubic" and c[1] == "border")]
+        combos += [(m, "border", a) for m in modes if torch_mode[m] == "bicubic" for a in (0, 1)]
+        for mode, pad, align in combos:
             x = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
             grid = rng.uniform(-1.5, 1.5, (2, 4, 7, 2)).astype(np.float32)
             y = F.grid_sample(torch.from_numpy(x).double(), torch.from_numpy(grid).double(), mode=torch_mode[mode],

@@ -197,8 +197,8 @@ static void ref_grid_sample(const float *x, const int64_t *xd, int r, const floa
         double v = align ? (g + 1) / 2 * (double)(S[i] - 1) : ((g + 1) * (double)S[i] - 1) / 2;
         if (mode == NEAREST) v = nearbyint(v); /* half to even */
         double lo = align ? 0 : -0.5, hi = align ? (double)(S[i] - 1) : (double)S[i] - 0.5;
-        if (v < lo || v > hi) {
-          if (pad == BORDER) v = v < 0 ? 0 : v > (double)(S[i] - 1) ? (double)(S[i] - 1) : v;
+        if (v < lo || v > hi) { /* cubic + border: only the taps are clamped (ref_pixel), as in PyTorch */
+          if (pad == BORDER && mode != CUBIC) v = v < 0 ? 0 : v > (double)(S[i] - 1) ? (double)(S[i] - 1) : v;
           else if (pad == REFLECTION) v = ref_reflect(v, lo, hi);
         }
         pos[i] = v;

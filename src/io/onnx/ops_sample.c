@@ -128,8 +128,9 @@ static rlx_status gs_cubic_far(oi_node *c, rlx_id s, rlx_id *out) {
 static rlx_status gs_axis_taps(oi_node *c, const gs_params *p, rlx_id x, int64_t extent, int64_t stride, gs_axis *ax) {
   double lo = p->align ? 0 : -0.5, hi = p->align ? (double)(extent - 1) : (double)extent - 0.5;
   if (p->mode == GS_NEAREST) RLX_TRY(oi_unary(c, RLX_ACT_ROUND, x, &x)); /* half to even */
-  /* coordinates outside [lo, hi] move to the border or are reflected back inside */
-  if (p->pad == GS_BORDER) {
+  /* coordinates outside [lo, hi] move to the border or are reflected back inside; cubic border
+   * padding instead clamps each tap (gs_tap), as PyTorch and onnxruntime do */
+  if (p->pad == GS_BORDER && p->mode != GS_CUBIC) {
     rlx_id in, outside, clamped;
     RLX_TRY(sm_clamp(c, x, lo, hi, &in));
     RLX_TRY(oi_cmp(c, RLX_CMP_NE, in, x, &outside));
