@@ -48,7 +48,12 @@ else
   echo "setup: installing onnx 1.23.2 into $ONNX_VENV"
   rm -rf "$ONNX_VENV"
   mkdir -p "$(dirname "$ONNX_VENV")"
-  python3 -m venv "$ONNX_VENV"
-  "$ONNX_VENV/bin/pip" install --quiet --disable-pip-version-check \
-    onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0
+  # a failure (no network to PyPI) leaves the other suites runnable; the one test that needs the
+  # venv then fails saying so
+  if ! { python3 -m venv "$ONNX_VENV" &&
+         "$ONNX_VENV/bin/pip" install --quiet --disable-pip-version-check \
+           onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0; }; then
+    rm -rf "$ONNX_VENV"
+    echo "setup: WARNING: could not install onnx 1.23.2 (PyPI unreachable?); tests/cli/test_onnx_conformance_new.sh will fail until it is" >&2
+  fi
 fi
