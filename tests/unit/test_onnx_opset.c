@@ -319,6 +319,23 @@ static void test_local_functions(void) {
     free(bytes);
     ob_model_free(m);
   }
+  /* two functions of one name (IR 10 overloads): not told apart, a gap */
+  {
+    ob_model *m = call_model("O", -1);
+    size_t len;
+    uint8_t *bytes = (uint8_t *)ob_pack(m, &len), *first;
+    Onnx__NodeProto n0 = body_node("Relu", a, 1, b, 1, ""), n1 = body_node("Neg", a, 1, b, 1, "");
+    Onnx__NodeProto *nodes0[1] = {&n0}, *nodes1[1] = {&n1};
+    append_function(&bytes, &len, "O", a, 1, b, 1, nodes0, 1, NULL, 0);
+    first = bytes;
+    append_function(&bytes, &len, "O", a, 1, b, 1, nodes1, 1, NULL, 0);
+    free(first);
+    rlx_graph *g = NULL;
+    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "several model-local functions are named \"O\"");
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+  }
   /* a body reading a name nothing defines is malformed */
   {
     ob_model *m = call_model("B", -1);

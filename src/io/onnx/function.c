@@ -6,8 +6,9 @@
  * replaced by the call's attributes. check.c has validated the bodies (names, attribute types,
  * topological order). Not inlined (a gap): bodies with subgraph attributes, attribute references
  * the call leaves unset when the function declares default values (FunctionProto.attribute_proto
- * is newer than Debian's onnx.proto, so those defaults cannot be read), and functions nested
- * more than OI_MAX_FUNCTION_DEPTH deep (a recursive function). */
+ * is newer than Debian's onnx.proto, so those defaults cannot be read), overloaded functions
+ * (same name and domain; the `overload` field is newer too), and functions nested more than
+ * OI_MAX_FUNCTION_DEPTH deep (a recursive function). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,6 +97,12 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
   if (np->n_input > f->n_input || np->n_output > f->n_output)
     return rlx_errorf(RLX_ERR_FORMAT, "call of model-local function \"%s\": %zu inputs and %zu outputs given; it has %zu and %zu",
                       str(f->name), np->n_input, np->n_output, f->n_input, f->n_output);
+  for (size_t k = 0; k < m->model->n_functions; k++) { /* overloads (IR 10) share name and domain */
+    const Onnx__FunctionProto *g = m->model->functions[k];
+    if (g != f && strcmp(str(g->name), str(f->name)) == 0 && strcmp(str(g->domain), str(f->domain)) == 0)
+      return why_not(why, cap, "several model-local functions are named \"%s\" (overloads, which Debian's onnx.proto cannot tell apart)",
+                     str(f->name));
+  }
   if (m->fn_depth >= OI_MAX_FUNCTION_DEPTH)
     return why_not(why, cap, "model-local functions nested more than %d deep (a recursive function?)", OI_MAX_FUNCTION_DEPTH);
   int64_t saved_opset = m->opset;
