@@ -43,11 +43,16 @@ generated=$(find "$TMP/onnx123" -mindepth 1 -maxdepth 1 -type d -name 'test_*' |
 [ "$generated" -eq "$total_expected" ] ||
   bad "the generator wrote $generated tests; $COUNT_FILE expects $total_expected (a different onnx version?)"
 # tests the runner must pass (it can still fail them: tests/cli/test_onnx_conformance.sh checks
-# the runner itself): one per opset-18..28 change this importer handles
-for t in test_reduce_mean_default_axes_keepdims_example test_split_1d_uneven_split_opset18 \
-         test_wrap_pad test_resize_upsample_sizes_nearest_not_larger test_group_normalization_example \
-         test_mod_mixed_sign_float32 test_spacetodepth_crd_mode_example test_reduce_max_bool_inputs \
-         test_averagepool_2d_dilations; do
+# the runner itself): one per opset-18..28 change or new op this importer handles
+MUST_PASS="test_reduce_mean_default_axes_keepdims_example test_split_1d_uneven_split_opset18
+  test_wrap_pad test_resize_upsample_sizes_nearest_not_larger test_group_normalization_example
+  test_mod_mixed_sign_float32 test_spacetodepth_crd_mode_example test_reduce_max_bool_inputs
+  test_averagepool_2d_dilations test_attention_4d_gqa test_rotary_embedding test_gelu_tanh_1
+  test_rms_normalization_2d_axis0 test_swish test_cumprod_1d test_deform_conv_with_mask_bias
+  test_col2im test_center_crop_pad_crop_and_pad test_lppool_2d_default test_tensorscatter_circular
+  test_resize_downsample_scales_linear_antialias test_quantizelinear_blocked_asymmetric
+  test_dequantizelinear_blocked test_bitcast_int8_to_uint8"
+for t in $MUST_PASS; do
   [ -d "$TMP/onnx123/$t" ] || bad "the generator wrote no $t"
 done
 "$RLX" onnx-conformance "$TMP/onnx123" --jobs 2 --timeout 120 -v >"$TMP/out" 2>"$TMP/log"
@@ -56,10 +61,7 @@ end=$(date +%s)
 grep -v '^passed ' "$TMP/log"
 cat "$TMP/out"
 [ "$rc" -eq 0 ] || bad "rlx onnx-conformance exited with $rc"
-for t in test_reduce_mean_default_axes_keepdims_example test_split_1d_uneven_split_opset18 \
-         test_wrap_pad test_resize_upsample_sizes_nearest_not_larger test_group_normalization_example \
-         test_mod_mixed_sign_float32 test_spacetodepth_crd_mode_example test_reduce_max_bool_inputs \
-         test_averagepool_2d_dilations; do
+for t in $MUST_PASS; do
   grep -Eq "^passed +onnx123/$t(:|$)" "$TMP/log" || bad "$t did not pass: $(grep "onnx123/$t[: ]" "$TMP/log")"
 done
 
