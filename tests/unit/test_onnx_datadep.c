@@ -9,78 +9,17 @@
 #include <stdlib.h>
 
 #include "onnx_build.h"
+#include "onnx_run.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
 #define DIMS(...) ((int64_t[]){__VA_ARGS__})
 
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-static rlx_status import(ob_model *m, const rlx_onnx_options *o, rlx_graph **g) {
-  size_t len;
-  const uint8_t *p = ob_pack(m, &len);
-  *g = NULL;
-  return rlx_onnx_import_bytes(p, len, NULL, o, NULL, g);
-}
-
-/* Imports, compiles and runs; false (with a failed CHECK) on error. */
-static bool run_model(ob_model *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, o, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-
-/* Imports and expects failure with `code` and a message containing `sub`. */
-static void expect_import_error(ob_model *m, const rlx_onnx_options *o, rlx_status code, const char *sub) {
-  rlx_graph *g = NULL;
-  CHECK_ERR(import(m, o, &g), code, sub);
-  rlx_graph_free(g);
-}
-
-static rlx_named_tensor tin(const char *name, void *data, rlx_dtype t, int rank, const int64_t *dims) {
-  rlx_named_tensor x = {name, {data, rlx_shape_make(t, (uint32_t)rank, dims)}};
-  return x;
-}
-
 /* Output t is an int64 tensor of the given shape and values. */
 static bool is_i64(const rlx_tensor *t, int rank, const int64_t *dims, const int64_t *want) {
-  if (t->shape.dtype != RLX_I64 || t->shape.rank != (uint32_t)rank) {
-    fprintf(stderr, "  got dtype %d rank %u\n", (int)t->shape.dtype, (unsigned)t->shape.rank);
-    return false;
-  }
   size_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (t->shape.dims[i] != dims[i]) {
-      fprintf(stderr, "  got dtype %d rank %u\n", (int)t->shape.dtype, (unsigned)t->shape.rank);
-      return false;
-    }
-    n *= (size_t)dims[i];
-  }
-  const int64_t *v = t->data;
-  for (size_t i = 0; i < n; i++)
-    if (v[i] != want[i]) {
-      fprintf(stderr, "  element %zu: got %lld, want %lld\n", i, (long long)v[i], (long long)want[i]);
-      return false;
-    }
-  return true;
+  for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+  return out_shape_is(t, RLX_I64, rank, dims) && out_equal_i64(t, want, n);
 }
 
 /* Output t is a float tensor of n elements equal to want (NaN matches NaN). */
@@ -144,7 +83,7 @@ static void test_nms(void) {
    *     2 vs 1: y 0..2, x overlap 1..1 = 0 -> kept; the limit of 3 is reached before box 0
    *     -> [3, 1, 2] */
   ob_model *m = nms_model(2, boxes, scores, true, 3, 0.3f, 0.15f, true, -1);
-  if (run_model(m, NULL, NULL, 0, &r))
+  if (run_ob(m, NULL, NULL, 0, &r))
     CHECK(is_i64(&r.outs[0], 2, DIMS(4, 3), (int64_t[]){0, 0, 0, 0, 1, 3, 0, 1, 1, 0, 1, 2}));
   runner_free(&r);
   ob_model_free(m);
@@ -154,20 +93,20 @@ static void test_nms(void) {
    * overlap) -> class 0 [0, 1, 2, 3]; class 1: 3, 1, 2 as before, then 0 (IoU 1/3 with box 1,
    * 0.5 with box 2) -> [3, 1, 2, 0]. At most 2 per class: class 0 [0, 1], class 1 [3, 1]. */
   m = nms_model(2, boxes, scores, true, 4, 0.5f, 0, false, 0);
-  if (run_model(m, NULL, NULL, 0, &r))
+  if (run_ob(m, NULL, NULL, 0, &r))
     CHECK(is_i64(&r.outs[0], 2, DIMS(8, 3),
                  (int64_t[]){0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 1, 3, 0, 1, 1, 0, 1, 2, 0, 1, 0}));
   runner_free(&r);
   ob_model_free(m);
   m = nms_model(2, boxes, scores, true, 2, 0.5f, 0, false, 0);
-  if (run_model(m, NULL, NULL, 0, &r))
+  if (run_ob(m, NULL, NULL, 0, &r))
     CHECK(is_i64(&r.outs[0], 2, DIMS(4, 3), (int64_t[]){0, 0, 0, 0, 0, 1, 0, 1, 3, 0, 1, 1}));
   runner_free(&r);
   ob_model_free(m);
 
   /* max_output_boxes_per_class omitted: nothing is selected, a [0, 3] result */
   m = nms_model(1, boxes, scores, true, -1, 0.5f, 0, false, -1);
-  if (run_model(m, NULL, NULL, 0, &r)) CHECK(is_i64(&r.outs[0], 2, DIMS(0, 3), NULL));
+  if (run_ob(m, NULL, NULL, 0, &r)) CHECK(is_i64(&r.outs[0], 2, DIMS(0, 3), NULL));
   runner_free(&r);
   ob_model_free(m);
 
@@ -180,7 +119,7 @@ static void test_nms(void) {
   float cboxes[16] = {1, 1, 2, 2, 2, 1, 2, 2, 1, 1.5f, 2, 2, 10.5f, 10.5f, 1, 1};
   float cscores[4] = {0.5f, 0.9f, 0.8f, 0.7f};
   m = nms_model(1, cboxes, cscores, true, 10, 0.5f, 0, false, 1);
-  if (run_model(m, NULL, NULL, 0, &r))
+  if (run_ob(m, NULL, NULL, 0, &r))
     CHECK(is_i64(&r.outs[0], 2, DIMS(3, 3), (int64_t[]){0, 0, 1, 0, 0, 2, 0, 0, 3}));
   runner_free(&r);
   ob_model_free(m);
@@ -188,31 +127,31 @@ static void test_nms(void) {
   /* boxes and scores as graph inputs: unknown values are a "needs value" gap; values in the
    * options let the import evaluate the op (same selection as the first case) */
   m = nms_model(2, boxes, scores, false, 3, 0.3f, 0.15f, true, -1);
-  expect_import_error(m, NULL, RLX_ERR_UNSUPPORTED, "boxes and scores must be known at import time");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "boxes and scores must be known at import time");
   rlx_named_tensor in[2] = {tin("boxes", boxes, RLX_F32, 3, DIMS(1, 4, 4)),
                             tin("scores", scores, RLX_F32, 3, DIMS(1, 2, 4))};
   rlx_onnx_options o;
   rlx_onnx_options_init(&o);
   o.inputs = in;
   o.n_inputs = 2;
-  if (run_model(m, &o, in, 2, &r))
+  if (run_ob(m, &o, in, 2, &r))
     CHECK(is_i64(&r.outs[0], 2, DIMS(4, 3), (int64_t[]){0, 0, 0, 0, 1, 3, 0, 1, 1, 0, 1, 2}));
   runner_free(&r);
   ob_model_free(m);
 
   /* errors: attribute and input checks */
   m = nms_model(1, boxes, scores, true, 3, 0.5f, 0, false, 2);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "center_point_box must be 0 or 1");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "center_point_box must be 0 or 1");
   ob_model_free(m);
   m = nms_model(1, boxes, scores, true, 3, 1.5f, 0, false, 0);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "iou_threshold must lie in [0, 1]");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "iou_threshold must lie in [0, 1]");
   ob_model_free(m);
   m = ob_model_new(11);
   ob_input(m, "b", OB_FLOAT, 3, DIMS(1, 4, 3));
   ob_input(m, "s", OB_FLOAT, 3, DIMS(1, 1, 4));
   ob_node(m, "NonMaxSuppression", "b,s", "sel");
   ob_output(m, "sel", OB_INT64, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "boxes must have shape [batches, boxes, 4]");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "boxes must have shape [batches, boxes, 4]");
   ob_model_free(m);
   /* scores that do not match the boxes */
   m = ob_model_new(11);
@@ -220,7 +159,7 @@ static void test_nms(void) {
   ob_initializer(m, "s", OB_FLOAT, 3, DIMS(1, 2, 3), scores, 6 * sizeof(float));
   ob_node(m, "NonMaxSuppression", "b,s", "sel");
   ob_output(m, "sel", OB_INT64, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "do not match boxes");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "do not match boxes");
   ob_model_free(m);
 }
 
@@ -250,7 +189,7 @@ static void test_unique(void) {
   runner r;
   /* sorted (the default): values 1 (first at 1, twice), 2 (at 3, once), 3 (at 0, three times) */
   ob_model *m = unique_model(OB_INT64, 1, DIMS(6), x, sizeof x, true, -1000, -1);
-  if (run_model(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
+  if (run_ob(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
     CHECK(is_i64(&r.outs[0], 1, DIMS(3), (int64_t[]){1, 2, 3}));
     CHECK(is_i64(&r.outs[1], 1, DIMS(3), (int64_t[]){1, 3, 0}));
     CHECK(is_i64(&r.outs[2], 1, DIMS(6), (int64_t[]){2, 0, 2, 1, 0, 2}));
@@ -261,7 +200,7 @@ static void test_unique(void) {
 
   /* sorted = 0: in order of first occurrence 3, 1, 2 */
   m = unique_model(OB_INT64, 1, DIMS(6), x, sizeof x, true, -1000, 0);
-  if (run_model(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
+  if (run_ob(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
     CHECK(is_i64(&r.outs[0], 1, DIMS(3), (int64_t[]){3, 1, 2}));
     CHECK(is_i64(&r.outs[1], 1, DIMS(3), (int64_t[]){0, 1, 3}));
     CHECK(is_i64(&r.outs[2], 1, DIMS(6), (int64_t[]){0, 1, 0, 2, 1, 0}));
@@ -274,7 +213,7 @@ static void test_unique(void) {
    * lexicographically (0,5) < (1,2) */
   float xm[8] = {1, 0, 1, 0, 2, 5, 2, 5};
   m = unique_model(OB_FLOAT, 2, DIMS(2, 4), xm, sizeof xm, true, -1, 1);
-  if (run_model(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
+  if (run_ob(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
     CHECK(r.outs[0].shape.rank == 2 && r.outs[0].shape.dims[0] == 2 && r.outs[0].shape.dims[1] == 2);
     CHECK(is_f32(&r.outs[0], (float[]){0, 1, 5, 2}, 4));
     CHECK(is_i64(&r.outs[1], 1, DIMS(2), (int64_t[]){1, 0}));
@@ -287,7 +226,7 @@ static void test_unique(void) {
   /* NaN equals NaN and sorts after the numbers; -0 equals 0 (first occurrence kept) */
   float xn[5] = {NAN, 1, NAN, -0.0f, 0.0f};
   m = unique_model(OB_FLOAT, 1, DIMS(5), xn, sizeof xn, true, -1000, 1);
-  if (run_model(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
+  if (run_ob(m, NULL, NULL, 0, &r) && r.n_outs == 4) {
     CHECK(is_f32(&r.outs[0], (float[]){-0.0f, 1, NAN}, 3));
     CHECK(is_i64(&r.outs[1], 1, DIMS(3), (int64_t[]){3, 1, 0}));
     CHECK(is_i64(&r.outs[2], 1, DIMS(5), (int64_t[]){2, 1, 2, 0, 0}));
@@ -298,13 +237,13 @@ static void test_unique(void) {
 
   /* X as a graph input: a gap without its value; with it, Y is gathered from the input at run time */
   m = unique_model(OB_INT64, 1, DIMS(6), NULL, 0, false, -1000, -1);
-  expect_import_error(m, NULL, RLX_ERR_UNSUPPORTED, "input X must be known at import time");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "input X must be known at import time");
   rlx_named_tensor in = tin("x", x, RLX_I64, 1, DIMS(6));
   rlx_onnx_options o;
   rlx_onnx_options_init(&o);
   o.inputs = &in;
   o.n_inputs = 1;
-  if (run_model(m, &o, &in, 1, &r) && r.n_outs == 4) {
+  if (run_ob(m, &o, &in, 1, &r) && r.n_outs == 4) {
     CHECK(is_i64(&r.outs[0], 1, DIMS(3), (int64_t[]){1, 2, 3}));
     CHECK(is_i64(&r.outs[3], 1, DIMS(3), (int64_t[]){2, 1, 3}));
   }
@@ -313,10 +252,10 @@ static void test_unique(void) {
 
   /* errors */
   m = unique_model(OB_INT64, 1, DIMS(6), x, sizeof x, true, -1000, 2);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "sorted must be 0 or 1");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "sorted must be 0 or 1");
   ob_model_free(m);
   m = unique_model(OB_INT64, 1, DIMS(6), x, sizeof x, true, 1, 1);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "axis");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "axis");
   ob_model_free(m);
 }
 
@@ -390,7 +329,7 @@ static void test_tfidf(void) {
   ob_model *m = tfidf_model(&s1, OB_INT32, 1, DIMS(5));
   int32_t x1[5] = {7, 3, 7, 3, 9};
   rlx_named_tensor in = tin("x", x1, RLX_I32, 1, DIMS(5));
-  if (run_model(m, NULL, &in, 1, &r)) CHECK(is_f32(&r.outs[0], (float[]){2, 1, 2}, 3));
+  if (run_ob(m, NULL, &in, 1, &r)) CHECK(is_f32(&r.outs[0], (float[]){2, 1, 2}, 3));
   runner_free(&r);
   ob_model_free(m);
 
@@ -408,7 +347,7 @@ static void test_tfidf(void) {
       m = tfidf_model(&s, OB_INT64, 2, DIMS(2, 6));
       rlx_graph *g = NULL;
       rlx_executable *e = NULL;
-      CHECK_OK(import(m, NULL, &g));
+      CHECK_OK(ob_import(m, NULL, &g));
       if (g) CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
       for (int run = 0; run < 2 && e; run++) {
         float want[18];
@@ -429,7 +368,7 @@ static void test_tfidf(void) {
     tfidf_spec s = {1, 3, 2, "TF", pool, counts, idx, 15, 3, 8, NULL, 0};
     m = tfidf_model(&s, OB_INT64, 2, DIMS(-1, 6));
     rlx_graph *g = NULL;
-    CHECK_OK(import(m, NULL, &g));
+    CHECK_OK(ob_import(m, NULL, &g));
     if (g) {
       const rlx_shape *ys = &rlx_graph_node(g, rlx_graph_outputs(g)[0])->shape;
       CHECK(ys->rank == 2 && !rlx_dim_is_static(ys->dims[0]) && ys->dims[1] == 9);
@@ -443,7 +382,7 @@ static void test_tfidf(void) {
     o.dim_names = (const char *[]){"N"};
     o.dim_values = (int64_t[]){2};
     o.n_dims = 1;
-    if (run_model(m, &o, &xi, 1, &r)) CHECK(is_f32(&r.outs[0], want, 18));
+    if (run_ob(m, &o, &xi, 1, &r)) CHECK(is_f32(&r.outs[0], want, 18));
     runner_free(&r);
     ob_model_free(m);
   }
@@ -463,37 +402,37 @@ static void test_tfidf(void) {
   tfidf_spec bad = s1;
   bad.mode = "BM25";
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "attribute mode is \"BM25\"");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "attribute mode is \"BM25\"");
   ob_model_free(m);
   bad = s1;
   bad.counts = (int64_t[]){0, 2}; /* 3 entries of bigrams: not a multiple of 2 */
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "not a multiple of 2");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "not a multiple of 2");
   ob_model_free(m);
   bad = s1;
   bad.n_indexes = 2;
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "ngram_indexes has 2 entries for the pool's 3 n-grams");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "ngram_indexes has 2 entries for the pool's 3 n-grams");
   ob_model_free(m);
   bad = s1;
   bad.indexes = (int64_t[]){0, 1, 0};
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_UNSUPPORTED, "ngram_indexes repeats it");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "ngram_indexes repeats it");
   ob_model_free(m);
   bad = s1;
   bad.mode = "IDF";
   bad.weights = (float[]){1, 2};
   bad.n_weights = 2;
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "weights has 2 entries for 3 output columns");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "weights has 2 entries for 3 output columns");
   ob_model_free(m);
   bad = s1;
   bad.min_n = 3;
   m = tfidf_model(&bad, OB_INT32, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "1 <= min <= max");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "1 <= min <= max");
   ob_model_free(m);
   m = tfidf_model(&s1, OB_FLOAT, 1, DIMS(5));
-  expect_import_error(m, NULL, RLX_ERR_UNSUPPORTED, "integer token ids only");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "integer token ids only");
   ob_model_free(m);
   /* string pools are named as unsupported */
   m = ob_model_new(9);
@@ -507,14 +446,14 @@ static void test_tfidf(void) {
   ob_attr_ints(m, n, "ngram_counts", (int64_t[]){0}, 1);
   ob_attr_ints(m, n, "ngram_indexes", (int64_t[]){0, 1}, 2);
   ob_output(m, "y", OB_FLOAT, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_UNSUPPORTED, "pool_strings");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "pool_strings");
   ob_model_free(m);
   /* a missing required attribute */
   m = ob_model_new(9);
   ob_input(m, "x", OB_INT64, 1, DIMS(4));
   ob_node(m, "TfIdfVectorizer", "x", "y");
   ob_output(m, "y", OB_FLOAT, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "attribute min_gram_length is required");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "attribute min_gram_length is required");
   ob_model_free(m);
 }
 

@@ -11,54 +11,11 @@
 #include <stdlib.h>
 
 #include "onnx_build.h"
+#include "onnx_run.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
 #define DIMS(...) ((int64_t[]){__VA_ARGS__})
-
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-static rlx_status import_bytes(const uint8_t *p, size_t len, rlx_graph **g) {
-  *g = NULL;
-  return rlx_onnx_import_bytes(p, len, NULL, NULL, NULL, g);
-}
-
-static rlx_status import(ob_model *m, rlx_graph **g) {
-  size_t len;
-  const uint8_t *p = ob_pack(m, &len);
-  return import_bytes(p, len, g);
-}
-
-/* Imports, compiles and runs (no inputs); false (with a failed CHECK) on error. */
-static bool run_model(ob_model *m, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-
-static void expect_import_error(ob_model *m, rlx_status code, const char *sub) {
-  rlx_graph *g = NULL;
-  CHECK_ERR(import(m, &g), code, sub);
-  rlx_graph_free(g);
-}
 
 /* Output t holds n f32 values equal to want, signed zeros included. */
 static bool is_f32_bits(const rlx_tensor *t, const float *want, size_t n) {
@@ -98,13 +55,13 @@ static void test_opset_gate(void) {
   for (int64_t o = 18; o <= 28; o++) {
     ob_model *m = relu_model(o);
     rlx_graph *g = NULL;
-    rlx_status s = import(m, &g);
+    rlx_status s = ob_import(m, NULL, &g);
     CHECK_MSG(s == RLX_OK, "Relu at opset %lld: %s", (long long)o, rlx_last_error());
     rlx_graph_free(g);
     ob_model_free(m);
   }
   ob_model *m = relu_model(29);
-  expect_import_error(m, RLX_ERR_UNSUPPORTED, "Relu: opset 29 is not supported (supported: 1..28)");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "Relu: opset 29 is not supported (supported: 1..28)");
   ob_model_free(m);
 }
 
@@ -125,7 +82,7 @@ static void test_new_dtypes_named(void) {
     ob_node(m, "Identity", "x", "y");
     ob_output(m, "y", dts[i].code, 1, DIMS(4));
     snprintf(want, sizeof want, "graph input \"x\" has dtype %s, which RLX does not have", dts[i].name);
-    expect_import_error(m, RLX_ERR_UNSUPPORTED, want);
+    expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, want);
     ob_model_free(m);
     /* a Cast to it */
     m = ob_model_new(25);
@@ -134,7 +91,7 @@ static void test_new_dtypes_named(void) {
     ob_attr_int(m, n, "to", dts[i].code);
     ob_output(m, "y", dts[i].code, 1, DIMS(4));
     snprintf(want, sizeof want, "cast to %s (RLX has no such dtype)", dts[i].name);
-    expect_import_error(m, RLX_ERR_UNSUPPORTED, want);
+    expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, want);
     ob_model_free(m);
   }
   /* past the known list: a number */
@@ -142,7 +99,7 @@ static void test_new_dtypes_named(void) {
   ob_input(m, "x", 40, 1, DIMS(4));
   ob_node(m, "Identity", "x", "y");
   ob_output(m, "y", 40, 1, DIMS(4));
-  expect_import_error(m, RLX_ERR_UNSUPPORTED, "has dtype data type 40");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "has dtype data type 40");
   ob_model_free(m);
 }
 
@@ -191,7 +148,7 @@ static void test_unknown_fields(void) {
   bytes = p2;
   bytes[len++] = 0x08, bytes[len++] = 12;
   rlx_graph *g = NULL;
-  rlx_status s = import_bytes(bytes, len, &g);
+  rlx_status s = onnx_import(bytes, len, NULL, &g);
   CHECK_MSG(s == RLX_OK, "unknown fields: %s", rlx_last_error());
   if (g) {
     rlx_executable *e = NULL;
@@ -280,7 +237,7 @@ static void test_local_functions(void) {
     Onnx__NodeProto *nodes[2] = {&n0, &n1};
     append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, NULL, 0);
     rlx_graph *g = NULL;
-    rlx_status s = import_bytes(bytes, len, &g);
+    rlx_status s = onnx_import(bytes, len, NULL, &g);
     CHECK_MSG(s == RLX_OK, "inlining: %s", rlx_last_error());
     if (g) {
       rlx_executable *e = NULL;
@@ -300,7 +257,7 @@ static void test_local_functions(void) {
     bytes = (uint8_t *)ob_pack(m, &len);
     static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0x80, 0x3e}; /* {name "alpha", f 0.25} */
     append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, defaults, sizeof defaults);
-    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "the function's default attribute values (attribute_proto) are not read");
+    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "the function's default attribute values (attribute_proto) are not read");
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);
@@ -314,7 +271,7 @@ static void test_local_functions(void) {
     Onnx__NodeProto *nodes[1] = {&n0};
     append_function(&bytes, &len, "R", a, 1, b, 1, nodes, 1, NULL, 0);
     rlx_graph *g = NULL;
-    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "model-local functions nested more than 16 deep");
+    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "model-local functions nested more than 16 deep");
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);
@@ -345,7 +302,7 @@ static void test_local_functions(void) {
     Onnx__NodeProto *nodes[1] = {&n0};
     append_function(&bytes, &len, "B", a, 1, b, 1, nodes, 1, NULL, 0);
     rlx_graph *g = NULL;
-    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
+    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);
@@ -368,7 +325,7 @@ static void test_range_stash_type(void) {
     ob_attr_int(m, n, "stash_type", stash);
     ob_output(m, "y", 10, 1, DIMS(4));
     runner r;
-    if (run_model(m, NULL, 0, &r)) {
+    if (run_ob(m, NULL, NULL, 0, &r)) {
       const float want[2][4] = {{2048, 2048, 2048, 2048}, {2048, 2048, 2050, 2052}};
       CHECK(r.n_outs == 1 && r.outs[0].shape.dtype == RLX_F16 && r.outs[0].shape.dims[0] == 4);
       const uint16_t *v = r.outs[0].data;
@@ -394,7 +351,7 @@ static void test_mod_float_floor(void) {
   ob_node(m, "Mod", "a,b", "y");
   ob_output(m, "y", OB_FLOAT, 1, DIMS(7));
   runner r;
-  if (run_model(m, NULL, 0, &r)) CHECK(r.n_outs == 1 && is_f32_bits(&r.outs[0], want, 7));
+  if (run_ob(m, NULL, NULL, 0, &r)) CHECK(r.n_outs == 1 && is_f32_bits(&r.outs[0], want, 7));
   runner_free(&r);
   ob_model_free(m);
   /* before opset 28, fmod = 0 on floats is malformed */
@@ -403,7 +360,7 @@ static void test_mod_float_floor(void) {
   ob_initializer(m, "b", OB_FLOAT, 1, DIMS(7), b, sizeof b);
   ob_node(m, "Mod", "a,b", "y");
   ob_output(m, "y", OB_FLOAT, 1, DIMS(7));
-  expect_import_error(m, RLX_ERR_FORMAT, "attribute fmod must be 1 for floating-point inputs before opset 28");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "attribute fmod must be 1 for floating-point inputs before opset 28");
   ob_model_free(m);
 }
 
@@ -429,7 +386,7 @@ static void test_space_to_depth_mode(void) {
     if (cases[i].mode) ob_attr_string(m, n, "mode", cases[i].mode);
     ob_output(m, "y", OB_FLOAT, 4, DIMS(1, 8, 1, 1));
     runner r;
-    if (run_model(m, NULL, 0, &r)) CHECK_MSG(r.n_outs == 1 && is_f32_bits(&r.outs[0], cases[i].want, 8), "case %zu", i);
+    if (run_ob(m, NULL, NULL, 0, &r)) CHECK_MSG(r.n_outs == 1 && is_f32_bits(&r.outs[0], cases[i].want, 8), "case %zu", i);
     runner_free(&r);
     ob_model_free(m);
   }
@@ -457,7 +414,7 @@ static void test_group_norm_versions(void) {
     ob_output(m, "y", OB_FLOAT, 3, DIMS(1, 4, 1));
     rlx_named_tensor in = {"x", {x, rlx_shape_make(RLX_F32, 3, DIMS(1, 4, 1))}};
     runner r;
-    if (run_model(m, &in, 1, &r)) {
+    if (run_ob(m, NULL, &in, 1, &r)) {
       CHECK(r.n_outs == 1);
       const float *y = r.outs[0].data, *want = v ? w21 : w18;
       for (int i = 0; i < 4 && r.n_outs == 1; i++)
@@ -475,7 +432,7 @@ static void test_group_norm_versions(void) {
     n = ob_node(m, "GroupNormalization", "x,s,b", "y");
     ob_attr_int(m, n, "num_groups", 2);
     ob_output(m, "y", OB_FLOAT, 3, DIMS(1, 4, 1));
-    expect_import_error(m, RLX_ERR_FORMAT, v ? "must be [channels]" : "must be [num_groups]");
+    expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, v ? "must be [channels]" : "must be [num_groups]");
     ob_model_free(m);
   }
 }
@@ -492,7 +449,7 @@ static void test_bitcast(void) {
   int8_t x[3] = {-1, 5, -128};
   rlx_named_tensor in = {"x", {x, rlx_shape_make(RLX_I8, 1, DIMS(3))}};
   runner r;
-  if (run_model(m, &in, 1, &r)) {
+  if (run_ob(m, NULL, &in, 1, &r)) {
     const uint8_t *y = r.outs[0].data;
     CHECK(r.outs[0].shape.dtype == RLX_U8 && y[0] == 255 && y[1] == 5 && y[2] == 128);
   }
@@ -505,7 +462,7 @@ static void test_bitcast(void) {
   n = ob_node(m, "BitCast", "x", "y");
   ob_attr_int(m, n, "to", OB_INT32);
   ob_output(m, "y", OB_INT32, 1, DIMS(2));
-  if (run_model(m, NULL, 0, &r)) {
+  if (run_ob(m, NULL, NULL, 0, &r)) {
     const int32_t *y = r.outs[0].data;
     CHECK(r.outs[0].shape.dtype == RLX_I32 && y[0] == 0x3f800000 && (uint32_t)y[1] == 0xc0000000u);
   }
@@ -517,14 +474,14 @@ static void test_bitcast(void) {
   n = ob_node(m, "BitCast", "x", "y");
   ob_attr_int(m, n, "to", OB_INT32);
   ob_output(m, "y", OB_INT32, 1, DIMS(2));
-  expect_import_error(m, RLX_ERR_UNSUPPORTED, "bit cast from f32 to i32 of a value known only at run time");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "bit cast from f32 to i32 of a value known only at run time");
   ob_model_free(m);
   m = ob_model_new(26);
   ob_input(m, "x", OB_FLOAT, 1, DIMS(2));
   n = ob_node(m, "BitCast", "x", "y");
   ob_attr_int(m, n, "to", OB_INT64);
   ob_output(m, "y", OB_INT64, 1, DIMS(2));
-  expect_import_error(m, RLX_ERR_FORMAT, "changes the element size");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "changes the element size");
   ob_model_free(m);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "onnx_build.h"
+#include "onnx_run.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
@@ -55,41 +56,26 @@ static void mb_attr_i(mb *b, const char *name, int64_t v) { ob_attr_int(b->m, mb
 static void mb_attr_f(mb *b, const char *name, float v) { ob_attr_float(b->m, mb_node(b), name, v); }
 static void mb_attr_s(mb *b, const char *name, const char *v) { ob_attr_string(b->m, mb_node(b), name, v); }
 
-/* Imports the model and frees the builder. */
-static rlx_status mb_import(mb *b, const rlx_onnx_options *o, rlx_graph **g) {
-  size_t len;
+/* Adds the node (if no attribute did) and the output "y". */
+static void mb_finish(mb *b) {
   mb_node(b);
   ob_output(b->m, "y", b->out_elem, -1, NULL);
-  const uint8_t *bytes = ob_pack(b->m, &len);
-  rlx_status s = rlx_onnx_import_bytes(bytes, len, NULL, o, NULL, g);
+}
+/* Imports the model and frees the builder. */
+static rlx_status mb_import(mb *b, const rlx_onnx_options *o, rlx_graph **g) {
+  mb_finish(b);
+  rlx_status s = ob_import(b->m, o, g);
   ob_model_free(b->m);
   b->m = NULL;
   return s;
 }
-
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
+/* Imports, compiles and runs the model (onnx_run.h) and frees the builder. */
 static bool mb_run(mb *b, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = mb_import(b, o, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
+  mb_finish(b);
+  bool ok = run_ob(b->m, o, ins, n, r);
+  ob_model_free(b->m);
+  b->m = NULL;
+  return ok;
 }
 
 /* Imports and expects an error code with `substr` in the message. */
@@ -111,26 +97,12 @@ static void expect_symbolic_batch(mb *b, int64_t d1, int64_t d2, int64_t d3) {
   rlx_graph_free(g);
 }
 
+/* Output t is f32 of the given dims with n values within tol * (1 + |want|) of want. */
 static bool close_to(const rlx_tensor *t, const double *want, size_t n, int rank, const int64_t *dims, double tol,
                      const char *what) {
-  bool ok = t->shape.dtype == RLX_F32 && t->shape.rank == (uint32_t)rank;
-  for (int i = 0; ok && i < rank; i++) ok = t->shape.dims[i] == dims[i];
-  size_t got;
-  if (!ok || rlx_shape_numel(&t->shape, &got) || got != n) {
-    fprintf(stderr, "  %s: output of rank %u (dtype %d) is not the expected shape\n", what, t->shape.rank, (int)t->shape.dtype);
-    return false;
-  }
-  const float *v = t->data;
-  for (size_t i = 0; i < n; i++)
-    if (!(fabs((double)v[i] - want[i]) <= tol * (1 + fabs(want[i])))) {
-      fprintf(stderr, "  %s: element %zu: got %.9g, want %.9g\n", what, i, (double)v[i], want[i]);
-      return false;
-    }
-  return true;
-}
-static rlx_named_tensor tin(const char *name, void *data, rlx_dtype t, int rank, const int64_t *dims) {
-  rlx_named_tensor x = {name, {data, rlx_shape_make(t, (uint32_t)rank, dims)}};
-  return x;
+  if (out_shape_is(t, RLX_F32, rank, dims) && out_close(t, want, n, tol)) return true;
+  fprintf(stderr, "  (%s)\n", what);
+  return false;
 }
 static float frand(unsigned *s) { /* [-1, 1) */
   *s = *s * 1103515245u + 12345u;

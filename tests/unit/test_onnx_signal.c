@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "onnx_build.h"
+#include "onnx_run.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
@@ -17,62 +18,18 @@
 
 static const double PI = 3.14159265358979323846;
 
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-static rlx_status import(ob_model *m, rlx_graph **g) {
-  size_t len;
-  const uint8_t *p = ob_pack(m, &len);
-  *g = NULL;
-  return rlx_onnx_import_bytes(p, len, NULL, NULL, NULL, g);
-}
-
-/* Imports, compiles and runs with one f32 input "x"; false (with a failed CHECK) on error. */
+/* Imports, compiles and runs with one f32 input "x" (none when x is NULL). */
 static bool run_model(ob_model *m, const float *x, int rank, const int64_t *dims, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  rlx_named_tensor in = {"x", {(void *)x, rlx_shape_make(RLX_F32, (uint32_t)rank, dims)}};
-  s = rlx_executable_run(r->e, &in, x ? 1 : 0, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-
-static void expect_import_error(ob_model *m, rlx_status code, const char *sub) {
-  rlx_graph *g = NULL;
-  CHECK_ERR(import(m, &g), code, sub);
-  rlx_graph_free(g);
+  rlx_named_tensor in = tin("x", x, RLX_F32, rank, dims);
+  return run_ob(m, NULL, &in, x ? 1 : 0, r);
 }
 
 /* Output t is an f32 tensor of the given dims whose values match want to within 1e-5 of the
  * largest |want| (f32 outputs of sums of many terms). */
 static bool close_to(const rlx_tensor *t, int rank, const int64_t *dims, const double *want) {
-  if (t->shape.dtype != RLX_F32 || t->shape.rank != (uint32_t)rank) {
-    fprintf(stderr, "  got dtype %s rank %u\n", rlx_dtype_name((rlx_dtype)t->shape.dtype), (unsigned)t->shape.rank);
-    return false;
-  }
+  if (!out_shape_is(t, RLX_F32, rank, dims)) return false;
   size_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (t->shape.dims[i] != dims[i]) {
-      fprintf(stderr, "  dim %d: got %lld, want %lld\n", i, (long long)t->shape.dims[i], (long long)dims[i]);
-      return false;
-    }
-    n *= (size_t)dims[i];
-  }
+  for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
   double scale = 1;
   for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
   const float *v = t->data;
@@ -229,25 +186,25 @@ static void test_dft_irfft(void) {
 
 static void test_dft_errors(void) {
   ob_model *m = dft_model(17, 3, DIMS(2, 5, 1), 0, 0, -1, true, 2); /* the complex axis */
-  expect_import_error(m, RLX_ERR_FORMAT, "axis 2 is out of range");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "axis 2 is out of range");
   ob_model_free(m);
   m = dft_model(20, 3, DIMS(2, 5, 1), 0, 0, -1, true, -1);
-  expect_import_error(m, RLX_ERR_FORMAT, "axis -1 is out of range");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "axis -1 is out of range");
   ob_model_free(m);
   m = dft_model(17, 3, DIMS(2, 5, 2), 0, 1, -1, true, 1);
-  expect_import_error(m, RLX_ERR_FORMAT, "needs a real input");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "needs a real input");
   ob_model_free(m);
   m = dft_model(17, 3, DIMS(2, 5, 1), 1, 1, -1, true, 1);
-  expect_import_error(m, RLX_ERR_FORMAT, "needs a complex input");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "needs a complex input");
   ob_model_free(m);
   m = dft_model(17, 3, DIMS(2, 5, 1), 0, 0, 0, true, 1);
-  expect_import_error(m, RLX_ERR_FORMAT, "dft_length 0");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "dft_length 0");
   ob_model_free(m);
   m = dft_model(17, 3, DIMS(2, 5, 3), 0, 0, -1, true, 1);
-  expect_import_error(m, RLX_ERR_FORMAT, "last axis of 1 (real) or 2 (complex)");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "last axis of 1 (real) or 2 (complex)");
   ob_model_free(m);
   m = dft_model(17, 3, DIMS(2, 5, 1), 2, 0, -1, true, 1);
-  expect_import_error(m, RLX_ERR_FORMAT, "must be 0 or 1");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "must be 0 or 1");
   ob_model_free(m);
   /* dft_length computed at run time */
   m = ob_model_new(17);
@@ -255,7 +212,7 @@ static void test_dft_errors(void) {
   ob_input(m, "len", OB_INT64, 0, NULL);
   ob_node(m, "DFT", "x,len", "y");
   ob_output(m, "y", OB_FLOAT, -1, NULL);
-  expect_import_error(m, RLX_ERR_UNSUPPORTED, "dft_length");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "dft_length");
   ob_model_free(m);
 }
 
@@ -318,22 +275,22 @@ static ob_model *stft_model(int srank, const int64_t *sdims, int64_t step, int64
 
 static void test_stft_errors(void) {
   ob_model *m = stft_model(3, DIMS(1, 20, 1), 3, 8, 6, -1);
-  expect_import_error(m, RLX_ERR_FORMAT, "differs from the window's length");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "differs from the window's length");
   ob_model_free(m);
   m = stft_model(3, DIMS(1, 20, 1), 3, -1, 21, -1);
-  expect_import_error(m, RLX_ERR_FORMAT, "frame_length 21 must be in [1, signal length 20]");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "frame_length 21 must be in [1, signal length 20]");
   ob_model_free(m);
   m = stft_model(3, DIMS(1, 20, 1), 0, -1, 4, -1);
-  expect_import_error(m, RLX_ERR_FORMAT, "frame_step 0");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "frame_step 0");
   ob_model_free(m);
   m = stft_model(3, DIMS(1, 20, 2), 2, -1, 4, -1); /* complex signal, onesided by default */
-  expect_import_error(m, RLX_ERR_FORMAT, "onesided=1 needs a real signal");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "onesided=1 needs a real signal");
   ob_model_free(m);
   m = stft_model(2, DIMS(20, 1), 2, -1, 4, 0);
-  expect_import_error(m, RLX_ERR_FORMAT, "input 0 (signal)");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "input 0 (signal)");
   ob_model_free(m);
   m = stft_model(3, DIMS(0, 1 << 26, 1), 1, -1, 1 << 20, -1); /* 2^26 frames of 2^20: too large a table */
-  expect_import_error(m, RLX_ERR_UNSUPPORTED, "index table would exceed");
+  expect_import_error_ob(m, NULL, RLX_ERR_UNSUPPORTED, "index table would exceed");
   ob_model_free(m);
 }
 
@@ -366,13 +323,13 @@ static void test_mel(void) {
   ob_model_free(m);
 
   m = mel_model(2, 16, 16000, 0.0f, 40000.0f); /* the top edge lands past the Nyquist bin */
-  expect_import_error(m, RLX_ERR_FORMAT, "keep upper_edge_hertz <= sample_rate / 2");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "keep upper_edge_hertz <= sample_rate / 2");
   ob_model_free(m);
   m = mel_model(0, 16, 16000, 0.0f, 8000.0f);
-  expect_import_error(m, RLX_ERR_FORMAT, "num_mel_bins (0)");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "num_mel_bins (0)");
   ob_model_free(m);
   m = mel_model(2, 16, 16000, 500.0f, 100.0f);
-  expect_import_error(m, RLX_ERR_FORMAT, "lower_edge_hertz <= upper_edge_hertz");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "lower_edge_hertz <= upper_edge_hertz");
   ob_model_free(m);
 }
 
