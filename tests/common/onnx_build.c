@@ -8,8 +8,9 @@
 struct ob_model {
   Onnx__ModelProto model;
   Onnx__GraphProto graph;
-  Onnx__OperatorSetIdProto opset;
-  Onnx__OperatorSetIdProto *opsets[1];
+  Onnx__GraphProto *cur;       /* where inputs, outputs, initializers and nodes go */
+  Onnx__GraphProto *outer[8];  /* enclosing graphs of the subgraph being built */
+  int depth;
   void **allocs; /* everything allocated for the model */
   size_t n_allocs, cap_allocs;
   uint8_t *packed;
@@ -49,18 +50,38 @@ ob_model *ob_model_new(int64_t opset) {
   if (!m) abort();
   onnx__model_proto__init(&m->model);
   onnx__graph_proto__init(&m->graph);
-  onnx__operator_set_id_proto__init(&m->opset);
-  m->opset.domain = "";
-  m->opset.has_version = 1;
-  m->opset.version = opset;
-  m->opsets[0] = &m->opset;
   m->model.has_ir_version = 1;
   m->model.ir_version = 8;
-  m->model.n_opset_import = 1;
-  m->model.opset_import = m->opsets;
   m->model.graph = &m->graph;
   m->graph.name = "g";
+  m->cur = &m->graph;
+  if (opset) ob_opset_import(m, "", opset);
   return m;
+}
+
+void ob_opset_import(ob_model *m, const char *domain, int64_t version) {
+  Onnx__OperatorSetIdProto *o = ob_alloc(m, sizeof *o);
+  onnx__operator_set_id_proto__init(o);
+  o->domain = ob_strdup(m, domain, strlen(domain));
+  o->has_version = 1;
+  o->version = version;
+  OB_PUSH(m, m->model.opset_import, m->model.n_opset_import, o);
+}
+
+void ob_begin_graph(ob_model *m, const char *name) {
+  if (m->depth == (int)(sizeof m->outer / sizeof m->outer[0])) abort(); /* a broken test */
+  Onnx__GraphProto *g = ob_alloc(m, sizeof *g);
+  onnx__graph_proto__init(g);
+  g->name = ob_strdup(m, name, strlen(name));
+  m->outer[m->depth++] = m->cur;
+  m->cur = g;
+}
+
+Onnx__GraphProto *ob_end_graph(ob_model *m) {
+  if (!m->depth) abort(); /* a broken test */
+  Onnx__GraphProto *g = m->cur;
+  m->cur = m->outer[--m->depth];
+  return g;
 }
 
 void ob_model_free(ob_model *m) {
@@ -105,11 +126,11 @@ static Onnx__ValueInfoProto *ob_value(ob_model *m, const char *name, int32_t ele
 }
 
 void ob_input(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims) {
-  OB_PUSH(m, m->graph.input, m->graph.n_input, ob_value(m, name, elem, rank, dims));
+  OB_PUSH(m, m->cur->input, m->cur->n_input, ob_value(m, name, elem, rank, dims));
 }
 
 void ob_output(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims) {
-  OB_PUSH(m, m->graph.output, m->graph.n_output, ob_value(m, name, elem, rank, dims));
+  OB_PUSH(m, m->cur->output, m->cur->n_output, ob_value(m, name, elem, rank, dims));
 }
 
 void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims, const void *raw,
@@ -126,7 +147,24 @@ void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const
   t->raw_data.len = nbytes;
   t->raw_data.data = ob_alloc(m, nbytes);
   if (nbytes) memcpy(t->raw_data.data, raw, nbytes);
-  OB_PUSH(m, m->graph.initializer, m->graph.n_initializer, t);
+  OB_PUSH(m, m->cur->initializer, m->cur->n_initializer, t);
+}
+
+void ob_initializer_i64(ob_model *m, const char *name, int rank, const int64_t *dims, const int64_t *v) {
+  size_t n = 1;
+  for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
+  Onnx__TensorProto *t = ob_alloc(m, sizeof *t);
+  onnx__tensor_proto__init(t);
+  t->name = ob_strdup(m, name, strlen(name));
+  t->has_data_type = 1;
+  t->data_type = OB_INT64;
+  t->n_dims = (size_t)rank;
+  t->dims = ob_alloc(m, (size_t)rank * sizeof *t->dims);
+  if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof *t->dims);
+  t->n_int64_data = n;
+  t->int64_data = ob_alloc(m, n * sizeof *t->int64_data);
+  if (n) memcpy(t->int64_data, v, n * sizeof *t->int64_data);
+  OB_PUSH(m, m->cur->initializer, m->cur->n_initializer, t);
 }
 
 static void ob_names(ob_model *m, const char *list, char ***arr, size_t *n) {
@@ -140,14 +178,31 @@ static void ob_names(ob_model *m, const char *list, char ***arr, size_t *n) {
   }
 }
 
-Onnx__NodeProto *ob_node(ob_model *m, const char *op, const char *inputs, const char *outputs) {
+void ob_outputs_untyped(ob_model *m, const char *names) {
+  char **list = NULL;
+  size_t n = 0;
+  ob_names(m, names, &list, &n);
+  for (size_t i = 0; i < n; i++) {
+    Onnx__ValueInfoProto *v = ob_alloc(m, sizeof *v);
+    onnx__value_info_proto__init(v);
+    v->name = list[i];
+    OB_PUSH(m, m->cur->output, m->cur->n_output, v);
+  }
+}
+
+Onnx__NodeProto *ob_node_in(ob_model *m, const char *domain, const char *op, const char *inputs, const char *outputs) {
   Onnx__NodeProto *n = ob_alloc(m, sizeof *n);
   onnx__node_proto__init(n);
   n->op_type = ob_strdup(m, op, strlen(op));
+  if (domain) n->domain = ob_strdup(m, domain, strlen(domain));
   ob_names(m, inputs, &n->input, &n->n_input);
   ob_names(m, outputs, &n->output, &n->n_output);
-  OB_PUSH(m, m->graph.node, m->graph.n_node, n);
+  OB_PUSH(m, m->cur->node, m->cur->n_node, n);
   return n;
+}
+
+Onnx__NodeProto *ob_node(ob_model *m, const char *op, const char *inputs, const char *outputs) {
+  return ob_node_in(m, NULL, op, inputs, outputs);
 }
 
 static Onnx__AttributeProto *ob_attr(ob_model *m, Onnx__NodeProto *n, const char *name,
@@ -202,6 +257,11 @@ void ob_attr_strings(ob_model *m, Onnx__NodeProto *n, const char *name, const ch
     a->strings[i].len = strlen(v[i]);
     a->strings[i].data = (uint8_t *)ob_strdup(m, v[i], a->strings[i].len);
   }
+}
+
+void ob_attr_graph(ob_model *m, Onnx__NodeProto *n, const char *name, Onnx__GraphProto *g) {
+  Onnx__AttributeProto *a = ob_attr(m, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+  a->g = g;
 }
 
 const uint8_t *ob_pack(ob_model *m, size_t *len) {
