@@ -288,7 +288,7 @@ static void test_local_functions(void) {
     append_function(&bytes, &len, "O", a, 1, b, 1, nodes1, 1, NULL, 0);
     free(first);
     rlx_graph *g = NULL;
-    CHECK_ERR(import_bytes(bytes, len, &g), RLX_ERR_UNSUPPORTED, "several model-local functions are named \"O\"");
+    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "several model-local functions are named \"O\"");
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);
