@@ -251,13 +251,32 @@ static void test_local_functions(void) {
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);
-    /* the same function declaring default attribute values (attribute_proto, field 11, unknown to
-     * Debian's onnx.proto) called without alpha: a gap, not a silently different default */
+    /* the same function declaring alpha = 0.5 as its default (attribute_proto, field 11, unknown
+     * to Debian's onnx.proto) and called without alpha: the default applies -> {1, -0.5, -4} */
     m = call_model("F", -1);
     bytes = (uint8_t *)ob_pack(m, &len);
-    static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0x80, 0x3e}; /* {name "alpha", f 0.25} */
+    static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0, 0x3f}; /* {name "alpha", f 0.5} */
     append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, defaults, sizeof defaults);
-    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "the function's default attribute values (attribute_proto) are not read");
+    s = onnx_import(bytes, len, NULL, &g);
+    CHECK_MSG(s == RLX_OK, "function defaults: %s", rlx_last_error());
+    if (g) {
+      rlx_executable *e = NULL;
+      const rlx_tensor *outs;
+      uint32_t no;
+      const float want[3] = {1.0f, -0.5f, -4};
+      CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
+      if (e && rlx_executable_run(e, &in, 1, &outs, &no) == RLX_OK) CHECK(no == 1 && is_f32_bits(&outs[0], want, 3));
+      rlx_executable_free(e);
+    }
+    rlx_graph_free(g);
+    free(bytes);
+    ob_model_free(m);
+    /* a malformed default (an AttributeProto holding a field of wire type 7) */
+    m = call_model("F", -1);
+    bytes = (uint8_t *)ob_pack(m, &len);
+    static const uint8_t bad[] = {0x5a, 0x02, 0x0f, 0x00};
+    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, bad, sizeof bad);
+    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_FORMAT, "attribute_proto");
     rlx_graph_free(g);
     free(bytes);
     ob_model_free(m);

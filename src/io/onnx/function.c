@@ -4,11 +4,12 @@
  * graph, with the function's default-domain opset, formal inputs bound to the call's inputs
  * (missing optional inputs become omitted inputs), and attribute references (`ref_attr_name`)
  * replaced by the call's attributes. check.c has validated the bodies (names, attribute types,
- * topological order). Not inlined (a gap): bodies with subgraph attributes, attribute references
- * the call leaves unset when the function declares default values (FunctionProto.attribute_proto
- * is newer than Debian's onnx.proto, so those defaults cannot be read), overloaded functions
- * (same name and domain; the `overload` field is newer too), and functions nested more than
- * OI_MAX_FUNCTION_DEPTH deep (a recursive function). */
+ * topological order). An attribute reference the call leaves unset takes the function's default
+ * (FunctionProto.attribute_proto, newer than Debian's onnx.proto: read here from the unknown
+ * fields, unpacked with the same checks as the model), else the op's own default. Not inlined (a
+ * gap): bodies with subgraph attributes, overloaded functions (same name and domain; the
+ * `overload` field is newer too), and functions nested more than OI_MAX_FUNCTION_DEPTH deep (a
+ * recursive function). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,10 +30,59 @@ const Onnx__FunctionProto *oi_model_function(const oi_imp *m, const Onnx__NodePr
   return NULL;
 }
 
-static bool has_attribute_defaults(const Onnx__FunctionProto *f) {
-  for (size_t i = 0; i < f->base.n_unknown_fields; i++)
-    if (f->base.unknown_fields[i].tag == ATTRIBUTE_PROTO_FIELD) return true;
-  return false;
+#define MAX_DEFAULTS 64
+
+typedef struct fn_defaults {
+  oi_pb pb[MAX_DEFAULTS];
+  uint32_t n;
+} fn_defaults;
+
+static void defaults_free(fn_defaults *d) {
+  for (uint32_t i = 0; i < d->n; i++) oi_pb_free(&d->pb[i]);
+  d->n = 0;
+}
+
+/* Unpacks the attribute_proto entries of f (unknown field 11: a length, then an AttributeProto). */
+static rlx_status defaults_read(const oi_imp *m, const Onnx__FunctionProto *f, fn_defaults *d) {
+  d->n = 0;
+  for (size_t i = 0; i < f->base.n_unknown_fields; i++) {
+    const ProtobufCMessageUnknownField *u = &f->base.unknown_fields[i];
+    if (u->tag != ATTRIBUTE_PROTO_FIELD) continue;
+    if (u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+      return rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\": field attribute_proto has wire type %d", str(f->name), (int)u->wire_type);
+    if (d->n == MAX_DEFAULTS)
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "model-local function \"%s\" declares more than %d default attributes", str(f->name), MAX_DEFAULTS);
+    uint64_t len = 0;
+    size_t k = 0;
+    for (unsigned shift = 0; k < u->len && k < 10; shift += 7) { /* the length varint */
+      len |= (uint64_t)(u->data[k] & 0x7f) << shift;
+      if (!(u->data[k++] & 0x80)) break;
+    }
+    if (k == 0 || (u->data[k - 1] & 0x80) || len != u->len - k)
+      return rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\": a malformed attribute_proto entry", str(f->name));
+    char what[300];
+    snprintf(what, sizeof what, "model-local function \"%.200s\": attribute_proto", str(f->name));
+    RLX_TRY(oi_pb_unpack(&d->pb[d->n], &onnx__attribute_proto__descriptor, u->data + k, (size_t)len, m->al, what));
+    d->n++;
+    const Onnx__AttributeProto *at = (const Onnx__AttributeProto *)d->pb[d->n - 1].msg;
+    rlx_shape sh;
+    if (!at->name || !at->name[0] || oi_attr_type(at) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: an entry without a name or a value", what);
+    if (at->g || at->n_graphs)
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s \"%s\" is a graph; graph attributes of functions are not supported", what, at->name);
+    rlx_status st = at->t ? oi_tensor_check(at->t, what, &sh) : RLX_OK;
+    for (size_t t = 0; t < at->n_tensors && (st == RLX_OK || st == RLX_ERR_UNSUPPORTED); t++) st = oi_tensor_check(at->tensors[t], what, &sh);
+    if (st != RLX_OK && st != RLX_ERR_UNSUPPORTED) return st;
+  }
+  return RLX_OK;
+}
+
+static const Onnx__AttributeProto *default_of(const fn_defaults *d, const char *name) {
+  for (uint32_t i = 0; i < d->n; i++) {
+    const Onnx__AttributeProto *at = (const Onnx__AttributeProto *)d->pb[i].msg;
+    if (strcmp(str(at->name), name) == 0) return at;
+  }
+  return NULL;
 }
 
 static rlx_status why_not(char *why, size_t cap, const char *fmt, ...)
@@ -51,7 +101,7 @@ static rlx_status why_not(char *why, size_t cap, const char *fmt, ...) {
 /* The body node n as called from np: omitted formal inputs become "", attribute references take
  * the call's attributes. The copy lives in arena a. */
 static rlx_status instantiate(rlx_arena *a, const Onnx__NodeProto *np, const Onnx__FunctionProto *f, const oi_map *unbound,
-                              const Onnx__NodeProto *n, Onnx__NodeProto **out, char *why, size_t cap) {
+                              const fn_defaults *defs, const Onnx__NodeProto *n, Onnx__NodeProto **out, char *why, size_t cap) {
   Onnx__NodeProto *cp = rlx_arena_alloc(a, sizeof *cp, 8);
   char **in = rlx_arena_alloc(a, (n->n_input + 1) * sizeof *in, 8);
   Onnx__AttributeProto **attrs = rlx_arena_alloc(a, (n->n_attribute + 1) * sizeof *attrs, 8);
@@ -72,14 +122,8 @@ static rlx_status instantiate(rlx_arena *a, const Onnx__NodeProto *np, const Onn
     const Onnx__AttributeProto *given = NULL;
     for (size_t k = 0; k < np->n_attribute && !given; k++)
       if (strcmp(str(np->attribute[k]->name), at->ref_attr_name) == 0) given = np->attribute[k];
-    if (!given) {
-      if (has_attribute_defaults(f))
-        return why_not(why, cap,
-                       "function \"%s\": attribute \"%s\" of node %s refers to \"%s\", which the call does not set, and "
-                       "the function's default attribute values (attribute_proto) are not read",
-                       str(f->name), str(at->name), str(n->op_type), at->ref_attr_name);
-      continue; /* unset: the op's own default */
-    }
+    if (!given) given = default_of(defs, at->ref_attr_name);
+    if (!given) continue; /* unset, no function default: the op's own default */
     Onnx__AttributeProto *ca = rlx_arena_alloc(a, sizeof *ca, 8);
     if (!ca) return rlx_errorf(RLX_ERR_OOM, "out of memory inlining a function");
     *ca = *given;
@@ -110,6 +154,14 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
     if (default_domain(f->opset_import[i]->domain) && f->opset_import[i]->has_version) m->opset = f->opset_import[i]->version;
   rlx_arena a = {0};
   a.al = m->al;
+  fn_defaults defs;
+  rlx_status dst = defaults_read(m, f, &defs);
+  if (dst != RLX_OK) {
+    defaults_free(&defs);
+    m->opset = saved_opset;
+    if (dst == RLX_ERR_UNSUPPORTED) return why_not(why, cap, "%s", rlx_last_error());
+    return dst;
+  }
   oi_scope fs;
   oi_scope_init(&fs, m, s->g, NULL, false, s->depth);
   oi_map unbound;
@@ -127,7 +179,7 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
   m->fn_depth++;
   for (size_t i = 0; i < f->n_node && st == RLX_OK; i++) {
     Onnx__NodeProto *cp = NULL;
-    st = instantiate(&a, np, f, &unbound, f->node[i], &cp, why, cap);
+    st = instantiate(&a, np, f, &unbound, &defs, f->node[i], &cp, why, cap);
     if (st == RLX_OK) st = oi_import_node(&fs, cp);
   }
   m->fn_depth--;
@@ -141,5 +193,6 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
   oi_map_free(&unbound);
   oi_scope_free(&fs);
   rlx_arena_release(&a);
+  defaults_free(&defs);
   return st;
 }
