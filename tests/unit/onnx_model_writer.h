@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* A tiny protobuf writer for ONNX test models (ModelProto, GraphProto, NodeProto, TypeProto
  * including sequence and optional types, TensorProto, SequenceProto), so importer tests build
- * their inputs without protobuf tooling. Field numbers follow onnx.proto / onnx-data.proto.
- * Header-only: every function is static inline. */
+ * their inputs without protobuf tooling and can write what a protobuf library would refuse
+ * (truncated messages, wrong wire types, stray fields: mw_tag, mw_varint and mw_put write raw
+ * pieces). Field numbers follow onnx.proto / onnx-data.proto. Models that are well-formed can
+ * also be built with tests/common/onnx_build.h (protobuf-c). Header-only: every function is
+ * static inline. */
 #ifndef RLX_ONNX_MODEL_WRITER_H
 #define RLX_ONNX_MODEL_WRITER_H
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "onnx_run.h"
 
 typedef struct mw_buf {
   uint8_t *p;
@@ -38,12 +43,18 @@ static inline void mw_varint(mw_buf *b, uint64_t v) {
     mw_put(b, &byte, 1);
   }
 }
+/* A field key: field number and wire type (0 varint, 1 fixed64, 2 length-delimited, 5 fixed32). */
+static inline void mw_tag(mw_buf *b, unsigned field, unsigned wire) { mw_varint(b, ((uint64_t)field << 3) | wire); }
 static inline void mw_int(mw_buf *b, unsigned field, int64_t v) {
-  mw_varint(b, (uint64_t)field << 3);
+  mw_tag(b, field, 0);
   mw_varint(b, (uint64_t)v);
 }
+static inline void mw_float(mw_buf *b, unsigned field, float v) {
+  mw_tag(b, field, 5);
+  mw_put(b, &v, 4);
+}
 static inline void mw_bytes(mw_buf *b, unsigned field, const void *d, size_t n) {
-  mw_varint(b, ((uint64_t)field << 3) | 2);
+  mw_tag(b, field, 2);
   mw_varint(b, n);
   mw_put(b, d, n);
 }
@@ -59,15 +70,18 @@ static inline void mw_free(mw_buf *b) {
   memset(b, 0, sizeof *b);
 }
 
-enum { MW_F32 = 1, MW_I32 = 6, MW_I64 = 7, MW_BOOL = 9 };
+/* TensorProto.DataType values */
+enum { MW_F32 = 1, MW_U8 = 2, MW_I8 = 3, MW_U16 = 4, MW_I32 = 6, MW_I64 = 7, MW_STR = 8, MW_BOOL = 9, MW_F64 = 11 };
 
-/* TypeProto of a tensor of `rank` static dims (rank < 0: no shape). */
+/* TypeProto of a tensor of `rank` dims (rank < 0: no shape); a negative dim is the symbolic dim
+ * "N" (-1) or "M" (other negative values). */
 static inline mw_buf mw_tensor_type(int elem, int rank, const int64_t *dims) {
   mw_buf t = {0}, tt = {0}, shape = {0};
   mw_int(&tt, 1, elem);
   for (int i = 0; i < rank; i++) {
     mw_buf d = {0};
-    mw_int(&d, 1, dims[i]);
+    if (dims[i] >= 0) mw_int(&d, 1, dims[i]);
+    else mw_str(&d, 2, dims[i] == -1 ? "N" : "M");
     mw_msg(&shape, 1, &d);
   }
   if (rank >= 0) mw_msg(&tt, 2, &shape);
@@ -93,6 +107,10 @@ static inline mw_buf mw_value(const char *name, mw_buf type) {
   return v;
 }
 static inline mw_buf mw_untyped(void) { return (mw_buf){0}; }
+/* ValueInfoProto of a tensor (mw_tensor_type). */
+static inline mw_buf mw_tensor_value(const char *name, int elem, int rank, const int64_t *dims) {
+  return mw_value(name, mw_tensor_type(elem, rank, dims));
+}
 
 /* TensorProto with raw data. */
 static inline mw_buf mw_tensor(const char *name, int dt, int rank, const int64_t *dims, const void *raw, size_t nb) {
@@ -112,12 +130,34 @@ static inline mw_buf mw_sequence(const char *name, mw_buf *tensors, int n) {
   return s;
 }
 
-/* Attributes (AttributeProto.type: 1 float, 2 int, 4 tensor, 5 graph, 13 type_proto). */
+/* Attributes (AttributeProto.type: 1 float, 2 int, 3 string, 4 tensor, 5 graph, 7 ints,
+ * 13 type_proto). */
 static inline mw_buf mw_attr_int(const char *name, int64_t v) {
   mw_buf a = {0};
   mw_str(&a, 1, name);
   mw_int(&a, 3, v);
   mw_int(&a, 20, 2);
+  return a;
+}
+static inline mw_buf mw_attr_ints(const char *name, int n, const int64_t *v) {
+  mw_buf a = {0};
+  mw_str(&a, 1, name);
+  for (int i = 0; i < n; i++) mw_int(&a, 8, v[i]);
+  mw_int(&a, 20, 7);
+  return a;
+}
+static inline mw_buf mw_attr_float(const char *name, float v) {
+  mw_buf a = {0};
+  mw_str(&a, 1, name);
+  mw_float(&a, 2, v);
+  mw_int(&a, 20, 1);
+  return a;
+}
+static inline mw_buf mw_attr_str(const char *name, const char *s) {
+  mw_buf a = {0};
+  mw_str(&a, 1, name);
+  mw_str(&a, 4, s);
+  mw_int(&a, 20, 3);
   return a;
 }
 static inline mw_buf mw_attr_graph(const char *name, mw_buf g) {
@@ -153,13 +193,19 @@ static inline void mw_names(mw_buf *b, unsigned field, const char *list) {
     p = e + 1;
   }
 }
-static inline mw_buf mw_node(const char *op, const char *ins, const char *outs, mw_buf *attrs, int na) {
+/* NodeProto named `name` (NULL: unnamed); consumes the attributes. */
+static inline mw_buf mw_node_named(const char *name, const char *op, const char *ins, const char *outs, mw_buf *attrs,
+                                   int na) {
   mw_buf n = {0};
   mw_names(&n, 1, ins);
   mw_names(&n, 2, outs);
+  if (name) mw_str(&n, 3, name);
   mw_str(&n, 4, op);
   for (int i = 0; i < na; i++) mw_msg(&n, 5, &attrs[i]);
   return n;
+}
+static inline mw_buf mw_node(const char *op, const char *ins, const char *outs, mw_buf *attrs, int na) {
+  return mw_node_named(NULL, op, ins, outs, attrs, na);
 }
 /* A Constant node holding a 1-element or scalar int64. */
 static inline mw_buf mw_const_i64(const char *out, int64_t v, int rank) {
@@ -169,14 +215,19 @@ static inline mw_buf mw_const_i64(const char *out, int64_t v, int rank) {
   return mw_node("Constant", NULL, out, &a, 1);
 }
 
-/* GraphProto; consumes the parts. */
-static inline mw_buf mw_graph(const char *name, mw_buf *nodes, int nn, mw_buf *ins, int nin, mw_buf *outs, int nout) {
+/* GraphProto with initializers (TensorProtos); consumes the parts. */
+static inline mw_buf mw_graph_inits(const char *name, mw_buf *nodes, int nn, mw_buf *inits, int ni, mw_buf *ins, int nin,
+                                    mw_buf *outs, int nout) {
   mw_buf g = {0};
   for (int i = 0; i < nn; i++) mw_msg(&g, 1, &nodes[i]);
   mw_str(&g, 2, name);
+  for (int i = 0; i < ni; i++) mw_msg(&g, 5, &inits[i]);
   for (int i = 0; i < nin; i++) mw_msg(&g, 11, &ins[i]);
   for (int i = 0; i < nout; i++) mw_msg(&g, 12, &outs[i]);
   return g;
+}
+static inline mw_buf mw_graph(const char *name, mw_buf *nodes, int nn, mw_buf *ins, int nin, mw_buf *outs, int nout) {
+  return mw_graph_inits(name, nodes, nn, NULL, 0, ins, nin, outs, nout);
 }
 static inline mw_buf mw_model(int opset, mw_buf g) {
   mw_buf m = {0}, o = {0};
@@ -186,6 +237,15 @@ static inline mw_buf mw_model(int opset, mw_buf g) {
   mw_msg(&m, 8, &o);
   mw_msg(&m, 7, &g);
   return m;
+}
+
+/* Imports / runs a written model through tests/common/onnx_run.h. */
+static inline rlx_status mw_import(const mw_buf *m, const rlx_onnx_options *o, rlx_graph **g) {
+  return onnx_import(m->p, m->n, o, g);
+}
+static inline bool mw_run(const mw_buf *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n,
+                          runner *r) {
+  return run_bytes(m->p, m->n, o, ins, n, r);
 }
 
 #define MW_ARR(...) ((mw_buf[]){__VA_ARGS__})

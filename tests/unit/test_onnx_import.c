@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* ONNX importer: small models are written here with a minimal protobuf *writer* (the importer
+/* ONNX importer: small models are written with the wire-format writer onnx_model_writer.h (the importer
  * reads them with the protobuf-c code generated from onnx.proto), imported, compiled and run on
  * the CPU, and compared with values computed by plain loops. Malformed models (truncation, bad
  * wire types, overflowing dims, size mismatches, cycles, dangling inputs, deep nesting, unsafe
@@ -12,241 +12,36 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "onnx_model_writer.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
 /* ======================================================================================
- * A protobuf writer
+ * Models: the wire-format writer of onnx_model_writer.h
  * ====================================================================================== */
 
-typedef struct pbw {
-  uint8_t *p;
-  size_t n, cap;
-} pbw;
-
-static void put(pbw *b, const void *d, size_t n) {
-  if (b->n + n > b->cap) {
-    size_t cap = (b->cap + n) * 2 + 64;
-    uint8_t *q = realloc(b->p, cap);
-    if (!q) abort();
-    b->p = q;
-    b->cap = cap;
-  }
-  if (n) memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-static void varint(pbw *b, uint64_t v) {
-  do {
-    uint8_t c = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) c |= 0x80;
-    put(b, &c, 1);
-  } while (v);
-}
-static void tag(pbw *b, unsigned f, unsigned w) { varint(b, ((uint64_t)f << 3) | w); }
-static void f_int(pbw *b, unsigned f, int64_t v) {
-  tag(b, f, 0);
-  varint(b, (uint64_t)v);
-}
-static void f_bytes(pbw *b, unsigned f, const void *d, size_t n) {
-  tag(b, f, 2);
-  varint(b, n);
-  put(b, d, n);
-}
-static void f_str(pbw *b, unsigned f, const char *s) { f_bytes(b, f, s, strlen(s)); }
-static void f_msg(pbw *b, unsigned f, pbw *m) { /* consumes m */
-  f_bytes(b, f, m->p, m->n);
-  free(m->p);
-  memset(m, 0, sizeof *m);
-}
-static void f_float(pbw *b, unsigned f, float v) {
-  tag(b, f, 5);
-  put(b, &v, 4);
-}
-
-/* ---- ONNX messages ---- */
-enum { T_F32 = 1, T_U8 = 2, T_I8 = 3, T_U16 = 4, T_I32 = 6, T_I64 = 7, T_STR = 8, T_BOOL = 9, T_F64 = 11 };
-
-/* TypeProto of a tensor; a negative dim is the symbolic dim "N" (-1) or "M" (-2). */
-static pbw ttype(int elem, int rank, const int64_t *dims) {
-  pbw shape = {0}, tt = {0}, t = {0};
-  for (int i = 0; i < rank; i++) {
-    pbw d = {0};
-    if (dims[i] >= 0) f_int(&d, 1, dims[i]);
-    else f_str(&d, 2, dims[i] == -1 ? "N" : "M");
-    f_msg(&shape, 1, &d);
-  }
-  f_int(&tt, 1, elem);
-  if (rank >= 0) f_msg(&tt, 2, &shape);
-  else free(shape.p);
-  f_msg(&t, 1, &tt);
-  return t;
-}
-static pbw vinfo(const char *name, int elem, int rank, const int64_t *dims) {
-  pbw v = {0}, t = ttype(elem, rank, dims);
-  f_str(&v, 1, name);
-  f_msg(&v, 2, &t);
-  return v;
-}
-static pbw tensor(const char *name, int dt, int rank, const int64_t *dims, const void *raw, size_t nb) {
-  pbw t = {0};
-  for (int i = 0; i < rank; i++) f_int(&t, 1, dims[i]);
-  f_int(&t, 2, dt);
-  if (name) f_str(&t, 8, name);
-  f_bytes(&t, 9, raw, nb);
-  return t;
-}
-static pbw a_int(const char *name, int64_t v) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  f_int(&a, 3, v);
-  f_int(&a, 20, 2);
-  return a;
-}
-static pbw a_ints(const char *name, int n, const int64_t *v) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  for (int i = 0; i < n; i++) f_int(&a, 8, v[i]);
-  f_int(&a, 20, 7);
-  return a;
-}
-static pbw a_float(const char *name, float v) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  f_float(&a, 2, v);
-  f_int(&a, 20, 1);
-  return a;
-}
-static pbw a_str(const char *name, const char *s) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  f_str(&a, 4, s);
-  f_int(&a, 20, 3);
-  return a;
-}
-static pbw a_graph(const char *name, pbw g) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  f_msg(&a, 6, &g);
-  f_int(&a, 20, 5);
-  return a;
-}
-static pbw a_tensor(const char *name, pbw t) {
-  pbw a = {0};
-  f_str(&a, 1, name);
-  f_msg(&a, 5, &t);
-  f_int(&a, 20, 4);
-  return a;
-}
-/* Comma-separated names (empty entries are omitted optional inputs). */
-static void names(pbw *b, unsigned f, const char *list) {
-  if (!list) return;
-  const char *p = list;
-  for (;;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    f_bytes(b, f, p, n);
-    if (!e) break;
-    p = e + 1;
-  }
-}
-static pbw node_n(const char *name, const char *op, const char *ins, const char *outs, pbw *attrs, int na) {
-  pbw n = {0};
-  names(&n, 1, ins);
-  names(&n, 2, outs);
-  if (name) f_str(&n, 3, name);
-  f_str(&n, 4, op);
-  for (int i = 0; i < na; i++) f_msg(&n, 5, &attrs[i]);
-  return n;
-}
-static pbw node(const char *op, const char *ins, const char *outs, pbw *attrs, int na) {
-  return node_n(NULL, op, ins, outs, attrs, na);
-}
+/* The parts of a GraphProto (consumed by graph()). */
 typedef struct gparts {
-  pbw *nodes, *inits, *ins, *outs;
+  mw_buf *nodes, *inits, *ins, *outs;
   int nn, ni, nin, nout;
 } gparts;
-static pbw graph(const char *name, gparts p) {
-  pbw g = {0};
-  for (int i = 0; i < p.nn; i++) f_msg(&g, 1, &p.nodes[i]);
-  f_str(&g, 2, name);
-  for (int i = 0; i < p.ni; i++) f_msg(&g, 5, &p.inits[i]);
-  for (int i = 0; i < p.nin; i++) f_msg(&g, 11, &p.ins[i]);
-  for (int i = 0; i < p.nout; i++) f_msg(&g, 12, &p.outs[i]);
-  return g;
+static mw_buf graph(const char *name, gparts p) {
+  return mw_graph_inits(name, p.nodes, p.nn, p.inits, p.ni, p.ins, p.nin, p.outs, p.nout);
 }
-static pbw model(int opset, pbw g) {
-  pbw m = {0}, o = {0};
-  f_int(&m, 1, 8);
-  f_str(&o, 1, "");
-  f_int(&o, 2, opset);
-  f_msg(&m, 8, &o);
-  f_msg(&m, 7, &g);
-  return m;
-}
-#define ARR(...) ((pbw[]){__VA_ARGS__})
 #define DIMS(...) ((int64_t[]){__VA_ARGS__})
 #define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* A model with one node over float inputs of the given shapes (one output "y"). */
-static pbw one_node(int opset, pbw nd, int nin, const char *const *in_names, const int *ranks, const int64_t *const *dims,
-                    pbw *inits, int ni) {
-  pbw ins[8];
-  for (int i = 0; i < nin; i++) ins[i] = vinfo(in_names[i], T_F32, ranks[i], dims[i]);
-  pbw out = {0};
-  f_str(&out, 1, "y");
-  return model(opset, graph("g", (gparts){&nd, inits, ins, &out, 1, ni, nin, 1}));
+static mw_buf one_node(int opset, mw_buf nd, int nin, const char *const *in_names, const int *ranks,
+                       const int64_t *const *dims, mw_buf *inits, int ni) {
+  mw_buf ins[8];
+  for (int i = 0; i < nin; i++) ins[i] = mw_tensor_value(in_names[i], MW_F32, ranks[i], dims[i]);
+  mw_buf out = {0};
+  mw_str(&out, 1, "y");
+  return mw_model(opset, graph("g", (gparts){&nd, inits, ins, &out, 1, ni, nin, 1}));
 }
 
-/* ======================================================================================
- * Import, compile, run
- * ====================================================================================== */
-
-static rlx_status import(pbw *m, const rlx_onnx_options *o, rlx_graph **g) {
-  return rlx_onnx_import_bytes(m->p, m->n, NULL, o, NULL, g);
-}
-
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-/* Imports, compiles and runs with the given inputs; false (with a failed CHECK) on error. */
-static bool run_model(pbw *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, o, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-static bool close_f32(const rlx_tensor *t, const float *want, size_t n, double tol) {
-  if (t->shape.dtype != RLX_F32) return false;
-  size_t got;
-  if (rlx_shape_numel(&t->shape, &got) || got != n) return false;
-  const float *v = t->data;
-  for (size_t i = 0; i < n; i++)
-    if (!(fabs((double)v[i] - (double)want[i]) <= tol * (1 + fabs((double)want[i])))) {
-      fprintf(stderr, "  element %zu: got %g, want %g\n", i, (double)v[i], (double)want[i]);
-      return false;
-    }
-  return true;
-}
-static rlx_named_tensor tin(const char *name, void *data, rlx_dtype t, int rank, const int64_t *dims) {
-  rlx_named_tensor x = {name, {data, rlx_shape_make(t, (uint32_t)rank, dims)}};
-  return x;
-}
+/* Deterministic test data in [-1, 1). */
 static float frand(unsigned *s) {
   *s = *s * 1103515245u + 12345u;
   return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
@@ -258,38 +53,39 @@ static float frand(unsigned *s) {
 
 static void test_elementwise(void) {
   /* y = relu(a * b + c) - with b broadcast [3] over [2, 3] */
-  pbw nodes[3] = {node("Mul", "a,b", "t", NULL, 0), node("Add", "t,c", "u", NULL, 0), node("Relu", "u", "y", NULL, 0)};
+  mw_buf nodes[3] = {mw_node("Mul", "a,b", "t", NULL, 0), mw_node("Add", "t,c", "u", NULL, 0),
+                     mw_node("Relu", "u", "y", NULL, 0)};
   float cv[1] = {-1.0f};
-  pbw init = tensor("c", T_F32, 1, DIMS(1), cv, 4);
-  pbw ins[2] = {vinfo("a", T_F32, 2, DIMS(2, 3)), vinfo("b", T_F32, 1, DIMS(3))};
-  pbw out = vinfo("y", T_F32, 2, DIMS(2, 3));
-  pbw m = model(13, graph("ew", (gparts){nodes, &init, ins, &out, 3, 1, 2, 1}));
+  mw_buf init = mw_tensor("c", MW_F32, 1, DIMS(1), cv, 4);
+  mw_buf ins[2] = {mw_tensor_value("a", MW_F32, 2, DIMS(2, 3)), mw_tensor_value("b", MW_F32, 1, DIMS(3))};
+  mw_buf out = mw_tensor_value("y", MW_F32, 2, DIMS(2, 3));
+  mw_buf m = mw_model(13, graph("ew", (gparts){nodes, &init, ins, &out, 3, 1, 2, 1}));
   float a[6] = {1, 2, 3, -4, 5, 6}, b[3] = {2, 0.5f, -1}, want[6];
   for (int i = 0; i < 6; i++) want[i] = fmaxf(a[i] * b[i % 3] - 1.0f, 0.0f);
   rlx_named_tensor in[2] = {tin("a", a, RLX_F32, 2, DIMS(2, 3)), tin("b", b, RLX_F32, 1, DIMS(3))};
   runner r;
-  if (run_model(&m, NULL, in, 2, &r)) CHECK(close_f32(&r.outs[0], want, 6, 1e-6));
+  if (mw_run(&m, NULL, in, 2, &r)) CHECK(out_close_f32(&r.outs[0], want, 6, 1e-6));
   /* the output node carries the ONNX output name */
   if (r.g) CHECK(strcmp(rlx_graph_node(r.g, rlx_graph_outputs(r.g)[0])->name, "y") == 0);
   runner_free(&r);
   free(m.p);
 
   /* Mod with fmod = 0 on integers follows the divisor's sign (Python) */
-  pbw nm = node("Mod", "a,b", "y", NULL, 0);
-  pbw ins2[2] = {vinfo("a", T_I32, 1, DIMS(4)), vinfo("b", T_I32, 1, DIMS(4))};
-  pbw out2 = vinfo("y", T_I32, 1, DIMS(4));
-  m = model(13, graph("mod", (gparts){&nm, NULL, ins2, &out2, 1, 0, 2, 1}));
+  mw_buf nm = mw_node("Mod", "a,b", "y", NULL, 0);
+  mw_buf ins2[2] = {mw_tensor_value("a", MW_I32, 1, DIMS(4)), mw_tensor_value("b", MW_I32, 1, DIMS(4))};
+  mw_buf out2 = mw_tensor_value("y", MW_I32, 1, DIMS(4));
+  m = mw_model(13, graph("mod", (gparts){&nm, NULL, ins2, &out2, 1, 0, 2, 1}));
   int32_t ma[4] = {7, -7, 7, -7}, mb[4] = {3, 3, -3, -3}, mw[4] = {1, 2, -2, -1};
   rlx_named_tensor in2[2] = {tin("a", ma, RLX_I32, 1, DIMS(4)), tin("b", mb, RLX_I32, 1, DIMS(4))};
-  if (run_model(&m, NULL, in2, 2, &r)) CHECK(memcmp(r.outs[0].data, mw, sizeof mw) == 0);
+  if (mw_run(&m, NULL, in2, 2, &r)) CHECK(memcmp(r.outs[0].data, mw, sizeof mw) == 0);
   runner_free(&r);
   free(m.p);
 }
 
 static void test_gemm(void) {
   /* y = 0.5 * a @ b^T + 2 * c, a [2,3], b [4,3], c [4] */
-  pbw at[3] = {a_float("alpha", 0.5f), a_float("beta", 2.0f), a_int("transB", 1)};
-  pbw nd = node("Gemm", "a,b,c", "y", at, 3);
+  mw_buf at[3] = {mw_attr_float("alpha", 0.5f), mw_attr_float("beta", 2.0f), mw_attr_int("transB", 1)};
+  mw_buf nd = mw_node("Gemm", "a,b,c", "y", at, 3);
   unsigned seed = 1;
   float a[6], b[12], cc[4], want[8];
   for (int i = 0; i < 6; i++) a[i] = frand(&seed);
@@ -301,12 +97,12 @@ static void test_gemm(void) {
       for (int k = 0; k < 3; k++) s += a[i * 3 + k] * b[j * 3 + k];
       want[i * 4 + j] = 0.5f * s + 2 * cc[j];
     }
-  pbw init = tensor("c", T_F32, 1, DIMS(4), cc, sizeof cc);
+  mw_buf init = mw_tensor("c", MW_F32, 1, DIMS(4), cc, sizeof cc);
   const char *nm[2] = {"a", "b"};
-  pbw m = one_node(11, nd, 2, nm, (int[]){2, 2}, (const int64_t *[]){DIMS(2, 3), DIMS(4, 3)}, &init, 1);
+  mw_buf m = one_node(11, nd, 2, nm, (int[]){2, 2}, (const int64_t *[]){DIMS(2, 3), DIMS(4, 3)}, &init, 1);
   rlx_named_tensor in[2] = {tin("a", a, RLX_F32, 2, DIMS(2, 3)), tin("b", b, RLX_F32, 2, DIMS(4, 3))};
   runner r;
-  if (run_model(&m, NULL, in, 2, &r)) CHECK(close_f32(&r.outs[0], want, 8, 1e-5));
+  if (mw_run(&m, NULL, in, 2, &r)) CHECK(out_close_f32(&r.outs[0], want, 8, 1e-5));
   runner_free(&r);
   free(m.p);
 }
@@ -328,8 +124,9 @@ static float conv_ref(const float *x, int C, int H, int W, const float *w, int M
 
 static void test_conv(void) {
   /* Conv 2 -> 3 channels, 3x3 kernel, stride 2, pads [1, 0, 2, 1] (asymmetric) + bias */
-  pbw at[3] = {a_ints("pads", 4, DIMS(1, 0, 2, 1)), a_ints("strides", 2, DIMS(2, 2)), a_ints("kernel_shape", 2, DIMS(3, 3))};
-  pbw nd = node("Conv", "x,w,b", "y", at, 3);
+  mw_buf at[3] = {mw_attr_ints("pads", 4, DIMS(1, 0, 2, 1)), mw_attr_ints("strides", 2, DIMS(2, 2)),
+                  mw_attr_ints("kernel_shape", 2, DIMS(3, 3))};
+  mw_buf nd = mw_node("Conv", "x,w,b", "y", at, 3);
   unsigned seed = 7;
   float x[2 * 5 * 6], w[3 * 2 * 9], b[3];
   for (int i = 0; i < NELEM(x); i++) x[i] = frand(&seed);
@@ -340,19 +137,21 @@ static void test_conv(void) {
   CHECK(Ho == 3 && Wo == 3);
   for (int mm = 0; mm < 3; mm++)
     for (int i = 0; i < Ho; i++)
-      for (int j = 0; j < Wo; j++) want[(mm * Ho + i) * Wo + j] = conv_ref(x, 2, H, W, w, 3, 3, 3, mm, i, j, 2, 2, 1, 0) + b[mm];
-  pbw inits[2] = {tensor("w", T_F32, 4, DIMS(3, 2, 3, 3), w, sizeof w), tensor("b", T_F32, 1, DIMS(3), b, sizeof b)};
+      for (int j = 0; j < Wo; j++)
+        want[(mm * Ho + i) * Wo + j] = conv_ref(x, 2, H, W, w, 3, 3, 3, mm, i, j, 2, 2, 1, 0) + b[mm];
+  mw_buf inits[2] = {mw_tensor("w", MW_F32, 4, DIMS(3, 2, 3, 3), w, sizeof w),
+                     mw_tensor("b", MW_F32, 1, DIMS(3), b, sizeof b)};
   const char *nm[1] = {"x"};
-  pbw m = one_node(11, nd, 1, nm, (int[]){4}, (const int64_t *[]){DIMS(1, 2, 5, 6)}, inits, 2);
+  mw_buf m = one_node(11, nd, 1, nm, (int[]){4}, (const int64_t *[]){DIMS(1, 2, 5, 6)}, inits, 2);
   rlx_named_tensor in = tin("x", x, RLX_F32, 4, DIMS(1, 2, 5, 6));
   runner r;
-  if (run_model(&m, NULL, &in, 1, &r)) CHECK(close_f32(&r.outs[0], want, (size_t)(3 * Ho * Wo), 1e-5));
+  if (mw_run(&m, NULL, &in, 1, &r)) CHECK(out_close_f32(&r.outs[0], want, (size_t)(3 * Ho * Wo), 1e-5));
   runner_free(&r);
   free(m.p);
 
   /* Conv1d with auto_pad SAME_UPPER: out = ceil(7 / 2) = 4, total pad = 3*... */
-  pbw at1[2] = {a_str("auto_pad", "SAME_UPPER"), a_ints("strides", 1, DIMS(2))};
-  pbw nd1 = node("Conv", "x,w", "y", at1, 2);
+  mw_buf at1[2] = {mw_attr_str("auto_pad", "SAME_UPPER"), mw_attr_ints("strides", 1, DIMS(2))};
+  mw_buf nd1 = mw_node("Conv", "x,w", "y", at1, 2);
   float x1[7] = {1, 2, 3, 4, 5, 6, 7}, w1[3] = {1, 10, 100};
   /* total pad = (4-1)*2 + 3 - 7 = 2 -> begin 1, end 1 */
   float want1[4];
@@ -364,19 +163,19 @@ static void test_conv(void) {
     }
     want1[o] = s;
   }
-  pbw init1 = tensor("w", T_F32, 3, DIMS(1, 1, 3), w1, sizeof w1);
+  mw_buf init1 = mw_tensor("w", MW_F32, 3, DIMS(1, 1, 3), w1, sizeof w1);
   m = one_node(11, nd1, 1, nm, (int[]){3}, (const int64_t *[]){DIMS(1, 1, 7)}, &init1, 1);
   in = tin("x", x1, RLX_F32, 3, DIMS(1, 1, 7));
-  if (run_model(&m, NULL, &in, 1, &r)) CHECK(close_f32(&r.outs[0], want1, 4, 1e-6));
+  if (mw_run(&m, NULL, &in, 1, &r)) CHECK(out_close_f32(&r.outs[0], want1, 4, 1e-6));
   runner_free(&r);
   free(m.p);
 }
 
 static void test_pool(void) {
   /* AveragePool 3x3 stride 2, pads 1, ceil_mode, count_include_pad = 0 on a 6x6 image */
-  pbw at[4] = {a_ints("kernel_shape", 2, DIMS(3, 3)), a_ints("strides", 2, DIMS(2, 2)), a_ints("pads", 4, DIMS(1, 1, 1, 1)),
-               a_int("ceil_mode", 1)};
-  pbw nd = node("AveragePool", "x", "y", at, 4);
+  mw_buf at[4] = {mw_attr_ints("kernel_shape", 2, DIMS(3, 3)), mw_attr_ints("strides", 2, DIMS(2, 2)),
+                  mw_attr_ints("pads", 4, DIMS(1, 1, 1, 1)), mw_attr_int("ceil_mode", 1)};
+  mw_buf nd = mw_node("AveragePool", "x", "y", at, 4);
   float x[36];
   for (int i = 0; i < 36; i++) x[i] = (float)(i % 7) - 2.0f;
   /* out = ceil((6 + 2 - 3) / 2) + 1 = 4; the last window starts at 6 - 1 = 5 < 6 + 1 */
@@ -395,16 +194,16 @@ static void test_pool(void) {
       want[i * 4 + j] = s / (float)n;
     }
   const char *nm[1] = {"x"};
-  pbw m = one_node(11, nd, 1, nm, (int[]){4}, (const int64_t *[]){DIMS(1, 1, 6, 6)}, NULL, 0);
+  mw_buf m = one_node(11, nd, 1, nm, (int[]){4}, (const int64_t *[]){DIMS(1, 1, 6, 6)}, NULL, 0);
   rlx_named_tensor in = tin("x", x, RLX_F32, 4, DIMS(1, 1, 6, 6));
   runner r;
-  if (run_model(&m, NULL, &in, 1, &r)) CHECK(close_f32(&r.outs[0], want, 16, 1e-6));
+  if (mw_run(&m, NULL, &in, 1, &r)) CHECK(out_close_f32(&r.outs[0], want, 16, 1e-6));
   runner_free(&r);
   free(m.p);
 
   /* MaxPool 3-D with dilation 2 (pooled by slices) */
-  pbw at3[2] = {a_ints("kernel_shape", 3, DIMS(2, 2, 2)), a_ints("dilations", 3, DIMS(2, 1, 2))};
-  pbw nd3 = node("MaxPool", "x", "y", at3, 2);
+  mw_buf at3[2] = {mw_attr_ints("kernel_shape", 3, DIMS(2, 2, 2)), mw_attr_ints("dilations", 3, DIMS(2, 1, 2))};
+  mw_buf nd3 = mw_node("MaxPool", "x", "y", at3, 2);
   float x3[4 * 3 * 4];
   for (int i = 0; i < NELEM(x3); i++) x3[i] = (float)((i * 37) % 23);
   float want3[2 * 2 * 2];
@@ -419,7 +218,7 @@ static void test_pool(void) {
       }
   m = one_node(12, nd3, 1, nm, (int[]){5}, (const int64_t *[]){DIMS(1, 1, 4, 3, 4)}, NULL, 0);
   in = tin("x", x3, RLX_F32, 5, DIMS(1, 1, 4, 3, 4));
-  if (run_model(&m, NULL, &in, 1, &r)) CHECK(close_f32(&r.outs[0], want3, 8, 0));
+  if (mw_run(&m, NULL, &in, 1, &r)) CHECK(out_close_f32(&r.outs[0], want3, 8, 0));
   runner_free(&r);
   free(m.p);
 }
@@ -427,25 +226,31 @@ static void test_pool(void) {
 static void test_shape_ops(void) {
   /* Shape -> Gather(0) -> Unsqueeze -> Concat([-1]) -> Reshape; Transpose; Slice with a negative
    * step; Gather with a negative index. Everything shape-related must fold at import. */
-  int64_t zero = 0, minus1[1] = {-1}, starts[1] = {-1}, ends[1] = {-100}, axes[1] = {1}, steps[1] = {-2}, gidx[2] = {-1, 0};
-  pbw inits[7] = {tensor("i0", T_I64, 0, NULL, &zero, 8),       tensor("m1", T_I64, 1, DIMS(1), minus1, 8),
-                  tensor("ax0", T_I64, 1, DIMS(1), &zero, 8),   tensor("st", T_I64, 1, DIMS(1), starts, 8),
-                  tensor("en", T_I64, 1, DIMS(1), ends, 8),     tensor("ax", T_I64, 1, DIMS(1), axes, 8),
-                  tensor("sp", T_I64, 1, DIMS(1), steps, 8)};
-  pbw gi = tensor("gi", T_I64, 1, DIMS(2), gidx, 16);
-  pbw ga[1] = {a_int("axis", 0)}, ta[1] = {a_ints("perm", 2, DIMS(1, 0))}, ca[1] = {a_int("axis", 0)};
-  pbw nodes[8] = {
-      node("Shape", "x", "s", NULL, 0),           node("Gather", "s,i0", "d0", ga, 1),
-      node("Unsqueeze", "d0,ax0", "d0u", NULL, 0), node("Concat", "d0u,m1", "shp", ca, 1),
-      node("Reshape", "x,shp", "r", NULL, 0),     node("Transpose", "r", "t", ta, 1),
-      node("Slice", "t,st,en,ax,sp", "sl", NULL, 0), node("Gather", "sl,gi", "y", NULL, 0),
+  int64_t zero = 0, minus1[1] = {-1}, starts[1] = {-1}, ends[1] = {-100}, axes[1] = {1}, steps[1] = {-2},
+          gidx[2] = {-1, 0};
+  mw_buf inits[7] = {mw_tensor("i0", MW_I64, 0, NULL, &zero, 8),     mw_tensor("m1", MW_I64, 1, DIMS(1), minus1, 8),
+                     mw_tensor("ax0", MW_I64, 1, DIMS(1), &zero, 8), mw_tensor("st", MW_I64, 1, DIMS(1), starts, 8),
+                     mw_tensor("en", MW_I64, 1, DIMS(1), ends, 8),   mw_tensor("ax", MW_I64, 1, DIMS(1), axes, 8),
+                     mw_tensor("sp", MW_I64, 1, DIMS(1), steps, 8)};
+  mw_buf gi = mw_tensor("gi", MW_I64, 1, DIMS(2), gidx, 16);
+  mw_buf ga[1] = {mw_attr_int("axis", 0)}, ta[1] = {mw_attr_ints("perm", 2, DIMS(1, 0))},
+         ca[1] = {mw_attr_int("axis", 0)};
+  mw_buf nodes[8] = {
+      mw_node("Shape", "x", "s", NULL, 0),
+      mw_node("Gather", "s,i0", "d0", ga, 1),
+      mw_node("Unsqueeze", "d0,ax0", "d0u", NULL, 0),
+      mw_node("Concat", "d0u,m1", "shp", ca, 1),
+      mw_node("Reshape", "x,shp", "r", NULL, 0),
+      mw_node("Transpose", "r", "t", ta, 1),
+      mw_node("Slice", "t,st,en,ax,sp", "sl", NULL, 0),
+      mw_node("Gather", "sl,gi", "y", NULL, 0),
   };
-  pbw all_inits[8];
+  mw_buf all_inits[8];
   for (int i = 0; i < 7; i++) all_inits[i] = inits[i];
   all_inits[7] = gi;
-  pbw in = vinfo("x", T_F32, 3, DIMS(2, 3, 4)), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(13, graph("shape", (gparts){nodes, all_inits, &in, &out, 8, 8, 1, 1}));
+  mw_buf in = mw_tensor_value("x", MW_F32, 3, DIMS(2, 3, 4)), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(13, graph("shape", (gparts){nodes, all_inits, &in, &out, 8, 8, 1, 1}));
   float x[24];
   for (int i = 0; i < 24; i++) x[i] = (float)i;
   /* r = [2, 12], t = [12, 2] (t[i][j] = x[j*12 + i]), sl = t[:, 1::-2] = column 1 only -> [12, 1]
@@ -453,8 +258,8 @@ static void test_shape_ops(void) {
   float want[2] = {x[1 * 12 + 11], x[1 * 12 + 0]};
   rlx_named_tensor ti = tin("x", x, RLX_F32, 3, DIMS(2, 3, 4));
   runner r;
-  if (run_model(&m, NULL, &ti, 1, &r)) {
-    CHECK(close_f32(&r.outs[0], want, 2, 0));
+  if (mw_run(&m, NULL, &ti, 1, &r)) {
+    CHECK(out_close_f32(&r.outs[0], want, 2, 0));
     CHECK(r.outs[0].shape.rank == 2 && r.outs[0].shape.dims[0] == 2 && r.outs[0].shape.dims[1] == 1);
     bool shape_left = false;
     for (uint32_t i = 0; i < rlx_graph_node_count(r.g); i++) shape_left |= rlx_graph_node(r.g, i)->op == RLX_OP_Concat;
@@ -468,15 +273,15 @@ static void test_reduce_topk(void) {
   /* ReduceSum with axes as input (opset 13), keepdims = 0; ArgMax with select_last_index; TopK
    * smallest 2 along axis 0 (values and indices) */
   int64_t ax[1] = {1}, k[1] = {2};
-  pbw inits[2] = {tensor("ax", T_I64, 1, DIMS(1), ax, 8), tensor("k", T_I64, 1, DIMS(1), k, 8)};
-  pbw ra[1] = {a_int("keepdims", 0)}, aa[2] = {a_int("axis", 1), a_int("select_last_index", 1)},
-      ta[2] = {a_int("axis", 0), a_int("largest", 0)};
-  pbw nodes[3] = {node("ReduceSum", "x,ax", "s", ra, 1), node("ArgMax", "x", "am", aa, 2),
-                  node("TopK", "x,k", "tv,ti", ta, 2)};
-  pbw in = vinfo("x", T_F32, 2, DIMS(3, 4));
-  pbw outs[4] = {vinfo("s", T_F32, 1, DIMS(3)), vinfo("am", T_I64, 2, DIMS(3, 1)), vinfo("tv", T_F32, 2, DIMS(2, 4)),
-                 vinfo("ti", T_I64, 2, DIMS(2, 4))};
-  pbw m = model(13, graph("red", (gparts){nodes, inits, &in, outs, 3, 2, 1, 4}));
+  mw_buf inits[2] = {mw_tensor("ax", MW_I64, 1, DIMS(1), ax, 8), mw_tensor("k", MW_I64, 1, DIMS(1), k, 8)};
+  mw_buf ra[1] = {mw_attr_int("keepdims", 0)}, aa[2] = {mw_attr_int("axis", 1), mw_attr_int("select_last_index", 1)},
+         ta[2] = {mw_attr_int("axis", 0), mw_attr_int("largest", 0)};
+  mw_buf nodes[3] = {mw_node("ReduceSum", "x,ax", "s", ra, 1), mw_node("ArgMax", "x", "am", aa, 2),
+                     mw_node("TopK", "x,k", "tv,ti", ta, 2)};
+  mw_buf in = mw_tensor_value("x", MW_F32, 2, DIMS(3, 4));
+  mw_buf outs[4] = {mw_tensor_value("s", MW_F32, 1, DIMS(3)), mw_tensor_value("am", MW_I64, 2, DIMS(3, 1)),
+                    mw_tensor_value("tv", MW_F32, 2, DIMS(2, 4)), mw_tensor_value("ti", MW_I64, 2, DIMS(2, 4))};
+  mw_buf m = mw_model(13, graph("red", (gparts){nodes, inits, &in, outs, 3, 2, 1, 4}));
   float x[12] = {3, 1, 3, 0, -1, 5, 5, 2, 4, 4, 0, 4};
   float ws[3] = {7, 11, 12};
   int64_t wam[3] = {2, 2, 3};
@@ -484,10 +289,10 @@ static void test_reduce_topk(void) {
   int64_t wti[8] = {1, 0, 2, 0, 0, 2, 0, 1};
   rlx_named_tensor ti = tin("x", x, RLX_F32, 2, DIMS(3, 4));
   runner r;
-  if (run_model(&m, NULL, &ti, 1, &r) && r.n_outs == 4) {
-    CHECK(close_f32(&r.outs[0], ws, 3, 0));
+  if (mw_run(&m, NULL, &ti, 1, &r) && r.n_outs == 4) {
+    CHECK(out_close_f32(&r.outs[0], ws, 3, 0));
     CHECK(r.outs[1].shape.dtype == RLX_I64 && memcmp(r.outs[1].data, wam, sizeof wam) == 0);
-    CHECK(close_f32(&r.outs[2], wtv, 8, 0));
+    CHECK(out_close_f32(&r.outs[2], wtv, 8, 0));
     CHECK(r.outs[3].shape.dtype == RLX_I64 && memcmp(r.outs[3].data, wti, sizeof wti) == 0);
   }
   runner_free(&r);
@@ -498,10 +303,10 @@ static void test_softmax_axis(void) {
   /* opset 11: Softmax(axis=1) normalizes over the flattened [1:] dims; opset 13: over axis 1 */
   float x[8] = {0, 1, 2, 3, 1, 1, 1, 1};
   for (int opset = 11; opset <= 13; opset += 2) {
-    pbw at[1] = {a_int("axis", 1)};
-    pbw nd = node("Softmax", "x", "y", at, 1);
+    mw_buf at[1] = {mw_attr_int("axis", 1)};
+    mw_buf nd = mw_node("Softmax", "x", "y", at, 1);
     const char *nm[1] = {"x"};
-    pbw m = one_node(opset, nd, 1, nm, (int[]){3}, (const int64_t *[]){DIMS(1, 2, 4)}, NULL, 0);
+    mw_buf m = one_node(opset, nd, 1, nm, (int[]){3}, (const int64_t *[]){DIMS(1, 2, 4)}, NULL, 0);
     float want[8];
     if (opset == 11) {
       double s = 0;
@@ -516,7 +321,7 @@ static void test_softmax_axis(void) {
     }
     rlx_named_tensor ti = tin("x", x, RLX_F32, 3, DIMS(1, 2, 4));
     runner r;
-    if (run_model(&m, NULL, &ti, 1, &r)) CHECK(close_f32(&r.outs[0], want, 8, 1e-6));
+    if (mw_run(&m, NULL, &ti, 1, &r)) CHECK(out_close_f32(&r.outs[0], want, 8, 1e-6));
     runner_free(&r);
     free(m.p);
   }
@@ -525,17 +330,18 @@ static void test_softmax_axis(void) {
 static void test_batchnorm_layernorm(void) {
   /* BatchNormalization (inference) on NCHW; LayerNormalization over the last two axes */
   float sc[2] = {2, 0.5f}, bi[2] = {1, -1}, mean[2] = {0.5f, -2}, var[2] = {4, 0.25f};
-  pbw inits[4] = {tensor("sc", T_F32, 1, DIMS(2), sc, 8), tensor("bi", T_F32, 1, DIMS(2), bi, 8),
-                  tensor("mu", T_F32, 1, DIMS(2), mean, 8), tensor("va", T_F32, 1, DIMS(2), var, 8)};
-  pbw bat[1] = {a_float("epsilon", 0.0f)};
-  pbw lat[2] = {a_int("axis", -2), a_float("epsilon", 0.0f)};
+  mw_buf inits[4] = {mw_tensor("sc", MW_F32, 1, DIMS(2), sc, 8), mw_tensor("bi", MW_F32, 1, DIMS(2), bi, 8),
+                     mw_tensor("mu", MW_F32, 1, DIMS(2), mean, 8), mw_tensor("va", MW_F32, 1, DIMS(2), var, 8)};
+  mw_buf bat[1] = {mw_attr_float("epsilon", 0.0f)};
+  mw_buf lat[2] = {mw_attr_int("axis", -2), mw_attr_float("epsilon", 0.0f)};
   float g6[6] = {1, 2, 3, 4, 5, 6};
-  pbw ginit = tensor("g6", T_F32, 2, DIMS(2, 3), g6, sizeof g6);
-  pbw all[5] = {inits[0], inits[1], inits[2], inits[3], ginit};
-  pbw nodes[2] = {node("BatchNormalization", "x,sc,bi,mu,va", "bn", bat, 1), node("LayerNormalization", "bn,g6", "y", lat, 2)};
-  pbw in = vinfo("x", T_F32, 4, DIMS(1, 2, 2, 3)), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(17, graph("norm", (gparts){nodes, all, &in, &out, 2, 5, 1, 1}));
+  mw_buf ginit = mw_tensor("g6", MW_F32, 2, DIMS(2, 3), g6, sizeof g6);
+  mw_buf all[5] = {inits[0], inits[1], inits[2], inits[3], ginit};
+  mw_buf nodes[2] = {mw_node("BatchNormalization", "x,sc,bi,mu,va", "bn", bat, 1),
+                     mw_node("LayerNormalization", "bn,g6", "y", lat, 2)};
+  mw_buf in = mw_tensor_value("x", MW_F32, 4, DIMS(1, 2, 2, 3)), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(17, graph("norm", (gparts){nodes, all, &in, &out, 2, 5, 1, 1}));
   float x[12];
   for (int i = 0; i < 12; i++) x[i] = (float)(i * i % 5) - 1.5f;
   float bn[12], want[12];
@@ -551,7 +357,7 @@ static void test_batchnorm_layernorm(void) {
   }
   rlx_named_tensor ti = tin("x", x, RLX_F32, 4, DIMS(1, 2, 2, 3));
   runner r;
-  if (run_model(&m, NULL, &ti, 1, &r)) CHECK(close_f32(&r.outs[0], want, 12, 1e-5));
+  if (mw_run(&m, NULL, &ti, 1, &r)) CHECK(out_close_f32(&r.outs[0], want, 12, 1e-5));
   runner_free(&r);
   free(m.p);
 }
@@ -559,29 +365,30 @@ static void test_batchnorm_layernorm(void) {
 /* ---- control flow ---- */
 
 /* A branch graph: y_out = Add(captured, k) for a constant k. */
-static pbw branch(const char *name, const char *cap, float k) {
-  pbw kt = tensor(NULL, T_F32, 0, NULL, &k, 4);
-  pbw ca[1] = {a_tensor("value", kt)};
-  pbw nodes[2] = {node("Constant", "", name[0] == 't' ? "kt" : "ke", ca, 1),
-                  node("Add", name[0] == 't' ? "q,kt" : "q,ke", name[0] == 't' ? "yt" : "ye", NULL, 0)};
+static mw_buf branch(const char *name, const char *cap, float k) {
+  mw_buf kt = mw_tensor(NULL, MW_F32, 0, NULL, &k, 4);
+  mw_buf ca[1] = {mw_attr_tensor("value", kt)};
+  mw_buf nodes[2] = {mw_node("Constant", "", name[0] == 't' ? "kt" : "ke", ca, 1),
+                     mw_node("Add", name[0] == 't' ? "q,kt" : "q,ke", name[0] == 't' ? "yt" : "ye", NULL, 0)};
   (void)cap;
-  pbw out = {0};
-  f_str(&out, 1, name[0] == 't' ? "yt" : "ye");
+  mw_buf out = {0};
+  mw_str(&out, 1, name[0] == 't' ? "yt" : "ye");
   return graph(name, (gparts){nodes, NULL, NULL, &out, 2, 0, 0, 1});
 }
 
 static void test_if(void) {
   /* y = If(c) then q + 10 else q - 5, with q = x * 2 captured from the outer graph */
   for (int known = 0; known < 2; known++) {
-    pbw ia[2] = {a_graph("then_branch", branch("then", "q", 10)), a_graph("else_branch", branch("else", "q", -5))};
-    pbw nodes[2] = {node("Mul", "x,two", "q", NULL, 0), node("If", "c", "y", ia, 2)};
+    mw_buf ia[2] = {mw_attr_graph("then_branch", branch("then", "q", 10)),
+                    mw_attr_graph("else_branch", branch("else", "q", -5))};
+    mw_buf nodes[2] = {mw_node("Mul", "x,two", "q", NULL, 0), mw_node("If", "c", "y", ia, 2)};
     float two = 2;
     uint8_t cval = 0;
-    pbw inits[2] = {tensor("two", T_F32, 0, NULL, &two, 4), tensor("c", T_BOOL, 0, NULL, &cval, 1)};
-    pbw ins[2] = {vinfo("x", T_F32, 1, DIMS(3)), vinfo("c", T_BOOL, 0, NULL)};
-    pbw out = vinfo("y", T_F32, 1, DIMS(3));
+    mw_buf inits[2] = {mw_tensor("two", MW_F32, 0, NULL, &two, 4), mw_tensor("c", MW_BOOL, 0, NULL, &cval, 1)};
+    mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(3)), mw_tensor_value("c", MW_BOOL, 0, NULL)};
+    mw_buf out = mw_tensor_value("y", MW_F32, 1, DIMS(3));
     /* known: c is an initializer (constant) -> the else branch is inlined; else a graph input */
-    pbw m = model(13, graph("ifg", (gparts){nodes, inits, ins, &out, 2, known ? 2 : 1, known ? 1 : 2, 1}));
+    mw_buf m = mw_model(13, graph("ifg", (gparts){nodes, inits, ins, &out, 2, known ? 2 : 1, known ? 1 : 2, 1}));
     if (!known) free(inits[1].p);
     else free(ins[1].p);
     float x[3] = {1, -2, 3};
@@ -591,8 +398,8 @@ static void test_if(void) {
       bool then = known ? false : c != 0;
       for (int i = 0; i < 3; i++) want[i] = x[i] * 2 + (then ? 10.0f : -5.0f);
       runner r;
-      if (run_model(&m, NULL, in, known ? 1 : 2, &r)) {
-        CHECK(close_f32(&r.outs[0], want, 3, 0));
+      if (mw_run(&m, NULL, in, known ? 1 : 2, &r)) {
+        CHECK(out_close_f32(&r.outs[0], want, 3, 0));
         bool has_if = false;
         for (uint32_t i = 0; i < rlx_graph_node_count(r.g); i++) has_if |= rlx_graph_node(r.g, i)->op == RLX_OP_If;
         CHECK(has_if == !known);
@@ -606,20 +413,23 @@ static void test_if(void) {
 
 static void test_loop_unrolled(void) {
   /* Loop M=4: v = v * 2 + i; scan output collects v each iteration */
-  pbw b_nodes[4] = {node("Mul", "v_in,two", "t", NULL, 0), node("Cast", "i", "fi", (pbw[]){a_int("to", T_F32)}, 1),
-                    node("Add", "t,fi", "v_out", NULL, 0), node("Identity", "cond_in", "cond_out", NULL, 0)};
-  pbw b_ins[3] = {vinfo("i", T_I64, 0, NULL), vinfo("cond_in", T_BOOL, 0, NULL), vinfo("v_in", T_F32, 1, DIMS(2))};
-  pbw b_outs[3] = {vinfo("cond_out", T_BOOL, 0, NULL), vinfo("v_out", T_F32, 1, DIMS(2)), vinfo("v_out", T_F32, 1, DIMS(2))};
+  mw_buf b_nodes[4] = {mw_node("Mul", "v_in,two", "t", NULL, 0),
+                       mw_node("Cast", "i", "fi", (mw_buf[]){mw_attr_int("to", MW_F32)}, 1),
+                       mw_node("Add", "t,fi", "v_out", NULL, 0), mw_node("Identity", "cond_in", "cond_out", NULL, 0)};
+  mw_buf b_ins[3] = {mw_tensor_value("i", MW_I64, 0, NULL), mw_tensor_value("cond_in", MW_BOOL, 0, NULL),
+                     mw_tensor_value("v_in", MW_F32, 1, DIMS(2))};
+  mw_buf b_outs[3] = {mw_tensor_value("cond_out", MW_BOOL, 0, NULL), mw_tensor_value("v_out", MW_F32, 1, DIMS(2)),
+                      mw_tensor_value("v_out", MW_F32, 1, DIMS(2))};
   float two = 2;
-  pbw b_init = tensor("two", T_F32, 0, NULL, &two, 4);
-  pbw body = graph("body", (gparts){b_nodes, &b_init, b_ins, b_outs, 4, 1, 3, 3});
+  mw_buf b_init = mw_tensor("two", MW_F32, 0, NULL, &two, 4);
+  mw_buf body = graph("body", (gparts){b_nodes, &b_init, b_ins, b_outs, 4, 1, 3, 3});
   int64_t M = 4;
-  pbw inits[1] = {tensor("M", T_I64, 0, NULL, &M, 8)};
-  pbw la[1] = {a_graph("body", body)};
-  pbw nd = node("Loop", "M,,v0", "vf,scan", la, 1);
-  pbw in = vinfo("v0", T_F32, 1, DIMS(2));
-  pbw outs[2] = {vinfo("vf", T_F32, 1, DIMS(2)), vinfo("scan", T_F32, 2, DIMS(4, 2))};
-  pbw m = model(13, graph("loop", (gparts){&nd, inits, &in, outs, 1, 1, 1, 2}));
+  mw_buf inits[1] = {mw_tensor("M", MW_I64, 0, NULL, &M, 8)};
+  mw_buf la[1] = {mw_attr_graph("body", body)};
+  mw_buf nd = mw_node("Loop", "M,,v0", "vf,scan", la, 1);
+  mw_buf in = mw_tensor_value("v0", MW_F32, 1, DIMS(2));
+  mw_buf outs[2] = {mw_tensor_value("vf", MW_F32, 1, DIMS(2)), mw_tensor_value("scan", MW_F32, 2, DIMS(4, 2))};
+  mw_buf m = mw_model(13, graph("loop", (gparts){&nd, inits, &in, outs, 1, 1, 1, 2}));
   float v0[2] = {1, -1}, v[2] = {1, -1}, scan[8];
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 2; j++) {
@@ -628,9 +438,9 @@ static void test_loop_unrolled(void) {
     }
   rlx_named_tensor ti = tin("v0", v0, RLX_F32, 1, DIMS(2));
   runner r;
-  if (run_model(&m, NULL, &ti, 1, &r) && r.n_outs == 2) {
-    CHECK(close_f32(&r.outs[0], v, 2, 0));
-    CHECK(close_f32(&r.outs[1], scan, 8, 0));
+  if (mw_run(&m, NULL, &ti, 1, &r) && r.n_outs == 2) {
+    CHECK(out_close_f32(&r.outs[0], v, 2, 0));
+    CHECK(out_close_f32(&r.outs[1], scan, 8, 0));
   }
   runner_free(&r);
   free(m.p);
@@ -638,10 +448,10 @@ static void test_loop_unrolled(void) {
 
 static void test_einsum_resize_rnn_scan(void) {
   /* Einsum "bij,bkj->bik" (batched A @ B^T) */
-  pbw ea[1] = {a_str("equation", "bij,bkj->bik")};
-  pbw ne = node("Einsum", "a,b", "y", ea, 1);
+  mw_buf ea[1] = {mw_attr_str("equation", "bij,bkj->bik")};
+  mw_buf ne = mw_node("Einsum", "a,b", "y", ea, 1);
   const char *nm2[2] = {"a", "b"};
-  pbw m = one_node(12, ne, 2, nm2, (int[]){3, 3}, (const int64_t *[]){DIMS(2, 2, 3), DIMS(2, 4, 3)}, NULL, 0);
+  mw_buf m = one_node(12, ne, 2, nm2, (int[]){3, 3}, (const int64_t *[]){DIMS(2, 2, 3), DIMS(2, 4, 3)}, NULL, 0);
   unsigned seed = 3;
   float a[12], b[24], want[16];
   for (int i = 0; i < 12; i++) a[i] = frand(&seed);
@@ -655,15 +465,15 @@ static void test_einsum_resize_rnn_scan(void) {
       }
   rlx_named_tensor in2[2] = {tin("a", a, RLX_F32, 3, DIMS(2, 2, 3)), tin("b", b, RLX_F32, 3, DIMS(2, 4, 3))};
   runner r;
-  if (run_model(&m, NULL, in2, 2, &r)) CHECK(close_f32(&r.outs[0], want, 16, 1e-5));
+  if (mw_run(&m, NULL, in2, 2, &r)) CHECK(out_close_f32(&r.outs[0], want, 16, 1e-5));
   runner_free(&r);
   free(m.p);
 
   /* Resize linear, half_pixel, x2 on the last axis of [1, 4] */
   float sc[2] = {1, 2};
-  pbw rinit = tensor("sc", T_F32, 1, DIMS(2), sc, sizeof sc);
-  pbw ra[1] = {a_str("mode", "linear")};
-  pbw nr = node("Resize", "x,,sc", "y", ra, 1);
+  mw_buf rinit = mw_tensor("sc", MW_F32, 1, DIMS(2), sc, sizeof sc);
+  mw_buf ra[1] = {mw_attr_str("mode", "linear")};
+  mw_buf nr = mw_node("Resize", "x,,sc", "y", ra, 1);
   const char *nm1[1] = {"x"};
   m = one_node(13, nr, 1, nm1, (int[]){2}, (const int64_t *[]){DIMS(1, 4)}, &rinit, 1);
   float x[4] = {0, 10, 20, 40}, rw[8];
@@ -675,19 +485,20 @@ static void test_einsum_resize_rnn_scan(void) {
     rw[o] = (float)(x[x0] * (1 - (sx - x0)) + x[x1] * (sx - x0));
   }
   rlx_named_tensor ti = tin("x", x, RLX_F32, 2, DIMS(1, 4));
-  if (run_model(&m, NULL, &ti, 1, &r)) CHECK(close_f32(&r.outs[0], rw, 8, 1e-6));
+  if (mw_run(&m, NULL, &ti, 1, &r)) CHECK(out_close_f32(&r.outs[0], rw, 8, 1e-6));
   runner_free(&r);
   free(m.p);
 
   /* RNN (tanh), 3 steps, batch 1, input 2, hidden 2, with bias; Y_h output */
   float W[4] = {0.5f, -1, 0.25f, 2}, R[4] = {1, 0.5f, -0.5f, 0.25f}, B[4] = {0.1f, -0.2f, 0.05f, 0.3f};
-  pbw rinits[3] = {tensor("W", T_F32, 3, DIMS(1, 2, 2), W, sizeof W), tensor("R", T_F32, 3, DIMS(1, 2, 2), R, sizeof R),
-                   tensor("B", T_F32, 2, DIMS(1, 4), B, sizeof B)};
-  pbw rna[1] = {a_int("hidden_size", 2)};
-  pbw nrn = node("RNN", "x,W,R,B", ",yh", rna, 1);
-  pbw rin = vinfo("x", T_F32, 3, DIMS(3, 1, 2)), rout = {0};
-  f_str(&rout, 1, "yh");
-  m = model(14, graph("rnn", (gparts){&nrn, rinits, &rin, &rout, 1, 3, 1, 1}));
+  mw_buf rinits[3] = {mw_tensor("W", MW_F32, 3, DIMS(1, 2, 2), W, sizeof W),
+                      mw_tensor("R", MW_F32, 3, DIMS(1, 2, 2), R, sizeof R),
+                      mw_tensor("B", MW_F32, 2, DIMS(1, 4), B, sizeof B)};
+  mw_buf rna[1] = {mw_attr_int("hidden_size", 2)};
+  mw_buf nrn = mw_node("RNN", "x,W,R,B", ",yh", rna, 1);
+  mw_buf rin = mw_tensor_value("x", MW_F32, 3, DIMS(3, 1, 2)), rout = {0};
+  mw_str(&rout, 1, "yh");
+  m = mw_model(14, graph("rnn", (gparts){&nrn, rinits, &rin, &rout, 1, 3, 1, 1}));
   float xs[6] = {1, 0, -1, 2, 0.5f, 0.5f}, h[2] = {0, 0};
   for (int t = 0; t < 3; t++) {
     float hn[2];
@@ -699,27 +510,27 @@ static void test_einsum_resize_rnn_scan(void) {
     h[0] = hn[0], h[1] = hn[1];
   }
   ti = tin("x", xs, RLX_F32, 3, DIMS(3, 1, 2));
-  if (run_model(&m, NULL, &ti, 1, &r)) CHECK(close_f32(&r.outs[0], h, 2, 1e-5));
+  if (mw_run(&m, NULL, &ti, 1, &r)) CHECK(out_close_f32(&r.outs[0], h, 2, 1e-5));
   runner_free(&r);
   free(m.p);
 
   /* Scan: running sum of the rows of x [3, 2] (state [2], scan output = state after each row) */
-  pbw sb_nodes[2] = {node("Add", "s_in,row", "s_out", NULL, 0), node("Identity", "s_out", "e", NULL, 0)};
-  pbw sb_ins[2] = {vinfo("s_in", T_F32, 1, DIMS(2)), vinfo("row", T_F32, 1, DIMS(2))};
-  pbw sb_outs[2] = {vinfo("s_out", T_F32, 1, DIMS(2)), vinfo("e", T_F32, 1, DIMS(2))};
-  pbw sbody = graph("sbody", (gparts){sb_nodes, NULL, sb_ins, sb_outs, 2, 0, 2, 2});
-  pbw sa[2] = {a_graph("body", sbody), a_int("num_scan_inputs", 1)};
-  pbw ns = node("Scan", "s0,x", "final,all", sa, 2);
-  pbw s_ins[2] = {vinfo("s0", T_F32, 1, DIMS(2)), vinfo("x", T_F32, 2, DIMS(3, 2))};
-  pbw s_outs[2] = {vinfo("final", T_F32, 1, DIMS(2)), vinfo("all", T_F32, 2, DIMS(3, 2))};
-  m = model(11, graph("scan", (gparts){&ns, NULL, s_ins, s_outs, 1, 0, 2, 2}));
+  mw_buf sb_nodes[2] = {mw_node("Add", "s_in,row", "s_out", NULL, 0), mw_node("Identity", "s_out", "e", NULL, 0)};
+  mw_buf sb_ins[2] = {mw_tensor_value("s_in", MW_F32, 1, DIMS(2)), mw_tensor_value("row", MW_F32, 1, DIMS(2))};
+  mw_buf sb_outs[2] = {mw_tensor_value("s_out", MW_F32, 1, DIMS(2)), mw_tensor_value("e", MW_F32, 1, DIMS(2))};
+  mw_buf sbody = graph("sbody", (gparts){sb_nodes, NULL, sb_ins, sb_outs, 2, 0, 2, 2});
+  mw_buf sa[2] = {mw_attr_graph("body", sbody), mw_attr_int("num_scan_inputs", 1)};
+  mw_buf ns = mw_node("Scan", "s0,x", "final,all", sa, 2);
+  mw_buf s_ins[2] = {mw_tensor_value("s0", MW_F32, 1, DIMS(2)), mw_tensor_value("x", MW_F32, 2, DIMS(3, 2))};
+  mw_buf s_outs[2] = {mw_tensor_value("final", MW_F32, 1, DIMS(2)), mw_tensor_value("all", MW_F32, 2, DIMS(3, 2))};
+  m = mw_model(11, graph("scan", (gparts){&ns, NULL, s_ins, s_outs, 1, 0, 2, 2}));
   float s0[2] = {1, -1}, sx[6] = {1, 2, 3, 4, 5, 6}, all[6], fin[2] = {1, -1};
   for (int t = 0; t < 3; t++)
     for (int j = 0; j < 2; j++) all[t * 2 + j] = fin[j] += sx[t * 2 + j];
   rlx_named_tensor sin2[2] = {tin("s0", s0, RLX_F32, 1, DIMS(2)), tin("x", sx, RLX_F32, 2, DIMS(3, 2))};
-  if (run_model(&m, NULL, sin2, 2, &r) && r.n_outs == 2) {
-    CHECK(close_f32(&r.outs[0], fin, 2, 0));
-    CHECK(close_f32(&r.outs[1], all, 6, 0));
+  if (mw_run(&m, NULL, sin2, 2, &r) && r.n_outs == 2) {
+    CHECK(out_close_f32(&r.outs[0], fin, 2, 0));
+    CHECK(out_close_f32(&r.outs[1], all, 6, 0));
   }
   runner_free(&r);
   free(m.p);
@@ -729,14 +540,14 @@ static void test_einsum_resize_rnn_scan(void) {
 
 static void test_symbolic_and_values(void) {
   /* x [N, 3] -> Reshape(x, shape) with shape a graph input */
-  pbw nd = node("Reshape", "x,shape", "y", NULL, 0);
-  pbw ins[2] = {vinfo("x", T_F32, 2, DIMS(-1, 3)), vinfo("shape", T_I64, 1, DIMS(2))};
-  pbw out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(13, graph("sym", (gparts){&nd, NULL, ins, &out, 1, 0, 2, 1}));
+  mw_buf nd = mw_node("Reshape", "x,shape", "y", NULL, 0);
+  mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 2, DIMS(-1, 3)), mw_tensor_value("shape", MW_I64, 1, DIMS(2))};
+  mw_buf out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(13, graph("sym", (gparts){&nd, NULL, ins, &out, 1, 0, 2, 1}));
   rlx_graph *g = NULL;
   /* without values: Reshape's shape is only known at run time -> one gap naming the input */
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "Reshape: input 1 (shape) must be known at import time");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "Reshape: input 1 (shape) must be known at import time");
   float x[6] = {1, 2, 3, 4, 5, 6};
   int64_t shp[2] = {3, 2};
   rlx_named_tensor in[2] = {tin("x", x, RLX_F32, 2, DIMS(2, 3)), tin("shape", shp, RLX_I64, 1, DIMS(2))};
@@ -745,24 +556,24 @@ static void test_symbolic_and_values(void) {
   o.inputs = in;
   o.n_inputs = 2;
   runner r;
-  if (run_model(&m, &o, in, 2, &r)) {
+  if (mw_run(&m, &o, in, 2, &r)) {
     CHECK(r.outs[0].shape.rank == 2 && r.outs[0].shape.dims[0] == 3 && r.outs[0].shape.dims[1] == 2);
-    CHECK(close_f32(&r.outs[0], x, 6, 0));
+    CHECK(out_close_f32(&r.outs[0], x, 6, 0));
   }
   runner_free(&r);
   /* a given shape must agree with the model's static dims */
   rlx_named_tensor bad = tin("x", x, RLX_F32, 2, DIMS(3, 2));
   o.inputs = &bad;
   o.n_inputs = 1;
-  CHECK_ERR(import(&m, &o, &g), RLX_ERR_SHAPE, "dim 1 is 3 in the model but 2 in the given tensor");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_SHAPE, "dim 1 is 3 in the model but 2 in the given tensor");
   free(m.p);
 
   /* an unbound dim_param stays symbolic; a dim binding makes it static */
-  pbw nr = node("Relu", "x", "y", NULL, 0);
-  pbw in1 = vinfo("x", T_F32, 2, DIMS(-1, -2)), out1 = {0};
-  f_str(&out1, 1, "y");
-  m = model(13, graph("sym2", (gparts){&nr, NULL, &in1, &out1, 1, 0, 1, 1}));
-  CHECK_OK(import(&m, NULL, &g));
+  mw_buf nr = mw_node("Relu", "x", "y", NULL, 0);
+  mw_buf in1 = mw_tensor_value("x", MW_F32, 2, DIMS(-1, -2)), out1 = {0};
+  mw_str(&out1, 1, "y");
+  m = mw_model(13, graph("sym2", (gparts){&nr, NULL, &in1, &out1, 1, 0, 1, 1}));
+  CHECK_OK(mw_import(&m, NULL, &g));
   if (g) {
     const rlx_shape *s = &rlx_graph_node(g, 0)->shape;
     CHECK(!rlx_dim_is_static(s->dims[0]) && !rlx_dim_is_static(s->dims[1]) && s->dims[0] != s->dims[1]);
@@ -774,34 +585,34 @@ static void test_symbolic_and_values(void) {
   o.dim_names = dn;
   o.dim_values = dv;
   o.n_dims = 2;
-  CHECK_OK(import(&m, &o, &g));
+  CHECK_OK(mw_import(&m, &o, &g));
   if (g) CHECK(rlx_graph_node(g, 0)->shape.dims[0] == 5 && rlx_graph_node(g, 0)->shape.dims[1] == 7);
   rlx_graph_free(g);
   free(m.p);
 
   /* Shape of a symbolic tensor is a gap that says to bind the dims */
-  pbw ns = node("Shape", "x", "y", NULL, 0);
-  in1 = vinfo("x", T_F32, 2, DIMS(-1, 3));
-  out1 = (pbw){0};
-  f_str(&out1, 1, "y");
-  m = model(13, graph("sym3", (gparts){&ns, NULL, &in1, &out1, 1, 0, 1, 1}));
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "symbolic dims; bind them");
+  mw_buf ns = mw_node("Shape", "x", "y", NULL, 0);
+  in1 = mw_tensor_value("x", MW_F32, 2, DIMS(-1, 3));
+  out1 = (mw_buf){0};
+  mw_str(&out1, 1, "y");
+  m = mw_model(13, graph("sym3", (gparts){&ns, NULL, &in1, &out1, 1, 0, 1, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "symbolic dims; bind them");
   free(m.p);
 }
 
 static void test_params(void) {
   float w[4] = {1, 2, 3, 4};
-  pbw init = tensor("w", T_F32, 1, DIMS(4), w, sizeof w);
-  pbw nd = node("Mul", "x,w", "y", NULL, 0);
+  mw_buf init = mw_tensor("w", MW_F32, 1, DIMS(4), w, sizeof w);
+  mw_buf nd = mw_node("Mul", "x,w", "y", NULL, 0);
   const char *nm[1] = {"x"};
-  pbw m = one_node(13, nd, 1, nm, (int[]){1}, (const int64_t *[]){DIMS(4)}, &init, 1);
+  mw_buf m = one_node(13, nd, 1, nm, (int[]){1}, (const int64_t *[]){DIMS(4)}, &init, 1);
   rlx_onnx_weights wt = {0};
   rlx_onnx_options o;
   rlx_onnx_options_init(&o);
   o.initializers_as_constants = false;
   o.weights = &wt;
   rlx_graph *g = NULL;
-  CHECK_OK(import(&m, &o, &g));
+  CHECK_OK(mw_import(&m, &o, &g));
   CHECK(g && rlx_graph_find_leaf(g, RLX_OP_Param, "w") != RLX_NO_ID);
   CHECK(wt.n == 1 && wt.v && strcmp(wt.v[0].name, "w") == 0 && memcmp(wt.v[0].tensor.data, w, sizeof w) == 0);
   rlx_graph_free(g);
@@ -811,14 +622,14 @@ static void test_params(void) {
 
 static void test_unsorted_nodes(void) {
   /* nodes listed consumer-first */
-  pbw nodes[2] = {node("Neg", "t", "y", NULL, 0), node("Abs", "x", "t", NULL, 0)};
-  pbw in = vinfo("x", T_F32, 1, DIMS(3)), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(13, graph("uns", (gparts){nodes, NULL, &in, &out, 2, 0, 1, 1}));
+  mw_buf nodes[2] = {mw_node("Neg", "t", "y", NULL, 0), mw_node("Abs", "x", "t", NULL, 0)};
+  mw_buf in = mw_tensor_value("x", MW_F32, 1, DIMS(3)), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(13, graph("uns", (gparts){nodes, NULL, &in, &out, 2, 0, 1, 1}));
   float x[3] = {1, -2, 0}, want[3] = {-1, -2, 0};
   rlx_named_tensor ti = tin("x", x, RLX_F32, 1, DIMS(3));
   runner r;
-  if (run_model(&m, NULL, &ti, 1, &r)) CHECK(close_f32(&r.outs[0], want, 3, 0));
+  if (mw_run(&m, NULL, &ti, 1, &r)) CHECK(out_close_f32(&r.outs[0], want, 3, 0));
   runner_free(&r);
   free(m.p);
 }
@@ -826,16 +637,17 @@ static void test_unsorted_nodes(void) {
 static void test_report_all_gaps(void) {
   /* two LSTM-like unknown ops, an op from another domain, an unsupported attribute value and an
    * unsupported dtype: every gap is listed at once */
-  pbw dom = node("Foo", "x", "a", NULL, 0);
-  f_str(&dom, 7, "com.example");
-  pbw cast_at[1] = {a_int("to", T_STR)};
-  pbw nodes[5] = {node_n("u1", "Frobnicate", "x", "b", NULL, 0), node_n("u2", "Frobnicate", "x", "c", NULL, 0), dom,
-                  node_n("c1", "Cast", "x", "d", cast_at, 1), node("Sum", "a,b,c", "y", NULL, 0)};
-  pbw ins[2] = {vinfo("x", T_F32, 1, DIMS(2)), vinfo("u16", T_U16, 1, DIMS(2))};
-  pbw outs[2] = {vinfo("y", T_F32, 1, DIMS(2)), vinfo("d", T_STR, 1, DIMS(2))};
-  pbw m = model(13, graph("gaps", (gparts){nodes, NULL, ins, outs, 5, 0, 2, 2}));
+  mw_buf dom = mw_node("Foo", "x", "a", NULL, 0);
+  mw_str(&dom, 7, "com.example");
+  mw_buf cast_at[1] = {mw_attr_int("to", MW_STR)};
+  mw_buf nodes[5] = {mw_node_named("u1", "Frobnicate", "x", "b", NULL, 0),
+                     mw_node_named("u2", "Frobnicate", "x", "c", NULL, 0), dom,
+                     mw_node_named("c1", "Cast", "x", "d", cast_at, 1), mw_node("Sum", "a,b,c", "y", NULL, 0)};
+  mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(2)), mw_tensor_value("u16", MW_U16, 1, DIMS(2))};
+  mw_buf outs[2] = {mw_tensor_value("y", MW_F32, 1, DIMS(2)), mw_tensor_value("d", MW_STR, 1, DIMS(2))};
+  mw_buf m = mw_model(13, graph("gaps", (gparts){nodes, NULL, ins, outs, 5, 0, 2, 2}));
   rlx_graph *g = NULL;
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "4 unsupported op/opset/dtype gaps");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "4 unsupported op/opset/dtype gaps");
   const char *msg = rlx_last_error();
   CHECK(strstr(msg, "Frobnicate: no RLX mapping for this op [2 nodes: node \"u1\" (Frobnicate), node \"u2\"") != NULL);
   CHECK(strstr(msg, "domain \"com.example\"") != NULL);
@@ -863,23 +675,23 @@ static void test_report_all_gaps(void) {
   }
   /* a newer opset than the table allows is a gap too */
   free(m.p);
-  pbw na = node("Relu", "x", "y", NULL, 0);
+  mw_buf na = mw_node("Relu", "x", "y", NULL, 0);
   const char *nm[1] = {"x"};
   m = one_node(99, na, 1, nm, (int[]){1}, (const int64_t *[]){DIMS(2)}, NULL, 0);
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "Relu: opset 99 is not supported");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "Relu: opset 99 is not supported");
   free(m.p);
 }
 
 static void test_tensor_pb(void) {
   /* typed data: int32_data for BOOL (normalized to 0/1) and float_data */
-  pbw t = {0};
-  f_int(&t, 1, 3);
-  f_int(&t, 2, T_BOOL);
-  tag(&t, 5, 2);
-  varint(&t, 3);
+  mw_buf t = {0};
+  mw_int(&t, 1, 3);
+  mw_int(&t, 2, MW_BOOL);
+  mw_tag(&t, 5, 2);
+  mw_varint(&t, 3);
   uint8_t vals[3] = {0, 5, 1};
-  put(&t, vals, 3);
-  f_str(&t, 8, "flag");
+  mw_put(&t, vals, 3);
+  mw_str(&t, 8, "flag");
   rlx_tensor out;
   char *name = NULL;
   CHECK_OK(rlx_onnx_tensor_read(t.p, t.n, NULL, &out, &name));
@@ -891,13 +703,13 @@ static void test_tensor_pb(void) {
   rlx_onnx_tensor_free(&out, NULL);
   free(name);
   free(t.p);
-  t = (pbw){0};
-  f_int(&t, 1, 2);
-  f_int(&t, 2, T_F32);
-  tag(&t, 4, 2);
-  varint(&t, 8);
+  t = (mw_buf){0};
+  mw_int(&t, 1, 2);
+  mw_int(&t, 2, MW_F32);
+  mw_tag(&t, 4, 2);
+  mw_varint(&t, 8);
   float fv[2] = {1.5f, -2};
-  put(&t, fv, 8);
+  mw_put(&t, fv, 8);
   CHECK_OK(rlx_onnx_tensor_read(t.p, t.n, NULL, &out, NULL));
   if (out.data) CHECK(memcmp(out.data, fv, 8) == 0);
   rlx_onnx_tensor_free(&out, NULL);
@@ -910,19 +722,19 @@ static void test_tensor_pb(void) {
  * Malformed models
  * ====================================================================================== */
 
-static pbw small_model(void) {
+static mw_buf small_model(void) {
   float w[3] = {1, 2, 3};
-  pbw init = tensor("w", T_F32, 1, DIMS(3), w, sizeof w);
-  pbw at[1] = {a_int("axis", 0)};
-  pbw nodes[2] = {node_n("m", "Mul", "x,w", "t", NULL, 0), node_n("s", "Softmax", "t", "y", at, 1)};
-  pbw in = vinfo("x", T_F32, 1, DIMS(3)), out = vinfo("y", T_F32, 1, DIMS(3));
-  return model(13, graph("small", (gparts){nodes, &init, &in, &out, 2, 1, 1, 1}));
+  mw_buf init = mw_tensor("w", MW_F32, 1, DIMS(3), w, sizeof w);
+  mw_buf at[1] = {mw_attr_int("axis", 0)};
+  mw_buf nodes[2] = {mw_node_named("m", "Mul", "x,w", "t", NULL, 0), mw_node_named("s", "Softmax", "t", "y", at, 1)};
+  mw_buf in = mw_tensor_value("x", MW_F32, 1, DIMS(3)), out = mw_tensor_value("y", MW_F32, 1, DIMS(3));
+  return mw_model(13, graph("small", (gparts){nodes, &init, &in, &out, 2, 1, 1, 1}));
 }
 
 static void test_truncation(void) {
-  pbw m = small_model();
+  mw_buf m = small_model();
   rlx_graph *g = NULL;
-  CHECK_OK(import(&m, NULL, &g));
+  CHECK_OK(mw_import(&m, NULL, &g));
   rlx_graph_free(g);
   int errors = 0, oks = 0, silent = 0;
   for (size_t n = 0; n < m.n; n++) {
@@ -950,43 +762,43 @@ static void test_truncation(void) {
 
 static void test_wire_errors(void) {
   rlx_graph *g = NULL;
-  pbw b = {0};
-  f_int(&b, 7, 5); /* graph (a message) as a varint */
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "wire type 0; expected 2");
+  mw_buf b = {0};
+  mw_int(&b, 7, 5); /* graph (a message) as a varint */
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "wire type 0; expected 2");
   free(b.p);
-  b = (pbw){0};
-  tag(&b, 7, 2);
-  varint(&b, 1000); /* length past the end */
-  put(&b, "abc", 3);
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "runs past the end");
+  b = (mw_buf){0};
+  mw_tag(&b, 7, 2);
+  mw_varint(&b, 1000); /* length past the end */
+  mw_put(&b, "abc", 3);
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "runs past the end");
   free(b.p);
-  b = (pbw){0};
-  tag(&b, 1, 0);
-  for (int i = 0; i < 11; i++) put(&b, "\xff", 1); /* an 11-byte varint */
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "bad varint");
+  b = (mw_buf){0};
+  mw_tag(&b, 1, 0);
+  for (int i = 0; i < 11; i++) mw_put(&b, "\xff", 1); /* an 11-byte varint */
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "bad varint");
   free(b.p);
-  b = (pbw){0};
-  tag(&b, 99, 3); /* group start (an unknown field) */
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "group wire type");
+  b = (mw_buf){0};
+  mw_tag(&b, 99, 3); /* group start (an unknown field) */
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "group wire type");
   free(b.p);
-  b = (pbw){0};
-  tag(&b, 99, 7); /* invalid wire type 7 */
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "invalid wire type 7");
+  b = (mw_buf){0};
+  mw_tag(&b, 99, 7); /* invalid wire type 7 */
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "invalid wire type 7");
   free(b.p);
   /* a model without a graph */
-  b = (pbw){0};
-  f_int(&b, 1, 8);
-  CHECK_ERR(import(&b, NULL, &g), RLX_ERR_FORMAT, "field graph is missing");
+  b = (mw_buf){0};
+  mw_int(&b, 1, 8);
+  CHECK_ERR(mw_import(&b, NULL, &g), RLX_ERR_FORMAT, "field graph is missing");
   free(b.p);
 }
 
 /* A model with one node `op(ins) -> y` over x [3] plus the given initializers. */
-static rlx_status import_with(pbw *nodes, int nn, pbw *inits, int ni, int opset) {
-  pbw in = vinfo("x", T_F32, 1, DIMS(3)), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(opset, graph("bad", (gparts){nodes, inits, &in, &out, nn, ni, 1, 1}));
+static rlx_status import_with(mw_buf *nodes, int nn, mw_buf *inits, int ni, int opset) {
+  mw_buf in = mw_tensor_value("x", MW_F32, 1, DIMS(3)), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(opset, graph("bad", (gparts){nodes, inits, &in, &out, nn, ni, 1, 1}));
   rlx_graph *g = NULL;
-  rlx_status s = import(&m, NULL, &g);
+  rlx_status s = mw_import(&m, NULL, &g);
   rlx_graph_free(g);
   free(m.p);
   return s;
@@ -995,196 +807,197 @@ static rlx_status import_with(pbw *nodes, int nn, pbw *inits, int ni, int opset)
 static void test_tensor_errors(void) {
   float w[3] = {1, 2, 3};
   /* dims whose product overflows */
-  pbw n1 = node("Add", "x,w", "y", NULL, 0);
-  pbw t1 = tensor("w", T_F32, 2, DIMS((int64_t)1 << 40, (int64_t)1 << 40), w, 12);
+  mw_buf n1 = mw_node("Add", "x,w", "y", NULL, 0);
+  mw_buf t1 = mw_tensor("w", MW_F32, 2, DIMS((int64_t)1 << 40, (int64_t)1 << 40), w, 12);
   CHECK_ERR(import_with(&n1, 1, &t1, 1, 13), RLX_ERR_FORMAT, "element count overflows");
   /* a negative dim */
-  n1 = node("Add", "x,w", "y", NULL, 0);
-  t1 = tensor("w", T_F32, 1, DIMS(-3), w, 12);
+  n1 = mw_node("Add", "x,w", "y", NULL, 0);
+  t1 = mw_tensor("w", MW_F32, 1, DIMS(-3), w, 12);
   CHECK_ERR(import_with(&n1, 1, &t1, 1, 13), RLX_ERR_FORMAT, "dims[0] is -3");
   /* raw_data one element short */
-  n1 = node("Add", "x,w", "y", NULL, 0);
-  t1 = tensor("w", T_F32, 1, DIMS(3), w, 8);
+  n1 = mw_node("Add", "x,w", "y", NULL, 0);
+  t1 = mw_tensor("w", MW_F32, 1, DIMS(3), w, 8);
   CHECK_ERR(import_with(&n1, 1, &t1, 1, 13), RLX_ERR_FORMAT, "raw_data has 8 bytes but dims x dtype size = 3 x 4 = 12");
   /* typed data count mismatch */
-  n1 = node("Add", "x,w", "y", NULL, 0);
-  t1 = (pbw){0};
-  f_int(&t1, 1, 3);
-  f_int(&t1, 2, T_F32);
-  f_str(&t1, 8, "w");
-  tag(&t1, 4, 2);
-  varint(&t1, 8);
-  put(&t1, w, 8);
+  n1 = mw_node("Add", "x,w", "y", NULL, 0);
+  t1 = (mw_buf){0};
+  mw_int(&t1, 1, 3);
+  mw_int(&t1, 2, MW_F32);
+  mw_str(&t1, 8, "w");
+  mw_tag(&t1, 4, 2);
+  mw_varint(&t1, 8);
+  mw_put(&t1, w, 8);
   CHECK_ERR(import_with(&n1, 1, &t1, 1, 13), RLX_ERR_FORMAT, "field float_data has 2 values; dims need 3");
   /* missing data_type */
-  n1 = node("Add", "x,w", "y", NULL, 0);
-  t1 = (pbw){0};
-  f_int(&t1, 1, 3);
-  f_str(&t1, 8, "w");
-  f_bytes(&t1, 9, w, 12);
+  n1 = mw_node("Add", "x,w", "y", NULL, 0);
+  t1 = (mw_buf){0};
+  mw_int(&t1, 1, 3);
+  mw_str(&t1, 8, "w");
+  mw_bytes(&t1, 9, w, 12);
   CHECK_ERR(import_with(&n1, 1, &t1, 1, 13), RLX_ERR_FORMAT, "initializer \"w\": field data_type is missing");
   /* an input with an UNDEFINED element type */
-  pbw nr = node("Relu", "x", "y", NULL, 0);
-  pbw in = vinfo("x", 0, 1, DIMS(3)), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(13, graph("undef", (gparts){&nr, NULL, &in, &out, 1, 0, 1, 1}));
+  mw_buf nr = mw_node("Relu", "x", "y", NULL, 0);
+  mw_buf in = mw_tensor_value("x", 0, 1, DIMS(3)), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(13, graph("undef", (gparts){&nr, NULL, &in, &out, 1, 0, 1, 1}));
   rlx_graph *g = NULL;
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_FORMAT, "input \"x\": field type.tensor_type.elem_type is UNDEFINED");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "input \"x\": field type.tensor_type.elem_type is UNDEFINED");
   free(m.p);
   /* a graph input without any type */
-  nr = node("Relu", "x", "y", NULL, 0);
-  in = (pbw){0};
-  f_str(&in, 1, "x");
-  out = (pbw){0};
-  f_str(&out, 1, "y");
-  m = model(13, graph("notype", (gparts){&nr, NULL, &in, &out, 1, 0, 1, 1}));
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_FORMAT, "input \"x\": field type is missing");
+  nr = mw_node("Relu", "x", "y", NULL, 0);
+  in = (mw_buf){0};
+  mw_str(&in, 1, "x");
+  out = (mw_buf){0};
+  mw_str(&out, 1, "y");
+  m = mw_model(13, graph("notype", (gparts){&nr, NULL, &in, &out, 1, 0, 1, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "input \"x\": field type is missing");
   free(m.p);
 }
 
 static void test_graph_errors(void) {
   /* a cycle a -> b -> a */
-  pbw cyc[3] = {node_n("na", "Add", "x,b", "a", NULL, 0), node_n("nb", "Neg", "a", "b", NULL, 0),
-                node("Identity", "a", "y", NULL, 0)};
+  mw_buf cyc[3] = {mw_node_named("na", "Add", "x,b", "a", NULL, 0), mw_node_named("nb", "Neg", "a", "b", NULL, 0),
+                   mw_node("Identity", "a", "y", NULL, 0)};
   CHECK_ERR(import_with(cyc, 3, NULL, 0, 13), RLX_ERR_FORMAT, "cycle");
   /* a dangling input */
-  pbw dang[1] = {node_n("d", "Add", "x,nowhere", "y", NULL, 0)};
+  mw_buf dang[1] = {mw_node_named("d", "Add", "x,nowhere", "y", NULL, 0)};
   CHECK_ERR(import_with(dang, 1, NULL, 0, 13), RLX_ERR_FORMAT,
             "node \"d\" (Add): input[1] \"nowhere\" is not produced by any node, graph input or initializer");
   /* the same output twice */
-  pbw dup[2] = {node_n("p", "Neg", "x", "y", NULL, 0), node_n("q", "Abs", "x", "y", NULL, 0)};
+  mw_buf dup[2] = {mw_node_named("p", "Neg", "x", "y", NULL, 0), mw_node_named("q", "Abs", "x", "y", NULL, 0)};
   CHECK_ERR(import_with(dup, 2, NULL, 0, 13), RLX_ERR_FORMAT, "also produced by node \"p\" (Neg) (duplicate output)");
   /* an attribute of the wrong type, an out-of-range axis, a bad perm, a zero kernel */
-  pbw w1[1] = {node_n("s", "Softmax", "x", "y", (pbw[]){a_float("axis", 1)}, 1)};
-  CHECK_ERR(import_with(w1, 1, NULL, 0, 13), RLX_ERR_FORMAT, "node \"s\" (Softmax): attribute axis must be INT, not FLOAT");
-  pbw w2[1] = {node_n("s", "Softmax", "x", "y", (pbw[]){a_int("axis", -5)}, 1)};
+  mw_buf w1[1] = {mw_node_named("s", "Softmax", "x", "y", (mw_buf[]){mw_attr_float("axis", 1)}, 1)};
+  CHECK_ERR(import_with(w1, 1, NULL, 0, 13), RLX_ERR_FORMAT,
+            "node \"s\" (Softmax): attribute axis must be INT, not FLOAT");
+  mw_buf w2[1] = {mw_node_named("s", "Softmax", "x", "y", (mw_buf[]){mw_attr_int("axis", -5)}, 1)};
   CHECK_ERR(import_with(w2, 1, NULL, 0, 13), RLX_ERR_FORMAT, "attribute axis -5 is out of range");
-  pbw w3[1] = {node_n("t", "Transpose", "x", "y", (pbw[]){a_ints("perm", 1, DIMS(3))}, 1)};
+  mw_buf w3[1] = {mw_node_named("t", "Transpose", "x", "y", (mw_buf[]){mw_attr_ints("perm", 1, DIMS(3))}, 1)};
   CHECK_ERR(import_with(w3, 1, NULL, 0, 13), RLX_ERR_FORMAT, "node \"t\" (Transpose): attribute perm");
-  pbw w4[1] = {node_n("p", "MaxPool", "x", "y", (pbw[]){a_ints("kernel_shape", 1, DIMS(2))}, 1)};
+  mw_buf w4[1] = {mw_node_named("p", "MaxPool", "x", "y", (mw_buf[]){mw_attr_ints("kernel_shape", 1, DIMS(2))}, 1)};
   CHECK_ERR(import_with(w4, 1, NULL, 0, 13), RLX_ERR_FORMAT, "rank >= 3");
   const char *nm[1] = {"x"};
-  pbw k0 = node_n("p", "MaxPool", "x", "y", (pbw[]){a_ints("kernel_shape", 1, DIMS(0))}, 1);
-  pbw mk = one_node(13, k0, 1, nm, (int[]){3}, (const int64_t *[]){DIMS(1, 1, 5)}, NULL, 0);
+  mw_buf k0 = mw_node_named("p", "MaxPool", "x", "y", (mw_buf[]){mw_attr_ints("kernel_shape", 1, DIMS(0))}, 1);
+  mw_buf mk = one_node(13, k0, 1, nm, (int[]){3}, (const int64_t *[]){DIMS(1, 1, 5)}, NULL, 0);
   rlx_graph *g = NULL;
-  CHECK_ERR(import(&mk, NULL, &g), RLX_ERR_FORMAT, "node \"p\" (MaxPool): attribute kernel_shape[0] is 0");
+  CHECK_ERR(mw_import(&mk, NULL, &g), RLX_ERR_FORMAT, "node \"p\" (MaxPool): attribute kernel_shape[0] is 0");
   free(mk.p);
   /* names with a NUL byte or invalid UTF-8 */
-  pbw bn = node("Neg", "x", "y", NULL, 0);
-  f_bytes(&bn, 3, "a\0b", 3);
+  mw_buf bn = mw_node("Neg", "x", "y", NULL, 0);
+  mw_bytes(&bn, 3, "a\0b", 3);
   CHECK_ERR(import_with(&bn, 1, NULL, 0, 13), RLX_ERR_FORMAT, "contains a NUL byte");
-  bn = node("Neg", "x", "y", NULL, 0);
-  f_bytes(&bn, 3, "\xc3\x28", 2);
+  bn = mw_node("Neg", "x", "y", NULL, 0);
+  mw_bytes(&bn, 3, "\xc3\x28", 2);
   CHECK_ERR(import_with(&bn, 1, NULL, 0, 13), RLX_ERR_FORMAT, "not valid UTF-8");
 }
 
-static pbw leaf_body(void) {
-  pbw n = node("Identity", "x", "z", NULL, 0), out = {0};
-  f_str(&out, 1, "z");
+static mw_buf leaf_body(void) {
+  mw_buf n = mw_node("Identity", "x", "z", NULL, 0), out = {0};
+  mw_str(&out, 1, "z");
   return graph("leaf", (gparts){&n, NULL, NULL, &out, 1, 0, 0, 1});
 }
 
 static void test_deep_nesting(void) {
   /* If nested 20 deep (the limit is 16) */
-  pbw body = {0};
+  mw_buf body = {0};
   {
-    pbw n = node("Identity", "x", "z", NULL, 0), out = {0};
-    f_str(&out, 1, "z");
+    mw_buf n = mw_node("Identity", "x", "z", NULL, 0), out = {0};
+    mw_str(&out, 1, "z");
     body = graph("leaf", (gparts){&n, NULL, NULL, &out, 1, 0, 0, 1});
   }
   for (int d = 0; d < 20; d++) {
-    pbw b2 = leaf_body();
-    pbw ia[2] = {a_graph("then_branch", body), a_graph("else_branch", b2)};
-    pbw n = node("If", "c", "z", ia, 2), out = {0};
-    f_str(&out, 1, "z");
+    mw_buf b2 = leaf_body();
+    mw_buf ia[2] = {mw_attr_graph("then_branch", body), mw_attr_graph("else_branch", b2)};
+    mw_buf n = mw_node("If", "c", "z", ia, 2), out = {0};
+    mw_str(&out, 1, "z");
     body = graph("lvl", (gparts){&n, NULL, NULL, &out, 1, 0, 0, 1});
   }
   /* unwrap the outermost level into the main graph */
-  pbw ins[2] = {vinfo("x", T_F32, 1, DIMS(3)), vinfo("c", T_BOOL, 0, NULL)};
-  pbw b2 = leaf_body();
-  pbw ia[2] = {a_graph("then_branch", body), a_graph("else_branch", b2)};
-  pbw n = node("If", "c", "y", ia, 2), out = {0};
-  f_str(&out, 1, "y");
-  pbw m = model(13, graph("deep", (gparts){&n, NULL, ins, &out, 1, 0, 2, 1}));
+  mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(3)), mw_tensor_value("c", MW_BOOL, 0, NULL)};
+  mw_buf b2 = leaf_body();
+  mw_buf ia[2] = {mw_attr_graph("then_branch", body), mw_attr_graph("else_branch", b2)};
+  mw_buf n = mw_node("If", "c", "y", ia, 2), out = {0};
+  mw_str(&out, 1, "y");
+  mw_buf m = mw_model(13, graph("deep", (gparts){&n, NULL, ins, &out, 1, 0, 2, 1}));
   rlx_graph *g = NULL;
   /* the message nesting limit (64) trips first: 21 levels x 3 messages */
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_FORMAT, "nested");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "nested");
   free(m.p);
 
   /* 17 levels of If stays under the message limit but over the graph limit */
-  body = (pbw){0};
+  body = (mw_buf){0};
   {
-    pbw nn = node("Identity", "x", "z", NULL, 0), o2 = {0};
-    f_str(&o2, 1, "z");
+    mw_buf nn = mw_node("Identity", "x", "z", NULL, 0), o2 = {0};
+    mw_str(&o2, 1, "z");
     body = graph("leaf", (gparts){&nn, NULL, NULL, &o2, 1, 0, 0, 1});
   }
   for (int d = 0; d < 16; d++) {
-    pbw c2 = leaf_body();
-    pbw ib[2] = {a_graph("then_branch", body), a_graph("else_branch", c2)};
-    pbw nn = node("If", "c", "z", ib, 2), o2 = {0};
-    f_str(&o2, 1, "z");
+    mw_buf c2 = leaf_body();
+    mw_buf ib[2] = {mw_attr_graph("then_branch", body), mw_attr_graph("else_branch", c2)};
+    mw_buf nn = mw_node("If", "c", "z", ib, 2), o2 = {0};
+    mw_str(&o2, 1, "z");
     body = graph("lvl", (gparts){&nn, NULL, NULL, &o2, 1, 0, 0, 1});
   }
-  pbw ins2[2] = {vinfo("x", T_F32, 1, DIMS(3)), vinfo("c", T_BOOL, 0, NULL)};
+  mw_buf ins2[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(3)), mw_tensor_value("c", MW_BOOL, 0, NULL)};
   b2 = leaf_body();
-  pbw ic[2] = {a_graph("then_branch", body), a_graph("else_branch", b2)};
-  n = node("If", "c", "y", ic, 2);
-  out = (pbw){0};
-  f_str(&out, 1, "y");
-  m = model(13, graph("deep", (gparts){&n, NULL, ins2, &out, 1, 0, 2, 1}));
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_FORMAT, "nested 17 levels deep; the limit is 16");
+  mw_buf ic[2] = {mw_attr_graph("then_branch", body), mw_attr_graph("else_branch", b2)};
+  n = mw_node("If", "c", "y", ic, 2);
+  out = (mw_buf){0};
+  mw_str(&out, 1, "y");
+  m = mw_model(13, graph("deep", (gparts){&n, NULL, ins2, &out, 1, 0, 2, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "nested 17 levels deep; the limit is 16");
   free(m.p);
 
   /* a TypeProto sequence-of-sequence chain 100 deep */
-  pbw tp = ttype(T_F32, 1, DIMS(3));
+  mw_buf tp = mw_tensor_type(MW_F32, 1, DIMS(3));
   for (int d = 0; d < 100; d++) {
-    pbw seq = {0}, t2 = {0};
-    f_msg(&seq, 1, &tp);
-    f_msg(&t2, 4, &seq);
+    mw_buf seq = {0}, t2 = {0};
+    mw_msg(&seq, 1, &tp);
+    mw_msg(&t2, 4, &seq);
     tp = t2;
   }
-  pbw vi = {0};
-  f_str(&vi, 1, "x");
-  f_msg(&vi, 2, &tp);
-  pbw nr = node("Identity", "x", "y", NULL, 0);
-  out = (pbw){0};
-  f_str(&out, 1, "y");
-  m = model(13, graph("seq", (gparts){&nr, NULL, &vi, &out, 1, 0, 1, 1}));
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_FORMAT, "messages nested deeper than the limit of 64");
+  mw_buf vi = {0};
+  mw_str(&vi, 1, "x");
+  mw_msg(&vi, 2, &tp);
+  mw_buf nr = mw_node("Identity", "x", "y", NULL, 0);
+  out = (mw_buf){0};
+  mw_str(&out, 1, "y");
+  m = mw_model(13, graph("seq", (gparts){&nr, NULL, &vi, &out, 1, 0, 1, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "messages nested deeper than the limit of 64");
   free(m.p);
 }
 
 /* External data: tensor w stored in a file next to the model. */
-static pbw ext_model(const char *location, int64_t offset, int64_t length) {
-  pbw t = {0}, kv = {0};
-  f_int(&t, 1, 3);
-  f_int(&t, 2, T_F32);
-  f_str(&t, 8, "w");
-  f_str(&kv, 1, "location");
-  f_str(&kv, 2, location);
-  f_msg(&t, 13, &kv);
+static mw_buf ext_model(const char *location, int64_t offset, int64_t length) {
+  mw_buf t = {0}, kv = {0};
+  mw_int(&t, 1, 3);
+  mw_int(&t, 2, MW_F32);
+  mw_str(&t, 8, "w");
+  mw_str(&kv, 1, "location");
+  mw_str(&kv, 2, location);
+  mw_msg(&t, 13, &kv);
   char buf[32];
   if (offset >= 0) {
     snprintf(buf, sizeof buf, "%lld", (long long)offset);
-    f_str(&kv, 1, "offset");
-    f_str(&kv, 2, buf);
-    f_msg(&t, 13, &kv);
+    mw_str(&kv, 1, "offset");
+    mw_str(&kv, 2, buf);
+    mw_msg(&t, 13, &kv);
   }
   if (length >= 0) {
     snprintf(buf, sizeof buf, "%lld", (long long)length);
-    f_str(&kv, 1, "length");
-    f_str(&kv, 2, buf);
-    f_msg(&t, 13, &kv);
+    mw_str(&kv, 1, "length");
+    mw_str(&kv, 2, buf);
+    mw_msg(&t, 13, &kv);
   }
-  f_int(&t, 14, 1);
-  pbw n = node("Add", "x,w", "y", NULL, 0);
-  pbw in = vinfo("x", T_F32, 1, DIMS(3)), out = {0};
-  f_str(&out, 1, "y");
-  return model(13, graph("ext", (gparts){&n, &t, &in, &out, 1, 1, 1, 1}));
+  mw_int(&t, 14, 1);
+  mw_buf n = mw_node("Add", "x,w", "y", NULL, 0);
+  mw_buf in = mw_tensor_value("x", MW_F32, 1, DIMS(3)), out = {0};
+  mw_str(&out, 1, "y");
+  return mw_model(13, graph("ext", (gparts){&n, &t, &in, &out, 1, 1, 1, 1}));
 }
 
 static rlx_status import_ext(const char *dir, const char *location, int64_t offset, int64_t length) {
-  pbw m = ext_model(location, offset, length);
+  mw_buf m = ext_model(location, offset, length);
   char path[512];
   snprintf(path, sizeof path, "%s/model.onnx", dir);
   FILE *f = fopen(path, "wb");
@@ -1203,7 +1016,7 @@ static rlx_status import_ext(const char *dir, const char *location, int64_t offs
     uint32_t n;
     rlx_named_tensor in = tin("x", x, RLX_F32, 1, DIMS(3));
     if (rlx_compile(g, "cpu", NULL, &e) == RLX_OK && rlx_executable_run(e, &in, 1, &outs, &n) == RLX_OK)
-      CHECK(close_f32(&outs[0], want, 3, 0));
+      CHECK(out_close_f32(&outs[0], want, 3, 0));
     else CHECK_MSG(0, "%s", rlx_last_error());
     rlx_executable_free(e);
   }
@@ -1259,9 +1072,9 @@ static void test_external_data(void) {
   CHECK_ERR(import_ext(dir, "model.onnx", 0, 12), RLX_ERR_FORMAT, "extension");
   CHECK_ERR(import_ext(dir, "missing.bin", 0, 12), RLX_ERR_IO, "missing.bin");
   /* from memory without a folder */
-  pbw m = ext_model("data.bin", 8, 12);
+  mw_buf m = ext_model("data.bin", 8, 12);
   rlx_graph *g = NULL;
-  CHECK_ERR(import(&m, NULL, &g), RLX_ERR_INVALID_ARG, "needs the model's folder");
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_INVALID_ARG, "needs the model's folder");
   free(m.p);
   const char *files[] = {"escape.bin", "inside.bin", "data.bin", "model.onnx"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -1275,7 +1088,7 @@ static void test_external_data(void) {
 }
 
 static void test_alloc_failures(void) {
-  pbw m = small_model();
+  mw_buf m = small_model();
   long n_allocs = 0;
   {
     rlx_fail_alloc fa;
@@ -1304,20 +1117,20 @@ static void test_alloc_failures(void) {
 static void test_large_model_is_fast(void) {
   /* 20000 chained nodes import in linear time */
   enum { N = 20000 };
-  pbw *nodes = calloc(N, sizeof *nodes);
+  mw_buf *nodes = calloc(N, sizeof *nodes);
   char in[32], out[32];
   for (int i = 0; i < N; i++) {
     snprintf(in, sizeof in, i ? "v%d" : "x", i - 1);
     snprintf(out, sizeof out, i == N - 1 ? "y" : "v%d", i);
-    nodes[i] = node(i % 2 ? "Neg" : "Abs", in, out, NULL, 0);
+    nodes[i] = mw_node(i % 2 ? "Neg" : "Abs", in, out, NULL, 0);
   }
-  pbw vin = vinfo("x", T_F32, 1, DIMS(4)), vout = {0};
-  f_str(&vout, 1, "y");
-  pbw m = model(13, graph("big", (gparts){nodes, NULL, &vin, &vout, N, 0, 1, 1}));
+  mw_buf vin = mw_tensor_value("x", MW_F32, 1, DIMS(4)), vout = {0};
+  mw_str(&vout, 1, "y");
+  mw_buf m = mw_model(13, graph("big", (gparts){nodes, NULL, &vin, &vout, N, 0, 1, 1}));
   free(nodes);
   rlx_graph *g = NULL;
   clock_t t0 = clock();
-  CHECK_OK(import(&m, NULL, &g));
+  CHECK_OK(mw_import(&m, NULL, &g));
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
   CHECK_MSG(secs < 10.0, "importing %d nodes took %.2f s", N, secs);
   CHECK(g && rlx_graph_node_count(g) == N + 1);

@@ -12,48 +12,9 @@
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
-static rlx_status import(mw_buf *m, const rlx_onnx_options *o, rlx_graph **g) {
-  return rlx_onnx_import_bytes(m->p, m->n, NULL, o, NULL, g);
-}
-
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-static bool run_model(mw_buf *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, o, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-
 /* Does t hold exactly the floats want[0..n) with the given dims? */
 static bool is_f32(const rlx_tensor *t, int rank, const int64_t *dims, const float *want, size_t n) {
-  if (t->shape.dtype != RLX_F32 || t->shape.rank != (uint32_t)rank) return false;
-  for (int i = 0; i < rank; i++)
-    if (t->shape.dims[i] != dims[i]) return false;
-  size_t got;
-  if (rlx_shape_numel(&t->shape, &got) || got != n) return false;
-  for (size_t i = 0; i < n; i++)
-    if (((const float *)t->data)[i] != want[i]) {
-      fprintf(stderr, "  element %zu: got %g, want %g\n", i, (double)((const float *)t->data)[i], (double)want[i]);
-      return false;
-    }
-  return true;
+  return out_shape_is(t, RLX_F32, rank, dims) && out_close_f32(t, want, n, 0);
 }
 static int64_t scalar_i64(const rlx_tensor *t) {
   return t->shape.dtype == RLX_I64 ? *(const int64_t *)t->data : INT64_MIN;
@@ -71,7 +32,7 @@ static float A[6] = {1, 2, 3, 4, 5, 6}, B[6] = {10, 20, 30, 40, 50, 60}, C[6] = 
              E[6] = {7, 8, 9, 10, 11, 12};
 
 static rlx_named_tensor f32_tensor(const char *name, float *data, int rank, const int64_t *dims) {
-  return (rlx_named_tensor){name, {data, rlx_shape_make(RLX_F32, (uint32_t)rank, dims)}};
+  return tin(name, data, RLX_F32, rank, dims);
 }
 
 /* ======================================================================================
@@ -97,7 +58,7 @@ static void test_construct_insert_erase_at(void) {
   rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3)), f32_tensor("b", B, 2, D(2, 3)), f32_tensor("c", C, 2, D(2, 3)),
                              f32_tensor("d", E, 2, D(2, 3))};
   runner r;
-  if (run_model(&m, NULL, feed, 4, &r)) {
+  if (mw_run(&m, NULL, feed, 4, &r)) {
     CHECK(r.n_outs == 3);
     CHECK(is_f32(&r.outs[0], 2, D(2, 3), E, 6));
     CHECK(is_f32(&r.outs[1], 2, D(2, 3), B, 6));
@@ -123,7 +84,7 @@ static void test_concat_from_sequence(void) {
     for (int j = 0; j < 3; j++) cat[i * 6 + j] = A[i * 3 + j], cat[i * 6 + 3 + j] = B[i * 3 + j];
   for (int i = 0; i < 6; i++) stk[i] = A[i], stk[6 + i] = B[i];
   runner r;
-  if (run_model(&m, NULL, feed, 2, &r)) {
+  if (mw_run(&m, NULL, feed, 2, &r)) {
     CHECK(r.n_outs == 2);
     CHECK(is_f32(&r.outs[0], 2, D(2, 6), cat, 12));
     CHECK(is_f32(&r.outs[1], 3, D(2, 2, 3), stk, 12));
@@ -151,7 +112,7 @@ static void test_split_to_sequence(void) {
   mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 3));
   rlx_named_tensor feed[] = {f32_tensor("x", A, 2, D(2, 3))};
   runner r;
-  if (run_model(&m, NULL, feed, 1, &r)) {
+  if (mw_run(&m, NULL, feed, 1, &r)) {
     CHECK(r.n_outs == 3);
     CHECK(is_f32(&r.outs[0], 2, D(2, 1), (float[]){A[2], A[5]}, 2));
     CHECK(scalar_i64(&r.outs[1]) == 2);
@@ -181,7 +142,7 @@ static void test_sequence_map(void) {
   float want[6];
   for (int i = 0; i < 6; i++) want[i] = A[i] + B[i % 3];
   runner r;
-  if (run_model(&m, NULL, feed, 2, &r)) {
+  if (mw_run(&m, NULL, feed, 2, &r)) {
     CHECK(r.n_outs == 1);
     CHECK(is_f32(&r.outs[0], 2, D(2, 3), want, 6));
   }
@@ -231,7 +192,7 @@ static void test_loop_and_if(void) {
   float want[6];
   for (int i = 0; i < 3; i++) want[2 * i] = (float)i * x[0], want[2 * i + 1] = (float)i * x[1];
   runner r;
-  if (run_model(&m, NULL, feed, 1, &r)) {
+  if (mw_run(&m, NULL, feed, 1, &r)) {
     CHECK(r.n_outs == 2);
     CHECK(is_f32(&r.outs[0], 1, D(6), want, 6));
     CHECK(scalar_i64(&r.outs[1]) == 3);
@@ -256,7 +217,7 @@ static void test_optionals(void) {
   mw_buf m = mw_model(15, mw_graph("g", nodes, NELEMS(nodes), ins, 1, outs, 4));
   rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3))};
   runner r;
-  if (run_model(&m, NULL, feed, 1, &r)) {
+  if (mw_run(&m, NULL, feed, 1, &r)) {
     CHECK(r.n_outs == 4);
     CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 1);
     CHECK(is_f32(&r.outs[1], 2, D(2, 3), A, 6));
@@ -292,7 +253,7 @@ static void test_if_runtime_sequences(void) {
     }
     runner r;
     /* no options: the condition's value is not known while importing */
-    if (run_model(&m, NULL, feed, 3, &r)) {
+    if (mw_run(&m, NULL, feed, 3, &r)) {
       CHECK(r.n_outs == 1);
       CHECK(is_f32(&r.outs[0], 1, D(6), want, 6));
     }
@@ -311,7 +272,7 @@ static void test_if_runtime_sequences(void) {
   mw_buf outs2[] = {out_any("y")};
   mw_buf m2 = mw_model(13, mw_graph("g", nodes2, NELEMS(nodes2), ins2, 3, outs2, 1));
   rlx_graph *g = NULL;
-  CHECK_ERR(import(&m2, NULL, &g), RLX_ERR_UNSUPPORTED,
+  CHECK_ERR(mw_import(&m2, NULL, &g), RLX_ERR_UNSUPPORTED,
             "output 0 is a sequence of 2 elements in then_branch but a sequence of 1 element in else_branch");
   rlx_graph_free(g);
   mw_free(&m2);
@@ -327,7 +288,7 @@ static void expect_error(int opset, mw_buf *nodes, int nn, rlx_status code, cons
   mw_buf outs[] = {out_any("y")};
   mw_buf m = mw_model(opset, mw_graph("g", nodes, nn, ins, 2, outs, 1));
   rlx_graph *g = NULL;
-  rlx_status s = import(&m, NULL, &g);
+  rlx_status s = mw_import(&m, NULL, &g);
   CHECK_MSG(s == code && strstr(rlx_last_error(), substr), "line %d: expected %s containing \"%s\", got %s: %s", line,
             rlx_status_text(code), substr, rlx_status_text(s), rlx_last_error());
   rlx_graph_free(g);
@@ -416,7 +377,7 @@ static void test_sequence_graph_io(void) {
   o.inputs = feed;
   o.n_inputs = 3;
   runner r;
-  if (run_model(&m, &o, feed, 3, &r)) {
+  if (mw_run(&m, &o, feed, 3, &r)) {
     CHECK(r.n_outs == 4);
     CHECK(strcmp(out_name(r.g, 0), "y.0") == 0 && strcmp(out_name(r.g, 1), "y.1") == 0 &&
           strcmp(out_name(r.g, 2), "y.2") == 0 && strcmp(out_name(r.g, 3), "n") == 0);
@@ -434,7 +395,7 @@ static void test_sequence_graph_io(void) {
   o.seq_names = sn;
   o.seq_lengths = sl;
   o.n_seqs = 1;
-  if (run_model(&m, &o, feed + 2, 1, &r)) {
+  if (mw_run(&m, &o, feed + 2, 1, &r)) {
     CHECK(r.n_outs == 2);
     CHECK(strcmp(out_name(r.g, 0), "y.0") == 0);
     CHECK(is_f32(&r.outs[0], 1, D(3), C, 3));
@@ -444,7 +405,7 @@ static void test_sequence_graph_io(void) {
   /* no length anywhere: a gap saying how to give it */
   rlx_graph *g = NULL;
   o.n_seqs = 0;
-  CHECK_ERR(import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "graph input \"x\" is a sequence whose length is only known at run time");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "graph input \"x\" is a sequence whose length is only known at run time");
   rlx_graph_free(g);
   g = NULL;
   /* an element of the wrong dtype */
@@ -452,7 +413,7 @@ static void test_sequence_graph_io(void) {
   rlx_named_tensor wrong[] = {{"x.0", {bad, rlx_shape_make(RLX_I64, 1, D(3))}}, f32_tensor("t", C, 1, D(3))};
   o.inputs = wrong;
   o.n_inputs = 2;
-  CHECK_ERR(import(&m, &o, &g), RLX_ERR_SHAPE, "graph input \"x.0\" is f32 in the model but the given tensor is i64");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_SHAPE, "graph input \"x.0\" is f32 in the model but the given tensor is i64");
   rlx_graph_free(g);
   g = NULL;
   /* only optionals can be absent */
@@ -460,7 +421,7 @@ static void test_sequence_graph_io(void) {
   o.inputs = feed + 2;
   o.n_inputs = 1;
   o.n_seqs = 1;
-  CHECK_ERR(import(&m, &o, &g), RLX_ERR_INVALID_ARG, "is marked absent but is not an optional");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_INVALID_ARG, "is marked absent but is not an optional");
   rlx_graph_free(g);
   mw_free(&m);
 }
@@ -477,7 +438,7 @@ static void test_optional_graph_io(void) {
   o.inputs = feed;
   o.n_inputs = 1;
   runner r;
-  if (run_model(&m, &o, feed, 1, &r)) { /* present: an Input "o" and an output "y" */
+  if (mw_run(&m, &o, feed, 1, &r)) { /* present: an Input "o" and an output "y" */
     CHECK(r.n_outs == 2);
     CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 1);
     CHECK(strcmp(out_name(r.g, 1), "y") == 0);
@@ -490,14 +451,14 @@ static void test_optional_graph_io(void) {
   o.seq_names = sn;
   o.seq_lengths = sl;
   o.n_seqs = 1;
-  if (run_model(&m, &o, NULL, 0, &r)) { /* absent: no Input, no output for y */
+  if (mw_run(&m, &o, NULL, 0, &r)) { /* absent: no Input, no output for y */
     CHECK(r.n_outs == 1);
     CHECK(r.outs[0].shape.dtype == RLX_BOOL && *(const uint8_t *)r.outs[0].data == 0);
   }
   runner_free(&r);
   rlx_graph *g = NULL;
   o.n_seqs = 0;
-  CHECK_ERR(import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "is an optional whose presence is only known at run time");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "is an optional whose presence is only known at run time");
   rlx_graph_free(g);
   mw_free(&m);
 }
