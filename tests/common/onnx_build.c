@@ -133,8 +133,8 @@ void ob_output(ob_model *m, const char *name, int32_t elem, int rank, const int6
   OB_PUSH(m, m->cur->output, m->cur->n_output, ob_value(m, name, elem, rank, dims));
 }
 
-void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims, const void *raw,
-                    size_t nbytes) {
+/* An initializer of the current graph with its name, type and dims; the data is the caller's. */
+static Onnx__TensorProto *ob_tensor(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims) {
   Onnx__TensorProto *t = ob_alloc(m, sizeof *t);
   onnx__tensor_proto__init(t);
   t->name = ob_strdup(m, name, strlen(name));
@@ -143,28 +143,26 @@ void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const
   t->n_dims = (size_t)rank;
   t->dims = ob_alloc(m, (size_t)rank * sizeof *t->dims);
   if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof *t->dims);
+  OB_PUSH(m, m->cur->initializer, m->cur->n_initializer, t);
+  return t;
+}
+
+void ob_initializer(ob_model *m, const char *name, int32_t elem, int rank, const int64_t *dims, const void *raw,
+                    size_t nbytes) {
+  Onnx__TensorProto *t = ob_tensor(m, name, elem, rank, dims);
   t->has_raw_data = 1;
   t->raw_data.len = nbytes;
   t->raw_data.data = ob_alloc(m, nbytes);
   if (nbytes) memcpy(t->raw_data.data, raw, nbytes);
-  OB_PUSH(m, m->cur->initializer, m->cur->n_initializer, t);
 }
 
 void ob_initializer_i64(ob_model *m, const char *name, int rank, const int64_t *dims, const int64_t *v) {
   size_t n = 1;
   for (int i = 0; i < rank; i++) n *= (size_t)dims[i];
-  Onnx__TensorProto *t = ob_alloc(m, sizeof *t);
-  onnx__tensor_proto__init(t);
-  t->name = ob_strdup(m, name, strlen(name));
-  t->has_data_type = 1;
-  t->data_type = OB_INT64;
-  t->n_dims = (size_t)rank;
-  t->dims = ob_alloc(m, (size_t)rank * sizeof *t->dims);
-  if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof *t->dims);
+  Onnx__TensorProto *t = ob_tensor(m, name, OB_INT64, rank, dims);
   t->n_int64_data = n;
   t->int64_data = ob_alloc(m, n * sizeof *t->int64_data);
   if (n) memcpy(t->int64_data, v, n * sizeof *t->int64_data);
-  OB_PUSH(m, m->cur->initializer, m->cur->n_initializer, t);
 }
 
 static void ob_names(ob_model *m, const char *list, char ***arr, size_t *n) {
