@@ -114,6 +114,21 @@ static rlx_status dir_matrix_t(oi_node *c, rlx_id w, int64_t d, int64_t rows, in
   return oi_transpose(c, m, swap, out);
 }
 
+/* Optional input k must have the given static dims (an exporter that drops an LSTM's projection
+ * writes a hidden size that does not match its initial states, say). */
+static rlx_status check_dims(oi_node *c, uint32_t k, const char *what, uint32_t rank, const int64_t *want) {
+  if (!oi_has(c, k)) return RLX_OK;
+  const rlx_shape *s = oi_in_shape(c, k);
+  bool ok = s->rank == rank;
+  for (uint32_t i = 0; ok && i < rank; i++) ok = s->dims[i] == want[i];
+  if (ok) return RLX_OK;
+  char buf[96];
+  size_t n = 0;
+  for (uint32_t i = 0; i < rank && n < sizeof buf; i++)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%lld", i ? ", " : "", (long long)want[i]);
+  return oi_bad(c, "input %s %s must be [%s] (hidden_size %lld)", what, rlx_fmt_shape(s), buf, (long long)want[rank - 1]);
+}
+
 static rlx_status gate(oi_node *c, rlx_id g, int64_t k, int64_t H, rlx_id *out) { return oi_narrow(c, g, 1, k * H, H, out); }
 
 static rlx_status clip(oi_node *c, rlx_id x, float cl, rlx_id *out) {
@@ -163,6 +178,14 @@ static rlx_status map_rnn(oi_node *c) {
   if (rs.rank != 3 || rs.dims[0] != D || rs.dims[1] != G * H || rs.dims[2] != H)
     return oi_bad(c, "input R %s must be [%u, %lld, %lld]", rlx_fmt_shape(&rs), D, (long long)(G * H), (long long)H);
   if (S < 1 || S > 100000) return oi_unsupported(c, "a sequence of %lld steps", (long long)S);
+  int64_t b_dims[2] = {D, 2 * G * H}, p_dims[2] = {D, 3 * H};
+  int64_t st_dims[3] = {layout ? B : D, layout ? D : B, H};
+  RLX_TRY(check_dims(c, 3, "B", 2, b_dims));
+  RLX_TRY(check_dims(c, 5, "initial_h", 3, st_dims));
+  if (kind == CELL_LSTM) {
+    RLX_TRY(check_dims(c, 6, "initial_c", 3, st_dims));
+    RLX_TRY(check_dims(c, 7, "P", 2, p_dims));
+  }
   /* per-batch sequence lengths: a mask (forward directions); all-full lengths are ignored */
   rlx_id lens = RLX_NO_ID;
   if (oi_has(c, 4)) {
