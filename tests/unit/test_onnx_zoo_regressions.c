@@ -4,83 +4,14 @@
  * rebuilds, with protobuf-c (tests/common/onnx_build.h), the smallest graph showing the pattern
  * the exporter wrote, and checks the result against values worked out by hand in the comments or
  * computed by plain loops written here. */
-#include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "onnx_build.h"
+#include "onnx_run.h"
 #include "rlx/onnx.h"
 #include "rlx_test.h"
 
 #define DIMS(...) ((int64_t[]){__VA_ARGS__})
-
-typedef struct runner {
-  rlx_graph *g;
-  rlx_executable *e;
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-} runner;
-
-static rlx_status import(ob_model *m, const rlx_onnx_options *o, rlx_graph **g) {
-  size_t len;
-  const uint8_t *p = ob_pack(m, &len);
-  *g = NULL;
-  return rlx_onnx_import_bytes(p, len, NULL, o, NULL, g);
-}
-
-/* Imports, compiles and runs; false (with a failed CHECK) on error. */
-static bool run_model(ob_model *m, const rlx_onnx_options *o, const rlx_named_tensor *ins, uint32_t n, runner *r) {
-  memset(r, 0, sizeof *r);
-  rlx_status s = import(m, o, &r->g);
-  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_compile(r->g, "cpu", NULL, &r->e);
-  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
-  if (s) return false;
-  s = rlx_executable_run(r->e, ins, n, &r->outs, &r->n_outs);
-  CHECK_MSG(s == RLX_OK, "run: %s", rlx_last_error());
-  return s == RLX_OK;
-}
-
-static void runner_free(runner *r) {
-  rlx_executable_free(r->e);
-  rlx_graph_free(r->g);
-  memset(r, 0, sizeof *r);
-}
-
-static void expect_import_error(ob_model *m, const rlx_onnx_options *o, rlx_status code, const char *sub) {
-  rlx_graph *g = NULL;
-  CHECK_ERR(import(m, o, &g), code, sub);
-  rlx_graph_free(g);
-}
-
-static rlx_named_tensor tin(const char *name, void *data, rlx_dtype t, int rank, const int64_t *dims) {
-  rlx_named_tensor x = {name, {data, rlx_shape_make(t, (uint32_t)rank, dims)}};
-  return x;
-}
-
-/* Output t is a float tensor of the given shape, close to want (relative to 1 + |want|). */
-static bool close_f32(const rlx_tensor *t, int rank, const int64_t *dims, const float *want, double tol) {
-  if (t->shape.dtype != RLX_F32 || t->shape.rank != (uint32_t)rank) {
-    fprintf(stderr, "  got dtype %d rank %u\n", (int)t->shape.dtype, (unsigned)t->shape.rank);
-    return false;
-  }
-  size_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (t->shape.dims[i] != dims[i]) {
-      fprintf(stderr, "  dim %d is %lld, want %lld\n", i, (long long)t->shape.dims[i], (long long)dims[i]);
-      return false;
-    }
-    n *= (size_t)dims[i];
-  }
-  const float *v = t->data;
-  for (size_t i = 0; i < n; i++)
-    if (!(fabs((double)v[i] - (double)want[i]) <= tol * (1 + fabs((double)want[i])))) {
-      fprintf(stderr, "  element %zu: got %.9g, want %.9g\n", i, (double)v[i], (double)want[i]);
-      return false;
-    }
-  return true;
-}
 
 /* ======================================================================================
  * LSTM whose initial states do not match hidden_size
@@ -102,7 +33,7 @@ static void test_lstm_state_shapes(void) {
   Onnx__NodeProto *n = ob_node(m, "LSTM", "x,w,r,,,h0,c0", "y,yh,yc");
   ob_attr_int(m, n, "hidden_size", H);
   ob_output(m, "y", OB_FLOAT, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "input initial_c [1, 1, 4] f32 must be [1, 1, 2] (hidden_size 2)");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "input initial_c [1, 1, 4] f32 must be [1, 1, 2] (hidden_size 2)");
   ob_model_free(m);
 
   /* the same for initial_h of a GRU with layout = 1 ([B, D, H]) */
@@ -116,7 +47,7 @@ static void test_lstm_state_shapes(void) {
   ob_attr_int(m, n, "hidden_size", H);
   ob_attr_int(m, n, "layout", 1);
   ob_output(m, "y", OB_FLOAT, -1, NULL);
-  expect_import_error(m, NULL, RLX_ERR_FORMAT, "input initial_h [1, 1, 3] f32 must be [1, 1, 2]");
+  expect_import_error_ob(m, NULL, RLX_ERR_FORMAT, "input initial_h [1, 1, 3] f32 must be [1, 1, 2]");
   ob_model_free(m);
 
   /* matching states still import and run: one step of an LSTM with zero weights and bias keeps
@@ -135,7 +66,8 @@ static void test_lstm_state_shapes(void) {
   rlx_named_tensor in = tin("x", x, RLX_F32, 3, DIMS(1, B, I));
   float want[2] = {0.4f, -1.0f};
   runner rr;
-  if (run_model(m, NULL, &in, 1, &rr)) CHECK(close_f32(&rr.outs[0], 3, DIMS(1, 1, 2), want, 1e-6));
+  if (run_ob(m, NULL, &in, 1, &rr))
+    CHECK(out_shape_is(&rr.outs[0], RLX_F32, 3, DIMS(1, 1, 2)) && out_close_f32(&rr.outs[0], want, 2, 1e-6));
   runner_free(&rr);
   ob_model_free(m);
 }
