@@ -11,10 +11,11 @@
 # Dev tool: needs a Python with recent torch, torchvision, onnx (and onnxruntime for the
 # cross-check); CI runs tests/cli/test_onnx_models.sh instead.
 #
-# usage: scripts/onnx_zoo.sh [--rlx PATH] [--work DIR] [--markdown] [-- EXPORT_OPTIONS...]
+# usage: scripts/onnx_zoo.sh [--rlx PATH] [--work DIR] [--markdown | --pivot] [-- EXPORT_OPTIONS...]
+#   --markdown prints the table as markdown, --pivot one markdown row per model (as in docs/onnx.md).
 #   EXPORT_OPTIONS go to tests/onnx/zoo_export.py export: --exporter dynamo|legacy|both,
 #   --shapes static|dynamic|both, --only a,b  --skip a,b  --group vision,rnn,attention,conv,ops,
-#   --force (re-export even when DIR already holds the case).
+#   --force (re-export even when DIR already holds the case), --cached (only the cases DIR holds).
 # env: PYTHON (default /opt/rlx-bench-venv/bin/python), RLX_ZOO_TIMEOUT (seconds per run, 600)
 set -u
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,7 @@ while [ $# -gt 0 ]; do
     --rlx) RLX=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --markdown) MD=--markdown; shift ;;
+    --pivot) MD=--pivot; shift ;;
     --) shift; break ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;

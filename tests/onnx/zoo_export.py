@@ -7,9 +7,9 @@ scripts/onnx_zoo.sh; CI uses tests/onnx/export_models.py instead.
 usage:
   zoo_export.py list
   zoo_export.py export OUT_DIR [--exporter dynamo|legacy|both] [--shapes static|dynamic|both]
-                               [--only NAME,...] [--skip NAME,...] [--force]
+                               [--only NAME,...] [--skip NAME,...] [--group G,...] [--force | --cached]
   zoo_export.py compare OUT_DIR CASE RLX_OUT_DIR     (one case; prints one JSON line)
-  zoo_export.py table OUT_DIR RESULTS.jsonl [--markdown]
+  zoo_export.py table OUT_DIR RESULTS.jsonl [--markdown | --pivot]
       (RESULTS.jsonl: one {"case", "status", "rlx_s", "note"} line per case; status "ran" means
       `rlx run` wrote its outputs to OUT_DIR/CASE/rlx_out, which are compared here)
 
@@ -784,7 +784,7 @@ class NewerOps(nn.Module):
     """Ops the TorchScript exporter does not handle."""
 
     def forward(self, x, idx):
-        return (torch.diff(x, dim=-1), torch.bitwise_and((x * 10).long(), 5), torch.hypot(x, x.flip(-1)),
+        return (torch.diff(x, dim=-1), torch.bitwise_and((x * 10).long(), 5),
                 torch.take_along_dim(x, idx.view(1, 1, -1).expand(x.shape[0], x.shape[1], -1), dim=2),
                 F.interpolate(x.unsqueeze(1), scale_factor=0.5, mode="bilinear", antialias=True))
 
@@ -988,7 +988,31 @@ def fmt_rel(r):
     return "inf" if r == float("inf") else f"{r:.1e}"
 
 
-def table(out_dir, results_path, markdown):
+def print_pivot(lines):
+    """One markdown row per model, one column per exporter / shapes variant; the cell is "pass"
+    (with the worst relative error) or the failure, whose details follow the table."""
+    cols = [("dynamo", "static"), ("dynamo", "dynamic"), ("legacy", "static"), ("legacy", "dynamic")]
+    cells, order, notes = {}, [], []
+    for l in lines:
+        model, ex, shapes, opset, st, rel, detail = l[0], l[1], l[2], l[3], l[4], l[5], l[9]
+        if model not in cells:
+            cells[model] = {}
+            order.append(model)
+        if st == "pass":
+            cells[model][(ex, shapes)] = f"pass {rel}"
+        else:
+            notes.append(f"{model} ({ex}, {shapes}): {st}" + (f" {rel}" if rel else "") + (f": {detail}" if detail else ""))
+            cells[model][(ex, shapes)] = f"**{st}** [{len(notes)}]"
+    print("| model | " + " | ".join(f"{e} {s}" for e, s in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for m in order:
+        print(f"| {m} | " + " | ".join(cells[m].get(c, "-") for c in cols) + " |")
+    print()
+    for i, n in enumerate(notes, 1):
+        print(f"{i}. {n}")
+
+
+def table(out_dir, results_path, markdown, pivot=False):
     rows = []
     for line in open(results_path):
         line = line.strip()
@@ -1010,7 +1034,9 @@ def table(out_dir, results_path, markdown):
         lines.append([meta["model"], meta["exporter"], meta["shapes"], str(meta.get("opset", "")), st,
                       fmt_rel(r.get("rel")), ort, str(meta.get("export_s", "")), str(r.get("rlx_s", "")),
                       (r.get("note") or "").replace("|", "/")[:160]])
-    if markdown:
+    if pivot:
+        print_pivot(lines)
+    elif markdown:
         print("| " + " | ".join(hdr) + " |")
         print("|" + "---|" * len(hdr))
         for l in lines:
@@ -1040,7 +1066,9 @@ def main(argv):
         print(json.dumps(compare(argv[2], argv[3], argv[4])))
         return 0
     if cmd == "table":
-        table(argv[2], argv[3], "--markdown" in argv)
+        for path in argv[3:]:
+            if not path.startswith("--"):
+                table(argv[2], path, "--markdown" in argv, "--pivot" in argv)
         return 0
     if cmd != "export":
         print(__doc__, file=sys.stderr)
@@ -1048,12 +1076,13 @@ def main(argv):
     out_dir = argv[2]
     opts = {"--exporter": "both", "--shapes": "both", "--only": "", "--skip": "", "--group": ""}
     force = "--force" in argv
+    cached = "--cached" in argv
     i = 3
     while i < len(argv):
         if argv[i] in opts and i + 1 < len(argv):
             opts[argv[i]] = argv[i + 1]
             i += 2
-        elif argv[i] == "--force":
+        elif argv[i] in ("--force", "--cached"):
             i += 1
         else:
             print(f"unknown option {argv[i]}", file=sys.stderr)
@@ -1075,6 +1104,9 @@ def main(argv):
         for ex in exporters:
             for dyn in shapes:
                 if dyn and not c.dyn:
+                    continue
+                if cached and not os.path.exists(
+                        os.path.join(out_dir, f"{c.name}.{ex}.{'dynamic' if dyn else 'static'}", "meta.json")):
                     continue
                 name, meta = export_one(c, ex, dyn, out_dir, force)
                 err = meta.get("export_error")
