@@ -68,9 +68,15 @@ char *conf_strdup(const char *s) {
 }
 
 void conf_one_line(const char *in, char *out, size_t max) {
+  /* Each step writes at most 2 bytes (a space and a character); room stays for "..." and NUL. */
   size_t n = 0;
   bool space = false;
-  for (const char *p = in; *p && n + 4 < max; p++) {
+  const char *p = in;
+  if (max < 6) {
+    if (max) out[0] = 0;
+    return;
+  }
+  for (; *p && n + 6 <= max; p++) {
     unsigned char c = (unsigned char)*p;
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
       space = n > 0;
@@ -80,7 +86,7 @@ void conf_one_line(const char *in, char *out, size_t max) {
     space = false;
     out[n++] = c < 0x20 ? '?' : (char)c;
   }
-  if (in[0] && n + 4 >= max) {
+  if (*p) { /* cut short */
     memcpy(out + n, "...", 3);
     n += 3;
   }

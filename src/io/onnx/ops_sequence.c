@@ -131,14 +131,14 @@ static rlx_status map_sequence_construct(oi_node *c) {
   rlx_id *xs = oi_scratch(c, c->n_in * sizeof *xs);
   if (!xs) return oi_nomem(c);
   for (uint32_t i = 0; i < c->n_in; i++) RLX_TRY(need_tensor(c, i, "inputs", &xs[i]));
-  uint8_t elem;
+  uint8_t elem = 0;
   RLX_TRY(common_elem(c, xs, c->n_in, OI_ELEM_UNKNOWN, &elem));
   return seq_out(c, 0, xs, c->n_in, elem);
 }
 
 static rlx_status map_sequence_insert(oi_node *c) {
   const oi_value *s = NULL;
-  rlx_id x;
+  rlx_id x = RLX_NO_ID;
   RLX_TRY(need_seq(c, 0, "input_sequence", &s));
   RLX_TRY(need_tensor(c, 1, "tensor", &x));
   uint8_t d = oi_shape(c, x)->dtype;
@@ -197,7 +197,7 @@ static rlx_status map_concat_from_sequence(oi_node *c) {
   uint32_t rank = s0.rank + (new_axis ? 1u : 0u), a;
   if (rank > RLX_MAX_RANK) return oi_unsupported(c, "stacking rank-%u tensors", s0.rank);
   RLX_TRY(oi_axis(c, axis, rank, "attribute axis", &a));
-  uint8_t elem;
+  uint8_t elem = 0;
   RLX_TRY(common_elem(c, s->seq, s->n_seq, OI_ELEM_UNKNOWN, &elem));
   rlx_id *parts = oi_scratch(c, ((size_t)s->n_seq + 1) * sizeof *parts);
   if (!parts) return oi_nomem(c);
@@ -218,7 +218,7 @@ static rlx_status map_concat_from_sequence(oi_node *c) {
 }
 
 static rlx_status map_split_to_sequence(oi_node *c) {
-  rlx_id x;
+  rlx_id x = RLX_NO_ID;
   RLX_TRY(need_tensor(c, 0, "input", &x));
   int64_t axis, keepdims;
   RLX_TRY(oi_attr_i(c, "axis", 0, &axis));
@@ -328,7 +328,7 @@ static rlx_status map_sequence_map(oi_node *c) {
     }
   }
   for (uint32_t k = 0; k < c->n_out; k++) {
-    uint8_t elem;
+    uint8_t elem = 0;
     RLX_TRY(common_elem(c, elems + (size_t)k * n, n, declared_elem(body->output[k]), &elem));
     RLX_TRY(seq_out(c, k, elems + (size_t)k * n, n, elem));
   }

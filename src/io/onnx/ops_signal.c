@@ -138,7 +138,7 @@ static rlx_status map_dft(oi_node *c) {
     return oi_bad(c, "onesided=1 with inverse=0 (RFFT) needs a real input [..., 1], got %s", rlx_fmt_shape(&xs));
   if (onesided && inverse && real)
     return oi_bad(c, "onesided=1 with inverse=1 (IRFFT) needs a complex input [..., 2], got %s", rlx_fmt_shape(&xs));
-  int64_t n = xs.dims[axis], len;
+  int64_t n = xs.dims[axis], len = 0;
   if (!rlx_dim_is_static(n)) return oi_unsupported(c, "a DFT along an axis of symbolic length");
   if (oi_has(c, 1)) {
     RLX_TRY(scalar_int(c, 1, "dft_length", &len));
@@ -157,7 +157,7 @@ static rlx_status map_stft(oi_node *c) {
   if (xs.rank != 3) return oi_bad(c, "input 0 (signal) has shape %s; STFT needs [batch, length, 1 or 2]", rlx_fmt_shape(&xs));
   int64_t s_len = xs.dims[1];
   if (!rlx_dim_is_static(s_len)) return oi_unsupported(c, "an STFT of a signal of symbolic length");
-  int64_t step, onesided, len = s_len;
+  int64_t step = 0, onesided = 1, len = s_len;
   RLX_TRY(scalar_int(c, 1, "frame_step", &step));
   RLX_TRY(oi_attr_i(c, "onesided", 1, &onesided));
   if (onesided != 0 && onesided != 1) return oi_bad(c, "attribute onesided (%lld) must be 0 or 1", (long long)onesided);
@@ -213,7 +213,7 @@ static rlx_status map_stft(oi_node *c) {
  * mapped back to hertz and then to integer bin indices floor((dft_length + 1) * hz / rate); band
  * i rises linearly from edge i to edge i + 1 (value 1 at the centre) and falls to 0 at edge i + 2. */
 static rlx_status map_mel_weight_matrix(oi_node *c) {
-  int64_t bins, dft_len, rate, odt;
+  int64_t bins = 0, dft_len = 0, rate = 0, odt = 0;
   double *lo, *hi;
   size_t nlo, nhi;
   RLX_TRY(scalar_int(c, 0, "num_mel_bins", &bins));
