@@ -20,7 +20,7 @@
  *       declared dtype differs from the operand's. */
 #include <math.h>
 
-#include "backends/cpu/ref/ref_util_b.h"
+#include "backends/cpu/ref/body_util.h"
 
 /* ======================================================================================
  * CumsumBackward
@@ -125,49 +125,6 @@ RLX_CPU_KERNEL(GatherBackward) {
  * ScanBackward / ScanBackwardXs
  * ====================================================================================== */
 
-/* Buffers for every output of a body, sized from its declared (static) output shapes. */
-typedef struct body_outs {
-  rlx_tensor *t;
-  uint32_t n;
-} body_outs;
-
-static void outs_free(body_outs *o) {
-  for (uint32_t i = 0; o->t && i < o->n; i++) free(o->t[i].data);
-  free(o->t);
-  o->t = NULL;
-  o->n = 0;
-}
-
-static rlx_status outs_alloc(const rlx_node *n, const rlx_graph *body, const char *attr, uint32_t want,
-                             body_outs *o) {
-  o->t = NULL;
-  o->n = 0;
-  if (!body) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: no body graph", attr);
-  uint32_t count = rlx_graph_output_count(body);
-  if (count != want)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: body '%s' has %u outputs; expected %u", attr,
-                    rlx_graph_name(body), count, want);
-  RLX_TRY(rb_calloc(n, count, sizeof *o->t, &o->t));
-  o->n = count;
-  const rlx_id *ids = rlx_graph_outputs(body);
-  for (uint32_t i = 0; i < count; i++) {
-    const rlx_node *bn = rlx_graph_node(body, ids[i]);
-    size_t bytes;
-    if (!bn || rlx_shape_nbytes(&bn->shape, &bytes) != RLX_OK) {
-      outs_free(o);
-      return ru_error(RLX_ERR_UNSUPPORTED, n, "attribute %s: output %u of body '%s' has no static shape", attr, i,
-                      rlx_graph_name(body));
-    }
-    o->t[i].shape = bn->shape;
-    rlx_status s = rb_alloc(n, bytes, 1, &o->t[i].data);
-    if (s) {
-      outs_free(o);
-      return s;
-    }
-  }
-  return RLX_OK;
-}
-
 /* The dtype of the k-th Input (node order) of body; false when it has fewer Inputs. */
 static bool body_input_dtype(const rlx_graph *body, uint32_t k, rlx_dtype *t) {
   uint32_t seen = 0;
@@ -180,16 +137,6 @@ static bool body_input_dtype(const rlx_graph *body, uint32_t k, rlx_dtype *t) {
     }
   }
   return false;
-}
-
-static rlx_status run(const rlx_node *n, rlx_cpu_ctx *ctx, const rlx_graph *body, const char *attr,
-                      const rlx_tensor *args, uint32_t n_args, body_outs *o) {
-  if (!ctx || !ctx->run_body)
-    return ru_error(RLX_ERR_INTERNAL, n, "the executor provides no run_body for attribute %s", attr);
-  rlx_status s = ctx->run_body(ctx, body, args, n_args, o->t, o->n);
-  if (s) return rlx_error_context(s, "%s node%s%s%s: attribute %s", rlx_op_name(n->op), n->name ? " '" : "",
-                                  n->name ? n->name : "", n->name ? "'" : "", attr);
-  return RLX_OK;
 }
 
 /* Copies `count` elements from src (dtype st) to dst (dtype dt), converting when they differ. */
@@ -266,7 +213,7 @@ static rlx_status carry_before(sweep *w, size_t t, void *dst) {
       w->args[0].shape = init->shape;
       w->args[0].data = w->cache + (i - 1) * w->carry_bytes;
       xs_rows(w, (size_t)base + i, w->args + 1);
-      RLX_TRY(run(w->n, w->ctx, w->fwd, "forward_body", w->args, (uint32_t)w->nx + 1, &w->fwd_out));
+      RLX_TRY(rlx_ref_body_run(w->n, w->ctx, w->fwd, "forward_body", w->args, (uint32_t)w->nx + 1, &w->fwd_out));
       if (!rlx_shape_equal(&w->fwd_out.t[0].shape, &init->shape))
         return ru_error(RLX_ERR_INVALID_ARG, w->n, "attribute forward_body: output 0 is %s but the carry is %s",
                         ru_fmt(&w->fwd_out.t[0].shape), ru_fmt(&init->shape));
@@ -325,8 +272,8 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
   rlx_tensor *args = NULL;
   int64_t *row_at = NULL; /* row_at[t] = j with t_j = t, or -1 */
   void *dcarry = NULL;
-  rlx_status s = outs_alloc(n, vjp, "body_vjp", (uint32_t)num_xs + 1, &vo);
-  if (!s && fwd) s = outs_alloc(n, fwd, "forward_body", 1, &w.fwd_out);
+  rlx_status s = rlx_ref_body_outs_alloc(n, vjp, "body_vjp", (uint32_t)num_xs + 1, &vo);
+  if (!s && fwd) s = rlx_ref_body_outs_alloc(n, fwd, "forward_body", 1, &w.fwd_out);
   if (!s) s = rb_calloc(n, (size_t)num_xs + 2, sizeof *args, &args);
   if (!s) s = rb_calloc(n, (size_t)num_xs + 1, sizeof *w.args, &w.args);
   if (!s) s = rb_alloc(n, rows ? rows : 1, sizeof *w.saved_step, &w.saved_step);
@@ -358,7 +305,7 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
     s = carry_before(&w, t, args[0].data);
     if (s) break;
     xs_rows(&w, t, args + 1);
-    s = run(n, ctx, vjp, "body_vjp", args, (uint32_t)num_xs + 2, &vo);
+    s = rlx_ref_body_run(n, ctx, vjp, "body_vjp", args, (uint32_t)num_xs + 2, &vo);
     if (s) break;
     if (xs_idx >= 0) {
       const rlx_tensor *g = &vo.t[1 + xs_idx];
@@ -375,8 +322,8 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
   free(w.cache);
   free(row_at);
   free(dcarry);
-  outs_free(&vo);
-  outs_free(&w.fwd_out);
+  rlx_ref_body_outs_free(&vo);
+  rlx_ref_body_outs_free(&w.fwd_out);
   return s;
 }
 

@@ -13,47 +13,7 @@
  *          t+1), or with 0 < num_checkpoints = K < length the K rows floor(j*length/K). */
 #include <stdio.h>
 
-#include "backends/cpu/ref/ref_util_b.h"
-
-/* Buffers for every output of a body. */
-typedef struct body_outs {
-  rlx_tensor *t;
-  uint32_t n;
-} body_outs;
-
-static void outs_free(body_outs *o) {
-  for (uint32_t i = 0; o->t && i < o->n; i++) free(o->t[i].data);
-  free(o->t);
-  o->t = NULL;
-  o->n = 0;
-}
-
-static rlx_status outs_alloc(const rlx_node *n, const rlx_graph *body, const char *attr, body_outs *o) {
-  o->t = NULL;
-  o->n = 0;
-  if (!body) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: no body graph", attr);
-  uint32_t count = rlx_graph_output_count(body);
-  if (count == 0) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: body '%s' has no outputs", attr, rlx_graph_name(body));
-  RLX_TRY(rb_calloc(n, count, sizeof *o->t, &o->t));
-  o->n = count;
-  const rlx_id *ids = rlx_graph_outputs(body);
-  for (uint32_t i = 0; i < count; i++) {
-    const rlx_node *bn = rlx_graph_node(body, ids[i]);
-    size_t bytes;
-    if (!bn || rlx_shape_nbytes(&bn->shape, &bytes) != RLX_OK) {
-      outs_free(o);
-      return ru_error(RLX_ERR_UNSUPPORTED, n, "attribute %s: output %u of body '%s' has no static shape", attr, i,
-                      rlx_graph_name(body));
-    }
-    o->t[i].shape = bn->shape;
-    rlx_status s = rb_alloc(n, bytes, 1, &o->t[i].data);
-    if (s != RLX_OK) {
-      outs_free(o);
-      return s;
-    }
-  }
-  return RLX_OK;
-}
+#include "backends/cpu/ref/body_util.h"
 
 /* Dims and dtype agree. */
 static bool same_shape(const rlx_shape *a, const rlx_shape *b) {
@@ -61,16 +21,6 @@ static bool same_shape(const rlx_shape *a, const rlx_shape *b) {
   for (uint32_t k = 0; k < a->rank; k++)
     if (a->dims[k] != b->dims[k]) return false;
   return true;
-}
-
-static rlx_status run(const rlx_node *n, rlx_cpu_ctx *ctx, const rlx_graph *body, const char *attr,
-                      const rlx_tensor *args, uint32_t n_args, body_outs *o) {
-  if (!ctx || !ctx->run_body)
-    return ru_error(RLX_ERR_INTERNAL, n, "the executor provides no run_body for attribute %s", attr);
-  rlx_status s = ctx->run_body(ctx, body, args, n_args, o->t, o->n);
-  if (s != RLX_OK) return rlx_error_context(s, "%s node%s%s%s: attribute %s", rlx_op_name(n->op), n->name ? " '" : "",
-                                            n->name ? n->name : "", n->name ? "'" : "", attr);
-  return RLX_OK;
 }
 
 /* Truth value of a one-element predicate (non-zero is true; complex: real or imaginary part). */
@@ -105,10 +55,10 @@ RLX_CPU_KERNEL(If) {
   const char *attr = p ? "then_branch" : "else_branch";
   const rlx_graph *body = p ? n->attrs.If.then_branch : n->attrs.If.else_branch;
   body_outs o;
-  RLX_TRY(outs_alloc(n, body, attr, &o));
-  rlx_status s = run(n, ctx, body, attr, in + 1, n_in - 1, &o);
+  RLX_TRY(rlx_ref_body_outs_alloc(n, body, attr, 0, &o));
+  rlx_status s = rlx_ref_body_run(n, ctx, body, attr, in + 1, n_in - 1, &o);
   if (s == RLX_OK) s = take_output(n, &o.t[0], out, "output 0 of the branch");
-  outs_free(&o);
+  rlx_ref_body_outs_free(&o);
   return s;
 }
 
@@ -125,8 +75,8 @@ RLX_CPU_KERNEL(While) {
                     (long long)a->max_iterations.v);
   body_outs cond = {NULL, 0}, next = {NULL, 0};
   rlx_tensor *cur = NULL;
-  rlx_status s = outs_alloc(n, a->cond, "cond", &cond);
-  if (s == RLX_OK) s = outs_alloc(n, a->body, "body", &next);
+  rlx_status s = rlx_ref_body_outs_alloc(n, a->cond, "cond", 0, &cond);
+  if (s == RLX_OK) s = rlx_ref_body_outs_alloc(n, a->body, "body", 0, &next);
   if (s == RLX_OK && next.n != n_in)
     s = ru_error(RLX_ERR_INVALID_ARG, n, "attribute body: the body has %u outputs for %u loop-carried values", next.n,
                  n_in);
@@ -144,10 +94,10 @@ RLX_CPU_KERNEL(While) {
   }
   for (int64_t it = 0; s == RLX_OK && (!a->max_iterations.has || it < a->max_iterations.v); it++) {
     bool go = false;
-    s = run(n, ctx, a->cond, "cond", cur, n_in, &cond);
+    s = rlx_ref_body_run(n, ctx, a->cond, "cond", cur, n_in, &cond);
     if (s == RLX_OK) s = truth(n, &cond.t[0], "the output of cond", &go);
     if (s != RLX_OK || !go) break;
-    s = run(n, ctx, a->body, "body", cur, n_in, &next);
+    s = rlx_ref_body_run(n, ctx, a->body, "body", cur, n_in, &next);
     for (uint32_t k = 0; s == RLX_OK && k < n_in; k++) {
       void *tmp = cur[k].data;
       cur[k].data = next.t[k].data;
@@ -157,8 +107,8 @@ RLX_CPU_KERNEL(While) {
   if (s == RLX_OK) s = take_output(n, &cur[0], out, "loop-carried value 0");
   for (uint32_t k = 0; cur && k < n_in; k++) free(cur[k].data);
   free(cur);
-  outs_free(&cond);
-  outs_free(&next);
+  rlx_ref_body_outs_free(&cond);
+  rlx_ref_body_outs_free(&next);
   return s;
 }
 
@@ -199,7 +149,7 @@ RLX_CPU_KERNEL(Scan) {
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
   body_outs o = {NULL, 0};
   rlx_tensor *args = NULL;
-  rlx_status s = outs_alloc(n, a->body, "body", &o);
+  rlx_status s = rlx_ref_body_outs_alloc(n, a->body, "body", 0, &o);
   if (s == RLX_OK && !same_shape(&o.t[0].shape, init))
     s = ru_error(RLX_ERR_INVALID_ARG, n, "attribute body: output 0 is %s but the carry (operand 0) is %s",
                  ru_fmt(&o.t[0].shape), ru_fmt(init));
@@ -221,7 +171,7 @@ RLX_CPU_KERNEL(Scan) {
       for (uint32_t k = 0; k < r->shape.rank; k++) r->shape.dims[k] = x->shape.dims[k + 1];
       r->data = (char *)x->data + t * row_bytes;
     }
-    s = run(n, ctx, a->body, "body", args, n_in, &o);
+    s = rlx_ref_body_run(n, ctx, a->body, "body", args, n_in, &o);
     if (s != RLX_OK) break;
     /* The new carry: swap buffers with output 0. */
     void *tmp = args[0].data;
@@ -238,6 +188,6 @@ RLX_CPU_KERNEL(Scan) {
   if (s == RLX_OK && !a->save_trajectory && carry_bytes) memcpy(out->data, args[0].data, carry_bytes);
   if (args) free(args[0].data);
   free(args);
-  outs_free(&o);
+  rlx_ref_body_outs_free(&o);
   return s;
 }
