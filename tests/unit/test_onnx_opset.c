@@ -216,15 +216,49 @@ static ob_model *call_model(const char *fname, float alpha) {
   return m;
 }
 
+/* The caller model plus function `fname` (one input "a", one output "b", body `nodes`, extra raw
+ * FunctionProto bytes), packed into a malloc'ed buffer. */
+static uint8_t *function_model(const char *fname, float alpha, Onnx__NodeProto **nodes, size_t nn, const uint8_t *extra,
+                               size_t nextra, size_t *len) {
+  char *a[] = {"a"}, *b[] = {"b"};
+  ob_model *m = call_model(fname, alpha);
+  uint8_t *bytes = (uint8_t *)ob_pack(m, len);
+  append_function(&bytes, len, fname, a, 1, b, 1, nodes, nn, extra, nextra);
+  ob_model_free(m);
+  return bytes;
+}
+
+/* Imports `bytes`, runs it on x and checks y bit for bit against want (what names the case). */
+static void expect_y(const uint8_t *bytes, size_t len, const rlx_named_tensor *in, const float *want, const char *what) {
+  rlx_graph *g = NULL;
+  rlx_status s = onnx_import(bytes, len, NULL, &g);
+  CHECK_MSG(s == RLX_OK, "%s: %s", what, rlx_last_error());
+  if (g) {
+    rlx_executable *e = NULL;
+    const rlx_tensor *outs;
+    uint32_t no;
+    CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
+    if (e && rlx_executable_run(e, in, 1, &outs, &no) == RLX_OK) CHECK(no == 1 && is_f32_bits(&outs[0], want, 3));
+    rlx_executable_free(e);
+  }
+  rlx_graph_free(g);
+}
+
+/* Imports `bytes` and expects the error `code` with `substr` in its message. */
+static void expect_import_error(const uint8_t *bytes, size_t len, rlx_status code, const char *substr) {
+  rlx_graph *g = NULL;
+  CHECK_ERR(onnx_import(bytes, len, NULL, &g), code, substr);
+  rlx_graph_free(g);
+}
+
 static void test_local_functions(void) {
   char *a[] = {"a"}, *b[] = {"b"}, *t[] = {"t"}, *bt[] = {"b"};
   float x[3] = {-2, 0.5f, 4};
   rlx_named_tensor in = {"x", {x, rlx_shape_make(RLX_F32, 1, DIMS(3))}};
+  size_t len;
+  uint8_t *bytes;
   /* F(a) = LeakyRelu(a, alpha = @alpha) then Neg: with alpha 0.25 the call gives {0.5, -0.5, -4} */
   {
-    ob_model *m = call_model("F", 0.25f);
-    size_t len;
-    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
     Onnx__AttributeProto ref;
     onnx__attribute_proto__init(&ref);
     ref.name = "alpha";
@@ -235,96 +269,48 @@ static void test_local_functions(void) {
     Onnx__NodeProto n0 = body_node("LeakyRelu", a, 1, t, 1, ""), n1 = body_node("Neg", t, 1, bt, 1, "");
     n0.attribute = refs, n0.n_attribute = 1;
     Onnx__NodeProto *nodes[2] = {&n0, &n1};
-    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, NULL, 0);
-    rlx_graph *g = NULL;
-    rlx_status s = onnx_import(bytes, len, NULL, &g);
-    CHECK_MSG(s == RLX_OK, "inlining: %s", rlx_last_error());
-    if (g) {
-      rlx_executable *e = NULL;
-      const rlx_tensor *outs;
-      uint32_t no;
-      const float want[3] = {0.5f, -0.5f, -4};
-      CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
-      if (e && rlx_executable_run(e, &in, 1, &outs, &no) == RLX_OK) CHECK(no == 1 && is_f32_bits(&outs[0], want, 3));
-      rlx_executable_free(e);
-    }
-    rlx_graph_free(g);
+    bytes = function_model("F", 0.25f, nodes, 2, NULL, 0, &len);
+    expect_y(bytes, len, &in, (const float[]){0.5f, -0.5f, -4}, "inlining");
     free(bytes);
-    ob_model_free(m);
     /* the same function declaring alpha = 0.5 as its default (attribute_proto, field 11, unknown
      * to Debian's onnx.proto) and called without alpha: the default applies -> {1, -0.5, -4} */
-    m = call_model("F", -1);
-    bytes = (uint8_t *)ob_pack(m, &len);
     static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0, 0x3f}; /* {name "alpha", f 0.5} */
-    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, defaults, sizeof defaults);
-    s = onnx_import(bytes, len, NULL, &g);
-    CHECK_MSG(s == RLX_OK, "function defaults: %s", rlx_last_error());
-    if (g) {
-      rlx_executable *e = NULL;
-      const rlx_tensor *outs;
-      uint32_t no;
-      const float want[3] = {1.0f, -0.5f, -4};
-      CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
-      if (e && rlx_executable_run(e, &in, 1, &outs, &no) == RLX_OK) CHECK(no == 1 && is_f32_bits(&outs[0], want, 3));
-      rlx_executable_free(e);
-    }
-    rlx_graph_free(g);
+    bytes = function_model("F", -1, nodes, 2, defaults, sizeof defaults, &len);
+    expect_y(bytes, len, &in, (const float[]){1.0f, -0.5f, -4}, "function defaults");
     free(bytes);
-    ob_model_free(m);
     /* a malformed default (an AttributeProto holding a field of wire type 7) */
-    m = call_model("F", -1);
-    bytes = (uint8_t *)ob_pack(m, &len);
     static const uint8_t bad[] = {0x5a, 0x02, 0x0f, 0x00};
-    append_function(&bytes, &len, "F", a, 1, b, 1, nodes, 2, bad, sizeof bad);
-    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_FORMAT, "attribute_proto");
-    rlx_graph_free(g);
+    bytes = function_model("F", -1, nodes, 2, bad, sizeof bad, &len);
+    expect_import_error(bytes, len, RLX_ERR_FORMAT, "attribute_proto");
     free(bytes);
-    ob_model_free(m);
   }
   /* a function that calls itself: stopped at the nesting limit */
   {
-    ob_model *m = call_model("R", -1);
-    size_t len;
-    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
     Onnx__NodeProto n0 = body_node("R", a, 1, b, 1, "local");
     Onnx__NodeProto *nodes[1] = {&n0};
-    append_function(&bytes, &len, "R", a, 1, b, 1, nodes, 1, NULL, 0);
-    rlx_graph *g = NULL;
-    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "model-local functions nested more than 16 deep");
-    rlx_graph_free(g);
+    bytes = function_model("R", -1, nodes, 1, NULL, 0, &len);
+    expect_import_error(bytes, len, RLX_ERR_UNSUPPORTED, "model-local functions nested more than 16 deep");
     free(bytes);
-    ob_model_free(m);
   }
   /* two functions of one name (IR 10 overloads): not told apart, a gap */
   {
-    ob_model *m = call_model("O", -1);
-    size_t len;
-    uint8_t *bytes = (uint8_t *)ob_pack(m, &len), *first;
     Onnx__NodeProto n0 = body_node("Relu", a, 1, b, 1, ""), n1 = body_node("Neg", a, 1, b, 1, "");
-    Onnx__NodeProto *nodes0[1] = {&n0}, *nodes1[1] = {&n1};
-    append_function(&bytes, &len, "O", a, 1, b, 1, nodes0, 1, NULL, 0);
-    first = bytes;
+    Onnx__NodeProto *nodes1[1] = {&n1};
+    Onnx__NodeProto *nodes0[1] = {&n0};
+    uint8_t *first = function_model("O", -1, nodes0, 1, NULL, 0, &len);
+    bytes = first;
     append_function(&bytes, &len, "O", a, 1, b, 1, nodes1, 1, NULL, 0);
     free(first);
-    rlx_graph *g = NULL;
-    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_UNSUPPORTED, "several model-local functions are named \"O\"");
-    rlx_graph_free(g);
+    expect_import_error(bytes, len, RLX_ERR_UNSUPPORTED, "several model-local functions are named \"O\"");
     free(bytes);
-    ob_model_free(m);
   }
   /* a body reading a name nothing defines is malformed */
   {
-    ob_model *m = call_model("B", -1);
-    size_t len;
-    uint8_t *bytes = (uint8_t *)ob_pack(m, &len);
     Onnx__NodeProto n0 = body_node("Relu", t, 1, b, 1, "");
     Onnx__NodeProto *nodes[1] = {&n0};
-    append_function(&bytes, &len, "B", a, 1, b, 1, nodes, 1, NULL, 0);
-    rlx_graph *g = NULL;
-    CHECK_ERR(onnx_import(bytes, len, NULL, &g), RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
-    rlx_graph_free(g);
+    bytes = function_model("B", -1, nodes, 1, NULL, 0, &len);
+    expect_import_error(bytes, len, RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
     free(bytes);
-    ob_model_free(m);
   }
 }
 
