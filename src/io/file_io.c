@@ -60,7 +60,30 @@ rlx_status rlx_file_read(const char *path, size_t max, const rlx_allocator *al, 
   return RLX_OK;
 }
 
+/* Writes everything to fd; 0 or the errno of the failure. */
+static int write_all(int fd, const uint8_t *p, size_t len) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, p + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
 rlx_status rlx_file_write(const char *path, const void *data, size_t len) {
+  /* A symlink or a non-regular target (/dev/null, a FIFO, a terminal) is written in place: renaming
+   * a temporary over it would replace the link or the device node itself. */
+  struct stat st;
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return rlx_errorf(RLX_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    int e = write_all(fd, data, len);
+    if (close(fd) != 0 && !e) e = errno;
+    if (e) return rlx_errorf(RLX_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    return RLX_OK;
+  }
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 32);
   if (!tmp) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory", path);
@@ -71,18 +94,7 @@ rlx_status rlx_file_write(const char *path, const void *data, size_t len) {
     free(tmp);
     return rlx_errorf(RLX_ERR_IO, "%s: cannot open for writing: %s", path, strerror(e));
   }
-  const uint8_t *p = data;
-  size_t done = 0;
-  int e = 0;
-  while (done < len) {
-    ssize_t w = write(fd, p + done, len - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      e = w < 0 ? errno : EIO;
-      break;
-    }
-    done += (size_t)w;
-  }
+  int e = write_all(fd, data, len);
   if (close(fd) != 0 && !e) e = errno;
   if (!e && rename(tmp, path) != 0) e = errno;
   if (e) {

@@ -16,7 +16,8 @@ rlx_status rlx_file_read(const char *path, size_t max, const rlx_allocator *al, 
 
 /* Writes `len` bytes to `path` through a temporary file in the same folder that is renamed over
  * `path` only once everything is on disk: a failed write leaves an existing file as it was and
- * no partial file behind. Errors name the path. */
+ * no partial file behind. A symlink or a non-regular file (/dev/null, a FIFO) is written in
+ * place instead. Errors name the path. */
 rlx_status rlx_file_write(const char *path, const void *data, size_t len);
 
 #endif

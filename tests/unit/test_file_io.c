@@ -59,11 +59,12 @@ static void test_errors(void) {
   snprintf(missing, sizeof missing, "%s/nope/c.bin", dir);
   CHECK_ERR(rlx_file_read(missing, 100, NULL, &got, &len), RLX_ERR_IO, "nope/c.bin: cannot open");
   CHECK_ERR(rlx_file_write(missing, "z", 1), RLX_ERR_IO, "nope/c.bin: cannot open for writing");
-  /* writing over a directory fails at the rename: the directory stays, no temporary is left */
+  /* writing over a directory fails (it is opened in place, not renamed over): the directory
+   * stays, no temporary is left */
   char sub[300];
   snprintf(sub, sizeof sub, "%s/sub", dir);
   CHECK(mkdir(sub, 0755) == 0);
-  CHECK_ERR(rlx_file_write(sub, "new", 3), RLX_ERR_IO, "sub: cannot write");
+  CHECK_ERR(rlx_file_write(sub, "new", 3), RLX_ERR_IO, "sub: cannot open for writing: Is a directory");
   struct stat st;
   CHECK(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
   CHECK(entries() == 2); /* b.bin and sub */
@@ -75,6 +76,26 @@ static void test_errors(void) {
   unlink(path);
 }
 
+/* A symlink stays a link: the file it points at is rewritten in place. */
+static void test_symlink(void) {
+  char target[256], link[256];
+  snprintf(target, sizeof target, "%s/target.bin", dir);
+  snprintf(link, sizeof link, "%s/link.bin", dir);
+  CHECK_OK(rlx_file_write(target, "old", 3));
+  CHECK(symlink(target, link) == 0);
+  CHECK_OK(rlx_file_write(link, "newer", 5));
+  struct stat st;
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+  uint8_t *got = NULL;
+  size_t len = 0;
+  CHECK_OK(rlx_file_read(target, 100, NULL, &got, &len));
+  CHECK(len == 5 && memcmp(got, "newer", 5) == 0);
+  free(got);
+  CHECK(entries() == 2);
+  unlink(link);
+  unlink(target);
+}
+
 int main(void) {
   if (!mkdtemp(dir)) {
     perror("mkdtemp");
@@ -82,6 +103,7 @@ int main(void) {
   }
   test_round_trip();
   test_errors();
+  test_symlink();
   rmdir(dir);
   return rlx_test_finish("file_io");
 }
