@@ -13,24 +13,7 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-# expect CODE DESCRIPTION -- CMD...: runs CMD (stdout > $TMP/out, stderr > $TMP/err) and checks
-# its exit code.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else
-    bad "$what: exit $got, expected $want"
-    sed 's/^/  stderr: /' "$TMP/err" | head -n 5 >&2
-  fi
-}
-# has FILE PATTERN DESCRIPTION: FILE contains the fixed string PATTERN.
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1")"; fi; }
+source "$SRC/tests/cli/lib.sh"
 same() { if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; diff "$1" "$2" | head -n 10 >&2; fi; }
 
 # ---- dispatcher ----

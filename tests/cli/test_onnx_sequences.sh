@@ -10,12 +10,12 @@ RLX=${1:?usage: test_onnx_sequences.sh RLX SOURCE_DIR}
 PY=/usr/bin/python3
 DATA=/usr/include/onnx/backend/test/data/node
 if ! "$PY" -c 'import numpy, onnx' 2>/dev/null; then
-  echo "SKIPPED: $PY cannot import numpy and onnx (scripts/setup.sh installs python3-onnx)"
-  exit 0
+  echo "FAIL: $PY cannot import numpy and onnx (scripts/setup.sh installs python3-onnx)" >&2
+  exit 1
 fi
 if [ ! -d "$DATA/test_sequence_insert_at_back" ]; then
-  echo "SKIPPED: no ONNX test data in $DATA (install libonnx-testdata)"
-  exit 0
+  echo "FAIL: no ONNX test data in $DATA (install libonnx-testdata; scripts/setup.sh does)" >&2
+  exit 1
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

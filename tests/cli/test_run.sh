@@ -6,30 +6,16 @@
 # usage: test_run.sh PATH/TO/rlx SOURCE_DIR
 set -u
 RLX=${1:?usage: test_run.sh RLX SOURCE_DIR}
+SRC=${2:?usage: test_run.sh RLX SOURCE_DIR}
 PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
-  echo "SKIPPED: $PY cannot import numpy (install python3-numpy; scripts/setup.sh does)"
-  exit 0
+  echo "FAIL: $PY cannot import numpy (install python3-numpy; scripts/setup.sh does)" >&2
+  exit 1
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-# expect CODE DESCRIPTION -- CMD...: runs CMD (stdout > $TMP/out, stderr > $TMP/err), checks the exit code.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else
-    bad "$what: exit $got, expected $want"
-    sed 's/^/  stderr: /' "$TMP/err" | head -n 5 >&2
-  fi
-}
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1" | head -n 5 >&2; fi; }
+source "$SRC/tests/cli/lib.sh"
 # py DESCRIPTION SCRIPT: runs a Python check; a non-zero exit is a failure.
 py() {
   local what=$1

@@ -11,8 +11,8 @@ SRC=${2:?usage: test_torch_parity.sh RLX SOURCE_DIR}
 PY=/usr/bin/python3
 DUMPER="$(dirname "$RLX")/tests/test_torch_parity"
 if ! "$PY" -c 'import numpy, torch' 2>/dev/null; then
-  echo "SKIPPED: $PY cannot import numpy and torch (install python3-numpy and python3-torch)"
-  exit 0
+  echo "FAIL: $PY cannot import numpy and torch (install python3-numpy and python3-torch; scripts/setup.sh does)" >&2
+  exit 1
 fi
 if [ ! -x "$DUMPER" ]; then
   echo "FAIL: $DUMPER is missing (build the test_torch_parity target)" >&2

@@ -11,6 +11,7 @@
 # usage: test_train.sh PATH/TO/rlx SOURCE_DIR
 set -u
 RLX=${1:?usage: test_train.sh RLX SOURCE_DIR}
+SRC=${2:?usage: test_train.sh RLX SOURCE_DIR}
 PY=/usr/bin/python3
 TORCH_PY=/opt/rlx-bench-venv/bin/python   # PyPI torch; Debian's python3-torch also does
 [ -x "$TORCH_PY" ] || TORCH_PY=$PY
@@ -18,22 +19,7 @@ DATA=/usr/share/datasets/fashion-mnist
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-# expect CODE DESCRIPTION -- CMD...: runs CMD (stdout > $TMP/out, stderr > $TMP/err), checks the exit code.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else
-    bad "$what: exit $got, expected $want"
-    sed 's/^/  stderr: /' "$TMP/err" | tail -n 5 >&2
-  fi
-}
-has() { if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(basename "$1")"; sed 's/^/  /' "$1" | tail -n 5 >&2; fi; }
+source "$SRC/tests/cli/lib.sh"
 py() {
   local what=$1 interp=$2
   if "$interp" -c "$3" "$TMP" >"$TMP/py.out" 2>&1; then ok; else bad "$what"; sed 's/^/  /' "$TMP/py.out" | tail -n 10 >&2; fi
