@@ -336,6 +336,7 @@ static rlx_status st_header(st_parser *p) {
       const char *name;
       RLX_TRY(st_string(p, &name, "a tensor name"));
       RLX_TRY(st_expect(p, ':', "':' after a tensor name"));
+      if (!name[0]) return st_fail(p, "a tensor has an empty name (the writer cannot write it back either)");
       if (strcmp(name, "__metadata__") == 0) {
         RLX_TRY(st_metadata(p));
       } else {

@@ -193,6 +193,8 @@ static void test_bad_header_text(void) {
   BAD("{\"a\xff\":{}}", 0, RLX_ERR_FORMAT, "byte 3: invalid UTF-8");
   BAD("{\"\xc0\xaf\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8");     /* overlong '/' */
   BAD("{\"\xed\xa0\x80\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8"); /* UTF-16 surrogate */
+  /* an empty tensor name: the writer refuses it, so the reader does too (found by fuzz_safetensors) */
+  BAD("{\"\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1]}}", 1, RLX_ERR_FORMAT, "a tensor has an empty name");
   BAD("{\"\xf4\x90\x80\x80\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8"); /* above U+10FFFF */
   BAD("{\"\xe2\x82\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8");     /* cut sequence */
   BAD(" {}", 0, RLX_ERR_FORMAT, "starting with '{'");
