@@ -40,9 +40,11 @@ static bool listed(const rlx_op *list, size_t n, rlx_op op) {
 
 int main(void) {
   uint8_t claimed[RLX_OP_COUNT] = {0};
-  for (uint32_t i = 0; i < rlx_cpu_n_claims; i++) {
-    CHECK_MSG(!claimed[rlx_cpu_claims[i]], "%s claimed twice", rlx_op_name(rlx_cpu_claims[i]));
-    claimed[rlx_cpu_claims[i]] = 1;
+  uint32_t n_cpu;
+  const rlx_op *cpu = rlx_cpu_claim_list(&n_cpu);
+  for (uint32_t i = 0; i < n_cpu; i++) {
+    CHECK_MSG(!claimed[cpu[i]], "%s claimed twice", rlx_op_name(cpu[i]));
+    claimed[cpu[i]] = 1;
   }
   for (int k = 0; k < RLX_OP_COUNT; k++) {
     rlx_op op = (rlx_op)k;

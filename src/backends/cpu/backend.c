@@ -881,8 +881,7 @@ static pthread_once_t cpu_record_once = PTHREAD_ONCE_INIT;
 static void cpu_record_init(void) {
   cpu_record.name = "cpu";
   cpu_record.available = cpu_available;
-  cpu_record.claims = rlx_cpu_claims;
-  cpu_record.n_claims = rlx_cpu_n_claims;
+  cpu_record.claims = rlx_cpu_claim_list(&cpu_record.n_claims);
   cpu_record.host_staged = NULL;
   cpu_record.n_host_staged = 0;
   cpu_record.compile = cpu_compile;

@@ -5,8 +5,8 @@
 
 #include "rlx/backend.h"
 
-extern const rlx_op rlx_cpu_claims[];
-extern const uint32_t rlx_cpu_n_claims;
+/* The claimed kinds in op-kind order (leaves + every kind of rlx_cpu_ref_table); *n = how many. */
+const rlx_op *rlx_cpu_claim_list(uint32_t *n);
 
 /* The backend record, registered as "cpu" by the registry on first use. */
 const rlx_backend *rlx_cpu_backend(void);
