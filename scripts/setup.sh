@@ -12,6 +12,7 @@ PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata   # ONNX import + test data
   dataset-fashion-mnist                # data for the training example
   python3-numpy python3-torch          # independent reference values in tests
+  python3-scipy                        # SciPy matrix functions (tests/reference/ref_spd.py)
   python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
   python3-onnx                         # one-node ONNX test models (tests/cli/test_onnx_sample_torch.sh)
   python3-venv                         # the venv of PyPI onnx 1.23.2 (below)

@@ -126,6 +126,16 @@ RLX_VJP_DECL(Scan);
 RLX_VJP_DECL(CustomFn);
 /* vjp/signal.c */
 RLX_VJP_DECL(Fft);
+/* vjp/spd.c (issue 11: SPD / eigen) */
+RLX_VJP_DECL(Eigh);
+RLX_VJP_DECL(EighBatch);
+RLX_VJP_DECL(ReEig);
+RLX_VJP_DECL(LogEig);
+RLX_VJP_DECL(SpdBatchNorm);
+RLX_VJP_DECL(SpdLogMap);
+RLX_VJP_DECL(SpdExpMap);
+RLX_VJP_DECL(SpdParallelTransport);
+RLX_VJP_DECL(SpdMatrixFnBatch);
 /* Scan normalisation before the sweep (vjp/control.c): body Params become broadcast operands,
  * broadcast operands become scanned operands, the full trajectory is saved. */
 bool rlx_ad_scan_needs_prepare(const rlx_node *n);

@@ -39,11 +39,14 @@ import ref_nn  # noqa: E402
 import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
 import ref_signal  # noqa: E402
+import ref_spd  # noqa: E402  (issue 11: SPD / eigen)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
-for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal):
+FAMILY_MODULES = (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
+                  ref_spd)
+for mod in FAMILY_MODULES:
     REF.update(mod.REF)
 
 # Error budget of an op beyond one rounding, as a multiple of the default tolerance: kernels that
@@ -78,6 +81,10 @@ ACCUMULATING = {
     "Conv2dBackwardInput", "Conv2dBackwardWeight", "Conv3dBackwardInput", "Conv3dBackwardWeight",
     "MaxPool2dBackward", "MaxPool3dBackward", "ScanBackward", "ScanBackwardXs",
 }
+# A family module may carry its own tolerance entries (OP_TOL, ACCUMULATING) next to its REF.
+for mod in FAMILY_MODULES:
+    OP_TOL.update(getattr(mod, "OP_TOL", {}))
+    ACCUMULATING.update(getattr(mod, "ACCUMULATING", ()))
 TINY = {"f64": 2.2250738585072014e-308, "f32": 1.1754944e-38, "f16": 6.1035156e-05, "bf16": 1.1754944e-38,
         "c64": 1.1754944e-38, "c128": 2.2250738585072014e-308}
 

@@ -788,6 +788,126 @@ static rlx_status b_scebw(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_SoftmaxCrossEntropyBackward(g, (rlx_id[]){p[0], lab, p[1]}, 3, NULL, y);
 }
 
+/* ---- SPD manifold and eigen (issue 11: SPD / eigen) ---- */
+
+/* 0.5 (x + x^T) of [.., n, n]. */
+static rlx_status spd_symm(rlx_graph *g, rlx_id x, rlx_id *out) {
+  rlx_shape s = rlx_graph_node(g, x)->shape;
+  int64_t perm[3] = {0, 1, 2};
+  perm[s.rank - 2] = s.rank - 1;
+  perm[s.rank - 1] = s.rank - 2;
+  rlx_id t, h;
+  TRY(rlx_transpose(g, x, s.rank, perm, &t));
+  TRY(bin(g, RLX_BINOP_ADD, x, t, &t));
+  TRY(cstv(g, RLX_F64, 0, NULL, (double[]){0.5}, &h));
+  return bin(g, RLX_BINOP_MUL, t, h, out);
+}
+
+/* x x^T + k I of [.., n, n]: symmetric positive definite, smooth in x. */
+static rlx_status spd_make(rlx_graph *g, rlx_id x, double k, rlx_id *out) {
+  rlx_shape s = rlx_graph_node(g, x)->shape;
+  int64_t perm[3] = {0, 1, 2};
+  perm[s.rank - 2] = s.rank - 1;
+  perm[s.rank - 1] = s.rank - 2;
+  rlx_id t, m;
+  TRY(rlx_transpose(g, x, s.rank, perm, &t));
+  TRY(rlx_matmul(g, x, t, &m));
+  return plus_diag(g, m, k, out);
+}
+
+/* A constant diag(d) of side n. */
+static rlx_status spd_diag(rlx_graph *g, rlx_dim n, const double *d, rlx_id *out) {
+  double v[64] = {0};
+  for (rlx_dim i = 0; i < n; i++) v[i * n + i] = d[i];
+  return cstv(g, RLX_F64, 2, (rlx_dim[]){n, n}, v, out);
+}
+
+static rlx_status b_eigh(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a;
+  TRY(spd_symm(g, p[0], &a));
+  return rlx_graph_node(g, a)->shape.rank == 3 ? rlx_build_EighBatch(g, &a, 1, NULL, y) : rlx_build_Eigh(g, &a, 1, NULL, y);
+}
+
+static rlx_status b_bimap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x;
+  TRY(spd_make(g, p[1], 0.5, &x));
+  return rlx_build_BiMap(g, (rlx_id[]){p[0], x}, 2, NULL, y);
+}
+
+/* g_spd_eig: 0 ReEig, 1 LogEig, 2 ReEig at a repeated spectrum, 3 LogEig at a near-repeated one. */
+static int g_spd_eig;
+static rlx_status b_reeig(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x, fwd;
+  rlx_dim nn = rlx_graph_node(g, p[0])->shape.dims[0];
+  if (g_spd_eig >= 2) { /* diag(1, 1, 2) (or 1 + 1e-10) plus a symmetric perturbation that is 0 at the base point */
+    rlx_id c, s;
+    TRY(spd_diag(g, nn, g_spd_eig == 2 ? (double[]){1, 1, 2} : (double[]){1, 1 + 1e-10, 2}, &c));
+    TRY(spd_symm(g, p[0], &s));
+    TRY(bin(g, RLX_BINOP_ADD, c, s, &x));
+  } else {
+    TRY(spd_make(g, p[0], 0.3, &x));
+  }
+  if (g_spd_eig & 1) {
+    rlx_attrs_LogEig a = {.eps = 1e-4f};
+    TRY(rlx_build_LogEig(g, &x, 1, &a, NULL, &fwd));
+  } else {
+    rlx_attrs_ReEig a = {.eps = g_spd_eig == 2 ? 0.5f : 0.6f};
+    TRY(rlx_build_ReEig(g, &x, 1, &a, NULL, &fwd));
+  }
+  rlx_attrs_Narrow na = {.axis = 0, .start = 0, .len = nn * nn};
+  return rlx_build_Narrow(g, &fwd, 1, &na, NULL, y);
+}
+
+static rlx_status b_spdbn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x, m, gg;
+  TRY(spd_make(g, p[0], 0.5, &x));
+  TRY(spd_diag(g, 3, (double[]){1.5, 0.8, 1.2}, &m));
+  TRY(spd_make(g, p[1], 0.5, &gg));
+  rlx_attrs_SpdBatchNorm a = {.eps = 1e-5f};
+  return rlx_build_SpdBatchNorm(g, (rlx_id[]){x, m, gg}, 3, &a, NULL, y);
+}
+
+static rlx_status b_spdlogmap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, b;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_make(g, p[1], 0.5, &b));
+  return rlx_build_SpdLogMap(g, (rlx_id[]){a, b}, 2, NULL, y);
+}
+
+static rlx_status b_spdexpmap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, v;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_symm(g, p[1], &v));
+  return rlx_build_SpdExpMap(g, (rlx_id[]){a, v}, 2, NULL, y);
+}
+
+static rlx_status b_spdtransport(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, b, v;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_make(g, p[1], 0.5, &b));
+  TRY(spd_symm(g, p[2], &v));
+  return rlx_build_SpdParallelTransport(g, (rlx_id[]){a, b, v}, 3, NULL, y);
+}
+
+/* g_spd_fn: the SpdMatFn kind; + 8: at the repeated spectrum diag(1, 1, 2) (batch of 1). */
+static int g_spd_fn;
+static rlx_status b_spdfn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x;
+  int kind = g_spd_fn & 7;
+  if (g_spd_fn & 8) {
+    rlx_id c, s;
+    TRY(spd_diag(g, 3, (double[]){1, 1, 2}, &c));
+    TRY(spd_symm(g, p[0], &s));
+    TRY(bin(g, RLX_BINOP_ADD, c, s, &x));
+  } else if (kind == RLX_SPD_FN_EXPM) {
+    TRY(spd_symm(g, p[0], &x));
+  } else {
+    TRY(spd_make(g, p[0], 0.5, &x));
+  }
+  rlx_attrs_SpdMatrixFnBatch a = {.kind = kind};
+  return rlx_build_SpdMatrixFnBatch(g, &x, 1, &a, NULL, y);
+}
+
 /* ---- the case table ---- */
 
 #define P1(n, lo, hi, r, ...) {n, r, {__VA_ARGS__}, lo, hi}
@@ -971,6 +1091,29 @@ static const gc_entry cases[] = {
     CASEK("Fft inverse N=8 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 2, 2, 16)),
     CASEK("Fft inverse N=5 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 3, 2, 1, 10)),
     CASEK("Fft inverse N=1 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 3, 2)),
+    /* ---- SPD manifold and eigen (issue 11: SPD / eigen); repeated / near-repeated spectra use the
+     * derivative branch of the Daleckii-Krein quotient (a zero-width param range = the base point) ---- */
+    CASE("Eigh", Eigh, b_eigh, P1("a", -1, 1, 2, 3, 3)),
+    CASE("EighBatch", EighBatch, b_eigh, P1("a", -1, 1, 3, 2, 3, 3)),
+    CASE("BiMap", BiMap, b_bimap, P1("w", -1, 1, 2, 2, 3), P1("x", -1, 1, 2, 3, 3)),
+    CASEK("ReEig", ReEig, b_reeig, g_spd_eig, 0, P1("x", -1, 1, 2, 3, 3)),
+    CASEK("LogEig", LogEig, b_reeig, g_spd_eig, 1, P1("x", -1, 1, 2, 3, 3)),
+    CASEK("ReEig repeated eigenvalue", ReEig, b_reeig, g_spd_eig, 2, P1("x", 0, 0, 2, 3, 3)),
+    CASEK("LogEig near-repeated eigenvalue", LogEig, b_reeig, g_spd_eig, 3, P1("x", 0, 0, 2, 3, 3)),
+    CASE("SpdBatchNorm", SpdBatchNorm, b_spdbn, P1("x", -1, 1, 3, 2, 3, 3), P1("g", -1, 1, 2, 3, 3)),
+    CASE("SpdLogMap", SpdLogMap, b_spdlogmap, P1("p", -1, 1, 2, 3, 3), P1("x", -1, 1, 2, 3, 3)),
+    CASE("SpdExpMap", SpdExpMap, b_spdexpmap, P1("p", -1, 1, 2, 3, 3), P1("v", -1, 1, 2, 3, 3)),
+    CASE("SpdParallelTransport", SpdParallelTransport, b_spdtransport, P1("p", -1, 1, 2, 3, 3), P1("q", -1, 1, 2, 3, 3),
+         P1("v", -1, 1, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Logm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_LOGM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Expm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_EXPM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Sqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_SQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Invsqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_INVSQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Logm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_LOGM,
+          P1("x", 0, 0, 3, 1, 3, 3)),
+    CASEK("SpdMatrixFnBatch Sqrtm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_SQRTM,
+          P1("x", 0, 0, 3, 1, 3, 3)),
+    /* ---- end SPD ---- */
     /* backward ops as forward ops: first derivatives of backward ops = second derivatives */
 #define RAW(OP, NAME, I, ...) {{NAME, RLX_OP_##OP, b_raw, {__VA_ARGS__}, 0, 0, 0, false}, &g_raw_index, I}
     RAW(ReluBackward, "ReluBackward", 0, P1("x", -1, 1, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),
@@ -1172,8 +1315,6 @@ static const struct {
     {RLX_OP_StopGradient, "its gradient is zero by definition (test_autodiff checks it)"},
     {RLX_OP_FakeQuantize, "straight-through estimators are not derivatives (test_autodiff checks the formulas)"},
     {RLX_OP_Qr, "no VJP rule"},
-    {RLX_OP_Eigh, "no VJP rule (packed eigen-decomposition)"},
-    {RLX_OP_EighBatch, "no VJP rule (packed eigen-decomposition)"},
 };
 
 int main(void) {

@@ -82,4 +82,6 @@ const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherBackward] = rlx_decompose_GatherBackward,
     [RLX_OP_ScanBackward] = rlx_decompose_ScanBackward,
     [RLX_OP_ScanBackwardXs] = rlx_decompose_ScanBackwardXs,
+    /* ---- spd.c (issue 11: SPD / eigen) ---- */
+    [RLX_OP_BiMap] = rlx_decompose_BiMap,
 };
