@@ -12,6 +12,7 @@
 #include "rlx/backend.h"
 #include "rlx/npy.h"
 #include "rlx/autodiff.h"
+#include "rlx/custom.h"
 #include "rlx/optim.h"
 #include "rlx/onnx.h"
 #define RLX_VERSION_STRING "0.1.0"

@@ -126,7 +126,8 @@ RLX_VJP_DECL(Scan);
 RLX_VJP_DECL(CustomFn);
 /* vjp/signal.c */
 RLX_VJP_DECL(Fft);
-/* vjp/spd.c (issue 11: SPD / eigen) */
+/* vjp/custom.c and vjp/spd.c (issue 11) */
+RLX_VJP_DECL(Custom);
 RLX_VJP_DECL(Eigh);
 RLX_VJP_DECL(EighBatch);
 RLX_VJP_DECL(ReEig);

@@ -52,6 +52,7 @@
 #include "../cases/cases_backward.c"
 #include "../cases/cases_signal.c"
 #include "../cases/cases_spd.c" /* issue 11: SPD / eigen */
+#include "../cases/cases_custom.c" /* issue 11: Custom registry */
 #include "../cases/conf_fill.c"
 
 #define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
@@ -59,7 +60,7 @@ static const conf_table conf_tables[] = {
     TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
     TABLE(signal),
-    TABLE(spd), /* issue 11: SPD / eigen */
+    TABLE(spd), TABLE(custom), /* issue 11: SPD / eigen, Custom */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])

@@ -8,6 +8,7 @@
  * compile it. A coverage check lists the differentiable kinds the CPU claims that have no case. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ad_check.h"
 #include "backends/cpu/cpu_backend.h"
@@ -908,6 +909,50 @@ static rlx_status b_spdfn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_SpdMatrixFnBatch(g, &x, 1, &a, NULL, y);
 }
 
+/* ---- Custom op through the registry (issue 11): y = a x^2, VJP builder 2 a x dy ---- */
+
+static rlx_status gc_sq_infer(const rlx_shape *const *in, uint32_t n_in, const uint8_t *attrs, size_t len, void *user,
+                              rlx_shape *out) {
+  (void)n_in, (void)attrs, (void)len, (void)user;
+  *out = *in[0];
+  return RLX_OK;
+}
+
+static rlx_status gc_sq_cpu(const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, const uint8_t *attrs, size_t len,
+                            void *user) {
+  (void)n_in, (void)user, (void)len;
+  double a;
+  memcpy(&a, attrs, sizeof a);
+  size_t n = adt_numel(&out->shape);
+  for (size_t i = 0; i < n; i++) {
+    double v = rlx_elem_get(in[0].data, (rlx_dtype)in[0].shape.dtype, i);
+    rlx_elem_set(out->data, (rlx_dtype)out->shape.dtype, i, a * v * v);
+  }
+  return RLX_OK;
+}
+
+static rlx_status gc_sq_vjp(rlx_graph *g, const rlx_id *x, uint32_t n_in, rlx_id y, rlx_id dy, const bool *want,
+                            const uint8_t *attrs, size_t len, void *user, rlx_id *dx) {
+  (void)n_in, (void)y, (void)user, (void)len;
+  if (!want[0]) return RLX_OK;
+  double a;
+  memcpy(&a, attrs, sizeof a);
+  rlx_id k, t;
+  TRY(cstv(g, (rlx_dtype)rlx_graph_node(g, x[0])->shape.dtype, 0, NULL, (double[]){2 * a}, &k));
+  TRY(bin(g, RLX_BINOP_MUL, x[0], dy, &t));
+  return bin(g, RLX_BINOP_MUL, t, k, &dx[0]);
+}
+
+static rlx_status b_custom(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  if (!rlx_custom_lookup("gc.scaled_square", NULL)) {
+    rlx_custom_op_desc d = {.name = "gc.scaled_square", .num_inputs = 1, .infer = gc_sq_infer, .vjp = gc_sq_vjp};
+    TRY(rlx_custom_register(&d));
+    TRY(rlx_custom_register_cpu_kernel("gc.scaled_square", gc_sq_cpu, NULL));
+  }
+  double a = -0.75;
+  return rlx_custom(g, "gc.scaled_square", p, 1, &a, sizeof a, NULL, y);
+}
+
 /* ---- the case table ---- */
 
 #define P1(n, lo, hi, r, ...) {n, r, {__VA_ARGS__}, lo, hi}
@@ -1114,6 +1159,7 @@ static const gc_entry cases[] = {
     CASEK("SpdMatrixFnBatch Sqrtm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_SQRTM,
           P1("x", 0, 0, 3, 1, 3, 3)),
     /* ---- end SPD ---- */
+    CASE("Custom (registered VJP builder)", Custom, b_custom, P1("x", -1, 1, 2, 2, 3)), /* issue 11 */
     /* backward ops as forward ops: first derivatives of backward ops = second derivatives */
 #define RAW(OP, NAME, I, ...) {{NAME, RLX_OP_##OP, b_raw, {__VA_ARGS__}, 0, 0, 0, false}, &g_raw_index, I}
     RAW(ReluBackward, "ReluBackward", 0, P1("x", -1, 1, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),

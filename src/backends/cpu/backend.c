@@ -726,6 +726,11 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
       n_missing++;
       continue;
     }
+    if (nd->op == RLX_OP_Custom && rlx_cpu_check_custom(nd) != RLX_OK) { /* not registered / no cpu kernel */
+      rlx_sb_printf(&missing, "%s%s: %s", n_missing ? ", " : "", label(g, id, lb, sizeof lb), rlx_last_error());
+      n_missing++;
+      continue;
+    }
     n_thunks++;
     n_in_total += nd->n_inputs;
   }

@@ -71,6 +71,9 @@ void rlx_strides(const rlx_shape *s, int64_t strides[RLX_MAX_RANK]);
 /* Offset (in elements) of the element of operand shape `in` that broadcasts to output index
  * `out_index` (flat) of output shape `out` (NumPy right alignment). */
 size_t rlx_broadcast_offset(const rlx_shape *in, const rlx_shape *out, size_t out_index);
+/* RLX_OK when the Custom node n has a kernel registered for "cpu", else an error naming the op
+ * (ref/custom.c; the backend asks at compile time). */
+rlx_status rlx_cpu_check_custom(const rlx_node *n);
 rlx_status rlx_kernel_error(const rlx_node *n, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

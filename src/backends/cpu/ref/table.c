@@ -144,4 +144,6 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_SpdMatrixFnBatch] = rlx_cpu_ref_SpdMatrixFnBatch,
     [RLX_OP_SpdMatrixFnBatchBackward] = rlx_cpu_ref_SpdMatrixFnBatchBackward,
     /* ---- end spd ---- */
+    /* ---- ref/custom.c: the Custom op registry's cpu kernels (issue 11, spd) ---- */
+    [RLX_OP_Custom] = rlx_cpu_ref_Custom,
 };
