@@ -128,6 +128,7 @@ RLX_VJP_DECL(CustomFn);
 RLX_VJP_DECL(Fft);
 /* vjp/custom.c and vjp/spd.c (issue 11) */
 RLX_VJP_DECL(Custom);
+RLX_VJP_DECL(GaussianSplatRender);
 RLX_VJP_DECL(Eigh);
 RLX_VJP_DECL(EighBatch);
 RLX_VJP_DECL(ReEig);

@@ -40,13 +40,14 @@ import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
 import ref_signal  # noqa: E402
 import ref_custom  # noqa: E402  (issue 11: Custom registry)
+import ref_splat  # noqa: E402  (issue 11: Gaussian splatting)
 import ref_spd  # noqa: E402  (issue 11: SPD / eigen)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
 FAMILY_MODULES = (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
-                  ref_spd, ref_custom)
+                  ref_spd, ref_custom, ref_splat)
 for mod in FAMILY_MODULES:
     REF.update(mod.REF)
 

@@ -53,6 +53,7 @@
 #include "../cases/cases_signal.c"
 #include "../cases/cases_spd.c" /* issue 11: SPD / eigen */
 #include "../cases/cases_custom.c" /* issue 11: Custom registry */
+#include "../cases/cases_splat.c" /* issue 11: Gaussian splatting */
 #include "../cases/conf_fill.c"
 
 #define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
@@ -60,7 +61,7 @@ static const conf_table conf_tables[] = {
     TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
     TABLE(signal),
-    TABLE(spd), TABLE(custom), /* issue 11: SPD / eigen, Custom */
+    TABLE(spd), TABLE(custom), TABLE(splat), /* issue 11: SPD / eigen, Custom, splatting */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])

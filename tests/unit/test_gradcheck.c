@@ -953,6 +953,25 @@ static rlx_status b_custom(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_custom(g, "gc.scaled_square", p, 1, &a, sizeof a, NULL, y);
 }
 
+/* ---- Gaussian splatting (issue 11): one tile, no alpha cutoff, no early stop, so the image is
+ * smooth in every scene parameter (binning and skips are the renderer's only discontinuities) ---- */
+static int g_splat_sh; /* SH coefficients per channel */
+static rlx_status b_splat(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  static const float meta[23] = {0.3f, 0.2f, -4.0f, 0, 0, 0, 0, 1, 0, 50.0f, 0.1f, 100.0f, 0.1f, 0.15f, 0.2f};
+  rlx_id ops[7], m, off;
+  for (int i = 0; i < 6; i++) ops[i] = p[i];
+  /* depths spread by 1.5 so a step never swaps the depth order (a true discontinuity) */
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){9}, (double[]){0, 0, -1.5, 0, 0, 0, 0, 0, 1.5}, &off));
+  TRY(bin(g, RLX_BINOP_ADD, p[0], off, &ops[0]));
+  TRY(rlx_constant(g, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){23}), meta, sizeof meta, &m));
+  ops[6] = m;
+  rlx_attrs_GaussianSplatRender a = {.width = 12, .height = 10, .tile_size = 16, .radius_scale = 1.6f,
+                                     .alpha_cutoff = 0.0f, .max_splat_steps = 64, .transmittance_threshold = 0.0f,
+                                     .max_list_entries = 64};
+  (void)g_splat_sh;
+  return rlx_build_GaussianSplatRender(g, ops, 7, &a, NULL, y);
+}
+
 /* ---- the case table ---- */
 
 #define P1(n, lo, hi, r, ...) {n, r, {__VA_ARGS__}, lo, hi}
@@ -1212,6 +1231,12 @@ static const gc_entry cases[] = {
     {{"Pool max (f32)", RLX_OP_Pool, b_pool, {P1("x", -1, 1, 4, 1, 2, 4, 4)}, 1e-3, 5e-3, 0, true}, &g_pool, 0},
     F32CASE("Attention causal", Attention, b_attention, &g_attn, 1, P1("q", -1, 1, 4, 1, 2, 3, 3),
             P1("k", -1, 1, 4, 1, 2, 3, 3), P1("v", -1, 1, 4, 1, 2, 3, 3)),
+    /* issue 11: splatting, FD on means, log-scales, quaternions, opacity logits, colours, SH (f32) */
+    {{"GaussianSplatRender (f32)", RLX_OP_GaussianSplatRender, b_splat,
+      {P1("pos", -0.6, 0.6, 1, 9), P1("scale", -0.7, -0.3, 1, 9), P1("rot", -1, 1, 1, 12), P1("opac", -1, 1.5, 1, 3),
+       P1("col", 0, 1, 1, 9), P1("sh", -0.3, 0.3, 1, 36)},
+      1e-2, 1e-2, 0, true},
+     &g_splat_sh, 4},
 #undef F32CASE
 };
 #define N_CASES (sizeof cases / sizeof cases[0])

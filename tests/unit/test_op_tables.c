@@ -27,7 +27,7 @@ static const rlx_op missing_vjp[] = {
     RLX_OP_DequantMatMul, RLX_OP_SynthMatMul, RLX_OP_SynthReconstruct, RLX_OP_SplineActivation,
     RLX_OP_QMatMul, RLX_OP_QConv2d, RLX_OP_ScaledMatMul, RLX_OP_ScaledQuantize, RLX_OP_SelectiveScan,
     RLX_OP_GatedDeltaNet, RLX_OP_Lstm, RLX_OP_Gru, RLX_OP_Rnn, RLX_OP_Mamba2,
-    RLX_OP_GaussianSplatRender, RLX_OP_LogMel,
+    RLX_OP_LogMel,
 };
 
 static bool listed(const rlx_op *list, size_t n, rlx_op op) {

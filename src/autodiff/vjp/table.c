@@ -89,6 +89,8 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_Fft] = rlx_vjp_Fft,
     /* ---- vjp/custom.c (issue 11: the Custom op registry) ---- */
     [RLX_OP_Custom] = rlx_vjp_Custom,
+    /* ---- vjp/splat.c (issue 11: Gaussian splatting) ---- */
+    [RLX_OP_GaussianSplatRender] = rlx_vjp_GaussianSplatRender,
     /* ---- vjp/spd.c (issue 11: SPD / eigen) ---- */
     [RLX_OP_Eigh] = rlx_vjp_Eigh,
     [RLX_OP_EighBatch] = rlx_vjp_EighBatch,

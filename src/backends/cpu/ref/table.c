@@ -146,4 +146,9 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     /* ---- end spd ---- */
     /* ---- ref/custom.c: the Custom op registry's cpu kernels (issue 11, spd) ---- */
     [RLX_OP_Custom] = rlx_cpu_ref_Custom,
+    /* ---- ref/splat.c: 3D Gaussian splatting (issue 11, spd) ---- */
+    [RLX_OP_GaussianSplatRender] = rlx_cpu_ref_GaussianSplatRender,
+    [RLX_OP_GaussianSplatRenderBackward] = rlx_cpu_ref_GaussianSplatRenderBackward,
+    [RLX_OP_GaussianSplatPrepare] = rlx_cpu_ref_GaussianSplatPrepare,
+    [RLX_OP_GaussianSplatRasterize] = rlx_cpu_ref_GaussianSplatRasterize,
 };
