@@ -37,6 +37,10 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv);
 int cli_cmd_train(const cli_command *self, int argc, char **argv);
 extern const char cli_train_usage[];
 
+/* Command of tools/cmd_splat.c (its usage text is cli_splat_usage). */
+int cli_cmd_splat_render(const cli_command *self, int argc, char **argv);
+extern const char cli_splat_usage[];
+
 /* Command of tools/cmd_onnx_conformance.c (its usage text is cli_onnx_conformance_usage). */
 int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv);
 extern const char cli_onnx_conformance_usage[];

@@ -87,6 +87,8 @@ static const cli_command commands[] = {
     {"onnx-conformance", cli_cmd_onnx_conformance, "run the ONNX backend test suite, report passed / failed / unsupported",
      cli_onnx_conformance_usage},
     {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy", cli_train_usage},
+    {"splat-render", cli_cmd_splat_render, "render a 3D Gaussian splatting scene to a PNG (GaussianSplatRender)",
+     cli_splat_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
