@@ -259,7 +259,7 @@ static bool project(const splat_scene *s, const splat_cam *cam, const splat_cfg 
   for (int k = 0; k < 3; k++) dir[k] = ddiv(t[k], dl);
   for (int ch = 0; ch < 3; ch++) {
     size_t base = 3 * s->C * i;
-    dn shk[4];
+    dn shk[4] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
     for (size_t k = 0; k < 4 && k < s->C; k++) {
       size_t pk = 14 + 3 * k + (size_t)ch;
       shk[k] = dc(s->sh[base + 3 * k + (size_t)ch]);
