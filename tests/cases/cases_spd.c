@@ -88,6 +88,11 @@ static const conf_case conf_cases_spd[] = {
     {"spd_fn_sqrtm", RLX_OP_SpdMatrixFnBatch, FN(SQRTM), 1, {SPD(F64, 3, 3, 3)}},
     {"spd_fn_invsqrtm", RLX_OP_SpdMatrixFnBatch, FN(INVSQRTM), 1, {SPD(F64, 2, 3, 3)}},
     {"spd_fn_logm_f32", RLX_OP_SpdMatrixFnBatch, FN(LOGM), 1, {SPD(F32, 2, 3, 3)}},
+    /* half precision: computed in double from the f16 / bf16 operands, rounded once (tight tolerance) */
+    {"bimap_bf16", RLX_OP_BiMap, NULL, 2, {IN(BF16, 2, 3), SPD(BF16, 3, 3)}, .tol = 0.25},
+    {"logeig_f16", RLX_OP_LogEig, AT(LogEig, .eps = 1e-4f), 1, {SPD(F16, 3, 3)}, .tol = 1.0 / 64},
+    {"spd_logmap_f16", RLX_OP_SpdLogMap, NULL, 2, {SPD(F16, 3, 3), SPD(F16, 3, 3)}, .tol = 1.0 / 64},
+    {"spd_fn_sqrtm_bf16", RLX_OP_SpdMatrixFnBatch, FN(SQRTM), 1, {SPD(BF16, 2, 3, 3)}, .tol = 1.0 / 64},
     {"spd_fn_empty_batch", RLX_OP_SpdMatrixFnBatch, FN(SQRTM), 1, {SPD(F64, 0, 3, 3)}},
 
     /* ---- backward ops (reference: autograd of the forward) ---- */
