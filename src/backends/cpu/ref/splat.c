@@ -295,7 +295,20 @@ static void prep_free(splat_prep *p) {
   free(p->range);
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+/* floor(v) clamped to [lo, hi] (NaN -> lo), without an out-of-range float-to-int conversion. */
+static int64_t floor_clamp(double v, int64_t lo, int64_t hi) {
+  double f = floor(v);
+  if (!(f > (double)lo)) return lo;
+  if (f >= (double)hi) return hi;
+  return (int64_t)f;
+}
+
+/* A float of a prepare buffer that must hold an integer in [lo, hi]. */
+static bool as_index(float v, int64_t lo, int64_t hi, int64_t *out) {
+  if (!(v >= (float)lo && v <= (float)hi) || v != floorf(v)) return false;
+  *out = (int64_t)v;
+  return true;
+}
 
 typedef struct depth_key {
   double depth;
@@ -338,10 +351,10 @@ static rlx_status prepare(const rlx_node *n, const splat_scene *s, const splat_c
     g[5] = o[2].v, g[6] = o[3].v, g[7] = o[4].v, g[8] = o[6].v, g[9] = o[7].v, g[10] = o[8].v;
     int64_t *r = p->rect + 4 * i;
     double ts = (double)c->tile;
-    r[0] = clamp64((int64_t)floor((g[0] - radius) / ts), 0, (int64_t)p->tiles_x);
-    r[1] = clamp64((int64_t)floor((g[1] - radius) / ts), 0, (int64_t)p->tiles_y);
-    r[2] = clamp64((int64_t)floor((g[0] + radius) / ts) + 1, 0, (int64_t)p->tiles_x);
-    r[3] = clamp64((int64_t)floor((g[1] + radius) / ts) + 1, 0, (int64_t)p->tiles_y);
+    r[0] = floor_clamp((g[0] - radius) / ts, 0, (int64_t)p->tiles_x);
+    r[1] = floor_clamp((g[1] - radius) / ts, 0, (int64_t)p->tiles_y);
+    r[2] = floor_clamp((g[0] + radius) / ts + 1.0, 0, (int64_t)p->tiles_x);
+    r[3] = floor_clamp((g[1] + radius) / ts + 1.0, 0, (int64_t)p->tiles_y);
     if (!isfinite(g[0]) || !isfinite(g[1]) || !isfinite(radius)) r[0] = r[1] = r[2] = r[3] = 0;
     p->n_visible++;
   }
@@ -511,21 +524,27 @@ RLX_CPU_KERNEL(GaussianSplatRasterize) {
     for (size_t i = 0; i < N; i++)
       for (int k = 0; k < 3; k++) p.g[i * G_STRIDE + 8 + (size_t)k] = seg[3 * i + (size_t)k];
     seg += 3 * N + 4 * N; /* the tile rectangles are not needed */
-    for (int64_t e = 0; e < c.max_list; e++) p.list[e] = (int64_t)seg[e];
+    /* an unused list slot is -1; a range must lie inside the list and name gaussians only */
+    for (int64_t e = 0; st == RLX_OK && e < c.max_list; e++)
+      if (!as_index(seg[e], -1, (int64_t)N - 1, &p.list[e]))
+        st = rlx_kernel_error(n, "list entry %lld of the prepare buffer is %g; expected a gaussian index in "
+                                 "[0, %zu) or -1", (long long)e, (double)seg[e], N);
     seg += c.max_list;
-    for (size_t t = 0; t < 2 * tiles; t++) p.range[t] = (int64_t)seg[t];
+    for (size_t t = 0; st == RLX_OK && t < 2 * tiles; t++)
+      if (!as_index(seg[t], 0, c.max_list, &p.range[t]))
+        st = rlx_kernel_error(n, "tile range value %zu of the prepare buffer is %g; expected an integer in [0, %lld]", t,
+                              (double)seg[t], (long long)c.max_list);
     seg += 2 * tiles;
     for (int k = 0; k < 3; k++) p.bg[k] = seg[k];
-    /* a list entry must name a gaussian; a range must lie inside the list */
     for (size_t t = 0; t < tiles && st == RLX_OK; t++) {
       int64_t s0 = p.range[2 * t], cnt = p.range[2 * t + 1];
-      if (s0 < 0 || cnt < 0 || s0 + cnt > c.max_list)
+      if (s0 + cnt > c.max_list)
         st = rlx_kernel_error(n, "tile %zu of the prepare buffer has the list range [%lld, %lld) outside [0, %lld)", t,
                               (long long)s0, (long long)(s0 + cnt), (long long)c.max_list);
       for (int64_t e = s0; st == RLX_OK && e < s0 + cnt; e++)
-        if (p.list[e] < 0 || (size_t)p.list[e] >= N)
-          st = rlx_kernel_error(n, "list entry %lld of the prepare buffer names gaussian %lld of %zu", (long long)e,
-                                (long long)p.list[e], N);
+        if (p.list[e] < 0)
+          st = rlx_kernel_error(n, "list entry %lld of the prepare buffer is an unused slot inside tile %zu's range",
+                                (long long)e, t);
     }
   }
   if (st == RLX_OK) rasterize(&p, &c, out->data);
