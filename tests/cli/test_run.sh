@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Tests of `rlx run` and `rlx compile`: an MLP graph run on .npy inputs and params made with NumPy,
 # its .npy outputs compared with a NumPy computation; argument and input errors; the dispatch
-# report, also for a graph with unsupported ops.
+# report, also for a graph whose Custom op is not registered.
 # usage: test_run.sh PATH/TO/rlx SOURCE_DIR
 set -u
 RLX=${1:?usage: test_run.sh RLX SOURCE_DIR}
@@ -150,29 +150,24 @@ expect 2 "compile unknown option" -- "$RLX" compile "$TMP/mlp.rlx" --frob
 expect 1 "compile for an unknown backend" -- "$RLX" compile "$TMP/mlp.rlx" --backend nosuch
 has "$TMP/err" "no backend named 'nosuch'" "unknown backend named"
 
-# A graph whose splat renders have no CPU path: compile fails and names both nodes.
-cat >"$TMP/splat.rlx" <<'EOF'
-graph @splat {
-  %0 = Input {name = "pos"} : [3] f32 "pos"
-  %1 = Input {name = "scale"} : [3] f32 "scale"
-  %2 = Input {name = "rot"} : [4] f32 "rot"
-  %3 = Input {name = "opa"} : [1] f32 "opa"
-  %4 = Input {name = "col"} : [3] f32 "col"
-  %5 = Input {name = "sh"} : [3] f32 "sh"
-  %6 = Input {name = "meta"} : [23] f32 "meta"
-  %7 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 4, height = 4} : [64] f32 "render_a"
-  %8 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 2, height = 8} : [64] f32 "render_b"
-  %9 = Binary(%7, %8) : [64] f32
-  return %9
+# A graph whose two Custom nodes name an op no extension registered: the CPU claims the Custom
+# kind (the dispatch report lists it), but compiling fails and names both nodes and the op. (Every
+# op kind has a CPU path now; an unregistered extension is what stays unrunnable.)
+cat >"$TMP/ext.rlx" <<'EOF'
+graph @ext {
+  %0 = Input {name = "x"} : [3] f32 "x"
+  %1 = Custom(%0) {name = "ext.render", num_inputs = 1} : [64] f32 "render_a"
+  %2 = Custom(%0) {name = "ext.render", num_inputs = 1} : [64] f32 "render_b"
+  %3 = Binary(%1, %2) : [64] f32
+  return %3
 }
 EOF
-expect 1 "compile unsupported" -- "$RLX" compile "$TMP/splat.rlx" --report
-if grep -E -q '^GaussianSplatRender +2 +unsupported$' "$TMP/out"; then ok; else bad "report: GaussianSplatRender 2 unsupported"; cat "$TMP/out" >&2; fi
-has "$TMP/out" "compile-ready: no" "report says not compile-ready"
-has "$TMP/err" "render_a" "compile error names the first unsupported node"
-has "$TMP/err" "render_b" "compile error names the second unsupported node"
-expect 1 "run unsupported" -- "$RLX" run "$TMP/splat.rlx" --output-dir "$TMP/o"
-has "$TMP/err" "render_b" "run names the unsupported nodes"
+expect 0 "check a graph with an unregistered Custom op" -- "$RLX" check "$TMP/ext.rlx"
+expect 1 "compile unregistered Custom" -- "$RLX" compile "$TMP/ext.rlx" --report
+if grep -E -q '^Custom +2 +native$' "$TMP/out"; then ok; else bad "report: Custom 2 native"; cat "$TMP/out" >&2; fi
+has "$TMP/err" "render_a" "compile error names the first node"
+has "$TMP/err" "render_b" "compile error names the second node"
+has "$TMP/err" 'custom op "ext.render" is not registered' "compile error names the op"
 
 echo "run cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
