@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "passes/plan.h"
+#include "rlx/plan.h"
 #include "rlx/verify.h"
 #include "runtime/session_internal.h"
 #include "strbuf.h"

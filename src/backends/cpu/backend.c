@@ -29,7 +29,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fast/fast.h"
-#include "passes/plan.h"
+#include "rlx/plan.h"
 #include "runtime/session_internal.h"
 #include "strbuf.h"
 
