@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Conformance cases: sequence models and state-space recurrences (spec ir-special §2). See cases.h
+ * for the row format. Weight operand sizes follow the packing of ir-special §2: w_ih holds
+ * D * G*H * (I + (L-1) * D*H) values, w_hh L*D * G*H*H, each bias L*D * G*H (G = 4 Lstm, 3 Gru,
+ * 1 Rnn). The float64 references are torch.nn.LSTM / GRU / RNN (ref_recurrent.py) and NumPy
+ * recurrences written from the spec. */
+#include "cases.h"
+
+#define LSTM(H, L, BI, C) AT(Lstm, .hidden_size = H, .num_layers = L, .bidirectional = BI, .carry = C)
+#define GRU(H, L, BI, C) AT(Gru, .hidden_size = H, .num_layers = L, .bidirectional = BI, .carry = C)
+#define RNN(H, L, BI, C, R) AT(Rnn, .hidden_size = H, .num_layers = L, .bidirectional = BI, .carry = C, .relu = R)
+#define W(DT, ...) INF(DT, CF_NORMAL, 0.4, 0, __VA_ARGS__)
+#define GDN(N, C, PC) AT(GatedDeltaNet, .state_size = N, .carry_state = C, .gate_per_channel = PC)
+#define GDNB(N, C, PC) AT(GatedDeltaNetBackward, .state_size = N, .carry_state = C, .gate_per_channel = PC)
+#define QK(DT, ...) INF(DT, CF_NORMAL, 0.3, 0, __VA_ARGS__)
+#define GATE(DT, ...) INF(DT, CF_UNIFORM, -0.6, 0, __VA_ARGS__)
+#define BETA(DT, ...) INF(DT, CF_UNIFORM, 0, 1, __VA_ARGS__)
+
+static const conf_case conf_cases_recurrent[] = {
+    /* ---- Lstm: B, S, I, H; w_ih = D*4H*(I + (L-1)*D*H) ---- */
+    {"lstm_f32_uni", RLX_OP_Lstm, LSTM(4, 1, false, false), 4,
+     {IN(F32, 2, 5, 3), W(F32, 48), W(F32, 64), W(F32, 16)}},
+    {"lstm_f32_bidir", RLX_OP_Lstm, LSTM(3, 1, true, false), 4,
+     {IN(F32, 2, 4, 5), W(F32, 120), W(F32, 72), W(F32, 24)}},
+    {"lstm_f64_2layer_bidir_carry", RLX_OP_Lstm, LSTM(3, 2, true, true), 6,
+     {IN(F64, 3, 4, 2), W(F64, 2 * 12 * (2 + 6)), W(F64, 4 * 12 * 3), W(F64, 4 * 12), W(F64, 4, 3, 3),
+      W(F64, 4, 3, 3)}},
+    {"lstm_f64_2layer_carry", RLX_OP_Lstm, LSTM(2, 2, false, true), 6,
+     {IN(F64, 2, 6, 3), W(F64, 8 * (3 + 2)), W(F64, 2 * 8 * 2), W(F64, 2 * 8), W(F64, 2, 2, 2), W(F64, 2, 2, 2)}},
+    {"lstm_f32_seq1", RLX_OP_Lstm, LSTM(5, 1, false, false), 4, {IN(F32, 1, 1, 2), W(F32, 40), W(F32, 100), W(F32, 20)}},
+    {"lstm_f32_empty_seq", RLX_OP_Lstm, LSTM(2, 1, true, false), 4,
+     {IN(F32, 2, 0, 3), W(F32, 2 * 8 * 3), W(F32, 2 * 8 * 2), W(F32, 16)}},
+    /* ---- Gru: b_ih and b_hh ---- */
+    {"gru_f32_uni", RLX_OP_Gru, GRU(4, 1, false, false), 5,
+     {IN(F32, 2, 5, 3), W(F32, 36), W(F32, 48), W(F32, 12), W(F32, 12)}},
+    {"gru_f32_bidir_carry", RLX_OP_Gru, GRU(3, 1, true, true), 6,
+     {IN(F32, 2, 4, 2), W(F32, 2 * 9 * 2), W(F32, 2 * 9 * 3), W(F32, 18), W(F32, 18), W(F32, 2, 2, 3)}},
+    {"gru_f64_3layer_bidir", RLX_OP_Gru, GRU(2, 3, true, false), 5,
+     {IN(F64, 2, 3, 3), W(F64, 2 * 6 * (3 + 2 * 4)), W(F64, 6 * 6 * 2), W(F64, 36), W(F64, 36)}},
+    {"gru_f64_2layer_carry", RLX_OP_Gru, GRU(3, 2, false, true), 6,
+     {IN(F64, 1, 5, 2), W(F64, 9 * (2 + 3)), W(F64, 2 * 9 * 3), W(F64, 18), W(F64, 18), W(F64, 2, 1, 3)}},
+    /* ---- Rnn: tanh and relu ---- */
+    {"rnn_f32_tanh", RLX_OP_Rnn, RNN(4, 1, false, false, false), 4,
+     {IN(F32, 2, 6, 3), W(F32, 12), W(F32, 16), W(F32, 4)}},
+    {"rnn_f32_relu_bidir", RLX_OP_Rnn, RNN(3, 1, true, false, true), 4,
+     {IN(F32, 3, 4, 2), W(F32, 12), W(F32, 18), W(F32, 6)}},
+    {"rnn_f64_2layer_bidir_carry", RLX_OP_Rnn, RNN(3, 2, true, true, false), 5,
+     {IN(F64, 2, 5, 4), W(F64, 2 * 3 * (4 + 6)), W(F64, 4 * 9), W(F64, 12), W(F64, 4, 2, 3)}},
+    {"rnn_f64_relu_2layer_carry", RLX_OP_Rnn, RNN(2, 2, false, true, true), 5,
+     {IN(F64, 2, 4, 3), W(F64, 2 * (3 + 2)), W(F64, 8), W(F64, 4), W(F64, 2, 2, 2)}},
+    /* ---- SelectiveScan: x, delta [B,S,H], a [H,n], b, c [B,S,n] ---- */
+    {"selective_scan_f32", RLX_OP_SelectiveScan, AT(SelectiveScan, .state_size = 4), 5,
+     {IN(F32, 2, 7, 3), INF(F32, CF_UNIFORM, 0, 1, 2, 7, 3), INF(F32, CF_UNIFORM, -1, 0, 3, 4), IN(F32, 2, 7, 4),
+      IN(F32, 2, 7, 4)}},
+    {"selective_scan_f64_n1", RLX_OP_SelectiveScan, AT(SelectiveScan, .state_size = 1), 5,
+     {IN(F64, 1, 9, 2), INF(F64, CF_UNIFORM, 0, 1, 1, 9, 2), INF(F64, CF_UNIFORM, -1, 0, 2, 1), IN(F64, 1, 9, 1),
+      IN(F64, 1, 9, 1)}},
+    /* ---- Mamba2: x [B,S,H,P], dt [B,S,H], a [H], b, c [B,S,H,n] ---- */
+    {"mamba2_f32", RLX_OP_Mamba2, AT(Mamba2, .head_dim = 3, .state_size = 4), 5,
+     {IN(F32, 2, 6, 2, 3), INF(F32, CF_UNIFORM, 0, 1, 2, 6, 2), INF(F32, CF_UNIFORM, -1, 0, 2), IN(F32, 2, 6, 2, 4),
+      IN(F32, 2, 6, 2, 4)}},
+    {"mamba2_f64", RLX_OP_Mamba2, AT(Mamba2, .head_dim = 2, .state_size = 3), 5,
+     {IN(F64, 1, 8, 3, 2), INF(F64, CF_UNIFORM, 0, 1, 1, 8, 3), INF(F64, CF_UNIFORM, -1, 0, 3), IN(F64, 1, 8, 3, 3),
+      IN(F64, 1, 8, 3, 3)}},
+    /* ---- GatedDeltaNet: q, k, v [B,S,H,n], g [B,S,H] or [B,S,H,n], beta [B,S,H], state [B,H,n,n] ---- */
+    {"gdn_f32", RLX_OP_GatedDeltaNet, GDN(4, false, false), 5,
+     {QK(F32, 2, 5, 2, 4), QK(F32, 2, 5, 2, 4), IN(F32, 2, 5, 2, 4), GATE(F32, 2, 5, 2), BETA(F32, 2, 5, 2)}},
+    {"gdn_f64_carry", RLX_OP_GatedDeltaNet, GDN(3, true, false), 6,
+     {QK(F64, 1, 6, 2, 3), QK(F64, 1, 6, 2, 3), IN(F64, 1, 6, 2, 3), GATE(F64, 1, 6, 2), BETA(F64, 1, 6, 2),
+      IN(F64, 1, 2, 3, 3)}},
+    {"gdn_f64_per_channel_carry", RLX_OP_GatedDeltaNet, GDN(3, true, true), 6,
+     {QK(F64, 2, 4, 1, 3), QK(F64, 2, 4, 1, 3), IN(F64, 2, 4, 1, 3), GATE(F64, 2, 4, 1, 3), BETA(F64, 2, 4, 1),
+      IN(F64, 2, 1, 3, 3)}},
+    {"gdn_f32_per_channel", RLX_OP_GatedDeltaNet, GDN(2, false, true), 5,
+     {QK(F32, 1, 7, 3, 2), QK(F32, 1, 7, 3, 2), IN(F32, 1, 7, 3, 2), GATE(F32, 1, 7, 3, 2), BETA(F32, 1, 7, 3)}},
+    /* ---- GatedDeltaNetBackward: packed dq | dk | dv | dg | dbeta | (dstate) ---- */
+    {"gdn_backward_f64", RLX_OP_GatedDeltaNetBackward, GDNB(3, false, false), 6,
+     {QK(F64, 2, 4, 2, 3), QK(F64, 2, 4, 2, 3), IN(F64, 2, 4, 2, 3), GATE(F64, 2, 4, 2), BETA(F64, 2, 4, 2),
+      IN(F64, 2, 4, 2, 3)}},
+    {"gdn_backward_f64_carry_per_channel", RLX_OP_GatedDeltaNetBackward, GDNB(3, true, true), 7,
+     {QK(F64, 1, 5, 2, 3), QK(F64, 1, 5, 2, 3), IN(F64, 1, 5, 2, 3), GATE(F64, 1, 5, 2, 3), BETA(F64, 1, 5, 2),
+      IN(F64, 1, 2, 3, 3), IN(F64, 1, 5, 2, 3)}},
+    {"gdn_backward_f32_carry", RLX_OP_GatedDeltaNetBackward, GDNB(2, true, false), 7,
+     {QK(F32, 1, 4, 1, 2), QK(F32, 1, 4, 1, 2), IN(F32, 1, 4, 1, 2), GATE(F32, 1, 4, 1), BETA(F32, 1, 4, 1),
+      IN(F32, 1, 1, 2, 2), IN(F32, 1, 4, 1, 2)}},
+};
