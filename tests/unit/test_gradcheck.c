@@ -1262,8 +1262,8 @@ static const struct {
     {RLX_OP_Qr, "no VJP rule"},
     {RLX_OP_Eigh, "no VJP rule (packed eigen-decomposition)"},
     {RLX_OP_EighBatch, "no VJP rule (packed eigen-decomposition)"},
-    {RLX_OP_ComplexNormSq, "complex operand: autodiff does not propagate complex cotangents yet (its rule is checked "
-                           "by test_autodiff_complex_rules in tests/unit/test_signal_grad.c)"},
+    {RLX_OP_ComplexNormSq, "complex operand: autodiff does not propagate complex cotangents yet (the backward op its "
+                           "rule emits is FD-checked in tests/unit/test_signal_grad.c)"},
     {RLX_OP_Conjugate, "complex operand: autodiff does not propagate complex cotangents yet (see test_signal_grad.c)"},
 };
 
