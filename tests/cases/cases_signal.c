@@ -95,4 +95,10 @@ static const conf_case conf_cases_signal[] = {
     {"partitioned_conv_f64_long_ir", RLX_OP_PartitionedConv, AT(PartitionedConv, .block = 4), 2, {IN(F64, 2, 5), IN(F64, 23)}},
     {"partitioned_conv_f64_l1", RLX_OP_PartitionedConv, AT(PartitionedConv, .block = 64), 2, {IN(F64, 3, 1), IN(F64, 1)}},
     {"partitioned_conv_f64_block3", RLX_OP_PartitionedConv, AT(PartitionedConv, .block = 3), 2, {IN(F64, 100), IN(F64, 17)}},
+    {"partitioned_conv_f16", RLX_OP_PartitionedConv, AT(PartitionedConv, .block = 4), 2, {IN(F16, 2, 12), IN(F16, 5)}, .tol = 4},
+    {"partitioned_conv_bf16", RLX_OP_PartitionedConv, AT(PartitionedConv, .block = 8), 2, {IN(BF16, 20), IN(BF16, 3)}, .tol = 4},
+    {"logmel_bf16", RLX_OP_LogMel, NULL, 2, {IN(BF16, 2, 16), INF(BF16, CF_UNIFORM, 0, 1, 3, 5)}},
+    {"welch_peaks_f16", RLX_OP_WelchPeaks, AT(WelchPeaks, .k = 2, .n_segments = 2), 1, {IN(F16, 4, 16)}},
+    {"fft_butterfly_stage0_bf16", RLX_OP_FftButterflyStage, AT(FftButterflyStage, .stage = 0, .n_fft = 4), 5,
+     {IN(BF16, 2, 8), INF(BF16, CF_BOOL, 0, 0, 2), INF(BF16, CF_UNIFORM, 0, 1, 2), IN(BF16, 2), IN(BF16, 2)}},
 };
