@@ -7,7 +7,8 @@
  *   - ComplexNormSq's rule emits ComplexNormSqBackward(z, g): for L = sum g |z|^2 it must equal
  *     dL/dz-bar;
  *   - Conjugate's rule emits Conjugate(dy): for L = sum Re(conj(w) conj(z)) (so dy = w / 2 at
- *     y = conj(z)), Conjugate(dy) must equal dL/dz-bar. */
+ *     y = conj(z)), Conjugate(dy) must equal dL/dz-bar.
+ * Also: LogMel's rule refuses a gradient for the filter bank (an error, never a silent zero). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,28 @@ static void fd(double (*loss)(const double *, const double *), const double *z, 
   }
 }
 
+/* LogMel's rule gives the filter bank no gradient: asking for one is an error naming it. */
+static void logmel_filters_refused(void) {
+  rlx_graph *g, *gr = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "logmel_grad", &g));
+  rlx_dim sd[2] = {2, 16}, fd_[2] = {4, 5};
+  rlx_id in[2], y, loss;
+  CHECK_OK(rlx_param(g, "spectrum", rlx_shape_make(RLX_F64, 2, sd), &in[0]));
+  CHECK_OK(rlx_param(g, "filters", rlx_shape_make(RLX_F64, 2, fd_), &in[1]));
+  CHECK_OK(rlx_build_LogMel(g, in, 2, NULL, &y));
+  CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_SUM, y, 0, NULL, false, &loss));
+  CHECK_OK(rlx_graph_set_outputs(g, &loss, 1));
+  const char *wrt[2] = {"spectrum", "filters"};
+  CHECK_ERR(rlx_grad(g, wrt, 2, NULL, &gr), RLX_ERR_UNSUPPORTED, "filter bank");
+  rlx_graph_free(gr);
+  gr = NULL;
+  CHECK_OK(rlx_grad(g, wrt, 1, NULL, &gr)); /* the spectrum alone is fine */
+  rlx_graph_free(gr);
+  rlx_graph_free(g);
+}
+
 int main(void) {
+  logmel_filters_refused();
   unsigned s = 12345u;
   double z[2 * N], g[N], w[2 * N], got[2 * N], want[2 * N], half_w[2 * N];
   for (int i = 0; i < 2 * N; i++) z[i] = uni(&s), w[i] = uni(&s), half_w[i] = 0.5 * w[i];

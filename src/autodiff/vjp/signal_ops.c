@@ -8,7 +8,8 @@
  * gradient: asking for one is an error rather than a silent zero. */
 RLX_VJP_DECL(LogMel) {
   if (c->want[1])
-    return ad_unsupported(c, "the mel filter bank (operand 1) has no gradient rule; LogMelBackward covers the spectrum only");
+    return ad_unsupported(
+        c, "the mel filter bank (operand 1) has no gradient rule; LogMelBackward covers the spectrum only");
   rlx_id in[3] = {x[0], x[1], dy};
   dx[1] = RLX_NO_ID;
   return ad_emit(c, RLX_OP_LogMelBackward, in, 3, NULL, NULL, &dx[0]);

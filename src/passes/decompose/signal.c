@@ -31,7 +31,8 @@ static rlx_status fft(rlx_graph *g, rlx_id x, bool inverse, rlx_id *out) {
 RLX_DECOMPOSE_DECL(PartitionedConv) {
   (void)src;
   rlx_shape xs = dc_shape(dst, in[0]), hs = dc_shape(dst, in[1]);
-  if (!dc_all_static(&xs) || !dc_all_static(&hs)) return dc_unsupported(n, "the signal or the impulse response is symbolic");
+  if (!dc_all_static(&xs) || !dc_all_static(&hs))
+    return dc_unsupported(n, "the signal or the impulse response is symbolic");
   rlx_dtype ot = (rlx_dtype)xs.dtype, t = ot == RLX_F64 ? RLX_F64 : RLX_F32;
   int64_t L = xs.dims[xs.rank - 1], M = hs.dims[0], Y = L + M - 1, R = 1;
   for (uint32_t i = 0; i + 1 < xs.rank; i++) R *= xs.dims[i];

@@ -84,7 +84,8 @@ static bool fk_mr_factor(size_t n, fk_mr_plan *pl) {
   while (n % 4 == 0 && pl->stages < FK_MR_MAX_STAGES) pl->radix[pl->stages++] = 4, n /= 4;
   while (n % 2 == 0 && pl->stages < FK_MR_MAX_STAGES) pl->radix[pl->stages++] = 2, n /= 2;
   for (int i = 0; i < 5; i++)
-    while (n % (size_t)primes[i] == 0 && pl->stages < FK_MR_MAX_STAGES) pl->radix[pl->stages++] = primes[i], n /= (size_t)primes[i];
+    while (n % (size_t)primes[i] == 0 && pl->stages < FK_MR_MAX_STAGES)
+      pl->radix[pl->stages++] = primes[i], n /= (size_t)primes[i];
   return n == 1;
 }
 
@@ -96,7 +97,8 @@ static size_t fk_mr_twiddles(size_t n, int sign, fk_mr_plan *pl, double *tr, dou
     pl->tw_off[st] = off;
     if (tr)
       for (size_t j = 0; j < m; j++)
-        for (size_t t = 1; t < p; t++) fk_root(j * t, nl, sign, &tr[off + j * (p - 1) + t - 1], &ti[off + j * (p - 1) + t - 1]);
+        for (size_t t = 1; t < p; t++)
+          fk_root(j * t, nl, sign, &tr[off + j * (p - 1) + t - 1], &ti[off + j * (p - 1) + t - 1]);
     off += m * (p - 1);
     nl = m;
   }
@@ -135,7 +137,8 @@ static void fk_mr_run(const fk_mr_plan *pl, size_t n, int sign, double *xr, doub
           double s13r = a1r + a3r, s13i = a1i + a3i, d13r = a1r - a3r, d13i = a1i - a3i;
           /* w_4 * d13 = sign * i * d13 = (-sign d13i, sign d13r) */
           double ur = -sg * d13i, ui = sg * d13r;
-          double b1r = d02r + ur, b1i = d02i + ui, b2r = s02r - s13r, b2i = s02i - s13i, b3r = d02r - ur, b3i = d02i - ui;
+          double b1r = d02r + ur, b1i = d02i + ui, b2r = s02r - s13r, b2i = s02i - s13i, b3r = d02r - ur,
+                 b3i = d02i - ui;
           yr[o] = s02r + s13r, yi[o] = s02i + s13i;
           yr[o + s] = b1r * jr[0] - b1i * ji[0], yi[o + s] = b1r * ji[0] + b1i * jr[0];
           yr[o + 2 * s] = b2r * jr[1] - b2i * ji[1], yi[o + 2 * s] = b2r * ji[1] + b2i * jr[1];
@@ -281,7 +284,8 @@ FK_KERNEL(Fft) {
   fk_twiddles(m, sign, tr, ti);
   if (blue) {
     fk_twiddles(m, -sign, itr, iti);
-    for (size_t k = 0; k < len; k++) fk_root((k * k) % (2 * len), 2 * len, sign, &cr[k], &ci[k]); /* e^(sign pi i k^2/n) */
+    for (size_t k = 0; k < len; k++)
+      fk_root((k * k) % (2 * len), 2 * len, sign, &cr[k], &ci[k]); /* e^(sign pi i k^2/n) */
     /* spectrum of conj(chirp[|j|]), j in (-n, n) stored circularly */
     memset(kr, 0, m * sizeof *kr);
     memset(ki, 0, m * sizeof *ki);

@@ -85,7 +85,8 @@ static rlx_status run_rnn(const rlx_node *n, const rlx_tensor *in, uint32_t n_in
   RLX_TRY(ru_prologue(n, in, n_in, want, want, out));
   RLX_TRY(sq_need_float_all(n, in, n_in, out));
   const rlx_shape *xs = &in[0].shape;
-  if (xs->rank != 3) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, I]", ru_fmt(xs));
+  if (xs->rank != 3)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, I]", ru_fmt(xs));
   if (cf->hidden < 1 || cf->layers < 1)
     return ru_error(RLX_ERR_INVALID_ARG, n, "hidden_size %lld and num_layers %lld must be >= 1", (long long)cf->hidden,
                     (long long)cf->layers);

@@ -110,7 +110,8 @@ static rlx_status mel_check(const rlx_node *n, const rlx_tensor *in, mel_dims *d
   d->nfft = (size_t)x->dims[x->rank - 1] / 2;
   d->bins = d->nfft / 2 + 1;
   if (f->rank != 2 || (size_t)f->dims[1] != d->bins)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (filters) has shape %s; expected [n_mels, %zu]", ru_fmt(f), d->bins);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (filters) has shape %s; expected [n_mels, %zu]", ru_fmt(f),
+                    d->bins);
   d->mels = (size_t)f->dims[0];
   d->frames = rlx_tensor_numel(&in[0]) / (2 * d->nfft);
   return RLX_OK;

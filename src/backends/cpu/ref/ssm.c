@@ -23,7 +23,8 @@ static rlx_status need_dims(const rlx_node *n, const rlx_tensor *in, uint32_t i,
   const rlx_shape *s = &in[i].shape;
   bool ok = s->rank == rank;
   for (uint32_t k = 0; ok && k < rank; k++) ok = (size_t)s->dims[k] == d[k];
-  if (!ok) return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s, which does not fit x", i, role, ru_fmt(s));
+  if (!ok)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s, which does not fit x", i, role, ru_fmt(s));
   return RLX_OK;
 }
 
@@ -44,7 +45,8 @@ RLX_CPU_KERNEL(SelectiveScan) {
   const rlx_shape *xs = &in[0].shape;
   size_t N = (size_t)n->attrs.SelectiveScan.state_size;
   if (xs->rank != 3 || N < 1)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, H] and state_size >= 1", ru_fmt(xs));
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, H] and state_size >= 1",
+                    ru_fmt(xs));
   size_t B = (size_t)xs->dims[0], S = (size_t)xs->dims[1], H = (size_t)xs->dims[2];
   size_t bsh[3] = {B, S, H}, hn[2] = {H, N}, bsn[3] = {B, S, N};
   RLX_TRY(need_dims(n, in, 1, "delta", 3, bsh));
@@ -86,7 +88,8 @@ RLX_CPU_KERNEL(Mamba2) {
   const rlx_shape *xs = &in[0].shape;
   size_t P = (size_t)n->attrs.Mamba2.head_dim, N = (size_t)n->attrs.Mamba2.state_size;
   if (xs->rank != 4 || N < 1 || (size_t)xs->dims[3] != P)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, H, head_dim=%zu]", ru_fmt(xs), P);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, S, H, head_dim=%zu]", ru_fmt(xs),
+                    P);
   size_t B = (size_t)xs->dims[0], S = (size_t)xs->dims[1], H = (size_t)xs->dims[2];
   size_t bsh[3] = {B, S, H}, h1[1] = {H}, bshn[4] = {B, S, H, N};
   RLX_TRY(need_dims(n, in, 1, "dt", 3, bsh));
@@ -137,7 +140,8 @@ static rlx_status gdn_check(const rlx_node *n, const rlx_tensor *in, int64_t sta
   const rlx_shape *qs = &in[0].shape;
   size_t N = (size_t)state_size;
   if (qs->rank != 4 || N < 1 || (size_t)qs->dims[3] != N)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (q) has shape %s; expected [B, S, H, state_size=%zu]", ru_fmt(qs), N);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (q) has shape %s; expected [B, S, H, state_size=%zu]",
+                    ru_fmt(qs), N);
   *g = (gdn_dims){(size_t)qs->dims[0], (size_t)qs->dims[1], (size_t)qs->dims[2], N, carry, per_channel};
   size_t bshn[4] = {g->B, g->S, g->H, N}, bsh[3] = {g->B, g->S, g->H}, bhnn[4] = {g->B, g->H, N, N};
   RLX_TRY(need_dims(n, in, 1, "k", 4, bshn));
@@ -195,7 +199,8 @@ RLX_CPU_KERNEL(GatedDeltaNet) {
   RLX_TRY(gdn_check(n, in, a->state_size, a->carry_state, a->gate_per_channel, &d));
   RLX_TRY(ru_need_out_dims(n, out, 4, in[0].shape.dims));
   size_t N = d.N, total = d.B * d.S * d.H * N;
-  double *v[6] = {0}, *o = malloc((total + 1) * sizeof *o), *Sm = malloc(N * N * sizeof *Sm), *sk = malloc(N * sizeof *sk);
+  double *v[6] = {0}, *o = malloc((total + 1) * sizeof *o), *Sm = malloc(N * N * sizeof *Sm),
+         *sk = malloc(N * sizeof *sk);
   rlx_status st = (o && Sm && sk) ? load_all(n, in, want, v) : ru_error(RLX_ERR_OOM, n, "out of memory for the state");
   if (!st) {
     for (size_t b = 0; b < d.B; b++)
