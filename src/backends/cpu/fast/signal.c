@@ -3,8 +3,8 @@
  * real and imaginary parts as two contiguous runs, so each line is transformed in split form
  * (re[], im[]) rather than as the reference's (ref/signal.c) array of double complex read element
  * by element: iterative radix-2 with per-stage contiguous twiddles (the inner loop vectorises)
- * when N is a power of two; a mixed-radix Stockham transform (radices 4 and 2, and 3, 5, 7, 11,
- * 13 by a generic small DFT) when N's prime factors are all <= 13; Bluestein's chirp-z
+ * when N is a power of two; a mixed-radix Stockham transform (radices 4, 2, 3 and 5 written out;
+ * 7, 11, 13 by a generic small DFT) when N's prime factors are all <= 13; Bluestein's chirp-z
  * convolution of power-of-two length M >= 2N - 1 otherwise; lines are split over the worker
  * pool. The arithmetic stays in double, as in the
  * reference: an f32 transform leaves errors of ~eps_f32 * |y|max in bins that are exactly zero
@@ -143,6 +143,49 @@ static void fk_mr_run(const fk_mr_plan *pl, size_t n, int sign, double *xr, doub
           yr[o + s] = b1r * jr[0] - b1i * ji[0], yi[o + s] = b1r * ji[0] + b1i * jr[0];
           yr[o + 2 * s] = b2r * jr[1] - b2i * ji[1], yi[o + 2 * s] = b2r * ji[1] + b2i * jr[1];
           yr[o + 3 * s] = b3r * jr[2] - b3i * ji[2], yi[o + 3 * s] = b3r * ji[2] + b3i * jr[2];
+        }
+      }
+    } else if (p == 3) {
+      const double c = -0.5, sn = (double)sign * 0.86602540378443864676372317075294; /* sin(2 pi / 3) */
+      for (size_t j = 0; j < m; j++) {
+        const double *jr = wr + 2 * j, *ji = wi + 2 * j;
+        for (size_t q = 0; q < s; q++) {
+          size_t i0 = q + s * j, o = q + s * 3 * j;
+          double a0r = xr[i0], a0i = xi[i0], a1r = xr[i0 + s * m], a1i = xi[i0 + s * m];
+          double a2r = xr[i0 + 2 * s * m], a2i = xi[i0 + 2 * s * m];
+          double sr = a1r + a2r, si = a1i + a2i, tr0 = a0r + c * sr, ti0 = a0i + c * si;
+          double ur = -sn * (a1i - a2i), ui = sn * (a1r - a2r); /* i sign sin * (a1 - a2) */
+          double b1r = tr0 + ur, b1i = ti0 + ui, b2r = tr0 - ur, b2i = ti0 - ui;
+          yr[o] = a0r + sr, yi[o] = a0i + si;
+          yr[o + s] = b1r * jr[0] - b1i * ji[0], yi[o + s] = b1r * ji[0] + b1i * jr[0];
+          yr[o + 2 * s] = b2r * jr[1] - b2i * ji[1], yi[o + 2 * s] = b2r * ji[1] + b2i * jr[1];
+        }
+      }
+    } else if (p == 5) {
+      const double c1 = 0.30901699437494742410229341718282, c2 = -0.80901699437494742410229341718282;
+      const double s1 = (double)sign * 0.95105651629515357211643933337938;
+      const double s2 = (double)sign * 0.58778525229247312916870595463907;
+      for (size_t j = 0; j < m; j++) {
+        const double *jr = wr + 4 * j, *ji = wi + 4 * j;
+        for (size_t q = 0; q < s; q++) {
+          size_t i0 = q + s * j, o = q + s * 5 * j, sm = s * m;
+          double a0r = xr[i0], a0i = xi[i0];
+          double s1r = xr[i0 + sm] + xr[i0 + 4 * sm], s1i = xi[i0 + sm] + xi[i0 + 4 * sm];
+          double d1r = xr[i0 + sm] - xr[i0 + 4 * sm], d1i = xi[i0 + sm] - xi[i0 + 4 * sm];
+          double s2r = xr[i0 + 2 * sm] + xr[i0 + 3 * sm], s2i = xi[i0 + 2 * sm] + xi[i0 + 3 * sm];
+          double d2r = xr[i0 + 2 * sm] - xr[i0 + 3 * sm], d2i = xi[i0 + 2 * sm] - xi[i0 + 3 * sm];
+          /* b1,4 = a0 + c1 S1 + c2 S2 +- i (s1 D1 + s2 D2); b2,3 = a0 + c2 S1 + c1 S2 +- i (s2 D1 - s1 D2) */
+          double p1r = a0r + c1 * s1r + c2 * s2r, p1i = a0i + c1 * s1i + c2 * s2i;
+          double p2r = a0r + c2 * s1r + c1 * s2r, p2i = a0i + c2 * s1i + c1 * s2i;
+          double q1r = -(s1 * d1i + s2 * d2i), q1i = s1 * d1r + s2 * d2r;
+          double q2r = -(s2 * d1i - s1 * d2i), q2i = s2 * d1r - s1 * d2r;
+          double br[4] = {p1r + q1r, p2r + q2r, p2r - q2r, p1r - q1r};
+          double bi[4] = {p1i + q1i, p2i + q2i, p2i - q2i, p1i - q1i};
+          yr[o] = a0r + s1r + s2r, yi[o] = a0i + s1i + s2i;
+          for (int t = 0; t < 4; t++) {
+            yr[o + s * (size_t)(t + 1)] = br[t] * jr[t] - bi[t] * ji[t];
+            yi[o + s * (size_t)(t + 1)] = br[t] * ji[t] + bi[t] * jr[t];
+          }
         }
       }
     } else {
