@@ -8,8 +8,10 @@
  *    all steps; each step adds h W_hh^T and applies the cell (ref/recurrent.c states the cells and
  *    the weight packing). The reverse direction walks t = S-1 .. 0 and stores step t at t; the
  *    next layer reads [forward | reverse]. Initial states are not written back.
- *  - SelectiveScan / Mamba2: the decay exp(delta a) and the input term delta b x are formed for all
- *    steps at once, then h_t = decay_t h_{t-1} + u_t and y_t = sum_i c_t h_t step by step.
+ *  - SelectiveScan / Mamba2 (the spec's default form): the decay exp(delta a) and the input term
+ *    delta b x are formed for all steps at once and moved time-major, one Scan (body
+ *    carry * decay_t + u_t, trajectory saved) runs the recurrence, and y = sum_i c h over the
+ *    trajectory. Scan has its own VJP and its own unroll for backends without control flow.
  *  - GatedDeltaNet: the state S [B, H, n, n] is updated with batched [1, n] x [n, n] MatMuls.
  *  - GatedDeltaNetBackward: the forward unroll (keeping every state), then the reverse sweep of
  *    the recurrence written out in the same primitives (the formulas of ref/ssm.c), packed
@@ -226,6 +228,29 @@ RLX_DECOMPOSE_DECL(Rnn) {
     if (!st) st = (x);                                                                             \
   } while (0)
 
+/* One Scan over time-major steps: carry' = carry * decay_t + u_t, the whole trajectory saved.
+ * decay, u are [S, ...carry] (decay may broadcast onto the carry); init is zeros of `carry`. */
+static rlx_status scan_linear(rlx_graph *g, const rlx_node *n, rlx_id decay, rlx_id u, uint32_t rank,
+                              const rlx_dim *carry, rlx_id *traj) {
+  rlx_shape ds = dc_shape(g, decay), us = dc_shape(g, u);
+  rlx_dtype dt = (rlx_dtype)us.dtype;
+  rlx_graph *body = NULL;
+  rlx_id init, c, a_t, u_t, y;
+  RLX_TRY(dc_const_fill(g, dt, rank, carry, 0.0, &init));
+  RLX_TRY(rlx_graph_create_child(g, "scan_body", &body));
+  RLX_TRY(rlx_input(body, "carry", rlx_shape_make(dt, rank, carry), &c));
+  RLX_TRY(rlx_input(body, "decay", rlx_shape_make(dt, ds.rank - 1, ds.dims + 1), &a_t));
+  RLX_TRY(rlx_input(body, "u", rlx_shape_make(dt, us.rank - 1, us.dims + 1), &u_t));
+  RLX_TRY(dc_bin(body, RLX_BINOP_MUL, c, a_t, &y));
+  RLX_TRY(dc_bin(body, RLX_BINOP_ADD, y, u_t, &y));
+  RLX_TRY(rlx_graph_set_outputs(body, &y, 1));
+  rlx_attrs_Scan a = {.body = body, .length = us.dims[0], .save_trajectory = true, .num_bcast = 0, .num_xs = 2,
+                      .num_checkpoints = 0};
+  rlx_id in[3] = {init, decay, u};
+  (void)n;
+  return rlx_build_Scan(g, in, 3, &a, NULL, traj);
+}
+
 RLX_DECOMPOSE_DECL(SelectiveScan) {
   (void)src;
   RLX_TRY(need_static(dst, n, in, 5));
@@ -233,36 +258,24 @@ RLX_DECOMPOSE_DECL(SelectiveScan) {
   int64_t B = xs.dims[0], S = xs.dims[1], H = xs.dims[2], N = n->attrs.SelectiveScan.state_size;
   if (S == 0 || B == 0) return dc_const_fill(dst, (rlx_dtype)xs.dtype, 3, xs.dims, 0.0, out);
   rlx_status st = RLX_OK;
-  rlx_id d4, decay, dx, u, b4, c4, h;
+  rlx_id d4, decay, dx, u, b4, c4, traj, y;
+  int64_t tm[4] = {1, 0, 2, 3}, back[3] = {1, 0, 2}, ax = 3;
   TRY_(RS(dst, in[1], &d4, B, S, H, 1));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, d4, in[2], &decay)); /* [B,S,H,1] * [H,n] */
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, d4, in[2], &decay)); /* exp(delta a): [B,S,H,1] * [H,n] */
   TRY_(dc_act(dst, RLX_ACT_EXP, decay, &decay));
   TRY_(dc_bin(dst, RLX_BINOP_MUL, in[1], in[0], &dx));
   TRY_(RS(dst, dx, &dx, B, S, H, 1));
   TRY_(RS(dst, in[3], &b4, B, S, 1, N));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, dx, b4, &u)); /* [B,S,H,n] */
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, dx, b4, &u)); /* delta x b: [B,S,H,n] */
+  TRY_(dc_transpose(dst, decay, 4, tm, &decay));
+  TRY_(dc_transpose(dst, u, 4, tm, &u));
+  rlx_dim carry[3] = {B, H, N};
+  TRY_(scan_linear(dst, n, decay, u, 3, carry, &traj)); /* [S,B,H,n] */
   TRY_(RS(dst, in[4], &c4, B, S, 1, N));
-  rlx_dim hd[3] = {B, H, N};
-  TRY_(dc_const_fill(dst, (rlx_dtype)xs.dtype, 3, hd, 0.0, &h));
-  rlx_id *steps = ids_alloc(dst, (size_t)S);
-  if (!steps) return rlx_errorf(RLX_ERR_OOM, "out of memory unrolling SelectiveScan");
-  for (int64_t t = 0; t < S && !st; t++) {
-    rlx_id a_t, u_t, c_t, y;
-    TRY_(dc_narrow(dst, decay, 1, t, 1, &a_t));
-    TRY_(RS(dst, a_t, &a_t, B, H, N));
-    TRY_(dc_narrow(dst, u, 1, t, 1, &u_t));
-    TRY_(RS(dst, u_t, &u_t, B, H, N));
-    TRY_(dc_bin(dst, RLX_BINOP_MUL, a_t, h, &h));
-    TRY_(dc_bin(dst, RLX_BINOP_ADD, h, u_t, &h));
-    TRY_(dc_narrow(dst, c4, 1, t, 1, &c_t));
-    TRY_(RS(dst, c_t, &c_t, B, 1, N));
-    TRY_(dc_bin(dst, RLX_BINOP_MUL, h, c_t, &y));
-    int64_t ax = 2;
-    TRY_(dc_reduce(dst, RLX_REDUCE_SUM, y, 1, &ax, false, &y));
-    TRY_(RS(dst, y, &steps[t], B, 1, H));
-  }
-  TRY_(dc_concat(dst, steps, (uint32_t)S, 1, out));
-  ids_free(dst, steps);
+  TRY_(dc_transpose(dst, c4, 4, tm, &c4)); /* [S,B,1,n] */
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, traj, c4, &y));
+  TRY_(dc_reduce(dst, RLX_REDUCE_SUM, y, 1, &ax, false, &y)); /* [S,B,H] */
+  TRY_(dc_transpose(dst, y, 3, back, out));
   return st;
 }
 
@@ -273,37 +286,25 @@ RLX_DECOMPOSE_DECL(Mamba2) {
   int64_t B = xs.dims[0], S = xs.dims[1], H = xs.dims[2], P = xs.dims[3], N = n->attrs.Mamba2.state_size;
   if (S == 0 || B == 0) return dc_const_fill(dst, (rlx_dtype)xs.dtype, 4, xs.dims, 0.0, out);
   rlx_status st = RLX_OK;
-  rlx_id decay, dt4, dx, u, b5, c5, s;
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, in[1], in[2], &decay)); /* [B,S,H] * [H] */
+  rlx_id decay, dt4, dx, u, b5, c5, traj, y;
+  int64_t tm[5] = {1, 0, 2, 3, 4}, back[4] = {1, 0, 2, 3}, ax = 4;
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, in[1], in[2], &decay)); /* exp(dt a): [B,S,H] * [H] */
   TRY_(dc_act(dst, RLX_ACT_EXP, decay, &decay));
   TRY_(RS(dst, decay, &decay, B, S, H, 1, 1));
   TRY_(RS(dst, in[1], &dt4, B, S, H, 1));
   TRY_(dc_bin(dst, RLX_BINOP_MUL, dt4, in[0], &dx)); /* [B,S,H,P] */
   TRY_(RS(dst, dx, &dx, B, S, H, P, 1));
   TRY_(RS(dst, in[3], &b5, B, S, H, 1, N));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, dx, b5, &u)); /* [B,S,H,P,n] */
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, dx, b5, &u)); /* dt x b: [B,S,H,P,n] */
+  TRY_(dc_transpose(dst, decay, 5, tm, &decay));
+  TRY_(dc_transpose(dst, u, 5, tm, &u));
+  rlx_dim carry[4] = {B, H, P, N};
+  TRY_(scan_linear(dst, n, decay, u, 4, carry, &traj)); /* [S,B,H,P,n] */
   TRY_(RS(dst, in[4], &c5, B, S, H, 1, N));
-  rlx_dim sd[4] = {B, H, P, N};
-  TRY_(dc_const_fill(dst, (rlx_dtype)xs.dtype, 4, sd, 0.0, &s));
-  rlx_id *steps = ids_alloc(dst, (size_t)S);
-  if (!steps) return rlx_errorf(RLX_ERR_OOM, "out of memory unrolling Mamba2");
-  for (int64_t t = 0; t < S && !st; t++) {
-    rlx_id a_t, u_t, c_t, y;
-    TRY_(dc_narrow(dst, decay, 1, t, 1, &a_t));
-    TRY_(RS(dst, a_t, &a_t, B, H, 1, 1));
-    TRY_(dc_narrow(dst, u, 1, t, 1, &u_t));
-    TRY_(RS(dst, u_t, &u_t, B, H, P, N));
-    TRY_(dc_bin(dst, RLX_BINOP_MUL, a_t, s, &s));
-    TRY_(dc_bin(dst, RLX_BINOP_ADD, s, u_t, &s));
-    TRY_(dc_narrow(dst, c5, 1, t, 1, &c_t));
-    TRY_(RS(dst, c_t, &c_t, B, H, 1, N));
-    TRY_(dc_bin(dst, RLX_BINOP_MUL, s, c_t, &y));
-    int64_t ax = 3;
-    TRY_(dc_reduce(dst, RLX_REDUCE_SUM, y, 1, &ax, false, &y));
-    TRY_(RS(dst, y, &steps[t], B, 1, H, P));
-  }
-  TRY_(dc_concat(dst, steps, (uint32_t)S, 1, out));
-  ids_free(dst, steps);
+  TRY_(dc_transpose(dst, c5, 5, tm, &c5)); /* [S,B,H,1,n] */
+  TRY_(dc_bin(dst, RLX_BINOP_MUL, traj, c5, &y));
+  TRY_(dc_reduce(dst, RLX_REDUCE_SUM, y, 1, &ax, false, &y)); /* [S,B,H,P] */
+  TRY_(dc_transpose(dst, y, 4, back, out));
   return st;
 }
 
