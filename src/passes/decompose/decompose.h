@@ -97,6 +97,20 @@ RLX_DECOMPOSE_DECL(GatherBackward);
 RLX_DECOMPOSE_DECL(ScanBackward);
 RLX_DECOMPOSE_DECL(ScanBackwardXs);
 
+/* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+/* recurrent.c */
+RLX_DECOMPOSE_DECL(Lstm);
+RLX_DECOMPOSE_DECL(Gru);
+RLX_DECOMPOSE_DECL(Rnn);
+RLX_DECOMPOSE_DECL(SelectiveScan);
+RLX_DECOMPOSE_DECL(Mamba2);
+RLX_DECOMPOSE_DECL(GatedDeltaNet);
+RLX_DECOMPOSE_DECL(GatedDeltaNetBackward);
+/* signal.c */
+RLX_DECOMPOSE_DECL(PartitionedConv);
+RLX_DECOMPOSE_DECL(ComplexNormSqBackward);
+/* ---- end of sequence models and signal ops ---- */
+
 /* ---- emit helpers (emit.c) ---- */
 
 /* Shape of node x of g (x must exist), by value (node storage moves as nodes are added). */
