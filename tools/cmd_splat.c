@@ -136,10 +136,13 @@ static int scene_read(const cli_command *self, const char *path, splat_scene_fil
     } else if (strcmp(kw, "gaussian") == 0 && k == 14) {
       if (!(v[3] > 0 && v[4] > 0 && v[5] > 0) || !(v[10] > 0 && v[10] < 1))
         rc = cli_fail(self, "%s:%d: a gaussian needs positive axis lengths and an opacity in (0, 1)", path, lineno);
-      else if (!scene_add(s, v)) rc = cli_fail(self, "out of memory");
+      else if (!scene_add(s, v))
+        rc = cli_fail(self, "out of memory");
     } else {
-      rc = cli_fail(self, "%s:%d: expected `camera` (10 or 12 numbers), `background` (3), `image` (2 or 3) or "
-                          "`gaussian` (14), got `%s` with %d numbers", path, lineno, kw, k);
+      rc = cli_fail(self,
+                    "%s:%d: expected `camera` (10 or 12 numbers), `background` (3), `image` (2 or 3) or "
+                    "`gaussian` (14), got `%s` with %d numbers",
+                    path, lineno, kw, k);
     }
   }
   fclose(f);
@@ -157,14 +160,27 @@ static bool scene_demo(splat_scene_file *s) {
   s->width = 256, s->height = 192, s->tile = 16;
   for (int i = 0; i < 160; i++) { /* the helix: each splat's long axis along the curve */
     double t = i / 159.0, a = 4.0 * 3.14159265358979 * t, ang = -a - 1.5707963;
-    double g[14] = {1.3 * cos(a), 2.4 * t - 1.2, 1.3 * sin(a), 0.09, 0.035, 0.035, 0, sin(ang / 2), 0, cos(ang / 2), 0.9,
-                    0.5 + 0.5 * cos(a), 0.5 + 0.5 * cos(a - 2.1), 0.5 + 0.5 * cos(a + 2.1)};
+    double g[14] = {1.3 * cos(a),
+                    2.4 * t - 1.2,
+                    1.3 * sin(a),
+                    0.09,
+                    0.035,
+                    0.035,
+                    0,
+                    sin(ang / 2),
+                    0,
+                    cos(ang / 2),
+                    0.9,
+                    0.5 + 0.5 * cos(a),
+                    0.5 + 0.5 * cos(a - 2.1),
+                    0.5 + 0.5 * cos(a + 2.1)};
     if (!scene_add(s, g)) return false;
   }
   for (int i = 0; i < 96; i++) { /* a fibonacci sphere of flat splats, shaded by height */
     double y = 1 - 2 * (i + 0.5) / 96.0, r = sqrt(1 - y * y), ph = i * 2.39996323, sh = 0.45 + 0.4 * (y + 1) / 2;
-    double g[14] = {0.6 * r * cos(ph), 0.6 * y, 0.6 * r * sin(ph), 0.12, 0.12, 0.03, r * cos(ph), y, r * sin(ph), 1, 0.8,
-                    sh, sh, sh * 1.05};
+    double g[14] = {
+        0.6 * r * cos(ph), 0.6 * y, 0.6 * r * sin(ph), 0.12, 0.12, 0.03, r * cos(ph), y, r * sin(ph), 1, 0.8, sh, sh,
+        sh * 1.05};
     if (!scene_add(s, g)) return false;
   }
   return true;
@@ -203,7 +219,8 @@ static bool png_encode(const float *rgba, uint32_t w, uint32_t h, uint8_t **out,
   for (uint32_t y = 0; y < h; y++) {
     raw[y * row] = 0; /* filter: none */
     for (uint32_t x = 0; x < w; x++)
-      for (int k = 0; k < 3; k++) raw[y * row + 1 + 3 * x + (uint32_t)k] = srgb8(rgba[((size_t)y * w + x) * 4 + (size_t)k]);
+      for (int k = 0; k < 3; k++)
+        raw[y * row + 1 + 3 * x + (uint32_t)k] = srgb8(rgba[((size_t)y * w + x) * 4 + (size_t)k]);
   }
   uLongf zlen = compressBound((uLong)raw_len);
   uint8_t *z = malloc(zlen), *buf = NULL;
@@ -240,14 +257,17 @@ static rlx_status render(const splat_scene_file *s, rlx_executable **exe, const 
   rlx_id in[7], y;
   size_t n = s->n;
   static const char *const names[7] = {"positions", "scales", "rotations", "opacities", "colors", "sh", "meta"};
-  const rlx_dim lens[7] = {(rlx_dim)(3 * n), (rlx_dim)(3 * n), (rlx_dim)(4 * n), (rlx_dim)n, (rlx_dim)(3 * n),
-                           (rlx_dim)(3 * n), 23};
+  const rlx_dim lens[7] = {
+      (rlx_dim)(3 * n), (rlx_dim)(3 * n), (rlx_dim)(4 * n), (rlx_dim)n, (rlx_dim)(3 * n), (rlx_dim)(3 * n), 23};
   float *sh = calloc(3 * n, sizeof *sh); /* colours come from the colour operand; SH band 0 is zero */
   rlx_status st = sh ? rlx_graph_create(NULL, "splat_render", &g) : rlx_errorf(RLX_ERR_OOM, "out of memory");
-  for (int i = 0; st == RLX_OK && i < 7; i++)
-    st = rlx_input(g, names[i], rlx_shape_make(RLX_F32, 1, &lens[i]), &in[i]);
-  rlx_attrs_GaussianSplatRender a = {.width = s->width, .height = s->height, .tile_size = s->tile,
-                                     .radius_scale = 1.6f, .alpha_cutoff = 1.0f / 255.0f, .max_splat_steps = 64,
+  for (int i = 0; st == RLX_OK && i < 7; i++) st = rlx_input(g, names[i], rlx_shape_make(RLX_F32, 1, &lens[i]), &in[i]);
+  rlx_attrs_GaussianSplatRender a = {.width = s->width,
+                                     .height = s->height,
+                                     .tile_size = s->tile,
+                                     .radius_scale = 1.6f,
+                                     .alpha_cutoff = 1.0f / 255.0f,
+                                     .max_splat_steps = 64,
                                      .transmittance_threshold = 0.01f,
                                      .max_list_entries = (int64_t)n * 64 > 4096 ? (int64_t)n * 64 : 4096};
   if (st == RLX_OK) st = rlx_build_GaussianSplatRender(g, in, 7, &a, "image", &y);
@@ -255,7 +275,8 @@ static rlx_status render(const splat_scene_file *s, rlx_executable **exe, const 
   if (st == RLX_OK) st = rlx_compile(g, "cpu", NULL, exe);
   const void *data[7] = {s->pos, s->scale, s->rot, s->opac, s->col, sh, s->meta};
   rlx_named_tensor t[7];
-  for (int i = 0; i < 7; i++) t[i] = (rlx_named_tensor){names[i], {(void *)data[i], rlx_shape_make(RLX_F32, 1, &lens[i])}};
+  for (int i = 0; i < 7; i++)
+    t[i] = (rlx_named_tensor){names[i], {(void *)data[i], rlx_shape_make(RLX_F32, 1, &lens[i])}};
   uint32_t n_out = 0;
   if (st == RLX_OK) st = rlx_executable_run(*exe, t, 7, img, &n_out);
   rlx_graph_free(g);
@@ -304,8 +325,10 @@ int cli_cmd_splat_render(const cli_command *self, int argc, char **argv) {
     } else {
       uint8_t *png = NULL;
       size_t len = 0;
-      if (!png_encode(img[0].data, (uint32_t)s.width, (uint32_t)s.height, &png, &len)) rc = cli_fail(self, "out of memory");
-      else rc = cli_write_output(self, out_path, png, len);
+      if (!png_encode(img[0].data, (uint32_t)s.width, (uint32_t)s.height, &png, &len))
+        rc = cli_fail(self, "out of memory");
+      else
+        rc = cli_write_output(self, out_path, png, len);
       if (rc == CLI_OK)
         fprintf(stderr, "rlx splat-render: %zu gaussians, %lld x %lld pixels -> %s\n", s.n, (long long)s.width,
                 (long long)s.height, out_path);

@@ -46,7 +46,7 @@ typedef rlx_status (*rlx_custom_cpu_kernel_fn)(const rlx_tensor *in, uint32_t n_
                                                const uint8_t *attrs, size_t attrs_len, void *user);
 
 typedef struct rlx_custom_op_desc {
-  const char *name;          /* copied */
+  const char *name; /* copied */
   uint32_t num_inputs;
   rlx_custom_shape_fn infer; /* optional */
   rlx_custom_vjp_fn vjp;     /* optional */

@@ -55,16 +55,20 @@ rlx_status rlx_custom_register(const rlx_custom_op_desc *desc) {
   } else if (reg_n == reg_cap) {
     uint32_t cap = reg_cap ? 2 * reg_cap : 8;
     custom_op *p = realloc(reg_ops, cap * sizeof *p);
-    if (!p) s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
-    else reg_ops = p, reg_cap = cap;
+    if (!p)
+      s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
+    else
+      reg_ops = p, reg_cap = cap;
   }
   if (s == RLX_OK) {
     custom_op *o = &reg_ops[reg_n];
     memset(o, 0, sizeof *o);
     o->d = *desc;
     o->d.name = dup_str(desc->name);
-    if (!o->d.name) s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
-    else reg_n++;
+    if (!o->d.name)
+      s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
+    else
+      reg_n++;
   }
   pthread_mutex_unlock(&reg_lock);
   return s;
@@ -108,8 +112,10 @@ rlx_status rlx_custom_register_kernel(const char *name, const char *backend, rlx
   pthread_mutex_lock(&reg_lock);
   int64_t i = find_op(name);
   if (i < 0) {
-    s = rlx_errorf(RLX_ERR_NOT_FOUND, "custom op \"%s\" is not registered: call rlx_custom_register before adding "
-                   "its %s kernel", name, backend);
+    s = rlx_errorf(RLX_ERR_NOT_FOUND,
+                   "custom op \"%s\" is not registered: call rlx_custom_register before adding "
+                   "its %s kernel",
+                   name, backend);
   } else {
     custom_op *o = &reg_ops[i];
     for (uint32_t k = 0; k < o->n_k && s == RLX_OK; k++)
@@ -118,13 +124,17 @@ rlx_status rlx_custom_register_kernel(const char *name, const char *backend, rlx
     if (s == RLX_OK && o->n_k == o->cap_k) {
       uint32_t cap = o->cap_k ? 2 * o->cap_k : 4;
       custom_kernel *p = realloc(o->k, cap * sizeof *p);
-      if (!p) s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
-      else o->k = p, o->cap_k = cap;
+      if (!p)
+        s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
+      else
+        o->k = p, o->cap_k = cap;
     }
     if (s == RLX_OK) {
       char *b = dup_str(backend);
-      if (!b) s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
-      else o->k[o->n_k++] = (custom_kernel){.backend = b, .fn = fn, .user = user};
+      if (!b)
+        s = rlx_errorf(RLX_ERR_OOM, "custom op registry: out of memory");
+      else
+        o->k[o->n_k++] = (custom_kernel){.backend = b, .fn = fn, .user = user};
     }
   }
   pthread_mutex_unlock(&reg_lock);
@@ -143,8 +153,8 @@ rlx_status rlx_custom_find_kernel(const char *name, const char *backend, rlx_cus
   pthread_mutex_lock(&reg_lock);
   int64_t i = find_op(name);
   if (i < 0) {
-    s = rlx_errorf(RLX_ERR_UNSUPPORTED, "custom op \"%s\" is not registered (rlx_custom_register, include/rlx/custom.h)",
-                   name);
+    s = rlx_errorf(RLX_ERR_UNSUPPORTED,
+                   "custom op \"%s\" is not registered (rlx_custom_register, include/rlx/custom.h)", name);
   } else {
     const custom_op *o = &reg_ops[i];
     for (uint32_t k = 0; k < o->n_k && !*fn; k++)
@@ -152,8 +162,9 @@ rlx_status rlx_custom_find_kernel(const char *name, const char *backend, rlx_cus
         *fn = o->k[k].fn;
         if (user) *user = o->k[k].user;
       }
-    if (!*fn) s = rlx_errorf(RLX_ERR_UNSUPPORTED, "custom op \"%s\" has no %s kernel (rlx_custom_register_kernel)", name,
-                             backend);
+    if (!*fn)
+      s = rlx_errorf(RLX_ERR_UNSUPPORTED, "custom op \"%s\" has no %s kernel (rlx_custom_register_kernel)", name,
+                     backend);
   }
   pthread_mutex_unlock(&reg_lock);
   return s;

@@ -15,8 +15,8 @@ static double conf_custom_a(const uint8_t *attrs, size_t len) {
   return a;
 }
 
-static rlx_status conf_sq_infer(const rlx_shape *const *in, uint32_t n_in, const uint8_t *attrs, size_t len,
-                                void *user, rlx_shape *out) {
+static rlx_status conf_sq_infer(const rlx_shape *const *in, uint32_t n_in, const uint8_t *attrs, size_t len, void *user,
+                                rlx_shape *out) {
   (void)n_in, (void)attrs, (void)len, (void)user;
   if (in[0]->dtype != RLX_F32 && in[0]->dtype != RLX_F64)
     return rlx_errorf(RLX_ERR_SHAPE, "conf.scaled_square takes f32 or f64, not %s", rlx_dtype_name(in[0]->dtype));
@@ -54,10 +54,25 @@ static rlx_status build_custom_scaled_square(rlx_graph *g, const rlx_id *in, uin
 }
 
 static const conf_case conf_cases_custom[] = {
-    {"custom_scaled_square_f64", RLX_OP_Custom, NULL, 1, {IN(F64, 2, 3)}, .build = build_custom_scaled_square,
+    {"custom_scaled_square_f64",
+     RLX_OP_Custom,
+     NULL,
+     1,
+     {IN(F64, 2, 3)},
+     .build = build_custom_scaled_square,
      .body = "scaled_square_a1.5"},
-    {"custom_scaled_square_f32", RLX_OP_Custom, NULL, 1, {IN(F32, 4)}, .build = build_custom_scaled_square,
+    {"custom_scaled_square_f32",
+     RLX_OP_Custom,
+     NULL,
+     1,
+     {IN(F32, 4)},
+     .build = build_custom_scaled_square,
      .body = "scaled_square_a1.5"},
-    {"custom_scaled_square_empty", RLX_OP_Custom, NULL, 1, {IN(F32, 0, 3)}, .build = build_custom_scaled_square,
+    {"custom_scaled_square_empty",
+     RLX_OP_Custom,
+     NULL,
+     1,
+     {IN(F32, 0, 3)},
+     .build = build_custom_scaled_square,
      .body = "scaled_square_a1.5"},
 };

@@ -52,6 +52,7 @@
 #include "../cases/cases_control.c"
 #include "../cases/cases_backward.c"
 #include "../cases/cases_signal.c"
+#include "../cases/cases_recurrent.c"
 #include "../cases/cases_spd.c" /* issue 11: SPD / eigen */
 #include "../cases/cases_custom.c" /* issue 11: Custom registry */
 #include "../cases/cases_splat.c" /* issue 11: Gaussian splatting */
@@ -61,7 +62,7 @@
 static const conf_table conf_tables[] = {
     TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
-    TABLE(signal),
+    TABLE(signal), TABLE(recurrent),
     TABLE(spd), TABLE(custom), TABLE(splat), /* issue 11: SPD / eigen, Custom, splatting */
 };
 #undef TABLE

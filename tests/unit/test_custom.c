@@ -34,8 +34,10 @@ static rlx_status sq_cpu(const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, c
   size_t n = 1;
   for (uint32_t k = 0; k < out->shape.rank; k++) n *= (size_t)out->shape.dims[k];
   for (size_t i = 0; i < n; i++) {
-    if (out->shape.dtype == RLX_F64) ((double *)out->data)[i] = a * ((const double *)in[0].data)[i] * ((const double *)in[0].data)[i];
-    else ((float *)out->data)[i] = (float)(a * ((const float *)in[0].data)[i] * ((const float *)in[0].data)[i]);
+    if (out->shape.dtype == RLX_F64)
+      ((double *)out->data)[i] = a * ((const double *)in[0].data)[i] * ((const double *)in[0].data)[i];
+    else
+      ((float *)out->data)[i] = (float)(a * ((const float *)in[0].data)[i] * ((const float *)in[0].data)[i]);
   }
   return RLX_OK;
 }
@@ -131,7 +133,8 @@ static void test_run_and_formats(void) {
   CHECK_OK(rlx_graph_create(NULL, "f", &f));
   CHECK_OK(rlx_param(f, "x", sh, &x));
   CHECK_OK(rlx_custom(f, "test.scaled_square", &x, 1, &a, sizeof a, NULL, &y));
-  CHECK_OK(rlx_build_Reduce(f, &y, 1, &(rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = {(int64_t[]){0}, 1}}, NULL, &s));
+  CHECK_OK(rlx_build_Reduce(f, &y, 1, &(rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = {.v = (int64_t[]){0}, .n = 1}},
+                            NULL, &s));
   CHECK_OK(rlx_graph_set_outputs(f, &s, 1));
   rlx_graph *gr = NULL;
   const char *wrt[1] = {"x"};
@@ -172,7 +175,8 @@ static void test_errors(void) {
   CHECK_OK(rlx_graph_create(NULL, "f", &f));
   CHECK_OK(rlx_param(f, "x", s, &p));
   CHECK_OK(rlx_custom(f, "test.unknown_op", &p, 1, NULL, 0, &s, &q));
-  CHECK_OK(rlx_build_Reduce(f, &q, 1, &(rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = {(int64_t[]){0}, 1}}, NULL, &r));
+  CHECK_OK(rlx_build_Reduce(f, &q, 1, &(rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = {.v = (int64_t[]){0}, .n = 1}},
+                            NULL, &r));
   CHECK_OK(rlx_graph_set_outputs(f, &r, 1));
   CHECK(rlx_grad(f, wrt, 1, NULL, &gr) == RLX_ERR_UNSUPPORTED);
   CHECK(strstr(rlx_last_error(), "test.unknown_op") != NULL);

@@ -19,9 +19,13 @@
 #define TILES 4
 #define PREP_LEN (15 * NG + LIST + 2 * TILES + 3 * W * H + 11)
 
-static const rlx_attrs_GaussianSplatRasterize ra = {.width = W, .height = H, .tile_size = T,
-                                                    .alpha_cutoff = 1.0f / 255.0f, .max_splat_steps = 32,
-                                                    .transmittance_threshold = 0.01f, .max_list_entries = LIST};
+static const rlx_attrs_GaussianSplatRasterize ra = {.width = W,
+                                                    .height = H,
+                                                    .tile_size = T,
+                                                    .alpha_cutoff = 1.0f / 255.0f,
+                                                    .max_splat_steps = 32,
+                                                    .transmittance_threshold = 0.01f,
+                                                    .max_list_entries = LIST};
 static const float meta[23] = {0, 0, -4, 0, 0, 0, 0, 1, 0, 50, 0.1f, 100, 0.1f, 0.2f, 0.3f};
 
 /* Runs Rasterize on `prep`; returns the status and copies the image to img when it ran. */
@@ -59,21 +63,32 @@ static void scene_op(float *prep, float *img) {
   CHECK_OK(rlx_graph_create(NULL, "s", &g));
   for (int i = 0; i < 7; i++) CHECK_OK(rlx_input(g, names[i], rlx_shape_make(RLX_F32, 1, &len[i]), &in[i]));
   if (prep) {
-    rlx_attrs_GaussianSplatPrepare a = {.width = W, .height = H, .tile_size = T, .radius_scale = 1.6f,
-                                        .alpha_cutoff = 1.0f / 255.0f, .max_splat_steps = 32,
-                                        .transmittance_threshold = 0.01f, .max_list_entries = LIST};
+    rlx_attrs_GaussianSplatPrepare a = {.width = W,
+                                        .height = H,
+                                        .tile_size = T,
+                                        .radius_scale = 1.6f,
+                                        .alpha_cutoff = 1.0f / 255.0f,
+                                        .max_splat_steps = 32,
+                                        .transmittance_threshold = 0.01f,
+                                        .max_list_entries = LIST};
     CHECK_OK(rlx_build_GaussianSplatPrepare(g, in, 7, &a, NULL, &y));
   } else {
-    rlx_attrs_GaussianSplatRender a = {.width = W, .height = H, .tile_size = T, .radius_scale = 1.6f,
-                                       .alpha_cutoff = 1.0f / 255.0f, .max_splat_steps = 32,
-                                       .transmittance_threshold = 0.01f, .max_list_entries = LIST};
+    rlx_attrs_GaussianSplatRender a = {.width = W,
+                                       .height = H,
+                                       .tile_size = T,
+                                       .radius_scale = 1.6f,
+                                       .alpha_cutoff = 1.0f / 255.0f,
+                                       .max_splat_steps = 32,
+                                       .transmittance_threshold = 0.01f,
+                                       .max_list_entries = LIST};
     CHECK_OK(rlx_build_GaussianSplatRender(g, in, 7, &a, NULL, &y));
   }
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
   rlx_executable *e = NULL;
   CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
   rlx_named_tensor t[7];
-  for (int i = 0; i < 7; i++) t[i] = (rlx_named_tensor){names[i], {(void *)data[i], rlx_shape_make(RLX_F32, 1, &len[i])}};
+  for (int i = 0; i < 7; i++)
+    t[i] = (rlx_named_tensor){names[i], {(void *)data[i], rlx_shape_make(RLX_F32, 1, &len[i])}};
   const rlx_tensor *o;
   uint32_t no;
   CHECK_OK(rlx_executable_run(e, t, 7, &o, &no));

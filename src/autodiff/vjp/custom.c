@@ -12,7 +12,8 @@ RLX_VJP_DECL(Custom) {
   const rlx_attrs_Custom *a = &n->attrs.Custom;
   rlx_custom_op_desc d;
   if (!rlx_custom_lookup(a->name, &d))
-    return ad_unsupported(c, "custom op \"%s\" is not registered (rlx_custom_register), so it has no gradient", a->name);
+    return ad_unsupported(c, "custom op \"%s\" is not registered (rlx_custom_register), so it has no gradient",
+                          a->name);
   if (!d.vjp) return ad_unsupported(c, "custom op \"%s\" was registered without a VJP builder", a->name);
   for (uint32_t i = 0; i < n->n_inputs; i++) dx[i] = RLX_NO_ID;
   RLX_TRY(d.vjp(c->dst, x, n->n_inputs, y, dy, c->want, a->attrs.p, a->attrs.n, d.user, dx));
@@ -27,8 +28,10 @@ RLX_VJP_DECL(Custom) {
       char gs[128], ws[128];
       rlx_shape_format(&g, gs, sizeof gs);
       rlx_shape_format(&want, ws, sizeof ws);
-      return ad_unsupported(c, "the VJP builder of custom op \"%s\" gave operand %u a gradient of shape %s; the operand "
-                               "has shape %s", a->name, i, gs, ws);
+      return ad_unsupported(c,
+                            "the VJP builder of custom op \"%s\" gave operand %u a gradient of shape %s; the operand "
+                            "has shape %s",
+                            a->name, i, gs, ws);
     }
   }
   return RLX_OK;

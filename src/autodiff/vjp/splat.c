@@ -9,11 +9,17 @@
 RLX_VJP_DECL(GaussianSplatRender) {
   (void)y;
   const rlx_attrs_GaussianSplatRender *r = &n->attrs.GaussianSplatRender;
-  rlx_attrs_GaussianSplatRenderBackward a = {
-      .width = r->width, .height = r->height, .tile_size = r->tile_size, .radius_scale = r->radius_scale,
-      .alpha_cutoff = r->alpha_cutoff, .max_splat_steps = r->max_splat_steps,
-      .transmittance_threshold = r->transmittance_threshold, .max_list_entries = r->max_list_entries,
-      .loss_grad_clip = 0.0f, .sh_band = 0, .max_anisotropy = 10.0f};
+  rlx_attrs_GaussianSplatRenderBackward a = {.width = r->width,
+                                             .height = r->height,
+                                             .tile_size = r->tile_size,
+                                             .radius_scale = r->radius_scale,
+                                             .alpha_cutoff = r->alpha_cutoff,
+                                             .max_splat_steps = r->max_splat_steps,
+                                             .transmittance_threshold = r->transmittance_threshold,
+                                             .max_list_entries = r->max_list_entries,
+                                             .loss_grad_clip = 0.0f,
+                                             .sh_band = 0,
+                                             .max_anisotropy = 10.0f};
   rlx_id in[8], packed;
   for (int i = 0; i < 7; i++) in[i] = x[i];
   in[7] = dy;

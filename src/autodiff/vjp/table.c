@@ -101,4 +101,12 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_SpdExpMap] = rlx_vjp_SpdExpMap,
     [RLX_OP_SpdParallelTransport] = rlx_vjp_SpdParallelTransport,
     [RLX_OP_SpdMatrixFnBatch] = rlx_vjp_SpdMatrixFnBatch,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* vjp/recurrent.c */
+    [RLX_OP_GatedDeltaNet] = rlx_vjp_GatedDeltaNet,
+    /* vjp/signal_ops.c */
+    [RLX_OP_LogMel] = rlx_vjp_LogMel,
+    [RLX_OP_ComplexNormSq] = rlx_vjp_ComplexNormSq,
+    [RLX_OP_Conjugate] = rlx_vjp_Conjugate,
+    /* ---- end of sequence models and signal ops ---- */
 };

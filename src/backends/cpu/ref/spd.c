@@ -39,10 +39,22 @@ static double d_isqrt(double l) { return l > 1e-12 ? -0.5 / (l * sqrt(l)) : 0.0;
 /* One of the four SpdMatFn kinds: value and derivative. */
 static void fn_of_kind(int32_t kind, spd_scalar_fn *f, spd_scalar_fn *df) {
   switch (kind) {
-  case RLX_SPD_FN_EXPM: *f = f_exp; *df = f_exp; break;
-  case RLX_SPD_FN_SQRTM: *f = f_sqrt; *df = d_sqrt; break;
-  case RLX_SPD_FN_INVSQRTM: *f = f_isqrt; *df = d_isqrt; break;
-  default: *f = f_log; *df = d_log; break;
+  case RLX_SPD_FN_EXPM:
+    *f = f_exp;
+    *df = f_exp;
+    break;
+  case RLX_SPD_FN_SQRTM:
+    *f = f_sqrt;
+    *df = d_sqrt;
+    break;
+  case RLX_SPD_FN_INVSQRTM:
+    *f = f_isqrt;
+    *df = d_isqrt;
+    break;
+  default:
+    *f = f_log;
+    *df = d_log;
+    break;
   }
 }
 
@@ -126,7 +138,10 @@ static bool eig_sym(size_t n, const double *A, double *lam, double *U) {
     for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(U[i * n + j]));
     size_t piv = 0;
     for (size_t i = 0; i < n; i++)
-      if (fabs(U[i * n + j]) >= mx * (1.0 - 1e-3)) { piv = i; break; }
+      if (fabs(U[i * n + j]) >= mx * (1.0 - 1e-3)) {
+        piv = i;
+        break;
+      }
     if (U[piv * n + j] < 0)
       for (size_t i = 0; i < n; i++) U[i * n + j] = -U[i * n + j];
   }
@@ -152,14 +167,14 @@ static bool mat_fn(size_t n, const double *A, spd_scalar_fn f, double *lam, doub
 
 /* Daleckii-Krein adjoint for a precomputed (lam, U): out = sym(U (P o (U^T sym(Ybar) U)) U^T).
  * tmp1 and tmp2 are n*n scratch; out may alias Ybar. */
-static void dk_eig(size_t n, const double *lam, const double *U, spd_scalar_fn f, spd_scalar_fn df,
-                   const double *Ybar, double *out, double *tmp1, double *tmp2) {
+static void dk_eig(size_t n, const double *lam, const double *U, spd_scalar_fn f, spd_scalar_fn df, const double *Ybar,
+                   double *out, double *tmp1, double *tmp2) {
   double mx = 1.0;
   for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(lam[i]));
   double gap = 1e-9 * mx;
   memcpy(tmp2, Ybar, n * n * sizeof *tmp2);
   sym_inplace(n, tmp2);
-  mm(n, U, true, tmp2, false, tmp1); /* U^T G */
+  mm(n, U, true, tmp2, false, tmp1);  /* U^T G */
   mm(n, tmp1, false, U, false, tmp2); /* C = U^T G U */
   for (size_t a = 0; a < n; a++)
     for (size_t b = 0; b < n; b++) {
@@ -331,8 +346,10 @@ static rlx_status eigh_backward(const rlx_node *n, const rlx_tensor *in, uint32_
     for (size_t i = 0; i < nn; i++)
       for (size_t j = 0; j < nn; j++) {
         double gap = lam[j] - lam[i];
-        if (i == j) mid[i * nn + j] = lbar[i];
-        else mid[i * nn + j] = fabs(gap) > 1e-9 * mx ? mid[i * nn + j] / gap : 0.0;
+        if (i == j)
+          mid[i * nn + j] = lbar[i];
+        else
+          mid[i * nn + j] = fabs(gap) > 1e-9 * mx ? mid[i * nn + j] / gap : 0.0;
       }
     mm(nn, U, false, mid, false, t);
     mm(nn, t, false, U, true, y);
@@ -656,9 +673,9 @@ static bool transport_bwd(size_t nn, const double *P, const double *Q, const dou
   /* Ebar = 2 g E V */
   mm3(nn, g, E, V, Eb, t);
   for (size_t i = 0; i < nn * nn; i++) Eb[i] *= 2.0;
-  mm3(nn, Eb, W, S, Ab, t);  /* Abar = Ebar W S */
-  mm3(nn, A, Eb, W, Sb, t);  /* Sbar = A Ebar W */
-  mm3(nn, S, A, Eb, Wb, t);  /* Wbar1 = S A Ebar */
+  mm3(nn, Eb, W, S, Ab, t); /* Abar = Ebar W S */
+  mm3(nn, A, Eb, W, Sb, t); /* Sbar = A Ebar W */
+  mm3(nn, S, A, Eb, Wb, t); /* Wbar1 = S A Ebar */
   if (!dk_at(nn, Mq, f_sqrt, d_sqrt, Sb, Mqb, w->lam, U, t, t2)) return false;
   mm3(nn, W, Mqb, W, dQ, t);
   sym_inplace(nn, dQ);

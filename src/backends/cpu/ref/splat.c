@@ -92,13 +92,17 @@ typedef struct splat_cfg {
 
 static splat_cfg cfg_of(const rlx_node *n) {
   splat_cfg c = {0};
-#define SPLAT_CFG(A, RADIUS)                                                                       \
-  c.W = (A)->width, c.H = (A)->height, c.tile = (A)->tile_size, c.max_steps = (A)->max_splat_steps, \
-  c.max_list = (A)->max_list_entries, c.alpha_cutoff = (A)->alpha_cutoff,                          \
-  c.t_min = (A)->transmittance_threshold, c.radius_scale = RADIUS
+#define SPLAT_CFG(A, RADIUS)                                                                                      \
+  c.W = (A)->width, c.H = (A)->height, c.tile = (A)->tile_size, c.max_steps = (A)->max_splat_steps,               \
+  c.max_list = (A)->max_list_entries, c.alpha_cutoff = (A)->alpha_cutoff, c.t_min = (A)->transmittance_threshold, \
+  c.radius_scale = RADIUS
   switch (n->op) {
-  case RLX_OP_GaussianSplatRender: SPLAT_CFG(&n->attrs.GaussianSplatRender, n->attrs.GaussianSplatRender.radius_scale); break;
-  case RLX_OP_GaussianSplatPrepare: SPLAT_CFG(&n->attrs.GaussianSplatPrepare, n->attrs.GaussianSplatPrepare.radius_scale); break;
+  case RLX_OP_GaussianSplatRender:
+    SPLAT_CFG(&n->attrs.GaussianSplatRender, n->attrs.GaussianSplatRender.radius_scale);
+    break;
+  case RLX_OP_GaussianSplatPrepare:
+    SPLAT_CFG(&n->attrs.GaussianSplatPrepare, n->attrs.GaussianSplatPrepare.radius_scale);
+    break;
   case RLX_OP_GaussianSplatRasterize: SPLAT_CFG(&n->attrs.GaussianSplatRasterize, 1.0); break;
   default:
     SPLAT_CFG(&n->attrs.GaussianSplatRenderBackward, n->attrs.GaussianSplatRenderBackward.radius_scale);
@@ -482,9 +486,9 @@ RLX_CPU_KERNEL(GaussianSplatPrepare) {
   for (size_t q = 0; q < (size_t)(c.W * c.H); q++)
     for (int k = 0; k < 3; k++) o[at + 3 * q + (size_t)k] = (float)p.bg[k];
   at += 3 * (size_t)(c.W * c.H);
-  const double hdr[11] = {(double)N, (double)c.W, (double)c.H, (double)c.tile, (double)p.tiles_x, (double)p.tiles_y,
-                          (double)p.n_entries, (double)p.n_dropped, (double)p.n_visible, (double)c.max_list,
-                          (double)c.max_steps};
+  const double hdr[11] = {(double)N,           (double)c.W,        (double)c.H,         (double)c.tile,
+                          (double)p.tiles_x,   (double)p.tiles_y,  (double)p.n_entries, (double)p.n_dropped,
+                          (double)p.n_visible, (double)c.max_list, (double)c.max_steps};
   for (int k = 0; k < 11; k++) o[at + (size_t)k] = (float)hdr[k];
   prep_free(&p);
   return RLX_OK;
@@ -503,8 +507,9 @@ RLX_CPU_KERNEL(GaussianSplatRasterize) {
   const float *hdr = b + len - 11;
   if (hdr[0] != (float)N || hdr[1] != (float)c.W || hdr[2] != (float)c.H || hdr[3] != (float)c.tile ||
       hdr[9] != (float)c.max_list)
-    return rlx_kernel_error(n, "the prepare buffer was made for N = %g, %gx%g pixels, tile %g, max_list_entries %g; this "
-                               "node has N = %zu, %lldx%lld, tile %lld, max_list_entries %lld",
+    return rlx_kernel_error(n,
+                            "the prepare buffer was made for N = %g, %gx%g pixels, tile %g, max_list_entries %g; this "
+                            "node has N = %zu, %lldx%lld, tile %lld, max_list_entries %lld",
                             (double)hdr[0], (double)hdr[1], (double)hdr[2], (double)hdr[3], (double)hdr[9], N,
                             (long long)c.W, (long long)c.H, (long long)c.tile, (long long)c.max_list);
   splat_prep p = {.N = N, .tiles_x = tiles_x, .tiles_y = tiles_y};
@@ -527,13 +532,15 @@ RLX_CPU_KERNEL(GaussianSplatRasterize) {
     /* an unused list slot is -1; a range must lie inside the list and name gaussians only */
     for (int64_t e = 0; st == RLX_OK && e < c.max_list; e++)
       if (!as_index(seg[e], -1, (int64_t)N - 1, &p.list[e]))
-        st = rlx_kernel_error(n, "list entry %lld of the prepare buffer is %g; expected a gaussian index in "
-                                 "[0, %zu) or -1", (long long)e, (double)seg[e], N);
+        st = rlx_kernel_error(n,
+                              "list entry %lld of the prepare buffer is %g; expected a gaussian index in "
+                              "[0, %zu) or -1",
+                              (long long)e, (double)seg[e], N);
     seg += c.max_list;
     for (size_t t = 0; st == RLX_OK && t < 2 * tiles; t++)
       if (!as_index(seg[t], 0, c.max_list, &p.range[t]))
-        st = rlx_kernel_error(n, "tile range value %zu of the prepare buffer is %g; expected an integer in [0, %lld]", t,
-                              (double)seg[t], (long long)c.max_list);
+        st = rlx_kernel_error(n, "tile range value %zu of the prepare buffer is %g; expected an integer in [0, %lld]",
+                              t, (double)seg[t], (long long)c.max_list);
     seg += 2 * tiles;
     for (int k = 0; k < 3; k++) p.bg[k] = seg[k];
     for (size_t t = 0; t < tiles && st == RLX_OK; t++) {
