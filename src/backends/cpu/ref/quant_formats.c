@@ -36,6 +36,9 @@ static uint8_t ksign(uint32_t i) {
   i &= 127;
   return (uint8_t)(i | ((uint32_t)(__builtin_popcount(i) & 1) << 7));
 }
+/* v * (neg ? -1 : 1) as the f32 product computes it: a NaN keeps its sign (x86 multiplication
+ * returns the NaN operand unchanged, which is what ggml and gguf produce). */
+static float signed_by(float v, int neg) { return neg && !isnan(v) ? -v : v; }
 /* Element j of a packed grid row. */
 static int grid_el(uint16_t row, int bits, int j) { return (row >> (bits * j)) & ((1 << bits) - 1); }
 static const float iq2_map[3] = {8, 25, 43};
@@ -325,7 +328,7 @@ static void dec_iq2_xxs(const uint8_t *b, float *y) {
       uint16_t row = rq_grid_iq2xxs[(a0 >> (8 * l)) & 0xFF];
       uint8_t sg = ksign(a1 >> (7 * l));
       for (int j = 0; j < 8; j++)
-        y[ib * 32 + l * 8 + j] = db * iq2_map[grid_el(row, 2, j)] * ((sg >> j) & 1 ? -1.0f : 1.0f);
+        y[ib * 32 + l * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (sg >> j) & 1);
     }
   }
 }
@@ -339,7 +342,7 @@ static void dec_iq2_xs(const uint8_t *b, float *y) {
     float db = d * (0.5f + (float)s) * 0.25f;
     uint16_t row = rq_grid_iq2xs[q & 511];
     uint8_t sg = ksign(q >> 9);
-    for (int j = 0; j < 8; j++) y[i * 8 + j] = db * iq2_map[grid_el(row, 2, j)] * ((sg >> j) & 1 ? -1.0f : 1.0f);
+    for (int j = 0; j < 8; j++) y[i * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (sg >> j) & 1);
   }
 }
 /* IQ2_S: f16 d, 32 low index bytes, 32 sign bytes, 8 bytes of 2-bit high index parts, 8 scale bytes. */
@@ -352,7 +355,7 @@ static void dec_iq2_s(const uint8_t *b, float *y) {
     float db = d * (0.5f + (float)s) * 0.25f;
     uint16_t row = rq_grid_iq2s[idx];
     for (int j = 0; j < 8; j++)
-      y[i * 8 + j] = db * iq2_map[grid_el(row, 2, j)] * ((signs[i] >> j) & 1 ? -1.0f : 1.0f);
+      y[i * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (signs[i] >> j) & 1);
   }
 }
 /* IQ3_XXS: f16 d, 64 grid index bytes (4 elements each), 8 u32 of four 7-bit sign codes + scale. */
@@ -365,7 +368,7 @@ static void dec_iq3_xxs(const uint8_t *b, float *y) {
     for (int e = 0; e < 32; e++) {
       uint16_t row = rq_grid_iq3xxs[qs[ib * 8 + e / 4]];
       uint8_t sg = ksign(aux >> (7 * (e / 8)));
-      y[ib * 32 + e] = db * iq3xxs_map[grid_el(row, 3, e % 4)] * ((sg >> (e % 8)) & 1 ? -1.0f : 1.0f);
+      y[ib * 32 + e] = signed_by(db * iq3xxs_map[grid_el(row, 3, e % 4)], (sg >> (e % 8)) & 1);
     }
   }
 }
@@ -378,7 +381,7 @@ static void dec_iq3_s(const uint8_t *b, float *y) {
     int idx = qs[i] | (((qh[i / 8] >> (i % 8)) & 1) << 8);
     int s = (sc[ib / 2] >> (4 * (ib % 2))) & 0xF;
     float db = d * (float)(1 + 2 * s);
-    y[e] = db * iq3s_map[grid_el(rq_grid_iq3s[idx], 3, e % 4)] * ((signs[e / 8] >> (e % 8)) & 1 ? -1.0f : 1.0f);
+    y[e] = signed_by(db * iq3s_map[grid_el(rq_grid_iq3s[idx], 3, e % 4)], (signs[e / 8] >> (e % 8)) & 1);
   }
 }
 /* IQ1_S: f16 d, 32 low index bytes, 8 u16 (4 x 3-bit high index parts, 3-bit scale, delta sign). */
