@@ -141,6 +141,10 @@ static const conf_case conf_cases_quant[] = {
     MOE_ROW("moe_w_nvfp4", GGUF_NVFP4, 16, 9, 2, 2, 3),
     MOE_ROW("moe_w_iq4_nl", GGUF_IQ4NL, 32, 18, 2, 2, 3),
     MOE_ROW("moe_w_iq4_xs", GGUF_IQ4XS, 256, 136, 1, 1, 3),
+    MOE_ROW("moe_w_q1_0", GGUF_Q1_0, 128, 18, 2, 1, 2),
+    MOE_ROW("moe_w_q2_0", GGUF_Q2_0, 128, 34, 2, 1, 2),
+    MOE_ROW("moe_w_fv5", GGUF_FV5, 256, 104, 1, 1, 2),
+    MOE_ROW("moe_w_fv5b", GGUF_FV5B, 256, 260, 1, 1, 2),
     /* ---- grouped / MoE matmuls ---- */
     {"dgmm_q4_0", RLX_OP_DequantGroupedMatMul, DGMM(GGUF_Q4_0), 3,
      {IN(F32, 5, 64), BYTES(3 * 4 * 2 * 18), INF(I32, CF_INT, 0, 2, 5)}, OUT(F32, 5, 4)},

@@ -532,13 +532,40 @@ def g_iq4_xs(b):
     return (np.repeat(dl, 32, axis=1).reshape(nb, 8, 32) * IQ4NL[q]).reshape(nb, 256)
 
 
+def _bits_le(b):
+    """(nb, n) bytes -> (nb, 8 n) bits, element j = bit j % 8 of byte j / 8."""
+    return ((b[:, :, None].astype(np.int64) >> np.arange(8)) & 1).reshape(b.shape[0], -1)
+
+
+# Non-upstream formats (bit order as assumed by the C decoder; no external implementation exists).
+def g_q1_0(b):
+    d = _f16(b, 0)[:, None]
+    return np.where(_bits_le(b[:, 2:18]) == 1, d, -d)
+
+
+def g_q2_0(b):
+    q = ((b[:, 2:34, None].astype(np.int64) >> (2 * np.arange(4))) & 3).reshape(b.shape[0], 128)
+    return (q - 1).astype(F32) * _f16(b, 0)[:, None]
+
+
+def g_fv5(b):
+    lo, hi = _f32(b, 0)[:, None], _f32(b, 4)[:, None]
+    bp, bn, br = _bits_le(b[:, 8:40]), _bits_le(b[:, 40:72]), _bits_le(b[:, 72:104])
+    return (bp - bn).astype(F32) * np.where(br == 1, hi, lo)
+
+
+def g_fv5b(b):
+    return _f32(b, 0)[:, None] * b[:, 4:260].view(np.int8).astype(F32)
+
+
 GGUF = {  # scheme name -> (block elements, block bytes, decoder)
     "GgufQ4_0": (32, 18, g_q4_0), "GgufQ4_1": (32, 20, g_q4_1), "GgufQ5_0": (32, 22, g_q5_0),
     "GgufQ5_1": (32, 24, g_q5_1), "GgufQ8_0": (32, 34, g_q8_0), "GgufQ2K": (256, 84, g_q2_k),
     "GgufQ3K": (256, 110, g_q3_k), "GgufQ4K": (256, 144, g_q4_k), "GgufQ5K": (256, 176, g_q5_k),
     "GgufQ6K": (256, 210, g_q6_k), "GgufQ8K": (256, 292, g_q8_k), "GgufTQ1_0": (256, 54, g_tq1_0),
     "GgufTQ2_0": (256, 66, g_tq2_0), "GgufMXFP4": (32, 17, g_mxfp4), "GgufNVFP4": (16, 9, g_nvfp4),
-    "GgufIQ4NL": (32, 18, g_iq4_nl), "GgufIQ4XS": (256, 136, g_iq4_xs),
+    "GgufIQ4NL": (32, 18, g_iq4_nl), "GgufIQ4XS": (256, 136, g_iq4_xs), "GgufQ1_0": (128, 18, g_q1_0),
+    "GgufQ2_0": (128, 34, g_q2_0), "GgufFV5": (256, 104, g_fv5), "GgufFV5B": (256, 260, g_fv5b),
 }
 
 
