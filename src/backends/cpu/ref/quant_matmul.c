@@ -160,7 +160,7 @@ static rlx_status need_x(const rlx_node *n, const rlx_tensor *in, size_t *M, siz
 RLX_CPU_KERNEL(DequantMatMul) {
   (void)ctx;
   RLX_TRY(ru_prologue(n, in, n_in, 2, 4, out));
-  size_t M, K;
+  size_t M = 0, K = 0;
   RLX_TRY(need_x(n, in, &M, &K));
   if (out->shape.rank != 2) return ru_error(RLX_ERR_INVALID_ARG, n, "the output must be [M, N]");
   size_t N = (size_t)out->shape.dims[1];
@@ -221,7 +221,7 @@ static rlx_status grouped(const rlx_node *n, const rlx_tensor *in, uint32_t idx_
 RLX_CPU_KERNEL(DequantGroupedMatMul) {
   (void)ctx;
   RLX_TRY(ru_prologue(n, in, n_in, 3, 3, out));
-  size_t M, K, be, bb;
+  size_t M = 0, K = 0, be = 1, bb = 1;
   RLX_TRY(need_x(n, in, &M, &K));
   RLX_TRY(rb_need_index(n, in, 2, "expert_idx"));
   int32_t sc = n->attrs.DequantGroupedMatMul.scheme;
@@ -246,7 +246,7 @@ RLX_CPU_KERNEL(DequantGroupedMatMulMlx) {
   (void)ctx;
   const rlx_attrs_DequantGroupedMatMulMlx *a = &n->attrs.DequantGroupedMatMulMlx;
   RLX_TRY(ru_prologue(n, in, n_in, 5, 5, out));
-  size_t M, K;
+  size_t M = 0, K = 0;
   RLX_TRY(need_x(n, in, &M, &K));
   RLX_TRY(rb_need_index(n, in, 4, "expert_idx"));
   if (in[2].shape.rank != 3) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 2 (scales) must be [E, out, G]");
