@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "rlx/rlx.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ======================================================================================
  * Little helpers
