@@ -42,6 +42,7 @@ static const conf_case conf_cases_quant[] = {
     {"quantize_f16_saturate", RLX_OP_Quantize, QZ(0, FL(0.001f, 0.5f), IL(-100)), 1, {IN(F16, 2, 8)}},
     {"quantize_special", RLX_OP_Quantize, QZ(-1, FL(0.25f), IL(1)), 1, {INF(F32, CF_SPECIAL, 0, 0, 3, 5)}},
     {"quantize_ties", RLX_OP_Quantize, QZ(-1, FL(0.5f), IL0), 1, {INF(F32, CF_ARANGE, -3.25, 0.25, 27)}},
+    {"quantize_bf16", RLX_OP_Quantize, QZ(-1, FL(0.05f), IL(-2)), 1, {IN(BF16, 3, 4)}},
     {"dequantize_per_tensor", RLX_OP_Dequantize, DQ(-1, FL(0.03f), IL(-7)), 1, {INF(I8, CF_INT, -128, 127, 4, 6)}},
     {"dequantize_per_channel", RLX_OP_Dequantize, DQ(0, FL(0.5f, 0.125f), IL(1, 2)), 1, {INF(I8, CF_INT, -128, 127, 2, 5)}},
 
@@ -54,12 +55,17 @@ static const conf_case conf_cases_quant[] = {
      {IN(F32, 5, 3), INF(F32, CF_UNIFORM, 0.01, 0.02, 3)}},
     {"fake_quantize_ema_empty_state", RLX_OP_FakeQuantize, FQ(2, 1, EMA, 0.5f), 2,
      {IN(F32, 2, 3, 2), INF(F32, CF_CONST, 0, 0, 3)}},
+    {"fake_quantize_f16_fixed", RLX_OP_FakeQuantize, FQ(4, -1, FIXED, 0.99f), 2,
+     {IN(F16, 3, 4), INF(F16, CF_UNIFORM, 0.1, 0.3, 4)}},
+    {"fake_quantize_bf16_ema", RLX_OP_FakeQuantize, FQ(8, 0, EMA, 0.75f), 2,
+     {IN(BF16, 3, 4), INF(F32, CF_UNIFORM, 0.005, 0.02, 3)}},
     {"fake_quantize_f64_per_batch", RLX_OP_FakeQuantize, FQ(8, 0, PER_BATCH, 0.99f), 1, {IN(F64, 4, 5)}},
 
     /* ---- FakeQuantizeBackward: every STE kind ---- */
     {"fq_backward_identity", RLX_OP_FakeQuantizeBackward, FQB(8, -1, IDENTITY), 2, {IN(F32, 3, 4), IN(F32, 3, 4)}},
     {"fq_backward_clipped", RLX_OP_FakeQuantizeBackward, FQB(4, 0, CLIPPED_IDENTITY), 2, {IN(F32, 4, 3), IN(F32, 4, 3)}},
     {"fq_backward_tanh", RLX_OP_FakeQuantizeBackward, FQB(8, -1, TANH), 2, {IN(F32, 2, 5), IN(F32, 2, 5)}},
+    {"fq_backward_tanh_f16", RLX_OP_FakeQuantizeBackward, FQB(8, -1, TANH), 2, {IN(F16, 2, 5), IN(F16, 2, 5)}},
     {"fq_backward_hard_tanh", RLX_OP_FakeQuantizeBackward, FQB(2, 1, HARD_TANH), 2, {IN(F64, 3, 4), IN(F64, 3, 4)}},
 
     /* ---- LSQ ---- */
@@ -67,6 +73,8 @@ static const conf_case conf_cases_quant[] = {
      {IN(F32, 6, 3), INF(F32, CF_UNIFORM, 0.05, 0.3, 3)}},
     {"lsq_shared_8bit", RLX_OP_FakeQuantizeLSQ, AT(FakeQuantizeLSQ, .bits = 8, .axis = 0), 2,
      {IN(F32, 4, 5), INF(F32, CF_UNIFORM, 0.005, 0.02, 1)}},
+    {"lsq_bf16", RLX_OP_FakeQuantizeLSQ, AT(FakeQuantizeLSQ, .bits = 4, .axis = -1), 2,
+     {IN(BF16, 4, 3), INF(BF16, CF_UNIFORM, 0.1, 0.4, 3)}},
     {"lsq_backward_x", RLX_OP_FakeQuantizeLSQBackwardX, AT(FakeQuantizeLSQBackwardX, .bits = 2, .axis = -1), 3,
      {IN(F32, 5, 4), INF(F32, CF_UNIFORM, 0.3, 1.0, 4), IN(F32, 5, 4)}},
     {"lsq_backward_scale", RLX_OP_FakeQuantizeLSQBackwardScale, AT(FakeQuantizeLSQBackwardScale, .bits = 4, .axis = -1), 3,
@@ -120,6 +128,8 @@ static const conf_case conf_cases_quant[] = {
      OUT(F32, 3, 4)},
     {"dqmm_gguf_q4k", RLX_OP_DequantMatMul, DMM(GGUF_Q4K, 32, 4, 64), 2, {IN(F32, 2, 256), BYTES(3 * 144)},
      OUT(F32, 2, 3)},
+    {"dqmm_int8_block_f16x", RLX_OP_DequantMatMul, DMM(INT8_BLOCK, 4, 4, 64), 4,
+     {IN(F16, 2, 8), INF(I8, CF_INT, -128, 127, 8, 3), INF(F32, CF_UNIFORM, 0.01, 0.1, 2, 3), IN(F32, 2, 3)}},
     {"dqmm_gguf_q8_0_f64x", RLX_OP_DequantMatMul, DMM(GGUF_Q8_0, 32, 4, 64), 2, {IN(F64, 2, 32), BYTES(5 * 34)},
      OUT(F32, 2, 5)},
 
@@ -218,6 +228,8 @@ static const conf_case conf_cases_quant[] = {
      {IN(F32, 3, 8), INF(I32, CF_INT, 0, 4, 4, 6), IN(F32, 5, 2)}},
     {"synth_matmul_f32_codes", RLX_OP_SynthMatMul, AT(SynthMatMul, .kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 4, .num_entries = 3), 3,
      {IN(F64, 2, 8), INF(F32, CF_INT, 0, 2, 2, 3), IN(F64, 3, 4)}},
+    {"synth_matmul_f16", RLX_OP_SynthMatMul, AT(SynthMatMul, .kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 2, .num_entries = 3), 3,
+     {IN(F16, 2, 4), INF(U8, CF_INT, 0, 2, 2, 3), IN(F16, 3, 2)}},
     {"synth_backward_dx", RLX_OP_SynthMatMulBackward,
      AT(SynthMatMulBackward, .kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 2, .num_entries = 4, .wrt = RLX_SYNTH_WRT_DX), 4,
      {IN(F32, 3, 6), INF(I64, CF_INT, 0, 3, 3, 5), IN(F32, 4, 2), IN(F32, 3, 5)}},
@@ -238,6 +250,10 @@ static const conf_case conf_cases_quant[] = {
      {INF(F32, CF_UNIFORM, -1.5, 1.5, 4, 3), IN(F32, 3, 6), IN(F32, 4, 3)}},
     {"spline_backward_coeff", RLX_OP_SplineActivationBackwardCoeff, SPL(SplineActivationBackwardCoeff, 6, -1.0f, 1.0f), 3,
      {INF(F32, CF_UNIFORM, -1.5, 1.5, 5, 3), IN(F32, 3, 6), IN(F32, 5, 3)}},
+    {"spline_bf16", RLX_OP_SplineActivation, SPL(SplineActivation, 5, -1.0f, 1.0f), 2,
+     {INF(BF16, CF_UNIFORM, -1.2, 1.2, 3, 2), IN(BF16, 2, 5)}},
+    {"spline_backward_x_f16", RLX_OP_SplineActivationBackwardX, SPL(SplineActivationBackwardX, 4, -1.0f, 1.0f), 3,
+     {INF(F16, CF_UNIFORM, -1.2, 1.2, 3, 2), IN(F16, 2, 4), IN(F16, 3, 2)}},
     {"spline_backward_coeff_shared", RLX_OP_SplineActivationBackwardCoeff, SPL(SplineActivationBackwardCoeff, 5, -1.0f, 1.0f), 3,
      {INF(F64, CF_UNIFORM, -1.2, 1.2, 4, 3), IN(F64, 5), IN(F64, 4, 3)}},
 };

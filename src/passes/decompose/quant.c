@@ -18,7 +18,7 @@
  *   ScaledGroupedMatMul   ScaledDequantize of both operands, Transpose(0, 2, 1) of the weights,
  *                         GroupedMatMul, + Gather(bias, expert_idx)  (ir-special §1.4).
  *   SynthReconstruct      Gather(codebook, codes) [R, N, D] -> Transpose -> Reshape [R D, N];
- *   SynthMatMul           MatMul(x, SynthReconstruct), as f32;
+ *   SynthMatMul           MatMul(x, SynthReconstruct) in x's dtype (f32 for f16 / bf16), as f32;
  *   SynthMatMulBackward   Dx: dy . W^T;  Codebook: ScatterAdd of (x^T dy) regrouped by code.
  *   SplineActivation(+Backward*)  u = (x - lo) / h, j = clamp(floor(u), 0, nk - 2),
  *                         f = clamp(u - j, 0, 1) (which also realises the clamping outside the
@@ -371,10 +371,13 @@ RLX_DECOMPOSE_DECL(SynthReconstruct) {
 RLX_DECOMPOSE_DECL(SynthMatMul) {
   (void)src;
   (void)n;
-  rlx_id w, y;
+  rlx_id w, x, y;
+  rlx_dtype t = (rlx_dtype)dc_shape(dst, in[0]).dtype;
+  if (t == RLX_F16 || t == RLX_BF16) t = RLX_F32; /* the f32 result is not computed in half precision */
   RLX_TRY(synth_w(dst, in[1], in[2], &w));
-  RLX_TRY(dc_cast(dst, w, (rlx_dtype)dc_shape(dst, in[0]).dtype, &w));
-  RLX_TRY(dc_matmul(dst, in[0], w, &y));
+  RLX_TRY(dc_cast(dst, w, t, &w));
+  RLX_TRY(dc_cast(dst, in[0], t, &x));
+  RLX_TRY(dc_matmul(dst, x, w, &y));
   return dc_cast(dst, y, RLX_F32, out);
 }
 
