@@ -11,7 +11,10 @@ subnormals, +-Inf and NaN) and OUTDIR/<Scheme>.values the f32 values gguf decode
 manifest OUTDIR/gguf.txt lists "<Scheme> <block elements> <block bytes> <blocks>" (Scheme as our
 QuantScheme enum names it). ml_dtypes: OUTDIR/fmt.txt lists "<ScaledFormat> <codes> <encoded>"
 with OUTDIR/<fmt>.decode (f32 value of every code), .enc_in (f32 inputs within the finite range,
-including exact ties and subnormals) and .enc_out (the u8 code ml_dtypes rounds each to)."""
+including exact ties and subnormals) and .enc_out (the u8 code ml_dtypes rounds each to).
+gguf's quantizers: OUTDIR/quant.txt lists "<Scheme> <block elements> <block bytes> <blocks>" with
+OUTDIR/<Scheme>.qin (f32 blocks: random, tiny, large, zero, constant, spikes, exact halves) and
+.qout (the bytes gguf quantizes them to)."""
 
 import os
 import sys
@@ -101,6 +104,29 @@ def write_gguf(out):
         f.write("\n".join(lines) + "\n")
 
 
+QUANTIZERS = {"GgufQ4_0": T.Q4_0, "GgufQ4_1": T.Q4_1, "GgufQ5_0": T.Q5_0, "GgufQ5_1": T.Q5_1, "GgufQ8_0": T.Q8_0,
+              "GgufTQ1_0": T.TQ1_0, "GgufTQ2_0": T.TQ2_0}
+
+
+def write_quantizers(out):
+    """Rows of f32 blocks and the bytes gguf's quantizers make of them."""
+    lines = []
+    for name, qt in QUANTIZERS.items():
+        be, bb = quants.GGML_QUANT_SIZES[qt]
+        parts = [RNG.normal(0, 1, size=(40, be)), RNG.uniform(-3, 3, size=(20, be)),
+                 RNG.normal(0, 1e-5, size=(4, be)), RNG.normal(0, 300, size=(4, be)),
+                 np.zeros((1, be)), np.full((1, be), 0.75), np.full((1, be), -2.0),
+                 np.where(np.arange(be) == 5, -1.0, 0.0).reshape(1, be),      # one negative spike
+                 np.round(RNG.normal(0, 4, size=(4, be))) / 2]                  # many exact halves
+        x = np.concatenate(parts).astype(np.float32)
+        q = quants.quantize(x, qt).reshape(-1)
+        x.tofile(os.path.join(out, name + ".qin"))
+        q.tofile(os.path.join(out, name + ".qout"))
+        lines.append("%s %d %d %d" % (name, be, bb, x.shape[0]))
+    with open(os.path.join(out, "quant.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 FMTS = {"F8E4M3": ml_dtypes.float8_e4m3fn, "F8E5M2": ml_dtypes.float8_e5m2,
         "F8E4M3Fnuz": ml_dtypes.float8_e4m3fnuz, "F8E5M2Fnuz": ml_dtypes.float8_e5m2fnuz,
         "F6E2M3": ml_dtypes.float6_e2m3fn, "F6E3M2": ml_dtypes.float6_e3m2fn, "F4E2M1": ml_dtypes.float4_e2m1fn}
@@ -131,6 +157,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     write_gguf(out)
+    write_quantizers(out)
     write_fmts(out)
     return 0
 

@@ -3,7 +3,9 @@
  * against PyPI ml_dtypes. tests/reference/gguf_vectors.py (run in the venv of scripts/setup.sh,
  * RLX_GGUF_VENV, default ~/.cache/rlx/gguf-0.19.0) writes random, quantizer-made and edge-case
  * blocks with the values gguf decodes them to; every f32 our decoder (ref/quant_formats.c) gives
- * must have exactly gguf's bits (NaN payloads included). A missing venv is a failure. */
+ * must have exactly gguf's bits (NaN payloads included), and our reference quantizers (Q4_0, Q4_1,
+ * Q5_0, Q5_1, Q8_0, TQ1_0, TQ2_0) must write exactly the bytes gguf's quantizers write. A missing
+ * venv is a failure. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <math.h>
 #include <stdio.h>
@@ -96,6 +98,52 @@ static void check_gguf(void) {
   CHECK_MSG(formats >= 23, "only %d GGUF formats were checked", formats);
 }
 
+/* Our reference quantizers against gguf's, byte for byte. */
+static void check_quantizers(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/quant.txt", dir);
+  FILE *f = fopen(path, "r");
+  CHECK_MSG(f != NULL, "no manifest %s", path);
+  if (!f) return;
+  char name[64];
+  size_t be, bb, nblk;
+  int formats = 0;
+  while (fscanf(f, "%63s %zu %zu %zu", name, &be, &bb, &nblk) == 4) {
+    int sc = scheme_by_name(name);
+    char fn[128];
+    size_t li = 0, lo = 0;
+    snprintf(fn, sizeof fn, "%s.qin", name);
+    float *x = slurp(fn, &li);
+    snprintf(fn, sizeof fn, "%s.qout", name);
+    uint8_t *want = slurp(fn, &lo);
+    CHECK_MSG(sc >= 0 && x && want && li == nblk * be * 4 && lo == nblk * bb, "%s: quantizer vectors missing", name);
+    if (sc >= 0 && x && want && li == nblk * be * 4 && lo == nblk * bb) {
+      uint8_t *got = malloc(bb);
+      size_t bad = 0;
+      for (size_t b = 0; b < nblk; b++) {
+        bool ok = rq_gguf_encode(sc, x + b * be, got);
+        CHECK_MSG(ok, "%s: no quantizer", name);
+        if (ok && memcmp(got, want + b * bb, bb) != 0) {
+          if (bad < 3) {
+            size_t k = 0;
+            while (got[k] == want[b * bb + k]) k++;
+            fprintf(stderr, "  %s block %zu: byte %zu is 0x%02x, gguf 0x%02x\n", name, b, k, got[k], want[b * bb + k]);
+          }
+          bad++;
+        }
+      }
+      CHECK_MSG(bad == 0, "%s: %zu of %zu quantized blocks differ from gguf", name, bad, nblk);
+      printf("gguf quantizer %-9s %3zu blocks: %s\n", name, nblk, bad ? "DIFFERS" : "byte-exact");
+      free(got);
+      formats++;
+    }
+    free(x);
+    free(want);
+  }
+  fclose(f);
+  CHECK_MSG(formats == 7, "%d GGUF quantizers checked, expected 7", formats);
+}
+
 static void check_formats(void) {
   char path[512];
   snprintf(path, sizeof path, "%s/fmt.txt", dir);
@@ -158,6 +206,7 @@ int main(void) {
             py);
   if (rc == 0) {
     check_gguf();
+    check_quantizers();
     check_formats();
   }
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

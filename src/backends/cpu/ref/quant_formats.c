@@ -488,6 +488,135 @@ void rq_gguf_decode_rows(int32_t scheme, const uint8_t *src, size_t rows, size_t
 }
 
 /* ======================================================================================
+ * Reference quantizers (ggml's round-to-nearest encoders, f32 arithmetic in their order)
+ * ====================================================================================== */
+
+static void put_f16(uint8_t *p, float v) {
+  uint16_t h = rlx_f32_to_f16(v);
+  p[0] = (uint8_t)(h & 0xFF);
+  p[1] = (uint8_t)(h >> 8);
+}
+/* Round half away from zero of an f32. */
+static float round_away_f(float v) { return roundf(v); }
+
+/* The value of largest magnitude (the first of equal magnitudes), with its sign. */
+static float signed_absmax(const float *x, int n) {
+  float m = x[0];
+  for (int i = 1; i < n; i++)
+    if (fabsf(x[i]) > fabsf(m)) m = x[i];
+  return m;
+}
+static void min_max(const float *x, int n, float *lo, float *hi) {
+  *lo = *hi = x[0];
+  for (int i = 1; i < n; i++) {
+    if (x[i] < *lo) *lo = x[i];
+    if (x[i] > *hi) *hi = x[i];
+  }
+}
+/* trunc(v) as an unsigned code, clipped to top (v >= 0 here). */
+static int trunc_code(float v, int top) {
+  int q = (int)v;
+  return q > top ? top : q;
+}
+
+static void enc_q4_0(const float *x, uint8_t *b) {
+  float d = signed_absmax(x, 32) / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  for (int j = 0; j < 16; j++) {
+    int lo = trunc_code(x[j] * id + 8.5f, 15), hi = trunc_code(x[j + 16] * id + 8.5f, 15);
+    b[2 + j] = (uint8_t)(lo | (hi << 4));
+  }
+}
+static void enc_q4_1(const float *x, uint8_t *b) {
+  float lo, hi;
+  min_max(x, 32, &lo, &hi);
+  float d = (hi - lo) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  put_f16(b + 2, lo);
+  for (int j = 0; j < 16; j++) {
+    int a = trunc_code((x[j] - lo) * id + 0.5f, 15), c = trunc_code((x[j + 16] - lo) * id + 0.5f, 15);
+    b[4 + j] = (uint8_t)(a | (c << 4));
+  }
+}
+static void enc_q5(const float *x, uint8_t *b, bool affine) {
+  float d, lo = 0, hi, id;
+  int q[32];
+  if (affine) {
+    min_max(x, 32, &lo, &hi);
+    d = (hi - lo) / 31.0f;
+  } else {
+    d = signed_absmax(x, 32) / -16.0f;
+  }
+  id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < 32; j++) q[j] = trunc_code(affine ? (x[j] - lo) * id + 0.5f : x[j] * id + 16.5f, 31);
+  uint32_t qh = 0;
+  for (int j = 0; j < 32; j++) qh |= (uint32_t)(q[j] >> 4) << j;
+  int off = 0;
+  put_f16(b, d);
+  off = 2;
+  if (affine) {
+    put_f16(b + 2, lo);
+    off = 4;
+  }
+  for (int k = 0; k < 4; k++) b[off + k] = (uint8_t)(qh >> (8 * k));
+  for (int j = 0; j < 16; j++) b[off + 4 + j] = (uint8_t)((q[j] & 0xF) | ((q[j + 16] & 0xF) << 4));
+}
+static void enc_q8_0(const float *x, uint8_t *b) {
+  float amax = 0;
+  for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+  float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_f16(b, d);
+  for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)round_away_f(x[j] * id);
+}
+/* Ternary code (0, 1, 2) of x / amax. */
+static void ternary(const float *x, int *q, float *dout) {
+  float d = 0;
+  for (int j = 0; j < 256; j++) d = fmaxf(d, fabsf(x[j]));
+  float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < 256; j++) q[j] = (int)round_away_f(x[j] * id) + 1;
+  *dout = d;
+}
+static void enc_tq1_0(const float *x, uint8_t *b) {
+  int q[256];
+  float d;
+  ternary(x, q, &d);
+  /* five (four for the last bytes) base-3 digits per byte, most significant first, stored as the
+   * fixed-point fraction ceil(v * 256 / 243) */
+  int v[52];
+  for (int l = 0; l < 32; l++) v[l] = q[l] * 81 + q[32 + l] * 27 + q[64 + l] * 9 + q[96 + l] * 3 + q[128 + l];
+  for (int l = 0; l < 16; l++)
+    v[32 + l] = q[160 + l] * 81 + q[176 + l] * 27 + q[192 + l] * 9 + q[208 + l] * 3 + q[224 + l];
+  for (int l = 0; l < 4; l++) v[48 + l] = q[240 + l] * 81 + q[244 + l] * 27 + q[248 + l] * 9 + q[252 + l] * 3;
+  for (int k = 0; k < 52; k++) b[k] = (uint8_t)((v[k] * 256 + 242) / 243);
+  put_f16(b + 52, d);
+}
+static void enc_tq2_0(const float *x, uint8_t *b) {
+  int q[256];
+  float d;
+  ternary(x, q, &d);
+  for (int h = 0; h < 2; h++)
+    for (int l = 0; l < 32; l++) {
+      int v = 0;
+      for (int s = 0; s < 4; s++) v |= q[h * 128 + s * 32 + l] << (2 * s);
+      b[h * 32 + l] = (uint8_t)v;
+    }
+  put_f16(b + 64, d);
+}
+
+bool rq_gguf_encode(int32_t scheme, const float *x, uint8_t *blk) {
+  switch (scheme) {
+  case RLX_QUANT_SCHEME_GGUF_Q4_0: enc_q4_0(x, blk); return true;
+  case RLX_QUANT_SCHEME_GGUF_Q4_1: enc_q4_1(x, blk); return true;
+  case RLX_QUANT_SCHEME_GGUF_Q5_0: enc_q5(x, blk, false); return true;
+  case RLX_QUANT_SCHEME_GGUF_Q5_1: enc_q5(x, blk, true); return true;
+  case RLX_QUANT_SCHEME_GGUF_Q8_0: enc_q8_0(x, blk); return true;
+  case RLX_QUANT_SCHEME_GGUF_TQ1_0: enc_tq1_0(x, blk); return true;
+  case RLX_QUANT_SCHEME_GGUF_TQ2_0: enc_tq2_0(x, blk); return true;
+  default: return false;
+  }
+}
+
+/* ======================================================================================
  * Scalar codecs
  * ====================================================================================== */
 

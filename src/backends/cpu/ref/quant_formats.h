@@ -20,6 +20,11 @@ void rq_gguf_decode(int32_t scheme, const uint8_t *blk, float *out);
 /* Decodes `rows` rows of `k` elements (k a whole number of blocks) stored row after row. */
 void rq_gguf_decode_rows(int32_t scheme, const uint8_t *src, size_t rows, size_t k, float *out);
 
+/* Encodes one block of `elems` f32 values the way ggml's reference quantizer does (and the PyPI
+ * gguf package, bit for bit), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, TQ1_0 and TQ2_0; false for other
+ * schemes. Values must be finite. */
+bool rq_gguf_encode(int32_t scheme, const float *x, uint8_t *blk);
+
 /* IQ codebook grids (ref/gguf_grids.c): element j of a row in bits [b*j, b*(j+1)) as an index into
  * the format's value map (see tools/gen_gguf_grids.py). */
 extern const uint16_t rq_grid_iq2xxs[256], rq_grid_iq2xs[512], rq_grid_iq2s[1024];
