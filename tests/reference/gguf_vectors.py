@@ -105,7 +105,18 @@ def write_gguf(out):
 
 
 QUANTIZERS = {"GgufQ4_0": T.Q4_0, "GgufQ4_1": T.Q4_1, "GgufQ5_0": T.Q5_0, "GgufQ5_1": T.Q5_1, "GgufQ8_0": T.Q8_0,
-              "GgufTQ1_0": T.TQ1_0, "GgufTQ2_0": T.TQ2_0}
+              "GgufTQ1_0": T.TQ1_0, "GgufTQ2_0": T.TQ2_0, "GgufMXFP4": T.MXFP4}
+
+
+def near_pow2(be):
+    """Blocks whose largest magnitude is a power of two or the float32 just below one."""
+    rows = []
+    for p in (-3, 0, 2, 5):
+        for top in (np.float32(2.0 ** p), np.nextafter(np.float32(2.0 ** p), np.float32(0))):
+            r = RNG.uniform(-1, 1, be).astype(np.float32) * top * np.float32(0.9)
+            r[RNG.integers(0, be)] = -top if p % 2 else top
+            rows.append(r)
+    return np.array(rows)
 
 
 def write_quantizers(out):
@@ -117,7 +128,8 @@ def write_quantizers(out):
                  RNG.normal(0, 1e-5, size=(4, be)), RNG.normal(0, 300, size=(4, be)),
                  np.zeros((1, be)), np.full((1, be), 0.75), np.full((1, be), -2.0),
                  np.where(np.arange(be) == 5, -1.0, 0.0).reshape(1, be),      # one negative spike
-                 np.round(RNG.normal(0, 4, size=(4, be))) / 2]                  # many exact halves
+                 np.round(RNG.normal(0, 4, size=(4, be))) / 2,                  # many exact halves
+                 near_pow2(be)]
         x = np.concatenate(parts).astype(np.float32)
         q = quants.quantize(x, qt).reshape(-1)
         x.tofile(os.path.join(out, name + ".qin"))

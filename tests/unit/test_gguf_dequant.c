@@ -4,7 +4,7 @@
  * RLX_GGUF_VENV, default ~/.cache/rlx/gguf-0.19.0) writes random, quantizer-made and edge-case
  * blocks with the values gguf decodes them to; every f32 our decoder (ref/quant_formats.c) gives
  * must have exactly gguf's bits (NaN payloads included), and our reference quantizers (Q4_0, Q4_1,
- * Q5_0, Q5_1, Q8_0, TQ1_0, TQ2_0) must write exactly the bytes gguf's quantizers write. A missing
+ * Q5_0, Q5_1, Q8_0, TQ1_0, TQ2_0, MXFP4) must write exactly the bytes gguf's quantizers write. A missing
  * venv is a failure. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <math.h>
@@ -141,7 +141,7 @@ static void check_quantizers(void) {
     free(want);
   }
   fclose(f);
-  CHECK_MSG(formats == 7, "%d GGUF quantizers checked, expected 7", formats);
+  CHECK_MSG(formats == 8, "%d GGUF quantizers checked, expected 8", formats);
 }
 
 static void check_formats(void) {

@@ -603,6 +603,32 @@ static void enc_tq2_0(const float *x, uint8_t *b) {
   put_f16(b + 64, d);
 }
 
+/* MXFP4: exponent e = floor(log2(amax)) - 2 + 127 (0 for an all-zero block; log2 rounded to f32
+ * first, as the f32 reference computes it), then per element the nearest doubled-E2M1 value
+ * d * k (d = 2^(e - 128)), the first of equal distances. */
+static void enc_mxfp4(const float *x, uint8_t *b) {
+  float amax = 0;
+  for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+  int e = 0;
+  if (amax > 0) {
+    float l2 = (float)log2((double)amax);
+    e = (int)floorf(l2) - 2 + 127;
+  }
+  b[0] = (uint8_t)e;
+  float d = e8m0_half((uint8_t)e);
+  uint8_t q[32];
+  for (int j = 0; j < 32; j++) {
+    int best = 0;
+    float berr = fabsf(d * (float)e2m1_x2[0] - x[j]);
+    for (int k = 1; k < 16; k++) {
+      float err = fabsf(d * (float)e2m1_x2[k] - x[j]);
+      if (err < berr) best = k, berr = err;
+    }
+    q[j] = (uint8_t)best;
+  }
+  for (int j = 0; j < 16; j++) b[1 + j] = (uint8_t)(q[j] | (q[j + 16] << 4));
+}
+
 bool rq_gguf_encode(int32_t scheme, const float *x, uint8_t *blk) {
   switch (scheme) {
   case RLX_QUANT_SCHEME_GGUF_Q4_0: enc_q4_0(x, blk); return true;
@@ -612,6 +638,7 @@ bool rq_gguf_encode(int32_t scheme, const float *x, uint8_t *blk) {
   case RLX_QUANT_SCHEME_GGUF_Q8_0: enc_q8_0(x, blk); return true;
   case RLX_QUANT_SCHEME_GGUF_TQ1_0: enc_tq1_0(x, blk); return true;
   case RLX_QUANT_SCHEME_GGUF_TQ2_0: enc_tq2_0(x, blk); return true;
+  case RLX_QUANT_SCHEME_GGUF_MXFP4: enc_mxfp4(x, blk); return true;
   default: return false;
   }
 }

@@ -21,7 +21,7 @@ void rq_gguf_decode(int32_t scheme, const uint8_t *blk, float *out);
 void rq_gguf_decode_rows(int32_t scheme, const uint8_t *src, size_t rows, size_t k, float *out);
 
 /* Encodes one block of `elems` f32 values the way ggml's reference quantizer does (and the PyPI
- * gguf package, bit for bit), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, TQ1_0 and TQ2_0; false for other
+ * gguf package, bit for bit), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, TQ1_0, TQ2_0 and MXFP4; false for other
  * schemes. Values must be finite. */
 bool rq_gguf_encode(int32_t scheme, const float *x, uint8_t *blk);
 
