@@ -66,7 +66,8 @@ rm -rf "$train_out"
 # to a temporary folder so that new inputs never land in the source tree. libFuzzer's progress
 # lines (#N NEW ...) are filtered out of the log; its INFO lines, crash reports and stats remain.
 if [ ! -f tests/fuzz/CMakeLists.txt ]; then
-  echo "=== fuzz: no tests/fuzz/CMakeLists.txt, no fuzz targets to run"
+  echo "=== fuzz: no tests/fuzz/CMakeLists.txt, no fuzz targets to run" >&2
+  record "fuzz (no tests/fuzz/CMakeLists.txt)" 1
 # Only the fuzz targets (and what they link) are built: `cmake --build` on the subfolder of the
 # (Makefile) build tree.
 elif ! cmake -S "$ROOT" -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \

@@ -3,9 +3,9 @@
 # Tests of `rlx train`: a short CNN run on the first 2,048 training / 1,000 test images of
 # Fashion-MNIST (a correctness smoke test, not a timing test): the JSON line parses, the accuracy
 # beats 0.5 (chance is 0.1), the loss curve is an SVG line chart and weights.safetensors holds the
-# eight tensors with PyTorch's names and shapes (checked by a Python parser of the format, and --
-# when the benchmark venv has torch -- by loading them into the same torch model and re-measuring
-# the accuracy). Then bad data: a missing folder, a truncated gzip file, a wrong magic, a truncated
+# eight tensors with PyTorch's names and shapes (checked by a Python parser of the format, and by
+# loading them into the same torch model and re-measuring the accuracy). A missing dataset or
+# torch is a failure, not a skip. Then bad data: a missing folder, a truncated gzip file, a wrong magic, a truncated
 # IDX body and an image/label count mismatch all exit 1 with a message naming the file; bad
 # options exit 2.
 # usage: test_train.sh PATH/TO/rlx SOURCE_DIR
@@ -76,8 +76,10 @@ has "$TMP/err" "100 training images are fewer than one batch of 128" "small set"
 [ ! -e "$TMP/o" ] && ok || bad "a failed run left an output folder behind"
 
 # ---- a short real run ----
-if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
-  echo "note: $DATA not installed (Debian package dataset-fashion-mnist): skipping the training run"
+# The data and torch are requirements, not options: scripts/setup.sh installs both, and their
+# absence fails the test instead of skipping what needs them.
+if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] || [ ! -r "$DATA/t10k-images-idx3-ubyte.gz" ]; then
+  bad "$DATA/{train,t10k}-images-idx3-ubyte.gz not found: install Debian's dataset-fashion-mnist (scripts/setup.sh does)"
 else
   expect 0 "smoke run" -- "$RLX" train --limit-train 2048 --limit-test 1000 --epochs 1 --json --out "$TMP/run"
   cp "$TMP/out" "$TMP/run.stdout"
@@ -114,7 +116,9 @@ assert all(v["dtype"] == "F32" for v in h.values())
 end = max(v["data_offsets"][1] for v in h.values())
 assert len(b) == 8 + n + end == 8 + n + 4 * 206922, (len(b), n, end)
 '
-  if [ -x "$TORCH_PY" ] && "$TORCH_PY" -c 'import torch' 2>/dev/null; then
+  if ! "$TORCH_PY" -c 'import torch, numpy' 2>/dev/null; then
+    bad "$TORCH_PY cannot import torch and numpy (needed to cross-check the weights): install Debian's python3-torch and python3-numpy (scripts/setup.sh does)"
+  else
     # The same weights in the same torch model must give the same accuracy on the same images.
     py "weights load into the torch model" "$TORCH_PY" '
 import json, struct, sys, gzip, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
@@ -140,8 +144,6 @@ with torch.no_grad(): acc = (m(x).argmax(1) == y).float().mean().item()
 r = json.loads(open(d + "/run.stdout").read().splitlines()[-1])
 assert abs(acc - r["test_accuracy"]) <= 0.002, (acc, r["test_accuracy"])
 '
-  else
-    echo "note: no Python with torch found: skipping the torch cross-check of the weights"
   fi
 fi
 
