@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "rlx/datasets.h"
 #include "rlx/optim.h"
 #include "rlx/rlx.h"
@@ -29,11 +30,13 @@
 const char cli_train_usage[] =
     "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
+    "                 [--backend B]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
-    "forward graph is differentiated (rlx_grad_with_loss), compiled for the CPU once and run per\n"
-    "batch; Adam updates the parameters on the host. Then the test accuracy is measured on every\n"
-    "test image. Progress goes to stderr.\n"
+    "forward graph is differentiated (rlx_grad_with_loss), compiled once (for the CPU by default)\n"
+    "and run per batch; Adam updates the parameters on the host. Then the test accuracy is measured\n"
+    "on every test image. Progress goes to stderr: on a terminal a bar with the rate and the time\n"
+    "left, redrawn in place; otherwise a line every 100 steps.\n"
     "\n"
     "models:\n"
     "  cnn   conv3x3(16)+relu+maxpool2, conv3x3(32)+relu+maxpool2, fc128+relu, fc10 (default)\n"
@@ -46,11 +49,14 @@ const char cli_train_usage[] =
     "  --lr X             Adam learning rate (default 1e-3; betas 0.9, 0.999, eps 1e-8)\n"
     "  --threads N        CPU worker threads (default 0 = all cores)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
+    "  --backend B        registered backend to compile for (default cpu)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
     "  --out DIR          where weights.safetensors and loss_curve.svg go (default ./rlx-train-out)\n"
     "  --json             end stdout with one JSON line: test_accuracy, train_images_per_second,\n"
-    "                     epochs, ... (the human-readable summary then goes to stderr)\n"
+    "                     epochs, train_images (images trained: steps x batch over all epochs),\n"
+    "                     train_set_images, test_images, ... (the human-readable summary then\n"
+    "                     goes to stderr)\n"
     "  --limit-train N    use only the first N training images\n"
     "  --limit-test N     evaluate only the first N test images\n"
     "\n"
@@ -66,6 +72,7 @@ typedef struct train_opts {
   unsigned long long seed;
   const char *data, *out;
   bool json;
+  const char *backend; /* NULL = cpu */
 } train_opts;
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -119,6 +126,9 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
       o->data = v;
     } else if (strcmp(a, "--out") == 0) {
       o->out = v;
+    } else if (strcmp(a, "--backend") == 0) {
+      if (cli_check_backend(self, v) != CLI_OK) return CLI_USAGE;
+      o->backend = v;
     } else {
       return cli_usage_error(self, "unknown option '%s'", a);
     }
@@ -166,31 +176,6 @@ static rlx_status set_params(rlx_executable *e, const train_model *m) {
     RLX_TRY(rlx_executable_set_param(e, m->params[i].name, &t));
   }
   return RLX_OK;
-}
-
-/* ---- progress ---- */
-
-typedef struct progress {
-  bool tty;
-  double t0, last;
-  long every; /* non-TTY: one line every `every` steps */
-} progress;
-
-static void progress_show(progress *p, long epoch, long epochs, size_t step, size_t steps, const float *loss,
-                          size_t done_steps, long batch, bool final) {
-  double t = now_seconds();
-  if (p->tty && !final && t - p->last < 0.1) return;
-  if (!p->tty && !final && step % (size_t)p->every != 0) return;
-  p->last = t;
-  size_t win = done_steps < 50 ? done_steps : 50;
-  double sum = 0;
-  for (size_t i = done_steps - win; i < done_steps; i++) sum += loss[i];
-  double el = t - p->t0;
-  double ips = el > 0 ? (double)done_steps * (double)batch / el : 0;
-  fprintf(stderr, "%sepoch %ld/%ld  step %zu/%zu  loss %.4f  %.0f images/s%s", p->tty ? "\r" : "", epoch, epochs, step,
-          steps, win ? sum / (double)win : 0.0, ips, p->tty ? "   " : "\n");
-  if (p->tty && final) fputc('\n', stderr);
-  fflush(stderr);
 }
 
 /* Re-reads the written weights with the strict reader: same names, shapes and bytes. */
@@ -283,6 +268,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   int rc = parse_args(self, argc, argv, &o);
   if (rc < 0) return cli_help(self);
   if (rc != CLI_OK) return rc;
+  if (!o.backend) o.backend = "cpu";
   FILE *info = o.json ? stderr : stdout; /* where the human-readable summary goes */
   if (o.threads == 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -326,7 +312,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   if (train_build_graph(&s.model, o.batch, true, &s.fwd) != RLX_OK) return fail_rlx(self, &s, NULL);
   if (rlx_grad_with_loss(s.fwd, names, s.model.n_params, NULL, &s.grad) != RLX_OK)
     return fail_rlx(self, &s, "differentiating the loss");
-  if (rlx_compile(s.grad, "cpu", &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
+  if (rlx_compile(s.grad, o.backend, &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
   if (rlx_executable_output_count(s.step_exe) != 1 + s.model.n_params) {
     rc = cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_executable_output_count(s.step_exe),
                   1 + s.model.n_params);
@@ -335,7 +321,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   }
   int64_t eb = s.test.count < EVAL_BATCH ? (int64_t)s.test.count : EVAL_BATCH;
   if (train_build_graph(&s.model, eb, false, &s.eval_g) != RLX_OK) return fail_rlx(self, &s, NULL);
-  if (rlx_compile(s.eval_g, "cpu", &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
+  if (rlx_compile(s.eval_g, o.backend, &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
   tc = now_seconds() - tc;
   if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "setting the parameters");
 
@@ -388,9 +374,9 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
 
   /* Training. */
   train_rng rng = {o.seed ^ 0x5eed5eed5eedull};
-  progress pr = {isatty(fileno(stderr)) != 0, 0, 0, 100};
+  cli_progress pr;
+  cli_progress_start(&pr, stderr, -1, total_steps, (size_t)o.batch, "img", 100);
   double t0 = now_seconds();
-  pr.t0 = t0;
   size_t done = 0;
   for (long ep = 1; ep <= o.epochs; ep++) {
     for (size_t i = s.train.count - 1; i > 0; i--) { /* Fisher-Yates */
@@ -417,7 +403,13 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
       s.loss[done++] = l;
       if (rlx_optim_step_tensors(s.opt, out + 1, n_out - 1) != RLX_OK) return fail_rlx(self, &s, "optimizer step");
       if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "updating the parameters");
-      progress_show(&pr, ep, o.epochs, st + 1, steps, s.loss, done, o.batch, st + 1 == steps && ep == o.epochs);
+      char label[48], note[48];
+      size_t win = done < 50 ? done : 50;
+      double mean = 0;
+      for (size_t i = done - win; i < done; i++) mean += s.loss[i] / (double)win;
+      snprintf(label, sizeof label, "epoch %ld/%ld", ep, o.epochs);
+      snprintf(note, sizeof note, "loss %.4f", mean);
+      cli_progress_update(&pr, done, label, note, done == total_steps);
     }
   }
   double train_s = now_seconds() - t0;
@@ -458,10 +450,10 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   fprintf(info, "wrote %s (re-read and verified) and %s\n", wpath, spath);
   if (o.json)
     printf("{\"test_accuracy\": %.4f, \"train_images_per_second\": %.1f, \"epochs\": %ld, \"model\": \"%s\", "
-           "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"test_images\": %zu, \"train_seconds\": %.3f, "
-           "\"final_loss\": %.4f}\n",
-           acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, s.train.count, s.test.count,
-           train_s, tail);
+           "\"batch\": %ld, \"threads\": %ld, \"backend\": \"%s\", \"train_images\": %zu, \"train_set_images\": %zu, "
+           "\"test_images\": %zu, \"train_seconds\": %.3f, \"final_loss\": %.4f}\n",
+           acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, o.backend,
+           total_steps * (size_t)o.batch, s.train.count, s.test.count, train_s, tail);
   fflush(stdout);
   state_free(&s);
   return CLI_OK;

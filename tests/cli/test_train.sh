@@ -32,7 +32,10 @@ expect 2 "batch 0" -- "$RLX" train --batch 0
 expect 2 "bad lr" -- "$RLX" train --lr -1
 expect 2 "missing value" -- "$RLX" train --epochs
 expect 2 "unknown option" -- "$RLX" train --frobnicate 3
+expect 2 "unknown backend" -- "$RLX" train --backend nosuch
+has "$TMP/err" "unknown backend 'nosuch' (registered: cpu" "unknown backend lists the registered ones"
 expect 0 "help" -- "$RLX" train --help
+has "$TMP/out" "--backend B" "help text names --backend"
 has "$TMP/out" "--limit-train" "help text"
 
 # ---- bad data (made in a temp folder; no real data needed) ----
@@ -92,7 +95,7 @@ assert len(lines) == 1, "stdout must be exactly the JSON line, got %r" % lines
 r = json.loads(lines[-1])
 for k in ("test_accuracy", "train_images_per_second", "epochs"):
     assert k in r, k
-assert r["epochs"] == 1 and r["test_images"] == 1000 and r["train_images"] == 2048, r
+assert r["epochs"] == 1 and r["test_images"] == 1000 and r["train_images"] == 2048 == r["train_set_images"], r
 assert r["test_accuracy"] > 0.5, "accuracy %s" % r["test_accuracy"]
 assert r["train_images_per_second"] > 0
 svg = ET.parse(d + "/run/loss_curve.svg").getroot()
@@ -144,6 +147,32 @@ with torch.no_grad(): acc = (m(x).argmax(1) == y).float().mean().item()
 r = json.loads(open(d + "/run.stdout").read().splitlines()[-1])
 assert abs(acc - r["test_accuracy"]) <= 0.002, (acc, r["test_accuracy"])
 '
+  fi
+fi
+
+# ---- the images trained and the progress output ----
+# 1000 images in batches of 64: 15 steps (40 images dropped) per epoch, 2 epochs = 1920 images.
+if [ -r "$DATA/train-images-idx3-ubyte.gz" ]; then
+  expect 0 "mlp, 2 epochs" -- "$RLX" train --model mlp --epochs 2 --limit-train 1000 --limit-test 100 --json --out "$TMP/run2"
+  py "train_images counts the images trained" "$PY" '
+import json, sys
+r = json.loads(open(sys.argv[1] + "/out").read().splitlines()[-1])
+assert r["train_images"] == 2 * 15 * 64 and r["train_set_images"] == 1000 and r["backend"] == "cpu", r
+'
+  # stderr is a file here: plain lines, no carriage returns or escapes
+  has "$TMP/err" "epoch 2/2  step 30/30  loss " "plain progress line"
+  has "$TMP/err" " img/s  took " "plain progress line has the rate and the time"
+  if grep -q $'\r\|\x1b' "$TMP/err"; then bad "control characters in the progress written to a file"; else ok; fi
+  # on a terminal (a pty from script(1)): a bar redrawn in place, with the rate and the ETA
+  if ! command -v script >/dev/null 2>&1; then
+    bad "script(1) not found (util-linux's bsdutils): it gives the progress bar test a terminal"
+  else
+    script -qec "'$RLX' train --model mlp --epochs 2 --limit-train 1000 --limit-test 100 --out '$TMP/run3'" /dev/null \
+      </dev/null >"$TMP/tty.out" 2>&1
+    has "$TMP/tty.out" $'\repoch 1/2 [' "the bar is redrawn in place"
+    has "$TMP/tty.out" "] 100% 30/30  loss " "the bar ends full"
+    has "$TMP/tty.out" " img/s  ETA " "the bar shows the rate and the time left"
+    has "$TMP/tty.out" " img/s  took " "the last bar shows the time taken"
   fi
 fi
 
