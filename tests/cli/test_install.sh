@@ -8,7 +8,8 @@
 # output must be the graph's canonical text. Also: the versioned shared library
 # (librlx.so -> librlx.so.MAJOR -> librlx.so.MAJOR.MINOR.PATCH, soname librlx.so.MAJOR, version
 # from CMakeLists.txt), the .def tables next to the headers and every public header compiling
-# on its own with nothing but -IP/include, and the installed `rlx` tool.
+# on its own with nothing but -IP/include, the whole of librlx.a linking with the dependencies
+# rlx.pc and rlx::rlx_static name (--whole-archive), and the installed `rlx` tool.
 # usage: test_install.sh PATH/TO/rlx SOURCE_DIR   (the build tree is the folder of rlx)
 set -u
 RLX=${1:?usage: test_install.sh RLX SOURCE_DIR}
@@ -120,6 +121,16 @@ if "$CC" -std=c17 -Wall -Wextra -Werror "${SAN[@]}" "$TMP/tiny.c" "${PC_CFLAGS[@
 else
   bad "cc tiny.c with \$(pkg-config --static --libs rlx) and librlx.a failed"; head -n 10 "$TMP/cc.err" | sed 's/^/  /' >&2
 fi
+# every object of librlx.a, not only what tiny.c pulls in, links with what pkg-config --static names
+printf 'int main(void) { return 0; }\n' >"$TMP/empty.c"
+WA=()
+for a in "${PC_SLIBS[@]}"; do
+  if [ "$a" = -lrlx ]; then WA+=(-Wl,--whole-archive "$LIB/librlx.a" -Wl,--no-whole-archive); else WA+=("$a"); fi
+done
+if "$CC" "${SAN[@]}" "$TMP/empty.c" "${WA[@]}" -o "$TMP/whole" 2>"$TMP/cc.err"; then ok; else
+  bad "the whole of librlx.a does not link with \$(pkg-config --static --libs rlx): a dependency is missing from rlx.pc"
+  grep -o "undefined reference to \`[^']*'" "$TMP/cc.err" | sort -u | head -n 5 | sed 's/^/  /' >&2
+fi
 unset PKG_CONFIG_PATH
 
 # ---- find_package(rlx CONFIG) ----
@@ -133,7 +144,11 @@ add_executable(tiny tiny.c)
 target_link_libraries(tiny rlx::rlx)
 add_executable(tiny_static tiny.c)
 target_link_libraries(tiny_static rlx::rlx_static)
+# all of librlx.a: rlx::rlx_static must bring every library its objects need
+add_executable(whole empty.c)
+target_link_libraries(whole "\$<LINK_LIBRARY:WHOLE_ARCHIVE,rlx::rlx_static>")
 EOF
+cp "$TMP/empty.c" "$TMP/proj/empty.c"
 if cmake -S "$TMP/proj" -B "$TMP/proj/build" -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
      -DCMAKE_C_FLAGS="${SAN[*]}" -DCMAKE_EXE_LINKER_FLAGS="${SAN[*]}" >"$TMP/proj.log" 2>&1 &&
    cmake --build "$TMP/proj/build" >>"$TMP/proj.log" 2>&1; then
