@@ -186,7 +186,8 @@ static int bind_ir_dims(const cli_command *self, const char *file, int argc, cha
 }
 
 /* Loads FILE (an .onnx model takes the --dim and --input arguments while importing) and binds
- * the --dim sizes of an RLX IR graph. */
+ * the --dim sizes of an RLX IR graph. On failure *g may still hold the loaded graph: the caller
+ * frees it. */
 static int load_for_compile(const cli_command *self, const char *file, int argc, char **argv, rlx_graph **g) {
   if (cli_load_graph(file, argc, argv, g) != RLX_OK) return cli_fail_rlx(self, file);
   if (ends_with(file, ".onnx")) return CLI_OK;
@@ -408,7 +409,10 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv) {
   int rc = cli_check_backend(self, backend);
   if (rc != CLI_OK) return rc;
   rlx_graph *g = NULL;
-  if ((rc = load_for_compile(self, file, argc, argv, &g)) != CLI_OK) return rc;
+  if ((rc = load_for_compile(self, file, argc, argv, &g)) != CLI_OK) {
+    rlx_graph_free(g);
+    return rc;
+  }
   rlx_dispatch_report rep;
   rlx_executable *e = NULL;
   rlx_compile_options opt;
