@@ -188,14 +188,7 @@ int cli_usage_error(const cli_command *self, const char *fmt, ...) {
 
 int cli_check_backend(const cli_command *self, const char *name) {
   if (rlx_backend_find(name)) return CLI_OK;
-  char list[512] = "";
-  size_t len = 0;
-  for (uint32_t i = 0; i < rlx_backend_count() && len + 1 < sizeof list; i++) {
-    int k = snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", rlx_backend_at(i)->name);
-    if (k < 0) break;
-    len += (size_t)k;
-  }
-  return cli_usage_error(self, "--backend: unknown backend '%s' (registered: %s)", name, len ? list : "none");
+  return cli_usage_error(self, "--backend: unknown backend '%s' (registered: %s)", name, rlx_backend_names());
 }
 
 int cli_fail(const cli_command *self, const char *fmt, ...) {

@@ -219,7 +219,7 @@ expect 2 "--dim with a name an IR graph cannot have" -- "$RLX" compile "$TMP/sym
 has "$TMP/err" "write --dim ?K=SIZE" "a bad IR dim name says how to write it"
 # the example graph of tests/graphs with a dynamic sequence length compiles once bound
 expect 1 "attention.rlx unbound" -- "$RLX" compile "$SRC/tests/graphs/attention.rlx"
-has "$TMP/err" "compile: memory plan: node %0" "the memory plan error is prefixed once"
+has "$TMP/err" "memory plan: node %0 (Input) has the dynamic shape" "the memory plan error names the node"
 if grep -q "memory plan: memory plan" "$TMP/err"; then bad "doubled prefix: $(cat "$TMP/err")"; else ok; fi
 expect 0 "attention.rlx --dim ?1=7" -- "$RLX" compile "$SRC/tests/graphs/attention.rlx" --dim '?1=7'
 

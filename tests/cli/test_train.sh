@@ -35,7 +35,7 @@ expect 2 "unknown option" -- "$RLX" train --frobnicate 3
 expect 2 "unknown backend" -- "$RLX" train --backend nosuch
 has "$TMP/err" "unknown backend 'nosuch' (registered: cpu" "unknown backend lists the registered ones"
 expect 0 "help" -- "$RLX" train --help
-has "$TMP/out" "--backend B" "help text names --backend"
+has "$TMP/out" "--backend NAME" "help text names --backend"
 has "$TMP/out" "--limit-train" "help text"
 
 # ---- bad data (made in a temp folder; no real data needed) ----
