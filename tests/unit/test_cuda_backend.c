@@ -114,6 +114,41 @@ static void batched_matmul(void) {
   free(va), free(vb);
   rlx_graph_free(g);
 }
+
+/* Causal grouped-query attention at a size the conformance table does not reach, and a strided
+ * padded convolution + max pool (the CNN path). */
+static void attention_and_conv(void) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_attn_conv", &g));
+  const int64_t B = 2, H = 4, Hkv = 2, S = 150, D = 64;
+  rlx_id q, k, v, at, x, w, cv, pl;
+  CHECK_OK(rlx_input(g, "q", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, H, S, D}), &q));
+  CHECK_OK(rlx_input(g, "k", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, Hkv, S, D}), &k));
+  CHECK_OK(rlx_input(g, "v", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, Hkv, S, D}), &v));
+  rlx_attrs_Attention aa = {.num_heads = H, .head_dim = D, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_Attention(g, (rlx_id[]){q, k, v}, 3, &aa, NULL, &at));
+  CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){8, 3, 28, 28}), &x));
+  CHECK_OK(rlx_input(g, "w", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){16, 3, 5, 5}), &w));
+  rlx_attrs_Conv ca = {.stride = {(int64_t[]){2, 1}, 2}, .padding = {(int64_t[]){2, 1}, 2}};
+  CHECK_OK(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &cv));
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {(int64_t[]){2, 2}, 2}};
+  CHECK_OK(rlx_build_Pool(g, &cv, 1, &pa, NULL, &pl));
+  CHECK_OK(rlx_graph_set_outputs(g, (rlx_id[]){at, pl}, 2));
+  float *vq = fill((size_t)(B * H * S * D), 11), *vk = fill((size_t)(B * Hkv * S * D), 12),
+        *vv = fill((size_t)(B * Hkv * S * D), 13), *vx = fill(8 * 3 * 28 * 28, 14), *vw = fill(16 * 3 * 25, 15);
+  rlx_named_tensor in[] = {
+      {"q", {vq, rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, H, S, D})}},
+      {"k", {vk, rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, Hkv, S, D})}},
+      {"v", {vv, rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, Hkv, S, D})}},
+      {"x", {vx, rlx_shape_make(RLX_F32, 4, (rlx_dim[]){8, 3, 28, 28})}},
+      {"w", {vw, rlx_shape_make(RLX_F32, 4, (rlx_dim[]){16, 3, 5, 5})}},
+  };
+  double d = run_both(g, in, 5);
+  CHECK_MSG(d < 1e-4, "attention / conv / pool: max scaled difference %g", d);
+  printf("causal GQA attention + conv + pool: max scaled difference %.3g\n", d);
+  free(vq), free(vk), free(vv), free(vx), free(vw);
+  rlx_graph_free(g);
+}
 #endif
 
 int main(void) {
@@ -143,6 +178,7 @@ int main(void) {
   CHECK_OK(rlx_backend_register(b));
   mlp_block();
   batched_matmul();
+  attention_and_conv();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

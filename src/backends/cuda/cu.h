@@ -104,6 +104,59 @@ rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const v
 rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
                          int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off);
 
+/* ---- convolution and pooling (conv.cu): NC + 3 spatial axes (2-D ops use depth 1) ---- */
+typedef struct rlx_cu_conv_geom {
+  int64_t N, Cin, Cout, G;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+} rlx_cu_conv_geom;
+/* transposed = 0: w [Cout, Cin/G, k...]; 1: w [Cin, Cout/G, k...]. Float dtypes, double sums. */
+rlx_status rlx_cu_conv(rlx_cu_ctx *c, int transposed, int dtype, const void *x, const void *w, void *y,
+                       const rlx_cu_conv_geom *g);
+/* Max / Mean pooling of [NC, H, W] (padded cells skipped by Max, counted as 0 by Mean). */
+rlx_status rlx_cu_pool(rlx_cu_ctx *c, int is_max, int dtype, const void *x, void *y, int64_t NC, int64_t H, int64_t W,
+                       int64_t Ho, int64_t Wo, const int64_t k[2], const int64_t s[2], const int64_t pb[2]);
+/* Cumulative sum over the middle axis of [outer, len, inner] (exclusive: the sum before k). */
+rlx_status rlx_cu_cumsum(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
+                         int exclusive, void *out);
+
+/* ---- scatter / gather by element (scatter.cu) ----
+ * mode 0 (ScatterElements / GatherElements): index has the rank of data; update p goes to
+ *   data's offset of p's coordinates with the axis coordinate replaced by index[p] (negative
+ *   indices wrap when wrap = 1).
+ * mode 1 (ScatterAdd): updates [outer, U, inner], index [U], out [outer, len, inner].
+ * red: rlx_scatter_reduction. data NULL = zeros. scratch: 24 bytes per output element. */
+typedef struct rlx_cu_scatter {
+  int mode, red, dtype, idx_dtype, wrap, rank, axis;
+  int64_t idx_dims[RLX_CU_MAX_RANK];   /* mode 0: shape of index / updates */
+  int64_t data_stride[RLX_CU_MAX_RANK]; /* mode 0: dense strides of data */
+  int64_t axis_len;                     /* data's extent along axis */
+  int64_t outer, U, inner;              /* mode 1 */
+  int64_t n_updates, n_out;
+  const void *data, *index, *updates;
+  void *out, *scratch;
+} rlx_cu_scatter;
+rlx_status rlx_cu_scatter_run(rlx_cu_ctx *c, const rlx_cu_scatter *p);
+/* GatherElements: out[p] = data[target(p)] (mode-0 addressing, wrap = 1), esz-byte elements. */
+rlx_status rlx_cu_gather_elements(rlx_cu_ctx *c, const rlx_cu_scatter *p, int esz);
+
+/* ---- attention (attention.cu): one block per (batch, head, query row), one pass over the
+ * keys with an online softmax in double (no score matrix). Layout kinds as the CPU's attn_view:
+ * 0 [B, H, S, D], 1 [B, S, H, D], 2 packed [B, S, H*D]. ---- */
+typedef struct rlx_cu_attn_view {
+  int64_t B, S, H, D;
+  int kind;
+} rlx_cu_attn_view;
+typedef struct rlx_cu_attn {
+  rlx_cu_attn_view q, k, v, o;
+  int64_t B, Sq, Sk, H, group, window;
+  int mask, dtype, mask_dtype, per_query, capped;
+  double scale, cap;
+  int64_t bias_stride[4]; /* Bias: strides broadcasting the bias to [B, H, Sq, Sk] */
+  const void *Q, *K, *V, *M;
+  void *out;
+} rlx_cu_attn;
+rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p);
+
 #ifdef __cplusplus
 }
 #endif

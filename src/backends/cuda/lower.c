@@ -9,10 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/ref/attention_util.h"
 #include "backends/cuda/lower.h"
+#include "infer_conv_util.h"
 #include "rlx/ops.h"
 
-typedef enum step_kind { ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D } step_kind;
+typedef enum step_kind {
+  ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D, ST_CONV, ST_POOL, ST_CUMSUM, ST_SCATTER, ST_GATHER_EL, ST_ATTN
+} step_kind;
 
 typedef struct cu_step {
   step_kind kind;
@@ -30,6 +34,10 @@ typedef struct cu_step {
   double eps;
   size_t bytes;
   int64_t *a_off, *b_off; /* ST_MATMUL */
+  rlx_cu_conv_geom geom;  /* ST_CONV */
+  int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
+  rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
+  rlx_cu_attn at;               /* ST_ATTN */
 } cu_step;
 
 struct rlx_cu_prog {
@@ -399,6 +407,270 @@ static bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s)
   return true;
 }
 
+static bool lower_Reverse(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  uint32_t flip = 0;
+  for (uint32_t k = 0; k < n->attrs.Reverse.axes.n; k++) {
+    int64_t ax = n->attrs.Reverse.axes.v[k] < 0 ? n->attrs.Reverse.axes.v[k] + x->rank : n->attrs.Reverse.axes.v[k];
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute axes: an axis is out of range%s", "");
+    flip |= 1u << ax;
+  }
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  size_t esz = rlx_dtype_size((rlx_dtype)x->dtype);
+  int64_t start = 0;
+  c->rank = x->rank;
+  dense_strides(x, c->src_stride);
+  for (uint32_t k = 0; k < x->rank; k++) {
+    c->dims[k] = x->dims[k];
+    if ((flip & (1u << k)) && x->dims[k] > 0) {
+      start += (x->dims[k] - 1) * c->src_stride[k];
+      c->src_stride[k] = -c->src_stride[k];
+    }
+  }
+  dense_strides(x, c->dst_stride);
+  c->n = numel(x);
+  c->src = (const uint8_t *)addr(L->p, n->inputs[0]) + (size_t)start * esz;
+  c->dst = addr(L->p, id);
+  c->esz = (int)esz;
+  return true;
+}
+
+/* Conv / Conv3d / ConvTranspose2d / ConvTranspose3d through one geometry. */
+static bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                       const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                       const rlx_ilist *output_padding, int64_t groups) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *w = shape_of(L->p, n->inputs[1]), *o = &n->shape;
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank != 2 + nsp || w->rank != 2 + nsp || o->rank != 2 + nsp) return fail(L, "x and weight need rank 2 + spatial axes%s", "");
+  if (groups < 1 || x->dims[1] % groups) return fail(L, "attribute groups must divide the input channels%s", "");
+  cu_geom cg;
+  if (cu_parse(nsp, stride, padding, dilation, output_padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  rlx_cu_conv_geom *g = &s->geom;
+  g->N = x->dims[0];
+  g->Cin = x->dims[1];
+  g->Cout = o->dims[1];
+  g->G = groups;
+  uint32_t off = 3 - nsp;
+  for (uint32_t i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    g->pb[i] = 0;
+  }
+  for (uint32_t i = 0; i < nsp; i++) {
+    g->in[off + i] = x->dims[2 + i];
+    g->out[off + i] = o->dims[2 + i];
+    g->k[off + i] = w->dims[2 + i];
+    g->s[off + i] = cg.s[i];
+    g->d[off + i] = cg.d[i];
+    g->pb[off + i] = cg.pb[i];
+  }
+  s->kind = ST_CONV;
+  s->rms = transposed;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_Conv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv *a = &n->attrs.Conv;
+  return conv_setup(L, id, n, s, 2, false, &a->stride, &a->padding, &a->dilation, NULL, a->groups);
+}
+static bool lower_Conv3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv3d *a = &n->attrs.Conv3d;
+  return conv_setup(L, id, n, s, 3, false, &a->stride, &a->padding, &a->dilation, NULL, a->groups);
+}
+static bool lower_ConvTranspose2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ConvTranspose2d *a = &n->attrs.ConvTranspose2d;
+  return conv_setup(L, id, n, s, 2, true, &a->stride, &a->padding, &a->dilation, &a->output_padding, a->groups);
+}
+static bool lower_ConvTranspose3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ConvTranspose3d *a = &n->attrs.ConvTranspose3d;
+  return conv_setup(L, id, n, s, 3, true, &a->stride, &a->padding, &a->dilation, &a->output_padding, a->groups);
+}
+
+static bool lower_Pool(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Pool *a = &n->attrs.Pool;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype) && !rlx_dtype_is_int((rlx_dtype)x->dtype))
+    return fail(L, "Pool needs a real dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (a->kind != RLX_REDUCE_MAX && a->kind != RLX_REDUCE_MEAN) return fail(L, "Pool supports Max and Mean only%s", "");
+  if (x->rank != 4) return fail(L, "operand 0 must be NCHW%s", "");
+  cu_geom cg;
+  if (cu_pool_geom(2, &a->kernel_size, &a->stride, &a->padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  s->kind = ST_POOL;
+  s->op = a->kind == RLX_REDUCE_MAX;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->dims[0] = x->dims[0] * x->dims[1];
+  s->dims[1] = x->dims[2];
+  s->dims[2] = x->dims[3];
+  s->dims[3] = n->shape.dims[2];
+  s->dims[4] = n->shape.dims[3];
+  for (int i = 0; i < 2; i++) {
+    s->pk[i] = cg.k[i];
+    s->ps[i] = cg.s[i];
+    s->ppb[i] = cg.pb[i];
+  }
+  return true;
+}
+
+static bool lower_Cumsum(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  int64_t outer = 1, len = 1, inner = 1;
+  if (x->rank > 0) {
+    int64_t ax = n->attrs.Cumsum.axis < 0 ? n->attrs.Cumsum.axis + x->rank : n->attrs.Cumsum.axis;
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute axis is out of range%s", "");
+    for (int64_t k = 0; k < ax; k++) outer *= x->dims[k];
+    len = x->dims[ax];
+    for (uint32_t k = (uint32_t)ax + 1; k < x->rank; k++) inner *= x->dims[k];
+  }
+  s->kind = ST_CUMSUM;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->a = outer;
+  s->b = len;
+  s->c2 = inner;
+  s->rms = n->attrs.Cumsum.exclusive;
+  return true;
+}
+
+static bool elem_addressing(lower_ctx *L, const rlx_node *n, rlx_cu_scatter *sc, int64_t axis_attr, uint32_t data_i,
+                            uint32_t index_i) {
+  const rlx_shape *d = shape_of(L->p, n->inputs[data_i]), *ix = shape_of(L->p, n->inputs[index_i]);
+  if (d->rank == 0) return fail(L, "operand 0 (data) is a scalar; it needs rank >= %s", "1");
+  if (ix->rank != d->rank) return fail(L, "indices need data's rank%s", "");
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  int64_t ax = axis_attr < 0 ? axis_attr + d->rank : axis_attr;
+  if (ax < 0 || ax >= d->rank) return fail(L, "attribute axis is out of range%s", "");
+  sc->mode = 0;
+  sc->wrap = 1;
+  sc->rank = d->rank;
+  sc->axis = (int)ax;
+  sc->axis_len = d->dims[ax];
+  for (uint32_t k = 0; k < d->rank; k++) sc->idx_dims[k] = ix->dims[k];
+  dense_strides(d, sc->data_stride);
+  sc->n_updates = numel(ix);
+  sc->index = addr(L->p, n->inputs[index_i]);
+  sc->idx_dtype = ix->dtype;
+  return true;
+}
+
+static bool scratch_for(lower_ctx *L, rlx_cu_scatter *sc) {
+  if (rlx_cu_malloc(L->p->ctx, (size_t)(sc->n_out ? sc->n_out : 1) * 32, &sc->scratch) != RLX_OK)
+    return fail(L, "no device memory for the scatter scratch: %s", rlx_last_error());
+  return true;
+}
+
+static bool lower_ScatterElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ScatterElements *a = &n->attrs.ScatterElements;
+  int t = n->shape.dtype;
+  if (is_complex(t) && (a->reduction == RLX_SCATTER_REDUCTION_MAX || a->reduction == RLX_SCATTER_REDUCTION_MIN))
+    return fail(L, "Max / Min are not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  rlx_cu_scatter *sc = &s->sc;
+  if (!elem_addressing(L, n, sc, a->axis, 0, 1)) return false;
+  sc->red = a->reduction;
+  sc->dtype = t;
+  sc->n_out = numel(&n->shape);
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->updates = addr(L->p, n->inputs[2]);
+  sc->out = addr(L->p, id);
+  s->kind = ST_SCATTER;
+  return scratch_for(L, sc);
+}
+
+static bool lower_ScatterAdd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *u = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]), *o = &n->shape;
+  if (u->rank == 0 || o->rank != u->rank) return fail(L, "updates and output need the same rank >= %s", "1");
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  int64_t ax = n->attrs.ScatterAdd.axis < 0 ? n->attrs.ScatterAdd.axis + u->rank : n->attrs.ScatterAdd.axis;
+  if (ax < 0 || ax >= u->rank) return fail(L, "attribute axis is out of range%s", "");
+  rlx_cu_scatter *sc = &s->sc;
+  sc->mode = 1;
+  sc->red = RLX_SCATTER_REDUCTION_ADD;
+  sc->dtype = o->dtype;
+  sc->idx_dtype = ix->dtype;
+  sc->outer = 1;
+  sc->inner = 1;
+  for (int64_t k = 0; k < ax; k++) sc->outer *= u->dims[k];
+  for (uint32_t k = (uint32_t)ax + 1; k < u->rank; k++) sc->inner *= u->dims[k];
+  sc->U = u->dims[ax];
+  sc->axis_len = o->dims[ax];
+  sc->n_updates = numel(u);
+  sc->n_out = numel(o);
+  sc->data = NULL;
+  sc->index = addr(L->p, n->inputs[1]);
+  sc->updates = addr(L->p, n->inputs[0]);
+  sc->out = addr(L->p, id);
+  s->kind = ST_SCATTER;
+  return scratch_for(L, sc);
+}
+
+static bool lower_GatherElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  rlx_cu_scatter *sc = &s->sc;
+  if (!elem_addressing(L, n, sc, n->attrs.GatherElements.axis, 0, 1)) return false;
+  sc->dtype = n->shape.dtype;
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->out = addr(L->p, id);
+  s->esz = (int)rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  s->kind = ST_GATHER_EL;
+  return true;
+}
+
+static rlx_cu_attn_view attn_view_of(const attn_view *v) {
+  return (rlx_cu_attn_view){.B = (int64_t)v->B, .S = (int64_t)v->S, .H = (int64_t)v->H, .D = (int64_t)v->D, .kind = v->kind};
+}
+
+/* Validation and layouts come from the CPU reference's checker (the same rules, one place). */
+static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  int mk = a->mask_kind;
+  bool has_mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS;
+  if (n->n_inputs != (has_mask ? 4u : 3u)) return fail(L, "wrong operand count for this mask kind%s", "");
+  rlx_tensor in[4];
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    in[i].shape = *shape_of(L->p, n->inputs[i]);
+    in[i].data = addr(L->p, n->inputs[i]);
+  }
+  int64_t Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
+  attn_params ap = {a->num_heads, a->head_dim, Dv, a->window, mk, a->score_scale, a->attn_logit_softcap};
+  static const char *const names[] = {"Q", "K", "V"};
+  attn_geom g;
+  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype)) return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (rlx_ref_attn_check(n, in, 3, (rlx_dtype)n->shape.dtype, &ap, names, &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  rlx_cu_attn *t = &s->at;
+  t->q = attn_view_of(&g.q);
+  t->k = attn_view_of(&g.k);
+  t->v = attn_view_of(&g.v);
+  t->o = t->q;
+  t->o.D = Dv;
+  t->B = (int64_t)g.B;
+  t->Sq = (int64_t)g.Sq;
+  t->Sk = (int64_t)g.Sk;
+  t->H = (int64_t)g.H;
+  t->group = (int64_t)g.group;
+  t->window = g.window;
+  t->mask = g.mask;
+  t->dtype = n->shape.dtype;
+  t->per_query = g.per_query;
+  t->capped = g.capped;
+  t->scale = g.scale;
+  t->cap = g.cap;
+  t->Q = in[0].data;
+  t->K = in[1].data;
+  t->V = in[2].data;
+  if (has_mask) {
+    t->M = in[3].data;
+    t->mask_dtype = in[3].shape.dtype;
+    if (mk == RLX_MASK_BIAS) bcast_strides(&in[3].shape, &g.full, t->bias_stride);
+  }
+  t->out = addr(L->p, id);
+  s->kind = ST_ATTN;
+  return true;
+}
+
 /* ---- the table ---- */
 
 static const lower_fn lower_table[RLX_OP_COUNT] = {
@@ -421,6 +693,17 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Softmax] = lower_Softmax,
     [RLX_OP_LayerNorm] = lower_LayerNorm,
     [RLX_OP_RmsNorm] = lower_RmsNorm,
+    [RLX_OP_Reverse] = lower_Reverse,
+    [RLX_OP_Conv] = lower_Conv,
+    [RLX_OP_Conv3d] = lower_Conv3d,
+    [RLX_OP_ConvTranspose2d] = lower_ConvTranspose2d,
+    [RLX_OP_ConvTranspose3d] = lower_ConvTranspose3d,
+    [RLX_OP_Pool] = lower_Pool,
+    [RLX_OP_Cumsum] = lower_Cumsum,
+    [RLX_OP_ScatterAdd] = lower_ScatterAdd,
+    [RLX_OP_ScatterElements] = lower_ScatterElements,
+    [RLX_OP_GatherElements] = lower_GatherElements,
+    [RLX_OP_Attention] = lower_Attention,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -447,6 +730,7 @@ size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_siz
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   for (uint32_t i = 0; i < p->n_steps; i++) {
+    if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
     free(p->steps[i].b_off);
@@ -512,6 +796,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     free(s->copies);
     free(s->a_off);
     free(s->b_off);
+    if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -550,6 +835,15 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
       st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
       break;
     case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
+    case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+    case ST_POOL:
+      st = rlx_cu_pool(c, s->op, s->dtype, s->src, s->dst, s->dims[0], s->dims[1], s->dims[2], s->dims[3], s->dims[4],
+                       s->pk, s->ps, s->ppb);
+      break;
+    case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
+    case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
+    case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
+    case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
     }
     if (st != RLX_OK) {
       const rlx_node *nd = rlx_graph_node(p->g, s->node);
