@@ -91,3 +91,32 @@ extern "C" rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p) {
   attention_kernel<<<blocks, threads, 0, c->stream>>>(*p);
   return cu_launch_status("attention kernel");
 }
+
+/* one thread per (token, head, lane slot): slots [0, nr/2) rotate a pair, [nr/2, nr/2 + hd - nr)
+ * copy a tail lane */
+__global__ void rope_kernel(rlx_cu_rope p) {
+  int64_t half = p.nr / 2, slots = half + (p.hd - p.nr), total = p.batch * p.S * p.heads * slots;
+  const int t = p.dtype;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t sl = e % slots, h = (e / slots) % p.heads, tok = e / (slots * p.heads), s = tok % p.S;
+    int64_t base = tok * p.heads * p.hd + h * p.hd;
+    if (sl >= half) {
+      int64_t l = p.nr + (sl - half);
+      st_f(p.out, t, base + l, ld_f(p.x, t, base + l));
+      continue;
+    }
+    int64_t row = (p.per_token ? tok : s) * p.width;
+    int64_t i0 = p.neox ? sl : 2 * sl, i1 = p.neox ? sl + half : 2 * sl + 1;
+    double c = ld_f(p.cos, t, row + sl), sn = ld_f(p.sin, t, row + sl);
+    double a = ld_f(p.x, t, base + i0), z = ld_f(p.x, t, base + i1);
+    st_f(p.out, t, base + i0, a * c - z * sn);
+    st_f(p.out, t, base + i1, z * c + a * sn);
+  }
+}
+
+extern "C" rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p) {
+  int64_t total = p->batch * p->S * p->heads * (p->nr / 2 + p->hd - p->nr);
+  if (total == 0) return RLX_OK;
+  rope_kernel<<<cu_blocks(total, 256), 256, 0, c->stream>>>(*p);
+  return cu_launch_status("rope kernel");
+}

@@ -157,6 +157,17 @@ typedef struct rlx_cu_attn {
 } rlx_cu_attn;
 rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p);
 
+/* Rope: x [batch, S, heads * hd]; the first nr lanes of each head rotate in pairs (NeoX: i,
+ * i + nr/2; GptJ: 2i, 2i + 1) by row (per_token ? token : position) of the cos / sin tables
+ * (width values a row), the other lanes are copied. */
+typedef struct rlx_cu_rope {
+  int64_t batch, S, heads, hd, nr, width;
+  int per_token, neox, dtype;
+  const void *x, *cos, *sin;
+  void *out;
+} rlx_cu_rope;
+rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p);
+
 #ifdef __cplusplus
 }
 #endif

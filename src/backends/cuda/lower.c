@@ -15,7 +15,7 @@
 #include "rlx/ops.h"
 
 typedef enum step_kind {
-  ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D, ST_CONV, ST_POOL, ST_CUMSUM, ST_SCATTER, ST_GATHER_EL, ST_ATTN
+  ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D, ST_CONV, ST_POOL, ST_CUMSUM, ST_SCATTER, ST_GATHER_EL, ST_ATTN, ST_ROPE
 } step_kind;
 
 typedef struct cu_step {
@@ -38,6 +38,7 @@ typedef struct cu_step {
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */
+  rlx_cu_rope rope;             /* ST_ROPE */
 } cu_step;
 
 struct rlx_cu_prog {
@@ -671,6 +672,33 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
   return true;
 }
 
+static bool lower_Rope(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Rope *a = &n->attrs.Rope;
+  rlx_tensor in[3], out = {.data = addr(L->p, id), .shape = n->shape};
+  for (uint32_t i = 0; i < 3; i++) {
+    in[i].shape = *shape_of(L->p, n->inputs[i]);
+    in[i].data = addr(L->p, n->inputs[i]);
+  }
+  rope_geom g;
+  if (rlx_ref_rope_check(n, in, &out, a->head_dim, a->n_rot, (int)a->style, "x", &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  rlx_cu_rope *r = &s->rope;
+  r->batch = (int64_t)g.batch;
+  r->S = (int64_t)g.S;
+  r->heads = (int64_t)g.heads;
+  r->hd = (int64_t)g.hd;
+  r->nr = (int64_t)g.nr;
+  r->width = (int64_t)g.width;
+  r->per_token = g.per_token;
+  r->neox = g.neox;
+  r->dtype = n->shape.dtype;
+  r->x = in[0].data;
+  r->cos = in[1].data;
+  r->sin = in[2].data;
+  r->out = out.data;
+  s->kind = ST_ROPE;
+  return true;
+}
+
 /* ---- the table ---- */
 
 static const lower_fn lower_table[RLX_OP_COUNT] = {
@@ -704,6 +732,7 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_ScatterElements] = lower_ScatterElements,
     [RLX_OP_GatherElements] = lower_GatherElements,
     [RLX_OP_Attention] = lower_Attention,
+    [RLX_OP_Rope] = lower_Rope,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -843,6 +872,7 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
     case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
     case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
+    case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
     case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
     }
     if (st != RLX_OK) {
