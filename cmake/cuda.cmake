@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # The CUDA backend (src/backends/cuda/, docs/cuda.md). Option RLX_CUDA, on when nvcc is found.
 # The kernels and the cuBLAS glue (*.cu) build into the static library rlx_cuda_kernels for
-# sm_90 (the H200); the C glue (backend.c, lower.c) is part of rlx_objects like every src/*.c and
-# sees RLX_HAVE_CUDA. Without nvcc those C files compile to a descriptor that reports the backend
-# as not built. Included by the root CMakeLists.txt after the rlx_objects target exists.
+# sm_90 (the H200); the C glue (backend.c: the contract, lower.c: the per-op lowering table) is
+# added to rlx_objects, and rlx_add_backend(cuda) lists rlx_cuda_backend() in the registry's
+# table. Without nvcc nothing of src/backends/cuda/ is built. Included by the root CMakeLists.txt
+# after the rlx_objects target exists.
 include(CheckLanguage)
 check_language(CUDA)
 set(_rlx_cuda_default OFF)
@@ -40,8 +41,10 @@ if(RLX_CUDA)
   target_include_directories(rlx_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src/ir
                              ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static CUDA::cublas)
-  target_compile_definitions(rlx_objects PUBLIC RLX_HAVE_CUDA=1)
-  add_compile_definitions(RLX_HAVE_CUDA=1) # the targets made after this file (libraries, tests, tool)
+  target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c)
+  rlx_add_backend(cuda)
+  add_compile_definitions(RLX_HAVE_CUDA=1) # for the targets made after this file (tests, tool)
   list(APPEND RLX_LINK_LIBS rlx_cuda_kernels)
   message(STATUS "RLX: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, sm_${CMAKE_CUDA_ARCHITECTURES})")
 else()

@@ -13,14 +13,6 @@
 extern "C" {
 #endif
 
-#if !__has_include("rlx/plan.h")
-/* Before the device-buffer backend contract (rlx/plan.h and the options header in rlx/backend.h)
- * this header carries its own copy of the options header. */
-typedef struct rlx_backend_options_header {
-  const char *backend;
-} rlx_backend_options_header;
-#endif
-
 /* How float32 matrix products (MatMul and what decomposes into it) are computed. */
 typedef enum rlx_cuda_precision {
   RLX_CUDA_FP32 = 0, /* plain fp32 arithmetic, no TF32 (default: matches the CPU within 1e-4) */
@@ -37,8 +29,8 @@ typedef struct rlx_cuda_options {
 
 void rlx_cuda_options_init(rlx_cuda_options *o);
 
-/* The backend descriptor. In a build without CUDA it still exists and reports itself unavailable
- * ("built without CUDA"). */
+/* The backend descriptor (registered as "cuda" in builds with RLX_CUDA). Without a usable device
+ * its available() is false and says why ("no CUDA device: ..."). */
 const rlx_backend *rlx_cuda_backend(void);
 
 #ifdef __cplusplus

@@ -26,13 +26,20 @@ static float *fill(size_t n, uint32_t seed) {
 
 /* Runs g on "cpu" and "cuda" with the same inputs; returns the max relative difference (scaled
  * by max(1, max |cpu|)) over every output. */
+static double run_both_opt(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const void *cuda_opt);
 static double run_both(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in) {
+  return run_both_opt(g, in, n_in, NULL);
+}
+static double run_both_opt(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const void *cuda_opt) {
   const char *names[2] = {"cpu", "cuda"};
   rlx_executable *e[2] = {NULL, NULL};
   const rlx_tensor *out[2] = {NULL, NULL};
   uint32_t n_out[2] = {0, 0};
   for (int b = 0; b < 2; b++) {
-    CHECK_OK(rlx_compile(g, names[b], NULL, &e[b]));
+    rlx_compile_options o;
+    rlx_compile_options_init(&o);
+    if (b == 1) o.backend_options = cuda_opt;
+    CHECK_OK(rlx_compile(g, names[b], &o, &e[b]));
     if (!e[b]) return INFINITY;
     CHECK_OK(rlx_executable_run(e[b], in, n_in, &out[b], &n_out[b]));
   }
@@ -150,36 +157,71 @@ static void attention_and_conv(void) {
   free(vq), free(vk), free(vv), free(vx), free(vw);
   rlx_graph_free(g);
 }
+
+/* The matmul precision option reaches cuBLAS: fp32 (default) matches the CPU closely, TF32 and
+ * bf16 tensor-core modes are measurably less exact but within their expected error. */
+static void tf32_policy(void) {
+  const int64_t M = 256, K = 1024, N = 256;
+  rlx_graph *g = NULL;
+  rlx_id a, b, c;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_policy", &g));
+  CHECK_OK(rlx_input(g, "a", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, K}), &a));
+  CHECK_OK(rlx_input(g, "b", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){K, N}), &b));
+  CHECK_OK(rlx_matmul(g, a, b, &c));
+  CHECK_OK(rlx_graph_set_outputs(g, &c, 1));
+  float *va = fill((size_t)(M * K), 21), *vb = fill((size_t)(K * N), 22);
+  rlx_named_tensor in[] = {{"a", {va, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, K})}},
+                           {"b", {vb, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){K, N})}}};
+  rlx_cuda_options o;
+  rlx_cuda_options_init(&o);
+  double d32 = run_both_opt(g, in, 2, &o);
+  o.matmul = RLX_CUDA_TF32;
+  double dtf = run_both_opt(g, in, 2, &o);
+  o.matmul = RLX_CUDA_BF16;
+  double dbf = run_both_opt(g, in, 2, &o);
+  printf("matmul %lldx%lldx%lld: scaled max difference vs cpu fp32 %.3g, tf32 %.3g, bf16 %.3g\n", (long long)M,
+         (long long)K, (long long)N, d32, dtf, dbf);
+  CHECK_MSG(d32 < 1e-5, "fp32 policy: %g", d32);
+  CHECK_MSG(dtf > 4 * d32 && dtf < 1e-2, "tf32 policy: %g (fp32 %g)", dtf, d32);
+  CHECK_MSG(dbf > dtf && dbf < 5e-2, "bf16 policy: %g (tf32 %g)", dbf, dtf);
+  free(va), free(vb);
+  rlx_graph_free(g);
+}
 #endif
 
 int main(void) {
-  const rlx_backend *b = rlx_cuda_backend();
-  CHECK(b != NULL && strcmp(b->name, "cuda") == 0);
-#ifdef RLX_HAVE_CUDA
+#ifndef RLX_HAVE_CUDA
+  /* Built without nvcc: the registry must not list a cuda backend. */
+  CHECK(rlx_backend_find("cuda") == NULL);
+  printf("built without the cuda backend (RLX_CUDA=OFF): it is not registered\n");
+#else
+  const rlx_backend *b = rlx_backend_find("cuda");
+  CHECK(b != NULL && b == rlx_cuda_backend());
+  if (!b) return rlx_test_finish("test_cuda_backend");
   const char *why = NULL;
-  int have = rlx_cu_available(&why);
-#else
-  const char *why = "not built";
-  int have = 0;
-#endif
-#if __has_include("rlx/plan.h")
-  const char *why2 = NULL;
-  CHECK(b->available(&why2) == (have != 0));
-  if (!have) CHECK_MSG(why2 && (strstr(why2, "no CUDA device") || strstr(why2, "not built")), "message: %s", why2 ? why2 : "(null)");
-#else
-  CHECK(b->available() == (have != 0));
-#endif
+  bool have = b->available(&why);
+  CHECK(have == (rlx_cu_available(NULL) != 0));
   if (!have) {
     /* No GPU here: the reason must say what is missing, and compiling for it must fail cleanly. */
-    CHECK_MSG(why && (strstr(why, "no CUDA device") || strstr(why, "not built")), "message: %s", why ? why : "(null)");
+    CHECK_MSG(why && strstr(why, "no CUDA device"), "message: %s", why ? why : "(null)");
     printf("cuda backend unavailable, as expected here: %s\n", why ? why : "?");
+    rlx_graph *g = NULL;
+    rlx_id x, y;
+    CHECK_OK(rlx_graph_create(NULL, "nodev", &g));
+    CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 1, (rlx_dim[]){4}), &x));
+    CHECK_OK(rlx_activation(g, RLX_ACT_RELU, x, &y));
+    CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
+    rlx_executable *e = NULL;
+    rlx_status st = rlx_compile(g, "cuda", NULL, &e);
+    CHECK_MSG(st != RLX_OK && e == NULL, "compiling for an unavailable cuda backend must fail");
+    printf("compile for cuda without a device: %s\n", rlx_last_error());
+    rlx_graph_free(g);
     return rlx_test_finish("test_cuda_backend");
   }
-#ifdef RLX_HAVE_CUDA
-  CHECK_OK(rlx_backend_register(b));
   mlp_block();
   batched_matmul();
   attention_and_conv();
+  tf32_policy();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

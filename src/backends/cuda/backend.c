@@ -19,10 +19,7 @@ void rlx_cuda_options_init(rlx_cuda_options *o) {
   o->matmul = RLX_CUDA_FP32;
 }
 
-#ifdef RLX_HAVE_CUDA
 #include "backends/cuda/lower.h"
-
-#define NEW_CONTRACT __has_include("rlx/plan.h")
 
 typedef struct cuda_exe {
   rlx_backend_exe base;
@@ -74,7 +71,7 @@ static rlx_status exe_create(const rlx_graph *g, const rlx_plan *plan, const rlx
   return RLX_OK;
 }
 
-static rlx_status copy_outputs_back(cuda_exe *x, void *const *outputs, uint32_t n_outputs, bool device) {
+static rlx_status copy_outputs_back(cuda_exe *x, void *const *outputs, uint32_t n_outputs) {
   const rlx_id *outs = rlx_graph_outputs(x->g);
   if (n_outputs != rlx_graph_output_count(x->g))
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: %u output buffers for %u outputs", n_outputs,
@@ -82,13 +79,12 @@ static rlx_status copy_outputs_back(cuda_exe *x, void *const *outputs, uint32_t 
   for (uint32_t i = 0; i < n_outputs; i++) {
     void *src = rlx_cu_prog_addr(x->prog, outs[i]);
     size_t bytes = rlx_cu_prog_size(x->prog, outs[i]);
-    rlx_status st = device ? rlx_cu_d2d(x->ctx, outputs[i], src, bytes) : rlx_cu_d2h(x->ctx, outputs[i], src, bytes);
+    rlx_status st = rlx_cu_d2d(x->ctx, outputs[i], src, bytes);
     if (st != RLX_OK) return st;
   }
   return RLX_OK;
 }
 
-#if NEW_CONTRACT
 /* ---- the device-buffer contract ---- */
 
 static rlx_status cuda_buffer_alloc(rlx_backend_exe *bx, size_t bytes, rlx_buffer_handle *out) {
@@ -130,7 +126,7 @@ static rlx_status cuda_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs,
     RLX_TRY(rlx_cu_d2d(x->ctx, rlx_cu_prog_addr(x->prog, id), x->param_buf[id], rlx_cu_prog_size(x->prog, id)));
   }
   RLX_TRY(rlx_cu_prog_run(x->prog));
-  return copy_outputs_back(x, (void *const *)outputs, n_outputs, true);
+  return copy_outputs_back(x, (void *const *)outputs, n_outputs);
 }
 
 static const rlx_backend_exe_vtable cuda_vtable = {
@@ -158,51 +154,6 @@ static rlx_status cuda_compile(const rlx_backend *b, const rlx_backend_compile_a
 
 static bool cuda_available(const char **why) { return rlx_cu_available(why) != 0; }
 
-#else
-/* ---- the host-tensor contract (before the device-buffer seam): copies in and out per call ---- */
-
-static rlx_status cuda_set_param(rlx_backend_exe *bx, uint32_t node, const char *name, const rlx_tensor *value) {
-  (void)name;
-  cuda_exe *x = (cuda_exe *)bx;
-  if (node == RLX_NO_ID) return RLX_OK; /* optimized away */
-  return rlx_cu_h2d(x->ctx, rlx_cu_prog_addr(x->prog, node), value->data, rlx_cu_prog_size(x->prog, node));
-}
-
-static rlx_status cuda_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const rlx_tensor *inputs, uint32_t n_inputs,
-                           rlx_tensor *outputs, uint32_t n_outputs) {
-  cuda_exe *x = (cuda_exe *)bx;
-  for (uint32_t i = 0; i < n_inputs; i++)
-    RLX_TRY(rlx_cu_h2d(x->ctx, rlx_cu_prog_addr(x->prog, in_nodes[i]), inputs[i].data,
-                       rlx_cu_prog_size(x->prog, in_nodes[i])));
-  RLX_TRY(rlx_cu_prog_run(x->prog));
-  RLX_TRY(rlx_cu_sync(x->ctx));
-  void *outs[256];
-  if (n_outputs > 256) return rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: more than 256 outputs");
-  for (uint32_t i = 0; i < n_outputs; i++) outs[i] = outputs[i].data;
-  return copy_outputs_back(x, outs, n_outputs, false);
-}
-
-static const rlx_backend_exe_vtable cuda_vtable = {
-    .set_param = cuda_set_param,
-    .run = cuda_run,
-    .destroy = cuda_destroy,
-};
-
-static rlx_status cuda_compile(const rlx_backend *b, const rlx_graph *g, const struct rlx_plan *plan,
-                               const rlx_compile_options *opt, rlx_backend_exe **out) {
-  (void)b;
-  (void)opt;
-  *out = NULL;
-  rlx_cuda_options defaults;
-  cuda_exe *x;
-  RLX_TRY(exe_create(g, plan, options_of(NULL, &defaults), &x));
-  x->base.vt = &cuda_vtable;
-  *out = &x->base;
-  return RLX_OK;
-}
-
-static bool cuda_available(void) { return rlx_cu_available(NULL) != 0; }
-#endif
 
 static rlx_backend cuda_record;
 
@@ -215,38 +166,3 @@ const rlx_backend *rlx_cuda_backend(void) {
   }
   return &cuda_record;
 }
-
-#else /* built without CUDA */
-
-#if __has_include("rlx/plan.h")
-static bool cuda_available(const char **why) {
-  if (why) *why = "the cuda backend is not built: configure with nvcc on the PATH (CMake option RLX_CUDA)";
-  return false;
-}
-static rlx_status cuda_compile(const rlx_backend *b, const rlx_backend_compile_args *args, rlx_backend_exe **out) {
-  (void)b;
-  (void)args;
-  *out = NULL;
-  return rlx_errorf(RLX_ERR_UNSUPPORTED, "the cuda backend is not built (CMake option RLX_CUDA needs nvcc)");
-}
-#else
-static bool cuda_available(void) { return false; }
-static rlx_status cuda_compile(const rlx_backend *b, const rlx_graph *g, const struct rlx_plan *plan,
-                               const rlx_compile_options *opt, rlx_backend_exe **out) {
-  (void)b;
-  (void)g;
-  (void)plan;
-  (void)opt;
-  *out = NULL;
-  return rlx_errorf(RLX_ERR_UNSUPPORTED, "the cuda backend is not built (CMake option RLX_CUDA needs nvcc)");
-}
-#endif
-
-static const rlx_backend cuda_record = {
-    .name = "cuda",
-    .available = cuda_available,
-    .compile = cuda_compile,
-};
-
-const rlx_backend *rlx_cuda_backend(void) { return &cuda_record; }
-#endif

@@ -4,7 +4,6 @@
  * fixed at compile time (every tensor lives in the executable's arena at the plan's offset;
  * views — Reshape, same-dtype Cast, leading-axis Narrow — alias their root and need no step).
  * The claim list is the table's non-empty rows. */
-#ifdef RLX_HAVE_CUDA
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -883,6 +882,3 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
   return RLX_OK;
 }
 
-#else
-typedef int rlx_cuda_lower_unused; /* built without CUDA: nothing to lower */
-#endif

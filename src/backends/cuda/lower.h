@@ -6,11 +6,7 @@
 
 #include "backends/cuda/cu.h"
 #include "rlx/graph.h"
-#if __has_include("rlx/plan.h")
 #include "rlx/plan.h"
-#else
-#include "passes/plan.h"
-#endif
 
 typedef struct rlx_cu_prog rlx_cu_prog;
 
