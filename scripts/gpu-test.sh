@@ -5,7 +5,7 @@
 #   test_conformance -v      every conformance case on every registered, available backend vs
 #                            the CPU (the cuda backend included), one line per case and backend
 #   test_gradcheck           finite-difference gradient checks on every registered backend
-# and writes the logs plus a per-kind summary (cuda-summary.txt) into OUTDIR.
+# and writes the logs plus a per-kind summary (cuda-summary.md) into OUTDIR.
 #
 # usage: scripts/gpu-test.sh [OUTDIR]            (default: $OUT, else ./gpu-out)
 #   RLX_GPU_PREBUILT=FILE.tar.xz  use binaries built elsewhere (bin/ + lib/ inside the archive:
@@ -54,7 +54,34 @@ log "test_gradcheck"
 timeout 300 "$BIN/test_gradcheck" > "$OUTDIR/gradcheck.log" 2>&1 || rc=1
 tail -3 "$OUTDIR/gradcheck.log"
 
-# Per op kind: cuda case lines by verdict (the -v lines name case, op and backend).
-grep -E '(^| )cuda( |:)' "$OUTDIR/conformance.log" > "$OUTDIR/conformance-cuda.log" || true
-log "summary: $(grep -c . "$OUTDIR/conformance-cuda.log") cuda lines in the conformance log; exit $rc"
+# Per op kind: the cuda verdicts of its conformance cases (the -v lines are "case backend verdict
+# (path)"; cases.txt maps case -> op), as a markdown table for docs/cuda.md.
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "Conformance cases on the cuda backend, $(date -u +%Y-%m-%d), ${GPU:-unknown GPU}:"
+  echo
+  echo "| op kind | cases | passed native | passed decomposed | failed | unsupported |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  awk 'NR == FNR { op[$2] = $3; next }
+       $2 == "cuda" { k = op[$1]; n[k]++; v = $3 " " $4
+         if (v == "ok (native)") a[k]++; else if ($3 == "ok") b[k]++; else if ($3 == "FAIL") f[k]++; else u[k]++ }
+       END { for (k in n) printf "| %s | %d | %d | %d | %d | %d |\n", k, n[k], a[k], b[k], f[k], u[k] }' \
+    "$OUTDIR/cases.txt" "$OUTDIR/conformance.log" | sort
+} > "$OUTDIR/cuda-summary.md"
+awk -F'|' 'NR > 4 { c += $3; p += $4 + $5; f += $6; u += $7 } END { printf "cuda: %d cases, %d passed, %d failed, %d unsupported\n", c, p, f, u }' \
+  "$OUTDIR/cuda-summary.md" | tee -a "$OUTDIR/gpu-test.log"
+# RLX_GPU_TRAIN=DATA_DIR: one epoch of the Fashion-MNIST CNN on the cpu and on the cuda backend
+# (same seed), JSON summaries in train-cpu.json / train-cuda.json.
+if [ -n "${RLX_GPU_TRAIN:-}" ]; then
+  RLX=$BIN/rlx
+  [ -x "$RLX" ] || RLX=build-gpu/rlx
+  for be in cpu cuda; do
+    log "rlx train --backend $be"
+    timeout "${RLX_GPU_TRAIN_TIMEOUT:-240}" "$RLX" train --backend $be --data "$RLX_GPU_TRAIN" --out "$OUTDIR/train-$be" \
+      --json > "$OUTDIR/train-$be.json" 2> "$OUTDIR/train-$be.err" || { rc=1; tail -5 "$OUTDIR/train-$be.err"; }
+    tail -1 "$OUTDIR/train-$be.json"
+    rm -rf "$OUTDIR/train-$be" "$OUTDIR/train-$be.err"
+  done
+fi
+log "exit $rc"
 exit $rc

@@ -23,7 +23,7 @@ typedef enum rlx_cuda_precision {
 typedef struct rlx_cuda_options {
   rlx_backend_options_header header; /* .backend = "cuda" (set by rlx_cuda_options_init) */
   int device;                        /* CUDA device index (default 0) */
-  void *stream;                      /* a cudaStream_t to queue work on; NULL = the backend's own */
+  void *stream;                      /* a cudaStream_t to queue work on; NULL = the default stream */
   rlx_cuda_precision matmul;         /* default RLX_CUDA_FP32 */
 } rlx_cuda_options;
 

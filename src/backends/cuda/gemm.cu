@@ -43,6 +43,11 @@ __global__ void matmul_generic(int t, const void *A, const void *B, void *C, int
   }
 }
 
+__global__ void f32_to_bf16(const float *x, __nv_bfloat16 *y, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+
 /* offsets form i * stride (+ first)? */
 static bool affine(const int64_t *off, int64_t n, int64_t *stride) {
   *stride = n > 1 ? off[1] - off[0] : 0;
@@ -83,12 +88,29 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
   float alpha_f = 1, beta_f = 0;
   double alpha_d = 1, beta_d = 0;
   const void *alpha = &alpha_f, *beta = &beta_f;
+  cudaDataType_t ab_type;
+  void *bf = NULL; /* the bf16 policy's rounded copies of A and B */
   switch (t) {
   case RLX_F32:
     dt = CUDA_R_32F;
-    ct = c->precision == RLX_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-         : c->precision == RLX_CUDA_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                         : CUBLAS_COMPUTE_32F_PEDANTIC;
+    ct = c->precision == RLX_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+    if (c->precision == RLX_CUDA_BF16) {
+      /* Round the operands to bf16 explicitly (cuBLAS's FAST_16BF compute type may choose TF32
+       * kernels), then multiply on the tensor cores with fp32 accumulation and fp32 output. */
+      int64_t a_len = 0, b_len = 0;
+      for (int64_t i = 0; i < batches; i++) {
+        if (a_off[i] + M * K > a_len) a_len = a_off[i] + M * K;
+        if (b_off[i] + K * N > b_len) b_len = b_off[i] + K * N;
+      }
+      cudaError_t e = cudaMallocAsync(&bf, (size_t)(a_len + b_len) * 2, c->stream);
+      if (e != cudaSuccess) return rlx_errorf(RLX_ERR_OOM, "cuda: bf16 operand copies: %s", cudaGetErrorString(e));
+      __nv_bfloat16 *ab = (__nv_bfloat16 *)bf, *bb = ab + a_len;
+      f32_to_bf16<<<cu_blocks(a_len, 256), 256, 0, c->stream>>>((const float *)A, ab, a_len);
+      f32_to_bf16<<<cu_blocks(b_len, 256), 256, 0, c->stream>>>((const float *)B, bb, b_len);
+      A = ab;
+      B = bb;
+      ct = CUBLAS_COMPUTE_32F;
+    }
     break;
   case RLX_F64:
     dt = CUDA_R_64F;
@@ -99,23 +121,27 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
   case RLX_F16: dt = CUDA_R_16F; ct = CUBLAS_COMPUTE_32F; break;
   default: dt = CUDA_R_16BF; ct = CUBLAS_COMPUTE_32F; break;
   }
+  ab_type = bf ? CUDA_R_16BF : dt;
+  size_t ab_esz = bf ? 2 : esz;
   int m = (int)M, n = (int)N, k = (int)K;
   int64_t sa, sb;
+  rlx_status st = RLX_OK;
   if (batches == 1 || (affine(a_off, batches, &sa) && affine(b_off, batches, &sb))) {
     if (batches == 1) sa = sb = 0;
-    const char *a = (const char *)A + a_off[0] * esz, *b = (const char *)B + b_off[0] * esz;
-    return blas_status(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, dt, n, sb, a, dt, k,
-                                                  sa, beta, C, dt, n, (long long)M * N, (int)batches, ct,
-                                                  CUBLAS_GEMM_DEFAULT),
-                       "cublasGemmStridedBatchedEx");
+    const char *a = (const char *)A + a_off[0] * ab_esz, *b = (const char *)B + b_off[0] * ab_esz;
+    st = blas_status(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, sb, a,
+                                                ab_type, k, sa, beta, C, dt, n, (long long)M * N, (int)batches, ct,
+                                                CUBLAS_GEMM_DEFAULT),
+                     "cublasGemmStridedBatchedEx");
+  } else {
+    for (int64_t i = 0; i < batches && st == RLX_OK; i++) {
+      const char *a = (const char *)A + a_off[i] * ab_esz, *b = (const char *)B + b_off[i] * ab_esz;
+      char *cc = (char *)C + (size_t)(i * M * N) * esz;
+      st = blas_status(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, a, ab_type, k, beta, cc,
+                                    dt, n, ct, CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmEx");
+    }
   }
-  for (int64_t i = 0; i < batches; i++) {
-    const char *a = (const char *)A + a_off[i] * esz, *b = (const char *)B + b_off[i] * esz;
-    char *cc = (char *)C + (size_t)(i * M * N) * esz;
-    rlx_status st = blas_status(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, dt, n, a, dt, k, beta, cc,
-                                             dt, n, ct, CUBLAS_GEMM_DEFAULT),
-                                "cublasGemmEx");
-    if (st != RLX_OK) return st;
-  }
-  return RLX_OK;
+  if (bf) cudaFreeAsync(bf, c->stream);
+  return st;
 }

@@ -50,15 +50,11 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
   c->precision = precision;
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) snprintf(c->name, sizeof c->name, "%.120s", prop.name);
-  if (stream) {
-    c->stream = (cudaStream_t)stream;
-  } else {
-    if ((e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess) {
-      free(c);
-      return cu_err(e, "cudaStreamCreate");
-    }
-    c->own_stream = 1;
-  }
+  /* Without a stream of the caller's, every executable queues on the device's default stream:
+   * buffers pass between executables (a step's outputs are the next step's inputs) and stay
+   * ordered without extra synchronisation. */
+  c->stream = stream ? (cudaStream_t)stream : (cudaStream_t)0;
+  c->own_stream = 0;
   cublasHandle_t h;
   cublasStatus_t bs = cublasCreate(&h);
   if (bs != CUBLAS_STATUS_SUCCESS) {
