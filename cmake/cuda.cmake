@@ -7,8 +7,10 @@
 # after the rlx_objects target exists.
 include(CheckLanguage)
 check_language(CUDA)
+# Default on when nvcc is found, except in the libFuzzer build (clang + -fsanitize=fuzzer: the
+# fuzz targets exercise the loaders, not a GPU backend).
 set(_rlx_cuda_default OFF)
-if(CMAKE_CUDA_COMPILER)
+if(CMAKE_CUDA_COMPILER AND NOT RLX_FUZZ)
   set(_rlx_cuda_default ON)
 endif()
 option(RLX_CUDA "Build the CUDA backend (needs nvcc and the CUDA toolkit's cuBLAS)" ${_rlx_cuda_default})

@@ -83,7 +83,8 @@ typedef struct rlx_cu_copy {
 rlx_status rlx_cu_strided_copy(rlx_cu_ctx *c, const rlx_cu_copy *p);
 
 /* Gather along an axis: out[o, j, i] = x[o, index[j], i] (outer, axis length len, inner; n_idx
- * indices of idx_dtype, negative ones counted from the end; out of range -> error at sync). */
+ * indices of idx_dtype, integral f32 accepted; a negative, fractional or too large index is an
+ * error reported at sync, as the CPU reference rejects it). */
 rlx_status rlx_cu_gather(rlx_cu_ctx *c, const void *x, int64_t outer, int64_t len, int64_t inner, int esz,
                          const void *index, int idx_dtype, int64_t n_idx, void *out);
 
