@@ -15,6 +15,7 @@ PACKAGES=(
   python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
   python3-onnx                         # one-node ONNX test models (tests/cli/test_onnx_sample_torch.sh)
   python3-venv                         # the venv of PyPI onnx 1.23.2 (below)
+  libkissfft-dev                       # KISS FFT (BSD-3), only for the Fft comparison bench/bench_fft.c
 )
 
 missing=()

@@ -87,4 +87,12 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_CustomFn] = rlx_vjp_CustomFn,
     /* vjp/signal.c */
     [RLX_OP_Fft] = rlx_vjp_Fft,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* vjp/recurrent.c */
+    [RLX_OP_GatedDeltaNet] = rlx_vjp_GatedDeltaNet,
+    /* vjp/signal_ops.c */
+    [RLX_OP_LogMel] = rlx_vjp_LogMel,
+    [RLX_OP_ComplexNormSq] = rlx_vjp_ComplexNormSq,
+    [RLX_OP_Conjugate] = rlx_vjp_Conjugate,
+    /* ---- end of sequence models and signal ops ---- */
 };

@@ -82,4 +82,17 @@ const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherBackward] = rlx_decompose_GatherBackward,
     [RLX_OP_ScanBackward] = rlx_decompose_ScanBackward,
     [RLX_OP_ScanBackwardXs] = rlx_decompose_ScanBackwardXs,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* recurrent.c */
+    [RLX_OP_Lstm] = rlx_decompose_Lstm,
+    [RLX_OP_Gru] = rlx_decompose_Gru,
+    [RLX_OP_Rnn] = rlx_decompose_Rnn,
+    [RLX_OP_SelectiveScan] = rlx_decompose_SelectiveScan,
+    [RLX_OP_Mamba2] = rlx_decompose_Mamba2,
+    [RLX_OP_GatedDeltaNet] = rlx_decompose_GatedDeltaNet,
+    [RLX_OP_GatedDeltaNetBackward] = rlx_decompose_GatedDeltaNetBackward,
+    /* signal.c */
+    [RLX_OP_PartitionedConv] = rlx_decompose_PartitionedConv,
+    [RLX_OP_ComplexNormSqBackward] = rlx_decompose_ComplexNormSqBackward,
+    /* ---- end of sequence models and signal ops ---- */
 };

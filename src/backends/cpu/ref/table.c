@@ -117,4 +117,25 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_MaxPool3dBackward] = rlx_cpu_ref_MaxPool3dBackward,
     [RLX_OP_CumsumBackward] = rlx_cpu_ref_CumsumBackward,
     [RLX_OP_GatherBackward] = rlx_cpu_ref_GatherBackward,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* ref/recurrent.c */
+    [RLX_OP_Lstm] = rlx_cpu_ref_Lstm,
+    [RLX_OP_Gru] = rlx_cpu_ref_Gru,
+    [RLX_OP_Rnn] = rlx_cpu_ref_Rnn,
+    /* ref/ssm.c */
+    [RLX_OP_SelectiveScan] = rlx_cpu_ref_SelectiveScan,
+    [RLX_OP_Mamba2] = rlx_cpu_ref_Mamba2,
+    [RLX_OP_GatedDeltaNet] = rlx_cpu_ref_GatedDeltaNet,
+    [RLX_OP_GatedDeltaNetBackward] = rlx_cpu_ref_GatedDeltaNetBackward,
+    /* ref/signal_ops.c */
+    [RLX_OP_ComplexNormSq] = rlx_cpu_ref_ComplexNormSq,
+    [RLX_OP_ComplexNormSqBackward] = rlx_cpu_ref_ComplexNormSqBackward,
+    [RLX_OP_Conjugate] = rlx_cpu_ref_Conjugate,
+    [RLX_OP_LogMel] = rlx_cpu_ref_LogMel,
+    [RLX_OP_LogMelBackward] = rlx_cpu_ref_LogMelBackward,
+    [RLX_OP_WelchPeaks] = rlx_cpu_ref_WelchPeaks,
+    [RLX_OP_FftButterflyStage] = rlx_cpu_ref_FftButterflyStage,
+    [RLX_OP_FftQ] = rlx_cpu_ref_FftQ,
+    [RLX_OP_PartitionedConv] = rlx_cpu_ref_PartitionedConv,
+    /* ---- end of sequence models and signal ops ---- */
 };
