@@ -40,6 +40,7 @@ import ref_recurrent  # noqa: E402
 import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
 import ref_signal  # noqa: E402
+import ref_quant  # noqa: E402  (quantization family)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
@@ -47,6 +48,7 @@ REF = {}
 for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
             ref_recurrent):
     REF.update(mod.REF)
+REF.update(ref_quant.REF)  # quantization family (FakeQuantize: every scale mode)
 
 # Error budget of an op beyond one rounding, as a multiple of the default tolerance: kernels that
 # accumulate in the operand's precision (BLAS / LAPACK in f32), factorisations (error grows with
@@ -86,6 +88,8 @@ ACCUMULATING = {
     "Conv2dBackwardInput", "Conv2dBackwardWeight", "Conv3dBackwardInput", "Conv3dBackwardWeight",
     "MaxPool2dBackward", "MaxPool3dBackward", "ScanBackward", "ScanBackwardXs",
 }
+ACCUMULATING |= ref_quant.ACCUMULATING  # quantization family
+OP_TOL.update(ref_quant.OP_TOL)
 TINY = {"f64": 2.2250738585072014e-308, "f32": 1.1754944e-38, "f16": 6.1035156e-05, "bf16": 1.1754944e-38,
         "c64": 1.1754944e-38, "c128": 2.2250738585072014e-308}
 

@@ -12,20 +12,15 @@
 
 /* Composite/lowerable kinds whose decomposition is not written yet (specialised families). */
 static const rlx_op missing_decomposition[] = {
-    RLX_OP_ScaledGroupedMatMul, RLX_OP_DequantMatMul, RLX_OP_SynthMatMul, RLX_OP_SynthMatMulBackward,
-    RLX_OP_SynthReconstruct, RLX_OP_SplineActivation, RLX_OP_SplineActivationBackwardX,
-    RLX_OP_SplineActivationBackwardCoeff, RLX_OP_BiMap, RLX_OP_FakeQuantizeBackward,
+    RLX_OP_BiMap,
 };
 
 /* Differentiable kinds (P_DIFF) with neither a VJP rule nor a decomposition that autodiff can
  * differentiate through: quantized, recurrent, signal, SPD/eigen and splatting families. */
 static const rlx_op missing_vjp[] = {
-    RLX_OP_Quantize, RLX_OP_Dequantize, RLX_OP_FakeQuantizeLSQ, RLX_OP_Qr,
-    RLX_OP_DequantGroupedMatMul, RLX_OP_ScaledGroupedMatMul, RLX_OP_DequantMatMul,
-    RLX_OP_SynthMatMul, RLX_OP_SynthReconstruct, RLX_OP_SplineActivation, RLX_OP_QMatMul, RLX_OP_QConv2d,
-    RLX_OP_ScaledMatMul, RLX_OP_ScaledQuantize, RLX_OP_GaussianSplatRender, RLX_OP_Custom,
-    RLX_OP_BiMap, RLX_OP_ReEig, RLX_OP_LogEig, RLX_OP_SpdBatchNorm, RLX_OP_SpdLogMap, RLX_OP_SpdExpMap,
-    RLX_OP_SpdParallelTransport, RLX_OP_SpdMatrixFnBatch, RLX_OP_Eigh, RLX_OP_EighBatch,
+    RLX_OP_Qr, RLX_OP_GaussianSplatRender, RLX_OP_Custom, RLX_OP_BiMap, RLX_OP_ReEig, RLX_OP_LogEig,
+    RLX_OP_SpdBatchNorm, RLX_OP_SpdLogMap, RLX_OP_SpdExpMap, RLX_OP_SpdParallelTransport,
+    RLX_OP_SpdMatrixFnBatch, RLX_OP_Eigh, RLX_OP_EighBatch,
 };
 
 static bool listed(const rlx_op *list, size_t n, rlx_op op) {
