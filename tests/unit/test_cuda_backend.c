@@ -11,7 +11,6 @@
 
 #ifdef RLX_HAVE_CUDA
 #include "backends/cuda/cu.h"
-#endif
 
 static float urand(uint32_t *s) {
   *s = *s * 1664525u + 1013904223u;
@@ -61,7 +60,6 @@ static double run_both_opt(const rlx_graph *g, const rlx_named_tensor *in, uint3
   return worst;
 }
 
-#ifdef RLX_HAVE_CUDA
 /* x [B, D] -> relu(x W1 + b1) W2 -> softmax over the last axis, and LayerNorm / Reduce / Transpose
  * side outputs: one graph touching the main kernels at sizes where cuBLAS and block reductions
  * matter. */
