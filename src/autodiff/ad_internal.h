@@ -138,6 +138,17 @@ RLX_VJP_DECL(SpdLogMap);
 RLX_VJP_DECL(SpdExpMap);
 RLX_VJP_DECL(SpdParallelTransport);
 RLX_VJP_DECL(SpdMatrixFnBatch);
+/* vjp/quant.c (quantization family) */
+RLX_VJP_DECL(Quantize);
+RLX_VJP_DECL(Dequantize);
+RLX_VJP_DECL(ScaledQuantize);
+RLX_VJP_DECL(QMatMul);
+RLX_VJP_DECL(QConv2d);
+RLX_VJP_DECL(ScaledMatMul);
+RLX_VJP_DECL(FakeQuantizeLSQ);
+RLX_VJP_DECL(DequantGroupedMatMul);
+RLX_VJP_DECL(SynthMatMul);
+RLX_VJP_DECL(SplineActivation);
 /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
 /* vjp/recurrent.c */
 RLX_VJP_DECL(GatedDeltaNet);

@@ -43,12 +43,13 @@ import ref_signal  # noqa: E402
 import ref_custom  # noqa: E402  (issue 11: Custom registry)
 import ref_splat  # noqa: E402  (issue 11: Gaussian splatting)
 import ref_spd  # noqa: E402  (issue 11: SPD / eigen)
+import ref_quant  # noqa: E402  (quantization family)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
 FAMILY_MODULES = (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
-                  ref_recurrent, ref_spd, ref_custom, ref_splat)
+                  ref_recurrent, ref_quant, ref_spd, ref_custom, ref_splat)
 for mod in FAMILY_MODULES:
     REF.update(mod.REF)
 

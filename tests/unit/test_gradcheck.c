@@ -1031,6 +1031,99 @@ typedef struct gc_entry {
   int knob_value;
 } gc_entry;
 
+/* ---- quantization family (spline, synth, dequantizing / scaled matmuls) ---- */
+static rlx_status b_spline(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_SplineActivation a = {.num_knots = 6, .grid_min = -1.0f, .grid_max = 1.0f};
+  return rlx_build_SplineActivation(g, p, 2, &a, NULL, y);
+}
+static rlx_status b_spline5(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_SplineActivation a = {.num_knots = 5, .grid_min = -0.5f, .grid_max = 1.5f};
+  return rlx_build_SplineActivation(g, p, 2, &a, NULL, y);
+}
+static rlx_status b_synth(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id codes;
+  TRY(cstv(g, RLX_I32, 2, (rlx_dim[]){3, 4}, (double[]){0, 1, 2, 3, 3, 2, 1, 0, 1, 1, 2, 0}, &codes));
+  rlx_attrs_SynthMatMul a = {.kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 2, .num_entries = 4};
+  rlx_id in[3] = {p[0], codes, p[1]};
+  return rlx_build_SynthMatMul(g, in, 3, &a, NULL, y);
+}
+static rlx_status b_synth_rec(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id codes;
+  TRY(cstv(g, RLX_F32, 2, (rlx_dim[]){2, 3}, (double[]){0, 2, 2, 1, 0, 3}, &codes));
+  rlx_attrs_SynthReconstruct a = {.entry_dim = 3, .num_entries = 4};
+  rlx_id in[2] = {codes, p[0]};
+  return rlx_build_SynthReconstruct(g, in, 2, &a, NULL, y);
+}
+/* Int8Block weights [8, 3] with blocks of 4 along K: x and the scales are differentiable. */
+static rlx_status b_dqmm_int8(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  double q[24], z[6] = {0, 1, -1, 2, 0, 0};
+  for (int i = 0; i < 24; i++) q[i] = (double)((i * 37) % 255 - 127);
+  rlx_id wq, zp;
+  TRY(cstv(g, RLX_I8, 2, (rlx_dim[]){8, 3}, q, &wq));
+  TRY(cstv(g, RLX_F32, 2, (rlx_dim[]){2, 3}, z, &zp));
+  rlx_attrs_DequantMatMul a = {.scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 4, .bits = 4, .group_size = 64};
+  rlx_id in[4] = {p[0], wq, p[1], zp};
+  return rlx_build_DequantMatMul(g, in, 4, &a, NULL, y);
+}
+/* Q8_0 blocks with the f16 scale 0x2E66 (about 0.1) and pseudo-random codes. */
+static rlx_status q8_0_bytes(rlx_graph *g, int blocks, rlx_id *out) {
+  double v[8 * 34];
+  for (int b = 0; b < blocks; b++) {
+    v[b * 34] = 0x66, v[b * 34 + 1] = 0x2E;
+    for (int j = 0; j < 32; j++) v[b * 34 + 2 + j] = (double)((b * 91 + j * 53) % 256);
+  }
+  return cstv(g, RLX_U8, 1, (rlx_dim[]){blocks * 34}, v, out);
+}
+static rlx_status b_dqmm_gguf(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id w;
+  TRY(q8_0_bytes(g, 3, &w));
+  rlx_attrs_DequantMatMul a = {.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 32, .bits = 4, .group_size = 64};
+  rlx_shape decl = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){2, 3});
+  rlx_id in[2] = {p[0], w};
+  return rlx_graph_add(g, RLX_OP_DequantMatMul, in, 2, &a, &decl, NULL, y);
+}
+static rlx_status b_dgmm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id w, idx;
+  TRY(q8_0_bytes(g, 4, &w)); /* 2 experts of [N = 2, K = 32] */
+  TRY(cstv(g, RLX_I64, 1, (rlx_dim[]){3}, (double[]){1, 0, 1}, &idx));
+  rlx_attrs_DequantGroupedMatMul a = {.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 32, .bits = 4, .group_size = 64};
+  rlx_shape decl = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){3, 2});
+  rlx_id in[3] = {p[0], w, idx};
+  return rlx_graph_add(g, RLX_OP_DequantGroupedMatMul, in, 3, &a, &decl, NULL, y);
+}
+/* FP8 codes and scales are data; the f32 bias is differentiable. */
+static rlx_status fp8_codes(rlx_graph *g, uint32_t rank, const rlx_dim *d, int salt, rlx_id *out) {
+  double v[64];
+  size_t n = 1;
+  for (uint32_t i = 0; i < rank; i++) n *= (size_t)d[i];
+  for (size_t i = 0; i < n; i++) v[i] = (double)((i * 29 + (size_t)salt * 7) % 120);
+  return cstv(g, RLX_U8, rank, d, v, out);
+}
+static rlx_status b_smm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id l, r, sl, sr;
+  TRY(fp8_codes(g, 2, (rlx_dim[]){2, 4}, 1, &l));
+  TRY(fp8_codes(g, 2, (rlx_dim[]){3, 4}, 2, &r));
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.01}, &sl));
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.02}, &sr));
+  rlx_attrs_ScaledMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3, .rhs_format = RLX_SCALED_FORMAT_F8E5M2,
+                              .layout = RLX_SCALE_LAYOUT_PER_TENSOR, .block = 32, .has_bias = true};
+  rlx_id in[5] = {l, r, sl, sr, p[0]};
+  return rlx_build_ScaledMatMul(g, in, 5, &a, NULL, y);
+}
+static rlx_status b_sgmm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id xc, wc, sx, sw, idx;
+  TRY(fp8_codes(g, 2, (rlx_dim[]){3, 4}, 3, &xc));
+  TRY(fp8_codes(g, 3, (rlx_dim[]){2, 2, 4}, 4, &wc));
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.05}, &sx));
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.03}, &sw));
+  TRY(cstv(g, RLX_I32, 1, (rlx_dim[]){3}, (double[]){0, 1, 1}, &idx));
+  rlx_attrs_ScaledGroupedMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3, .rhs_format = RLX_SCALED_FORMAT_F8E4M3,
+                                     .layout = RLX_SCALE_LAYOUT_PER_TENSOR, .block = 32, .has_bias = true};
+  rlx_id in[6] = {xc, wc, sx, sw, idx, p[0]};
+  return rlx_build_ScaledGroupedMatMul(g, in, 6, &a, NULL, y);
+}
+/* ---- end of the quantization family builders ---- */
+
 #define CASE(NAME, OP, B, ...) {{NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, NULL, 0}
 #define CASEK(NAME, OP, B, K, V, ...) {{NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, &K, V}
 
@@ -1322,6 +1415,17 @@ static const gc_entry cases[] = {
        P1("col", 0, 1, 1, 9), P1("sh", -0.3, 0.3, 1, 36)},
       1e-2, 1e-2, 0, true},
      &g_splat_sh, 4},
+    /* quantization family: real derivatives (the STE rules are listed in no_case) */
+    CASE("SplineActivation per channel", SplineActivation, b_spline, P1("x", -1.4, 1.4, 2, 3, 4), P1("coeffs", -1, 1, 2, 4, 6)),
+    CASE("SplineActivation shared", SplineActivation, b_spline5, P1("x", -0.8, 1.8, 2, 2, 3), P1("coeffs", -1, 1, 1, 5)),
+    CASE("SynthReconstruct", SynthReconstruct, b_synth_rec, P1("codebook", -1, 1, 2, 4, 3)),
+    F32CASE("SynthMatMul", SynthMatMul, b_synth, NULL, 0, P1("x", -1, 1, 2, 2, 6), P1("codebook", -1, 1, 2, 4, 2)),
+    F32CASE("DequantMatMul Int8BlockAsym", DequantMatMul, b_dqmm_int8, NULL, 0, P1("x", -1, 1, 2, 2, 8),
+            P1("scale", 0.05, 0.2, 2, 2, 3)),
+    F32CASE("DequantMatMul GgufQ8_0", DequantMatMul, b_dqmm_gguf, NULL, 0, P1("x", -1, 1, 2, 2, 32)),
+    F32CASE("DequantGroupedMatMul GgufQ8_0", DequantGroupedMatMul, b_dgmm, NULL, 0, P1("x", -1, 1, 2, 3, 32)),
+    F32CASE("ScaledMatMul bias", ScaledMatMul, b_smm, NULL, 0, P1("bias", -1, 1, 1, 3)),
+    F32CASE("ScaledGroupedMatMul bias", ScaledGroupedMatMul, b_sgmm, NULL, 0, P1("bias", -1, 1, 2, 2, 2)),
 #undef F32CASE
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
@@ -1481,6 +1585,13 @@ static const struct {
     {RLX_OP_StopGradient, "its gradient is zero by definition (test_autodiff checks it)"},
     {RLX_OP_FakeQuantize, "straight-through estimators are not derivatives (test_autodiff checks the formulas)"},
     {RLX_OP_Qr, "no VJP rule"},
+    /* quantization family */
+    {RLX_OP_Quantize, "straight-through estimator (dx = dy), not a derivative; i8 output"},
+    {RLX_OP_ScaledQuantize, "straight-through estimator (dx = dy), not a derivative; u8 codes"},
+    {RLX_OP_FakeQuantizeLSQ, "straight-through estimators (LSQ), not derivatives; the backward kernels are conformance cases"},
+    {RLX_OP_Dequantize, "its only operand is i8 codes, which get no gradient"},
+    {RLX_OP_QMatMul, "integer operands only (i8 / i32), which get no gradient"},
+    {RLX_OP_QConv2d, "integer operands only (i8 / i32), which get no gradient"},
     {RLX_OP_ComplexNormSq, "complex operand: autodiff does not propagate complex cotangents yet (the backward op its "
                            "rule emits is FD-checked in tests/unit/test_signal_grad.c)"},
     {RLX_OP_Conjugate, "complex operand: autodiff does not propagate complex cotangents yet (see test_signal_grad.c)"},

@@ -98,6 +98,16 @@ RLX_DECOMPOSE_DECL(ScanBackward);
 RLX_DECOMPOSE_DECL(ScanBackwardXs);
 /* spd.c (issue 11: SPD / eigen) */
 RLX_DECOMPOSE_DECL(BiMap);
+/* quant.c (quantization family) */
+RLX_DECOMPOSE_DECL(FakeQuantizeBackward);
+RLX_DECOMPOSE_DECL(DequantMatMul);
+RLX_DECOMPOSE_DECL(ScaledGroupedMatMul);
+RLX_DECOMPOSE_DECL(SynthReconstruct);
+RLX_DECOMPOSE_DECL(SynthMatMul);
+RLX_DECOMPOSE_DECL(SynthMatMulBackward);
+RLX_DECOMPOSE_DECL(SplineActivation);
+RLX_DECOMPOSE_DECL(SplineActivationBackwardX);
+RLX_DECOMPOSE_DECL(SplineActivationBackwardCoeff);
 
 /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
 /* recurrent.c */

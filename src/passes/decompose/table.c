@@ -84,6 +84,16 @@ const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT] = {
     [RLX_OP_ScanBackwardXs] = rlx_decompose_ScanBackwardXs,
     /* ---- spd.c (issue 11: SPD / eigen) ---- */
     [RLX_OP_BiMap] = rlx_decompose_BiMap,
+    /* quant.c (quantization family) */
+    [RLX_OP_FakeQuantizeBackward] = rlx_decompose_FakeQuantizeBackward,
+    [RLX_OP_DequantMatMul] = rlx_decompose_DequantMatMul,
+    [RLX_OP_ScaledGroupedMatMul] = rlx_decompose_ScaledGroupedMatMul,
+    [RLX_OP_SynthReconstruct] = rlx_decompose_SynthReconstruct,
+    [RLX_OP_SynthMatMul] = rlx_decompose_SynthMatMul,
+    [RLX_OP_SynthMatMulBackward] = rlx_decompose_SynthMatMulBackward,
+    [RLX_OP_SplineActivation] = rlx_decompose_SplineActivation,
+    [RLX_OP_SplineActivationBackwardX] = rlx_decompose_SplineActivationBackwardX,
+    [RLX_OP_SplineActivationBackwardCoeff] = rlx_decompose_SplineActivationBackwardCoeff,
     /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
     /* recurrent.c */
     [RLX_OP_Lstm] = rlx_decompose_Lstm,
