@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Native MLX lowering of the network layers: LayerNorm / RmsNorm (mx::fast), Attention through
+ * mx::fast::scaled_dot_product_attention with the CPU's masks built as MLX arrays, convolutions
+ * through conv_general with NCHW <-> NHWC transposes, and 2-D pooling from padded strided
+ * windows. */
+#include <math.h>
+
+#include "backends/mlx/mlx_internal.h"
+
+static void dims_of(const rlx_shape *s, int64_t *d) {
+  for (uint32_t i = 0; i < s->rank; i++) d[i] = s->dims[i];
+}
+
+/* ---- norms ---- */
+
+/* gamma / beta as 1-D [C] (the CPU accepts any shape holding C elements). */
+static rlxm_arr *vec(mlx_lower_ctx *c, rlxm_arr *v) {
+  if (rlxm_rank(v) == 1) return v;
+  size_t n = 1;
+  for (uint32_t i = 0; i < rlxm_rank(v); i++) n *= (size_t)rlxm_dim(v, i);
+  int64_t d = (int64_t)n;
+  return rlxm_reshape(c->s, v, 1, &d);
+}
+
+/* Two-pass statistics (mean, then the mean of squared deviations) in f32 at least, like the
+ * CPU's: MLX's fused layer_norm loses digits on rows with a large common offset. */
+static rlx_status lower_LayerNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  if (!mlx_is_float(t)) return mlx_decline(c, "non-float LayerNorm");
+  int wt = RLX_F64; /* the CPU normalizes in double: rows with a large offset need it */
+  int64_t last = (int64_t)rlxm_rank(in[0]) - 1;
+  rlxm_arr *x = rlxm_astype(s, in[0], wt);
+  rlxm_arr *d = rlxm_binary(s, RLXM_SUB, x, rlxm_reduce(s, RLXM_R_MEAN, x, 1, &last, true));
+  rlxm_arr *var = rlxm_reduce(s, RLXM_R_MEAN, rlxm_binary(s, RLXM_MUL, d, d), 1, &last, true);
+  rlxm_arr *y = rlxm_binary(s, RLXM_MUL, d, rlxm_unary(s, RLXM_RSQRT, rlxm_binary(s, RLXM_ADD, var, rlxm_scalar(s, n->attrs.LayerNorm.eps, wt))));
+  y = rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, y, rlxm_astype(s, vec(c, in[1]), wt)), rlxm_astype(s, vec(c, in[2]), wt));
+  return mlx_check(c, rlxm_astype(s, y, t), out);
+}
+
+static rlx_status lower_RmsNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  if (!mlx_is_float((rlx_dtype)n->shape.dtype)) return mlx_decline(c, "non-float RmsNorm");
+  rlxm_arr *r = rlxm_binary(c->s, RLXM_ADD, rlxm_rms_norm(c->s, in[0], vec(c, in[1]), n->attrs.RmsNorm.eps), vec(c, in[2]));
+  int64_t d[RLX_MAX_RANK];
+  dims_of(&n->shape, d);
+  return mlx_check(c, rlxm_reshape(c->s, r, n->shape.rank, d), out);
+}
+
+/* ---- attention ---- */
+
+/* Brings an operand into [B, H, S, D]; *bshd says whether the layout was [B, S, H, D] (rank 4) or
+ * folded heads (rank 2/3), which the output must return to. */
+static rlxm_arr *to_bhsd(mlx_lower_ctx *c, rlxm_arr *x, int64_t q_heads, int64_t head_dim, bool q_is_bhsd) {
+  uint32_t r = rlxm_rank(x);
+  if (r == 4) {
+    if (q_is_bhsd) return x;
+    static const int64_t p[4] = {0, 2, 1, 3};
+    return rlxm_transpose(c->s, x, 4, p);
+  }
+  (void)q_heads;
+  int64_t B = r == 3 ? rlxm_dim(x, 0) : 1, S = rlxm_dim(x, r - 2), HD = rlxm_dim(x, r - 1);
+  int64_t d4[4] = {B, S, HD / head_dim, head_dim};
+  static const int64_t p[4] = {0, 2, 1, 3};
+  return rlxm_transpose(c->s, rlxm_reshape(c->s, x, 4, d4), 4, p);
+}
+
+static rlx_status lower_Attention(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  if (!mlx_is_float(t)) return mlx_decline(c, "non-float Attention");
+  if (a->attn_logit_softcap.has) return mlx_decline(c, "logit soft-capping is not in MLX's fused attention");
+  uint32_t r = rlxm_rank(in[0]);
+  int64_t H = a->num_heads, D = a->head_dim, Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
+  if (r < 2 || r > 4 || D <= 0 || Dv <= 0 || H <= 0) return mlx_decline(c, "layout: the CPU kernel checks it");
+  bool q_bhsd = r == 4 && rlxm_dim(in[0], 1) == H;
+  rlxm_arr *q = to_bhsd(c, in[0], H, D, q_bhsd), *k = to_bhsd(c, in[1], H, D, q_bhsd), *v = to_bhsd(c, in[2], H, Dv, q_bhsd);
+  if (!q || !k || !v) return mlx_check(c, NULL, out);
+  int64_t B = rlxm_dim(q, 0), Sq = rlxm_dim(q, 2), Sk = rlxm_dim(k, 2);
+  if (rlxm_dim(q, 1) != H || rlxm_dim(q, 3) != D || H % rlxm_dim(k, 1) != 0)
+    return mlx_decline(c, "head geometry: the CPU kernel checks it");
+  float scale = a->score_scale.has ? a->score_scale.v : (float)(1.0 / sqrt((double)D));
+  rlxm_arr *mask = NULL, *keep = NULL; /* keep: boolean visibility, broadcast to [B, H, Sq, Sk] */
+  switch (a->mask_kind) {
+  case RLX_MASK_NONE: break;
+  case RLX_MASK_CAUSAL:
+  case RLX_MASK_SLIDING_WINDOW: {
+    /* key ki visible iff ki <= p (and ki >= p - window), p = Sk - Sq + qi */
+    rlxm_arr *qi = rlxm_reshape(s, rlxm_arange(s, (double)(Sk - Sq), (double)Sk, 1, RLX_I32), 2, (int64_t[]){Sq, 1});
+    rlxm_arr *ki = rlxm_reshape(s, rlxm_arange(s, 0, (double)Sk, 1, RLX_I32), 2, (int64_t[]){1, Sk});
+    keep = rlxm_binary(s, RLXM_LE, ki, qi);
+    if (a->mask_kind == RLX_MASK_SLIDING_WINDOW)
+      keep = rlxm_binary(s, RLXM_AND, keep,
+                         rlxm_binary(s, RLXM_GE, ki, rlxm_binary(s, RLXM_SUB, qi, rlxm_scalar(s, (double)a->window, RLX_I32))));
+    mask = keep;
+    break;
+  }
+  case RLX_MASK_CUSTOM: {
+    rlxm_arr *m = in[3];
+    uint32_t mr = rlxm_rank(m);
+    if (mr == 2) m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, 1, Sk});
+    else if (mr == 3) m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, Sq, Sk});
+    else return mlx_decline(c, "mask shape: the CPU kernel checks it");
+    int mt = rlxm_dtype(m);
+    keep = mt == RLX_BOOL ? m : rlxm_binary(s, RLXM_GE, rlxm_astype(s, m, RLX_F32), rlxm_scalar(s, 0.5, RLX_F32));
+    mask = keep;
+    break;
+  }
+  case RLX_MASK_BIAS: mask = rlxm_astype(s, in[3], t); break;
+  default: return mlx_decline(c, "unknown mask kind");
+  }
+  rlxm_arr *o = rlxm_sdpa(s, q, k, v, scale, false, mask);
+  if (keep) {
+    /* a row whose keys are all masked outputs zeros, as on the CPU */
+    int64_t last = 3;
+    rlxm_arr *full = rlxm_broadcast(s, keep, 4, (int64_t[]){B, 1, Sq, Sk});
+    rlxm_arr *any = rlxm_reduce(s, RLXM_R_ANY, full, 1, &last, true);
+    o = rlxm_where(s, any, o, rlxm_scalar(s, 0, t));
+  }
+  /* back to the query's layout */
+  static const int64_t p[4] = {0, 2, 1, 3};
+  if (!q_bhsd) o = rlxm_transpose(s, o, 4, p);
+  int64_t d[RLX_MAX_RANK];
+  dims_of(&n->shape, d);
+  return mlx_check(c, rlxm_reshape(s, o, n->shape.rank, d), out);
+}
+
+/* ---- convolution ---- */
+
+static bool geom(const rlx_ilist *l, uint32_t nd, int64_t dflt, int64_t *lo, int64_t *hi) {
+  for (uint32_t i = 0; i < nd; i++) lo[i] = hi[i] = dflt;
+  if (l->n == 0) return true;
+  if (l->n == nd) {
+    for (uint32_t i = 0; i < nd; i++) lo[i] = hi[i] = l->v[i];
+    return true;
+  }
+  if (hi && l->n == 2 * nd) {
+    for (uint32_t i = 0; i < nd; i++) lo[i] = l->v[i], hi[i] = l->v[nd + i];
+    return true;
+  }
+  return false;
+}
+
+/* NCHW (rank nd + 2) -> channels last, and back. */
+static rlxm_arr *to_last(mlx_lower_ctx *c, rlxm_arr *x, uint32_t nd) {
+  int64_t p[RLX_MAX_RANK];
+  p[0] = 0;
+  for (uint32_t i = 0; i < nd; i++) p[1 + i] = 2 + i;
+  p[nd + 1] = 1;
+  return rlxm_transpose(c->s, x, nd + 2, p);
+}
+static rlxm_arr *to_first(mlx_lower_ctx *c, rlxm_arr *x, uint32_t nd) {
+  int64_t p[RLX_MAX_RANK];
+  p[0] = 0;
+  p[1] = nd + 1;
+  for (uint32_t i = 0; i < nd; i++) p[2 + i] = 1 + i;
+  return rlxm_transpose(c->s, x, nd + 2, p);
+}
+
+static rlx_status conv_nd(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, rlxm_arr *w, const rlx_ilist *stride,
+                          const rlx_ilist *padding, const rlx_ilist *dilation, int64_t groups, rlxm_arr **out) {
+  uint32_t r = rlxm_rank(x);
+  if (!mlx_is_float((rlx_dtype)n->shape.dtype)) return mlx_decline(c, "integer convolution");
+  if (r < 3 || r > 5 || rlxm_rank(w) != r) return mlx_decline(c, "convolution rank: the CPU kernel checks it");
+  uint32_t nd = r - 2;
+  if (nd == 3 && groups != 1) return mlx_decline(c, "MLX convolves grouped inputs in 1-D and 2-D only");
+  int64_t st[3], st2[3], pl[3], ph[3], dl[3], dl2[3], one[3] = {1, 1, 1};
+  if (!geom(stride, nd, 1, st, st2) || !geom(padding, nd, 0, pl, ph) || !geom(dilation, nd, 1, dl, dl2))
+    return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
+  rlxm_arr *y = rlxm_conv(c->s, to_last(c, x, nd), to_last(c, w, nd), nd, st, pl, ph, dl, one, groups, false);
+  return mlx_check(c, to_first(c, y, nd), out);
+}
+
+static rlx_status lower_Conv(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Conv *a = &n->attrs.Conv;
+  return conv_nd(c, n, in[0], in[1], &a->stride, &a->padding, &a->dilation, a->groups, out);
+}
+static rlx_status lower_Conv3d(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Conv3d *a = &n->attrs.Conv3d;
+  return conv_nd(c, n, in[0], in[1], &a->stride, &a->padding, &a->dilation, a->groups, out);
+}
+
+/* ---- pooling (2-D, NCHW) ---- */
+
+static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Pool *a = &n->attrs.Pool;
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  if (!mlx_is_float(t) || rlxm_rank(in[0]) != 4) return mlx_decline(c, "Pool of this rank / dtype runs on the CPU kernel");
+  if (a->kind != RLX_REDUCE_MAX && a->kind != RLX_REDUCE_MEAN) return mlx_decline(c, "pool kind");
+  int64_t k[2], k2[2], st[2], st2[2], pl[2], ph[2];
+  if (a->kernel_size.n != 2 || !geom(&a->kernel_size, 2, 1, k, k2) || !geom(&a->stride, 2, 0, st, st2) ||
+      !geom(&a->padding, 2, 0, pl, ph))
+    return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
+  for (int i = 0; i < 2; i++)
+    if (st[i] == 0) st[i] = k[i];
+  int64_t N = rlxm_dim(in[0], 0), C = rlxm_dim(in[0], 1), H = rlxm_dim(in[0], 2), W = rlxm_dim(in[0], 3);
+  int64_t OH = n->shape.dims[2], OW = n->shape.dims[3];
+  bool mx = a->kind == RLX_REDUCE_MAX;
+  /* pad so every window is in range: max pads with -inf (padding is ignored), mean with 0 */
+  int64_t need_h = (OH - 1) * st[0] + k[0], need_w = (OW - 1) * st[1] + k[1];
+  int64_t hi_h = need_h - H - pl[0], hi_w = need_w - W - pl[1];
+  if (hi_h < 0) hi_h = 0;
+  if (hi_w < 0) hi_w = 0;
+  rlxm_arr *x = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, mx ? -INFINITY : 0.0);
+  rlxm_arr *acc = NULL;
+  (void)N, (void)C;
+  for (int64_t i = 0; i < k[0]; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, i + (OH - 1) * st[0] + 1, j + (OW - 1) * st[1] + 1},
+              step[4] = {1, 1, st[0], st[1]};
+      rlxm_arr *win = rlxm_slice(s, x, start, stop, step);
+      if (!acc) acc = win;
+      else if (mx) {
+        /* NaN propagates, as on the CPU */
+        rlxm_arr *m = rlxm_binary(s, RLXM_MAX, acc, win);
+        acc = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, win), win, m);
+      } else acc = rlxm_binary(s, RLXM_ADD, acc, win);
+    }
+  if (!mx) acc = rlxm_binary(s, RLXM_DIV, acc, rlxm_scalar(s, (double)(k[0] * k[1]), t));
+  return mlx_check(c, acc, out);
+}
+
+/* ---- rotary embeddings are host-evaluated for now (declined); see the report ---- */
+
+const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
+    [RLX_OP_LayerNorm] = lower_LayerNorm, [RLX_OP_RmsNorm] = lower_RmsNorm, [RLX_OP_Attention] = lower_Attention,
+    [RLX_OP_Conv] = lower_Conv,           [RLX_OP_Conv3d] = lower_Conv3d,   [RLX_OP_Pool] = lower_Pool,
+};
