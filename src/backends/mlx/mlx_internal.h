@@ -38,6 +38,7 @@ extern const mlx_lower_fn mlx_lower_elementwise[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_linalg[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_shape[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT];
+extern const mlx_lower_fn mlx_lower_backward[RLX_OP_COUNT];
 /* Kinds the document wants host-evaluated on the CPU reference kernel (never lowered natively). */
 bool mlx_host_kind(rlx_op op);
 
@@ -84,6 +85,8 @@ void mlx_prog_info_get(const mlx_prog *p, mlx_prog_info *out);
 /* Whether node id is host-evaluated. */
 bool mlx_prog_node_is_host(const mlx_prog *p, rlx_id id);
 bool mlx_prog_node_is_composed(const mlx_prog *p, rlx_id id);
+/* "native", "composed" (its decomposition, lowered natively), "composed+host" or "host". */
+const char *mlx_prog_node_path(const mlx_prog *p, rlx_id id);
 /* Param node `node` now has value a (the handle is copied; no data copy). */
 rlx_status mlx_prog_bind_param(mlx_prog *p, rlx_id node, rlxm_arr *a);
 /* Params by name (bodies read their enclosing graph's params by name). */

@@ -123,6 +123,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_linalg[op]) return mlx_lower_linalg[op];
   if (mlx_lower_shape[op]) return mlx_lower_shape[op];
   if (mlx_lower_nn[op]) return mlx_lower_nn[op];
+  if (mlx_lower_backward[op]) return mlx_lower_backward[op];
   return NULL;
 }
 
@@ -494,6 +495,28 @@ static void choose_cache_dir(const rlx_mlx_options *opt) {
 
 /* ---- programs ---- */
 
+const char *mlx_prog_node_path(const mlx_prog *p, rlx_id id) {
+  if (id >= p->n_nodes) return "?";
+  switch (p->host[id]) {
+  case MLX_PATH_HOST: return "host";
+  case MLX_PATH_COMPOSED: return p->sub[id]->host_nodes ? "composed+host" : "composed";
+  default: return "native";
+  }
+}
+
+/* RLX_MLX_TRACE=FILE appends "<op>\t<path>" per compiled node (docs/mlx-backend.md's table). */
+static void trace_paths(const mlx_prog *p) {
+  const char *f = getenv("RLX_MLX_TRACE");
+  if (!f || !f[0]) return;
+  FILE *o = fopen(f, "a");
+  if (!o) return;
+  for (rlx_id id = 0; id < p->n_nodes; id++) {
+    const rlx_node *n = rlx_graph_node(p->g, id);
+    if (!rlx_op_has(n->op, RLX_PROP_LEAF)) fprintf(o, "%s\t%s\n", rlx_op_name(n->op), mlx_prog_node_path(p, id));
+  }
+  fclose(o);
+}
+
 void rlx_mlx_options_init(rlx_mlx_options *o) {
   *o = (rlx_mlx_options){.backend = "mlx", .mode = RLX_MLX_LAZY, .compile_cache_dir = NULL};
 }
@@ -624,6 +647,7 @@ static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, ui
     *out = p;
     return RLX_OK;
   }
+  trace_paths(p);
   if (p->mode == RLX_MLX_COMPILED) {
     if (p->host_nodes) {
       rlx_id first = 0;
