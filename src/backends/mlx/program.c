@@ -124,6 +124,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_shape[op]) return mlx_lower_shape[op];
   if (mlx_lower_nn[op]) return mlx_lower_nn[op];
   if (mlx_lower_backward[op]) return mlx_lower_backward[op];
+  if (mlx_lower_random[op]) return mlx_lower_random[op];
   return NULL;
 }
 
@@ -294,7 +295,7 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_Fma] = true,     [RLX_OP_MatMul] = true,    [RLX_OP_DotGeneral] = true, [RLX_OP_Reduce] = true,
     [RLX_OP_Cumsum] = true,  [RLX_OP_CumsumBackward] = true, [RLX_OP_CumProd] = true, [RLX_OP_CumMax] = true,
     [RLX_OP_ArgMax] = true,  [RLX_OP_ArgMin] = true,    [RLX_OP_TopK] = true, [RLX_OP_Activation] = true,
-    [RLX_OP_ElementwiseRegion] = true,
+    [RLX_OP_ElementwiseRegion] = true, [RLX_OP_RngUniform] = true, [RLX_OP_RngNormal] = true,
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;

@@ -71,6 +71,7 @@ bool map_dtype(int t, mx::Dtype *out) {
     case RLX_U32: *out = mx::uint32; return true;
     case RLX_BOOL: *out = mx::bool_; return true;
     case RLX_C64: *out = mx::complex64; return true;
+    case RLXM_U64: *out = mx::uint64; return true;
     default: return false;
   }
 }
@@ -94,6 +95,7 @@ int rlx_of(mx::Dtype d) {
   if (d == mx::uint32) return RLX_U32;
   if (d == mx::bool_) return RLX_BOOL;
   if (d == mx::complex64) return RLX_C64;
+  if (d == mx::uint64) return RLXM_U64;
   return -1;
 }
 
@@ -210,7 +212,7 @@ rlxm_arr *rlxm_ref(rlxm_scope *s, rlxm_arr *a) {
 
 bool rlxm_dtype_ok(int t) {
   mx::Dtype d = mx::float32;
-  return map_dtype(t, &d);
+  return t != RLXM_U64 && map_dtype(t, &d);
 }
 
 rlxm_arr *rlxm_from_host(rlxm_scope *s, const void *data, int dtype, uint32_t rank, const int64_t *dims) {
@@ -225,10 +227,11 @@ rlxm_arr *rlxm_from_host(rlxm_scope *s, const void *data, int dtype, uint32_t ra
   });
 }
 rlxm_arr *rlxm_full(rlxm_scope *s, double value, int dtype, uint32_t rank, const int64_t *dims) {
-  return guard(s, [&] { return mx::full(shape_of(rank, dims), mx::array(value), dt(dtype)); });
+  /* mx::array(double) would be float32: build the fill value in the target dtype directly */
+  return guard(s, [&] { return mx::full(shape_of(rank, dims), mx::array(value, dt(dtype)), dt(dtype)); });
 }
 rlxm_arr *rlxm_scalar(rlxm_scope *s, double value, int dtype) {
-  return guard(s, [&] { return mx::astype(mx::array(value), dt(dtype)); });
+  return guard(s, [&] { return mx::array(value, dt(dtype)); });
 }
 rlxm_arr *rlxm_arange(rlxm_scope *s, double start, double stop, double step, int dtype) {
   return guard(s, [&] { return mx::arange(start, stop, step, dt(dtype)); });
@@ -379,7 +382,7 @@ rlxm_arr *rlxm_pad(rlxm_scope *s, rlxm_arr *a, const int64_t *lo, const int64_t 
   return guard(s, [&] {
     std::vector<std::pair<int, int>> w;
     for (size_t i = 0; i < a->a.ndim(); i++) w.emplace_back(static_cast<int>(lo[i]), static_cast<int>(hi[i]));
-    return mx::pad(a->a, w, mx::astype(mx::array(value), a->a.dtype()));
+    return mx::pad(a->a, w, mx::array(value, a->a.dtype()));
   });
 }
 rlxm_arr *rlxm_contiguous(rlxm_scope *s, rlxm_arr *a) {

@@ -21,6 +21,9 @@ extern "C" {
 typedef struct rlxm_arr rlxm_arr;
 typedef struct rlxm_scope rlxm_scope;
 
+/* MLX's uint64, which rlx has no dtype for (the RNG's Philox products); only inside lowerings. */
+#define RLXM_U64 100
+
 const char *rlxm_error(void);
 void rlxm_set_error(const char *msg);
 const char *rlxm_version(void); /* "0.32.4" */
