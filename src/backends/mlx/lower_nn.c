@@ -221,9 +221,63 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   return mlx_check(c, acc, out);
 }
 
-/* ---- rotary embeddings are host-evaluated for now (declined); see the report ---- */
+/* ---- rotary embeddings ----
+ * x viewed as [B', S, heads, head_dim]; pairs (NeoX: i, i + n_rot/2; GptJ: 2i, 2i + 1), i < n_rot/2,
+ * rotate by the table row's (cos[i], sin[i]); lanes >= n_rot pass through. The table row is the
+ * position s, or the flattened token when the table has exactly B'*S rows (and that is not S). */
+static rlx_status lower_Rope(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Rope *a = &n->attrs.Rope;
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  uint32_t r = rlxm_rank(in[0]);
+  int64_t hd = a->head_dim, nr = a->n_rot, half = nr / 2;
+  if (!mlx_is_float(t) || r < 2 || hd < 2 || hd % 2 || nr < 2 || nr % 2 || nr > hd || rlxm_dtype(in[1]) != (int)t ||
+      rlxm_dtype(in[2]) != (int)t || (a->style != RLX_ROPE_STYLE_NEOX && a->style != RLX_ROPE_STYLE_GPTJ))
+    return mlx_decline(c, "attributes / operands: the CPU kernel checks them");
+  int64_t hidden = rlxm_dim(in[0], r - 1), S = rlxm_dim(in[0], r - 2), numel = 1;
+  for (uint32_t i = 0; i < r; i++) numel *= rlxm_dim(in[0], i);
+  if (hidden % hd || S == 0 || hidden == 0) return mlx_decline(c, "layout: the CPU kernel checks it");
+  int64_t B = numel / (S * hidden), H = hidden / hd;
+  uint32_t cr = rlxm_rank(in[1]);
+  int64_t tab = 1;
+  for (uint32_t i = 0; i < cr; i++) tab *= rlxm_dim(in[1], i);
+  int64_t width = cr >= 2 ? rlxm_dim(in[1], cr - 1) : half;
+  if (cr == 0 || width < half || tab % width) return mlx_decline(c, "table shape: the CPU kernel checks it");
+  int64_t rows = tab / width;
+  bool per_token = rows == B * S && rows != S;
+  if (!per_token && rows < S) return mlx_decline(c, "table rows: the CPU kernel checks it");
+  rlxm_arr *tabs[2];
+  for (int k = 0; k < 2; k++) {
+    rlxm_arr *tb = rlxm_narrow(s, rlxm_reshape(s, in[1 + k], 2, (int64_t[]){rows, width}), 1, 0, half, 1);
+    if (per_token) tabs[k] = rlxm_reshape(s, tb, 4, (int64_t[]){B, S, 1, half});
+    else tabs[k] = rlxm_reshape(s, rlxm_narrow(s, tb, 0, 0, S, 1), 4, (int64_t[]){1, S, 1, half});
+  }
+  rlxm_arr *x = rlxm_reshape(s, in[0], 4, (int64_t[]){B, S, H, hd});
+  bool neox = a->style == RLX_ROPE_STYLE_NEOX;
+  rlxm_arr *x1 = neox ? rlxm_narrow(s, x, 3, 0, half, 1) : rlxm_narrow(s, x, 3, 0, half, 2);
+  rlxm_arr *x2 = neox ? rlxm_narrow(s, x, 3, half, half, 1) : rlxm_narrow(s, x, 3, 1, half, 2);
+  rlxm_arr *y1 = rlxm_binary(s, RLXM_SUB, rlxm_binary(s, RLXM_MUL, x1, tabs[0]), rlxm_binary(s, RLXM_MUL, x2, tabs[1]));
+  rlxm_arr *y2 = rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, x2, tabs[0]), rlxm_binary(s, RLXM_MUL, x1, tabs[1]));
+  rlxm_arr *rot;
+  if (neox) {
+    rlxm_arr *p[2] = {y1, y2};
+    rot = rlxm_concat(s, p, 2, 3);
+  } else {
+    int64_t d5[5] = {B, S, H, half, 1};
+    rlxm_arr *p[2] = {rlxm_reshape(s, y1, 5, d5), rlxm_reshape(s, y2, 5, d5)};
+    rot = rlxm_reshape(s, rlxm_concat(s, p, 2, 4), 4, (int64_t[]){B, S, H, nr});
+  }
+  if (nr < hd) {
+    rlxm_arr *p[2] = {rot, rlxm_narrow(s, x, 3, nr, hd - nr, 1)};
+    rot = rlxm_concat(s, p, 2, 3);
+  }
+  int64_t d[RLX_MAX_RANK];
+  dims_of(&n->shape, d);
+  return mlx_check(c, rlxm_reshape(s, rot, n->shape.rank, d), out);
+}
 
 const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
     [RLX_OP_LayerNorm] = lower_LayerNorm, [RLX_OP_RmsNorm] = lower_RmsNorm, [RLX_OP_Attention] = lower_Attention,
     [RLX_OP_Conv] = lower_Conv,           [RLX_OP_Conv3d] = lower_Conv3d,   [RLX_OP_Pool] = lower_Pool,
+    [RLX_OP_Rope] = lower_Rope,
 };

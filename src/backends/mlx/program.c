@@ -125,6 +125,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_nn[op]) return mlx_lower_nn[op];
   if (mlx_lower_backward[op]) return mlx_lower_backward[op];
   if (mlx_lower_random[op]) return mlx_lower_random[op];
+  if (mlx_lower_signal[op]) return mlx_lower_signal[op];
   return NULL;
 }
 
