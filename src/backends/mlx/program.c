@@ -126,6 +126,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_backward[op]) return mlx_lower_backward[op];
   if (mlx_lower_random[op]) return mlx_lower_random[op];
   if (mlx_lower_signal[op]) return mlx_lower_signal[op];
+  if (mlx_lower_scatter[op]) return mlx_lower_scatter[op];
   return NULL;
 }
 
@@ -297,6 +298,7 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_Cumsum] = true,  [RLX_OP_CumsumBackward] = true, [RLX_OP_CumProd] = true, [RLX_OP_CumMax] = true,
     [RLX_OP_ArgMax] = true,  [RLX_OP_ArgMin] = true,    [RLX_OP_TopK] = true, [RLX_OP_Activation] = true,
     [RLX_OP_ElementwiseRegion] = true, [RLX_OP_RngUniform] = true, [RLX_OP_RngNormal] = true,
+    [RLX_OP_GatherElements] = true, [RLX_OP_GatherNd] = true,
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;
