@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rlx/cpu.h"
 #include "rlx/datasets.h"
 #include "rlx/optim.h"
 #include "rlx/rlx.h"
@@ -321,7 +322,10 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   }
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = (int)o.threads;
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
+  cpu.threads = (int)o.threads;
+  co.backend_options = &cpu;
   double tc = now_seconds();
   if (train_build_graph(&s.model, o.batch, true, &s.fwd) != RLX_OK) return fail_rlx(self, &s, NULL);
   if (rlx_grad_with_loss(s.fwd, names, s.model.n_params, NULL, &s.grad) != RLX_OK)
