@@ -2,7 +2,8 @@
 # The MLX backend (src/backends/mlx/): built whenever the mlx-cpu wheel's C++ SDK is found.
 # scripts/setup.sh installs mlx-cpu==0.32.4 with `pip install --no-deps --target .deps/mlx-cpu`;
 # point RLX_MLX_ROOT (or MLX_DIR) elsewhere to use another copy. Defines RLX_HAVE_MLX=1 on the
-# library when the backend is compiled in (rlx_mlx_backend() in src/backends/mlx/backend.h).
+# library when the backend is compiled in, and registers it (rlx_add_backend(mlx): the registry's
+# generated table then lists rlx_mlx_backend(), src/backends/mlx/backend.c).
 set(RLX_MLX_ROOT "${PROJECT_SOURCE_DIR}/.deps/mlx-cpu" CACHE PATH "folder holding the mlx-cpu wheel (mlx/, mlx_cpu.libs/)")
 if(NOT MLX_DIR AND EXISTS "${RLX_MLX_ROOT}/mlx/share/cmake/MLX/MLXConfig.cmake")
   set(MLX_DIR "${RLX_MLX_ROOT}/mlx/share/cmake/MLX")
@@ -20,14 +21,14 @@ if(RLX_MLX AND NOT (MLX_FOUND AND TARGET mlx))
   message(FATAL_ERROR "RLX_MLX=ON but the MLX SDK was not found: run scripts/setup.sh (it installs mlx-cpu into .deps/mlx-cpu) or pass -DMLX_DIR=<dir>/mlx/share/cmake/MLX")
 endif()
 if(NOT RLX_MLX)
-  # the glob of src/ picked the backend's C files up: leave them out of the library
-  set_source_files_properties(${RLX_MLX_C_SOURCES} PROPERTIES HEADER_FILE_ONLY ON)
   message(STATUS "MLX backend: off (no mlx-cpu SDK in ${RLX_MLX_ROOT})")
 else()
   enable_language(CXX)
   message(STATUS "MLX backend: on (MLX ${MLX_VERSION} from ${MLX_DIR})")
   set(_rlx_mlx_shim ${PROJECT_SOURCE_DIR}/src/backends/mlx/shim.cpp)
-  target_sources(rlx_objects PRIVATE ${_rlx_mlx_shim})
+  # the top-level glob leaves src/backends/mlx/ out; the backend adds itself to the registry table
+  target_sources(rlx_objects PRIVATE ${RLX_MLX_C_SOURCES} ${_rlx_mlx_shim})
+  rlx_add_backend(mlx)
   # C++20 only in the shim; MLX's headers come in as system headers (imported target)
   set_source_files_properties(${_rlx_mlx_shim} PROPERTIES COMPILE_OPTIONS "-std=c++20;-fno-strict-aliasing")
   target_include_directories(rlx_objects SYSTEM PRIVATE $<TARGET_PROPERTY:mlx,INTERFACE_INCLUDE_DIRECTORIES>)

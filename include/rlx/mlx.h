@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "rlx/status.h"
+#include "rlx/backend.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,7 +20,7 @@ typedef enum rlx_mlx_mode {
 } rlx_mlx_mode;
 
 typedef struct rlx_mlx_options {
-  const char *backend; /* header: "mlx" (rlx_backend_options_header's layout) */
+  rlx_backend_options_header header; /* .backend = "mlx" (set by rlx_mlx_options_init) */
   rlx_mlx_mode mode;
   /* Compiled mode runs g++ at run time and caches the generated kernels under this folder
    * (MLX's TMPDIR); NULL = $XDG_CACHE_HOME/rlx/mlx (else ~/.cache/rlx/mlx). Process-wide: the

@@ -29,16 +29,9 @@ enum { MLX_PATH_NATIVE = 0, MLX_PATH_HOST = 1, MLX_PATH_COMPOSED = 2 };
 static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, uint64_t rng_seed, const mlx_prog *parent,
                               unsigned depth, mlx_prog **out);
 
-typedef struct body_exe {
-  const rlx_graph *body;
-  rlx_executable *exe;
-} body_exe;
-
 typedef struct host_call {
   const rlx_node *n;
   rlx_cpu_kernel k;
-  const struct mlx_prog *prog; /* Params of bodies resolve by name in its root */
-  body_exe bodies[4];          /* bodies of the node compiled for the CPU (If/While/Scan kernels) */
   rlx_cpu_ctx ctx;
   uint32_t n_in;
   rlx_shape in_shapes[]; /* flexible: n_in */
@@ -173,65 +166,13 @@ static int host_eval(void *user, const void *const *in, uint32_t n_in, void *out
   return 0;
 }
 
-/* Bodies of a host-evaluated node (an unbounded While, ...) run on the CPU backend: compiled once
- * per body, Params set from the MLX program's bound values (already materialized arrays). */
-static rlx_status host_run_body(rlx_cpu_ctx *ctx, const rlx_graph *body, const rlx_tensor *inputs, uint32_t n_inputs,
-                                rlx_tensor *outputs, uint32_t n_outputs) {
-  host_call *hc = (host_call *)(void *)((char *)ctx - offsetof(host_call, ctx));
-  body_exe *be = NULL;
-  for (int i = 0; i < 4 && !be; i++)
-    if (hc->bodies[i].body == body || !hc->bodies[i].body) be = &hc->bodies[i];
-  if (!be) return rlx_errorf(RLX_ERR_UNSUPPORTED, "mlx: host-evaluated %s has more than 4 bodies", rlx_op_name(hc->n->op));
-  if (!be->exe) {
-    RLX_TRY(rlx_compile(body, "cpu", NULL, &be->exe));
-    be->body = body;
-  }
-  rlx_executable *e = be->exe;
-  for (uint32_t i = 0; i < rlx_executable_param_count(e); i++) {
-    const char *name = rlx_executable_param_name(e, i);
-    rlxm_arr *v = mlx_prog_param_by_name(hc->prog, name);
-    size_t nb = 0;
-    rlx_shape_nbytes(rlx_executable_param_shape(e, i), &nb);
-    if (!v || rlxm_nbytes(v) != nb)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: body '%s' reads Param '%s', which the graph does not bind", rlx_graph_name(body), name);
-    void *buf = malloc(nb ? nb : 1);
-    if (!buf) return rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
-    rlx_status st = rlxm_read(v, 0, buf, nb) == 0 ? RLX_OK : rlx_errorf(RLX_ERR_RUNTIME, "mlx: %s", rlxm_error());
-    rlx_tensor t = {.data = buf, .shape = *rlx_executable_param_shape(e, i)};
-    if (st == RLX_OK) st = rlx_executable_set_param(e, name, &t);
-    free(buf);
-    RLX_TRY(st);
-  }
-  rlx_named_tensor nt[64];
-  uint32_t k = 0;
-  for (rlx_id id = 0; id < rlx_graph_node_count(body) && k < 64; id++) {
-    const rlx_node *bn = rlx_graph_node(body, id);
-    if (bn->op != RLX_OP_Input) continue;
-    if (k >= n_inputs) return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: body '%s' needs more inputs", rlx_graph_name(body));
-    nt[k] = (rlx_named_tensor){.name = bn->attrs.Input.name, .tensor = inputs[k]};
-    k++;
-  }
-  const rlx_tensor *outs = NULL;
-  uint32_t no = 0;
-  RLX_TRY(rlx_executable_run(e, nt, k, &outs, &no));
-  if (no != n_outputs) return rlx_errorf(RLX_ERR_INTERNAL, "mlx: body '%s' gave %u outputs, %u expected", rlx_graph_name(body), no, n_outputs);
-  for (uint32_t i = 0; i < no; i++) {
-    size_t nb = 0;
-    rlx_shape_nbytes(&outs[i].shape, &nb);
-    memcpy(outputs[i].data, outs[i].data, nb);
-    outputs[i].shape = outs[i].shape;
-  }
-  return RLX_OK;
-}
-
 static rlx_status make_host_call(mlx_prog *p, rlx_id id) {
   const rlx_node *n = rlx_graph_node(p->g, id);
   host_call *hc = calloc(1, sizeof *hc + n->n_inputs * sizeof(rlx_shape));
   if (!hc) return rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
   hc->n = n;
   hc->k = rlx_cpu_ref_table[n->op];
-  hc->prog = p;
-  hc->ctx = (rlx_cpu_ctx){.threads = 1, .rng_seed = p->rng_seed, .run_body = host_run_body};
+  hc->ctx = (rlx_cpu_ctx){.threads = 1, .rng_seed = p->rng_seed};
   hc->n_in = n->n_inputs;
   for (uint32_t i = 0; i < n->n_inputs; i++) hc->in_shapes[i] = rlx_graph_node(p->g, n->inputs[i])->shape;
   p->calls[id] = hc;
@@ -522,15 +463,13 @@ static void trace_paths(const mlx_prog *p) {
 }
 
 void rlx_mlx_options_init(rlx_mlx_options *o) {
-  *o = (rlx_mlx_options){.backend = "mlx", .mode = RLX_MLX_LAZY, .compile_cache_dir = NULL};
+  *o = (rlx_mlx_options){.header = {.backend = "mlx"}, .mode = RLX_MLX_LAZY, .compile_cache_dir = NULL};
 }
 
 void mlx_prog_free(mlx_prog *p) {
   if (!p) return;
   for (uint32_t i = 0; i < p->n_nodes; i++) {
     rlxm_release(p->leaf[i]);
-    if (p->calls[i])
-      for (int b = 0; b < 4; b++) rlx_executable_free(p->calls[i]->bodies[b].exe);
     free(p->calls[i]);
     mlx_prog_free(p->sub[i]);
     rlx_graph_free(p->sub_graph[i]);

@@ -575,6 +575,62 @@ int rlxm_read(rlxm_arr *x, size_t offset, void *dst, size_t n) {
   return 1;
 }
 
+rlxm_arr *rlxm_bytes_new(size_t n) {
+  try {
+    auto buf = mx::allocator::malloc(n ? n : 1);
+    if (n > static_cast<size_t>(INT32_MAX)) throw std::invalid_argument("MLX buffers hold at most 2^31-1 bytes");
+    return new rlxm_arr(mx::array(std::move(buf), mx::Shape{static_cast<int32_t>(n)}, mx::uint8));
+  } catch (const std::exception &e) {
+    set_err(e.what());
+  } catch (...) {
+    set_err("unknown C++ exception allocating an MLX buffer");
+  }
+  return nullptr;
+}
+
+int rlxm_write(rlxm_arr *x, size_t offset, const void *src, size_t n) {
+  if (!x) return 1;
+  try {
+    mx::array &a = x->a;
+    if (offset > a.nbytes() || n > a.nbytes() - offset) throw std::out_of_range("write past the end of an MLX buffer");
+    a.eval();
+    if (!a.flags().row_contiguous || !a.is_donatable()) {
+      mx::array c = a.flags().row_contiguous ? a : mx::contiguous(a);
+      c.eval();
+      auto buf = mx::allocator::malloc(a.nbytes() ? a.nbytes() : 1);
+      if (a.nbytes()) std::memcpy(buf.buffer().raw_ptr(), c.data<uint8_t>(), a.nbytes());
+      a = mx::array(std::move(buf), a.shape(), a.dtype());
+    }
+    if (n) std::memcpy(a.data<uint8_t>() + offset, src, n);
+    return 0;
+  } catch (const std::exception &e) {
+    set_err(e.what());
+  } catch (...) {
+    set_err("unknown C++ exception writing an MLX buffer");
+  }
+  return 1;
+}
+
+rlxm_arr *rlxm_as(rlxm_scope *s, rlxm_arr *x, int dtype, uint32_t rank, const int64_t *dims) {
+  if (!x) return nullptr;
+  return guard(s, [&] {
+    mx::Dtype d = dt(dtype);
+    mx::Shape sh = shape_of(rank, dims);
+    size_t want = d.size();
+    for (auto e : sh) want *= static_cast<size_t>(e);
+    if (want != x->a.nbytes())
+      throw std::invalid_argument("buffer of " + std::to_string(x->a.nbytes()) + " bytes viewed as " + std::to_string(want));
+    mx::array a = x->a;
+    if (a.dtype() == d && a.shape() == sh) return a;
+    if (a.dtype() != d) {
+      a = mx::reshape(a, {-1});
+      if (a.dtype().size() != d.size() && a.dtype() != mx::uint8) a = mx::view(a, mx::uint8);
+      a = mx::view(a, d);
+    }
+    return mx::reshape(a, sh);
+  });
+}
+
 void rlxm_set_compile_dir(const char *dir) {
   if (dir && dir[0]) setenv("TMPDIR", dir, 1);
 }

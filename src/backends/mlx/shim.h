@@ -126,6 +126,16 @@ typedef int (*rlxm_host_fn)(void *user, const void *const *in, uint32_t n_in, vo
 rlxm_arr *rlxm_host(rlxm_scope *s, const char *name, rlxm_host_fn fn, void *user, rlxm_arr *const *in,
                     uint32_t n_in, int dtype, uint32_t rank, const int64_t *dims);
 
+/* ---- buffers (the backend contract's device memory: a kept array) ---- */
+/* A kept, materialized u8 array of n bytes (contents undefined). */
+rlxm_arr *rlxm_bytes_new(size_t n);
+/* Writes bytes [offset, offset + n) of a kept array's row-major data; an array whose data is
+ * shared (views, other holders) or not yet materialized is replaced by a materialized copy first,
+ * so other holders never see the write. */
+int rlxm_write(rlxm_arr *a, size_t offset, const void *src, size_t n);
+/* A scoped view of a buffer as dtype + shape (same byte count; bitcast + reshape, lazy). */
+rlxm_arr *rlxm_as(rlxm_scope *s, rlxm_arr *a, int dtype, uint32_t rank, const int64_t *dims);
+
 /* ---- evaluation and transfers ---- */
 int rlxm_eval(rlxm_arr *const *a, uint32_t n);
 /* Evaluates `a` and copies bytes [offset, offset + n) of its row-major data into dst. */
