@@ -28,7 +28,7 @@
 #include "train_internal.h"
 
 const char cli_train_usage[] =
-    "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
+    "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S] [--backend B]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
@@ -46,6 +46,7 @@ const char cli_train_usage[] =
     "  --batch N          images per step (default 64; the last partial batch is dropped)\n"
     "  --lr X             Adam learning rate (default 1e-3; betas 0.9, 0.999, eps 1e-8)\n"
     "  --threads N        CPU worker threads (default 0 = all cores)\n"
+    "  --backend B        backend the step and the evaluation are compiled for (default cpu; e.g. mlx)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
@@ -67,6 +68,7 @@ typedef struct train_opts {
   unsigned long long seed;
   const char *data, *out;
   bool json;
+  const char *backend; /* NULL = cpu */
 } train_opts;
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -96,6 +98,8 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
       if (!parse_long(v, 1, 100000, &o->epochs)) return cli_usage_error(self, "--epochs: expected 1..100000, got '%s'", v);
     } else if (strcmp(a, "--batch") == 0) {
       if (!parse_long(v, 1, 65536, &o->batch)) return cli_usage_error(self, "--batch: expected 1..65536, got '%s'", v);
+    } else if (strcmp(a, "--backend") == 0) {
+      o->backend = v;
     } else if (strcmp(a, "--threads") == 0) {
       if (!parse_long(v, 0, 4096, &o->threads)) return cli_usage_error(self, "--threads: expected 0..4096, got '%s'", v);
     } else if (strcmp(a, "--limit-train") == 0) {
@@ -325,12 +329,13 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_cpu_options cpu;
   rlx_cpu_options_init(&cpu);
   cpu.threads = (int)o.threads;
-  co.backend_options = &cpu;
+  const char *backend = o.backend ? o.backend : "cpu";
+  co.backend_options = strcmp(backend, "cpu") == 0 ? &cpu : NULL; /* other backends: their defaults */
   double tc = now_seconds();
   if (train_build_graph(&s.model, o.batch, true, &s.fwd) != RLX_OK) return fail_rlx(self, &s, NULL);
   if (rlx_grad_with_loss(s.fwd, names, s.model.n_params, NULL, &s.grad) != RLX_OK)
     return fail_rlx(self, &s, "differentiating the loss");
-  if (rlx_compile(s.grad, "cpu", &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
+  if (rlx_compile(s.grad, backend, &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
   if (rlx_executable_output_count(s.step_exe) != 1 + s.model.n_params) {
     rc = cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_executable_output_count(s.step_exe),
                   1 + s.model.n_params);
@@ -339,7 +344,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   }
   int64_t eb = s.test.count < EVAL_BATCH ? (int64_t)s.test.count : EVAL_BATCH;
   if (train_build_graph(&s.model, eb, false, &s.eval_g) != RLX_OK) return fail_rlx(self, &s, NULL);
-  if (rlx_compile(s.eval_g, "cpu", &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
+  if (rlx_compile(s.eval_g, backend, &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
   tc = now_seconds() - tc;
   if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "setting the parameters");
 

@@ -221,6 +221,78 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   return mlx_check(c, acc, out);
 }
 
+/* MaxPool2dBackward(x, dy): each window's gradient goes to its first maximal cell (row-major
+ * window order: first hit wins ties, as on the CPU; padding never wins). Built from the k*k
+ * strided window slices: a running "already found" mask picks the first hit, and each slot's
+ * share of dy is added back at its strided positions (slice_update). */
+static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  if (!mlx_is_float(t) || rlxm_rank(in[0]) != 4 || rlxm_rank(in[1]) != 4) return mlx_decline(c, "rank / dtype");
+  int64_t k[2], k2[2], st[2], st2[2], pl[2], ph[2];
+  if (a->kernel_size.n != 2 || !geom(&a->kernel_size, 2, 1, k, k2) || !geom(&a->stride, 2, 0, st, st2) ||
+      !geom(&a->padding, 2, 0, pl, ph))
+    return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
+  for (int i = 0; i < 2; i++)
+    if (st[i] == 0) st[i] = k[i];
+  int64_t N = rlxm_dim(in[0], 0), C = rlxm_dim(in[0], 1), H = rlxm_dim(in[0], 2), W = rlxm_dim(in[0], 3);
+  int64_t OH = rlxm_dim(in[1], 2), OW = rlxm_dim(in[1], 3);
+  if (rlxm_dim(in[1], 0) != N || rlxm_dim(in[1], 1) != C) return mlx_decline(c, "shapes: the CPU kernel checks them");
+  if (st[0] == k[0] && st[1] == k[1] && pl[0] == 0 && pl[1] == 0 && ph[0] == 0 && ph[1] == 0 && H == OH * k[0] &&
+      W == OW * k[1]) {
+    /* non-overlapping windows: each window as a row of k0*k1 cells, argmax (its first maximum) */
+    int64_t K = k[0] * k[1];
+    rlxm_arr *x6 = rlxm_reshape(s, in[0], 6, (int64_t[]){N, C, OH, k[0], OW, k[1]});
+    rlxm_arr *rows = rlxm_reshape(s, rlxm_transpose(s, x6, 6, (int64_t[]){0, 1, 2, 4, 3, 5}), 5, (int64_t[]){N, C, OH, OW, K});
+    /* NaN counts as the maximum (the first NaN wins), as on the CPU */
+    rlxm_arr *isn = rlxm_unary(s, RLXM_ISNAN, rows);
+    rlxm_arr *key = rlxm_where(s, isn, rlxm_scalar(s, INFINITY, t), rows);
+    rlxm_arr *nan_any = rlxm_reduce(s, RLXM_R_ANY, isn, 1, (int64_t[]){4}, true);
+    rlxm_arr *am = rlxm_where(s, nan_any, rlxm_argreduce(s, true, rlxm_astype(s, isn, RLX_F32), 4, true),
+                              rlxm_argreduce(s, true, key, 4, true));
+    rlxm_arr *onehot = rlxm_binary(s, RLXM_EQ, rlxm_astype(s, am, RLX_I32), rlxm_arange(s, 0, (double)K, 1, RLX_I32));
+    rlxm_arr *dy = rlxm_reshape(s, in[1], 5, (int64_t[]){N, C, OH, OW, 1});
+    rlxm_arr *g = rlxm_where(s, onehot, dy, rlxm_scalar(s, 0, t));
+    g = rlxm_transpose(s, rlxm_reshape(s, g, 6, (int64_t[]){N, C, OH, OW, k[0], k[1]}), 6, (int64_t[]){0, 1, 2, 4, 3, 5});
+    return mlx_check(c, rlxm_reshape(s, g, 4, (int64_t[]){N, C, H, W}), out);
+  }
+  int64_t need_h = (OH - 1) * st[0] + k[0], need_w = (OW - 1) * st[1] + k[1];
+  int64_t hi_h = need_h - H - pl[0] > 0 ? need_h - H - pl[0] : 0, hi_w = need_w - W - pl[1] > 0 ? need_w - W - pl[1] : 0;
+  int64_t PH = H + pl[0] + hi_h, PW = W + pl[1] + hi_w;
+  rlxm_arr *xp = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, -INFINITY);
+  /* the window maxima (NaN propagates, as in the forward) */
+  rlxm_arr *win[64], *m = NULL;
+  if (k[0] * k[1] > 64) return mlx_decline(c, "windows of more than 64 cells run on the CPU kernel");
+  for (int64_t i = 0; i < k[0]; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, i + (OH - 1) * st[0] + 1, j + (OW - 1) * st[1] + 1},
+              step[4] = {1, 1, st[0], st[1]};
+      rlxm_arr *w = rlxm_slice(s, xp, start, stop, step);
+      win[i * k[1] + j] = w;
+      if (!m) m = w;
+      else m = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, w), w, rlxm_binary(s, RLXM_MAX, m, w));
+    }
+  rlxm_arr *dx = rlxm_full(s, 0, t, 4, (int64_t[]){N, C, PH, PW});
+  rlxm_arr *found = rlxm_full(s, 0, RLX_BOOL, 4, (int64_t[]){N, C, OH, OW});
+  rlxm_arr *zero = rlxm_scalar(s, 0, t);
+  for (int64_t i = 0; i < k[0]; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      rlxm_arr *w = win[i * k[1] + j];
+      rlxm_arr *eq = rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, w, m),
+                                 rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, w), rlxm_unary(s, RLXM_ISNAN, m)));
+      rlxm_arr *hit = rlxm_binary(s, RLXM_AND, eq, rlxm_unary(s, RLXM_NOT, found));
+      found = rlxm_binary(s, RLXM_OR, found, hit);
+      rlxm_arr *g = rlxm_where(s, hit, in[1], zero);
+      int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, i + (OH - 1) * st[0] + 1, j + (OW - 1) * st[1] + 1},
+              step[4] = {1, 1, st[0], st[1]};
+      rlxm_arr *cur = rlxm_slice(s, dx, start, stop, step);
+      dx = rlxm_slice_update(s, dx, rlxm_binary(s, RLXM_ADD, cur, g), start, stop, step);
+    }
+  int64_t start[4] = {0, 0, pl[0], pl[1]}, stop[4] = {N, C, pl[0] + H, pl[1] + W}, step[4] = {1, 1, 1, 1};
+  return mlx_check(c, rlxm_slice(s, dx, start, stop, step), out);
+}
+
 /* ---- rotary embeddings ----
  * x viewed as [B', S, heads, head_dim]; pairs (NeoX: i, i + n_rot/2; GptJ: 2i, 2i + 1), i < n_rot/2,
  * rotate by the table row's (cos[i], sin[i]); lanes >= n_rot pass through. The table row is the
@@ -280,4 +352,5 @@ const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
     [RLX_OP_LayerNorm] = lower_LayerNorm, [RLX_OP_RmsNorm] = lower_RmsNorm, [RLX_OP_Attention] = lower_Attention,
     [RLX_OP_Conv] = lower_Conv,           [RLX_OP_Conv3d] = lower_Conv3d,   [RLX_OP_Pool] = lower_Pool,
     [RLX_OP_Rope] = lower_Rope,
+    [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
 };

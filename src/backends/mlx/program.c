@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
+#define _POSIX_C_SOURCE 200809L
 /* A graph lowered into an MLX program.
  *
  * Compile walks the graph once with placeholder operands (lazy zeros: nothing is evaluated) and
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/mlx/mlx_internal.h"
@@ -204,6 +206,7 @@ typedef struct walk {
   bool trial;           /* compile-time: decide host vs native, check shapes */
   bool eager;
   bool in_body;
+  bool profile;
 } walk;
 
 static bool same_shape(const rlxm_arr *a, const rlx_shape *s) {
@@ -226,6 +229,28 @@ static void describe(const rlxm_arr *a, char *buf, size_t cap) {
 }
 
 static rlx_status walk_graph(walk *w, rlxm_arr *const *inputs, rlxm_arr **outputs, uint32_t n_outputs);
+
+/* RLX_MLX_PROFILE=1 (with eager mode): seconds per op kind, printed at exit. */
+static double prof_s[RLX_OP_COUNT];
+static uint64_t prof_n[RLX_OP_COUNT];
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static void prof_print(void) {
+  for (int k = 0; k < RLX_OP_COUNT; k++)
+    if (prof_n[k]) fprintf(stderr, "mlx profile: %-28s %8llu evals %10.3f s\n", rlx_op_name((rlx_op)k), (unsigned long long)prof_n[k], prof_s[k]);
+}
+static bool profiling(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("RLX_MLX_PROFILE");
+    on = e && e[0] && strcmp(e, "0") != 0;
+    if (on) atexit(prof_print);
+  }
+  return on;
+}
 
 /* Kinds whose MLX lowering is exact on f64 (data movement, IEEE arithmetic, BLAS dgemm, sums).
  * Measured: MLX's CPU erf / sigmoid / exp-based kernels, fast norms, softmax, attention and
@@ -329,7 +354,7 @@ static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_
       }
     }
     if (path == MLX_PATH_COMPOSED) {
-      walk sw = {.p = p->sub[id], .s = w->s, .g = p->sub_graph[id], .eager = w->eager};
+      walk sw = {.p = p->sub[id], .s = w->s, .g = p->sub_graph[id], .eager = w->eager, .profile = w->profile};
       RLX_TRY(walk_graph(&sw, in, &r, 1));
       int dt;
       uint32_t rank;
@@ -352,7 +377,14 @@ static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_
     rlx_shape_format(&n->shape, want, sizeof want);
     return mlx_node_error(&c, "the MLX lowering produced %s but the node declares %s (internal error)", got, want);
   }
-  if (w->eager && rlxm_eval(&r, 1) != 0) return mlx_check(&c, NULL, &r);
+  if (w->eager) {
+    double t0 = w->profile ? now_s() : 0;
+    if (rlxm_eval(&r, 1) != 0) return mlx_check(&c, NULL, &r);
+    if (w->profile) {
+      prof_s[n->op] += now_s() - t0;
+      prof_n[n->op]++;
+    }
+  }
   w->vals[id] = r;
   return RLX_OK;
 }
@@ -665,7 +697,7 @@ rlx_status mlx_prog_run(mlx_prog *p, rlxm_scope *s, rlxm_arr *const *inputs, uin
       return rlx_errorf(RLX_ERR_RUNTIME, "mlx: compiled run: %s", rlxm_error());
     st = RLX_OK;
   } else {
-    walk w = {.p = p, .s = s, .g = p->g, .eager = p->mode == RLX_MLX_EAGER};
+    walk w = {.p = p, .s = s, .g = p->g, .eager = p->mode == RLX_MLX_EAGER, .profile = p->mode == RLX_MLX_EAGER && profiling()};
     st = walk_graph(&w, inputs, outputs, n_outputs);
   }
   if (st != RLX_OK) return st;

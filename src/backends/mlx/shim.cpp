@@ -357,6 +357,18 @@ rlxm_arr *rlxm_slice(rlxm_scope *s, rlxm_arr *a, const int64_t *start, const int
     return mx::slice(a->a, b, e, st);
   });
 }
+rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop, const int64_t *step) {
+  if (!a || !upd) return nullptr;
+  return guard(s, [&] {
+    mx::Shape b, e, st;
+    for (size_t i = 0; i < a->a.ndim(); i++) {
+      b.push_back(static_cast<int32_t>(start[i]));
+      e.push_back(static_cast<int32_t>(stop[i]));
+      st.push_back(static_cast<int32_t>(step[i]));
+    }
+    return mx::slice_update(a->a, upd->a, b, e, st);
+  });
+}
 rlxm_arr *rlxm_narrow(rlxm_scope *s, rlxm_arr *a, uint32_t axis, int64_t start, int64_t len, int64_t step) {
   if (!a) return nullptr;
   return guard(s, [&] {

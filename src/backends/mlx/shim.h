@@ -79,6 +79,8 @@ rlxm_arr *rlxm_transpose(rlxm_scope *s, rlxm_arr *a, uint32_t rank, const int64_
 rlxm_arr *rlxm_broadcast(rlxm_scope *s, rlxm_arr *a, uint32_t rank, const int64_t *dims);
 /* start/stop/step per axis of a (negative steps allowed). */
 rlxm_arr *rlxm_slice(rlxm_scope *s, rlxm_arr *a, const int64_t *start, const int64_t *stop, const int64_t *step);
+/* a with the strided slice [start, stop) / step replaced by upd. */
+rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop, const int64_t *step);
 rlxm_arr *rlxm_narrow(rlxm_scope *s, rlxm_arr *a, uint32_t axis, int64_t start, int64_t len, int64_t step);
 rlxm_arr *rlxm_concat(rlxm_scope *s, rlxm_arr *const *a, uint32_t n, int64_t axis);
 rlxm_arr *rlxm_flip(rlxm_scope *s, rlxm_arr *a, uint32_t n_axes, const int64_t *axes);
