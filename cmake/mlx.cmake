@@ -45,3 +45,10 @@ else()
   list(APPEND RLX_LINK_LIBS "-Wl,--no-as-needed" ${RLX_OPENBLAS_LIB} "${_rlx_mlx_lib}" "-Wl,--as-needed"
        "-Wl,-rpath,${_rlx_mlx_libdir}" stdc++)
 endif()
+
+# The MLX-backend benchmark (bench/run_mlx_bench.sh runs it against MLX's Python API).
+if(RLX_MLX AND EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_mlx.c)
+  add_executable(bench_mlx ${PROJECT_SOURCE_DIR}/bench/bench_mlx.c)
+  target_include_directories(bench_mlx PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(bench_mlx PRIVATE rlx_static)
+endif()
