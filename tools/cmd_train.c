@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* rlx train: trains a small CNN (or MLP) on Fashion-MNIST with the RLX pipeline end to end.
  *
- *   forward graph (builder API) -> rlx_grad_with_loss over every Param -> rlx_compile("cpu") once
+ *   forward graph (builder API) -> rlx_grad_with_loss over every Param -> rlx_compile(--backend, default "cpu") once
  *   -> per step: bind the batch Inputs, run, Adam step on the host params, rlx_executable_set_param
  *   -> test accuracy with a separately compiled forward graph -> weights.safetensors + loss_curve.svg
  *
@@ -32,7 +32,7 @@ const char cli_train_usage[] =
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
-    "forward graph is differentiated (rlx_grad_with_loss), compiled for the CPU once and run per\n"
+    "forward graph is differentiated (rlx_grad_with_loss), compiled once for the backend (--backend) and run per\n"
     "batch; Adam updates the parameters on the host. Then the test accuracy is measured on every\n"
     "test image. Progress goes to stderr.\n"
     "\n"
