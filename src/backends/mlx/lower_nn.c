@@ -28,13 +28,13 @@ static rlx_status lower_LayerNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   rlxm_scope *s = c->s;
   rlx_dtype t = (rlx_dtype)n->shape.dtype;
   if (!mlx_is_float(t)) return mlx_decline(c, "non-float LayerNorm");
-  int wt = RLX_F64; /* the CPU normalizes in double: rows with a large offset need it */
+  /* MLX's fused layer_norm loses digits on rows with a large common offset (the CPU normalizes in
+   * double): shift each row by its mean first, then normalize the centered row with it */
   int64_t last = (int64_t)rlxm_rank(in[0]) - 1;
+  int wt = t == RLX_F64 ? RLX_F64 : RLX_F32;
   rlxm_arr *x = rlxm_astype(s, in[0], wt);
   rlxm_arr *d = rlxm_binary(s, RLXM_SUB, x, rlxm_reduce(s, RLXM_R_MEAN, x, 1, &last, true));
-  rlxm_arr *var = rlxm_reduce(s, RLXM_R_MEAN, rlxm_binary(s, RLXM_MUL, d, d), 1, &last, true);
-  rlxm_arr *y = rlxm_binary(s, RLXM_MUL, d, rlxm_unary(s, RLXM_RSQRT, rlxm_binary(s, RLXM_ADD, var, rlxm_scalar(s, n->attrs.LayerNorm.eps, wt))));
-  y = rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, y, rlxm_astype(s, vec(c, in[1]), wt)), rlxm_astype(s, vec(c, in[2]), wt));
+  rlxm_arr *y = rlxm_layer_norm(s, d, rlxm_astype(s, vec(c, in[1]), wt), rlxm_astype(s, vec(c, in[2]), wt), n->attrs.LayerNorm.eps);
   return mlx_check(c, rlxm_astype(s, y, t), out);
 }
 
@@ -109,8 +109,12 @@ static rlx_status lower_Attention(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   case RLX_MASK_BIAS: mask = rlxm_astype(s, in[3], t); break;
   default: return mlx_decline(c, "unknown mask kind");
   }
-  rlxm_arr *o = rlxm_sdpa(s, q, k, v, scale, false, mask);
-  if (keep) {
+  /* every query row sees at least its own position under Causal / SlidingWindow when Sk >= Sq:
+   * then no row is fully masked, and with Sq == Sk MLX's own causal mode is the CPU's mask */
+  bool rows_ok = (a->mask_kind == RLX_MASK_CAUSAL || a->mask_kind == RLX_MASK_SLIDING_WINDOW) && Sk >= Sq;
+  bool native_causal = a->mask_kind == RLX_MASK_CAUSAL && Sk == Sq;
+  rlxm_arr *o = native_causal ? rlxm_sdpa(s, q, k, v, scale, true, NULL) : rlxm_sdpa(s, q, k, v, scale, false, mask);
+  if (keep && !rows_ok) {
     /* a row whose keys are all masked outputs zeros, as on the CPU */
     int64_t last = 3;
     rlxm_arr *full = rlxm_broadcast(s, keep, 4, (int64_t[]){B, 1, Sq, Sk});
