@@ -245,20 +245,32 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
   if (rlxm_dim(in[1], 0) != N || rlxm_dim(in[1], 1) != C) return mlx_decline(c, "shapes: the CPU kernel checks them");
   if (st[0] == k[0] && st[1] == k[1] && pl[0] == 0 && pl[1] == 0 && ph[0] == 0 && ph[1] == 0 && H == OH * k[0] &&
       W == OW * k[1]) {
-    /* non-overlapping windows: each window as a row of k0*k1 cells, argmax (its first maximum) */
-    int64_t K = k[0] * k[1];
-    rlxm_arr *x6 = rlxm_reshape(s, in[0], 6, (int64_t[]){N, C, OH, k[0], OW, k[1]});
-    rlxm_arr *rows = rlxm_reshape(s, rlxm_transpose(s, x6, 6, (int64_t[]){0, 1, 2, 4, 3, 5}), 5, (int64_t[]){N, C, OH, OW, K});
-    /* NaN counts as the maximum (the first NaN wins), as on the CPU */
-    rlxm_arr *isn = rlxm_unary(s, RLXM_ISNAN, rows);
-    rlxm_arr *key = rlxm_where(s, isn, rlxm_scalar(s, INFINITY, t), rows);
-    rlxm_arr *nan_any = rlxm_reduce(s, RLXM_R_ANY, isn, 1, (int64_t[]){4}, true);
-    rlxm_arr *am = rlxm_where(s, nan_any, rlxm_argreduce(s, true, rlxm_astype(s, isn, RLX_F32), 4, true),
-                              rlxm_argreduce(s, true, key, 4, true));
-    rlxm_arr *onehot = rlxm_binary(s, RLXM_EQ, rlxm_astype(s, am, RLX_I32), rlxm_arange(s, 0, (double)K, 1, RLX_I32));
-    rlxm_arr *dy = rlxm_reshape(s, in[1], 5, (int64_t[]){N, C, OH, OW, 1});
-    rlxm_arr *g = rlxm_where(s, onehot, dy, rlxm_scalar(s, 0, t));
-    g = rlxm_transpose(s, rlxm_reshape(s, g, 6, (int64_t[]){N, C, OH, OW, k[0], k[1]}), 6, (int64_t[]){0, 1, 2, 4, 3, 5});
+    /* non-overlapping windows: the window slots are strided slices of x itself; each slot's
+     * gradient is interleaved back (concat + reshape), no scatter */
+    if (k[0] * k[1] > 64) return mlx_decline(c, "windows of more than 64 cells run on the CPU kernel");
+    rlxm_arr *w[64], *m = NULL;
+    for (int64_t i = 0; i < k[0]; i++)
+      for (int64_t j = 0; j < k[1]; j++) {
+        int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, H, W}, step[4] = {1, 1, k[0], k[1]};
+        w[i * k[1] + j] = rlxm_slice(s, in[0], start, stop, step);
+        rlxm_arr *x = w[i * k[1] + j];
+        m = !m ? x : rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, x), x, rlxm_binary(s, RLXM_MAX, m, x));
+      }
+    rlxm_arr *found = NULL, *zero = rlxm_scalar(s, 0, t), *rows[64];
+    for (int64_t i = 0; i < k[0]; i++) {
+      rlxm_arr *cols[64];
+      for (int64_t j = 0; j < k[1]; j++) {
+        rlxm_arr *x = w[i * k[1] + j];
+        rlxm_arr *eq = rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m),
+                                   rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, x), rlxm_unary(s, RLXM_ISNAN, m)));
+        rlxm_arr *hit = found ? rlxm_binary(s, RLXM_AND, eq, rlxm_unary(s, RLXM_NOT, found)) : eq;
+        found = found ? rlxm_binary(s, RLXM_OR, found, hit) : hit;
+        cols[j] = rlxm_reshape(s, rlxm_where(s, hit, in[1], zero), 5, (int64_t[]){N, C, OH, OW, 1});
+      }
+      rlxm_arr *row = k[1] == 1 ? cols[0] : rlxm_concat(s, cols, (uint32_t)k[1], 4);
+      rows[i] = rlxm_reshape(s, row, 5, (int64_t[]){N, C, OH, 1, W});
+    }
+    rlxm_arr *g = k[0] == 1 ? rows[0] : rlxm_concat(s, rows, (uint32_t)k[0], 3);
     return mlx_check(c, rlxm_reshape(s, g, 4, (int64_t[]){N, C, H, W}), out);
   }
   int64_t need_h = (OH - 1) * st[0] + k[0], need_w = (OW - 1) * st[1] + k[1];
