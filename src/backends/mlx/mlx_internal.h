@@ -22,7 +22,6 @@ typedef struct mlx_lower_ctx {
   const rlx_graph *g;
   rlx_id id;        /* the node being lowered */
   bool declined;    /* set by a lowering that does not handle this case (host evaluation instead) */
-  bool in_body;     /* lowering a body graph (If/While/Scan): no host evaluation there */
   uint64_t rng_seed;
   struct mlx_prog *prog;
 } mlx_lower_ctx;
@@ -64,11 +63,6 @@ const rlx_node *mlx_input_node(const mlx_lower_ctx *c, const rlx_node *n, uint32
 const rlx_shape *mlx_in_shape(const mlx_lower_ctx *c, const rlx_node *n, uint32_t i);
 rlxm_arr *mlx_scalar_like(mlx_lower_ctx *c, double v, rlx_dtype t);
 bool mlx_is_float(rlx_dtype t);
-/* Lowers a body graph (If/While/Scan) natively with the given input values (one per body Input,
- * in node order); body Params read the enclosing graph's params by name. */
-rlx_status mlx_lower_body(mlx_lower_ctx *c, const rlx_graph *body, rlxm_arr *const *inputs, uint32_t n_inputs,
-                          rlxm_arr **outputs, uint32_t n_outputs);
-
 /* How a value of shape s is stored in MLX: its own dtype, or (c128, which MLX lacks) its bytes as
  * a u8 vector. */
 void mlx_storage_of(const rlx_shape *s, int *dtype, uint32_t *rank, int64_t *dims);

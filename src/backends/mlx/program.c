@@ -205,7 +205,6 @@ typedef struct walk {
   rlxm_arr **vals;      /* [nodes of g] */
   bool trial;           /* compile-time: decide host vs native, check shapes */
   bool eager;
-  bool in_body;
   bool profile;
 } walk;
 
@@ -312,16 +311,16 @@ static rlx_status compose_node(mlx_prog *p, rlx_id id) {
 static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_t *next_input) {
   const rlx_node *n = rlx_graph_node(w->g, id);
   mlx_prog *p = w->p;
-  mlx_lower_ctx c = {.s = w->s, .g = w->g, .id = id, .in_body = w->in_body, .rng_seed = p->rng_seed, .prog = p};
+  mlx_lower_ctx c = {.s = w->s, .g = w->g, .id = id, .rng_seed = p->rng_seed, .prog = p};
   rlxm_arr *r = NULL;
   if (n->op == RLX_OP_Input) {
     r = inputs[(*next_input)++];
   } else if (n->op == RLX_OP_Param) {
-    rlxm_arr *v = w->in_body || p->parent ? mlx_prog_param_by_name(p, n->attrs.Param.name) : p->leaf[id];
+    rlxm_arr *v = p->parent ? mlx_prog_param_by_name(p, n->attrs.Param.name) : p->leaf[id];
     if (!v) return mlx_node_error(&c, "Param '%s' has no value (set it before running)", n->attrs.Param.name);
     r = rlxm_ref(w->s, v);
   } else if (n->op == RLX_OP_Constant) {
-    if (!w->in_body && p->leaf[id]) {
+    if (p->leaf[id]) {
       r = rlxm_ref(w->s, p->leaf[id]);
     } else {
       int dt;
@@ -334,14 +333,14 @@ static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_
     rlxm_arr *in[64];
     if (n->n_inputs > 64) return mlx_node_error(&c, "more than 64 operands");
     for (uint32_t i = 0; i < n->n_inputs; i++) in[i] = w->vals[n->inputs[i]];
-    int path = w->in_body ? MLX_PATH_NATIVE : p->host[id];
+    int path = p->host[id];
     if (path == MLX_PATH_NATIVE) {
       mlx_lower_fn f = mlx_native_lowering(n->op);
       rlx_status st = !f ? mlx_decline(&c, "no native lowering for %s", rlx_op_name(n->op))
                       : f64_inexact(w->g, n) ? mlx_decline(&c, "MLX's CPU kernels compute %s on f64 in f32 precision", rlx_op_name(n->op))
                                              : f(&c, n, in, &r);
       if (st != RLX_OK) {
-        if (!c.declined || !w->trial || w->in_body) return st;
+        if (!c.declined || !w->trial) return st;
         char why[700], dec[700];
         snprintf(why, sizeof why, "%s", rlx_last_error());
         rlx_status cs = compose_node(p, id);
@@ -405,17 +404,6 @@ static rlx_status walk_graph(walk *w, rlxm_arr *const *inputs, rlxm_arr **output
   free(w->vals);
   w->vals = NULL;
   return st;
-}
-
-rlx_status mlx_lower_body(mlx_lower_ctx *c, const rlx_graph *body, rlxm_arr *const *inputs, uint32_t n_inputs,
-                          rlxm_arr **outputs, uint32_t n_outputs) {
-  uint32_t want = 0;
-  for (rlx_id i = 0; i < rlx_graph_node_count(body); i++)
-    if (rlx_graph_node(body, i)->op == RLX_OP_Input) want++;
-  if (want != n_inputs)
-    return mlx_node_error(c, "body '%s' has %u inputs, %u values given", rlx_graph_name(body), want, n_inputs);
-  walk w = {.p = c->prog, .s = c->s, .g = body, .in_body = true};
-  return walk_graph(&w, inputs, outputs, n_outputs);
 }
 
 /* ---- compiled mode ---- */
