@@ -87,7 +87,7 @@ rlx_status ad_fill(rlx_ad_ctx *c, const rlx_shape *s, double v, rlx_id *out) {
       rlx_shape_format(s, b, sizeof b);
       return rlx_errorf(RLX_ERR_UNSUPPORTED, "autodiff needs a constant of shape %s, which has a symbolic extent", b);
     }
-  rlx_attrs_Expand a = {{(int64_t *)s->dims, s->rank}};
+  rlx_attrs_Expand a = {.target_shape = {.v = (int64_t *)s->dims, .n = s->rank}};
   return rlx_build_Expand(c->dst, &k, 1, &a, NULL, out);
 }
 

@@ -325,12 +325,12 @@ rlx_status oi_i64s(oi_node *c, const int64_t *v, uint32_t n, rlx_id *out) {
 }
 
 rlx_status oi_unary(oi_node *c, rlx_act act, rlx_id x, rlx_id *out) {
-  rlx_attrs_Activation a = {act};
+  rlx_attrs_Activation a = {.kind = act};
   return oi_emit(c, RLX_OP_Activation, &x, 1, &a, out);
 }
 
 rlx_status oi_bin(oi_node *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Binary at = {op};
+  rlx_attrs_Binary at = {.op = op};
   rlx_id in[2] = {a, b};
   return oi_emit(c, RLX_OP_Binary, in, 2, &at, out);
 }
@@ -342,7 +342,7 @@ rlx_status oi_bin_s(oi_node *c, rlx_binop op, rlx_id a, double v, rlx_id *out) {
 }
 
 rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Compare at = {op};
+  rlx_attrs_Compare at = {.op = op};
   rlx_id in[2] = {a, b};
   return oi_emit(c, RLX_OP_Compare, in, 2, &at, out);
 }
@@ -357,7 +357,7 @@ rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out) {
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Cast a = {t};
+  rlx_attrs_Cast a = {.to = t};
   return oi_emit(c, RLX_OP_Cast, &x, 1, &a, out);
 }
 
@@ -369,7 +369,7 @@ rlx_status oi_reshape(oi_node *c, rlx_id x, uint32_t rank, const int64_t *dims, 
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Reshape a = {{(int64_t *)dims, rank}};
+  rlx_attrs_Reshape a = {.new_shape = {.v = (int64_t *)dims, .n = rank}};
   return oi_emit(c, RLX_OP_Reshape, &x, 1, &a, out);
 }
 
@@ -404,12 +404,12 @@ rlx_status oi_transpose(oi_node *c, rlx_id x, const int64_t *perm, rlx_id *out) 
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Transpose a = {{(int64_t *)perm, r}};
+  rlx_attrs_Transpose a = {.perm = {.v = (int64_t *)perm, .n = r}};
   return oi_emit(c, RLX_OP_Transpose, &x, 1, &a, out);
 }
 
 rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, uint32_t n, bool keep, rlx_id *out) {
-  rlx_attrs_Reduce a = {op, {(int64_t *)axes, n}, keep};
+  rlx_attrs_Reduce a = {.op = op, .axes = {.v = (int64_t *)axes, .n = n}, .keep_dim = keep};
   return oi_emit(c, RLX_OP_Reduce, &x, 1, &a, out);
 }
 
@@ -419,7 +419,7 @@ rlx_status oi_narrow(oi_node *c, rlx_id x, int64_t axis, int64_t start, int64_t 
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Narrow a = {axis, start, len};
+  rlx_attrs_Narrow a = {.axis = axis, .start = start, .len = len};
   return oi_emit(c, RLX_OP_Narrow, &x, 1, &a, out);
 }
 
@@ -428,7 +428,7 @@ rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx
     *out = xs[0];
     return RLX_OK;
   }
-  rlx_attrs_Concat a = {axis};
+  rlx_attrs_Concat a = {.axis = axis};
   return oi_emit(c, RLX_OP_Concat, xs, n, &a, out);
 }
 

@@ -719,7 +719,7 @@ static rlx_status set_output(oi_scope *s, const char *name, rlx_id id, const Onn
     if (nd->op == RLX_OP_Constant) {
       RLX_TRY(rlx_constant(s->g, sh, nd->attrs.Constant.data.p, nd->attrs.Constant.data.n, &id));
     } else {
-      rlx_attrs_Cast a = {sh.dtype};
+      rlx_attrs_Cast a = {.to = sh.dtype};
       RLX_TRY(rlx_graph_add(s->g, RLX_OP_Cast, &id, 1, &a, NULL, NULL, &id));
     }
     RLX_TRY(name_node(s->g, id, name));

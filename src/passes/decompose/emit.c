@@ -94,7 +94,7 @@ rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) {
 /* ---- shape ops ---- */
 
 rlx_status dc_narrow(rlx_graph *g, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out) {
-  rlx_attrs_Narrow a = {axis, start, len};
+  rlx_attrs_Narrow a = {.axis = axis, .start = start, .len = len};
   return rlx_build_Narrow(g, &x, 1, &a, NULL, out);
 }
 
@@ -106,7 +106,7 @@ rlx_status dc_concat(rlx_graph *g, const rlx_id *xs, uint32_t n, uint32_t axis, 
     *out = xs[0];
     return RLX_OK;
   }
-  rlx_attrs_Concat a = {axis};
+  rlx_attrs_Concat a = {.axis = axis};
   if (n <= DC_CONCAT_MAX) return rlx_build_Concat(g, xs, n, &a, NULL, out);
   /* Concatenate groups of DC_CONCAT_MAX, then the group results (recursively). */
   uint32_t groups = (n + DC_CONCAT_MAX - 1) / DC_CONCAT_MAX;
@@ -167,7 +167,7 @@ rlx_status dc_expand(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims,
                         rlx_dim_symbol(dims[i]));
     }
   }
-  rlx_attrs_Expand a = {{t, rank}};
+  rlx_attrs_Expand a = {.target_shape = {.v = t, .n = rank}};
   return rlx_build_Expand(g, &x, 1, &a, NULL, out);
 }
 
@@ -182,12 +182,12 @@ rlx_status dc_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *pe
 }
 
 rlx_status dc_reverse(rlx_graph *g, rlx_id x, uint32_t n_axes, const int64_t *axes, rlx_id *out) {
-  rlx_attrs_Reverse a = {{(int64_t *)axes, n_axes}};
+  rlx_attrs_Reverse a = {.axes = {.v = (int64_t *)axes, .n = n_axes}};
   return rlx_build_Reverse(g, &x, 1, &a, NULL, out);
 }
 
 rlx_status dc_gather(rlx_graph *g, rlx_id table, rlx_id idx, uint32_t axis, rlx_id *out) {
-  rlx_attrs_Gather a = {axis};
+  rlx_attrs_Gather a = {.axis = axis};
   rlx_id in[2] = {table, idx};
   return rlx_build_Gather(g, in, 2, &a, NULL, out);
 }
