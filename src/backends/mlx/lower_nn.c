@@ -38,6 +38,23 @@ static rlx_status lower_LayerNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   return mlx_check(c, rlxm_astype(s, y, t), out);
 }
 
+/* LayerNorm2d: NCHW normalized over C at every (n, h, w); gamma / beta per channel. The mean is
+ * taken twice (the second pass removes what f32 lost on rows with a large offset). */
+static rlx_status lower_LayerNorm2d(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  rlxm_scope *s = c->s;
+  rlx_dtype t = (rlx_dtype)n->shape.dtype;
+  if (!mlx_is_float(t) || rlxm_rank(in[0]) != 4) return mlx_decline(c, "this case runs on the CPU kernel");
+  int wt = t == RLX_F64 ? RLX_F64 : RLX_F32;
+  int64_t ax = 1, C = rlxm_dim(in[0], 1), pd[4] = {1, C, 1, 1};
+  rlxm_arr *x = rlxm_astype(s, in[0], wt);
+  rlxm_arr *d = rlxm_binary(s, RLXM_SUB, x, rlxm_reduce(s, RLXM_R_MEAN, x, 1, &ax, true));
+  d = rlxm_binary(s, RLXM_SUB, d, rlxm_reduce(s, RLXM_R_MEAN, d, 1, &ax, true));
+  rlxm_arr *var = rlxm_reduce(s, RLXM_R_MEAN, rlxm_binary(s, RLXM_MUL, d, d), 1, &ax, true);
+  rlxm_arr *y = rlxm_binary(s, RLXM_MUL, d, rlxm_unary(s, RLXM_RSQRT, rlxm_binary(s, RLXM_ADD, var, rlxm_scalar(s, n->attrs.LayerNorm2d.eps, wt))));
+  rlxm_arr *g = rlxm_reshape(s, rlxm_astype(s, vec(c, in[1]), wt), 4, pd), *b = rlxm_reshape(s, rlxm_astype(s, vec(c, in[2]), wt), 4, pd);
+  return mlx_check(c, rlxm_astype(s, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, y, g), b), t), out);
+}
+
 static rlx_status lower_RmsNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   if (!mlx_is_float((rlx_dtype)n->shape.dtype)) return mlx_decline(c, "non-float RmsNorm");
   rlxm_arr *r = rlxm_binary(c->s, RLXM_ADD, rlxm_rms_norm(c->s, in[0], vec(c, in[1]), n->attrs.RmsNorm.eps), vec(c, in[2]));
@@ -369,4 +386,5 @@ const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
     [RLX_OP_Conv] = lower_Conv,           [RLX_OP_Conv3d] = lower_Conv3d,   [RLX_OP_Pool] = lower_Pool,
     [RLX_OP_Rope] = lower_Rope,
     [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
+    [RLX_OP_LayerNorm2d] = lower_LayerNorm2d,
 };
