@@ -201,6 +201,34 @@ static rlx_status lower_Conv3d(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *co
   return conv_nd(c, n, in[0], in[1], &a->stride, &a->padding, &a->dilation, a->groups, out);
 }
 
+/* Im2Col: [N, C, H, W] -> [N*Ho*Wo, C*kH*kW]; row (n, oh, ow), column (c, kh, kw); padding is
+ * zeros. One strided slice of the padded input per kernel cell. */
+static rlx_status lower_Im2Col(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_Im2Col *a = &n->attrs.Im2Col;
+  rlxm_scope *s = c->s;
+  if (rlxm_rank(in[0]) != 4 || rlxm_dtype(in[0]) < 0) return mlx_decline(c, "rank: the CPU kernel checks it");
+  int64_t k[2], k2[2], st[2], st2[2], pl[2], ph[2], dl[2], dl2[2];
+  if (a->kernel_size.n != 2 || !geom(&a->kernel_size, 2, 1, k, k2) || !geom(&a->stride, 2, 1, st, st2) ||
+      !geom(&a->padding, 2, 0, pl, ph) || !geom(&a->dilation, 2, 1, dl, dl2) || k[0] * k[1] > 256)
+    return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
+  int64_t N = rlxm_dim(in[0], 0), C = rlxm_dim(in[0], 1), H = rlxm_dim(in[0], 2), W = rlxm_dim(in[0], 3);
+  int64_t Ho = (H + pl[0] + ph[0] - dl[0] * (k[0] - 1) - 1) / st[0] + 1, Wo = (W + pl[1] + ph[1] - dl[1] * (k[1] - 1) - 1) / st[1] + 1;
+  if (Ho <= 0 || Wo <= 0 || n->shape.rank != 2 || n->shape.dims[0] != N * Ho * Wo) return mlx_decline(c, "geometry");
+  /* pad enough on the high side for every strided slice to stay in range */
+  int64_t hh = (Ho - 1) * st[0] + dl[0] * (k[0] - 1) + 1 - (H + pl[0]), hw = (Wo - 1) * st[1] + dl[1] * (k[1] - 1) + 1 - (W + pl[1]);
+  rlxm_arr *xp = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hh > 0 ? hh : 0, hw > 0 ? hw : 0}, 0.0);
+  rlxm_arr *cells[256];
+  for (int64_t i = 0; i < k[0]; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      int64_t start[4] = {0, 0, i * dl[0], j * dl[1]}, stop[4] = {N, C, i * dl[0] + (Ho - 1) * st[0] + 1, j * dl[1] + (Wo - 1) * st[1] + 1},
+              step[4] = {1, 1, st[0], st[1]};
+      cells[i * k[1] + j] = rlxm_reshape(s, rlxm_slice(s, xp, start, stop, step), 5, (int64_t[]){N, C, 1, Ho, Wo});
+    }
+  rlxm_arr *col = rlxm_concat(s, cells, (uint32_t)(k[0] * k[1]), 2); /* [N, C, kH*kW, Ho, Wo] */
+  col = rlxm_transpose(s, col, 5, (int64_t[]){0, 3, 4, 1, 2});
+  return mlx_check(c, rlxm_reshape(s, col, 2, (int64_t[]){N * Ho * Wo, C * k[0] * k[1]}), out);
+}
+
 /* ---- pooling (2-D, NCHW) ---- */
 
 static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
@@ -387,4 +415,5 @@ const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
     [RLX_OP_Rope] = lower_Rope,
     [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
     [RLX_OP_LayerNorm2d] = lower_LayerNorm2d,
+    [RLX_OP_Im2Col] = lower_Im2Col,
 };
