@@ -52,13 +52,16 @@
 #include "../cases/cases_control.c"
 #include "../cases/cases_backward.c"
 #include "../cases/cases_signal.c"
+#include "../cases/cases_quant.c" /* quantization family */
+#include "../cases/cases_recurrent.c"
 #include "../cases/conf_fill.c"
 
 #define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
 static const conf_table conf_tables[] = {
     TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
-    TABLE(signal),
+    TABLE(signal), TABLE(recurrent),
+    TABLE(quant), /* quantization family */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])

@@ -834,10 +834,12 @@ static void test_executor(bool torch_layout) {
  * ====================================================================================== */
 
 static void test_fft(void) {
-  /* last axis 2N: N = 1, 2, 8, 512 (radix-2) and 3, 5, 12, 400 (Bluestein) */
-  rlx_shape shapes[8] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),  SHP(F32, 2, 3, 16), SHP(F32, 9, 1024),
-                         SHP(F32, 4, 6), SHP(F32, 2, 10), SHP(F32, 7, 24),    SHP(F32, 5, 800)};
-  for (int s = 0; s < 8; s++)
+  /* last axis 2N: N = 1, 2, 8, 512 (radix-2), 3, 5, 12, 400, 1000, 1001 = 7 * 11 * 13, 6 (mixed
+   * radix) and 17, 4099 (primes past 13: Bluestein) */
+  rlx_shape shapes[13] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),   SHP(F32, 2, 3, 16), SHP(F32, 9, 1024), SHP(F32, 4, 6),
+                          SHP(F32, 2, 10), SHP(F32, 7, 24),  SHP(F32, 5, 800),   SHP(F32, 3, 2000), SHP(F32, 2, 2002),
+                          SHP(F32, 4, 12), SHP(F32, 3, 34),  SHP(F32, 2, 8198)};
+  for (int s = 0; s < 13; s++)
     for (int v = 0; v < 6; v++) {
       tcase c;
       targ a[1] = {{shapes[s], FILL_UNIFORM}};
