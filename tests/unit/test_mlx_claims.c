@@ -19,9 +19,7 @@
  * them); a graph holding one fails to compile for MLX with the legalizer's message. Checked both
  * ways, so the list shrinks as the decompositions land. */
 static const rlx_op known_gaps[] = {
-    RLX_OP_ScaledGroupedMatMul, RLX_OP_PartitionedConv, RLX_OP_SynthMatMul, RLX_OP_SynthMatMulBackward,
-    RLX_OP_SynthReconstruct, RLX_OP_SplineActivation, RLX_OP_SplineActivationBackwardX,
-    RLX_OP_SplineActivationBackwardCoeff, RLX_OP_GatedDeltaNetBackward, RLX_OP_FftQ,
+    RLX_OP_FftQ,
 };
 static bool known_gap(rlx_op op) {
   for (size_t i = 0; i < sizeof known_gaps / sizeof known_gaps[0]; i++)
