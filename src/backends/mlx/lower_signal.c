@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Native MLX lowering of Fft through MLX's fft (complex64; f32 real-block lines
+/* Native MLX lowering of the complex ops and of Fft through MLX's fft (complex64; f32 real-block lines
  * [re_0..re_{N-1}, im_0..im_{N-1}] are packed into complex64 and back). MLX computes the unscaled
  * transform (fft with norm Backward, ifft with norm Forward) and the CPU's factor is applied:
  * 1/N on the inverse for norm Forward, 1/sqrt(N) both ways for Ortho, 1 for Backward. f64 and
@@ -30,6 +30,29 @@ static rlx_status lower_Fft(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const
   return mlx_check(c, y, out);
 }
 
+/* ComplexNormSq z -> re^2 + im^2; its backward [z, g] -> g z; Conjugate z -> (re, -im): c64
+ * natively (c128 and real-block layouts on the CPU kernel). */
+static rlx_status lower_ComplexNormSq(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)n;
+  rlxm_scope *s = c->s;
+  if (rlxm_dtype(in[0]) != RLX_C64) return mlx_decline(c, "ComplexNormSq of this dtype runs on the CPU kernel");
+  rlxm_arr *re = rlxm_unary(s, RLXM_REAL, in[0]), *im = rlxm_unary(s, RLXM_IMAG, in[0]);
+  return mlx_check(c, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, re, re), rlxm_binary(s, RLXM_MUL, im, im)), out);
+}
+static rlx_status lower_ComplexNormSqBackward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)n;
+  if (rlxm_dtype(in[0]) != RLX_C64 || rlxm_dtype(in[1]) != RLX_F32) return mlx_decline(c, "this dtype runs on the CPU kernel");
+  return mlx_check(c, rlxm_binary(c->s, RLXM_MUL, in[0], rlxm_astype(c->s, in[1], RLX_C64)), out);
+}
+static rlx_status lower_Conjugate(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)n;
+  if (rlxm_dtype(in[0]) != RLX_C64) return mlx_decline(c, "Conjugate of this dtype runs on the CPU kernel");
+  return mlx_check(c, rlxm_unary(c->s, RLXM_CONJ, in[0]), out);
+}
+
 const mlx_lower_fn mlx_lower_signal[RLX_OP_COUNT] = {
     [RLX_OP_Fft] = lower_Fft,
+    [RLX_OP_ComplexNormSq] = lower_ComplexNormSq,
+    [RLX_OP_ComplexNormSqBackward] = lower_ComplexNormSqBackward,
+    [RLX_OP_Conjugate] = lower_Conjugate,
 };
