@@ -41,6 +41,7 @@ extern const mlx_lower_fn mlx_lower_backward[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_random[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_signal[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_scatter[RLX_OP_COUNT];
+extern const mlx_lower_fn mlx_lower_quant[RLX_OP_COUNT];
 /* Kinds the document wants host-evaluated on the CPU reference kernel (never lowered natively). */
 bool mlx_host_kind(rlx_op op);
 

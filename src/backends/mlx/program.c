@@ -122,6 +122,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_random[op]) return mlx_lower_random[op];
   if (mlx_lower_signal[op]) return mlx_lower_signal[op];
   if (mlx_lower_scatter[op]) return mlx_lower_scatter[op];
+  if (mlx_lower_quant[op]) return mlx_lower_quant[op];
   return NULL;
 }
 
@@ -265,6 +266,7 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_ElementwiseRegion] = true, [RLX_OP_RngUniform] = true, [RLX_OP_RngNormal] = true,
     [RLX_OP_GatherElements] = true, [RLX_OP_GatherNd] = true, [RLX_OP_Im2Col] = true, [RLX_OP_Pool] = true,
     [RLX_OP_MaxPool2dBackward] = true, [RLX_OP_ScatterAdd] = true, [RLX_OP_ScatterElements] = true, [RLX_OP_ScatterNd] = true,
+    [RLX_OP_Quantize] = true, [RLX_OP_Dequantize] = true,
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;
