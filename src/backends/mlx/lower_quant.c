@@ -2,8 +2,10 @@
 /* Native MLX lowering of Quantize / Dequantize (ir-special §1.4, the CPU kernels' arithmetic):
  *   Quantize   q = clamp(round_half_away(x * (1 / s[c])) + zp[c], -128, 127) as i8, NaN -> zp[c]
  *   Dequantize y = (q - zp[c]) * s[c]
+ *   QMatMul    y = clamp(round_half_away((sum_k (x - x_zp)(w - w_zp) + bias) * mult) + out_zp) as i8
  * with one scale (and zero point) per tensor or per channel along `axis`, computed in f64 like the
- * CPU (MLX's f64 multiply / floor are exact IEEE) and rounded once. */
+ * CPU (MLX's f64 multiply / floor are exact IEEE; the int8 products summed by dgemm are integers
+ * below 2^53, so the accumulation is exact) and rounded once. */
 #include "backends/mlx/mlx_internal.h"
 
 /* A per-channel constant along `axis` of a rank-r value (or a scalar when there is one value). */
@@ -31,6 +33,27 @@ static bool qparams(mlx_lower_ctx *c, rlxm_arr *x, int64_t axis, const rlx_flist
   return *scale && *zero;
 }
 
+/* round half away from zero: sign(v) * floor(|v| + 0.5) */
+static rlxm_arr *round_away(rlxm_scope *s, rlxm_arr *v) {
+  return rlxm_binary(s, RLXM_MUL, rlxm_unary(s, RLXM_SIGN, v),
+                     rlxm_unary(s, RLXM_FLOOR, rlxm_binary(s, RLXM_ADD, rlxm_unary(s, RLXM_ABS, v), rlxm_scalar(s, 0.5, RLX_F64))));
+}
+
+static rlx_status lower_QMatMul(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  const rlx_attrs_QMatMul *a = &n->attrs.QMatMul;
+  rlxm_scope *s = c->s;
+  if (rlxm_dtype(in[0]) != RLX_I8 || rlxm_dtype(in[1]) != RLX_I8 || rlxm_dtype(in[2]) != RLX_I32 || rlxm_rank(in[0]) != 2 ||
+      rlxm_rank(in[1]) != 2 || rlxm_rank(in[2]) != 1 || rlxm_dim(in[0], 1) != rlxm_dim(in[1], 0) || rlxm_dim(in[2], 0) != rlxm_dim(in[1], 1))
+    return mlx_decline(c, "operands: the CPU kernel checks them");
+  rlxm_arr *x = rlxm_binary(s, RLXM_SUB, rlxm_astype(s, in[0], RLX_F64), rlxm_scalar(s, (double)a->x_zp, RLX_F64));
+  rlxm_arr *w = rlxm_binary(s, RLXM_SUB, rlxm_astype(s, in[1], RLX_F64), rlxm_scalar(s, (double)a->w_zp, RLX_F64));
+  rlxm_arr *acc = rlxm_binary(s, RLXM_ADD, rlxm_matmul(s, x, w), rlxm_astype(s, in[2], RLX_F64));
+  rlxm_arr *v = rlxm_binary(s, RLXM_ADD, round_away(s, rlxm_binary(s, RLXM_MUL, acc, rlxm_scalar(s, (double)a->mult, RLX_F64))),
+                            rlxm_scalar(s, (double)a->out_zp, RLX_F64));
+  v = rlxm_binary(s, RLXM_MIN, rlxm_binary(s, RLXM_MAX, v, rlxm_scalar(s, -128.0, RLX_F64)), rlxm_scalar(s, 127.0, RLX_F64));
+  return mlx_check(c, rlxm_astype(s, v, RLX_I8), out);
+}
+
 static rlx_status lower_Quantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   const rlx_attrs_Quantize *a = &n->attrs.Quantize;
   rlxm_scope *s = c->s;
@@ -40,10 +63,7 @@ static rlx_status lower_Quantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *
     return mlx_decline(c, "this case runs on the CPU kernel (it checks the attributes)");
   rlxm_arr *x = rlxm_astype(s, in[0], RLX_F64);
   rlxm_arr *v = rlxm_binary(s, RLXM_MUL, x, rlxm_binary(s, RLXM_DIV, rlxm_scalar(s, 1.0, RLX_F64), scale));
-  /* round half away from zero: sign(v) * floor(|v| + 0.5) */
-  rlxm_arr *rv = rlxm_binary(s, RLXM_MUL, rlxm_unary(s, RLXM_SIGN, v),
-                             rlxm_unary(s, RLXM_FLOOR, rlxm_binary(s, RLXM_ADD, rlxm_unary(s, RLXM_ABS, v), rlxm_scalar(s, 0.5, RLX_F64))));
-  rv = rlxm_binary(s, RLXM_ADD, rv, zero);
+  rlxm_arr *rv = rlxm_binary(s, RLXM_ADD, round_away(s, v), zero);
   rv = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, x), zero, rv);
   rv = rlxm_binary(s, RLXM_MIN, rlxm_binary(s, RLXM_MAX, rv, rlxm_scalar(s, -128.0, RLX_F64)), rlxm_scalar(s, 127.0, RLX_F64));
   return mlx_check(c, rlxm_astype(s, rv, RLX_I8), out);
@@ -63,4 +83,5 @@ static rlx_status lower_Dequantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr
 const mlx_lower_fn mlx_lower_quant[RLX_OP_COUNT] = {
     [RLX_OP_Quantize] = lower_Quantize,
     [RLX_OP_Dequantize] = lower_Dequantize,
+    [RLX_OP_QMatMul] = lower_QMatMul,
 };

@@ -266,7 +266,7 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_ElementwiseRegion] = true, [RLX_OP_RngUniform] = true, [RLX_OP_RngNormal] = true,
     [RLX_OP_GatherElements] = true, [RLX_OP_GatherNd] = true, [RLX_OP_Im2Col] = true, [RLX_OP_Pool] = true,
     [RLX_OP_MaxPool2dBackward] = true, [RLX_OP_ScatterAdd] = true, [RLX_OP_ScatterElements] = true, [RLX_OP_ScatterNd] = true,
-    [RLX_OP_Quantize] = true, [RLX_OP_Dequantize] = true,
+    [RLX_OP_Quantize] = true, [RLX_OP_Dequantize] = true, [RLX_OP_QMatMul] = true,
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;
