@@ -6,6 +6,8 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake                # C17 compiler and build system
+  pkgconf                              # pkg-config: tests/cli/test_install.sh builds against rlx.pc
+  graphviz                             # dot: tests/cli/test_ir_cli.sh renders `rlx dot` output
   clang libclang-rt-14-dev             # libFuzzer targets and their sanitizer runtimes
   libopenblas-dev liblapacke-dev       # BLAS / LAPACK for the CPU backend
   zlib1g-dev                           # gzip reader for the Fashion-MNIST idx files

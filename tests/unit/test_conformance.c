@@ -83,13 +83,13 @@ typedef rlx_status (*conf_builder)(rlx_graph *g, const rlx_id *in, uint32_t n, c
   static rlx_status cb_##N(rlx_graph *g, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out) { \
     return rlx_build_##N(g, in, n, (const rlx_attrs_##N *)attrs, NULL, out);                       \
   }
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 #define RLX_OP(N, FAM, LO, HI, PROPS) [RLX_OP_##N] = cb_##N,
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) [RLX_OP_##N] = cb_##N,
 static const conf_builder conf_builders[RLX_OP_COUNT] = {
-#include "ops.def"
+#include "rlx/ops.def"
 };
 #undef RLX_OP
 #undef RLX_OPA
