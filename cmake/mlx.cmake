@@ -44,6 +44,31 @@ else()
   # it: ~70 GFLOP/s. This lives in the build, not in LD_PRELOAD.
   list(APPEND RLX_LINK_LIBS "-Wl,--no-as-needed" ${RLX_OPENBLAS_LIB} "${_rlx_mlx_lib}" "-Wl,--as-needed"
        "-Wl,-rpath,${_rlx_mlx_libdir}" stdc++)
+  # Installed artefacts keep finding libmlx where the SDK is (its folder is not installed): the
+  # installed rlx tool and librlx.so get it as their RUNPATH, librlx.a's consumers (CMake package
+  # and pkg-config --static) link libmlx and libstdc++. Applied once the root CMakeLists has made
+  # the targets and rlx.pc.
+  set(RLX_MLX_LIBDIR "${_rlx_mlx_libdir}")
+  set(RLX_MLX_LIB "${_rlx_mlx_lib}")
+  function(_rlx_mlx_install_fixups)
+    foreach(t rlx rlx_shared)
+      if(TARGET ${t})
+        set_property(TARGET ${t} APPEND PROPERTY INSTALL_RPATH "${RLX_MLX_LIBDIR}")
+      endif()
+    endforeach()
+    if(TARGET rlx_static)
+      target_link_libraries(rlx_static PRIVATE "$<INSTALL_INTERFACE:${RLX_MLX_LIB}>" "$<INSTALL_INTERFACE:stdc++>")
+    endif()
+    set(pc "${PROJECT_BINARY_DIR}/rlx.pc")
+    if(EXISTS "${pc}")
+      file(READ "${pc}" body)
+      if(NOT body MATCHES "libmlx")
+        string(REPLACE "Libs.private: " "Libs.private: ${RLX_MLX_LIB} -Wl,-rpath,${RLX_MLX_LIBDIR} -lstdc++ " body "${body}")
+        file(WRITE "${pc}" "${body}")
+      endif()
+    endif()
+  endfunction()
+  cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL _rlx_mlx_install_fixups)
 endif()
 
 # The MLX-backend benchmark (bench/run_mlx_bench.sh runs it against MLX's Python API).
