@@ -51,6 +51,7 @@ typedef struct rlx_compile_options {
   bool check_plan;      /* run the independent memory-plan checker (default true) */
   uint64_t rng_seed;    /* mixed into RngNormal/RngUniform keys (default 0) */
   int threads;          /* CPU worker threads; 0 = all cores */
+  bool deterministic;   /* CPU: the same bits at every thread count (default true; docs/cpu-backend.md) */
 } rlx_compile_options;
 
 void rlx_compile_options_init(rlx_compile_options *o);

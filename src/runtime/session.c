@@ -55,6 +55,7 @@ void rlx_compile_options_init(rlx_compile_options *o) {
   o->check_plan = true;
   o->rng_seed = 0;
   o->threads = 0;
+  o->deterministic = true;
 }
 
 /* ---- small helpers ---- */

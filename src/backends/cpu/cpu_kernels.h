@@ -29,6 +29,8 @@ struct rlx_cpu_ctx {
   rlx_cpu_run_body_fn run_body;
   void *body_state;         /* owned by the executor (compiled-body cache) */
   rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
+  bool deterministic;       /* results independent of `threads`: every reduction split across
+                               threads uses a split that depends on the shape only (fast.h) */
 };
 
 /* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the

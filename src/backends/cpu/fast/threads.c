@@ -194,6 +194,11 @@ int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain) {
   return by_grain < (size_t)t ? (int)by_grain : t;
 }
 
+int fk_parts(const rlx_cpu_ctx *ctx, size_t n) {
+  if (ctx && ctx->deterministic) return n < FK_DET_PARTS ? (n ? (int)n : 1) : FK_DET_PARTS;
+  return fk_chunks(ctx, n, 1);
+}
+
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg) {
   if (n == 0) return;
   int k = fk_chunks(ctx, n, grain);
