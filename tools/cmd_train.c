@@ -29,6 +29,7 @@
 const char cli_train_usage[] =
     "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
+    "                 [--deterministic | --no-deterministic]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
     "forward graph is differentiated (rlx_grad_with_loss), compiled for the CPU once and run per\n"
@@ -46,6 +47,9 @@ const char cli_train_usage[] =
     "  --lr X             Adam learning rate (default 1e-3; betas 0.9, 0.999, eps 1e-8)\n"
     "  --threads N        CPU worker threads (default 0 = all cores)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
+    "  --deterministic    the same weights at every --threads: reductions split across threads use\n"
+    "                     a split fixed by the shape (the default; docs/cpu-backend.md)\n"
+    "  --no-deterministic splits follow the thread count (results then differ by thread count)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
     "  --out DIR          where weights.safetensors and loss_curve.svg go (default ./rlx-train-out)\n"
@@ -66,6 +70,7 @@ typedef struct train_opts {
   unsigned long long seed;
   const char *data, *out;
   bool json;
+  int deterministic; /* -1: the compile options' default */
 } train_opts;
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -79,11 +84,16 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 
 static int parse_args(const cli_command *self, int argc, char **argv, train_opts *o) {
   *o = (train_opts){TRAIN_MODEL_CNN, 1, 64, 0, -1, -1, 1e-3, 0, NULL, "rlx-train-out", false};
+  o->deterministic = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (cli_is_help(a)) return -1;
     if (strcmp(a, "--json") == 0) {
       o->json = true;
+      continue;
+    }
+    if (strcmp(a, "--deterministic") == 0 || strcmp(a, "--no-deterministic") == 0) {
+      o->deterministic = a[2] == 'd';
       continue;
     }
     if (strncmp(a, "--", 2) != 0) return cli_usage_error(self, "unexpected argument '%s'", a);
@@ -322,6 +332,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_compile_options co;
   rlx_compile_options_init(&co);
   co.threads = (int)o.threads;
+  if (o.deterministic >= 0) co.deterministic = o.deterministic;
   double tc = now_seconds();
   if (train_build_graph(&s.model, o.batch, true, &s.fwd) != RLX_OK) return fail_rlx(self, &s, NULL);
   if (rlx_grad_with_loss(s.fwd, names, s.model.n_params, NULL, &s.grad) != RLX_OK)
