@@ -729,6 +729,7 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
   x->opt = *opt;
   x->ctx.threads = cpu_threads(opt->threads);
   x->ctx.deterministic = opt->deterministic;
+  if (x->ctx.deterministic) fk_blas_serial(); /* the reference kernels' GEMMs too, pool or not */
   x->ctx.rng_seed = opt->rng_seed;
   x->ctx.run_body = cpu_run_body;
   x->ctx.body_state = x;

@@ -22,6 +22,9 @@
 /* A pool of threads - 1 persistent workers (the caller is the remaining one) plus a scratch
  * buffer reused across kernel calls. threads >= 1 (1: no workers, scratch only). */
 rlx_status rlx_cpu_pool_create(int threads, rlx_cpu_pool **out);
+/* Switches OpenBLAS to one thread per call for the process (once; the first pool does it too).
+ * OpenBLAS's own threading changes its results with its thread count (docs/cpu-backend.md). */
+void fk_blas_serial(void);
 void rlx_cpu_pool_free(rlx_cpu_pool *p);
 
 /* fn(arg, lo, hi, chunk) over [0, n) split into k = fk_chunks(ctx, n, grain) contiguous chunks:

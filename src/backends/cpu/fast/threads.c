@@ -24,6 +24,7 @@ void openblas_set_num_threads(int num_threads);
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
+void fk_blas_serial(void) { pthread_once(&blas_once, blas_single_thread); }
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
