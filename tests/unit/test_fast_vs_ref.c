@@ -208,6 +208,7 @@ static void test_matmul(void) {
   matmul_case(SHP(F32, 7, 5), SHP(F32, 5, 3));
   matmul_case(SHP(F32, 64, 1568), SHP(F32, 1568, 128));
   matmul_case(SHP(F32, 3, 33), SHP(F32, 33, 300));  /* one batch, columns split over threads */
+  matmul_case(SHP(F32, 1568, 64), SHP(F32, 64, 128)); /* one tall batch, rows split over threads */
   matmul_case(SHP(F32, 4, 5, 6), SHP(F32, 4, 6, 7)); /* batched */
   matmul_case(SHP(F32, 2, 1, 5, 6), SHP(F32, 3, 6, 2)); /* broadcast batches */
   matmul_case(SHP(F32, 5, 6), SHP(F32, 2, 6, 3));

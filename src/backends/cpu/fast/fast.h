@@ -35,11 +35,19 @@ void rlx_cpu_pool_free(rlx_cpu_pool *p);
  * from inside a task. */
 typedef void (*fk_task)(void *arg, size_t lo, size_t hi, int chunk);
 /* Deterministic mode (ctx->deterministic): a reduction over n items that is split across threads
- * is cut into fk_parts(ctx, n) parts instead of one per thread; part p covers [p*n/P, (p+1)*n/P),
- * its partial result starts from zero, and the parts are combined in part order. Without
- * deterministic mode P is the thread split (fk_chunks), so results depend on the thread count. */
-#define FK_DET_PARTS 8
+ * is cut into P = fk_parts(ctx, n) parts instead of one per thread; part p covers
+ * [p*n/P, (p+1)*n/P), its partial result starts from zero, and the parts are combined in part
+ * order. P depends on n only: one part per FK_DET_PART_ITEMS items, at least FK_DET_MIN_PARTS
+ * (or n when smaller), at most FK_DET_MAX_PARTS. Without deterministic mode P is the thread split
+ * (fk_chunks), so results depend on the thread count. */
+#define FK_DET_PART_ITEMS 16
+#define FK_DET_MIN_PARTS 4
+#define FK_DET_MAX_PARTS 64
 int fk_parts(const rlx_cpu_ctx *ctx, size_t n);
+/* MatMul column blocks in deterministic mode: as if for FK_DET_GEMM_WAYS threads, at least
+ * FK_DET_GEMM_MIN_COLS columns each. */
+#define FK_DET_GEMM_WAYS 4
+#define FK_DET_GEMM_MIN_COLS 64
 int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain);
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg);
 

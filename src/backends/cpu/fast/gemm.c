@@ -93,7 +93,8 @@ typedef struct mm_job {
   float *c;
   size_t M, N, K;
   rlx_shape ba, bb, bo;
-  size_t col_chunks; /* column blocks per batch (work item = (batch, column block)) */
+  size_t col_chunks; /* blocks per batch (work item = (batch, block)) */
+  bool rows;         /* blocks of rows of A and C (tall products), else of columns of B and C */
 } mm_job;
 
 static void mm_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -101,13 +102,16 @@ static void mm_task(void *arg, size_t lo, size_t hi, int chunk) {
   const mm_job *j = arg;
   size_t lda = j->K, ldb = j->N;
   for (size_t w = lo; w < hi; w++) {
-    size_t i = w / j->col_chunks, cb = w % j->col_chunks;
-    size_t c0 = cb * j->N / j->col_chunks, c1 = (cb + 1) * j->N / j->col_chunks;
+    size_t i = w / j->col_chunks, cb = w % j->col_chunks, ext = j->rows ? j->M : j->N;
+    size_t c0 = cb * ext / j->col_chunks, c1 = (cb + 1) * ext / j->col_chunks;
     if (c1 == c0) continue;
     const float *A = j->a + batch_offset(&j->ba, &j->bo, i) * j->M * j->K;
     const float *B = j->b + batch_offset(&j->bb, &j->bo, i) * j->K * j->N;
-    /* columns c0..c1 of B (row-major [K, N]) */
-    fk_sgemm(false, false, j->M, c1 - c0, j->K, A, lda, B + c0, ldb, false, j->c + i * j->M * j->N + c0, j->N);
+    float *C = j->c + i * j->M * j->N;
+    if (j->rows) /* rows c0..c1 of A and C */
+      fk_sgemm(false, false, c1 - c0, j->N, j->K, A + c0 * j->K, lda, B, ldb, false, C + c0 * j->N, j->N);
+    else /* columns c0..c1 of B (row-major [K, N]) and C */
+      fk_sgemm(false, false, j->M, c1 - c0, j->K, A, lda, B + c0, ldb, false, C + c0, j->N);
   }
 }
 
@@ -145,16 +149,17 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
     if (ta) transpose_batches(ctx, a->data, scratch, fk_numel(&j.ba), j.K, j.M), j.a = scratch;
     if (tb) transpose_batches(ctx, b->data, tb_buf, fk_numel(&j.bb), j.N, j.K), j.b = tb_buf;
   }
-  /* Enough work items for every thread: split the columns when there are fewer batches than
-   * threads and the product is big enough to be worth it. In deterministic mode the split (which
+  /* Enough work items for every thread: split the rows (M > N) or the columns when there are fewer
+   * batches than threads and the product is big enough to be worth it. In deterministic mode the split (which
    * changes the sgemm calls, hence possibly OpenBLAS's kernel) depends on the shape only. */
-  int ways = ctx && ctx->deterministic ? FK_DET_PARTS : fk_chunks(ctx, (size_t)1 << 30, 1);
-  size_t min_cols = ctx && ctx->deterministic ? 32 : 16;
+  int ways = ctx && ctx->deterministic ? FK_DET_GEMM_WAYS : fk_chunks(ctx, (size_t)1 << 30, 1);
+  size_t min_cols = ctx && ctx->deterministic ? FK_DET_GEMM_MIN_COLS : 16;
   double flops = 2.0 * (double)batches * (double)j.M * (double)j.N * (double)j.K;
   j.col_chunks = 1;
+  j.rows = j.M > j.N;
   if (flops > 2e5 && batches < (size_t)ways) {
-    size_t want = ((size_t)ways + batches - 1) / batches;
-    size_t max_cols = j.N / min_cols ? j.N / min_cols : 1; /* at least min_cols columns per block */
+    size_t want = ((size_t)ways + batches - 1) / batches, ext = j.rows ? j.M : j.N;
+    size_t max_cols = ext / min_cols ? ext / min_cols : 1; /* at least min_cols rows / columns per block */
     j.col_chunks = want < max_cols ? want : max_cols;
   }
   size_t items = batches * j.col_chunks;

@@ -196,7 +196,12 @@ int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain) {
 }
 
 int fk_parts(const rlx_cpu_ctx *ctx, size_t n) {
-  if (ctx && ctx->deterministic) return n < FK_DET_PARTS ? (n ? (int)n : 1) : FK_DET_PARTS;
+  if (ctx && ctx->deterministic) {
+    size_t p = (n + FK_DET_PART_ITEMS - 1) / FK_DET_PART_ITEMS;
+    if (p < FK_DET_MIN_PARTS) p = n < FK_DET_MIN_PARTS ? n : FK_DET_MIN_PARTS;
+    if (p > FK_DET_MAX_PARTS) p = FK_DET_MAX_PARTS;
+    return p ? (int)p : 1;
+  }
   return fk_chunks(ctx, n, 1);
 }
 
