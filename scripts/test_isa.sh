@@ -14,7 +14,7 @@ isa=${2:?usage: test_isa.sh BUILD_DIR scalar|avx2|avx512 [ctest args]}
 shift 2
 
 flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
-has() { for f in "$@"; do case $flags in *" $f "*) ;; *) return 1 ;; esac; done; }
+missing() { local f; for f in "$@"; do case $flags in *" $f "*) ;; *) printf ' %s' "$f" ;; esac; done; }
 
 case $isa in
   scalar) core=Prescott; need=(sse2) ;;
@@ -22,8 +22,9 @@ case $isa in
   avx512) core=SkylakeX; need=(avx2 fma avx512f avx512bw avx512dq avx512vl) ;;
   *) echo "test_isa: unknown path '$isa' (expected scalar, avx2 or avx512)" >&2; exit 2 ;;
 esac
-if [ "$(uname -m)" != x86_64 ] || ! has "${need[@]}"; then
-  echo "test_isa: NOT RUN: this CPU lacks ${need[*]} (path $isa)"
+lacks=$(missing "${need[@]}")
+if [ "$(uname -m)" != x86_64 ] || [ -n "$lacks" ]; then
+  echo "test_isa: NOT RUN: path $isa needs an x86-64 CPU with ${need[*]}; this one lacks${lacks:- x86-64}"
   exit 77
 fi
 if [ ! -f "$dir/CTestTestfile.cmake" ]; then

@@ -357,9 +357,10 @@ static bool env_flag(const char *name) {
  *                                                 Relu's) tensor; the Conv's tensor is never written
  *   MaxPool2dBackward -> ReluBackward(dy) [-> Reduce sum over N, H, W (the conv bias gradient)]
  *                                                 at the MaxPool2dBackward's step
- *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input with a
- *                                                 transposed GEMM (chains of such Transposes too);
- *                                                 the Transpose runs only if something else reads it
+ *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input and
+ *                                                 transposes it into scratch (chains of such
+ *                                                 Transposes too); the Transpose runs only if
+ *                                                 something else reads it
  * A fused thunk writes a tensor before its planned step or reads one after its planned last use.
  * The memory plan only promised those bytes for the planned interval, so every fusion is checked
  * against the effective live intervals of all other slots that share bytes (and then extends
