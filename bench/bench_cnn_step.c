@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rlx/cpu.h"
 #include "rlx/autodiff.h"
 #include "rlx/rlx.h"
 
@@ -108,7 +109,10 @@ int main(int argc, char **argv) {
   TRY(rlx_grad_with_loss(f, wrt, 8, &go, &gr));
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = threads;
+  rlx_cpu_options cpu_opt;
+  rlx_cpu_options_init(&cpu_opt);
+  cpu_opt.threads = threads;
+  co.backend_options = &cpu_opt;
   rlx_executable *e;
   double t0 = now_ms();
   TRY(rlx_compile(gr, "cpu", &co, &e));

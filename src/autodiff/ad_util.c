@@ -9,7 +9,7 @@
 #include "autodiff/ad_internal.h"
 #include "passes/decompose/decompose.h"
 #include "rlx/verify.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 rlx_shape ad_shape(const rlx_ad_ctx *c, rlx_id x) { return rlx_graph_node(c->dst, x)->shape; }
 

@@ -10,7 +10,7 @@
 #include "passes/passes.h"
 #include "rlx/session.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})

@@ -15,9 +15,10 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fast/fast.h"
+#include "rlx/cpu.h"
 #include "rlx/autodiff.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SHP(t, ...)                                                                                \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
@@ -780,7 +781,10 @@ static rlx_status cnn_grad_graph(int64_t B, bool torch_layout, rlx_graph **fwd, 
 static float **run_step(rlx_graph *gr, int threads, int64_t B, uint32_t *n_out) {
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = threads;
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
+  cpu.threads = threads;
+  co.backend_options = &cpu;
   rlx_executable *e = NULL;
   rlx_status st = rlx_compile(gr, "cpu", &co, &e);
   CHECK_MSG(st == RLX_OK, "compile: %s", rlx_last_error());

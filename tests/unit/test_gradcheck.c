@@ -1185,7 +1185,7 @@ int main(void) {
   const char *only = getenv("RLX_GRADCHECK_ONLY");
   for (uint32_t b = 0; b < nb; b++) {
     const rlx_backend *be = rlx_backend_at(b);
-    if (!be || (be->available && !be->available())) continue;
+    if (!be || (be->available && !be->available(NULL))) continue;
     uint8_t claimed[RLX_OP_COUNT] = {0};
     rlx_backend_claim_set(be, claimed);
     for (size_t i = 0; i < N_CASES; i++) {

@@ -10,7 +10,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/ref/ref_util.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_kernels.h"
+#include "passes/passes.h"
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Folded results larger than this stay ops (the compiler's simplify pass may still fold them). */
 #define FOLD_MAX_BYTES ((size_t)1 << 20)
@@ -247,17 +247,11 @@ int64_t oi_elem_i64(const void *data, rlx_dtype t, size_t i) { return rlx_elem_g
 
 /* ---- emission ---- */
 
-static bool foldable(rlx_op op) {
-  uint32_t p = rlx_op_props(op);
-  if (p & (RLX_PROP_LEAF | RLX_PROP_SUBGRAPH | RLX_PROP_RANDOM | RLX_PROP_INPLACE)) return false;
-  return rlx_cpu_ref_table[op] != NULL;
-}
-
 /* Evaluates the op on constant operands; *done = false (no error) when it does not apply. */
 static rlx_status try_fold(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs, bool *done,
                            rlx_id *out) {
   *done = false;
-  if (n > FOLD_MAX_OPERANDS || !foldable(op)) return RLX_OK;
+  if (n > FOLD_MAX_OPERANDS || !rlx_const_foldable(op)) return RLX_OK;
   rlx_tensor tin[FOLD_MAX_OPERANDS];
   for (uint32_t i = 0; i < n; i++) {
     const void *d;
@@ -279,18 +273,12 @@ static rlx_status try_fold(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, 
   tmp.shape = sh;
   tmp.attrs = a;
   const rlx_allocator *al = c->m->al;
-  void *buf = al->alloc(al->ctx, nbytes ? nbytes : 1);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory folding a constant of %zu bytes", nbytes);
-  memset(buf, 0, nbytes ? nbytes : 1);
-  rlx_tensor tout = {buf, sh};
-  rlx_cpu_ctx ctx = {1, 0, NULL, NULL};
-  rlx_status st = rlx_cpu_ref_table[op](&tmp, tin, n, &tout, &ctx);
-  if (st == RLX_OK) {
-    st = rlx_constant(c->g, sh, buf, nbytes, out);
-    if (st == RLX_OK) *done = true;
-  } else if (st != RLX_ERR_OOM) {
-    st = RLX_OK; /* data-dependent failure: keep the op, it fails when run */
-  }
+  void *buf;
+  bool folded;
+  RLX_TRY(rlx_const_eval(al, &tmp, tin, n, 0, &folded, &buf, &nbytes));
+  if (!folded) return RLX_OK;
+  rlx_status st = rlx_constant(c->g, sh, buf, nbytes, out);
+  if (st == RLX_OK) *done = true;
   al->free(al->ctx, buf);
   return st;
 }

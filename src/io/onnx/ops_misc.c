@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ---- quantization ---- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Axes from attribute `name` (opsets < `input_from`) or from input k (later opsets). */
 static rlx_status axes_arg(oi_node *c, const char *name, int64_t input_from, uint32_t k, int64_t **v, size_t *n,

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Largest transform length accepted (dft_length, frame_length): the real-block axis holds 2N. */
 #define OI_MAX_DFT_LENGTH ((int64_t)1 << 28)

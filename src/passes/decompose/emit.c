@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "passes/decompose/decompose.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 rlx_shape dc_shape(const rlx_graph *g, rlx_id x) { return rlx_graph_node(g, x)->shape; }
 

@@ -85,9 +85,6 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherNd] = rlx_cpu_ref_GatherNd,
     [RLX_OP_GatherElements] = rlx_cpu_ref_GatherElements,
     /* ref/control.c */
-    [RLX_OP_If] = rlx_cpu_ref_If,
-    [RLX_OP_While] = rlx_cpu_ref_While,
-    [RLX_OP_Scan] = rlx_cpu_ref_Scan,
     /* ref/signal.c */
     [RLX_OP_Fft] = rlx_cpu_ref_Fft,
     /* ref/backward_*.c */
@@ -120,6 +117,4 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_MaxPool3dBackward] = rlx_cpu_ref_MaxPool3dBackward,
     [RLX_OP_CumsumBackward] = rlx_cpu_ref_CumsumBackward,
     [RLX_OP_GatherBackward] = rlx_cpu_ref_GatherBackward,
-    [RLX_OP_ScanBackward] = rlx_cpu_ref_ScanBackward,
-    [RLX_OP_ScanBackwardXs] = rlx_cpu_ref_ScanBackwardXs,
 };
