@@ -222,7 +222,7 @@ void rlx_cpu_options_init(rlx_cpu_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->header.backend = "cpu";
-  o->deterministic = true; /* costs about 1.5% at 1 thread (docs/cpu-backend.md) */
+  o->deterministic = true; /* costs about 1.7% at 1 thread (docs/cpu-backend.md) */
 }
 
 static int cpu_threads(int want) {
