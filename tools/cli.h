@@ -64,6 +64,10 @@ typedef struct cli_inputs {
 rlx_status cli_inputs_add(cli_inputs *in, const char *name, const char *path);
 void cli_inputs_free(cli_inputs *in);
 
+/* CLI_OK when NAME is a registered backend, else a usage error listing the registered ones
+ * ("unknown backend 'x' (registered: cpu, ...)") and CLI_USAGE. */
+int cli_check_backend(const cli_command *self, const char *name);
+
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);
 

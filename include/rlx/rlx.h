@@ -14,5 +14,5 @@
 #include "rlx/autodiff.h"
 #include "rlx/optim.h"
 #include "rlx/onnx.h"
-#define RLX_VERSION_STRING "0.1.0"
+#include "rlx/version.h" /* RLX_VERSION_STRING, generated from CMakeLists.txt */
 #endif

@@ -117,7 +117,7 @@ static void test_if(void) {
   outs(t, 2, (rlx_id[]){bin(t, RLX_BINOP_ADD, ta, tb), bin(t, RLX_BINOP_SUB, ta, tb)});
   rlx_id ea = input(e, "a", m), eb = input(e, "b", m);
   outs(e, 2, (rlx_id[]){bin(e, RLX_BINOP_MUL, ea, eb), ea});
-  rlx_attrs_If a = {t, e};
+  rlx_attrs_If a = {.then_branch = t, .else_branch = e};
   const double *x = VALS(1, 2, 3, 4), *y = VALS(5, 6, 7, 8);
   rt c;
   const rlx_shape preds[4] = {SHP(BOOL), SHP(F32), SHP(I32, 1, 1), SHP(BOOL)};
@@ -158,18 +158,18 @@ static void test_while(void) {
   CHECK_OUT(&c, VALS(32, 96), 2, 0, 0);
   CHECK(body_runs == 11); /* 6 conditions, 5 bodies */
   free_case(&c);
-  w.max_iterations = (rlx_oi64){true, 3};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 3};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(0)}}, &c));
   CHECK_OUT(&c, VALS(8, 24), 2, 0, 0);
   CHECK(body_runs == 6);
   free_case(&c);
-  w.max_iterations = (rlx_oi64){true, 0};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 0};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(0)}}, &c));
   CHECK_OUT(&c, VALS(1, 3), 2, 0, 0);
   CHECK(body_runs == 0);
   free_case(&c);
   /* condition false from the start */
-  w.max_iterations = (rlx_oi64){false, 0};
+  w.max_iterations = (rlx_oi64){.has = false, .v = 0};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(7)}}, &c));
   CHECK_OUT(&c, VALS(1, 3), 2, 0, 0);
   CHECK(body_runs == 1);

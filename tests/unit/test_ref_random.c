@@ -98,7 +98,7 @@ static void test_uniform(void) {
   CHECK_OK(RUN(RngUniform, &u, &T(b, SH(F32, 100)), NULL));
   CHECK(memcmp(a, b, 100 * sizeof(float)) != 0);
   CTX.rng_seed = 0;
-  u.op_seed = (rlx_of32){true, 0.0f};
+  u.op_seed = (rlx_of32){.has = true, .v = 0.0f};
   CHECK_OK(RUN(RngUniform, &u, &T(b, SH(F32, 100)), NULL));
   CHECK(memcmp(a, b, 100 * sizeof(float)) != 0);
   u.op_seed.has = false;

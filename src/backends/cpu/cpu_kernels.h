@@ -34,7 +34,7 @@ typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, ui
  * that exist and rlx_cpu_ref_table lists them. */
 #define RLX_OP(N, ...) RLX_CPU_KERNEL(N);
 #define RLX_OPA(N, ...) RLX_CPU_KERNEL(N);
-#include "ir/ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 
