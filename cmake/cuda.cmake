@@ -35,7 +35,7 @@ if(RLX_CUDA)
   endforeach()
   set_directory_properties(PROPERTIES COMPILE_OPTIONS "${_rlx_c_opts}")
   file(GLOB RLX_CUDA_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backends/cuda/*.cu)
-  add_library(rlx_cuda_kernels STATIC ${RLX_CUDA_SOURCES})
+  add_library(rlx_cuda_kernels OBJECT ${RLX_CUDA_SOURCES})
   set_target_properties(rlx_cuda_kernels PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
                         POSITION_INDEPENDENT_CODE ON CUDA_RUNTIME_LIBRARY Static)
   target_compile_options(rlx_cuda_kernels PRIVATE
@@ -43,11 +43,18 @@ if(RLX_CUDA)
   target_include_directories(rlx_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src/ir
                              ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static CUDA::cublas)
+  # The kernels' objects go into librlx itself (both libraries); its users link cudart and
+  # cuBLAS (rlx.pc's Libs.private, the CMake package's link interface).
+  list(APPEND RLX_EXTRA_OBJECTS $<TARGET_OBJECTS:rlx_cuda_kernels>)
+  list(APPEND RLX_LINK_LIBS CUDA::cudart_static CUDA::cublas)
+  get_target_property(_rlx_cublas CUDA::cublas IMPORTED_LOCATION)
+  get_filename_component(_rlx_cuda_libdir "${_rlx_cublas}" DIRECTORY)
+  set(RLX_PC_CUDA_LIBS "-L${_rlx_cuda_libdir} -lcublas -lcudart_static -ldl -lrt -lstdc++")
+  list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcublas.so ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c)
   rlx_add_backend(cuda)
   add_compile_definitions(RLX_HAVE_CUDA=1) # for the targets made after this file (tests, tool)
-  list(APPEND RLX_LINK_LIBS rlx_cuda_kernels)
   if(EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda.c)
     add_executable(bench_cuda ${PROJECT_SOURCE_DIR}/bench/bench_cuda.c)
     target_link_libraries(bench_cuda PRIVATE rlx_static)

@@ -79,3 +79,24 @@ else
     echo "setup: WARNING: could not install gguf 0.19.0 (PyPI unreachable?); tests/unit/test_gguf_dequant.c will fail until it is" >&2
   fi
 fi
+
+# The MLX backend's SDK: PyPI's mlx-cpu 0.32.4 wheel (C++ headers, libmlx.so, CMake config) unpacked
+# into the checkout's ignored .deps/mlx-cpu, where cmake/mlx.cmake finds it; Python only installs
+# it. Without it (no network) the build simply leaves the MLX backend out.
+MLX_DIR_DEPS="$(cd "$(dirname "$0")/.." && pwd)/.deps/mlx-cpu"
+if [ -f "$MLX_DIR_DEPS/mlx/share/cmake/MLX/MLXConfig.cmake" ] && [ -d "$MLX_DIR_DEPS/mlx_cpu-0.32.4.dist-info" ]; then
+  echo "setup: mlx-cpu 0.32.4 already in $MLX_DIR_DEPS"
+else
+  echo "setup: installing mlx-cpu 0.32.4 into $MLX_DIR_DEPS"
+  rm -rf "$MLX_DIR_DEPS"
+  PIP=(python3 -m pip)
+  if ! python3 -m pip --version >/dev/null 2>&1; then # Debian's python3 has no pip: a venv's
+    PIP_VENV=${XDG_CACHE_HOME:-$HOME/.cache}/rlx/pip-venv
+    [ -x "$PIP_VENV/bin/pip" ] || python3 -m venv "$PIP_VENV" || true
+    PIP=("$PIP_VENV/bin/pip")
+  fi
+  if ! "${PIP[@]}" install --quiet --disable-pip-version-check --no-deps --target "$MLX_DIR_DEPS" mlx-cpu==0.32.4; then
+    rm -rf "$MLX_DIR_DEPS"
+    echo "setup: WARNING: could not install mlx-cpu 0.32.4 (PyPI unreachable?); the MLX backend is left out of the build" >&2
+  fi
+fi
