@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Runs every test suite of RLX in C:
-#   1. unit + CLI tests, RelWithDebInfo build in build-test/
+#   1. unit + CLI tests, RelWithDebInfo build in build-test/; then the same tests with the
+#      scalar, AVX2 and AVX-512 paths forced in turn (scripts/test_isa.sh), those the CPU can run
 #   2. the same under ASan + UBSan + LeakSanitizer in build-asan/
 #   3. the Release build of scripts/main.sh, made again in build-release-check/, with a short
 #      training run
@@ -49,6 +50,22 @@ build_and_test() {
 }
 
 build_and_test "tests (RelWithDebInfo)" build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF -DRLX_TESTS=ON
+
+# isa_suites DIR: DIR's ctest again with each instruction-set path forced (scripts/test_isa.sh:
+# RLX_CPU_ISA + OPENBLAS_CORETYPE); a path this CPU cannot execute is listed as NOT RUN, which
+# counts neither as passed nor as failed.
+isa_suites() {
+  local isa
+  for isa in scalar avx2 avx512; do
+    bash scripts/test_isa.sh "$1" "$isa" -j"$JOBS"
+    case $? in
+      0) record "tests (ISA=$isa)" 0 ;;
+      77) results+=("NOT RUN  tests (ISA=$isa): this CPU cannot execute that path"); echo "=== ${results[-1]}" ;;
+      *) record "tests (ISA=$isa)" 1 ;;
+    esac
+  done
+}
+isa_suites build-test
 build_and_test "tests (ASan+UBSan)" build-asan -DCMAKE_BUILD_TYPE=Debug -DRLX_SANITIZE=ON -DRLX_FUZZ=OFF -DRLX_TESTS=ON
 
 # ---- the Release build of scripts/main.sh (gcc -O3 warns where -O2 does not) + a short training ----

@@ -35,6 +35,7 @@ const char cli_train_usage[] =
     "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
     "                 [--backend NAME]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
+    "                 [--deterministic | --no-deterministic]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
     "forward graph is differentiated (rlx_grad_with_loss), Adam is appended to it as graph ops, and\n"
@@ -56,6 +57,9 @@ const char cli_train_usage[] =
     "  --backend NAME     the backend that trains (default cpu; see the registered ones in the\n"
     "                     error for an unknown name)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
+    "  --deterministic    the same weights at every --threads: reductions split across threads use\n"
+    "                     a split fixed by the shape (the default; docs/cpu-backend.md)\n"
+    "  --no-deterministic splits follow the thread count (results then differ by thread count)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
     "  --out DIR          where weights.safetensors and loss_curve.svg go (default ./rlx-train-out)\n"
@@ -78,6 +82,7 @@ typedef struct train_opts {
   unsigned long long seed;
   const char *data, *out, *backend;
   bool json;
+  int deterministic; /* -1: the compile options' default */
 } train_opts;
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -93,11 +98,16 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
   *o = (train_opts){.model = TRAIN_MODEL_CNN, .epochs = 1, .batch = 64, .threads = 0, .limit_train = -1,
                     .limit_test = -1, .lr = 1e-3, .seed = 0, .data = NULL, .out = "rlx-train-out",
                     .backend = "cpu", .json = false};
+  o->deterministic = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (cli_is_help(a)) return -1;
     if (strcmp(a, "--json") == 0) {
       o->json = true;
+      continue;
+    }
+    if (strcmp(a, "--deterministic") == 0 || strcmp(a, "--no-deterministic") == 0) {
+      o->deterministic = a[2] == 'd';
       continue;
     }
     if (strncmp(a, "--", 2) != 0) return cli_usage_error(self, "unexpected argument '%s'", a);
@@ -316,6 +326,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_cpu_options cpu;
   rlx_cpu_options_init(&cpu);
   cpu.threads = (int)o.threads;
+  if (o.deterministic >= 0) cpu.deterministic = o.deterministic;
   if (strcmp(o.backend, "cpu") == 0) co.backend_options = &cpu;
   rlx_optim_config oc;
   rlx_optim_config_init(&oc, RLX_OPTIM_ADAM);

@@ -16,6 +16,8 @@ struct rlx_cpu_ctx {
   int threads;              /* worker threads the kernel may use (>= 1) */
   uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
   rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
+  bool deterministic;       /* results independent of `threads`: every reduction split across
+                               threads uses a split that depends on the shape only (fast.h) */
 };
 
 /* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the
