@@ -72,7 +72,7 @@ static rlx_status conv_transpose(const rlx_infer_ctx *c, uint32_t nsp, const rlx
   out->dims[0] = x->dims[0];
   rlx_dim per_group = w->dims[1];
   if (per_group >= 0) {
-    if (!iu_mul(per_group, groups, &out->dims[1]))
+    if (!ck_mul(per_group, groups, &out->dims[1]))
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand 1 (weight) %s: output channels overflow", rlx_fmt_shape(w));
   } else if (groups == 1) {
     out->dims[1] = per_group;
@@ -132,7 +132,7 @@ rlx_status rlx_infer_Im2Col(const rlx_infer_ctx *c, rlx_shape *out) {
   *out = iu_shape((rlx_dtype)x->dtype, 2);
   int64_t rows;
   if (kh && kw && x->dims[0] >= 0 && ho >= 0 && wo >= 0) {
-    if (!iu_mul(x->dims[0], ho, &rows) || !iu_mul(rows, wo, &rows))
+    if (!ck_mul(x->dims[0], ho, &rows) || !ck_mul(rows, wo, &rows))
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch count N*Ho*Wo overflows", rlx_fmt_shape(x));
     out->dims[0] = rows;
   } else {
@@ -140,7 +140,7 @@ rlx_status rlx_infer_Im2Col(const rlx_infer_ctx *c, rlx_shape *out) {
   }
   int64_t cols = g.k[0] * g.k[1]; /* <= 2^62 */
   if (x->dims[1] >= 0) {
-    if (!iu_mul(x->dims[1], cols, &cols))
+    if (!ck_mul(x->dims[1], cols, &cols))
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch width C*kH*kW overflows", rlx_fmt_shape(x));
     out->dims[1] = cols;
   } else if (cols == 1) {

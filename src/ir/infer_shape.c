@@ -19,7 +19,7 @@ rlx_status rlx_infer_Reshape(const rlx_infer_ctx *c, rlx_shape *out) {
     } else if (d < 0) {
       return rlx_shape_error("attribute new_shape: entry %u is %" PRId64 "; extents must be >= 0 (or -1 = inferred)",
                              i, d);
-    } else if (!iu_mul(known, d, &known)) {
+    } else if (!ck_mul(known, d, &known)) {
       return rlx_errorf(RLX_ERR_OVERFLOW, "attribute new_shape: element count overflows int64");
     }
   }
@@ -86,7 +86,7 @@ rlx_status rlx_infer_Narrow(const rlx_infer_ctx *c, rlx_shape *out) {
   if (at->len < 0) return rlx_shape_error("attribute len is %" PRId64 "; it must be >= 0", at->len);
   rlx_dim d = x->dims[at->axis];
   int64_t end;
-  if (!iu_add(at->start, at->len, &end) || (d >= 0 && end > d))
+  if (!ck_add(at->start, at->len, &end) || (d >= 0 && end > d))
     return rlx_shape_error("attributes start %" PRId64 " + len %" PRId64 " exceed axis %" PRId64 " of operand 0 %s",
                            at->start, at->len, at->axis, rlx_fmt_shape(x));
   *out = *x;
@@ -115,7 +115,7 @@ rlx_status rlx_infer_Concat(const rlx_infer_ctx *c, rlx_shape *out) {
     rlx_dim d = s->dims[ax];
     if (d < 0) {
       if (sym == 0) sym = d;
-    } else if (!iu_add(total, d, &total)) {
+    } else if (!ck_add(total, d, &total)) {
       return rlx_errorf(RLX_ERR_OVERFLOW, "concatenated extent of axis %u overflows int64", ax);
     }
   }
@@ -232,7 +232,7 @@ rlx_status rlx_infer_Pad(const rlx_infer_ctx *c, rlx_shape *out) {
                              k, d, most);
     if (at->mode == RLX_PAD_MODE_REPLICATE && d == 0)
       return rlx_shape_error("attribute pads: axis %u is empty; %s padding has no edge value to repeat", k, mode);
-    if (!iu_add(d, before, &d) || !iu_add(d, after, &d))
+    if (!ck_add(d, before, &d) || !ck_add(d, after, &d))
       return rlx_errorf(RLX_ERR_OVERFLOW, "attribute pads: padded extent of axis %u overflows int64", k);
     out->dims[k] = d;
   }
@@ -249,7 +249,7 @@ rlx_status rlx_infer_Slice(const rlx_infer_ctx *c, rlx_shape *out) {
   if (at->len > 0) {
     rlx_dim d = x->dims[ax];
     int64_t span, last;
-    if (!iu_mul(at->len - 1, at->step, &span) || !iu_add(at->start, span, &last))
+    if (!ck_mul(at->len - 1, at->step, &span) || !ck_add(at->start, span, &last))
       return rlx_shape_error("attributes start %" PRId64 ", len %" PRId64 ", step %" PRId64 " overflow int64",
                              at->start, at->len, at->step);
     int64_t lo = at->start < last ? at->start : last, hi = at->start < last ? last : at->start;
@@ -295,7 +295,7 @@ rlx_status rlx_infer_Tile(const rlx_infer_ctx *c, rlx_shape *out) {
                                "times, got %" PRId64,
                                k, rlx_fmt_shape(x), rep);
       out->dims[k] = rep == 0 ? 0 : d;
-    } else if (!iu_mul(d, rep, &out->dims[k])) {
+    } else if (!ck_mul(d, rep, &out->dims[k])) {
       return rlx_errorf(RLX_ERR_OVERFLOW, "attribute reps: tiled extent of axis %u overflows int64", k);
     }
   }
@@ -324,7 +324,7 @@ rlx_status rlx_infer_ResizeNearest2x(const rlx_infer_ctx *c, rlx_shape *out) {
         return rlx_shape_error("operand 0 %s has a symbolic spatial axis %u; declare the output shape", rlx_fmt_shape(x),
                                k);
       out->dims[k] = c->declared->dims[k];
-    } else if (!iu_mul(d, 2, &out->dims[k])) {
+    } else if (!ck_mul(d, 2, &out->dims[k])) {
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: doubled axis %u overflows int64", rlx_fmt_shape(x), k);
     }
   }
