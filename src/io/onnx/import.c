@@ -318,7 +318,10 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
                       "the model expands beyond %u imported nodes (bodies are imported once per use; unrolled loops "
                       "count every step)",
                       OI_MAX_WORK);
-  /* poisoned inputs: an upstream gap already explains this node */
+  /* Poisoned inputs: an upstream gap left this node without operands. It is not imported, but
+   * what can be judged without operands (domain, op, opset) is still checked, so the report
+   * lists the gaps downstream of a gap too. */
+  bool poisoned = false;
   for (size_t k = 0; k < np->n_input; k++) {
     if (!np->input[k][0]) continue;
     const oi_value *v = oi_scope_get(s, np->input[k]);
@@ -327,10 +330,11 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
       return rlx_errorf(RLX_ERR_INTERNAL, "%s: input \"%s\" is not defined", oi_node_label(np, label, sizeof label),
                         np->input[k]);
     }
-    if (v->state == OI_VAL_POISONED) return poison_outputs(s, np);
+    if (v->state == OI_VAL_POISONED) poisoned = true;
   }
   bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
   const Onnx__FunctionProto *fn = oi_model_function(m, np); /* ModelProto.functions (IR 8+) */
+  if (fn && poisoned) return poison_outputs(s, np); /* a function body is only judged on real operands */
   if (fn) {
     char why[512] = "";
     rlx_status st = oi_inline_function(s, np, fn, why, sizeof why);
@@ -350,11 +354,18 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
     return poison_outputs(s, np);
   }
   int64_t opset = training ? m->opset_training : m->opset;
+  if (opset == 0) {
+    char label[400];
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: its domain \"%s\" has no entry in the model's field opset_import, so the "
+                      "operator set version is unknown", oi_node_label(np, label, sizeof label),
+                      training ? OI_TRAINING_DOMAIN : "");
+  }
   if (opset < e->min_opset || opset > e->max_opset) {
     RLX_TRY(gap(m, np, "%s: opset %lld%s%s is not supported (supported: %d..%d)", op_type, (long long)opset,
                 training ? " of domain " : "", training ? OI_TRAINING_DOMAIN : "", e->min_opset, e->max_opset));
     return poison_outputs(s, np);
   }
+  if (poisoned) return poison_outputs(s, np); /* an upstream gap explains the rest */
   size_t nin = np->n_input, nout = np->n_output;
   oi_node c;
   memset(&c, 0, sizeof c);
@@ -874,8 +885,8 @@ static rlx_status run_import(const uint8_t *data, size_t len, const char *base_d
   st = oi_check_model(model, al, &m.info);
   if (st) st = rlx_error_context(st, "%s", what);
   if (st == RLX_OK) {
-    m.opset = 1; /* models without an import of the default domain predate opset imports */
-    m.opset_training = 1;
+    m.opset = 0; /* 0: the domain is not imported; a node of it is an error (oi_import_node) */
+    m.opset_training = 0;
     for (size_t i = 0; i < model->n_opset_import; i++) {
       const Onnx__OperatorSetIdProto *o = model->opset_import[i];
       if (default_domain(o->domain)) m.opset = o->has_version ? o->version : 1;
