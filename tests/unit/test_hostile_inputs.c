@@ -294,6 +294,16 @@ static void test_npy_descr_nul(void) {
   free(b);
 }
 
+/* Header lengths at the u32 extremes (versions 2.0 and 3.0): refused before anything is read. */
+static void test_npy_header_length(void) {
+  uint8_t v2[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0xff, 0xff, 0xff, 0xff};
+  uint8_t v3[16] = {0x93, 'N', 'U', 'M', 'P', 'Y', 3, 0, 0x00, 0x00, 0x00, 0x80};
+  rlx_tensor t;
+  CHECK_ERR(rlx_npy_read(v2, sizeof v2, NULL, &t), RLX_ERR_FORMAT,
+            "byte 8: header length 4294967295 exceeds the limit of 1048576 bytes");
+  CHECK_ERR(rlx_npy_read(v3, sizeof v3, NULL, &t), RLX_ERR_FORMAT, "header length 2147483648 exceeds the limit");
+}
+
 int main(void) {
   test_dequant_block_overflow();
   test_fuzz_regressions();
@@ -302,5 +312,6 @@ int main(void) {
   test_name_limits_binary_writer();
   test_name_limits_safetensors();
   test_npy_descr_nul();
+  test_npy_header_length();
   return rlx_test_finish("hostile_inputs");
 }

@@ -757,6 +757,47 @@ static void test_duplicate_graph_output(void) {
   free(m.p);
 }
 
+/* Runtime hazards from untrusted models (CVE-2021-37687 / -37691 classes): a Gather index out of
+ * range and an integer division by zero are runtime errors, not reads out of bounds or a crash. */
+static rlx_status run_model_status(const mw_buf *m, const rlx_named_tensor *ins, uint32_t n) {
+  rlx_graph *g = NULL;
+  rlx_status s = mw_import(m, NULL, &g);
+  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
+  if (s) return s;
+  rlx_executable *e = NULL;
+  s = rlx_compile(g, "cpu", NULL, &e);
+  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
+  const rlx_tensor *outs;
+  uint32_t no;
+  if (s == RLX_OK) s = rlx_executable_run(e, ins, n, &outs, &no);
+  rlx_executable_free(e);
+  rlx_graph_free(g);
+  return s;
+}
+
+static void test_runtime_hazards(void) {
+  mw_buf nd = mw_node("Gather", "x,i", "y", NULL, 0);
+  mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(3)), mw_tensor_value("i", MW_I64, 1, DIMS(2))};
+  mw_buf outs[1] = {mw_tensor_value("y", MW_F32, 1, DIMS(2))};
+  mw_buf m = mw_model(13, graph("gather", (gparts){&nd, NULL, ins, outs, 1, 0, 2, 1}));
+  float x[3] = {1, 2, 3};
+  int64_t idx[2] = {1, 3};
+  rlx_named_tensor in[2] = {tin("x", x, RLX_F32, 1, DIMS(3)), tin("i", idx, RLX_I64, 1, DIMS(2))};
+  CHECK_ERR(run_model_status(&m, in, 2), RLX_ERR_RUNTIME, "out of range");
+  idx[1] = -4; /* ONNX allows [-3, 2] here */
+  CHECK_ERR(run_model_status(&m, in, 2), RLX_ERR_RUNTIME, "out of range");
+  free(m.p);
+  nd = mw_node("Div", "a,b", "y", NULL, 0);
+  ins[0] = mw_tensor_value("a", MW_I32, 1, DIMS(2));
+  ins[1] = mw_tensor_value("b", MW_I32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_I32, 1, DIMS(2));
+  m = mw_model(13, graph("div", (gparts){&nd, NULL, ins, outs, 1, 0, 2, 1}));
+  int32_t a[2] = {4, 5}, b[2] = {2, 0};
+  rlx_named_tensor in2[2] = {tin("a", a, RLX_I32, 1, DIMS(2)), tin("b", b, RLX_I32, 1, DIMS(2))};
+  CHECK_ERR(run_model_status(&m, in2, 2), RLX_ERR_RUNTIME, "by zero");
+  free(m.p);
+}
+
 static void test_tensor_pb(void) {
   /* typed data: int32_data for BOOL (normalized to 0/1) and float_data */
   mw_buf t = {0};
@@ -1255,6 +1296,7 @@ int main(void) {
   test_report_downstream_gaps();
   test_opset_import_required();
   test_duplicate_graph_output();
+  test_runtime_hazards();
   test_tensor_pb();
   test_truncation();
   test_wire_errors();
