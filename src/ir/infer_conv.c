@@ -24,7 +24,8 @@ rlx_status rlx_conv_forward_shape(const rlx_infer_ctx *c, uint32_t nsp, const rl
   RLX_TRY(cu_divisible(cin, groups, 0, "the input channels C_in (axis 1)"));
   RLX_TRY(cu_divisible(cout, groups, 1, "the output channels C_out (axis 0)"));
   bool wc_ok = true; /* unchecked when C_in or the weight's axis 1 is symbolic and groups > 1 */
-  if (cin >= 0 && wc >= 0) wc_ok = wc <= INT64_MAX / groups && wc * groups == cin;
+  int64_t wcg;
+  if (cin >= 0 && wc >= 0) wc_ok = ck_mul(wc, groups, &wcg) && wcg == cin;
   else if (groups == 1) wc_ok = rlx_dim_equal(wc, cin);
   if (!wc_ok)
     return rlx_shape_error("operand 1 (weight) has shape %s; its axis 1 must be C_in/groups = %s/%" PRId64

@@ -701,6 +701,23 @@ static void test_report_downstream_gaps(void) {
   CHECK_MSG(strstr(msg, "Neg") == NULL, "a supported node downstream of a gap is not a gap: %s", msg);
   CHECK(g == NULL);
   free(m.p);
+  /* an If whose condition comes from a gap: the unknown op inside its then-branch is listed too */
+  mw_buf zn = mw_node_named("z1", "Zorp", "x", "t", NULL, 0);
+  mw_buf bout = mw_tensor_value("t", MW_F32, 1, DIMS(2));
+  mw_buf then_g = mw_graph("then", &zn, 1, NULL, 0, &bout, 1);
+  mw_buf en = mw_node("Identity", "x", "e", NULL, 0);
+  mw_buf eout = mw_tensor_value("e", MW_F32, 1, DIMS(2));
+  mw_buf else_g = mw_graph("else", &en, 1, NULL, 0, &eout, 1);
+  mw_buf ia[2] = {mw_attr_graph("then_branch", then_g), mw_attr_graph("else_branch", else_g)};
+  mw_buf n2[2] = {mw_node_named("u1", "Frobnicate", "x", "c", NULL, 0), mw_node_named("if1", "If", "c", "y", ia, 2)};
+  ins[0] = mw_tensor_value("x", MW_F32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_F32, 1, DIMS(2));
+  m = mw_model(13, graph("ifgap", (gparts){n2, NULL, ins, outs, 2, 0, 1, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "2 unsupported op/opset/dtype gaps");
+  msg = rlx_last_error();
+  CHECK_MSG(strstr(msg, "Zorp: no RLX mapping for this op [1 node: node \"z1\" (Zorp)]") != NULL,
+            "gap inside the body of a poisoned If missing: %s", msg);
+  free(m.p);
 }
 
 /* opset_import is required; a node of a domain the model does not import is an error. */
