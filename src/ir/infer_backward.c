@@ -175,11 +175,7 @@ rlx_status rlx_infer_MaxPool3dBackward(const rlx_infer_ctx *c, rlx_shape *out) {
 /* Channels C_in = per_group * groups of a weight axis; symbolic with groups > 1 -> declared. */
 static rlx_status grouped_channels(const rlx_infer_ctx *c, rlx_dim per_group, int64_t groups, uint32_t operand,
                                    uint32_t out_rank, rlx_dim *out) {
-  if (per_group >= 0) {
-    if (!ck_mul(per_group, groups, out))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: channel count overflows", operand);
-    return RLX_OK;
-  }
+  if (per_group >= 0) return ck_mul_or(per_group, groups, out, "the channel count (channels per group * groups)");
   if (groups == 1) {
     *out = per_group;
     return RLX_OK;

@@ -73,8 +73,7 @@ static rlx_status conv_transpose(const rlx_infer_ctx *c, uint32_t nsp, const rlx
   out->dims[0] = x->dims[0];
   rlx_dim per_group = w->dims[1];
   if (per_group >= 0) {
-    if (!ck_mul(per_group, groups, &out->dims[1]))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 1 (weight) %s: output channels overflow", rlx_fmt_shape(w));
+    RLX_TRY(ck_mul_or(per_group, groups, &out->dims[1], "the output channels (C_out / groups * groups)"));
   } else if (groups == 1) {
     out->dims[1] = per_group;
   } else if (c->declared && c->declared->rank == 2 + nsp) {
@@ -133,16 +132,15 @@ rlx_status rlx_infer_Im2Col(const rlx_infer_ctx *c, rlx_shape *out) {
   *out = iu_shape((rlx_dtype)x->dtype, 2);
   int64_t rows;
   if (kh && kw && x->dims[0] >= 0 && ho >= 0 && wo >= 0) {
-    if (!ck_mul(x->dims[0], ho, &rows) || !ck_mul(rows, wo, &rows))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch count N*Ho*Wo overflows", rlx_fmt_shape(x));
+    RLX_TRY(ck_mul_or(x->dims[0], ho, &rows, "the patch count N * Ho"));
+    RLX_TRY(ck_mul_or(rows, wo, &rows, "the patch count N * Ho * Wo"));
     out->dims[0] = rows;
   } else {
     out->dims[0] = RLX_DIM_SYM(RLX_SYM_ROWS);
   }
   int64_t cols = g.k[0] * g.k[1]; /* <= 2^62 */
   if (x->dims[1] >= 0) {
-    if (!ck_mul(x->dims[1], cols, &cols))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch width C*kH*kW overflows", rlx_fmt_shape(x));
+    RLX_TRY(ck_mul_or(x->dims[1], cols, &cols, "the patch width C * kH * kW"));
     out->dims[1] = cols;
   } else if (cols == 1) {
     out->dims[1] = x->dims[1];

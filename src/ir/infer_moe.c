@@ -75,8 +75,7 @@ static rlx_status need_bytes(const rlx_infer_ctx *c, uint32_t i, const char *wha
 static rlx_status byte_count(const rlx_infer_ctx *c, uint32_t i, bool *known, int64_t *bytes) {
   int64_t n = 0;
   RLX_TRY(iu_numel(c->in[i], i, known, &n));
-  if (*known && !ck_mul(n, (int64_t)rlx_dtype_size((rlx_dtype)c->in[i]->dtype), bytes))
-    return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: byte count overflows", i);
+  if (*known) RLX_TRY(ck_mul_or(n, (int64_t)rlx_dtype_size((rlx_dtype)c->in[i]->dtype), bytes, "the byte count"));
   return RLX_OK;
 }
 

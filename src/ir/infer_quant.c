@@ -298,7 +298,7 @@ static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *r
   int64_t nrows = 0, want = 0;
   RLX_TRY(sp_numel(&rows, &nrows));
   if (nrows >= 0 && sp_static(nblk) && n >= 0) {
-    if (!ck_mul(nrows, nblk, &want)) return sp_overflow("scale element count");
+    RLX_TRY(ck_mul_or(nrows, nblk, &want, "the scale element count rows * ceil(K / block)"));
     if (n != want)
       return rlx_shape_error("operand %u (%s) has shape %s; expected %lld rows x %lld blocks of scales for "
                              "operand %u %s", si, role, rlx_fmt_shape(s), (long long)nrows, (long long)nblk, di,

@@ -141,10 +141,10 @@ static rlx_status check_rnn(const rlx_infer_ctx *c, const rnn_spec *sp, int64_t 
       return sp_overflow("w_ih size");
     RLX_TRY(sp_count_eq(c, 1, "w_ih", want, "sum over layers and directions of [G*H, in_l], in_0 = I, in_l = D*H"));
   }
-  if (!ck_mul(ld, gh, &want)) return sp_overflow("bias size");
+  RLX_TRY(ck_mul_or(ld, gh, &want, "the bias size num_layers * directions * G * hidden_size"));
   for (uint32_t i = 3; i < n; i++)
     RLX_TRY(sp_count_eq(c, i, names[i], want, "num_layers * directions * G * hidden_size"));
-  if (!ck_mul(want, hidden, &want)) return sp_overflow("w_hh size");
+  RLX_TRY(ck_mul_or(want, hidden, &want, "the w_hh size"));
   RLX_TRY(sp_count_eq(c, 2, "w_hh", want, "num_layers * directions blocks of [G*H, H]"));
   rlx_dim st[3] = {ld, x[0], hidden};
   for (uint32_t i = n; i < n_total; i++)

@@ -105,7 +105,14 @@ static void test_size_overflow_rejected_by_check(void) {
                     RLX_ERR_PARSE, "", NULL); /* the declared dim itself does not fit: a parse error */
   expect_text_error("graph @g {\n  %0 = Input {name = \"x\"} : [1099511627776] u8\n"
                     "  %1 = Tile(%0) {reps = [16777216]} : [?0] u8\n  return %1\n}\n",
-                    RLX_ERR_OVERFLOW, "%1 (Tile)", "overflows");
+                    RLX_ERR_OVERFLOW, "%1 (Tile): attribute reps", "1099511627776 * 16777216 overflows int64");
+  /* sums: Concat and Pad name both operands */
+  expect_text_error("graph @g {\n  %0 = Input {name = \"x\"} : [4611686018427387904] u8\n"
+                    "  %1 = Concat(%0, %0) {axis = 0} : [?0] u8\n  return %1\n}\n",
+                    RLX_ERR_OVERFLOW, "%1 (Concat)", "4611686018427387904 + 4611686018427387904 overflows int64");
+  expect_text_error("graph @g {\n  %0 = Input {name = \"x\"} : [9223372036854775000] u8\n"
+                    "  %1 = Pad(%0) {pads = [0, 1000]} : [?0] u8\n  return %1\n}\n",
+                    RLX_ERR_OVERFLOW, "%1 (Pad): attribute pads", "9223372036854775000 + 1000 overflows int64");
   /* the same graph built through the API: rlx_verify and rlx_compile both refuse it */
   rlx_graph *g = NULL;
   CHECK_OK(rlx_graph_create(NULL, "big", &g));
