@@ -351,6 +351,8 @@ static rlx_status check_bodies(oi_imp *m, const Onnx__NodeProto *np) {
     for (size_t k = 0; k < ng; k++) {
       const Onnx__GraphProto *b = at->g ? at->g : at->graphs[k];
       for (size_t i = 0; b && i < b->n_node; i++) {
+        if (++m->visited > OI_MAX_WORK) /* the same bound as imports (bodies of unrolled loops repeat) */
+          return rlx_errorf(RLX_ERR_UNSUPPORTED, "the model expands beyond %u checked nodes", OI_MAX_WORK);
         bool is_gap;
         RLX_TRY(check_op_support(m, b->node[i], &is_gap));
         if (!is_gap) RLX_TRY(check_bodies(m, b->node[i]));
