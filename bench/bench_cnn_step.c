@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rlx/cpu.h"
 #include "rlx/autodiff.h"
 #include "rlx/rlx.h"
 
@@ -32,13 +33,13 @@ static rlx_shape f32s(uint32_t rank, const rlx_dim *d) { return rlx_shape_make(R
 
 static rlx_id conv_block(rlx_graph *g, rlx_id x, rlx_id w, rlx_id b, int64_t cout) {
   int64_t one[2] = {1, 1}, pad[2] = {1, 1}, k2[2] = {2, 2};
-  rlx_attrs_Conv ca = {{NULL, 0}, {one, 2}, {pad, 2}, {one, 2}, 1};
+  rlx_attrs_Conv ca = {.kernel_size = {.v = NULL, .n = 0}, .stride = {.v = one, .n = 2}, .padding = {.v = pad, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
   rlx_id c, br, r, p;
   TRY(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   TRY(rlx_reshape(g, b, 4, (int64_t[]){1, cout, 1, 1}, &br));
   TRY(rlx_binary(g, RLX_BINOP_ADD, c, br, &c));
   TRY(rlx_activation(g, RLX_ACT_RELU, c, &r));
-  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {k2, 2}, {k2, 2}, {NULL, 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = k2, .n = 2}, .padding = {.v = NULL, .n = 0}};
   TRY(rlx_build_Pool(g, &r, 1, &pa, NULL, &p));
   return p;
 }
@@ -108,7 +109,10 @@ int main(int argc, char **argv) {
   TRY(rlx_grad_with_loss(f, wrt, 8, &go, &gr));
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = threads;
+  rlx_cpu_options cpu_opt;
+  rlx_cpu_options_init(&cpu_opt);
+  cpu_opt.threads = threads;
+  co.backend_options = &cpu_opt;
   rlx_executable *e;
   double t0 = now_ms();
   TRY(rlx_compile(gr, "cpu", &co, &e));

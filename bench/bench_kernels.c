@@ -22,8 +22,8 @@
 
 #define SHP(t, ...)                                                                                \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NOLIST ((rlx_ilist){NULL, 0})
+#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
 
 static double now_s(void) {
   struct timespec t;
@@ -198,19 +198,19 @@ int main(int argc, char **argv) {
     double flops = 2.0 * (double)(N * O * H * W) * (double)(C * 9);
     rlx_shape xs = SHP(F32, N, C, H, W), ws = SHP(F32, O, C, 3, 3), ys = SHP(F32, N, O, H, W);
     char name[96];
-    rlx_attrs_Conv ca = {NOLIST, IL(1, 1), IL(1, 1), IL(1, 1), 1};
+    rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape fs[2] = {xs, ws};
     make_node(&a, RLX_OP_Conv, &ca, NULL, 2, fs, &ctx);
     snprintf(name, sizeof name, "Conv %s", layers[l].name);
     bench_node(name, &a, flops, 0, true);
     free_node(&a);
-    rlx_attrs_Conv2dBackwardInput bi = {IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 1};
+    rlx_attrs_Conv2dBackwardInput bi = {.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape is[2] = {ys, ws};
     make_node(&a, RLX_OP_Conv2dBackwardInput, &bi, &xs, 2, is, &ctx);
     snprintf(name, sizeof name, "Conv2dBackwardInput %s", layers[l].name);
     bench_node(name, &a, flops, 0, true);
     free_node(&a);
-    rlx_attrs_Conv2dBackwardWeight bw = {IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 1};
+    rlx_attrs_Conv2dBackwardWeight bw = {.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape wsh[2] = {xs, ys};
     make_node(&a, RLX_OP_Conv2dBackwardWeight, &bw, &ws, 2, wsh, &ctx);
     snprintf(name, sizeof name, "Conv2dBackwardWeight %s", layers[l].name);
@@ -219,7 +219,7 @@ int main(int argc, char **argv) {
   }
   {
     rlx_shape s[2] = {SHP(F32, 64, 16, 28, 28), SHP(F32, 1, 16, 1, 1)};
-    rlx_attrs_Binary ba = {RLX_BINOP_ADD};
+    rlx_attrs_Binary ba = {.op = RLX_BINOP_ADD};
     make_node(&a, RLX_OP_Binary, &ba, NULL, 2, s, &ctx);
     bench_node("Binary add [64,16,28,28] + [1,16,1,1]", &a, 0, 2.0 * 64 * 16 * 784 * 4, false);
     free_node(&a);
@@ -228,16 +228,16 @@ int main(int argc, char **argv) {
     bench_node("ReluBackward [64,16,28,28]", &a, 0, 3.0 * 64 * 16 * 784 * 4, false);
     free_node(&a);
     rlx_shape m[2] = {SHP(F32, 64, 16, 28, 28), SHP(F32, 64, 16, 14, 14)};
-    rlx_attrs_MaxPool2dBackward ma = {IL(2, 2), IL(2, 2), NOLIST};
+    rlx_attrs_MaxPool2dBackward ma = {.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
     make_node(&a, RLX_OP_MaxPool2dBackward, &ma, NULL, 2, m, &ctx);
     bench_node("MaxPool2dBackward [64,16,28,28]", &a, 0, (2.0 * 784 + 196) * 64 * 16 * 4, false);
     free_node(&a);
     rlx_shape p[1] = {SHP(F32, 64, 16, 28, 28)};
-    rlx_attrs_Pool pa = {RLX_REDUCE_MAX, IL(2, 2), IL(2, 2), NOLIST};
+    rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
     make_node(&a, RLX_OP_Pool, &pa, NULL, 1, p, &ctx);
     bench_node("Pool max 2x2 [64,16,28,28]", &a, 0, (784.0 + 196) * 64 * 16 * 4, false);
     free_node(&a);
-    rlx_attrs_Reduce ra = {RLX_REDUCE_SUM, IL(0, 2, 3), true};
+    rlx_attrs_Reduce ra = {.op = RLX_REDUCE_SUM, .axes = IL(0, 2, 3), .keep_dim = true};
     make_node(&a, RLX_OP_Reduce, &ra, NULL, 1, p, &ctx);
     bench_node("Reduce sum axes 0,2,3 [64,16,28,28]", &a, 0, 784.0 * 64 * 16 * 4, false);
     free_node(&a);

@@ -15,6 +15,7 @@ PACKAGES=(
   python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
   python3-onnx                         # one-node ONNX test models (tests/cli/test_onnx_sample_torch.sh)
   python3-venv                         # the venv of PyPI onnx 1.23.2 (below)
+  libkissfft-dev                       # KISS FFT (BSD-3), only for the Fft comparison bench/bench_fft.c
 )
 
 missing=()
@@ -55,5 +56,24 @@ else
            onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 typing_extensions==4.16.0; }; then
     rm -rf "$ONNX_VENV"
     echo "setup: WARNING: could not install onnx 1.23.2 (PyPI unreachable?); tests/cli/test_onnx_conformance_new.sh will fail until it is" >&2
+  fi
+fi
+
+# PyPI gguf 0.19.0 + ml_dtypes 0.6.0 in their own venv (no torch): tests/reference/gguf_vectors.py
+# writes the GGUF dequantization and FP8/FP6/FP4 rounding vectors at test time for
+# tests/unit/test_gguf_dequant.c, which compares our decoders with them bit for bit.
+GGUF_VENV=${RLX_GGUF_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rlx/gguf-0.19.0}
+if "$GGUF_VENV/bin/python" -c 'import gguf, ml_dtypes, sys; from importlib.metadata import version; sys.exit(version("gguf") != "0.19.0")' 2>/dev/null; then
+  echo "setup: gguf 0.19.0 already in $GGUF_VENV"
+else
+  echo "setup: installing gguf 0.19.0 into $GGUF_VENV"
+  rm -rf "$GGUF_VENV"
+  mkdir -p "$(dirname "$GGUF_VENV")"
+  if ! { python3 -m venv "$GGUF_VENV" &&
+         "$GGUF_VENV/bin/pip" install --quiet --disable-pip-version-check \
+           gguf==0.19.0 numpy==2.4.6 ml_dtypes==0.6.0 PyYAML==6.0.4 tqdm==4.70.1 requests==2.34.2 \
+           urllib3==2.8.0 idna==3.20 certifi==2026.10.19.post1 charset_normalizer==3.5.3; }; then
+    rm -rf "$GGUF_VENV"
+    echo "setup: WARNING: could not install gguf 0.19.0 (PyPI unreachable?); tests/unit/test_gguf_dequant.c will fail until it is" >&2
   fi
 fi

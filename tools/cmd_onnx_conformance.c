@@ -27,10 +27,11 @@
 
 #include "cli.h"
 #include "onnx_conformance.h"
+#include "rlx/cpu.h"
 #include "rlx/onnx.h"
 #include "rlx/rlx.h"
 #include "rlx/session.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ONNX backend test defaults (onnx/backend/test/runner): numpy.testing.assert_allclose. */
 #define CONF_RTOL 1e-3
@@ -634,7 +635,10 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
   if (ok) {
     rlx_compile_options co;
     rlx_compile_options_init(&co);
-    co.threads = 1; /* the runner parallelises over processes */
+    rlx_cpu_options cpu;
+    rlx_cpu_options_init(&cpu);
+    cpu.threads = 1; /* the runner parallelises over processes */
+    co.backend_options = &cpu;
     rlx_status s = rlx_compile(g, "cpu", &co, &e);
     if (s) {
       set_result(r, status_of(s), "compile (cpu): %s", last_error_in(tdir, buf, sizeof buf));

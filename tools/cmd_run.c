@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "rlx/cpu.h"
 #include "rlx/npy.h"
 #include "rlx/rlx.h"
 #include "rlx/session.h"
@@ -85,6 +86,8 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
   const char *file = NULL, *out_dir = NULL, *params_dir = NULL, *backend = "cpu";
   rlx_compile_options opt;
   rlx_compile_options_init(&opt);
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
   binding *inputs = calloc((size_t)argc, sizeof *inputs), *params = calloc((size_t)argc, sizeof *params);
   int n_in = 0, n_par = 0, rc = CLI_OK;
   rlx_graph *g = NULL;
@@ -132,7 +135,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
           goto done;
         }
         if (a[2] == 's') opt.rng_seed = x;
-        else opt.threads = (int)x;
+        else cpu.threads = (int)x;
       }
     } else if (a[0] == '-' && a[1]) {
       rc = cli_usage_error(self, "unknown option '%s'", a);
@@ -157,6 +160,7 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
     rc = cli_fail_rlx(self, file);
     goto done;
   }
+  if (strcmp(backend, "cpu") == 0) opt.backend_options = &cpu; /* --threads */
   if (rlx_compile(g, backend, &opt, &e) != RLX_OK) {
     rc = cli_fail_rlx(self, file);
     goto done;

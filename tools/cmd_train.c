@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* rlx train: trains a small CNN (or MLP) on Fashion-MNIST with the RLX pipeline end to end.
  *
- *   forward graph (builder API) -> rlx_grad_with_loss over every Param -> rlx_compile("cpu") once
- *   -> per step: bind the batch Inputs, run, Adam step on the host params, rlx_executable_set_param
- *   -> test accuracy with a separately compiled forward graph -> weights.safetensors + loss_curve.svg
+ *   forward graph (builder API) -> rlx_grad_with_loss over every Param -> Adam appended as graph
+ *   ops (rlx_optim_graph_build) -> rlx_compile(--backend) once -> params uploaded once, the
+ *   updated params and Adam moments bound back to their Params (they never leave the backend)
+ *   -> per step: upload the batch and Adam's step scalars, run, read the loss (4 bytes)
+ *   -> params downloaded once -> test accuracy with a separately compiled forward graph
+ *   -> weights.safetensors + loss_curve.svg
  *
  * Each epoch visits a fresh permutation of the training set (seeded) in batches of --batch; the
  * last partial batch is dropped (60,000 / 64: 937 steps, 32 images unused per epoch), like
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rlx/cpu.h"
 #include "rlx/datasets.h"
 #include "rlx/optim.h"
 #include "rlx/rlx.h"
@@ -28,12 +32,13 @@
 
 const char cli_train_usage[] =
     "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
+    "                 [--backend NAME]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
-    "forward graph is differentiated (rlx_grad_with_loss), compiled for the CPU once and run per\n"
-    "batch; Adam updates the parameters on the host. Then the test accuracy is measured on every\n"
-    "test image. Progress goes to stderr.\n"
+    "forward graph is differentiated (rlx_grad_with_loss), Adam is appended to it as graph ops, and\n"
+    "it is compiled once for the backend and run per batch: parameters and optimizer state stay on\n"
+    "the backend. Then the test accuracy is measured on every test image. Progress goes to stderr.\n"
     "\n"
     "models:\n"
     "  cnn   conv3x3(16)+relu+maxpool2, conv3x3(32)+relu+maxpool2, fc128+relu, fc10 (default)\n"
@@ -44,7 +49,9 @@ const char cli_train_usage[] =
     "  --epochs N         passes over the training set (default 1)\n"
     "  --batch N          images per step (default 64; the last partial batch is dropped)\n"
     "  --lr X             Adam learning rate (default 1e-3; betas 0.9, 0.999, eps 1e-8)\n"
-    "  --threads N        CPU worker threads (default 0 = all cores)\n"
+    "  --threads N        CPU worker threads (default 0 = all cores; the cpu backend's option)\n"
+    "  --backend NAME     the backend that trains (default cpu; see the registered ones in the\n"
+    "                     error for an unknown name)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
@@ -64,7 +71,7 @@ typedef struct train_opts {
   long epochs, batch, threads, limit_train, limit_test;
   double lr;
   unsigned long long seed;
-  const char *data, *out;
+  const char *data, *out, *backend;
   bool json;
 } train_opts;
 
@@ -78,7 +85,9 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 }
 
 static int parse_args(const cli_command *self, int argc, char **argv, train_opts *o) {
-  *o = (train_opts){TRAIN_MODEL_CNN, 1, 64, 0, -1, -1, 1e-3, 0, NULL, "rlx-train-out", false};
+  *o = (train_opts){.model = TRAIN_MODEL_CNN, .epochs = 1, .batch = 64, .threads = 0, .limit_train = -1,
+                    .limit_test = -1, .lr = 1e-3, .seed = 0, .data = NULL, .out = "rlx-train-out",
+                    .backend = "cpu", .json = false};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (cli_is_help(a)) return -1;
@@ -119,6 +128,10 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
       o->data = v;
     } else if (strcmp(a, "--out") == 0) {
       o->out = v;
+    } else if (strcmp(a, "--backend") == 0) {
+      if (!rlx_backend_find(v))
+        return cli_usage_error(self, "--backend: no backend named '%s' (registered: %s)", v, rlx_backend_names());
+      o->backend = v;
     } else {
       return cli_usage_error(self, "unknown option '%s'", a);
     }
@@ -249,7 +262,7 @@ typedef struct train_state {
   train_model model;
   rlx_graph *fwd, *grad, *eval_g;
   rlx_executable *step_exe, *eval_exe;
-  rlx_optim *opt;
+  rlx_optim_graph *opt;
   float *xb, *loss;
   int32_t *yb;
   size_t *perm;
@@ -264,7 +277,7 @@ static void state_free(train_state *s) {
   rlx_graph_free(s->eval_g);
   rlx_executable_free(s->step_exe);
   rlx_executable_free(s->eval_exe);
-  rlx_optim_free(s->opt);
+  rlx_optim_graph_free(s->opt);
   free(s->xb);
   free(s->yb);
   free(s->loss);
@@ -321,23 +334,46 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   }
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = (int)o.threads;
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
+  cpu.threads = (int)o.threads;
+  if (strcmp(o.backend, "cpu") == 0) co.backend_options = &cpu;
+  rlx_optim_config oc;
+  rlx_optim_config_init(&oc, RLX_OPTIM_ADAM);
+  oc.lr = o.lr;
+  oc.beta1 = 0.9;
+  oc.beta2 = 0.999;
+  oc.eps = 1e-8;
   double tc = now_seconds();
   if (train_build_graph(&s.model, o.batch, true, &s.fwd) != RLX_OK) return fail_rlx(self, &s, NULL);
   if (rlx_grad_with_loss(s.fwd, names, s.model.n_params, NULL, &s.grad) != RLX_OK)
     return fail_rlx(self, &s, "differentiating the loss");
-  if (rlx_compile(s.grad, "cpu", &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
-  if (rlx_executable_output_count(s.step_exe) != 1 + s.model.n_params) {
-    rc = cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_executable_output_count(s.step_exe),
+  if (rlx_graph_output_count(s.grad) != 1 + s.model.n_params) {
+    rc = cli_fail(self, "the gradient graph has %u outputs, expected %u", rlx_graph_output_count(s.grad),
                   1 + s.model.n_params);
     state_free(&s);
     return rc;
   }
+  {
+    rlx_id pid[TRAIN_MAX_PARAMS], gid[TRAIN_MAX_PARAMS], outs[1 + 4 * TRAIN_MAX_PARAMS];
+    for (uint32_t i = 0; i < s.model.n_params; i++) {
+      pid[i] = rlx_graph_find_leaf(s.grad, RLX_OP_Param, names[i]);
+      gid[i] = rlx_graph_outputs(s.grad)[1 + i];
+    }
+    if (rlx_optim_graph_build(&oc, s.grad, pid, gid, s.model.n_params, &s.opt) != RLX_OK)
+      return fail_rlx(self, &s, "the optimizer update");
+    uint32_t nu = rlx_optim_graph_output_count(s.opt);
+    outs[0] = rlx_graph_outputs(s.grad)[0];
+    for (uint32_t i = 0; i < nu && i < 4 * TRAIN_MAX_PARAMS; i++) outs[1 + i] = rlx_optim_graph_output(s.opt, i);
+    if (rlx_graph_set_outputs(s.grad, outs, 1 + nu) != RLX_OK) return fail_rlx(self, &s, "the optimizer update");
+  }
+  if (rlx_compile(s.grad, o.backend, &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
   int64_t eb = s.test.count < EVAL_BATCH ? (int64_t)s.test.count : EVAL_BATCH;
   if (train_build_graph(&s.model, eb, false, &s.eval_g) != RLX_OK) return fail_rlx(self, &s, NULL);
-  if (rlx_compile(s.eval_g, "cpu", &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
+  if (rlx_compile(s.eval_g, o.backend, &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
   tc = now_seconds() - tc;
   if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "setting the parameters");
+  if (rlx_optim_graph_bind(s.opt, s.step_exe, 1) != RLX_OK) return fail_rlx(self, &s, "the optimizer state");
 
   /* The seed Input of the gradient graph: d loss / d loss = 1, in the loss's shape. */
   int seed_at = input_index(s.step_exe, "d_output");
@@ -353,16 +389,6 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
     return cli_fail(self, "the loss is not one f32 value");
   }
 
-  rlx_optim_config oc;
-  rlx_optim_config_init(&oc, RLX_OPTIM_ADAM);
-  oc.lr = o.lr;
-  oc.beta1 = 0.9;
-  oc.beta2 = 0.999;
-  oc.eps = 1e-8;
-  if (rlx_optim_create(&oc, &s.opt) != RLX_OK) return fail_rlx(self, &s, "optimizer");
-  for (uint32_t i = 0; i < s.model.n_params; i++)
-    if (rlx_optim_add_param(s.opt, s.model.params[i].name, s.model.params[i].data, &s.model.params[i].shape) != RLX_OK)
-      return fail_rlx(self, &s, "optimizer");
 
   s.xb = malloc((size_t)o.batch * px * sizeof *s.xb);
   s.yb = malloc((size_t)o.batch * sizeof *s.yb);
@@ -379,6 +405,8 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
       {"y", {s.yb, rlx_shape_make(RLX_I32, 1, (rlx_dim[]){o.batch})}},
       {"d_output", {&one, seed_shape}},
   };
+  if (rlx_executable_set_input(s.step_exe, "d_output", &inputs[2].tensor) != RLX_OK) /* stays resident */
+    return fail_rlx(self, &s, "training step");
   fprintf(info, "model %s: %zu parameters; %zu training images, %zu steps of %ld per epoch, %ld epoch%s, %zu test images\n",
           train_model_kind_name(o.model), n_weights, s.train.count, steps, o.batch, o.epochs, o.epochs == 1 ? "" : "s",
           s.test.count);
@@ -387,6 +415,8 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   fflush(info);
 
   /* Training. */
+  rlx_transfer_stats ts0, ts1;
+  rlx_executable_transfer_stats(s.step_exe, &ts0);
   train_rng rng = {o.seed ^ 0x5eed5eed5eedull};
   progress pr = {isatty(fileno(stderr)) != 0, 0, 0, 100};
   double t0 = now_seconds();
@@ -406,22 +436,31 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
         s.yb[b] = s.train.labels[k];
       }
       const rlx_tensor *out;
-      uint32_t n_out;
-      if (rlx_executable_run(s.step_exe, inputs, 3, &out, &n_out) != RLX_OK)
+      if (rlx_executable_set_input(s.step_exe, "x", &inputs[0].tensor) != RLX_OK ||
+          rlx_executable_set_input(s.step_exe, "y", &inputs[1].tensor) != RLX_OK ||
+          rlx_optim_graph_prepare_step(s.opt, s.step_exe) != RLX_OK || rlx_executable_run_resident(s.step_exe) != RLX_OK ||
+          rlx_executable_read_output(s.step_exe, 0, &out) != RLX_OK)
         return fail_rlx(self, &s, "training step");
-      float l = *(const float *)out[0].data;
+      float l = *(const float *)out->data;
       if (!isfinite(l)) {
         state_free(&s);
         return cli_fail(self, "the loss became %f at step %zu (try a smaller --lr)", l, done + 1);
       }
       s.loss[done++] = l;
-      if (rlx_optim_step_tensors(s.opt, out + 1, n_out - 1) != RLX_OK) return fail_rlx(self, &s, "optimizer step");
-      if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "updating the parameters");
       progress_show(&pr, ep, o.epochs, st + 1, steps, s.loss, done, o.batch, st + 1 == steps && ep == o.epochs);
     }
   }
   double train_s = now_seconds() - t0;
+  rlx_executable_transfer_stats(s.step_exe, &ts1);
+  uint64_t param_moves = ts1.param_uploads - ts0.param_uploads + ts1.param_downloads - ts0.param_downloads;
   double ips = train_s > 0 ? (double)(total_steps * (size_t)o.batch) / train_s : 0;
+
+  /* The trained parameters, downloaded once. */
+  for (uint32_t i = 0; i < s.model.n_params; i++) {
+    rlx_tensor t = {s.model.params[i].data, s.model.params[i].shape};
+    if (rlx_executable_get_param(s.step_exe, s.model.params[i].name, &t) != RLX_OK)
+      return fail_rlx(self, &s, "reading the trained parameters");
+  }
 
   /* Test accuracy. */
   size_t correct = 0;
@@ -454,14 +493,16 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   tail /= (double)win;
   fprintf(info, "trained %zu images in %.2f s: %.1f images/s; mean loss of the last %zu steps %.4f\n",
           total_steps * (size_t)o.batch, train_s, ips, win, tail);
+  fprintf(info, "on %s: parameters moved between host and backend during training: %llu\n", o.backend,
+          (unsigned long long)param_moves);
   fprintf(info, "test accuracy %.4f (%zu of %zu)\n", acc, correct, s.test.count);
   fprintf(info, "wrote %s (re-read and verified) and %s\n", wpath, spath);
   if (o.json)
     printf("{\"test_accuracy\": %.4f, \"train_images_per_second\": %.1f, \"epochs\": %ld, \"model\": \"%s\", "
            "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"test_images\": %zu, \"train_seconds\": %.3f, "
-           "\"final_loss\": %.4f}\n",
+           "\"final_loss\": %.4f, \"backend\": \"%s\", \"param_transfers_during_training\": %llu}\n",
            acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, s.train.count, s.test.count,
-           train_s, tail);
+           train_s, tail, o.backend, (unsigned long long)param_moves);
   fflush(stdout);
   state_free(&s);
   return CLI_OK;

@@ -77,6 +77,14 @@ rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs
 /* Looks up an Input/Param leaf by its binding name; RLX_NO_ID if absent. */
 rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *name);
 
+/* A hook rlx_graph_add (and so every builder) calls once a node's attributes are copied and its
+ * shape inferred, before it is appended: it may give the node's value another way — e.g. fold
+ * it into a Constant — by setting *done and *out (the importers fold constants this way). Nodes
+ * the hook itself adds do not reach it. Child graphs created later inherit it. NULL removes it. */
+typedef rlx_status (*rlx_graph_add_hook)(void *ctx, rlx_graph *g, const rlx_node *proposed, bool *done,
+                                         rlx_id *out);
+void rlx_graph_set_add_hook(rlx_graph *g, rlx_graph_add_hook hook, void *ctx);
+
 /* Deep-copies `src` (and its child graphs) into a new graph with allocator `al` (NULL=default). */
 rlx_status rlx_graph_clone(const rlx_graph *src, const rlx_allocator *al, rlx_graph **out);
 /* Deep-copies `src` as a new child graph of `parent` (for passes that move bodies between graphs). */

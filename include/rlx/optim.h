@@ -157,6 +157,32 @@ uint32_t rlx_optim_param_count(const rlx_optim *opt);
 rlx_status rlx_optim_state(const rlx_optim *opt, const char *param, const char *state,
                            const float **data, size_t *n);
 
+/* ---- in-graph updates (src/optim/graph_update.c; docs/optim.md) ----
+ * The optimizer as graph ops, so that a compiled training step keeps parameters and optimizer
+ * state on its backend:
+ *   rlx_optim_graph *og;
+ *   RLX_TRY(rlx_optim_graph_build(&cfg, grad_graph, params, grads, n, &og));  appends the updates
+ *   outputs = [loss, rlx_optim_graph_output(og, 0..count-1)]; compile; set the params once;
+ *   RLX_TRY(rlx_optim_graph_bind(og, exe, 1));     outputs 1.. become their Params after each run,
+ *                                                   optimizer state starts at its initial value
+ *   per step: set the batch inputs, rlx_optim_graph_prepare_step(og, exe), run_resident.
+ * Every kind but Muon; the same formulas as the host optimizer. */
+typedef struct rlx_optim_graph rlx_optim_graph;
+/* params[i]: named f32 Param nodes of g; grads[i]: nodes of g holding their gradients. Adds the
+ * Input "optim.hyper" f32[8] and one state Param per moment ("optim.<slot>.<param>"). */
+rlx_status rlx_optim_graph_build(const rlx_optim_config *c, rlx_graph *g, const rlx_id *params,
+                                 const rlx_id *grads, uint32_t n, rlx_optim_graph **out);
+/* The new values (params and state), in the order they must follow as outputs. */
+uint32_t rlx_optim_graph_output_count(const rlx_optim_graph *og);
+rlx_id rlx_optim_graph_output(const rlx_optim_graph *og, uint32_t i);
+const char *rlx_optim_graph_target(const rlx_optim_graph *og, uint32_t i); /* the Param it becomes */
+/* Binds outputs first_output.. to their Params and sets the optimizer state to its initial value
+ * (the params themselves must be set by the caller). Restarts the step count. */
+rlx_status rlx_optim_graph_bind(rlx_optim_graph *og, rlx_executable *e, uint32_t first_output);
+/* Uploads the scalars of the next step (scheduled lr, bias corrections) as "optim.hyper". */
+rlx_status rlx_optim_graph_prepare_step(rlx_optim_graph *og, rlx_executable *e);
+void rlx_optim_graph_free(rlx_optim_graph *og);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,8 @@ typedef enum rlx_dispatch_path {
   RLX_PATH_NATIVE,       /* claimed and run by a backend kernel */
   RLX_PATH_DECOMPOSED,   /* rewritten into other ops by the shared decompositions */
   RLX_PATH_HOST_STAGED,  /* claimed, run on the CPU reference kernel with copies in/out */
-  RLX_PATH_UNSUPPORTED   /* no path: compilation fails */
+  RLX_PATH_UNSUPPORTED,  /* no path: compilation fails */
+  RLX_PATH_RUNTIME       /* claimed control flow: the runtime runs its bodies on the backend */
 } rlx_dispatch_path;
 
 typedef struct rlx_dispatch_report {
@@ -38,8 +39,9 @@ typedef struct rlx_dispatch_report {
   uint8_t path[RLX_OP_COUNT];
   uint32_t count[RLX_OP_COUNT];
   uint32_t nodes_before, nodes_after; /* node counts of the input graph and the compiled graph */
-  size_t arena_bytes;                 /* size of the executable's arena */
+  size_t arena_bytes;                 /* size of the executable's arena(s) */
   size_t tensor_bytes;                /* sum of all tensor sizes without reuse */
+  uint32_t steps;                     /* segments + host-staged nodes + runtime control-flow nodes */
 } rlx_dispatch_report;
 
 const char *rlx_dispatch_path_name(rlx_dispatch_path p); /* "native", ... */
@@ -50,7 +52,13 @@ typedef struct rlx_compile_options {
   bool dce;             /* default true */
   bool check_plan;      /* run the independent memory-plan checker (default true) */
   uint64_t rng_seed;    /* mixed into RngNormal/RngUniform keys (default 0) */
-  int threads;          /* CPU worker threads; 0 = all cores */
+  /* Largest arena (bytes) one compile may plan; checked before anything is allocated, the error
+   * names the largest tensor. 0 = the machine's available memory at compile time (default);
+   * SIZE_MAX = no limit. */
+  size_t memory_limit;
+  /* The backend's own options (rlx_cpu_options of rlx/cpu.h, ...), or NULL for its defaults.
+   * The struct starts with an rlx_backend_options_header naming the backend it is for. */
+  const void *backend_options;
 } rlx_compile_options;
 
 void rlx_compile_options_init(rlx_compile_options *o);
@@ -90,6 +98,36 @@ const char *rlx_executable_param_name(const rlx_executable *e, uint32_t i);
 const rlx_shape *rlx_executable_param_shape(const rlx_executable *e, uint32_t i);
 /* Number of graph outputs (the length of the array rlx_executable_run returns). */
 uint32_t rlx_executable_output_count(const rlx_executable *e);
+
+/* ---- device residency (docs/backends.md) ----
+ * Inputs, params and outputs live in the backend's buffers between runs. rlx_executable_run is
+ * set_input for each input + run_resident + read of every output. */
+
+/* Uploads the value of Input `name` into its resident buffer (exact dtype and shape). */
+rlx_status rlx_executable_set_input(rlx_executable *e, const char *name, const rlx_tensor *value);
+/* Runs on the resident inputs and params (every input set at least once); outputs stay on the
+ * device until read. */
+rlx_status rlx_executable_run_resident(rlx_executable *e);
+/* Downloads output i of the last run; *out is owned by the executable (valid until the next run
+ * or free). A second read of the same run does not copy again. */
+rlx_status rlx_executable_read_output(rlx_executable *e, uint32_t i, const rlx_tensor **out);
+/* After every run, output `output` becomes the value of Param `param` (same dtype and shape), by
+ * a device-to-device copy: how a training step keeps its parameters and optimizer state on the
+ * device. Binding again replaces the binding; out of range or mismatched shapes are errors. */
+rlx_status rlx_executable_bind_output_to_param(rlx_executable *e, uint32_t output, const char *param);
+/* Downloads the current value of Param `name` into value->data (value->shape must match). */
+rlx_status rlx_executable_get_param(rlx_executable *e, const char *name, rlx_tensor *value);
+
+/* Copies the runtime made between host and backend memory, and inside the backend. */
+typedef struct rlx_transfer_stats {
+  uint64_t uploads, upload_bytes;          /* host -> backend */
+  uint64_t downloads, download_bytes;      /* backend -> host */
+  uint64_t device_copies, device_bytes;    /* backend -> backend */
+  uint64_t staged_nodes;                   /* host-staged node executions */
+  uint64_t param_uploads;                  /* of which: parameter uploads */
+  uint64_t param_downloads;                /* of which: parameter downloads */
+} rlx_transfer_stats;
+void rlx_executable_transfer_stats(const rlx_executable *e, rlx_transfer_stats *out);
 
 /* Writes a human-readable dispatch + memory report. */
 rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al,

@@ -126,6 +126,25 @@ RLX_VJP_DECL(Scan);
 RLX_VJP_DECL(CustomFn);
 /* vjp/signal.c */
 RLX_VJP_DECL(Fft);
+/* vjp/quant.c (quantization family) */
+RLX_VJP_DECL(Quantize);
+RLX_VJP_DECL(Dequantize);
+RLX_VJP_DECL(ScaledQuantize);
+RLX_VJP_DECL(QMatMul);
+RLX_VJP_DECL(QConv2d);
+RLX_VJP_DECL(ScaledMatMul);
+RLX_VJP_DECL(FakeQuantizeLSQ);
+RLX_VJP_DECL(DequantGroupedMatMul);
+RLX_VJP_DECL(SynthMatMul);
+RLX_VJP_DECL(SplineActivation);
+/* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+/* vjp/recurrent.c */
+RLX_VJP_DECL(GatedDeltaNet);
+/* vjp/signal_ops.c */
+RLX_VJP_DECL(LogMel);
+RLX_VJP_DECL(ComplexNormSq);
+RLX_VJP_DECL(Conjugate);
+/* ---- end of sequence models and signal ops ---- */
 /* Scan normalisation before the sweep (vjp/control.c): body Params become broadcast operands,
  * broadcast operands become scanned operands, the full trajectory is saved. */
 bool rlx_ad_scan_needs_prepare(const rlx_node *n);

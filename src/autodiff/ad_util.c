@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rlx/build.h"
 #include "autodiff/ad_internal.h"
 #include "passes/decompose/decompose.h"
 #include "rlx/verify.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 rlx_shape ad_shape(const rlx_ad_ctx *c, rlx_id x) { return rlx_graph_node(c->dst, x)->shape; }
 
@@ -57,22 +58,12 @@ rlx_status ad_unsupported(const rlx_ad_ctx *c, const char *fmt, ...) {
 
 /* ---- constants ---- */
 
+/* The generic builders are rlx/build.h's; the ad_* names below adapt them to the context. */
 rlx_status ad_const_values(rlx_ad_ctx *c, const rlx_shape *s, const double *v, rlx_id *out) {
-  size_t numel, nbytes;
-  RLX_TRY(rlx_shape_numel(s, &numel));
-  RLX_TRY(rlx_shape_nbytes(s, &nbytes));
-  void *buf = c->al->alloc(c->al->ctx, nbytes ? nbytes : 1);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory for a %zu-byte constant", nbytes);
-  for (size_t i = 0; i < numel; i++) rlx_elem_set(buf, (rlx_dtype)s->dtype, i, v[i]);
-  rlx_status st = rlx_constant(c->dst, *s, buf, nbytes, out);
-  c->al->free(c->al->ctx, buf);
-  return st;
+  return rlx_values(c->dst, (rlx_dtype)s->dtype, s->rank, s->dims, v, out);
 }
 
-rlx_status ad_scalar(rlx_ad_ctx *c, rlx_dtype t, double v, rlx_id *out) {
-  rlx_shape s = rlx_shape_scalar(t);
-  return ad_const_values(c, &s, &v, out);
-}
+rlx_status ad_scalar(rlx_ad_ctx *c, rlx_dtype t, double v, rlx_id *out) { return rlx_scalar(c->dst, t, v, out); }
 
 rlx_status ad_fill(rlx_ad_ctx *c, const rlx_shape *s, double v, rlx_id *out) {
   rlx_id k;
@@ -87,7 +78,7 @@ rlx_status ad_fill(rlx_ad_ctx *c, const rlx_shape *s, double v, rlx_id *out) {
       rlx_shape_format(s, b, sizeof b);
       return rlx_errorf(RLX_ERR_UNSUPPORTED, "autodiff needs a constant of shape %s, which has a symbolic extent", b);
     }
-  rlx_attrs_Expand a = {{(int64_t *)s->dims, s->rank}};
+  rlx_attrs_Expand a = {.target_shape = {.v = (int64_t *)s->dims, .n = s->rank}};
   return rlx_build_Expand(c->dst, &k, 1, &a, NULL, out);
 }
 
@@ -117,16 +108,11 @@ rlx_status ad_bin(rlx_ad_ctx *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) 
 }
 
 rlx_status ad_bin_s(rlx_ad_ctx *c, rlx_binop op, rlx_id x, double v, rlx_id *out) {
-  rlx_id k;
-  RLX_TRY(ad_scalar(c, ad_dtype(c, x), v, &k));
-  return rlx_binary(c->dst, op, x, k, out);
+  return rlx_binary_scalar(c->dst, op, x, v, out);
 }
 
 rlx_status ad_s_bin(rlx_ad_ctx *c, rlx_binop op, double v, rlx_id x, rlx_id *out) {
-  rlx_id k;
-  RLX_TRY(ad_scalar(c, ad_dtype(c, x), v, &k));
-  /* The result takes the left operand's shape only through broadcasting; k is rank 0. */
-  return rlx_binary(c->dst, op, k, x, out);
+  return rlx_scalar_binary(c->dst, op, v, x, out);
 }
 
 rlx_status ad_add(rlx_ad_ctx *c, rlx_id a, rlx_id b, rlx_id *out) { return ad_bin(c, RLX_BINOP_ADD, a, b, out); }
@@ -140,49 +126,33 @@ rlx_status ad_cmp(rlx_ad_ctx *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
 }
 
 rlx_status ad_cmp_s(rlx_ad_ctx *c, rlx_cmp op, rlx_id x, double v, rlx_id *out) {
-  rlx_id k;
-  RLX_TRY(ad_scalar(c, ad_dtype(c, x), v, &k));
-  return rlx_compare(c->dst, op, x, k, out);
+  return rlx_compare_scalar(c->dst, op, x, v, out);
 }
 
 rlx_status ad_where(rlx_ad_ctx *c, rlx_id cond, rlx_id t, rlx_id f, rlx_id *out) {
-  rlx_id in[3] = {cond, t, f};
-  return rlx_build_Where(c->dst, in, 3, NULL, out);
+  return rlx_where(c->dst, cond, t, f, out);
 }
 
-rlx_status ad_cast(rlx_ad_ctx *c, rlx_id x, rlx_dtype t, rlx_id *out) {
-  if (ad_dtype(c, x) == t) {
-    *out = x;
-    return RLX_OK;
-  }
-  return rlx_cast(c->dst, x, t, out);
-}
+rlx_status ad_cast(rlx_ad_ctx *c, rlx_id x, rlx_dtype t, rlx_id *out) { return rlx_cast_to(c->dst, x, t, out); }
 
 rlx_status ad_mask(rlx_ad_ctx *c, rlx_id cond, rlx_dtype t, rlx_id *out) { return ad_cast(c, cond, t, out); }
 
 /* ---- shapes ---- */
 
 rlx_status ad_reshape_dims(rlx_ad_ctx *c, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
-  return dc_reshape(c->dst, x, rank, dims, out);
+  return rlx_reshape_dims(c->dst, x, rank, dims, out);
 }
 
 rlx_status ad_reshape(rlx_ad_ctx *c, rlx_id x, const rlx_shape *to, rlx_id *out) {
-  return dc_reshape(c->dst, x, to->rank, to->dims, out);
+  return rlx_reshape_dims(c->dst, x, to->rank, to->dims, out);
 }
 
 rlx_status ad_expand(rlx_ad_ctx *c, rlx_id x, const rlx_shape *to, rlx_id *out) {
-  rlx_shape xs = ad_shape(c, x);
-  bool same = xs.rank == to->rank;
-  for (uint32_t i = 0; same && i < xs.rank; i++) same = xs.dims[i] == to->dims[i];
-  if (same) {
-    *out = x;
-    return RLX_OK;
-  }
-  return dc_expand(c->dst, x, to->rank, to->dims, out);
+  return rlx_expand_dims(c->dst, x, to->rank, to->dims, out);
 }
 
 rlx_status ad_transpose(rlx_ad_ctx *c, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out) {
-  return dc_transpose(c->dst, x, rank, perm, out);
+  return rlx_permute(c->dst, x, rank, perm, out);
 }
 
 rlx_status ad_mT(rlx_ad_ctx *c, rlx_id x, rlx_id *out) {
@@ -196,42 +166,19 @@ rlx_status ad_mT(rlx_ad_ctx *c, rlx_id x, rlx_id *out) {
 }
 
 rlx_status ad_narrow(rlx_ad_ctx *c, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out) {
-  rlx_shape s = ad_shape(c, x);
-  if (start == 0 && axis < s.rank && s.dims[axis] == len) {
-    *out = x;
-    return RLX_OK;
-  }
-  return dc_narrow(c->dst, x, axis, start, len, out);
+  return rlx_narrow(c->dst, x, axis, start, len, out);
 }
 
 rlx_status ad_concat(rlx_ad_ctx *c, const rlx_id *xs, uint32_t n, uint32_t axis, rlx_id *out) {
-  return dc_concat(c->dst, xs, n, axis, out);
+  return rlx_concat(c->dst, xs, n, axis, out);
 }
 
 rlx_status ad_pad_axis(rlx_ad_ctx *c, rlx_id x, uint32_t axis, int64_t before, int64_t after, rlx_id *out) {
-  if (before == 0 && after == 0) {
-    *out = x;
-    return RLX_OK;
-  }
-  rlx_shape s = ad_shape(c, x);
-  int64_t pads[2 * RLX_MAX_RANK] = {0};
-  pads[2 * axis] = before;
-  pads[2 * axis + 1] = after;
-  rlx_attrs_Pad a;
-  rlx_attrs_init(RLX_OP_Pad, &a);
-  a.pads.v = pads;
-  a.pads.n = 2u * s.rank;
-  a.mode = RLX_PAD_MODE_CONSTANT;
-  a.value = 0.0f;
-  return rlx_build_Pad(c->dst, &x, 1, &a, NULL, out);
+  return rlx_pad_axis(c->dst, x, axis, before, after, out);
 }
 
 rlx_status ad_reverse_axes(rlx_ad_ctx *c, rlx_id x, uint32_t n, const int64_t *axes, rlx_id *out) {
-  if (n == 0) {
-    *out = x;
-    return RLX_OK;
-  }
-  return dc_reverse(c->dst, x, n, axes, out);
+  return rlx_reverse_axes(c->dst, x, n, axes, out);
 }
 
 rlx_status ad_reduce(rlx_ad_ctx *c, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes, bool keep,
@@ -244,20 +191,11 @@ rlx_status ad_sum_keep(rlx_ad_ctx *c, rlx_id x, uint32_t axis, rlx_id *out) {
   return rlx_reduce_axes(c->dst, RLX_REDUCE_SUM, x, 1, &a, true, out);
 }
 
-rlx_status ad_sum_all(rlx_ad_ctx *c, rlx_id x, rlx_id *out) {
-  rlx_shape s = ad_shape(c, x);
-  if (s.rank == 0) {
-    *out = x;
-    return RLX_OK;
-  }
-  int64_t axes[RLX_MAX_RANK];
-  for (uint32_t i = 0; i < s.rank; i++) axes[i] = i;
-  return rlx_reduce_axes(c->dst, RLX_REDUCE_SUM, x, s.rank, axes, false, out);
-}
+rlx_status ad_sum_all(rlx_ad_ctx *c, rlx_id x, rlx_id *out) { return rlx_sum_all(c->dst, x, out); }
 
 rlx_status ad_matmul(rlx_ad_ctx *c, rlx_id a, rlx_id b, rlx_id *out) { return rlx_matmul(c->dst, a, b, out); }
 
-rlx_status ad_unsqueeze(rlx_ad_ctx *c, rlx_id x, uint32_t pos, rlx_id *out) { return dc_unsqueeze(c->dst, x, pos, out); }
+rlx_status ad_unsqueeze(rlx_ad_ctx *c, rlx_id x, uint32_t pos, rlx_id *out) { return rlx_unsqueeze(c->dst, x, pos, out); }
 
 /* ---- broadcasting ---- */
 
@@ -277,12 +215,12 @@ rlx_status ad_unbroadcast(rlx_ad_ctx *c, rlx_id g, const rlx_shape *to, rlx_id *
   }
   rlx_id r = g;
   if (n) RLX_TRY(rlx_reduce_axes(c->dst, RLX_REDUCE_SUM, g, n, axes, true, &r));
-  return dc_reshape(c->dst, r, to->rank, to->dims, out);
+  return rlx_reshape_dims(c->dst, r, to->rank, to->dims, out);
 }
 
 rlx_status ad_broadcast_back(rlx_ad_ctx *c, rlx_id g, const rlx_shape *kept, rlx_id ref, rlx_id *out) {
   rlx_id r;
-  RLX_TRY(dc_reshape(c->dst, g, kept->rank, kept->dims, &r));
+  RLX_TRY(rlx_reshape_dims(c->dst, g, kept->rank, kept->dims, &r));
   return broadcast_like(c, r, ref, out);
 }
 
@@ -312,7 +250,7 @@ rlx_status ad_emit(rlx_ad_ctx *c, rlx_op op, const rlx_id *in, uint32_t n_in, co
           *out = o;
           return RLX_OK;
         }
-        return dc_reshape(c->dst, o, s.rank, s.dims, out);
+        return rlx_reshape_dims(c->dst, o, s.rank, s.dims, out);
       }
       return rlx_errorf(RLX_ERR_INTERNAL, "the decomposition of %s produced a different shape", rlx_op_name(op));
     }

@@ -129,14 +129,14 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     if (ns->n + 1u > RLX_MAX_RANK) return fallback(v, n, in, out);
     buf[0] = v->B;
     for (uint32_t i = 0; i < ns->n; i++) buf[1 + i] = ns->v[i];
-    a.Reshape.new_shape = (rlx_ilist){buf, ns->n + 1u};
+    a.Reshape.new_shape = (rlx_ilist){.v = buf, .n = ns->n + 1u};
     break;
   }
   case RLX_OP_Transpose: {
     const rlx_ilist *p = &n->attrs.Transpose.perm;
     buf[0] = 0;
     for (uint32_t i = 0; i < p->n; i++) buf[1 + i] = p->v[i] + 1;
-    a.Transpose.perm = (rlx_ilist){buf, p->n + 1u};
+    a.Transpose.perm = (rlx_ilist){.v = buf, .n = p->n + 1u};
     break;
   }
   case RLX_OP_Narrow: a.Narrow.axis = n->attrs.Narrow.axis + 1; break;
@@ -145,7 +145,7 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     RLX_TRY(lift_rank(v, in[0], t->n, &x0));
     buf[0] = v->B;
     for (uint32_t i = 0; i < t->n; i++) buf[1 + i] = t->v[i];
-    a.Expand.target_shape = (rlx_ilist){buf, t->n + 1u};
+    a.Expand.target_shape = (rlx_ilist){.v = buf, .n = t->n + 1u};
     break;
   }
   case RLX_OP_Gather:
@@ -156,14 +156,14 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     const rlx_ilist *ax = &n->attrs.Reverse.axes;
     for (uint32_t i = 0; i < ax->n; i++)
       if (!shift_axis(ax->v[i], r, &buf[i])) return fallback(v, n, in, out);
-    a.Reverse.axes = (rlx_ilist){buf, ax->n};
+    a.Reverse.axes = (rlx_ilist){.v = buf, .n = ax->n};
     break;
   }
   case RLX_OP_Pad: {
     const rlx_ilist *p = &n->attrs.Pad.pads;
     buf[0] = buf[1] = 0;
     for (uint32_t i = 0; i < p->n; i++) buf[2 + i] = p->v[i];
-    a.Pad.pads = (rlx_ilist){buf, p->n + 2u};
+    a.Pad.pads = (rlx_ilist){.v = buf, .n = p->n + 2u};
     break;
   }
   case RLX_OP_Slice:
@@ -173,14 +173,14 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     const rlx_ilist *p = &n->attrs.Tile.reps;
     buf[0] = 1;
     for (uint32_t i = 0; i < p->n; i++) buf[1 + i] = p->v[i];
-    a.Tile.reps = (rlx_ilist){buf, p->n + 1u};
+    a.Tile.reps = (rlx_ilist){.v = buf, .n = p->n + 1u};
     break;
   }
   case RLX_OP_Roll: {
     const rlx_ilist *d = &n->attrs.Roll.dims;
     for (uint32_t i = 0; i < d->n; i++)
       if (!shift_axis(d->v[i], r, &buf[i])) return fallback(v, n, in, out);
-    a.Roll.dims = (rlx_ilist){buf, d->n};
+    a.Roll.dims = (rlx_ilist){.v = buf, .n = d->n};
     break;
   }
   case RLX_OP_Trilu: break;
@@ -195,7 +195,7 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
       *out = in[0];
       return RLX_OK;
     }
-    a.Reduce.axes = (rlx_ilist){buf, k};
+    a.Reduce.axes = (rlx_ilist){.v = buf, .n = k};
     break;
   }
 #define AXIS_OP(OP, F)                                                                             \

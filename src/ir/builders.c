@@ -38,7 +38,7 @@ rlx_status rlx_param(rlx_graph *g, const char *name, rlx_shape shape, rlx_id *ou
 }
 
 rlx_status rlx_constant(rlx_graph *g, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out) {
-  rlx_attrs_Constant a = {{(uint8_t *)data, nbytes}};
+  rlx_attrs_Constant a = {.data = {.p = (uint8_t *)data, .n = nbytes}};
   return rlx_graph_add(g, RLX_OP_Constant, NULL, 0, &a, &shape, NULL, out);
 }
 
@@ -47,18 +47,18 @@ rlx_status rlx_scalar_f32(rlx_graph *g, float v, rlx_id *out) {
 }
 
 rlx_status rlx_activation(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out) {
-  rlx_attrs_Activation a = {act};
+  rlx_attrs_Activation a = {.kind = act};
   return rlx_build_Activation(g, &x, 1, &a, NULL, out);
 }
 
 rlx_status rlx_binary(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Binary at = {op};
+  rlx_attrs_Binary at = {.op = op};
   rlx_id in[2] = {a, b};
   return rlx_build_Binary(g, in, 2, &at, NULL, out);
 }
 
 rlx_status rlx_compare(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Compare at = {op};
+  rlx_attrs_Compare at = {.op = op};
   rlx_id in[2] = {a, b};
   return rlx_build_Compare(g, in, 2, &at, NULL, out);
 }
@@ -69,22 +69,22 @@ rlx_status rlx_matmul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) {
 }
 
 rlx_status rlx_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *new_shape, rlx_id *out) {
-  rlx_attrs_Reshape a = {{(int64_t *)new_shape, rank}};
+  rlx_attrs_Reshape a = {.new_shape = {.v = (int64_t *)new_shape, .n = rank}};
   return rlx_build_Reshape(g, &x, 1, &a, NULL, out);
 }
 
 rlx_status rlx_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out) {
-  rlx_attrs_Transpose a = {{(int64_t *)perm, rank}};
+  rlx_attrs_Transpose a = {.perm = {.v = (int64_t *)perm, .n = rank}};
   return rlx_build_Transpose(g, &x, 1, &a, NULL, out);
 }
 
 rlx_status rlx_reduce_axes(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes,
                       bool keep_dim, rlx_id *out) {
-  rlx_attrs_Reduce a = {op, {(int64_t *)axes, n_axes}, keep_dim};
+  rlx_attrs_Reduce a = {.op = op, .axes = {.v = (int64_t *)axes, .n = n_axes}, .keep_dim = keep_dim};
   return rlx_build_Reduce(g, &x, 1, &a, NULL, out);
 }
 
 rlx_status rlx_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) {
-  rlx_attrs_Cast a = {to};
+  rlx_attrs_Cast a = {.to = to};
   return rlx_build_Cast(g, &x, 1, &a, NULL, out);
 }

@@ -54,6 +54,8 @@ rlx_status rlx_graph_create_child(rlx_graph *parent, const char *name, rlx_graph
   rlx_graph *g;
   RLX_TRY(rlx_graph_create(&parent->al, name, &g));
   g->parent = parent;
+  g->add_hook = parent->add_hook;
+  g->add_hook_ctx = parent->add_hook_ctx;
   parent->children[parent->n_children++] = g;
   *out = g;
   return RLX_OK;
@@ -278,7 +280,28 @@ rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t
     rlx_shape_format(&shape, i, sizeof i);
     return rlx_errorf(RLX_ERR_SHAPE, "node %%%u (%s): declared shape %s differs from inferred %s", g->n_nodes, rlx_op_name(op), d, i);
   }
+  if (g->add_hook && !g->in_hook) {
+    rlx_node tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.op = op;
+    tmp.inputs = inputs;
+    tmp.n_inputs = n_inputs;
+    tmp.attrs = a;
+    tmp.shape = declared ? *declared : shape;
+    tmp.name = name;
+    bool done = false;
+    g->in_hook = true;
+    s = g->add_hook(g->add_hook_ctx, g, &tmp, &done, out);
+    g->in_hook = false;
+    if (s != RLX_OK || done) return s;
+  }
   return append_node(g, op, inputs, n_inputs, &a, declared ? declared : &shape, name, out);
+}
+
+void rlx_graph_set_add_hook(rlx_graph *g, rlx_graph_add_hook hook, void *ctx) {
+  if (!g) return;
+  g->add_hook = hook;
+  g->add_hook_ctx = ctx;
 }
 
 rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs,

@@ -119,7 +119,7 @@ static inline rlx_status cu_kernel_weight(const rlx_infer_ctx *c, uint32_t w, co
  * smaller than the kernel on both sides, no dilation. */
 static inline rlx_status cu_pool_geom(uint32_t nsp, const rlx_ilist *ks, const rlx_ilist *stride,
                                       const rlx_ilist *padding, cu_geom *g) {
-  static const rlx_ilist none = {NULL, 0};
+  static const rlx_ilist none = {.v = NULL, .n = 0};
   RLX_TRY(cu_parse(nsp, &none, padding, &none, NULL, g));
   RLX_TRY(cu_kernel_attr(ks, nsp, g));
   RLX_TRY(cu_list(stride, "stride", nsp, 1, 1, g->s));

@@ -26,6 +26,9 @@ struct rlx_graph {
   rlx_graph *parent;
   rlx_graph **children;
   uint32_t n_children, cap_children;
+  rlx_graph_add_hook add_hook; /* rlx_graph_set_add_hook; inherited by child graphs */
+  void *add_hook_ctx;
+  bool in_hook;
 };
 
 /* Deep-copies attribute lists/strings/bytes of `src` into g's arena, writing `dst`.

@@ -30,6 +30,15 @@ rlx_status rlx_legalize(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT],
  * kernels), algebraic identities, CSE and DCE. Returns a new graph. */
 rlx_status rlx_simplify(const rlx_graph *g, const rlx_compile_options *opt, rlx_graph **out);
 
+/* The constant evaluator (const_eval.c), shared by simplify and the importers: may `op` be
+ * evaluated at compile time (pure, deterministic, with a CPU kernel)? */
+bool rlx_const_foldable(rlx_op op);
+/* Evaluates node n (its shape static) on constant operands. On success *done is true and *out
+ * (allocated with al, *out_bytes bytes) holds the value; *done stays false, without error, when
+ * the op cannot be folded or fails on these values (the failure is then reported at run time). */
+rlx_status rlx_const_eval(const rlx_allocator *al, const rlx_node *n, const rlx_tensor *in, uint32_t n_in,
+                          uint64_t rng_seed, bool *done, void **out, size_t *out_bytes);
+
 /* Rebuild helper: a new graph with the same name/allocator, copying nodes through a mapping. */
 typedef struct rlx_rebuild {
   const rlx_graph *src;

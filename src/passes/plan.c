@@ -11,7 +11,7 @@
  *     among {0, end of every placed slot live at the same time} that collides with no placed slot
  *     live at the same time. Intervals are inclusive, so a node's output never shares bytes with
  *     any of its operands (whose lifetimes reach the step that produces it). */
-#include "passes/plan.h"
+#include "rlx/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

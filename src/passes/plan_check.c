@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/plan.h"
+#include "rlx/plan.h"
 
 static rlx_status plan_bad(const char *fmt, ...)
 #if defined(__GNUC__)

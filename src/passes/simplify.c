@@ -9,9 +9,8 @@
  * binding by name keeps working, and so are in-place writers) [dce]. Bodies of control-flow ops are simplified recursively. */
 #include <string.h>
 
-#include "backends/cpu/cpu_kernels.h"
 #include "passes/decompose/decompose.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Folding stops at this output size, and at a quarter of it for results much larger than their
  * operands (materialising a broadcast would only bloat the graph). */
@@ -114,17 +113,10 @@ static bool identity(const smp *s, rlx_node *w, rlx_id *in, rlx_id *res) {
 
 /* ---- constant folding ---- */
 
-static bool foldable(rlx_op op) {
-  uint32_t p = rlx_op_props(op);
-  if (p & (RLX_PROP_LEAF | RLX_PROP_SUBGRAPH | RLX_PROP_RANDOM | RLX_PROP_INPLACE)) return false;
-  if (!(p & (RLX_PROP_FOLD | RLX_PROP_ELEM)) && rlx_op_family(op) != RLX_FAMILY_SHAPE) return false;
-  return rlx_cpu_ref_table[op] != NULL;
-}
-
 /* Evaluates w on its constant operands; *folded = false (and no error) when it does not apply. */
 static rlx_status try_fold(smp *s, const rlx_node *w, const rlx_id *in, bool *folded, rlx_id *res) {
   *folded = false;
-  if (!foldable(w->op) || w->n_inputs > FOLD_MAX_OPERANDS) return RLX_OK;
+  if (!rlx_const_foldable(w->op) || w->n_inputs > FOLD_MAX_OPERANDS) return RLX_OK;
   size_t in_bytes = 0, out_bytes;
   for (uint32_t i = 0; i < w->n_inputs; i++) {
     const rlx_node *x = dnode(s, in[i]);
@@ -141,19 +133,13 @@ static rlx_status try_fold(smp *s, const rlx_node *w, const rlx_id *in, bool *fo
     tin[i].data = x->attrs.Constant.data.p;
     tin[i].shape = x->shape;
   }
-  void *buf = s->al->alloc(s->al->ctx, out_bytes ? out_bytes : 1);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory while folding a %zu-byte constant", out_bytes);
-  memset(buf, 0, out_bytes ? out_bytes : 1);
-  rlx_tensor tout = {buf, w->shape};
-  rlx_cpu_ctx ctx = {1, s->rng_seed, NULL, NULL};
-  rlx_status st = rlx_cpu_ref_table[w->op](w, tin, w->n_inputs, &tout, &ctx);
-  if (st == RLX_OK) {
-    rlx_attrs_Constant c = {{buf, out_bytes}};
-    st = rlx_graph_add_unchecked(s->dst, RLX_OP_Constant, NULL, 0, &c, &w->shape, w->name, res);
-    if (st == RLX_OK) *folded = true;
-  } else if (st != RLX_ERR_OOM) {
-    st = RLX_OK; /* a data-dependent failure stays in the graph and is reported when it runs */
-  }
+  void *buf;
+  bool done;
+  RLX_TRY(rlx_const_eval(s->al, w, tin, w->n_inputs, s->rng_seed, &done, &buf, &out_bytes));
+  if (!done) return RLX_OK;
+  rlx_attrs_Constant c = {.data = {.p = buf, .n = out_bytes}};
+  rlx_status st = rlx_graph_add_unchecked(s->dst, RLX_OP_Constant, NULL, 0, &c, &w->shape, w->name, res);
+  if (st == RLX_OK) *folded = true;
   s->al->free(s->al->ctx, buf);
   return st;
 }

@@ -2,7 +2,8 @@
 /* The compile pipeline and the executable API.
  *
  *   rlx_compile: verify -> legalize (against the backend's claims; fills the dispatch report) ->
- *   simplify -> verify -> memory plan -> plan check (default on) -> backend compile.
+ *   simplify -> verify -> steps (segments, host-staged nodes, runtime control flow; steps.c) ->
+ *   per segment: memory plan -> plan check (default on) -> backend compile.
  *
  * The executable's interface is the graph the user built: its Inputs (top level, in node order)
  * and its Params (top level and inside bodies, by name). Optimization may remove some of them from
@@ -13,38 +14,11 @@
 #include <string.h>
 
 #include "passes/passes.h"
-#include "passes/plan.h"
 #include "rlx/verify.h"
-#include "runtime/session_internal.h"
+#include "runtime/exec_internal.h"
 #include "strbuf.h"
 
 #define MAX_BODY_DEPTH 64
-
-typedef struct exe_leaf {
-  char *name;
-  rlx_shape shape;
-  rlx_id node; /* id in the compiled top graph, RLX_NO_ID when it has none */
-  bool set;    /* params: a value was given */
-} exe_leaf;
-
-struct rlx_executable {
-  rlx_allocator al;
-  const rlx_backend *backend;
-  rlx_backend_exe *bx;
-  rlx_graph *graph; /* compiled */
-  rlx_plan *plan;
-  rlx_dispatch_report report;
-  exe_leaf *inputs;
-  uint32_t n_inputs;
-  exe_leaf *params;
-  uint32_t n_params;
-  rlx_tensor *outputs; /* data owned */
-  uint32_t n_outputs;
-  /* run scratch */
-  uint32_t *run_nodes;
-  rlx_tensor *run_tensors;
-  const rlx_tensor **by_pos;
-};
 
 void rlx_compile_options_init(rlx_compile_options *o) {
   if (!o) return;
@@ -54,7 +28,8 @@ void rlx_compile_options_init(rlx_compile_options *o) {
   o->dce = true;
   o->check_plan = true;
   o->rng_seed = 0;
-  o->threads = 0;
+  o->memory_limit = 0;
+  o->backend_options = NULL;
 }
 
 /* ---- small helpers ---- */
@@ -228,15 +203,17 @@ static rlx_status rename_inputs(const rlx_graph *body, const rlx_allocator *al, 
 void rlx_executable_free(rlx_executable *e) {
   if (!e) return;
   const rlx_allocator *al = &e->al;
-  if (e->bx) e->bx->vt->destroy(e->bx);
-  for (uint32_t i = 0; i < e->n_outputs; i++) al->free(al->ctx, e->outputs ? e->outputs[i].data : NULL);
+  rlx_rt_free_steps(e);
+  for (uint32_t i = 0; e->out_host && i < e->n_outputs; i++) al->free(al->ctx, e->out_host[i]);
+  al->free(al->ctx, e->out_host);
   al->free(al->ctx, e->outputs);
+  al->free(al->ctx, e->out_fresh);
+  al->free(al->ctx, e->outs);
+  al->free(al->ctx, e->bind_out);
+  al->free(al->ctx, e->bind_par);
   iface f = {e->inputs, e->n_inputs, e->params, e->n_params, e->n_params};
   iface_free(&f, al);
-  al->free(al->ctx, e->run_nodes);
-  al->free(al->ctx, e->run_tensors);
   al->free(al->ctx, e->by_pos);
-  rlx_plan_free(e->plan, al);
   rlx_graph_free(e->graph);
   al->free(al->ctx, e);
 }
@@ -252,30 +229,30 @@ static void maybe_print_report(const rlx_dispatch_report *r, const char *graph, 
   free(text);
 }
 
-static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, const rlx_compile_options *user_opt,
-                               bool positional, rlx_dispatch_report *rep_out, rlx_executable **out) {
+static rlx_status unknown_backend(const char *name) {
+  return rlx_errorf(RLX_ERR_NOT_FOUND, "no backend named '%s' (registered: %s)", name, rlx_backend_names());
+}
+
+/* `root` is NULL for a top-level compile; for a body it is the executable whose params the body
+ * shares. */
+static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const rlx_compile_options *user_opt,
+                               bool positional, rlx_executable *root, rlx_dispatch_report *rep_out,
+                               rlx_executable **out) {
   if (!g || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_compile: graph and out must not be NULL");
   *out = NULL;
   rlx_compile_options opt;
   if (user_opt) opt = *user_opt;
   else rlx_compile_options_init(&opt);
-  if (!backend_name) backend_name = "cpu";
-  const rlx_backend *be = rlx_backend_find(backend_name);
-  if (!be) {
-    rlx_strbuf b;
-    rlx_sb_init(&b, NULL);
-    for (uint32_t i = 0; i < rlx_backend_count(); i++)
-      rlx_sb_printf(&b, "%s'%s'", i ? ", " : "", rlx_backend_at(i)->name);
-    char *list = NULL;
-    size_t n;
-    if (rlx_sb_finish(&b, &list, &n) != RLX_OK) list = NULL;
-    rlx_status st = rlx_errorf(RLX_ERR_NOT_FOUND, "no backend named '%s' (registered: %s)", backend_name,
-                               list ? list : "?");
-    free(list);
-    return st;
+  const char *why = NULL;
+  if (be->available && !be->available(&why))
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "backend '%s' is not available on this machine%s%s", be->name,
+                      why ? ": " : "", why ? why : "");
+  if (opt.backend_options) {
+    const rlx_backend_options_header *h = opt.backend_options;
+    if (!h->backend || strcmp(h->backend, be->name) != 0)
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "compile: the backend options are for '%s', but the graph is compiled "
+                        "for '%s'", h->backend ? h->backend : "(no name)", be->name);
   }
-  if (be->available && !be->available())
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "backend '%s' is not available on this machine", be->name);
 
   const rlx_allocator *al = rlx_graph_allocator(g);
   rlx_status st = rlx_verify(g);
@@ -286,6 +263,7 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
   if (!e) return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
   e->al = *al;
   e->backend = be;
+  e->root = root ? root : e;
   rlx_graph *src_copy = NULL, *legal = NULL;
   iface f = {0};
   const rlx_graph *src = g;
@@ -308,9 +286,12 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
     rlx_error_context(st, "compile for '%s'", be->name);
     goto fail;
   }
+  for (int k = 0; k < RLX_OP_COUNT; k++)
+    if (e->report.path[k] == RLX_PATH_NATIVE && rlx_backend_runtime_controls(be, (rlx_op)k))
+      e->report.path[k] = RLX_PATH_RUNTIME;
   st = rlx_simplify(legal, &opt, &e->graph);
   if (st != RLX_OK) {
-    rlx_error_context(st, "compile: simplify");
+    rlx_error_context(st, "simplify");
     goto fail;
   }
   st = rlx_verify(e->graph);
@@ -321,20 +302,6 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
     goto fail;
   }
   e->report.nodes_after = rlx_graph_node_count(e->graph);
-  st = rlx_plan_memory(e->graph, al, &e->plan);
-  if (st != RLX_OK) {
-    rlx_error_context(st, "compile: memory plan");
-    goto fail;
-  }
-  if (opt.check_plan) {
-    st = rlx_plan_check(e->graph, e->plan);
-    if (st != RLX_OK) {
-      st = rlx_error_context(RLX_ERR_INTERNAL, "compile: the memory planner produced a bad plan (a compiler bug)");
-      goto fail;
-    }
-  }
-  e->report.arena_bytes = e->plan->arena_size;
-  e->report.tensor_bytes = e->plan->tensor_bytes;
 
   /* Map the interface onto the compiled graph. */
   for (uint32_t i = 0; i < f.n_inputs; i++) {
@@ -352,6 +319,17 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
       goto fail;
     }
     f.params[i].node = id;
+    if (root) { /* a body: the value lives in the root's buffer */
+      exe_leaf *rp = NULL;
+      for (uint32_t k = 0; k < root->n_params && !rp; k++)
+        if (strcmp(root->params[k].name, f.params[i].name) == 0) rp = &root->params[k];
+      if (!rp || !rlx_shape_equal(&rp->shape, &f.params[i].shape)) {
+        st = rlx_errorf(RLX_ERR_INVALID_ARG, "body '%s' reads param '%s', which the enclosing graph does not have "
+                        "with that shape", rlx_graph_name(g), f.params[i].name);
+        goto fail;
+      }
+      f.params[i].buf = rp->buf;
+    }
   }
   e->inputs = f.inputs;
   e->n_inputs = f.n_inputs;
@@ -359,7 +337,6 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
   e->n_params = f.n_params;
   memset(&f, 0, sizeof f);
 
-  /* Output buffers, owned by the executable. */
   e->n_outputs = rlx_graph_output_count(e->graph);
   if (e->n_outputs != rlx_graph_output_count(g)) {
     st = rlx_errorf(RLX_ERR_INTERNAL, "compile: the graph had %u outputs, the compiled graph has %u",
@@ -367,30 +344,19 @@ static rlx_status compile_impl(const rlx_graph *g, const char *backend_name, con
     goto fail;
   }
   e->outputs = ex_alloc(al, e->n_outputs, sizeof *e->outputs);
-  e->run_nodes = ex_alloc(al, e->n_inputs, sizeof *e->run_nodes);
-  e->run_tensors = ex_alloc(al, e->n_inputs, sizeof *e->run_tensors);
+  e->out_fresh = ex_alloc(al, e->n_outputs, sizeof *e->out_fresh);
+  e->out_host = ex_alloc(al, e->n_outputs, sizeof *e->out_host);
+  e->outs = ex_alloc(al, e->n_outputs, sizeof *e->outs);
   e->by_pos = ex_alloc(al, e->n_inputs, sizeof *e->by_pos);
-  if (!e->outputs || !e->run_nodes || !e->run_tensors || !e->by_pos) {
+  if (!e->outputs || !e->out_fresh || !e->out_host || !e->outs || !e->by_pos) {
     st = rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
     goto fail;
   }
-  for (uint32_t i = 0; i < e->n_outputs; i++) {
-    const rlx_node *o = rlx_graph_node(e->graph, rlx_graph_outputs(e->graph)[i]);
-    size_t nb = e->plan->size[rlx_graph_outputs(e->graph)[i]];
-    e->outputs[i].shape = o->shape;
-    e->outputs[i].data = ex_alloc(al, nb, 1);
-    if (!e->outputs[i].data) {
-      st = rlx_errorf(RLX_ERR_OOM, "out of memory for output %u (%zu bytes)", i, nb);
-      goto fail;
-    }
-  }
+  for (uint32_t i = 0; i < e->n_outputs; i++)
+    e->outputs[i].shape = rlx_graph_node(e->graph, rlx_graph_outputs(e->graph)[i])->shape;
 
-  st = be->compile(be, e->graph, e->plan, &opt, &e->bx);
-  if (st != RLX_OK) {
-    e->bx = NULL;
-    rlx_error_context(st, "compile for '%s'", be->name);
-    goto fail;
-  }
+  st = rlx_rt_build_steps(e, &opt);
+  if (st != RLX_OK) goto fail;
   rlx_graph_free(legal);
   rlx_graph_free(src_copy);
   if (rep_out) *rep_out = e->report;
@@ -420,19 +386,33 @@ fail:
   return st;
 }
 
+static rlx_status compile_named(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
+                                rlx_dispatch_report *report, rlx_executable **out) {
+  if (out) *out = NULL;
+  if (!backend) backend = "cpu";
+  const rlx_backend *be = rlx_backend_find(backend);
+  if (!be) return unknown_backend(backend);
+  return compile_impl(g, be, opt, false, NULL, report, out);
+}
+
 rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt, rlx_executable **out) {
-  return compile_impl(g, backend, opt, false, NULL, out);
+  return compile_named(g, backend, opt, NULL, out);
 }
 
 rlx_status rlx_compile_with_report(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
                                    rlx_dispatch_report *report, rlx_executable **out) {
   if (report) memset(report, 0, sizeof *report);
-  return compile_impl(g, backend, opt, false, report, out);
+  return compile_named(g, backend, opt, report, out);
 }
 
-rlx_status rlx_compile_body(const rlx_graph *body, const char *backend, const rlx_compile_options *opt,
-                            rlx_executable **out) {
-  return compile_impl(body, backend, opt, true, NULL, out);
+rlx_status rlx_rt_compile_body(const rlx_graph *body, const rlx_backend *be, const rlx_compile_options *opt,
+                               rlx_executable *root, rlx_executable **out) {
+  return compile_impl(body, be, opt, true, root, NULL, out);
+}
+
+rlx_status rlx_rt_compile_positional(const rlx_graph *g, const rlx_backend *be, const rlx_compile_options *opt,
+                                     rlx_executable **out) {
+  return compile_impl(g, be, opt, true, NULL, NULL, out);
 }
 
 /* ---- params ---- */
@@ -474,53 +454,161 @@ static rlx_status check_tensor(const char *what, const char *name, const rlx_sha
   return RLX_OK;
 }
 
-rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value) {
-  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
-  int k = find_leaf(e->params, e->n_params, name);
-  if (k < 0) {
-    char *list = list_leaves(e->params, e->n_params, NULL);
-    rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "no param named '%s'; the graph's params are: %s", name,
-                               list ? list : "?");
-    free(list);
-    return st;
-  }
-  exe_leaf *p = &e->params[k];
-  RLX_TRY(check_tensor("param", name, &p->shape, value));
-  RLX_TRY(e->bx->vt->set_param(e->bx, p->node, p->name, value));
-  p->set = true;
-  return RLX_OK;
-}
-
-/* ---- run ---- */
-
-static rlx_status check_params_set(const rlx_executable *e) {
-  uint32_t unset = 0;
-  for (uint32_t i = 0; i < e->n_params; i++) unset += !e->params[i].set;
-  if (!unset) return RLX_OK;
-  bool *pick = calloc(e->n_params, sizeof *pick);
-  if (!pick) return rlx_errorf(RLX_ERR_OOM, "out of memory");
-  for (uint32_t i = 0; i < e->n_params; i++) pick[i] = !e->params[i].set;
-  char *list = list_leaves(e->params, e->n_params, pick);
-  free(pick);
-  rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "%u param%s not set: %s (set every param with "
-                             "rlx_executable_set_param before running)", unset, unset == 1 ? " is" : "s are",
+static rlx_status no_such_param(const rlx_executable *e, const char *name) {
+  char *list = list_leaves(e->params, e->n_params, NULL);
+  rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "no param named '%s'; the graph's params are: %s", name,
                              list ? list : "?");
   free(list);
   return st;
 }
 
-/* by_pos[i] is the tensor for input i (already checked). */
-static rlx_status run_checked(rlx_executable *e, const rlx_tensor *const *by_pos, const rlx_tensor **outputs,
-                              uint32_t *n_outputs) {
-  RLX_TRY(check_params_set(e));
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < e->n_inputs; i++) {
-    if (e->inputs[i].node == RLX_NO_ID) continue; /* not read by the compiled graph */
-    e->run_nodes[k] = e->inputs[i].node;
-    e->run_tensors[k] = *by_pos[i];
-    k++;
+rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value) {
+  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
+  int k = find_leaf(e->params, e->n_params, name);
+  if (k < 0) return no_such_param(e, name);
+  exe_leaf *p = &e->params[k];
+  RLX_TRY(check_tensor("param", name, &p->shape, value));
+  RLX_TRY(rlx_rt_upload(e, p->buf, value->data, p->buf->bytes, true));
+  p->buf->version++;
+  p->set = true;
+  return RLX_OK;
+}
+
+rlx_status rlx_executable_get_param(rlx_executable *e, const char *name, rlx_tensor *value) {
+  if (!e || !name || !value)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_get_param: executable, name and value must not be NULL");
+  int k = find_leaf(e->params, e->n_params, name);
+  if (k < 0) return no_such_param(e, name);
+  exe_leaf *p = &e->params[k];
+  RLX_TRY(check_tensor("param", name, &p->shape, value));
+  if (!p->set) return rlx_errorf(RLX_ERR_INVALID_ARG, "param '%s' has no value yet (set it first)", name);
+  return rlx_rt_download(e, p->buf, value->data, p->buf->bytes, true);
+}
+
+rlx_status rlx_executable_bind_output_to_param(rlx_executable *e, uint32_t output, const char *param) {
+  if (!e || !param)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_bind_output_to_param: executable and param must not be NULL");
+  if (output >= e->n_outputs)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u does not exist: the graph has %u outputs", output, e->n_outputs);
+  int k = find_leaf(e->params, e->n_params, param);
+  if (k < 0) return no_such_param(e, param);
+  char a[96], b[96];
+  if (!rlx_shape_equal(&e->outputs[output].shape, &e->params[k].shape))
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u is %s but param '%s' is %s: they cannot be bound", output,
+                      fmt_shape(&e->outputs[output].shape, a, sizeof a), param,
+                      fmt_shape(&e->params[k].shape, b, sizeof b));
+  for (uint32_t i = 0; i < e->n_bind; i++)
+    if (e->bind_out[i] == output || e->bind_par[i] == &e->params[k]) {
+      e->bind_out[i] = output;
+      e->bind_par[i] = &e->params[k];
+      return RLX_OK;
+    }
+  uint32_t *bo = ex_alloc(&e->al, e->n_bind + 1, sizeof *bo);
+  exe_leaf **bp = ex_alloc(&e->al, e->n_bind + 1, sizeof *bp);
+  if (!bo || !bp) {
+    e->al.free(e->al.ctx, bo);
+    e->al.free(e->al.ctx, bp);
+    return rlx_errorf(RLX_ERR_OOM, "out of memory binding an output");
   }
-  RLX_TRY(e->bx->vt->run(e->bx, e->run_nodes, e->run_tensors, k, e->outputs, e->n_outputs));
+  if (e->n_bind) {
+    memcpy(bo, e->bind_out, e->n_bind * sizeof *bo);
+    memcpy(bp, e->bind_par, e->n_bind * sizeof *bp);
+  }
+  e->al.free(e->al.ctx, e->bind_out);
+  e->al.free(e->al.ctx, e->bind_par);
+  bo[e->n_bind] = output;
+  bp[e->n_bind] = &e->params[k];
+  e->bind_out = bo;
+  e->bind_par = bp;
+  e->n_bind++;
+  return RLX_OK;
+}
+
+/* ---- inputs and runs ---- */
+
+static rlx_status set_input_at(rlx_executable *e, uint32_t k, const rlx_tensor *value) {
+  exe_leaf *in = &e->inputs[k];
+  RLX_TRY(check_tensor("input", in->name, &in->shape, value));
+  if (in->buf) RLX_TRY(rlx_rt_upload(e, in->buf, value->data, in->buf->bytes, false));
+  in->set = true;
+  return RLX_OK;
+}
+
+rlx_status rlx_executable_set_input(rlx_executable *e, const char *name, const rlx_tensor *value) {
+  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_input: executable and name must not be NULL");
+  int k = find_leaf(e->inputs, e->n_inputs, name);
+  if (k < 0) {
+    char *list = list_leaves(e->inputs, e->n_inputs, NULL);
+    rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name,
+                               list ? list : "?");
+    free(list);
+    return st;
+  }
+  return set_input_at(e, (uint32_t)k, value);
+}
+
+static rlx_status check_all_set(const rlx_executable *e, const exe_leaf *v, uint32_t n, const char *what,
+                                const char *how) {
+  uint32_t unset = 0;
+  for (uint32_t i = 0; i < n; i++) unset += !v[i].set;
+  if (!unset) return RLX_OK;
+  bool *pick = calloc(n, sizeof *pick);
+  if (!pick) return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  for (uint32_t i = 0; i < n; i++) pick[i] = !v[i].set;
+  char *list = list_leaves(v, n, pick);
+  free(pick);
+  rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': %u %s%s not set: %s (%s)", rlx_graph_name(e->graph),
+                             unset, what, unset == 1 ? " is" : "s are", list ? list : "?", how);
+  free(list);
+  return st;
+}
+
+rlx_status rlx_executable_run_resident(rlx_executable *e) {
+  if (!e) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_run_resident: executable must not be NULL");
+  RLX_TRY(check_all_set(e, e->inputs, e->n_inputs, "input", "every input must be given once"));
+  if (e->root == e)
+    RLX_TRY(check_all_set(e, e->params, e->n_params, "param", "set every param with rlx_executable_set_param "
+                                                               "before running"));
+  for (uint32_t i = 0; i < e->n_outputs; i++) e->out_fresh[i] = false;
+  e->ran = false;
+  RLX_TRY(rlx_rt_run_steps(e));
+  e->ran = true;
+  for (uint32_t i = 0; i < e->n_bind; i++) {
+    rt_buf *dst = e->bind_par[i]->buf, *src = e->outs[e->bind_out[i]];
+    if (dst != src) RLX_TRY(rlx_rt_device_copy(e, dst, src, dst->bytes));
+    dst->version++;
+    e->bind_par[i]->set = true;
+  }
+  return RLX_OK;
+}
+
+rlx_status rlx_executable_read_output(rlx_executable *e, uint32_t i, const rlx_tensor **out) {
+  if (!e || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_read_output: executable and out must not be NULL");
+  if (i >= e->n_outputs)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u does not exist: the graph has %u outputs", i, e->n_outputs);
+  if (!e->ran) return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u: the executable has not run yet", i);
+  if (!e->out_fresh[i]) {
+    rt_buf *b = e->outs[i];
+    if (e->backend->host_memory) {
+      e->outputs[i].data = b->h;
+    } else {
+      if (!e->out_host[i]) {
+        e->out_host[i] = e->al.alloc(e->al.ctx, b->bytes ? b->bytes : 1);
+        if (!e->out_host[i]) return rlx_errorf(RLX_ERR_OOM, "out of memory for output %u (%zu bytes)", i, b->bytes);
+      }
+      RLX_TRY(rlx_rt_download(e, b, e->out_host[i], b->bytes, false));
+      e->outputs[i].data = e->out_host[i];
+    }
+    e->out_fresh[i] = true;
+  }
+  *out = &e->outputs[i];
+  return RLX_OK;
+}
+
+static rlx_status run_and_read(rlx_executable *e, const rlx_tensor **outputs, uint32_t *n_outputs) {
+  RLX_TRY(rlx_executable_run_resident(e));
+  const rlx_tensor *t;
+  for (uint32_t i = 0; i < e->n_outputs; i++) RLX_TRY(rlx_executable_read_output(e, i, &t));
   if (outputs) *outputs = e->outputs;
   if (n_outputs) *n_outputs = e->n_outputs;
   return RLX_OK;
@@ -559,7 +647,8 @@ rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs,
     free(list);
     return st;
   }
-  return run_checked(e, e->by_pos, outputs, n_outputs);
+  for (uint32_t i = 0; i < e->n_inputs; i++) RLX_TRY(set_input_at(e, i, e->by_pos[i]));
+  return run_and_read(e, outputs, n_outputs);
 }
 
 rlx_status rlx_executable_run_positional(rlx_executable *e, const rlx_tensor *inputs, uint32_t n_inputs,
@@ -570,11 +659,37 @@ rlx_status rlx_executable_run_positional(rlx_executable *e, const rlx_tensor *in
     return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s' takes %u inputs, %u given", rlx_graph_name(e->graph),
                       e->n_inputs, n_inputs);
   for (uint32_t i = 0; i < n_inputs; i++) {
-    rlx_status st = check_tensor("input", e->inputs[i].name, &e->inputs[i].shape, &inputs[i]);
+    rlx_status st = set_input_at(e, i, &inputs[i]);
     if (st != RLX_OK) return rlx_error_context(st, "graph '%s', input %u", rlx_graph_name(e->graph), i);
-    e->by_pos[i] = &inputs[i];
   }
-  return run_checked(e, e->by_pos, outputs, n_outputs);
+  return run_and_read(e, outputs, n_outputs);
+}
+
+rlx_status rlx_rt_run_body(rlx_executable *body, const rlx_tensor *inputs, uint32_t n_inputs, rlx_tensor *outputs,
+                           uint32_t n_outputs) {
+  const rlx_tensor *outs;
+  uint32_t n_outs;
+  RLX_TRY(rlx_executable_run_positional(body, inputs, n_inputs, &outs, &n_outs));
+  if (n_outs != n_outputs)
+    return rlx_errorf(RLX_ERR_INTERNAL, "body '%s' has %u outputs but its caller expects %u",
+                      rlx_graph_name(body->graph), n_outs, n_outputs);
+  for (uint32_t i = 0; i < n_outs; i++) {
+    size_t nb = body->outs[i]->bytes;
+    if (nb && !outputs[i].data)
+      return rlx_errorf(RLX_ERR_INTERNAL, "body '%s': no buffer for output %u", rlx_graph_name(body->graph), i);
+    if (nb) memcpy(outputs[i].data, outs[i].data, nb);
+    outputs[i].shape = outs[i].shape;
+  }
+  return RLX_OK;
+}
+
+void rlx_executable_transfer_stats(const rlx_executable *e, rlx_transfer_stats *out) {
+  if (!out) return;
+  if (!e) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
+  *out = e->root->stats;
 }
 
 /* ---- accessors ---- */

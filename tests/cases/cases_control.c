@@ -81,17 +81,17 @@ static rlx_status build_while(rlx_graph *g, const rlx_id *in, rlx_oi64 max_itera
 
 static rlx_status build_while_unbounded(rlx_graph *g, const rlx_id *in, uint32_t n, rlx_id *out) {
   (void)n;
-  return build_while(g, in, (rlx_oi64){false, 0}, out);
+  return build_while(g, in, (rlx_oi64){.has = false, .v = 0}, out);
 }
 
 static rlx_status build_while_max2(rlx_graph *g, const rlx_id *in, uint32_t n, rlx_id *out) {
   (void)n;
-  return build_while(g, in, (rlx_oi64){true, 2}, out);
+  return build_while(g, in, (rlx_oi64){.has = true, .v = 2}, out);
 }
 
 static rlx_status build_while_max10(rlx_graph *g, const rlx_id *in, uint32_t n, rlx_id *out) {
   (void)n;
-  return build_while(g, in, (rlx_oi64){true, 10}, out);
+  return build_while(g, in, (rlx_oi64){.has = true, .v = 10}, out);
 }
 
 /* Scan(c, [b], xs): body(c, [b], x_row) = c + x_row, or c * b + x_row with a broadcast operand. */

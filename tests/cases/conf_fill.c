@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cases.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ======================================================================================
  * Deterministic input generation

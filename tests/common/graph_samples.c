@@ -32,19 +32,19 @@ static void *arena_copy(sctx *c, const void *p, size_t n) {
 }
 
 static rlx_ilist il_(sctx *c, uint32_t n, const int64_t *v) {
-  rlx_ilist l = {arena_copy(c, v, n * sizeof *v), n};
+  rlx_ilist l = {.v = arena_copy(c, v, n * sizeof *v), .n = n};
   if (!l.v) l.n = 0;
   return l;
 }
 static rlx_flist fl_(sctx *c, uint32_t n, const float *v) {
-  rlx_flist l = {arena_copy(c, v, n * sizeof *v), n};
+  rlx_flist l = {.v = arena_copy(c, v, n * sizeof *v), .n = n};
   if (!l.v) l.n = 0;
   return l;
 }
 #define IL(...) il_(c, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
 #define FL(...) fl_(c, (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float)), (float[]){__VA_ARGS__})
-#define OI(x) ((rlx_oi64){true, (x)})
-#define OF(x) ((rlx_of32){true, (x)})
+#define OI(x) ((rlx_oi64){.has = true, .v = (x)})
+#define OF(x) ((rlx_of32){.has = true, .v = (x)})
 
 /* Parses one shape "f32[2,?0,3]" starting at *p; advances *p past it. */
 static rlx_shape parse_shape(const char **p) {
@@ -87,17 +87,17 @@ static rlx_id add(sctx *c, rlx_graph *g, rlx_op op, const rlx_id *in, uint32_t n
 }
 
 static rlx_id input(sctx *c, rlx_graph *g, const char *name, const char *shape) {
-  rlx_attrs_Input a = {name};
+  rlx_attrs_Input a = {.name = name};
   return add(c, g, RLX_OP_Input, NULL, 0, &a, shape, NULL);
 }
 
 static rlx_id act(sctx *c, rlx_graph *g, rlx_act k, rlx_id x, const char *shape) {
-  rlx_attrs_Activation a = {k};
+  rlx_attrs_Activation a = {.kind = k};
   return add(c, g, RLX_OP_Activation, &x, 1, &a, shape, NULL);
 }
 
 static rlx_id binop(sctx *c, rlx_graph *g, rlx_binop k, rlx_id x, rlx_id y, const char *shape) {
-  rlx_attrs_Binary a = {k};
+  rlx_attrs_Binary a = {.op = k};
   rlx_id in[2] = {x, y};
   return add(c, g, RLX_OP_Binary, in, 2, &a, shape, NULL);
 }
@@ -136,7 +136,7 @@ static rlx_chain_step where3(rlx_chain_operand a, rlx_chain_operand b, rlx_chain
   return s;
 }
 static rlx_chain chain_(sctx *c, uint32_t n, const rlx_chain_step *s) {
-  rlx_chain ch = {arena_copy(c, s, n * sizeof *s), n};
+  rlx_chain ch = {.steps = arena_copy(c, s, n * sizeof *s), .n = n};
   if (!ch.steps) ch.n = 0;
   return ch;
 }
@@ -189,7 +189,7 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_Input: A->Input.name = "x \"in\"\n\t\x01/\xc3\xa9"; SPEC("", "f32[4,?0]"); sp->name = "in\\put"; break;
   case RLX_OP_Param: A->Param.name = "w.0"; SPEC("", "f32[8,4]"); break;
   case RLX_OP_Constant:
-    A->Constant.data = (rlx_bytes){arena_copy(c, const_data, sizeof const_data), sizeof const_data};
+    A->Constant.data = (rlx_bytes){.p = arena_copy(c, const_data, sizeof const_data), .n = sizeof const_data};
     SPEC("", "f32[2]");
     break;
   /* ---- elementwise ---- */
@@ -211,45 +211,44 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("i8[2,3]", "f32[2,3]");
     break;
   case RLX_OP_FakeQuantize:
-    A->FakeQuantize = (rlx_attrs_FakeQuantize){4, 0, RLX_STE_TANH, RLX_SCALE_MODE_EMA, 0.9f};
+    A->FakeQuantize = (rlx_attrs_FakeQuantize){.bits = 4, .axis = 0, .ste = RLX_STE_TANH, .scale_mode = RLX_SCALE_MODE_EMA, .decay = 0.9f};
     SPEC("f32[3,4] f32[3]", "f32[3,4]");
     break;
-  case RLX_OP_FakeQuantizeLSQ: A->FakeQuantizeLSQ = (rlx_attrs_FakeQuantizeLSQ){4, 0}; SPEC("f32[3,4] f32[3]", "f32[3,4]"); break;
+  case RLX_OP_FakeQuantizeLSQ: A->FakeQuantizeLSQ = (rlx_attrs_FakeQuantizeLSQ){.bits = 4, .axis = 0}; SPEC("f32[3,4] f32[3]", "f32[3,4]"); break;
   case RLX_OP_FakeQuantizeLSQBackwardX:
-    A->FakeQuantizeLSQBackwardX = (rlx_attrs_FakeQuantizeLSQBackwardX){2, 0};
+    A->FakeQuantizeLSQBackwardX = (rlx_attrs_FakeQuantizeLSQBackwardX){.bits = 2, .axis = 0};
     SPEC("f32[3,4] f32[3] f32[3,4]", "f32[3,4]");
     break;
   case RLX_OP_FakeQuantizeLSQBackwardScale:
-    A->FakeQuantizeLSQBackwardScale = (rlx_attrs_FakeQuantizeLSQBackwardScale){2, 0};
+    A->FakeQuantizeLSQBackwardScale = (rlx_attrs_FakeQuantizeLSQBackwardScale){.bits = 2, .axis = 0};
     SPEC("f32[3,4] f32[3] f32[3,4]", "f32[3]");
     break;
   case RLX_OP_QMatMul:
-    A->QMatMul = (rlx_attrs_QMatMul){1, -1, 2, 0.25f};
+    A->QMatMul = (rlx_attrs_QMatMul){.x_zp = 1, .w_zp = -1, .out_zp = 2, .mult = 0.25f};
     SPEC("i8[2,3] i8[3,4] i32[4]", "i8[2,4]");
     break;
   case RLX_OP_QConv2d:
-    A->QConv2d = (rlx_attrs_QConv2d){IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 2, 3, -4, 5, 0.125f};
+    A->QConv2d = (rlx_attrs_QConv2d){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2, .x_zp = 3, .w_zp = -4, .out_zp = 5, .mult = 0.125f};
     SPEC("i8[1,4,5,5] i8[6,2,3,3] i32[6]", "i8[1,6,5,5]");
     break;
   case RLX_OP_ScaledMatMul:
-    A->ScaledMatMul = (rlx_attrs_ScaledMatMul){RLX_SCALED_FORMAT_F8E5M2, RLX_SCALED_FORMAT_F4E2M1,
-                                               RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, 16, true};
+    A->ScaledMatMul = (rlx_attrs_ScaledMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2, .rhs_format = RLX_SCALED_FORMAT_F4E2M1, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .has_bias = true};
     SPEC("u8[2,32] u8[4,32] u8[2,2] u8[4,2] f32[4]", "f32[2,4]");
     break;
   case RLX_OP_ScaledQuantize:
-    A->ScaledQuantize = (rlx_attrs_ScaledQuantize){RLX_SCALED_FORMAT_CUSTOM, RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, 16, 3, 2, 4};
+    A->ScaledQuantize = (rlx_attrs_ScaledQuantize){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
     SPEC("f32[2,32] u8[2,2]", "u8[2,32]");
     break;
   case RLX_OP_ScaledQuantScale:
-    A->ScaledQuantScale = (rlx_attrs_ScaledQuantScale){RLX_SCALED_FORMAT_CUSTOM, RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, 16, 3, 2, 4};
+    A->ScaledQuantScale = (rlx_attrs_ScaledQuantScale){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
     SPEC("f32[2,32]", "u8[2,2]");
     break;
   case RLX_OP_ScaledDequantize:
-    A->ScaledDequantize = (rlx_attrs_ScaledDequantize){RLX_SCALED_FORMAT_CUSTOM, RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, 16, 3, 2, 4};
+    A->ScaledDequantize = (rlx_attrs_ScaledDequantize){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
     SPEC("u8[2,32] u8[2,2]", "f32[2,32]");
     break;
   case RLX_OP_DequantMatMul:
-    A->DequantMatMul = (rlx_attrs_DequantMatMul){RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, 16, 8, 32};
+    A->DequantMatMul = (rlx_attrs_DequantMatMul){.scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[2,32] i8[32,4] f32[2,4] f32[2,4]", "f32[2,4]");
     break;
   /* ---- fusion regions ---- */
@@ -264,7 +263,7 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[1] f32[1,2,2,3]", "f16[1,2,4,6]");
     break;
   case RLX_OP_TransformRegion:
-    A->TransformRegion = (rlx_attrs_TransformRegion){IL(0, 1), 2};
+    A->TransformRegion = (rlx_attrs_TransformRegion){.steps = IL(0, 1), .num_inputs = 2};
     SPEC("f32[1,2,3,3] f32[1,2,3,3]", "f32[1,2,12,12]");
     break;
   case RLX_OP_BatchElementwiseRegion:
@@ -278,30 +277,30 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   /* ---- linear algebra ---- */
   case RLX_OP_MatMul: SPEC("f32[5,2,3] f32[3,4]", "f32[5,2,4]"); break;
   case RLX_OP_DotGeneral:
-    A->DotGeneral = (rlx_attrs_DotGeneral){IL(2), IL(1), IL(0), IL(0)};
+    A->DotGeneral = (rlx_attrs_DotGeneral){.lhs_contracting = IL(2), .rhs_contracting = IL(1), .lhs_batch = IL(0), .rhs_batch = IL(0)};
     SPEC("f32[5,2,3] f32[5,3,4]", "f32[5,2,4]");
     break;
   case RLX_OP_DenseSolve: SPEC("f32[3,3] f32[3,2]", "f32[3,2]"); break;
   case RLX_OP_BatchedDenseSolve: SPEC("f32[2,3,3] f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_Cholesky: SPEC("f32[3,3]", "f32[3,3]"); break;
-  case RLX_OP_TriangularSolve: A->TriangularSolve = (rlx_attrs_TriangularSolve){false, true}; SPEC("f32[3,3] f32[3]", "f32[3]"); break;
+  case RLX_OP_TriangularSolve: A->TriangularSolve = (rlx_attrs_TriangularSolve){.lower = false, .transpose = true}; SPEC("f32[3,3] f32[3]", "f32[3]"); break;
   case RLX_OP_Det: SPEC("f64[3,3]", "f64[]"); break;
   case RLX_OP_LogDet: SPEC("f32[3,3]", "f32[]"); break;
-  case RLX_OP_Sort: A->Sort = (rlx_attrs_Sort){0, true}; SPEC("f32[4,5]", "f32[4,5]"); break;
-  case RLX_OP_ArgSort: A->ArgSort = (rlx_attrs_ArgSort){0, true}; SPEC("f32[4,5]", "f32[4,5]"); break;
+  case RLX_OP_Sort: A->Sort = (rlx_attrs_Sort){.axis = 0, .descending = true}; SPEC("f32[4,5]", "f32[4,5]"); break;
+  case RLX_OP_ArgSort: A->ArgSort = (rlx_attrs_ArgSort){.axis = 0, .descending = true}; SPEC("f32[4,5]", "f32[4,5]"); break;
   case RLX_OP_Svd: A->Svd.part = RLX_SVD_PART_U; SPEC("f32[4,3]", "f32[4,3]"); break;
   case RLX_OP_Qr: A->Qr.part = RLX_QR_PART_R; SPEC("f32[4,3]", "f32[3,3]"); break;
   /* ---- normalization ---- */
-  case RLX_OP_LayerNorm: A->LayerNorm = (rlx_attrs_LayerNorm){1, 1e-3f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
+  case RLX_OP_LayerNorm: A->LayerNorm = (rlx_attrs_LayerNorm){.axis = 1, .eps = 1e-3f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
   case RLX_OP_LayerNorm2d: A->LayerNorm2d.eps = 1e-3f; SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]"); break;
-  case RLX_OP_GroupNorm: A->GroupNorm = (rlx_attrs_GroupNorm){2, 1e-3f}; SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]"); break;
+  case RLX_OP_GroupNorm: A->GroupNorm = (rlx_attrs_GroupNorm){.num_groups = 2, .eps = 1e-3f}; SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]"); break;
   case RLX_OP_BatchNormInference:
     A->BatchNormInference.eps = 1e-3f;
     SPEC("f32[2,4] f32[4] f32[4] f32[4] f32[4]", "f32[2,4]");
     break;
-  case RLX_OP_RmsNorm: A->RmsNorm = (rlx_attrs_RmsNorm){1, 1e-5f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
+  case RLX_OP_RmsNorm: A->RmsNorm = (rlx_attrs_RmsNorm){.axis = 1, .eps = 1e-5f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
   case RLX_OP_AdaLayerNorm:
-    A->AdaLayerNorm = (rlx_attrs_AdaLayerNorm){RLX_ADA_NORM_RMS_NORM, 1e-5f};
+    A->AdaLayerNorm = (rlx_attrs_AdaLayerNorm){.norm = RLX_ADA_NORM_RMS_NORM, .eps = 1e-5f};
     SPEC("f32[2,3,4] f32[2,1,4] f32[2,1,4]", "f32[2,3,4]");
     break;
   case RLX_OP_GatedResidual: SPEC("f32[2,3,4] f32[2,3,4] f32[2,1,4]", "f32[2,3,4]"); break;
@@ -310,70 +309,70 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_Interpolate3d: A->Interpolate3d.size = IL(4, 6, 8); SPEC("f32[1,2,2,3,4]", "f32[1,2,4,6,8]"); break;
   /* ---- attention ---- */
   case RLX_OP_Attention:
-    A->Attention = (rlx_attrs_Attention){2, 4, OI(8), RLX_MASK_SLIDING_WINDOW, 2, OF(0.5f), OF(30.0f)};
+    A->Attention = (rlx_attrs_Attention){.num_heads = 2, .head_dim = 4, .v_head_dim = OI(8), .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .score_scale = OF(0.5f), .attn_logit_softcap = OF(30.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,16]", "f32[1,3,16]");
     break;
   case RLX_OP_Rope:
-    A->Rope = (rlx_attrs_Rope){8, 4, RLX_ROPE_STYLE_GPTJ};
+    A->Rope = (rlx_attrs_Rope){.head_dim = 8, .n_rot = 4, .style = RLX_ROPE_STYLE_GPTJ};
     SPEC("f32[1,3,16] f32[3,2] f32[3,2]", "f32[1,3,16]");
     break;
   case RLX_OP_AxialRope2d:
-    A->AxialRope2d = (rlx_attrs_AxialRope2d){2, 3, 8, 2, 100.0f, 2};
+    A->AxialRope2d = (rlx_attrs_AxialRope2d){.end_x = 2, .end_y = 3, .head_dim = 8, .num_heads = 2, .theta = 100.0f, .repeat_factor = 2};
     SPEC("f32[1,12,16]", "f32[1,12,16]");
     break;
   /* ---- shape ---- */
   case RLX_OP_Reshape: A->Reshape.new_shape = IL(3, -1); SPEC("f32[2,6]", "f32[3,4]"); break;
   case RLX_OP_Transpose: A->Transpose.perm = IL(1, 0, 2); SPEC("f32[2,3,4]", "f32[3,2,4]"); break;
-  case RLX_OP_Narrow: A->Narrow = (rlx_attrs_Narrow){1, 1, 2}; SPEC("f32[2,5]", "f32[2,2]"); break;
+  case RLX_OP_Narrow: A->Narrow = (rlx_attrs_Narrow){.axis = 1, .start = 1, .len = 2}; SPEC("f32[2,5]", "f32[2,2]"); break;
   case RLX_OP_Concat: A->Concat.axis = 1; SPEC("f32[2,3] f32[2,4]", "f32[2,7]"); break;
-  case RLX_OP_KvAppend: A->KvAppend = (rlx_attrs_KvAppend){1, 3}; SPEC("f32[1,8,4] f32[1,1,4]", "f32[1,4,4]"); break;
+  case RLX_OP_KvAppend: A->KvAppend = (rlx_attrs_KvAppend){.axis = 1, .pos = 3}; SPEC("f32[1,8,4] f32[1,1,4]", "f32[1,4,4]"); break;
   case RLX_OP_Expand: A->Expand.target_shape = IL(2, 3, 4); SPEC("f32[3,1]", "f32[2,3,4]"); break;
   case RLX_OP_Gather: A->Gather.axis = 1; SPEC("f32[4,5] i64[2,3]", "f32[4,2,3]"); break;
   case RLX_OP_Reverse: A->Reverse.axes = IL(0, 1); SPEC("f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_Pad:
-    A->Pad = (rlx_attrs_Pad){IL(1, 2, 0, 1), RLX_PAD_MODE_REFLECT, 1.5f};
+    A->Pad = (rlx_attrs_Pad){.pads = IL(1, 2, 0, 1), .mode = RLX_PAD_MODE_REFLECT, .value = 1.5f};
     SPEC("f32[3,4]", "f32[6,5]");
     break;
-  case RLX_OP_Slice: A->Slice = (rlx_attrs_Slice){1, 4, 2, -2}; SPEC("f32[2,6]", "f32[2,2]"); break;
-  case RLX_OP_Roll: A->Roll = (rlx_attrs_Roll){IL(1, -2), IL(0, 1)}; SPEC("f32[3,4]", "f32[3,4]"); break;
+  case RLX_OP_Slice: A->Slice = (rlx_attrs_Slice){.axis = 1, .start = 4, .len = 2, .step = -2}; SPEC("f32[2,6]", "f32[2,2]"); break;
+  case RLX_OP_Roll: A->Roll = (rlx_attrs_Roll){.shifts = IL(1, -2), .dims = IL(0, 1)}; SPEC("f32[3,4]", "f32[3,4]"); break;
   case RLX_OP_Tile: A->Tile.reps = IL(2, 1, 3); SPEC("f32[2,3,4]", "f32[4,3,12]"); break;
-  case RLX_OP_Trilu: A->Trilu = (rlx_attrs_Trilu){true, 1}; SPEC("f32[3,3]", "f32[3,3]"); break;
+  case RLX_OP_Trilu: A->Trilu = (rlx_attrs_Trilu){.upper = true, .diagonal = 1}; SPEC("f32[3,3]", "f32[3,3]"); break;
   /* ---- reductions ---- */
-  case RLX_OP_Reduce: A->Reduce = (rlx_attrs_Reduce){RLX_REDUCE_MEAN, IL(1), true}; SPEC("f32[2,3,4]", "f32[2,1,4]"); break;
-  case RLX_OP_Histogram: A->Histogram = (rlx_attrs_Histogram){5, -1.0f, 2.0f}; SPEC("f32[10]", "f32[5]"); break;
+  case RLX_OP_Reduce: A->Reduce = (rlx_attrs_Reduce){.op = RLX_REDUCE_MEAN, .axes = IL(1), .keep_dim = true}; SPEC("f32[2,3,4]", "f32[2,1,4]"); break;
+  case RLX_OP_Histogram: A->Histogram = (rlx_attrs_Histogram){.bins = 5, .min = -1.0f, .max = 2.0f}; SPEC("f32[10]", "f32[5]"); break;
   case RLX_OP_Softmax: A->Softmax.axis = 0; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_Cumsum: A->Cumsum = (rlx_attrs_Cumsum){0, true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_CumProd: A->CumProd = (rlx_attrs_CumProd){0, true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_CumMax: A->CumMax = (rlx_attrs_CumMax){0, true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_ArgMax: A->ArgMax = (rlx_attrs_ArgMax){1, true}; SPEC("f32[2,3]", "f32[2,1]"); break;
-  case RLX_OP_ArgMin: A->ArgMin = (rlx_attrs_ArgMin){1, true}; SPEC("f32[2,3]", "f32[2,1]"); break;
+  case RLX_OP_Cumsum: A->Cumsum = (rlx_attrs_Cumsum){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_CumProd: A->CumProd = (rlx_attrs_CumProd){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_CumMax: A->CumMax = (rlx_attrs_CumMax){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_ArgMax: A->ArgMax = (rlx_attrs_ArgMax){.axis = 1, .keep_dim = true}; SPEC("f32[2,3]", "f32[2,1]"); break;
+  case RLX_OP_ArgMin: A->ArgMin = (rlx_attrs_ArgMin){.axis = 1, .keep_dim = true}; SPEC("f32[2,3]", "f32[2,1]"); break;
   case RLX_OP_TopK: A->TopK.k = 2; SPEC("f32[2,5]", "f32[2,2]"); break;
-  case RLX_OP_Sample: A->Sample = (rlx_attrs_Sample){5, 0.9f, 0.7f, 42}; SPEC("f32[2,10]", "f32[2]"); break;
-  case RLX_OP_RngNormal: A->RngNormal = (rlx_attrs_RngNormal){1.0f, 2.0f, 7, OF(3.0f)}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_RngUniform: A->RngUniform = (rlx_attrs_RngUniform){-1.0f, 3.0f, 9, OF(1.5f)}; SPEC("", "f32[4]"); break;
+  case RLX_OP_Sample: A->Sample = (rlx_attrs_Sample){.top_k = 5, .top_p = 0.9f, .temperature = 0.7f, .seed = 42}; SPEC("f32[2,10]", "f32[2]"); break;
+  case RLX_OP_RngNormal: A->RngNormal = (rlx_attrs_RngNormal){.mean = 1.0f, .scale = 2.0f, .key = 7, .op_seed = OF(3.0f)}; SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_RngUniform: A->RngUniform = (rlx_attrs_RngUniform){.low = -1.0f, .high = 3.0f, .key = 9, .op_seed = OF(1.5f)}; SPEC("", "f32[4]"); break;
   /* ---- convolution ---- */
   case RLX_OP_Conv:
-    A->Conv = (rlx_attrs_Conv){IL(3, 3), IL(2, 2), IL(1, 1), IL(2, 2), 2};
+    A->Conv = (rlx_attrs_Conv){.kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 1), .dilation = IL(2, 2), .groups = 2};
     SPEC("f32[1,4,8,8] f32[6,2,3,3]", "f32[1,6,3,3]");
     break;
   case RLX_OP_Im2Col:
-    A->Im2Col = (rlx_attrs_Im2Col){IL(2, 2), IL(2, 2), IL(0, 0), IL(1, 1)};
+    A->Im2Col = (rlx_attrs_Im2Col){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0), .dilation = IL(1, 1)};
     SPEC("f32[1,3,4,4]", "f32[4,12]");
     break;
   case RLX_OP_ConvTranspose2d:
-    A->ConvTranspose2d = (rlx_attrs_ConvTranspose2d){IL(3, 3), IL(2, 2), IL(1, 1), IL(1, 1), IL(1, 1), 2};
+    A->ConvTranspose2d = (rlx_attrs_ConvTranspose2d){.kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 1), .dilation = IL(1, 1), .output_padding = IL(1, 1), .groups = 2};
     SPEC("f32[1,4,3,3] f32[4,3,3,3]", "f32[1,6,6,6]");
     break;
   case RLX_OP_Conv3d:
-    A->Conv3d = (rlx_attrs_Conv3d){IL(1, 1, 1), IL(1, 1, 1), IL(1, 1, 1), 2};
+    A->Conv3d = (rlx_attrs_Conv3d){.stride = IL(1, 1, 1), .padding = IL(1, 1, 1), .dilation = IL(1, 1, 1), .groups = 2};
     SPEC("f32[1,4,4,4,4] f32[6,2,3,3,3]", "f32[1,6,4,4,4]");
     break;
   case RLX_OP_ConvTranspose3d:
-    A->ConvTranspose3d = (rlx_attrs_ConvTranspose3d){IL(2, 2, 2), IL(0, 0, 0), IL(1, 1, 1), IL(1, 1, 1), 2};
+    A->ConvTranspose3d = (rlx_attrs_ConvTranspose3d){.stride = IL(2, 2, 2), .padding = IL(0, 0, 0), .dilation = IL(1, 1, 1), .output_padding = IL(1, 1, 1), .groups = 2};
     SPEC("f32[1,4,2,2,2] f32[4,1,2,2,2]", "f32[1,2,5,5,5]");
     break;
   case RLX_OP_Pool:
-    A->Pool = (rlx_attrs_Pool){RLX_REDUCE_MEAN, IL(2, 2), IL(2, 2), IL(1, 1)};
+    A->Pool = (rlx_attrs_Pool){.kind = RLX_REDUCE_MEAN, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(1, 1)};
     SPEC("f32[1,2,4,4]", "f32[1,2,3,3]");
     break;
   case RLX_OP_PartitionedConv: A->PartitionedConv.block = 32; SPEC("f32[2,16] f32[5]", "f32[2,20]"); break;
@@ -381,81 +380,81 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_ReluBackward: SPEC("f32[2,3] f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_ActivationBackward: A->ActivationBackward.kind = RLX_ACT_TANH; SPEC("f32[2,3] f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_FakeQuantizeBackward:
-    A->FakeQuantizeBackward = (rlx_attrs_FakeQuantizeBackward){4, 0, RLX_STE_CLIPPED_IDENTITY};
+    A->FakeQuantizeBackward = (rlx_attrs_FakeQuantizeBackward){.bits = 4, .axis = 0, .ste = RLX_STE_CLIPPED_IDENTITY};
     SPEC("f32[3,4] f32[3,4]", "f32[3,4]");
     break;
   case RLX_OP_ComplexNormSq: SPEC("c64[3]", "f32[3]"); break;
   case RLX_OP_ComplexNormSqBackward: SPEC("c64[3] f32[3]", "c64[3]"); break;
   case RLX_OP_Conjugate: SPEC("c64[3]", "c64[3]"); break;
   case RLX_OP_MaxPool2dBackward:
-    A->MaxPool2dBackward = (rlx_attrs_MaxPool2dBackward){IL(2, 2), IL(2, 2), IL(0, 0)};
+    A->MaxPool2dBackward = (rlx_attrs_MaxPool2dBackward){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0)};
     SPEC("f32[1,2,4,4] f32[1,2,2,2]", "f32[1,2,4,4]");
     break;
   case RLX_OP_Conv2dBackwardInput:
-    A->Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 2};
+    A->Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
     SPEC("f32[1,6,4,4] f32[6,2,3,3]", "f32[1,4,4,4]");
     break;
   case RLX_OP_Conv2dBackwardWeight:
-    A->Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 2};
+    A->Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
     SPEC("f32[1,4,4,4] f32[1,6,4,4]", "f32[6,2,3,3]");
     break;
   case RLX_OP_MaxPool3dBackward:
-    A->MaxPool3dBackward = (rlx_attrs_MaxPool3dBackward){IL(2, 2, 2), IL(2, 2, 2), IL(0, 0, 0)};
+    A->MaxPool3dBackward = (rlx_attrs_MaxPool3dBackward){.kernel_size = IL(2, 2, 2), .stride = IL(2, 2, 2), .padding = IL(0, 0, 0)};
     SPEC("f32[1,1,4,4,4] f32[1,1,2,2,2]", "f32[1,1,4,4,4]");
     break;
   case RLX_OP_Conv3dBackwardInput:
-    A->Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){IL(3, 3, 3), IL(1, 1, 1), IL(1, 1, 1), IL(1, 1, 1), 2};
+    A->Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = IL(3, 3, 3), .stride = IL(1, 1, 1), .padding = IL(1, 1, 1), .dilation = IL(1, 1, 1), .groups = 2};
     SPEC("f32[1,6,4,4,4] f32[6,2,3,3,3]", "f32[1,4,4,4,4]");
     break;
   case RLX_OP_Conv3dBackwardWeight:
-    A->Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){IL(3, 3, 3), IL(1, 1, 1), IL(1, 1, 1), IL(1, 1, 1), 2};
+    A->Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = IL(3, 3, 3), .stride = IL(1, 1, 1), .padding = IL(1, 1, 1), .dilation = IL(1, 1, 1), .groups = 2};
     SPEC("f32[1,4,4,4,4] f32[1,6,4,4,4]", "f32[6,2,3,3,3]");
     break;
   case RLX_OP_SoftmaxCrossEntropy: SPEC("f32[4,10] f32[4,10]", "f32[4]"); break;
   case RLX_OP_SoftmaxCrossEntropyWithLogits: SPEC("f32[4,10] f32[4]", "f32[4]"); break;
   case RLX_OP_SoftmaxCrossEntropyBackward: SPEC("f32[4,10] f32[4] f32[4]", "f32[4,10]"); break;
   case RLX_OP_AttentionBackward:
-    A->AttentionBackward = (rlx_attrs_AttentionBackward){2, 4, RLX_MASK_SLIDING_WINDOW, 2, RLX_ATTN_WRT_KEY, OF(0.5f), OF(20.0f)};
+    A->AttentionBackward = (rlx_attrs_AttentionBackward){.num_heads = 2, .head_dim = 4, .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .wrt = RLX_ATTN_WRT_KEY, .score_scale = OF(0.5f), .attn_logit_softcap = OF(20.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,8] f32[1,3,8]", "f32[1,5,8]");
     break;
   case RLX_OP_AttentionBackwardAll:
-    A->AttentionBackwardAll = (rlx_attrs_AttentionBackwardAll){2, 4, RLX_MASK_SLIDING_WINDOW, 2, OF(0.5f), OF(20.0f)};
+    A->AttentionBackwardAll = (rlx_attrs_AttentionBackwardAll){.num_heads = 2, .head_dim = 4, .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .score_scale = OF(0.5f), .attn_logit_softcap = OF(20.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,8] f32[1,3,8]", "f32[104]");
     break;
   case RLX_OP_LayerNormBackwardInput:
-    A->LayerNormBackwardInput = (rlx_attrs_LayerNormBackwardInput){1, 1e-3f};
+    A->LayerNormBackwardInput = (rlx_attrs_LayerNormBackwardInput){.axis = 1, .eps = 1e-3f};
     SPEC("f32[2,4] f32[4] f32[2,4]", "f32[2,4]");
     break;
   case RLX_OP_LayerNormBackwardGamma:
-    A->LayerNormBackwardGamma = (rlx_attrs_LayerNormBackwardGamma){1, 1e-3f};
+    A->LayerNormBackwardGamma = (rlx_attrs_LayerNormBackwardGamma){.axis = 1, .eps = 1e-3f};
     SPEC("f32[2,4] f32[2,4]", "f32[4]");
     break;
   case RLX_OP_RmsNormBackwardInput:
-    A->RmsNormBackwardInput = (rlx_attrs_RmsNormBackwardInput){1, 1e-5f};
+    A->RmsNormBackwardInput = (rlx_attrs_RmsNormBackwardInput){.axis = 1, .eps = 1e-5f};
     SPEC("f32[2,4] f32[4] f32[4] f32[2,4]", "f32[2,4]");
     break;
   case RLX_OP_RmsNormBackwardGamma:
-    A->RmsNormBackwardGamma = (rlx_attrs_RmsNormBackwardGamma){1, 1e-5f};
+    A->RmsNormBackwardGamma = (rlx_attrs_RmsNormBackwardGamma){.axis = 1, .eps = 1e-5f};
     SPEC("f32[2,4] f32[4] f32[4] f32[2,4]", "f32[4]");
     break;
   case RLX_OP_RmsNormBackwardBeta:
-    A->RmsNormBackwardBeta = (rlx_attrs_RmsNormBackwardBeta){1, 1e-5f};
+    A->RmsNormBackwardBeta = (rlx_attrs_RmsNormBackwardBeta){.axis = 1, .eps = 1e-5f};
     SPEC("f32[2,4] f32[4] f32[4] f32[2,4]", "f32[4]");
     break;
   case RLX_OP_RopeBackward:
-    A->RopeBackward = (rlx_attrs_RopeBackward){8, 4, RLX_ROPE_STYLE_GPTJ};
+    A->RopeBackward = (rlx_attrs_RopeBackward){.head_dim = 8, .n_rot = 4, .style = RLX_ROPE_STYLE_GPTJ};
     SPEC("f32[1,3,16] f32[3,2] f32[3,2]", "f32[1,3,16]");
     break;
   case RLX_OP_GroupNormBackwardInput:
-    A->GroupNormBackwardInput = (rlx_attrs_GroupNormBackwardInput){2, 1e-3f};
+    A->GroupNormBackwardInput = (rlx_attrs_GroupNormBackwardInput){.num_groups = 2, .eps = 1e-3f};
     SPEC("f32[1,4,2,2] f32[4] f32[4] f32[1,4,2,2]", "f32[1,4,2,2]");
     break;
   case RLX_OP_GroupNormBackwardGamma:
-    A->GroupNormBackwardGamma = (rlx_attrs_GroupNormBackwardGamma){2, 1e-3f};
+    A->GroupNormBackwardGamma = (rlx_attrs_GroupNormBackwardGamma){.num_groups = 2, .eps = 1e-3f};
     SPEC("f32[1,4,2,2] f32[1,4,2,2]", "f32[4]");
     break;
   case RLX_OP_GroupNormBackwardBeta:
-    A->GroupNormBackwardBeta = (rlx_attrs_GroupNormBackwardBeta){2, 1e-3f};
+    A->GroupNormBackwardBeta = (rlx_attrs_GroupNormBackwardBeta){.num_groups = 2, .eps = 1e-3f};
     SPEC("f32[1,4,2,2] f32[1,4,2,2]", "f32[4]");
     break;
   case RLX_OP_BatchNormInferenceBackwardInput:
@@ -467,89 +466,88 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[2,4] f32[4] f32[4] f32[2,4]", "f32[4]");
     break;
   case RLX_OP_BatchNormInferenceBackwardBeta: SPEC("f32[2,4]", "f32[4]"); break;
-  case RLX_OP_CumsumBackward: A->CumsumBackward = (rlx_attrs_CumsumBackward){0, true}; SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_CumsumBackward: A->CumsumBackward = (rlx_attrs_CumsumBackward){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_GatherBackward: A->GatherBackward.axis = 1; SPEC("f32[4,2,3] i64[2,3]", "f32[4,7]"); break;
   case RLX_OP_AdaLayerNormBackward:
-    A->AdaLayerNormBackward = (rlx_attrs_AdaLayerNormBackward){RLX_ADA_NORM_RMS_NORM, 1e-5f};
+    A->AdaLayerNormBackward = (rlx_attrs_AdaLayerNormBackward){.norm = RLX_ADA_NORM_RMS_NORM, .eps = 1e-5f};
     SPEC("f32[2,3,4] f32[2,1,4] f32[2,1,4] f32[2,3,4]", "f32[40]");
     break;
   case RLX_OP_GatedResidualBackward: SPEC("f32[2,3,4] f32[2,3,4] f32[2,1,4] f32[2,3,4]", "f32[56]"); break;
   /* ---- MoE ---- */
   case RLX_OP_GroupedMatMul: SPEC("f32[6,4] f32[3,4,5] f32[6]", "f32[6,5]"); break;
   case RLX_OP_DequantGroupedMatMul:
-    A->DequantGroupedMatMul = (rlx_attrs_DequantGroupedMatMul){RLX_QUANT_SCHEME_GGUF_Q8_0, 16, 8, 32};
+    A->DequantGroupedMatMul = (rlx_attrs_DequantGroupedMatMul){.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[6,32] u8[3,272] f32[6]", "f32[6,8]");
     break;
   case RLX_OP_DequantGroupedMatMulMlx:
-    A->DequantGroupedMatMulMlx = (rlx_attrs_DequantGroupedMatMulMlx){RLX_QUANT_SCHEME_MLX_MXFP8, 16, 8, 32};
+    A->DequantGroupedMatMulMlx = (rlx_attrs_DequantGroupedMatMulMlx){.scheme = RLX_QUANT_SCHEME_MLX_MXFP8, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[6,64] u8[3,4,64] u8[3,4,2] u8[3,4,2] f32[6]", "f32[6,4]");
     break;
   case RLX_OP_DequantMoEWeights:
-    A->DequantMoEWeights = (rlx_attrs_DequantMoEWeights){RLX_QUANT_SCHEME_GGUF_Q8_0, 16, 8, 32};
+    A->DequantMoEWeights = (rlx_attrs_DequantMoEWeights){.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("u8[3,272]", "f32[3,32,8]");
     break;
   case RLX_OP_ScaledGroupedMatMul:
-    A->ScaledGroupedMatMul = (rlx_attrs_ScaledGroupedMatMul){RLX_SCALED_FORMAT_F8E5M2, RLX_SCALED_FORMAT_F8E5M2,
-                                                             RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, 16, true};
+    A->ScaledGroupedMatMul = (rlx_attrs_ScaledGroupedMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2, .rhs_format = RLX_SCALED_FORMAT_F8E5M2, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .has_bias = true};
     SPEC("u8[6,32] u8[3,4,32] u8[6,2] u8[3,4,2] f32[6] f32[3,4]", "f32[6,4]");
     break;
   /* ---- scatter / gather ---- */
   case RLX_OP_ScatterAdd: A->ScatterAdd.axis = 1; SPEC("f32[2,5] f32[5]", "f32[2,7]"); break;
   case RLX_OP_ScatterNd: A->ScatterNd.reduction = RLX_SCATTER_REDUCTION_ADD; SPEC("f32[4,3] i64[2,1] f32[2,3]", "f32[4,3]"); break;
   case RLX_OP_ScatterElements:
-    A->ScatterElements = (rlx_attrs_ScatterElements){1, RLX_SCATTER_REDUCTION_MAX};
+    A->ScatterElements = (rlx_attrs_ScatterElements){.axis = 1, .reduction = RLX_SCATTER_REDUCTION_MAX};
     SPEC("f32[3,4] i64[3,2] f32[3,2]", "f32[3,4]");
     break;
   case RLX_OP_GatherNd: A->GatherNd.batch_dims = 1; SPEC("f32[2,3,4] i64[2,1]", "f32[2,4]"); break;
   case RLX_OP_GatherElements: A->GatherElements.axis = 1; SPEC("f32[3,4] i64[3,2]", "f32[3,2]"); break;
   /* ---- fused ---- */
   case RLX_OP_LoraMatMul: A->LoraMatMul.scale = 0.5f; SPEC("f32[2,4] f32[4,5] f32[4,2] f32[2,5]", "f32[2,5]"); break;
-  case RLX_OP_FusedSwiGLU: A->FusedSwiGLU = (rlx_attrs_FusedSwiGLU){{true, RLX_F16}, true}; SPEC("f32[2,8]", "f16[2,4]"); break;
+  case RLX_OP_FusedSwiGLU: A->FusedSwiGLU = (rlx_attrs_FusedSwiGLU){.cast_to = {.has = true, .v = RLX_F16}, .gate_first = true}; SPEC("f32[2,8]", "f16[2,4]"); break;
   case RLX_OP_FusedMatMulBiasAct: A->FusedMatMulBiasAct.activation = RLX_ACT_GELU; SPEC("f32[2,3] f32[3,4] f32[4]", "f32[2,4]"); break;
   case RLX_OP_FusedMatMulResidual: SPEC("f32[2,3] f32[3,4] f32[2,4]", "f32[2,4]"); break;
   case RLX_OP_FusedConvBiasAct:
-    A->FusedConvBiasAct = (rlx_attrs_FusedConvBiasAct){IL(3, 3), IL(1, 1), IL(1, 1), IL(1, 1), 2, RLX_ACT_RELU, true};
+    A->FusedConvBiasAct = (rlx_attrs_FusedConvBiasAct){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2, .activation = RLX_ACT_RELU, .has_residual = true};
     SPEC("f32[1,4,5,5] f32[6,2,3,3] f32[6] f32[1,6,5,5]", "f32[1,6,5,5]");
     break;
   case RLX_OP_FusedResidualLN:
-    A->FusedResidualLN = (rlx_attrs_FusedResidualLN){true, 1e-3f};
+    A->FusedResidualLN = (rlx_attrs_FusedResidualLN){.has_bias = true, .eps = 1e-3f};
     SPEC("f32[2,4] f32[2,4] f32[4] f32[4] f32[4]", "f32[2,4]");
     break;
   case RLX_OP_FusedResidualRmsNorm:
-    A->FusedResidualRmsNorm = (rlx_attrs_FusedResidualRmsNorm){true, 1e-3f};
+    A->FusedResidualRmsNorm = (rlx_attrs_FusedResidualRmsNorm){.has_bias = true, .eps = 1e-3f};
     SPEC("f32[2,4] f32[2,4] f32[4] f32[4] f32[4]", "f32[2,4]");
     break;
   case RLX_OP_FusedAttentionBlock:
-    A->FusedAttentionBlock = (rlx_attrs_FusedAttentionBlock){2, 4, true, true};
+    A->FusedAttentionBlock = (rlx_attrs_FusedAttentionBlock){.num_heads = 2, .head_dim = 4, .has_bias = true, .has_rope = true};
     SPEC("f32[1,3,8] f32[8,24] f32[8,8] f32[1,3] f32[24] f32[8] f32[3,2] f32[3,2]", "f32[1,3,8]");
     break;
   case RLX_OP_FusedTransformerLayer:
-    A->FusedTransformerLayer = (rlx_attrs_FusedTransformerLayer){2, 4, 16, 1e-5f, 1e-6f, RLX_ACT_RELU, false};
+    A->FusedTransformerLayer = (rlx_attrs_FusedTransformerLayer){.num_heads = 2, .head_dim = 4, .intermediate_size = 16, .eps1 = 1e-5f, .eps2 = 1e-6f, .activation = RLX_ACT_RELU, .has_bias = false};
     SPEC("f32[1,3,8] f32[8,24] f32[8,8] f32[8] f32[8,16] f32[16,8] f32[8] f32[1,3]", "f32[1,3,8]");
     break;
   /* ---- synth ---- */
   case RLX_OP_SynthMatMul:
-    A->SynthMatMul = (rlx_attrs_SynthMatMul){RLX_SYNTH_KIND_CODEBOOK, 4, 8};
+    A->SynthMatMul = (rlx_attrs_SynthMatMul){.kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 4, .num_entries = 8};
     SPEC("f32[2,8] u8[2,4] f32[8,4]", "f32[2,4]");
     break;
   case RLX_OP_SynthMatMulBackward:
-    A->SynthMatMulBackward = (rlx_attrs_SynthMatMulBackward){RLX_SYNTH_KIND_CODEBOOK, 4, 8, RLX_SYNTH_WRT_CODEBOOK};
+    A->SynthMatMulBackward = (rlx_attrs_SynthMatMulBackward){.kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 4, .num_entries = 8, .wrt = RLX_SYNTH_WRT_CODEBOOK};
     SPEC("f32[2,8] u8[2,4] f32[8,4] f32[2,4]", "f32[8,4]");
     break;
   case RLX_OP_SynthReconstruct:
-    A->SynthReconstruct = (rlx_attrs_SynthReconstruct){4, 8};
+    A->SynthReconstruct = (rlx_attrs_SynthReconstruct){.entry_dim = 4, .num_entries = 8};
     SPEC("u8[2,4] f32[8,4]", "f32[8,4]");
     break;
   case RLX_OP_SplineActivation:
-    A->SplineActivation = (rlx_attrs_SplineActivation){6, -2.0f, 2.0f};
+    A->SplineActivation = (rlx_attrs_SplineActivation){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
     SPEC("f32[2,3] f32[3,6]", "f32[2,3]");
     break;
   case RLX_OP_SplineActivationBackwardX:
-    A->SplineActivationBackwardX = (rlx_attrs_SplineActivationBackwardX){6, -2.0f, 2.0f};
+    A->SplineActivationBackwardX = (rlx_attrs_SplineActivationBackwardX){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
     SPEC("f32[2,3] f32[3,6] f32[2,3]", "f32[2,3]");
     break;
   case RLX_OP_SplineActivationBackwardCoeff:
-    A->SplineActivationBackwardCoeff = (rlx_attrs_SplineActivationBackwardCoeff){6, -2.0f, 2.0f};
+    A->SplineActivationBackwardCoeff = (rlx_attrs_SplineActivationBackwardCoeff){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
     SPEC("f32[2,3] f32[3,6] f32[2,3]", "f32[3,6]");
     break;
   /* ---- recurrent ---- */
@@ -558,27 +556,27 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[1,3,2] f32[1,3,2] f32[2,4] f32[1,3,4] f32[1,3,4]", "f32[1,3,2]");
     break;
   case RLX_OP_GatedDeltaNet:
-    A->GatedDeltaNet = (rlx_attrs_GatedDeltaNet){4, true, true};
+    A->GatedDeltaNet = (rlx_attrs_GatedDeltaNet){.state_size = 4, .carry_state = true, .gate_per_channel = true};
     SPEC("f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2] f32[1,2,4,4]", "f32[1,3,2,4]");
     break;
   case RLX_OP_GatedDeltaNetBackward:
-    A->GatedDeltaNetBackward = (rlx_attrs_GatedDeltaNetBackward){4, true, true};
+    A->GatedDeltaNetBackward = (rlx_attrs_GatedDeltaNetBackward){.state_size = 4, .carry_state = true, .gate_per_channel = true};
     SPEC("f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2] f32[1,2,4,4] f32[1,3,2,4]", "f32[134]");
     break;
   case RLX_OP_Lstm:
-    A->Lstm = (rlx_attrs_Lstm){3, 2, true, true};
+    A->Lstm = (rlx_attrs_Lstm){.hidden_size = 3, .num_layers = 2, .bidirectional = true, .carry = true};
     SPEC("f32[1,4,5] f32[264] f32[4,12,3] f32[4,12] f32[4,1,3] f32[4,1,3]", "f32[1,4,6]");
     break;
   case RLX_OP_Gru:
-    A->Gru = (rlx_attrs_Gru){3, 2, true, true};
+    A->Gru = (rlx_attrs_Gru){.hidden_size = 3, .num_layers = 2, .bidirectional = true, .carry = true};
     SPEC("f32[1,4,5] f32[198] f32[4,9,3] f32[4,9] f32[4,9] f32[4,1,3]", "f32[1,4,6]");
     break;
   case RLX_OP_Rnn:
-    A->Rnn = (rlx_attrs_Rnn){3, 2, true, true, true};
+    A->Rnn = (rlx_attrs_Rnn){.hidden_size = 3, .num_layers = 2, .bidirectional = true, .carry = true, .relu = true};
     SPEC("f32[1,4,5] f32[66] f32[4,3,3] f32[4,3] f32[4,1,3]", "f32[1,4,6]");
     break;
   case RLX_OP_Mamba2:
-    A->Mamba2 = (rlx_attrs_Mamba2){2, 3};
+    A->Mamba2 = (rlx_attrs_Mamba2){.head_dim = 2, .state_size = 3};
     SPEC("f32[1,4,2,2] f32[1,4,2] f32[2] f32[1,4,2,3] f32[1,4,2,3]", "f32[1,4,2,2]");
     break;
   /* ---- control flow ---- */
@@ -590,55 +588,55 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_While: {
     rlx_graph *cond = body(c, c->g, "cond");
     rlx_id x = input(c, cond, "x", "f32[4]");
-    rlx_attrs_Reduce r = {RLX_REDUCE_SUM, IL(0), false};
+    rlx_attrs_Reduce r = {.op = RLX_REDUCE_SUM, .axes = IL(0), .keep_dim = false};
     rlx_id s = add(c, cond, RLX_OP_Reduce, &x, 1, &r, "f32[]", NULL);
     float ten = 10.0f;
-    rlx_attrs_Constant k = {{arena_copy(c, &ten, 4), 4}};
+    rlx_attrs_Constant k = {.data = {.p = arena_copy(c, &ten, 4), .n = 4}};
     rlx_id lim = add(c, cond, RLX_OP_Constant, NULL, 0, &k, "f32[]", "limit");
-    rlx_attrs_Compare lt = {RLX_CMP_LT};
+    rlx_attrs_Compare lt = {.op = RLX_CMP_LT};
     rlx_id in2[2] = {s, lim};
     ret1(c, cond, add(c, cond, RLX_OP_Compare, in2, 2, &lt, "bool[]", NULL));
     rlx_graph *bd = body(c, c->g, "step");
     rlx_id y = input(c, bd, "x", "f32[4]");
     ret1(c, bd, binop(c, bd, RLX_BINOP_ADD, y, y, "f32[4]"));
-    A->While = (rlx_attrs_While){cond, bd, OI(10)};
+    A->While = (rlx_attrs_While){.cond = cond, .body = bd, .max_iterations = OI(10)};
     SPEC("f32[4]", "f32[4]");
     break;
   }
   case RLX_OP_Scan:
-    A->Scan = (rlx_attrs_Scan){scan_body(c, "scan_body", true), 3, true, 1, 1, 2};
+    A->Scan = (rlx_attrs_Scan){.body = scan_body(c, "scan_body", true), .length = 3, .save_trajectory = true, .num_bcast = 1, .num_xs = 1, .num_checkpoints = 2};
     SPEC("f32[4] f32[4] f32[3,4]", "f32[2,4]");
     break;
   case RLX_OP_ScanBackward:
-    A->ScanBackward = (rlx_attrs_ScanBackward){scan_vjp_body(c, "vjp", 1), 3, true, 1, 2, scan_forward_body(c, "fwd", 1)};
+    A->ScanBackward = (rlx_attrs_ScanBackward){.body_vjp = scan_vjp_body(c, "vjp", 1), .length = 3, .save_trajectory = true, .num_xs = 1, .num_checkpoints = 2, .forward_body = scan_forward_body(c, "fwd", 1)};
     SPEC("f32[4] f32[2,4] f32[2,4] f32[3,4]", "f32[4]");
     break;
   case RLX_OP_ScanBackwardXs:
-    A->ScanBackwardXs = (rlx_attrs_ScanBackwardXs){scan_vjp_body(c, "vjp", 2), 3, true, 2, 2, scan_forward_body(c, "fwd", 2), 1};
+    A->ScanBackwardXs = (rlx_attrs_ScanBackwardXs){.body_vjp = scan_vjp_body(c, "vjp", 2), .length = 3, .save_trajectory = true, .num_xs = 2, .num_checkpoints = 2, .forward_body = scan_forward_body(c, "fwd", 2), .xs_idx = 1};
     SPEC("f32[4] f32[2,4] f32[2,4] f32[3,4] f32[3,4]", "f32[3,4]");
     break;
   /* ---- splatting ---- */
   case RLX_OP_GaussianSplatRender:
-    A->GaussianSplatRender = (rlx_attrs_GaussianSplatRender){8, 4, 4, 2.0f, 0.01f, 16, 0.02f, 100};
+    A->GaussianSplatRender = (rlx_attrs_GaussianSplatRender){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23]", "f32[128]");
     break;
   case RLX_OP_GaussianSplatRenderBackward:
     A->GaussianSplatRenderBackward =
-        (rlx_attrs_GaussianSplatRenderBackward){8, 4, 4, 2.0f, 0.01f, 16, 0.02f, 100, 0.5f, 1, 5.0f};
+        (rlx_attrs_GaussianSplatRenderBackward){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100, .loss_grad_clip = 0.5f, .sh_band = 1, .max_anisotropy = 5.0f};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23] f32[128]", "f32[34]");
     break;
   case RLX_OP_GaussianSplatPrepare:
-    A->GaussianSplatPrepare = (rlx_attrs_GaussianSplatPrepare){8, 4, 4, 2.0f, 0.01f, 16, 0.02f, 100};
+    A->GaussianSplatPrepare = (rlx_attrs_GaussianSplatPrepare){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23]", "f32[241]");
     break;
   case RLX_OP_GaussianSplatRasterize:
-    A->GaussianSplatRasterize = (rlx_attrs_GaussianSplatRasterize){8, 4, 4, 0.01f, 16, 0.02f, 100};
+    A->GaussianSplatRasterize = (rlx_attrs_GaussianSplatRasterize){.width = 8, .height = 4, .tile_size = 4, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
     SPEC("f32[241] f32[23]", "f32[128]");
     break;
   /* ---- extension surface ---- */
   case RLX_OP_Custom: {
     static const uint8_t blob[3] = {0x01, 0x02, 0xff};
-    A->Custom = (rlx_attrs_Custom){"my.ext_op", 2, {arena_copy(c, blob, 3), 3}};
+    A->Custom = (rlx_attrs_Custom){.name = "my.ext_op", .num_inputs = 2, .attrs = {.p = arena_copy(c, blob, 3), .n = 3}};
     SPEC("f32[3] f32[3]", "f32[3]");
     break;
   }
@@ -654,29 +652,29 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     input(c, jvp, "x", "f32[4]");
     rlx_id t = input(c, jvp, "tangent_0", "f32[4]");
     ret1(c, jvp, t);
-    A->CustomFn = (rlx_attrs_CustomFn){fwd, vjp, jvp, 1};
+    A->CustomFn = (rlx_attrs_CustomFn){.fwd_body = fwd, .vjp_body = vjp, .jvp_body = jvp, .num_inputs = 1};
     SPEC("f32[4]", "f32[4]");
     break;
   }
   /* ---- signal ---- */
-  case RLX_OP_Fft: A->Fft = (rlx_attrs_Fft){true, RLX_FFT_NORM_ORTHO}; SPEC("f32[2,16]", "f32[2,16]"); break;
+  case RLX_OP_Fft: A->Fft = (rlx_attrs_Fft){.inverse = true, .norm = RLX_FFT_NORM_ORTHO}; SPEC("f32[2,16]", "f32[2,16]"); break;
   case RLX_OP_FftQ:
-    A->FftQ = (rlx_attrs_FftQ){true, RLX_FFT_NORM_FORWARD, RLX_FFTQ_SCALE_SATURATING};
+    A->FftQ = (rlx_attrs_FftQ){.inverse = true, .norm = RLX_FFT_NORM_FORWARD, .scale = RLX_FFTQ_SCALE_SATURATING};
     SPEC("i16[2,16]", "i16[2,16]");
     break;
   case RLX_OP_FftButterflyStage:
-    A->FftButterflyStage = (rlx_attrs_FftButterflyStage){1, 8};
+    A->FftButterflyStage = (rlx_attrs_FftButterflyStage){.stage = 1, .n_fft = 8};
     SPEC("f32[2,16] f32[4] f32[4] f32[4] f32[4]", "f32[2,16]");
     break;
   case RLX_OP_LogMel: SPEC("f32[3,16] f32[5,5]", "f32[3,5]"); break;
   case RLX_OP_LogMelBackward: SPEC("f32[3,16] f32[5,5] f32[3,5]", "f32[3,16]"); break;
-  case RLX_OP_WelchPeaks: A->WelchPeaks = (rlx_attrs_WelchPeaks){2, 2}; SPEC("f32[4,16]", "f32[2,4]"); break;
+  case RLX_OP_WelchPeaks: A->WelchPeaks = (rlx_attrs_WelchPeaks){.k = 2, .n_segments = 2}; SPEC("f32[4,16]", "f32[2,4]"); break;
   /* ---- SPD and eigen ---- */
   case RLX_OP_BiMap: SPEC("f64[2,3] f64[3,3]", "f64[2,2]"); break;
   case RLX_OP_ReEig: A->ReEig.eps = 1e-3f; SPEC("f64[3,3]", "f64[21]"); break;
   case RLX_OP_LogEig: A->LogEig.eps = 1e-3f; SPEC("f64[3,3]", "f64[21]"); break;
   case RLX_OP_SpdBatchNorm: A->SpdBatchNorm.eps = 1e-3f; SPEC("f64[2,3,3] f64[3,3] f64[3,3]", "f64[2,3,3]"); break;
-  case RLX_OP_SpdKarcherMean: A->SpdKarcherMean = (rlx_attrs_SpdKarcherMean){5, 1e-3f}; SPEC("f64[2,3,3]", "f64[3,3]"); break;
+  case RLX_OP_SpdKarcherMean: A->SpdKarcherMean = (rlx_attrs_SpdKarcherMean){.iters = 5, .tol = 1e-3f}; SPEC("f64[2,3,3]", "f64[3,3]"); break;
   case RLX_OP_ReEigBackward: A->ReEigBackward.eps = 1e-3f; SPEC("f64[3] f64[9] f64[9]", "f64[3,3]"); break;
   case RLX_OP_LogEigBackward: A->LogEigBackward.eps = 1e-3f; SPEC("f64[3] f64[9] f64[9]", "f64[3,3]"); break;
   case RLX_OP_SpdBatchNormBackwardX:
@@ -688,7 +686,7 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f64[2,3,3] f64[3,3] f64[3,3] f64[2,3,3]", "f64[3,3]");
     break;
   case RLX_OP_SpdKarcherMeanWeighted:
-    A->SpdKarcherMeanWeighted = (rlx_attrs_SpdKarcherMeanWeighted){5, 1e-3f};
+    A->SpdKarcherMeanWeighted = (rlx_attrs_SpdKarcherMeanWeighted){.iters = 5, .tol = 1e-3f};
     SPEC("f64[2,3,3] f64[2]", "f64[3,3]");
     break;
   case RLX_OP_SpdLogMap: SPEC("f64[3,3] f64[3,3]", "f64[3,3]"); break;
@@ -740,7 +738,7 @@ rlx_status sample_op_graph(rlx_op op, const rlx_allocator *al, rlx_graph **out) 
     if (!*p) break;
     char name[8];
     snprintf(name, sizeof name, "x%u", n);
-    rlx_attrs_Input ia = {name};
+    rlx_attrs_Input ia = {.name = name};
     rlx_shape s = parse_shape(&p);
     if (!c->st) {
       rlx_status st = rlx_graph_add_unchecked(c->g, RLX_OP_Input, NULL, 0, &ia, &s, NULL, &in[n]);
@@ -805,12 +803,12 @@ static void extra_nested(sctx *c) {
   rlx_graph *cond = body(c, top, "loop cond");
   rlx_id cx = input(c, cond, "x", "f32[?0,4]");
   input(c, cond, "xs", "f32[3,?0,4]");
-  rlx_attrs_Reduce r = {RLX_REDUCE_MAX, IL(0, 1), false};
+  rlx_attrs_Reduce r = {.op = RLX_REDUCE_MAX, .axes = IL(0, 1), .keep_dim = false};
   rlx_id m = add(c, cond, RLX_OP_Reduce, &cx, 1, &r, "f32[]", "max\tof x");
   float lim = 100.0f;
-  rlx_attrs_Constant k = {{arena_copy(c, &lim, 4), 4}};
+  rlx_attrs_Constant k = {.data = {.p = arena_copy(c, &lim, 4), .n = 4}};
   rlx_id kid = add(c, cond, RLX_OP_Constant, NULL, 0, &k, "f32[]", NULL);
-  rlx_attrs_Compare lt = {RLX_CMP_LT};
+  rlx_attrs_Compare lt = {.op = RLX_CMP_LT};
   rlx_id in2[2] = {m, kid};
   ret1(c, cond, add(c, cond, RLX_OP_Compare, in2, 2, &lt, "bool[]", NULL));
 
@@ -823,11 +821,11 @@ static void extra_nested(sctx *c) {
   rlx_id carry = input(&inner, sb, "carry", "f32[?0,4]");
   rlx_id row = input(&inner, sb, "row", "f32[?0,4]");
   float zero = 0.0f;
-  rlx_attrs_Constant z = {{arena_copy(&inner, &zero, 4), 4}};
+  rlx_attrs_Constant z = {.data = {.p = arena_copy(&inner, &zero, 4), .n = 4}};
   rlx_id zid = add(&inner, sb, RLX_OP_Constant, NULL, 0, &z, "f32[]", NULL);
-  rlx_attrs_Reduce rs = {RLX_REDUCE_SUM, IL(0, 1), false};
+  rlx_attrs_Reduce rs = {.op = RLX_REDUCE_SUM, .axes = IL(0, 1), .keep_dim = false};
   rlx_id tot = add(&inner, sb, RLX_OP_Reduce, &row, 1, &rs, "f32[]", NULL);
-  rlx_attrs_Compare gt = {RLX_CMP_GT};
+  rlx_attrs_Compare gt = {.op = RLX_CMP_GT};
   rlx_id pin[2] = {tot, zid};
   rlx_id pred = add(&inner, sb, RLX_OP_Compare, pin, 2, &gt, "bool[]", "pred");
   sctx inner2 = {sb, RLX_OK};
@@ -836,18 +834,18 @@ static void extra_nested(sctx *c) {
   rlx_graph *eb = body(&inner2, sb, "else");
   ret1(&inner2, eb, act(&inner2, eb, RLX_ACT_NEG, input(&inner2, eb, "r", "f32[?0,4]"), "f32[?0,4]"));
   fail(&inner, inner2.st);
-  rlx_attrs_If ifa = {tb, eb};
+  rlx_attrs_If ifa = {.then_branch = tb, .else_branch = eb};
   rlx_id iin[2] = {pred, row};
   rlx_id chosen = add(&inner, sb, RLX_OP_If, iin, 2, &ifa, "f32[?0,4]", NULL);
   ret1(&inner, sb, binop(&inner, sb, RLX_BINOP_ADD, carry, chosen, "f32[?0,4]"));
   fail(c, inner.st);
-  rlx_attrs_Scan sa = {sb, 3, false, 0, 1, 0};
+  rlx_attrs_Scan sa = {.body = sb, .length = 3, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   rlx_id scan_in[2] = {sx, sxs};
   rlx_id sc = add(c, step, RLX_OP_Scan, scan_in, 2, &sa, "f32[?0,4]", NULL);
   rlx_id outs[2] = {sc, sxs};
   ret(c, step, outs, 2);
 
-  rlx_attrs_While wa = {cond, step, OI(4)};
+  rlx_attrs_While wa = {.cond = cond, .body = step, .max_iterations = OI(4)};
   rlx_id win[2] = {x, xs};
   rlx_id w = add(c, top, RLX_OP_While, win, 2, &wa, "f32[?0,4]", "loop");
   rlx_id outs2[2] = {w, x};
@@ -858,19 +856,19 @@ static void extra_nested(sctx *c) {
 static void extra_floats(sctx *c) {
   rlx_graph *g = c->g;
   rlx_id x = input(c, g, "x", "f32[2,3]");
-  rlx_attrs_Clamp cl = {-INFINITY, INFINITY};
+  rlx_attrs_Clamp cl = {.min = -INFINITY, .max = INFINITY};
   rlx_id a = add(c, g, RLX_OP_Clamp, &x, 1, &cl, "f32[2,3]", NULL);
-  rlx_attrs_Pad pd = {IL(0, 0, 1, 1), RLX_PAD_MODE_CONSTANT, -0.0f};
+  rlx_attrs_Pad pd = {.pads = IL(0, 0, 1, 1), .mode = RLX_PAD_MODE_CONSTANT, .value = -0.0f};
   rlx_id b = add(c, g, RLX_OP_Pad, &a, 1, &pd, "f32[2,5]", NULL);
-  rlx_attrs_Quantize q = {-1, FL(1e-45f, 3.4028235e38f, 0.1f, 16777216.0f, 1.17549435e-38f), IL(-128, 127, 0, 1, -1)};
-  rlx_id b3 = add(c, g, RLX_OP_Reshape, &b, 1, &(rlx_attrs_Reshape){IL(2, 5)}, "f32[2,5]", NULL);
+  rlx_attrs_Quantize q = {.axis = -1, .scales = FL(1e-45f, 3.4028235e38f, 0.1f, 16777216.0f, 1.17549435e-38f), .zero_points = IL(-128, 127, 0, 1, -1)};
+  rlx_id b3 = add(c, g, RLX_OP_Reshape, &b, 1, &(rlx_attrs_Reshape){.new_shape = IL(2, 5)}, "f32[2,5]", NULL);
   rlx_id qn = add(c, g, RLX_OP_Quantize, &b3, 1, &q, "i8[2,5]", NULL);
   uint32_t bits = 0x7fc12345u;
   float payload_nan;
   memcpy(&payload_nan, &bits, 4);
-  rlx_attrs_RngNormal rn = {-0.0f, 1e-7f, UINT64_MAX, OF(payload_nan)};
+  rlx_attrs_RngNormal rn = {.mean = -0.0f, .scale = 1e-7f, .key = UINT64_MAX, .op_seed = OF(payload_nan)};
   rlx_id rnd = add(c, g, RLX_OP_RngNormal, NULL, 0, &rn, "f32[3]", NULL);
-  rlx_attrs_Sample sm = {INT64_MAX, 0.3333333f, 123456.789f, 1};
+  rlx_attrs_Sample sm = {.top_k = INT64_MAX, .top_p = 0.3333333f, .temperature = 123456.789f, .seed = 1};
   rlx_id smp = add(c, g, RLX_OP_Sample, &x, 1, &sm, "f32[2]", NULL);
   rlx_id outs[3] = {qn, rnd, smp};
   ret(c, g, outs, 3);
@@ -888,7 +886,7 @@ static void extra_deep(sctx *c) {
   ret1(c, levels[64], act(c, levels[64], RLX_ACT_TANH, x, "f32[2]"));
   for (int d = 63; d >= 0 && !c->st; d--) {
     rlx_id xi = input(c, levels[d], "x", "f32[2]");
-    rlx_attrs_CustomFn cf = {levels[d + 1], NULL, NULL, 1};
+    rlx_attrs_CustomFn cf = {.fwd_body = levels[d + 1], .vjp_body = NULL, .jvp_body = NULL, .num_inputs = 1};
     ret1(c, levels[d], add(c, levels[d], RLX_OP_CustomFn, &xi, 1, &cf, "f32[2]", NULL));
   }
 }
@@ -901,7 +899,7 @@ static void extra_dims(sctx *c) {
   rlx_graph *g = c->g;
   rlx_id a = input(c, g, "a", "f32[?4294967295,?0,4611686018427387904]");
   rlx_id b = input(c, g, "b", "f32[]");
-  rlx_id p = add(c, g, RLX_OP_Param, NULL, 0, &(rlx_attrs_Param){"p"}, "bool[0,1,2,3,4,5,6,7]", "");
+  rlx_id p = add(c, g, RLX_OP_Param, NULL, 0, &(rlx_attrs_Param){.name = "p"}, "bool[0,1,2,3,4,5,6,7]", "");
   rlx_id outs[3] = {a, b, p};
   ret(c, g, outs, 3);
 }

@@ -36,15 +36,19 @@ import ref_elementwise  # noqa: E402
 import ref_fused  # noqa: E402
 import ref_linalg  # noqa: E402
 import ref_nn  # noqa: E402
+import ref_recurrent  # noqa: E402
 import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
 import ref_signal  # noqa: E402
+import ref_quant  # noqa: E402  (quantization family)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
-for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal):
+for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
+            ref_recurrent):
     REF.update(mod.REF)
+REF.update(ref_quant.REF)  # quantization family (FakeQuantize: every scale mode)
 
 # Error budget of an op beyond one rounding, as a multiple of the default tolerance: kernels that
 # accumulate in the operand's precision (BLAS / LAPACK in f32), factorisations (error grows with
@@ -56,6 +60,10 @@ OP_TOL = {
     "FusedAttentionBlock": 64, "FusedTransformerLayer": 256, "FusedConvBiasAct": 8, "FusedResidualLN": 4,
     "FusedResidualRmsNorm": 4, "AdaLayerNorm": 4, "GroupNorm": 4, "BatchNormInference": 4, "FakeQuantize": 4,
     "ElementwiseRegion": 4, "BatchElementwiseRegion": 4, "Attention": 4, "CumProd": 4, "Softmax": 2, "Fft": 4,
+    # sequence models and signal ops (ref_recurrent.py, ref_signal.py): recurrences compound rounding
+    "Lstm": 16, "Gru": 16, "Rnn": 16, "SelectiveScan": 16, "Mamba2": 16, "GatedDeltaNet": 16,
+    "GatedDeltaNetBackward": 64, "LogMel": 4, "LogMelBackward": 16, "WelchPeaks": 4, "PartitionedConv": 4,
+    "FftQ": 4,
 }
 
 
@@ -69,6 +77,8 @@ ACCUMULATING = {
     "AdaLayerNorm", "GatedResidual", "FusedResidualLN", "FusedResidualRmsNorm", "Attention", "Rope",
     "AxialRope2d", "FusedAttentionBlock", "FusedTransformerLayer", "ScatterAdd", "ScatterNd", "ScatterElements",
     "Scan", "While", "ElementwiseRegion", "BatchElementwiseRegion", "FakeQuantize", "Fft",
+    "Lstm", "Gru", "Rnn", "SelectiveScan", "Mamba2", "GatedDeltaNet", "GatedDeltaNetBackward", "LogMel",
+    "LogMelBackward", "WelchPeaks", "PartitionedConv", "FftQ", "FftButterflyStage",
     # backward ops: gradients are sums over the forward's uses
     "SoftmaxCrossEntropy", "SoftmaxCrossEntropyWithLogits", "SoftmaxCrossEntropyBackward", "AttentionBackward",
     "AttentionBackwardAll", "LayerNormBackwardInput", "LayerNormBackwardGamma", "RmsNormBackwardInput",
@@ -78,6 +88,8 @@ ACCUMULATING = {
     "Conv2dBackwardInput", "Conv2dBackwardWeight", "Conv3dBackwardInput", "Conv3dBackwardWeight",
     "MaxPool2dBackward", "MaxPool3dBackward", "ScanBackward", "ScanBackwardXs",
 }
+ACCUMULATING |= ref_quant.ACCUMULATING  # quantization family
+OP_TOL.update(ref_quant.OP_TOL)
 TINY = {"f64": 2.2250738585072014e-308, "f32": 1.1754944e-38, "f16": 6.1035156e-05, "bf16": 1.1754944e-38,
         "c64": 1.1754944e-38, "c128": 2.2250738585072014e-308}
 

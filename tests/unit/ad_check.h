@@ -11,7 +11,7 @@
 
 #include "rlx_test.h"
 #include "rlx/backend.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ---- deterministic values ---- */
 

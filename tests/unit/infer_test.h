@@ -17,8 +17,8 @@
 #define SCALAR(t) rlx_shape_scalar(RLX_##t)
 /* IL(1, 2) = an attribute list {1, 2}; IL0 = the empty list. */
 #define IL(...)                                                                                    \
-  ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define IL0 ((rlx_ilist){NULL, 0})
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define IL0 ((rlx_ilist){.v = NULL, .n = 0})
 
 /* Runs the rule of `op` on n operand shapes. `attrs` points at an rlx_attrs_<Op> (NULL = defaults). */
 static inline rlx_status infer_run(rlx_op op, const void *attrs, const rlx_shape *declared, rlx_shape *out,

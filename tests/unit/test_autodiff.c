@@ -59,7 +59,7 @@ static void test_errors(void) {
   CHECK_OK(rlx_param(g, "x", f64s(1, (rlx_dim[]){4}), &x));
   CHECK_OK(rlx_input(g, "k", rlx_shape_make(RLX_I64, 1, (rlx_dim[]){4}), &k));
   CHECK_OK(rlx_activation(g, RLX_ACT_TANH, x, &t));
-  rlx_attrs_ArgSort as = {-1, false};
+  rlx_attrs_ArgSort as = {.axis = -1, .descending = false};
   rlx_shape idx_f32 = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){4}); /* f32-encoded indices (RLX convention) */
   CHECK_OK(rlx_graph_add(g, RLX_OP_ArgSort, &t, 1, &as, &idx_f32, "srt", &srt));
   CHECK_OK(rlx_cast(g, srt, RLX_F64, &srt));
@@ -86,7 +86,7 @@ static void test_errors(void) {
   CHECK_OK(rlx_graph_create(NULL, "hist", &g));
   rlx_id h;
   CHECK_OK(rlx_param(g, "x", f64s(1, (rlx_dim[]){5}), &x));
-  rlx_attrs_Histogram ha = {3, -1.0f, 1.0f};
+  rlx_attrs_Histogram ha = {.bins = 3, .min = -1.0f, .max = 1.0f};
   CHECK_OK(rlx_build_Histogram(g, &x, 1, &ha, "hist", &h));
   CHECK_OK(rlx_cast(g, h, RLX_F64, &h));
   l = sum_all(g, h);
@@ -139,7 +139,7 @@ static void test_semantics(void) {
   CHECK_OK(rlx_param(g, "T", f64s(2, (rlx_dim[]){3, 2}), &T));
   CHECK_OK(rlx_param(g, "x", f64s(1, (rlx_dim[]){3}), &x));
   CHECK_OK(rlx_param(g, "u", f64s(2, (rlx_dim[]){2, 2}), &u));
-  rlx_attrs_ArgMax aa = {0, true};
+  rlx_attrs_ArgMax aa = {.axis = 0, .keep_dim = true};
   CHECK_OK(rlx_build_ArgMax(g, &x, 1, &aa, "am", &am)); /* [1] index from a differentiated param */
   rlx_attrs_Gather gat = {0};
   CHECK_OK(rlx_build_Gather(g, (rlx_id[]){T, am}, 2, &gat, NULL, &ga)); /* [1, 2] */
@@ -240,7 +240,7 @@ static rlx_status f_tanh_cube(rlx_graph *g, rlx_id x, rlx_id *y) {
 }
 static rlx_status f_gelu(rlx_graph *g, rlx_id x, rlx_id *y) { return rlx_activation(g, RLX_ACT_GELU, x, y); }
 static rlx_status f_softmax(rlx_graph *g, rlx_id x, rlx_id *y) {
-  rlx_attrs_Softmax a = {-1};
+  rlx_attrs_Softmax a = {.axis = -1};
   return rlx_build_Softmax(g, &x, 1, &a, NULL, y);
 }
 static rlx_status f_layernorm(rlx_graph *g, rlx_id x, rlx_id *y) {
@@ -249,7 +249,7 @@ static rlx_status f_layernorm(rlx_graph *g, rlx_id x, rlx_id *y) {
   double gv[3] = {1.2, 0.7, -0.4}, bv[3] = {0.1, 0.2, 0.3};
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){3}), gv, sizeof gv, &gm));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){3}), bv, sizeof bv, &bt));
-  rlx_attrs_LayerNorm a = {-1, 1e-5f};
+  rlx_attrs_LayerNorm a = {.axis = -1, .eps = 1e-5f};
   RLX_TRY(rlx_build_LayerNorm(g, (rlx_id[]){x, gm, bt}, 3, &a, NULL, y));
   return rlx_binary(g, RLX_BINOP_MUL, *y, *y, y);
 }
@@ -260,7 +260,7 @@ static rlx_status f_conv(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 2, 3}, &r));
   RLX_TRY(rlx_constant(g, f64s(4, (rlx_dim[]){1, 1, 2, 2}), wv, sizeof wv, &w));
   int64_t k[2] = {2, 2}, one[2] = {1, 1}, pad[2] = {1, 1};
-  rlx_attrs_Conv a = {{k, 2}, {one, 2}, {pad, 2}, {one, 2}, 1};
+  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = pad, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){r, w}, 2, &a, NULL, &c));
   RLX_TRY(rlx_activation(g, RLX_ACT_TANH, c, &c));
   return rlx_binary(g, RLX_BINOP_MUL, c, c, y);
@@ -294,7 +294,7 @@ static rlx_status f_maxpool_ce(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 2, 3}, &r));
   RLX_TRY(rlx_activation(g, RLX_ACT_SIN, r, &r));
   int64_t k[2] = {1, 2}, one[2] = {1, 1};
-  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {k, 2}, {one, 2}, {NULL, 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}};
   RLX_TRY(rlx_build_Pool(g, &r, 1, &pa, NULL, &p));
   RLX_TRY(rlx_reshape(g, p, 2, (int64_t[]){2, 2}, &p));
   float lv[2] = {1, 0};
@@ -309,12 +309,12 @@ static rlx_status f_rms_group(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 2, (int64_t[]){2, 3}, &r));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){3}), gv, sizeof gv, &gm));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){3}), bv, sizeof bv, &bt));
-  rlx_attrs_RmsNorm ra = {-1, 1e-6f};
+  rlx_attrs_RmsNorm ra = {.axis = -1, .eps = 1e-6f};
   RLX_TRY(rlx_build_RmsNorm(g, (rlx_id[]){r, gm, bt}, 3, &ra, NULL, &a));
   RLX_TRY(rlx_reshape(g, a, 4, (int64_t[]){1, 2, 3, 1}, &b));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){2}), cg, sizeof cg, &g2));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){2}), cb, sizeof cb, &c2));
-  rlx_attrs_GroupNorm ga = {2, 1e-5f};
+  rlx_attrs_GroupNorm ga = {.num_groups = 2, .eps = 1e-5f};
   RLX_TRY(rlx_build_GroupNorm(g, (rlx_id[]){b, g2, c2}, 3, &ga, NULL, &b));
   return rlx_binary(g, RLX_BINOP_MUL, b, b, y);
 }
@@ -325,13 +325,13 @@ static rlx_status f_rope_cumsum(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 3, (int64_t[]){1, 3, 2}, &r));
   RLX_TRY(rlx_constant(g, f64s(2, (rlx_dim[]){3, 1}), cv, sizeof cv, &c));
   RLX_TRY(rlx_constant(g, f64s(2, (rlx_dim[]){3, 1}), sv, sizeof sv, &s));
-  rlx_attrs_Rope ra = {2, 2, RLX_ROPE_STYLE_NEOX};
+  rlx_attrs_Rope ra = {.head_dim = 2, .n_rot = 2, .style = RLX_ROPE_STYLE_NEOX};
   RLX_TRY(rlx_build_Rope(g, (rlx_id[]){r, c, s}, 3, &ra, NULL, &r));
-  rlx_attrs_Cumsum ca = {1, false};
+  rlx_attrs_Cumsum ca = {.axis = 1, .exclusive = false};
   RLX_TRY(rlx_build_Cumsum(g, &r, 1, &ca, NULL, &r));
   int64_t iv[3] = {2, 0, 2};
   RLX_TRY(rlx_constant(g, rlx_shape_make(RLX_I64, 1, (rlx_dim[]){3}), iv, sizeof iv, &idx));
-  rlx_attrs_Gather ga = {1};
+  rlx_attrs_Gather ga = {.axis = 1};
   RLX_TRY(rlx_build_Gather(g, (rlx_id[]){r, idx}, 2, &ga, NULL, &r));
   return rlx_activation(g, RLX_ACT_TANH, r, y);
 }
@@ -512,7 +512,7 @@ static void test_hvp(void) {
   rlx_param(f, "x", f64s(2, (rlx_dim[]){2, 3}), &x);
   rlx_param(f, "A", f64s(2, (rlx_dim[]){3, 2}), &A);
   rlx_matmul(f, x, A, &m);
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   rlx_build_Softmax(f, &m, 1, &sa, NULL, &s);
   adt_weighted_sum(f, s, &l);
   rlx_activation(f, RLX_ACT_TANH, A, &t);
@@ -572,13 +572,13 @@ static rlx_status vm_mlp(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_matmul(g, r, W, &m));
   RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, m, b, &m));
   RLX_TRY(rlx_activation(g, RLX_ACT_RELU, m, &m));
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   RLX_TRY(rlx_build_Softmax(g, &m, 1, &sa, NULL, &m));
   double kv[2] = {7, 8};
   RLX_TRY(rlx_constant(g, f64s(2, (rlx_dim[]){1, 2}), kv, sizeof kv, &k));
-  rlx_attrs_Concat ca = {1};
+  rlx_attrs_Concat ca = {.axis = 1};
   RLX_TRY(rlx_build_Concat(g, (rlx_id[]){m, k}, 2, &ca, NULL, &c));
-  rlx_attrs_Cumsum cs = {-1, false};
+  rlx_attrs_Cumsum cs = {.axis = -1, .exclusive = false};
   RLX_TRY(rlx_build_Cumsum(g, &c, 1, &cs, NULL, &c));
   return rlx_reduce_axes(g, RLX_REDUCE_MAX, c, 1, (int64_t[]){0}, false, y);
 }
@@ -589,10 +589,10 @@ static rlx_status vm_conv(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 3, 4}, &r));
   RLX_TRY(rlx_param(g, "w", f64s(4, (rlx_dim[]){2, 1, 2, 2}), &w));
   int64_t k[2] = {2, 2}, one[2] = {1, 1};
-  rlx_attrs_Conv a = {{k, 2}, {one, 2}, {NULL, 0}, {one, 2}, 1};
+  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = one, .n = 2}, .groups = 1};
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){r, w}, 2, &a, NULL, &c));
   int64_t pk[2] = {2, 3};
-  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {pk, 2}, {one, 2}, {NULL, 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = pk, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}};
   RLX_TRY(rlx_build_Pool(g, &c, 1, &pa, NULL, &p));
   return rlx_transpose(g, p, 4, (int64_t[]){0, 2, 3, 1}, y);
 }
@@ -616,7 +616,7 @@ static rlx_status vm_solve(rlx_graph *g, rlx_id x, rlx_id *y) {
 
 /* Row 0 of a [2, 10] matrix as a [10] vector. */
 static rlx_status narrow_row0(rlx_graph *g, rlx_id x, rlx_id *out) {
-  rlx_attrs_Narrow na = {0, 0, 1};
+  rlx_attrs_Narrow na = {.axis = 0, .start = 0, .len = 1};
   RLX_TRY(rlx_build_Narrow(g, &x, 1, &na, NULL, out));
   return rlx_reshape(g, *out, 1, (int64_t[]){10}, out);
 }
@@ -630,16 +630,16 @@ static rlx_status vm_misc(rlx_graph *g, rlx_id x, rlx_id *y) {
   rlx_id cond;
   RLX_TRY(rlx_constant(g, rlx_shape_make(RLX_BOOL, 1, (rlx_dim[]){6}), (uint8_t[]){1, 0, 1, 1, 0, 1}, 6, &cond));
   RLX_TRY(rlx_build_Where(g, (rlx_id[]){cond, m, P}, 3, NULL, &w));
-  rlx_attrs_Slice sl = {1, 5, 3, -2};
+  rlx_attrs_Slice sl = {.axis = 1, .start = 5, .len = 3, .step = -2};
   RLX_TRY(rlx_build_Slice(g, &w, 1, &sl, NULL, &s)); /* [2, 3] */
   int64_t pads[4] = {0, 1, 2, 0};
   rlx_attrs_Pad pa;
   rlx_attrs_init(RLX_OP_Pad, &pa);
-  pa.pads = (rlx_ilist){pads, 4};
+  pa.pads = (rlx_ilist){.v = pads, .n = 4};
   pa.mode = RLX_PAD_MODE_REFLECT;
   RLX_TRY(rlx_build_Pad(g, &s, 1, &pa, NULL, &pd)); /* [3, 5] */
   int64_t reps[2] = {1, 2};
-  rlx_attrs_Tile ta = {{reps, 2}};
+  rlx_attrs_Tile ta = {.reps = {.v = reps, .n = 2}};
   RLX_TRY(rlx_build_Tile(g, &pd, 1, &ta, NULL, &t)); /* [3, 10] */
   int64_t iv[2] = {2, 0};
   RLX_TRY(rlx_constant(g, rlx_shape_make(RLX_I64, 1, (rlx_dim[]){2}), iv, sizeof iv, &idx));
@@ -649,7 +649,7 @@ static rlx_status vm_misc(rlx_graph *g, rlx_id x, rlx_id *y) {
   for (int i = 0; i < 10; i++) gv[i] = 0.5 + 0.1 * i, bv[i] = 0.05 * i;
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){10}), gv, sizeof gv, &gm));
   RLX_TRY(rlx_constant(g, f64s(1, (rlx_dim[]){10}), bv, sizeof bv, &bt));
-  rlx_attrs_LayerNorm la = {-1, 1e-5f};
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
   RLX_TRY(rlx_build_LayerNorm(g, (rlx_id[]){r, gm, bt}, 3, &la, NULL, &ln));
   /* attention over [1, 2, 10] (2 heads of 5), causal */
   RLX_TRY(rlx_reshape(g, ln, 3, (int64_t[]){1, 2, 10}, &att));
@@ -670,7 +670,7 @@ static rlx_status vm_misc(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_graph_set_outputs(body, &o, 1));
   RLX_TRY(rlx_reshape(g, att, 2, (int64_t[]){2, 10}, &c1));
   RLX_TRY(narrow_row0(g, c1, &c2));
-  rlx_attrs_Scan sa = {body, 2, false, 0, 1, 0};
+  rlx_attrs_Scan sa = {.body = body, .length = 2, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   return rlx_build_Scan(g, (rlx_id[]){c2, c1}, 2, &sa, NULL, y);
 }
 
@@ -679,7 +679,7 @@ static rlx_status vm_fft(rlx_graph *g, rlx_id x, rlx_id *y) {
   rlx_id P, m;
   RLX_TRY(rlx_param(g, "P", f64s(2, (rlx_dim[]){2, 6}), &P));
   RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, x, P, &m));
-  rlx_attrs_Fft fa = {true, RLX_FFT_NORM_ORTHO};
+  rlx_attrs_Fft fa = {.inverse = true, .norm = RLX_FFT_NORM_ORTHO};
   return rlx_build_Fft(g, &m, 1, &fa, NULL, y);
 }
 
@@ -866,7 +866,7 @@ static void test_symbolic(void) {
   rlx_activation(f, RLX_ACT_RELU, r, &r);
   rlx_reduce_axes(f, RLX_REDUCE_MAX, r, 1, (int64_t[]){1}, false, &l);
   rlx_reduce_axes(f, RLX_REDUCE_SUM, l, 1, (int64_t[]){0}, false, &l);
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   rlx_build_Softmax(f, &m, 1, &sa, NULL, &sm);
   l2 = sum_all(f, sm);
   rlx_binary(f, RLX_BINOP_ADD, l, l2, &l);
@@ -890,7 +890,7 @@ static void test_primitive_mode(void) {
   rlx_param(f, "x", f64s(1, (rlx_dim[]){4}), &x);
   rlx_activation(f, RLX_ACT_RELU, x, &y);
   rlx_activation(f, RLX_ACT_GELU, y, &y);
-  rlx_attrs_Cumsum cs = {0, false};
+  rlx_attrs_Cumsum cs = {.axis = 0, .exclusive = false};
   rlx_build_Cumsum(f, &y, 1, &cs, NULL, &y);
   l = sum_all(f, y);
   rlx_graph_set_outputs(f, &l, 1);
@@ -925,7 +925,7 @@ static void test_alloc_failures(void) {
   rlx_param(f, "w", f64s(2, (rlx_dim[]){3, 2}), &w);
   rlx_matmul(f, x, w, &m);
   rlx_activation(f, RLX_ACT_TANH, m, &m);
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   rlx_build_Softmax(f, &m, 1, &sa, NULL, &m);
   l = sum_all(f, m);
   rlx_graph_set_outputs(f, &l, 1);

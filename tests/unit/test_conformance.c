@@ -33,10 +33,11 @@
 #include <unistd.h>
 
 #include "passes/passes.h"
+#include "rlx/cpu.h"
 #include "rlx/backend.h"
 #include "rlx/npy.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #include "../cases/cases.h"
 #include "../cases/cases_elementwise.c"
@@ -51,13 +52,16 @@
 #include "../cases/cases_control.c"
 #include "../cases/cases_backward.c"
 #include "../cases/cases_signal.c"
+#include "../cases/cases_quant.c" /* quantization family */
+#include "../cases/cases_recurrent.c"
 #include "../cases/conf_fill.c"
 
 #define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
 static const conf_table conf_tables[] = {
     TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
-    TABLE(signal),
+    TABLE(signal), TABLE(recurrent),
+    TABLE(quant), /* quantization family */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])
@@ -190,7 +194,10 @@ static rlx_status run_on(const rlx_graph *g, const char *backend, const case_inp
   rlx_compile_options opt;
   rlx_compile_options_init(&opt);
   opt.rng_seed = seed;
-  opt.threads = 1;
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
+  cpu.threads = 1;
+  if (strcmp(backend, "cpu") == 0) opt.backend_options = &cpu;
   rlx_dispatch_report rep;
   rlx_executable *exe = NULL;
   rlx_status st = rlx_compile_with_report(g, backend, &opt, &rep, &exe);
@@ -543,7 +550,7 @@ static void fail_case(const conf_case *c, const char *backend, const char *fmt, 
 /* A test-only backend for the default mode: the CPU executor claiming only the kinds without a
  * shared decomposition, so every decomposable op runs through its decomposition (what a backend
  * without that kernel gets) and is compared with the CPU's native kernel. Not in the coverage doc. */
-static rlx_op decomposing_claims[RLX_OP_COUNT];
+static rlx_op decomposing_claims[RLX_OP_COUNT], decomposing_control[RLX_OP_COUNT];
 static rlx_backend decomposing_cpu;
 
 static void register_decomposing_cpu(void) {
@@ -558,6 +565,11 @@ static void register_decomposing_cpu(void) {
   decomposing_cpu.n_claims = n;
   decomposing_cpu.host_staged = NULL;
   decomposing_cpu.n_host_staged = 0;
+  uint32_t nc = 0;
+  for (uint32_t i = 0; i < cpu->n_runtime_control; i++)
+    if (!rlx_decompose_table[cpu->runtime_control[i]]) decomposing_control[nc++] = cpu->runtime_control[i];
+  decomposing_cpu.runtime_control = decomposing_control;
+  decomposing_cpu.n_runtime_control = nc;
   CHECK_OK(rlx_backend_register(&decomposing_cpu));
 }
 
@@ -566,7 +578,7 @@ static void run_all(void) {
   n_backends = 0;
   for (uint32_t i = 0; i < rlx_backend_count() && n_backends < MAX_BACKENDS; i++) {
     const rlx_backend *b = rlx_backend_at(i);
-    if (b->available && !b->available()) continue;
+    if (b->available && !b->available(NULL)) continue;
     if (strcmp(b->name, "cpu") == 0) cpu = n_backends;
     backends[n_backends++] = b;
   }
@@ -960,7 +972,10 @@ static op_cell cell_for(rlx_op op, uint32_t b) {
     if (path == RLX_PATH_NONE) path = paths[k * MAX_BACKENDS + b];
   }
   if (path == RLX_PATH_NONE) {
-    if (claimed[op]) path = rlx_backend_host_stages(be, op) ? RLX_PATH_HOST_STAGED : RLX_PATH_NATIVE;
+    if (claimed[op])
+      path = rlx_backend_host_stages(be, op)       ? RLX_PATH_HOST_STAGED
+             : rlx_backend_runtime_controls(be, op) ? RLX_PATH_RUNTIME
+                                                    : RLX_PATH_NATIVE;
     else path = rlx_decompose_table[op] ? RLX_PATH_DECOMPOSED : RLX_PATH_UNSUPPORTED;
   }
   cell.path = rlx_dispatch_path_name((rlx_dispatch_path)path);
@@ -1002,7 +1017,8 @@ static int write_coverage(const char *file) {
   fputs("Each backend cell reads **claimed · path · result**:\n\n"
         "- *claimed*: the backend's claim list names the op kind;\n"
         "- *path*: how the op ran in its conformance cases (the dispatch report: native, decomposed by the shared\n"
-        "  legalizer, host-staged on the CPU reference, or unsupported); for a kind without cases, what the claim\n"
+        "  legalizer, host-staged on the CPU reference, runtime control flow (the runtime runs the bodies on the\n"
+        "  backend), or unsupported); for a kind without cases, what the claim\n"
         "  list and the shared decomposition table say;\n"
         "- *result*: ✅ n/n when all n conformance cases of the kind passed in this run (CPU: ran and matched the\n"
         "  independent float64 NumPy/PyTorch reference, or passed the statistical checks of the random ops;\n"

@@ -10,7 +10,7 @@
 #include "passes/passes.h"
 #include "rlx/session.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
@@ -140,7 +140,7 @@ static void test_fma_clamp(void) {
   double cw[7] = {-0.75, -0.75, -0.5, 0, 0.5, 0.9f, 0.9f};
   g = G();
   rlx_id xi = inp(g, "x", SH(F32, 7));
-  rlx_attrs_Clamp ca = {-0.75f, 0.9f};
+  rlx_attrs_Clamp ca = {.min = -0.75f, .max = 0.9f};
   out1(g, op(g, RLX_OP_Clamp, &xi, 1, &ca));
   check_run("Clamp", g, OPS(RLX_OP_Clamp), (tin[]){{"x", SH(F32, 7), x}}, 1, cw, 7, 0);
 
@@ -149,7 +149,7 @@ static void test_fma_clamp(void) {
   double iw[6] = {1, 1, 1, 1, 2, 3};
   g = G();
   xi = inp(g, "x", SH(I32, 6));
-  rlx_attrs_Clamp cb = {0.5f, 3.7f};
+  rlx_attrs_Clamp cb = {.min = 0.5f, .max = 3.7f};
   out1(g, op(g, RLX_OP_Clamp, &xi, 1, &cb));
   check_run("Clamp i32", g, OPS(RLX_OP_Clamp), (tin[]){{"x", SH(I32, 6), xi32}}, 1, iw, 6, 0);
 }
@@ -198,7 +198,7 @@ static void test_dot_general(void) {
       }
   rlx_graph *g = G();
   rlx_id in[2] = {inp(g, "l", SH(F32, 3, 2, 4)), inp(g, "r", SH(F32, 4, 2, 5))};
-  rlx_attrs_DotGeneral da = {{(int64_t[]){2}, 1}, {(int64_t[]){0}, 1}, {(int64_t[]){1}, 1}, {(int64_t[]){1}, 1}};
+  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){2}, .n = 1}, .rhs_contracting = {.v = (int64_t[]){0}, .n = 1}, .lhs_batch = {.v = (int64_t[]){1}, .n = 1}, .rhs_batch = {.v = (int64_t[]){1}, .n = 1}};
   out1(g, op(g, RLX_OP_DotGeneral, in, 2, &da));
   check_run("DotGeneral batched", g, OPS(RLX_OP_DotGeneral),
             (tin[]){{"l", SH(F32, 3, 2, 4), l}, {"r", SH(F32, 4, 2, 5), r}}, 2, want, 30, 1e-5);
@@ -217,7 +217,7 @@ static void test_dot_general(void) {
     }
   g = G();
   rlx_id in2[2] = {inp(g, "l", SH(F32, 2, 3, 4)), inp(g, "r", SH(F32, 4, 5, 2))};
-  rlx_attrs_DotGeneral db = {{(int64_t[]){0, 2}, 2}, {(int64_t[]){2, 0}, 2}, {NULL, 0}, {NULL, 0}};
+  rlx_attrs_DotGeneral db = {.lhs_contracting = {.v = (int64_t[]){0, 2}, .n = 2}, .rhs_contracting = {.v = (int64_t[]){2, 0}, .n = 2}, .lhs_batch = {.v = NULL, .n = 0}, .rhs_batch = {.v = NULL, .n = 0}};
   out1(g, op(g, RLX_OP_DotGeneral, in2, 2, &db));
   check_run("DotGeneral two contractions", g, OPS(RLX_OP_DotGeneral),
             (tin[]){{"l", SH(F32, 2, 3, 4), l}, {"r", SH(F32, 4, 5, 2), r2}}, 2, w2, 15, 1e-5);
@@ -249,7 +249,7 @@ static void test_group_norm(void) {
     }
   rlx_graph *g = G();
   rlx_id in[3] = {inp(g, "x", SH(F32, N, C, H, W)), inp(g, "g", SH(F32, C)), inp(g, "b", SH(F32, C))};
-  rlx_attrs_GroupNorm ga = {Gr, 1e-5f};
+  rlx_attrs_GroupNorm ga = {.num_groups = Gr, .eps = 1e-5f};
   out1(g, op(g, RLX_OP_GroupNorm, in, 3, &ga));
   check_run("GroupNorm", g, OPS(RLX_OP_GroupNorm),
             (tin[]){{"x", SH(F32, N, C, H, W), x}, {"g", SH(F32, C), gm}, {"b", SH(F32, C), bt}}, 3, want,
@@ -269,7 +269,7 @@ static void test_batch_norm(void) {
   /* gamma as [1, 4] (any shape holding C values is accepted) */
   rlx_id in[5] = {inp(g, "x", SH(F32, 3, 4)), inp(g, "g", SH(F32, 1, 4)), inp(g, "b", SH(F32, 4)),
                   inp(g, "m", SH(F32, 4)), inp(g, "v", SH(F32, 4))};
-  rlx_attrs_BatchNormInference ba = {1e-3f};
+  rlx_attrs_BatchNormInference ba = {.eps = 1e-3f};
   out1(g, op(g, RLX_OP_BatchNormInference, in, 5, &ba));
   check_run("BatchNormInference", g, OPS(RLX_OP_BatchNormInference),
             (tin[]){{"x", SH(F32, 3, 4), x},
@@ -299,7 +299,7 @@ static void test_ada_layer_norm(void) {
       }
     rlx_graph *g = G();
     rlx_id in[3] = {inp(g, "x", SH(F32, 2, 3, 4)), inp(g, "sc", SH(F32, 2, 1, 4)), inp(g, "sh", SH(F32, 2, 1, 4))};
-    rlx_attrs_AdaLayerNorm aa = {kind == 0 ? RLX_ADA_NORM_LAYER_NORM : RLX_ADA_NORM_RMS_NORM, 1e-6f};
+    rlx_attrs_AdaLayerNorm aa = {.norm = kind == 0 ? RLX_ADA_NORM_LAYER_NORM : RLX_ADA_NORM_RMS_NORM, .eps = 1e-6f};
     out1(g, op(g, RLX_OP_AdaLayerNorm, in, 3, &aa));
     check_run(kind == 0 ? "AdaLayerNorm LN" : "AdaLayerNorm RMS", g, OPS(RLX_OP_AdaLayerNorm),
               (tin[]){{"x", SH(F32, 2, 3, 4), x}, {"sc", SH(F32, 2, 1, 4), sc}, {"sh", SH(F32, 2, 1, 4), sh}}, 3,
@@ -344,7 +344,7 @@ static void test_fused_matmuls(void) {
   for (int i = 0; i < 8; i++) want[i] = fmax(0.0, xw[i] + bias[i % 4]);
   rlx_graph *g = G();
   rlx_id in[3] = {inp(g, "x", SH(F32, 2, 3)), inp(g, "w", SH(F32, 3, 4)), inp(g, "b", SH(F32, 4))};
-  rlx_attrs_FusedMatMulBiasAct fa = {RLX_ACT_RELU};
+  rlx_attrs_FusedMatMulBiasAct fa = {.activation = RLX_ACT_RELU};
   out1(g, op(g, RLX_OP_FusedMatMulBiasAct, in, 3, &fa));
   tin t3[3] = {{"x", SH(F32, 2, 3), x}, {"w", SH(F32, 3, 4), w}, {"b", SH(F32, 4), bias}};
   check_run("FusedMatMulBiasAct", g, OPS(RLX_OP_FusedMatMulBiasAct), t3, 3, want, 8, 1e-5);
@@ -368,7 +368,7 @@ static void test_fused_matmuls(void) {
   g = G();
   rlx_id in3[4] = {inp(g, "x", SH(F32, 2, 3)), inp(g, "w", SH(F32, 3, 4)), inp(g, "a", SH(F32, 3, 2)),
                    inp(g, "b", SH(F32, 2, 4))};
-  rlx_attrs_LoraMatMul la = {0.5f};
+  rlx_attrs_LoraMatMul la = {.scale = 0.5f};
   out1(g, op(g, RLX_OP_LoraMatMul, in3, 4, &la));
   check_run("LoraMatMul", g, OPS(RLX_OP_LoraMatMul),
             (tin[]){{"x", SH(F32, 2, 3), x}, {"w", SH(F32, 3, 4), w}, {"a", SH(F32, 3, 2), a}, {"b", SH(F32, 2, 4), bb}},
@@ -389,7 +389,7 @@ static void test_swiglu(void) {
       }
     rlx_graph *g = G();
     rlx_id xi = inp(g, "x", SH(F32, 2, 6));
-    rlx_attrs_FusedSwiGLU sa = {{variant == 2, RLX_F64}, gate_first};
+    rlx_attrs_FusedSwiGLU sa = {.cast_to = {.has = variant == 2, .v = RLX_F64}, .gate_first = gate_first};
     rlx_id y = op(g, RLX_OP_FusedSwiGLU, &xi, 1, &sa);
     CHECK(rlx_graph_node(g, y)->shape.dtype == (variant == 2 ? RLX_F64 : RLX_F32));
     out1(g, y);
@@ -416,7 +416,7 @@ static void test_residual_norms(void) {
   rlx_graph *g = G();
   rlx_id in[5] = {inp(g, "x", SH(F32, 2, 4)), inp(g, "r", SH(F32, 2, 4)), inp(g, "b", SH(F32, 4)),
                   inp(g, "g", SH(F32, 4)), inp(g, "t", SH(F32, 4))};
-  rlx_attrs_FusedResidualLN la = {true, 1e-5f};
+  rlx_attrs_FusedResidualLN la = {.has_bias = true, .eps = 1e-5f};
   out1(g, op(g, RLX_OP_FusedResidualLN, in, 5, &la));
   tin t5[5] = {{"x", SH(F32, 2, 4), x}, {"r", SH(F32, 2, 4), r}, {"b", SH(F32, 4), b}, {"g", SH(F32, 4), gm},
                {"t", SH(F32, 4), bt}};
@@ -431,7 +431,7 @@ static void test_residual_norms(void) {
   g = G();
   rlx_id in2[4] = {inp(g, "x", SH(F32, 2, 4)), inp(g, "r", SH(F32, 2, 4)), inp(g, "g", SH(F32, 4)),
                    inp(g, "t", SH(F32, 4))};
-  rlx_attrs_FusedResidualRmsNorm ra = {false, 1e-6f};
+  rlx_attrs_FusedResidualRmsNorm ra = {.has_bias = false, .eps = 1e-6f};
   out1(g, op(g, RLX_OP_FusedResidualRmsNorm, in2, 4, &ra));
   check_run("FusedResidualRmsNorm", g, OPS(RLX_OP_FusedResidualRmsNorm),
             (tin[]){{"x", SH(F32, 2, 4), x}, {"r", SH(F32, 2, 4), r}, {"g", SH(F32, 4), gm}, {"t", SH(F32, 4), bt}}, 4,
@@ -460,7 +460,7 @@ static void test_slice(void) {
     }
     rlx_graph *g = G();
     rlx_id xi = inp(g, "x", SH(F32, 2, 6));
-    rlx_attrs_Slice sa = {cs[k].axis, cs[k].start, cs[k].len, cs[k].step};
+    rlx_attrs_Slice sa = {.axis = cs[k].axis, .start = cs[k].start, .len = cs[k].len, .step = cs[k].step};
     out1(g, op(g, RLX_OP_Slice, &xi, 1, &sa));
     char what[64];
     snprintf(what, sizeof what, "Slice step %lld", (long long)cs[k].step);
@@ -494,7 +494,7 @@ static void test_pad(void) {
       }
     rlx_graph *g = G();
     rlx_id xi = inp(g, "x", SH(F32, 2, 3));
-    rlx_attrs_Pad pa = {{pads, 4}, mode, 9.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 4}, .mode = mode, .value = 9.0f};
     out1(g, op(g, RLX_OP_Pad, &xi, 1, &pa));
     check_run(names[mode], g, OPS(RLX_OP_Pad), (tin[]){{"x", SH(F32, 2, 3), x}}, 1, want, 24, 0);
   }
@@ -508,7 +508,7 @@ static void test_tile(void) {
     for (int j = 0; j < 9; j++) want[i * 9 + j] = x[(i % 2) * 3 + j % 3];
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 2, 3));
-  rlx_attrs_Tile ta = {{(int64_t[]){2, 3}, 2}};
+  rlx_attrs_Tile ta = {.reps = {.v = (int64_t[]){2, 3}, .n = 2}};
   out1(g, op(g, RLX_OP_Tile, &xi, 1, &ta));
   check_run("Tile", g, OPS(RLX_OP_Tile), (tin[]){{"x", SH(F32, 2, 3), x}}, 1, want, 36, 0);
 
@@ -517,7 +517,7 @@ static void test_tile(void) {
   for (int i = 0; i < 140; i++) w2[i] = x[i % 2];
   g = G();
   xi = inp(g, "x", SH(F32, 1, 2));
-  rlx_attrs_Tile tb = {{(int64_t[]){70, 1}, 2}};
+  rlx_attrs_Tile tb = {.reps = {.v = (int64_t[]){70, 1}, .n = 2}};
   out1(g, op(g, RLX_OP_Tile, &xi, 1, &tb));
   check_run("Tile x70", g, OPS(RLX_OP_Tile), (tin[]){{"x", SH(F32, 1, 2), x}}, 1, w2, 140, 0);
 }
@@ -532,7 +532,7 @@ static void test_trilu(void) {
       for (int j = 0; j < 4; j++) want[(b * 3 + i) * 4 + j] = j - i <= 1 ? x[(b * 3 + i) * 4 + j] : 0.0;
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 2, 3, 4));
-  rlx_attrs_Trilu ta = {false, 1};
+  rlx_attrs_Trilu ta = {.upper = false, .diagonal = 1};
   out1(g, op(g, RLX_OP_Trilu, &xi, 1, &ta));
   check_run("Trilu lower f32", g, OPS(RLX_OP_Trilu), (tin[]){{"x", SH(F32, 2, 3, 4), x}}, 1, want, 24, 0);
 
@@ -543,7 +543,7 @@ static void test_trilu(void) {
     for (int j = 0; j < 3; j++) w2[i * 3 + j] = j - i >= -1 ? xi32[i * 3 + j] : 0;
   g = G();
   xi = inp(g, "x", SH(I32, 3, 3));
-  rlx_attrs_Trilu tb = {true, -1};
+  rlx_attrs_Trilu tb = {.upper = true, .diagonal = -1};
   out1(g, op(g, RLX_OP_Trilu, &xi, 1, &tb));
   check_run("Trilu upper i32", g, OPS(RLX_OP_Trilu), (tin[]){{"x", SH(I32, 3, 3), xi32}}, 1, w2, 9, 0);
 }
@@ -557,7 +557,7 @@ static void test_roll(void) {
     for (int j = 0; j < 4; j++) want[i * 4 + j] = x[((i + 2) % 3) * 4 + (j + 1) % 4];
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 3, 4));
-  rlx_attrs_Roll ra = {{(int64_t[]){1, -1}, 2}, {(int64_t[]){0, 1}, 2}};
+  rlx_attrs_Roll ra = {.shifts = {.v = (int64_t[]){1, -1}, .n = 2}, .dims = {.v = (int64_t[]){0, 1}, .n = 2}};
   out1(g, op(g, RLX_OP_Roll, &xi, 1, &ra));
   check_run("Roll", g, OPS(RLX_OP_Roll), (tin[]){{"x", SH(F32, 3, 4), x}}, 1, want, 12, 0);
   /* repeated dim: 5 + 2 = 7 = 3 (mod 4) on the last axis */
@@ -565,7 +565,7 @@ static void test_roll(void) {
     for (int j = 0; j < 4; j++) want[i * 4 + j] = x[i * 4 + (j + 1) % 4];
   g = G();
   xi = inp(g, "x", SH(F32, 3, 4));
-  rlx_attrs_Roll rb = {{(int64_t[]){5, 2}, 2}, {(int64_t[]){-1, 1}, 2}};
+  rlx_attrs_Roll rb = {.shifts = {.v = (int64_t[]){5, 2}, .n = 2}, .dims = {.v = (int64_t[]){-1, 1}, .n = 2}};
   out1(g, op(g, RLX_OP_Roll, &xi, 1, &rb));
   check_run("Roll repeated dim", g, OPS(RLX_OP_Roll), (tin[]){{"x", SH(F32, 3, 4), x}}, 1, want, 12, 0);
 }
@@ -581,7 +581,7 @@ static void test_kv_append(void) {
     want[n++] = 100, want[n++] = 200;
     rlx_graph *g = G();
     rlx_id in[2] = {inp(g, "c", SH(F32, 1, 5, 2)), inp(g, "r", SH(F32, 1, 1, 2))};
-    rlx_attrs_KvAppend ka = {1, pos};
+    rlx_attrs_KvAppend ka = {.axis = 1, .pos = pos};
     out1(g, op(g, RLX_OP_KvAppend, in, 2, &ka));
     check_run(pos ? "KvAppend pos 3" : "KvAppend pos 0", g, OPS(RLX_OP_KvAppend),
               (tin[]){{"c", SH(F32, 1, 5, 2), cache}, {"r", SH(F32, 1, 1, 2), row}}, 2, want, n, 0);
@@ -621,7 +621,7 @@ static void test_cumulative(void) {
       rlx_graph *g = G();
       rlx_id xi = inp(g, "x", SH(F32, 2, 4));
       rlx_op k = kind == 0 ? RLX_OP_CumProd : RLX_OP_CumMax;
-      rlx_attrs_CumProd ca = {-1, excl != 0}; /* same layout as CumMax's */
+      rlx_attrs_CumProd ca = {.axis = -1, .exclusive = excl != 0}; /* same layout as CumMax's */
       out1(g, op(g, k, &xi, 1, &ca));
       char what[64];
       snprintf(what, sizeof what, "%s%s", rlx_op_name(k), excl ? " exclusive" : "");
@@ -635,7 +635,7 @@ static void test_cumulative(void) {
   }
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 4, 2));
-  rlx_attrs_CumProd ca = {0, false};
+  rlx_attrs_CumProd ca = {.axis = 0, .exclusive = false};
   out1(g, op(g, RLX_OP_CumProd, &xi, 1, &ca));
   check_run("CumProd axis 0", g, OPS(RLX_OP_CumProd), (tin[]){{"x", SH(F32, 4, 2), x}}, 1, want, 8, 1e-6);
   /* CumMax on i32 (identity = INT32_MIN when exclusive) */
@@ -643,7 +643,7 @@ static void test_cumulative(void) {
   double wi[4] = {-2147483648.0, 3, 3, 9};
   g = G();
   xi = inp(g, "x", SH(I32, 4));
-  rlx_attrs_CumMax cm = {0, true};
+  rlx_attrs_CumMax cm = {.axis = 0, .exclusive = true};
   out1(g, op(g, RLX_OP_CumMax, &xi, 1, &cm));
   check_run("CumMax i32 exclusive", g, OPS(RLX_OP_CumMax), (tin[]){{"x", SH(I32, 4), xi32}}, 1, wi, 4, 0);
 }
@@ -653,7 +653,7 @@ static void test_histogram(void) {
   double want[4] = {1, 2, 2, 2}; /* [0,.5) [.5,1) [1,1.5) [1.5,2] */
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 2, 5));
-  rlx_attrs_Histogram ha = {4, 0.0f, 2.0f};
+  rlx_attrs_Histogram ha = {.bins = 4, .min = 0.0f, .max = 2.0f};
   out1(g, op(g, RLX_OP_Histogram, &xi, 1, &ha));
   check_run("Histogram", g, OPS(RLX_OP_Histogram), (tin[]){{"x", SH(F32, 2, 5), x}}, 1, want, 4, 0);
 
@@ -661,7 +661,7 @@ static void test_histogram(void) {
   double w2[2] = {3, 3}; /* edges 0, 2.5, 5: an integer cannot be cast into the wrong bin */
   g = G();
   xi = inp(g, "x", SH(I32, 6));
-  rlx_attrs_Histogram hb = {2, 0.0f, 5.0f};
+  rlx_attrs_Histogram hb = {.bins = 2, .min = 0.0f, .max = 5.0f};
   out1(g, op(g, RLX_OP_Histogram, &xi, 1, &hb));
   check_run("Histogram i32", g, OPS(RLX_OP_Histogram), (tin[]){{"x", SH(I32, 6), xi32}}, 1, w2, 2, 0);
 
@@ -678,7 +678,7 @@ static void test_histogram(void) {
   CHECK(w3[6] == 1 && w3[7] == 1 && w3[2] + w3[3] == 2);
   g = G();
   xi = inp(g, "x", SH(F32, 4));
-  rlx_attrs_Histogram hc = {10, 0.0f, 1.0f};
+  rlx_attrs_Histogram hc = {.bins = 10, .min = 0.0f, .max = 1.0f};
   out1(g, op(g, RLX_OP_Histogram, &xi, 1, &hc));
   check_run("Histogram edges", g, OPS(RLX_OP_Histogram), (tin[]){{"x", SH(F32, 4), xe}}, 1, w3, 10, 0);
 }
@@ -715,8 +715,7 @@ static void test_conv_transpose(void) {
   conv_t_ref(x, w, want, 4, 3, 3, 3, 3, 2, 2, (int[]){2, 1}, (int[]){1, 0}, (int[]){1, 2}, 6, 5);
   rlx_graph *g = G();
   rlx_id in[2] = {inp(g, "x", SH(F32, 1, 4, 3, 3)), inp(g, "w", SH(F32, 4, 3, 3, 2))};
-  rlx_attrs_ConvTranspose2d ca = {{(int64_t[]){3, 2}, 2}, {(int64_t[]){2, 1}, 2}, {(int64_t[]){1, 0}, 2},
-                                  {(int64_t[]){1, 2}, 2}, {(int64_t[]){1, 0}, 2}, 2};
+  rlx_attrs_ConvTranspose2d ca = {.kernel_size = {.v = (int64_t[]){3, 2}, .n = 2}, .stride = {.v = (int64_t[]){2, 1}, .n = 2}, .padding = {.v = (int64_t[]){1, 0}, .n = 2}, .dilation = {.v = (int64_t[]){1, 2}, .n = 2}, .output_padding = {.v = (int64_t[]){1, 0}, .n = 2}, .groups = 2};
   rlx_id y = op(g, RLX_OP_ConvTranspose2d, in, 2, &ca);
   rlx_shape want_shape = SH(F32, 1, 6, 6, 5);
   CHECK(rlx_shape_equal(&rlx_graph_node(g, y)->shape, &want_shape));
@@ -732,7 +731,7 @@ static void test_conv_transpose(void) {
   conv_t_ref(x2, w2, want2, 1, 2, 2, 2, 2, 2, 1, (int[]){2, 2}, (int[]){1, 0}, (int[]){1, 1}, 3, 3);
   g = G();
   rlx_id in2[2] = {inp(g, "x", SH(F32, 1, 1, 2, 2)), inp(g, "w", SH(F32, 1, 2, 2, 2))};
-  rlx_attrs_ConvTranspose2d cb = {{NULL, 0}, {(int64_t[]){2, 2}, 2}, {(int64_t[]){1, 0, 0, 1}, 4}, {NULL, 0}, {NULL, 0}, 1};
+  rlx_attrs_ConvTranspose2d cb = {.kernel_size = {.v = NULL, .n = 0}, .stride = {.v = (int64_t[]){2, 2}, .n = 2}, .padding = {.v = (int64_t[]){1, 0, 0, 1}, .n = 4}, .dilation = {.v = NULL, .n = 0}, .output_padding = {.v = NULL, .n = 0}, .groups = 1};
   out1(g, op(g, RLX_OP_ConvTranspose2d, in2, 2, &cb));
   check_run("ConvTranspose2d asymmetric", g, OPS(RLX_OP_ConvTranspose2d, RLX_OP_Pad),
             (tin[]){{"x", SH(F32, 1, 1, 2, 2), x2}, {"w", SH(F32, 1, 2, 2, 2), w2}}, 2, want2, 18, 1e-5);
@@ -755,7 +754,7 @@ static void test_conv_bias_act(void) {
   rlx_graph *g = G();
   rlx_id in[4] = {inp(g, "x", SH(F32, 1, 2, 4, 4)), inp(g, "w", SH(F32, 3, 2, 3, 3)), inp(g, "b", SH(F32, 3)),
                   inp(g, "r", SH(F32, 1, 3, 2, 2))};
-  rlx_attrs_FusedConvBiasAct fa = {{(int64_t[]){3, 3}, 2}, {NULL, 0}, {NULL, 0}, {NULL, 0}, 1, RLX_ACT_TANH, true};
+  rlx_attrs_FusedConvBiasAct fa = {.kernel_size = {.v = (int64_t[]){3, 3}, .n = 2}, .stride = {.v = NULL, .n = 0}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = NULL, .n = 0}, .groups = 1, .activation = RLX_ACT_TANH, .has_residual = true};
   out1(g, op(g, RLX_OP_FusedConvBiasAct, in, 4, &fa));
   check_run("FusedConvBiasAct", g, OPS(RLX_OP_FusedConvBiasAct),
             (tin[]){{"x", SH(F32, 1, 2, 4, 4), x},
@@ -786,7 +785,7 @@ static void test_axial_rope(void) {
   }
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 1, N, D));
-  rlx_attrs_AxialRope2d aa = {2, 2, D, 1, (float)theta, 2};
+  rlx_attrs_AxialRope2d aa = {.end_x = 2, .end_y = 2, .head_dim = D, .num_heads = 1, .theta = (float)theta, .repeat_factor = 2};
   out1(g, op(g, RLX_OP_AxialRope2d, &xi, 1, &aa));
   check_run("AxialRope2d", g, OPS(RLX_OP_AxialRope2d), (tin[]){{"x", SH(F32, 1, N, D), x}}, 1, want, N * D, 1e-5);
 }
@@ -849,7 +848,7 @@ static void test_attention_block(void) {
   rlx_id in[8] = {inp(g, "h", SH(F32, 1, S, W)),      inp(g, "qw", SH(F32, W, 3 * W)), inp(g, "ow", SH(F32, W, W)),
                   inp(g, "m", SH(F32, 1, S)),         inp(g, "qb", SH(F32, 3 * W)),    inp(g, "ob", SH(F32, W)),
                   inp(g, "cos", SH(F32, S, D / 2)), inp(g, "sin", SH(F32, S, D / 2))};
-  rlx_attrs_FusedAttentionBlock fa = {H, D, true, true};
+  rlx_attrs_FusedAttentionBlock fa = {.num_heads = H, .head_dim = D, .has_bias = true, .has_rope = true};
   out1(g, op(g, RLX_OP_FusedAttentionBlock, in, 8, &fa));
   check_run("FusedAttentionBlock", g, OPS(RLX_OP_FusedAttentionBlock),
             (tin[]){{"h", SH(F32, 1, S, W), h},
@@ -904,7 +903,7 @@ static void test_transformer_layer(void) {
     rlx_graph *g = G();
     rlx_id in[14];
     for (uint32_t i = 0; i < n; i++) in[i] = inp(g, used[i].name, used[i].shape);
-    rlx_attrs_FusedTransformerLayer ta = {H, D, I, 1e-5f, 1e-5f, RLX_ACT_GELU, with_bias != 0};
+    rlx_attrs_FusedTransformerLayer ta = {.num_heads = H, .head_dim = D, .intermediate_size = I, .eps1 = 1e-5f, .eps2 = 1e-5f, .activation = RLX_ACT_GELU, .has_bias = with_bias != 0};
     out1(g, op(g, RLX_OP_FusedTransformerLayer, in, n, &ta));
     check_run(with_bias ? "FusedTransformerLayer with biases" : "FusedTransformerLayer", g,
               OPS(RLX_OP_FusedTransformerLayer), used, n, want, S * W, 1e-4);
@@ -935,7 +934,7 @@ static void test_regions(void) {
   rlx_id in[3] = {inp(g, "a", SH(F32, 2, 3)), inp(g, "b", SH(F32, 3)), inp(g, "c", SH(F32, 1))};
   rlx_attrs_ElementwiseRegion ea;
   rlx_attrs_init(RLX_OP_ElementwiseRegion, &ea);
-  ea.chain = (rlx_chain){steps, 4};
+  ea.chain = (rlx_chain){.steps = steps, .n = 4};
   ea.num_inputs = 3;
   ea.scalar_input_mask = 4;
   out1(g, op(g, RLX_OP_ElementwiseRegion, in, 3, &ea));
@@ -952,7 +951,7 @@ static void test_regions(void) {
   g = G();
   rlx_id in2[2] = {inp(g, "a", SH(F32, 1, 1, 2, 2)), inp(g, "b", SH(F32, 1, 1, 4, 4))};
   rlx_attrs_init(RLX_OP_ElementwiseRegion, &ea);
-  ea.chain = (rlx_chain){&add, 1};
+  ea.chain = (rlx_chain){.steps = &add, .n = 1};
   ea.num_inputs = 2;
   ea.prologue = RLX_PROLOGUE_RESIZE_NEAREST2X;
   ea.prologue_input = 0;
@@ -966,7 +965,7 @@ static void test_regions(void) {
     for (int j = 0; j < 8; j++) w3[i * 8 + j] = p[(i / 4) * 2 + j / 4];
   g = G();
   rlx_id xi = inp(g, "x", SH(F32, 1, 1, 2, 2));
-  rlx_attrs_TransformRegion ta = {{(int64_t[]){0, 0}, 2}, 1};
+  rlx_attrs_TransformRegion ta = {.steps = {.v = (int64_t[]){0, 0}, .n = 2}, .num_inputs = 1};
   out1(g, op(g, RLX_OP_TransformRegion, &xi, 1, &ta));
   check_run("TransformRegion", g, OPS(RLX_OP_TransformRegion, RLX_OP_ResizeNearest2x),
             (tin[]){{"x", SH(F32, 1, 1, 2, 2), p}}, 1, w3, 64, 0);
@@ -976,7 +975,7 @@ static void test_regions(void) {
       for (int j = 0; j < 2; j++) w4[(bb * 4 + i) * 2 + j] = p[bb * 2 + i / 2];
   g = G();
   xi = inp(g, "x", SH(F32, 2, 2, 1));
-  rlx_attrs_TransformRegion tb = {{(int64_t[]){0}, 1}, 1};
+  rlx_attrs_TransformRegion tb = {.steps = {.v = (int64_t[]){0}, .n = 1}, .num_inputs = 1};
   out1(g, op(g, RLX_OP_TransformRegion, &xi, 1, &tb));
   check_run("TransformRegion rank 3", g, OPS(RLX_OP_TransformRegion), (tin[]){{"x", SH(F32, 2, 2, 1), p}}, 1, w4, 16, 0);
 
@@ -992,7 +991,7 @@ static void test_regions(void) {
   rlx_id in3[2] = {inp(g, "s0", SH(F32, 1, 3)), inp(g, "s1", SH(F32, 2, 3))};
   rlx_attrs_BatchElementwiseRegion ba;
   rlx_attrs_init(RLX_OP_BatchElementwiseRegion, &ba);
-  ba.chain = (rlx_chain){bsteps, 2};
+  ba.chain = (rlx_chain){.steps = bsteps, .n = 2};
   ba.num_batch_inputs = 2;
   out1(g, op(g, RLX_OP_BatchElementwiseRegion, in3, 2, &ba));
   check_run("BatchElementwiseRegion", g, OPS(RLX_OP_BatchElementwiseRegion),
@@ -1022,8 +1021,7 @@ static void test_if(void) {
     for (int i = 0; i < 3; i++) want[i] = pred ? x[i] * 2.0 : x[i] + 10.0;
     rlx_graph *g = G();
     rlx_id in[2] = {inp(g, "p", rlx_shape_scalar(RLX_BOOL)), inp(g, "x", SH(F32, 3))};
-    rlx_attrs_If ia = {body2(g, "then", SH(F32, 3), RLX_BINOP_MUL, true, 2.0f),
-                       body2(g, "else", SH(F32, 3), RLX_BINOP_ADD, true, 10.0f)};
+    rlx_attrs_If ia = {.then_branch = body2(g, "then", SH(F32, 3), RLX_BINOP_MUL, true, 2.0f), .else_branch = body2(g, "else", SH(F32, 3), RLX_BINOP_ADD, true, 10.0f)};
     out1(g, op(g, RLX_OP_If, in, 2, &ia));
     check_run(pred ? "If true" : "If false", g, OPS(RLX_OP_If),
               (tin[]){{"p", rlx_shape_scalar(RLX_BOOL), &pred}, {"x", SH(F32, 3), x}}, 2, want, 3, 0);
@@ -1053,7 +1051,7 @@ static void test_while(void) {
     CHECK_OK(rlx_scalar_f32(bb, 1.0f, &t));
     CHECK_OK(rlx_binary(bb, RLX_BINOP_ADD, bi, t, &o[1]));
     CHECK_OK(rlx_graph_set_outputs(bb, o, 2));
-    rlx_attrs_While wa = {cb, bb, {true, lim}};
+    rlx_attrs_While wa = {.cond = cb, .body = bb, .max_iterations = {.has = true, .v = lim}};
     out1(g, op(g, RLX_OP_While, in, 2, &wa));
     check_run(lim == 2 ? "While hits max_iterations" : "While stops on cond", g, OPS(RLX_OP_While),
               (tin[]){{"x", SH(F32, 2), x}, {"i", rlx_shape_scalar(RLX_F32), &i0}}, 2, want, 2, 0);
@@ -1083,7 +1081,7 @@ static void test_scan(void) {
     CHECK_OK(rlx_binary(b, RLX_BINOP_MUL, c, bb, &o));
     CHECK_OK(rlx_binary(b, RLX_BINOP_ADD, o, xt, &o));
     CHECK_OK(rlx_graph_set_outputs(b, &o, 1));
-    rlx_attrs_Scan sa = {b, 4, mode != 0, 1, 1, mode == 2 ? 2 : 0};
+    rlx_attrs_Scan sa = {.body = b, .length = 4, .save_trajectory = mode != 0, .num_bcast = 1, .num_xs = 1, .num_checkpoints = mode == 2 ? 2 : 0};
     out1(g, op(g, RLX_OP_Scan, in, 3, &sa));
     const char *names[3] = {"Scan final carry", "Scan trajectory", "Scan checkpoints"};
     check_run(names[mode], g, OPS(RLX_OP_Scan),
@@ -1104,7 +1102,7 @@ static void test_custom_fn(void) {
   CHECK_OK(rlx_binary(f, RLX_BINOP_MUL, x, y, &o));
   CHECK_OK(rlx_binary(f, RLX_BINOP_ADD, o, x, &o));
   CHECK_OK(rlx_graph_set_outputs(f, &o, 1));
-  rlx_attrs_CustomFn ca = {f, NULL, NULL, 2};
+  rlx_attrs_CustomFn ca = {.fwd_body = f, .vjp_body = NULL, .jvp_body = NULL, .num_inputs = 2};
   rlx_shape os = SH(F32, 3);
   rlx_id out;
   CHECK_OK(rlx_graph_add(g, RLX_OP_CustomFn, in, 2, &ca, &os, "fn", &out));

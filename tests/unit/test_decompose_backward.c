@@ -14,12 +14,12 @@
 #include "passes/passes.h"
 #include "rlx/session.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NONE_LIST ((rlx_ilist){NULL, 0})
+#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define NONE_LIST ((rlx_ilist){.v = NULL, .n = 0})
 #define MAX_IN 6
 
 /* One graph input: name, shape and values (converted to the shape's dtype). */
@@ -157,7 +157,7 @@ static void test_activation(void) {
       xv[i] = positive ? fabs(x[i]) + 0.25 : k == RLX_ACT_TAN ? x[i] * 0.3 : x[i];
     }
     if (k == RLX_ACT_SQRT || k == RLX_ACT_RSQRT) xv[1] = -1.0; /* NaN region; 0 stays the guarded case */
-    rlx_attrs_ActivationBackward a = {k};
+    rlx_attrs_ActivationBackward a = {.kind = k};
     tin ins[2] = {{SH(F32, 12), xv}, {SH(F32, 12), dy}};
     char what[64];
     snprintf(what, sizeof what, "ActivationBackward %s", rlx_enum_act.names[k]);
@@ -226,7 +226,7 @@ static void attention_case(const attn_cfg *c, uint32_t seed) {
 }
 
 static void test_attention(void) {
-  rlx_of32 none = {false, 0};
+  rlx_of32 none = {.has = false, .v = 0};
   static const double custom2[5] = {1, 0, 1, 1, 0.4};
   static const double custom3[12] = {1, 1, 0, 1, 0, 1, 1, 1, 1, 0, 0, 1};
   static const double cbool[2 * 4] = {1, 0, 1, 1, 0, 1, 1, 0};
@@ -253,10 +253,10 @@ static void test_rope(void) {
   for (int i = 0; i < 9; i++) cs[i] = cos(0.3 * i + 0.1), sn[i] = sin(0.3 * i + 0.1);
   for (int i = 0; i < 12; i++) ct[i] = cos(0.7 * i), st[i] = sin(0.7 * i);
   for (int style = 0; style < 2; style++) {
-    rlx_attrs_RopeBackward a = {6, 6, style};
+    rlx_attrs_RopeBackward a = {.head_dim = 6, .n_rot = 6, .style = style};
     tin ins[3] = {{SH(F32, 2, 3, 12), dy}, {SH(F32, 3, 3), cs}, {SH(F32, 3, 3), sn}};
     check_op(style ? "RopeBackward GptJ" : "RopeBackward NeoX", RLX_OP_RopeBackward, &a, NULL, ins, 3, 1e-6);
-    rlx_attrs_RopeBackward b = {6, 4, style};
+    rlx_attrs_RopeBackward b = {.head_dim = 6, .n_rot = 4, .style = style};
     tin ins2[3] = {{SH(F32, 2, 3, 12), dy}, {SH(F32, 6, 2), ct}, {SH(F32, 6, 2), st}};
     check_op(style ? "RopeBackward GptJ per-token n_rot<hd" : "RopeBackward NeoX per-token n_rot<hd", RLX_OP_RopeBackward,
              &b, NULL, ins2, 3, 1e-6);
@@ -278,16 +278,16 @@ static void test_norms(void) {
   fill(sh, 10, 18, 0.5);
   fill(gt, 10, 19, 1);
   rlx_shape xs = SH(F32, 2, 3, 5), vs = SH(F32, 5);
-  rlx_attrs_LayerNormBackwardInput lbi = {-1, 1e-3f};
-  rlx_attrs_LayerNormBackwardGamma lbg = {-1, 1e-3f};
+  rlx_attrs_LayerNormBackwardInput lbi = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_LayerNormBackwardGamma lbg = {.axis = -1, .eps = 1e-3f};
   tin lbi_in[3] = {{xs, x}, {vs, g}, {xs, dy}}, lbg_in[2] = {{xs, x}, {xs, dy}};
   check_op("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, lbi_in, 3, 1e-5);
   check_op("LayerNormBackwardGamma", RLX_OP_LayerNormBackwardGamma, &lbg, NULL, lbg_in, 2, 1e-5);
   tin l1[3] = {{SH(F32, 5), x}, {vs, g}, {SH(F32, 5), dy}}; /* rank 1: no leading axes */
   check_op("LayerNormBackwardGamma rank 1", RLX_OP_LayerNormBackwardGamma, &lbg, NULL, (tin[]){l1[0], l1[2]}, 2, 1e-5);
-  rlx_attrs_RmsNormBackwardInput rbi = {-1, 1e-3f};
-  rlx_attrs_RmsNormBackwardGamma rbg = {-1, 1e-3f};
-  rlx_attrs_RmsNormBackwardBeta rbb = {-1, 1e-3f};
+  rlx_attrs_RmsNormBackwardInput rbi = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_RmsNormBackwardGamma rbg = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_RmsNormBackwardBeta rbb = {.axis = -1, .eps = 1e-3f};
   tin r_in[4] = {{xs, x}, {vs, g}, {vs, b}, {xs, dy}};
   check_op("RmsNormBackwardInput", RLX_OP_RmsNormBackwardInput, &rbi, NULL, r_in, 4, 1e-5);
   check_op("RmsNormBackwardGamma", RLX_OP_RmsNormBackwardGamma, &rbg, NULL, r_in, 4, 1e-5);
@@ -299,26 +299,26 @@ static void test_norms(void) {
   fill(gg, 6, 23, 1);
   fill(gb, 6, 24, 1);
   rlx_shape gxs = SH(F32, 2, 6, 2, 2), gvs = SH(F32, 6);
-  rlx_attrs_GroupNormBackwardInput gbi = {3, 1e-3f};
-  rlx_attrs_GroupNormBackwardGamma gbg = {3, 1e-3f};
-  rlx_attrs_GroupNormBackwardBeta gbb = {3, 1e-3f};
+  rlx_attrs_GroupNormBackwardInput gbi = {.num_groups = 3, .eps = 1e-3f};
+  rlx_attrs_GroupNormBackwardGamma gbg = {.num_groups = 3, .eps = 1e-3f};
+  rlx_attrs_GroupNormBackwardBeta gbb = {.num_groups = 3, .eps = 1e-3f};
   tin gi[4] = {{gxs, gx}, {gvs, gg}, {gvs, gb}, {gxs, gdy}}, gp[2] = {{gxs, gx}, {gxs, gdy}};
   check_op("GroupNormBackwardInput", RLX_OP_GroupNormBackwardInput, &gbi, NULL, gi, 4, 1e-5);
   check_op("GroupNormBackwardGamma N=2", RLX_OP_GroupNormBackwardGamma, &gbg, NULL, gp, 2, 1e-5);
   check_op("GroupNormBackwardBeta N=2", RLX_OP_GroupNormBackwardBeta, &gbb, NULL, gp, 2, 1e-6);
   tin g3[2] = {{SH(F32, 3, 4, 6), gx}, {SH(F32, 3, 4, 6), gdy}}; /* rank 3 [N, C, L] */
-  rlx_attrs_GroupNormBackwardGamma gbg2 = {2, 1e-3f};
+  rlx_attrs_GroupNormBackwardGamma gbg2 = {.num_groups = 2, .eps = 1e-3f};
   check_op("GroupNormBackwardGamma rank 3", RLX_OP_GroupNormBackwardGamma, &gbg2, NULL, g3, 2, 1e-5);
   /* BatchNormInference. */
-  rlx_attrs_BatchNormInferenceBackwardInput bbi = {1e-3f};
-  rlx_attrs_BatchNormInferenceBackwardGamma bbg = {1e-3f};
+  rlx_attrs_BatchNormInferenceBackwardInput bbi = {.eps = 1e-3f};
+  rlx_attrs_BatchNormInferenceBackwardGamma bbg = {.eps = 1e-3f};
   tin bi[5] = {{xs, x}, {vs, g}, {vs, m}, {vs, var}, {xs, dy}}, bg[4] = {{xs, x}, {vs, m}, {vs, var}, {xs, dy}};
   check_op("BatchNormInferenceBackwardInput", RLX_OP_BatchNormInferenceBackwardInput, &bbi, NULL, bi, 5, 1e-5);
   check_op("BatchNormInferenceBackwardGamma", RLX_OP_BatchNormInferenceBackwardGamma, &bbg, NULL, bg, 4, 1e-5);
   check_op("BatchNormInferenceBackwardBeta", RLX_OP_BatchNormInferenceBackwardBeta, NULL, NULL, (tin[]){{xs, dy}}, 1, 1e-6);
   /* AdaLayerNorm with [B, 1, D] and [D] modulation. */
   for (int kind = 0; kind < 2; kind++) {
-    rlx_attrs_AdaLayerNormBackward a = {kind, 1e-3f};
+    rlx_attrs_AdaLayerNormBackward a = {.norm = kind, .eps = 1e-3f};
     tin ai[4] = {{xs, x}, {SH(F32, 2, 1, 5), sc}, {SH(F32, 2, 1, 5), sh}, {xs, dy}};
     check_op(kind ? "AdaLayerNormBackward Rms [B,1,D]" : "AdaLayerNormBackward LN [B,1,D]", RLX_OP_AdaLayerNormBackward,
              &a, NULL, ai, 4, 1e-5);
@@ -350,10 +350,10 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
   CHECK_OK(rlx_input(probe, "x", c->x, &ids[0]));
   CHECK_OK(rlx_input(probe, "w", c->w, &ids[1]));
   if (three) {
-    rlx_attrs_Conv3d a = {c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv3d a = {.stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     CHECK_OK(rlx_build_Conv3d(probe, ids, 2, &a, NULL, &yid));
   } else {
-    rlx_attrs_Conv a = {NONE_LIST, c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv a = {.kernel_size = NONE_LIST, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     CHECK_OK(rlx_build_Conv(probe, ids, 2, &a, NULL, &yid));
   }
   rlx_shape ys = rlx_graph_node(probe, yid)->shape;
@@ -364,23 +364,23 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
   fill(dy, numel(&ys), seed + 2, 1);
   int64_t ks[3];
   for (uint32_t i = 2; i < c->w.rank; i++) ks[i - 2] = c->w.dims[i];
-  rlx_ilist kl = {ks, c->w.rank - 2u};
+  rlx_ilist kl = {.v = ks, .n = c->w.rank - 2u};
   char what[128];
   tin ii[2] = {{ys, dy}, {c->w, w}}, wi[2] = {{c->x, x}, {ys, dy}};
   snprintf(what, sizeof what, "%s backward input", c->name);
   if (three) {
-    rlx_attrs_Conv3dBackwardInput a = {kl, c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv3dBackwardInput a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv3dBackwardInput, &a, &c->x, ii, 2, 1e-5);
   } else {
-    rlx_attrs_Conv2dBackwardInput a = {kl, c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv2dBackwardInput a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv2dBackwardInput, &a, &c->x, ii, 2, 1e-5);
   }
   snprintf(what, sizeof what, "%s backward weight", c->name);
   if (three) {
-    rlx_attrs_Conv3dBackwardWeight a = {kl, c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv3dBackwardWeight a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv3dBackwardWeight, &a, NULL, wi, 2, 1e-5);
   } else {
-    rlx_attrs_Conv2dBackwardWeight a = {kl, c->stride, c->padding, c->dilation, c->groups};
+    rlx_attrs_Conv2dBackwardWeight a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv2dBackwardWeight, &a, NULL, wi, 2, 1e-5);
   }
   free(x);
@@ -405,20 +405,20 @@ static void test_maxpool(void) {
   distinct(x, 120, 3);
   fill(dy, 36, 31, 1);
   for (int i = 0; i < 120; i++) same[i] = (double)((i / 3) % 4); /* many ties */
-  rlx_attrs_MaxPool2dBackward a = {IL(3, 3), IL(2, 2), IL(1, 0, 1, 1)};
+  rlx_attrs_MaxPool2dBackward a = {.kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 0, 1, 1)};
   tin ins[2] = {{SH(F32, 2, 2, 5, 6), x}, {SH(F32, 2, 2, 3, 3), dy}};
   check_op("MaxPool2dBackward overlapping asym pad", RLX_OP_MaxPool2dBackward, &a, NULL, ins, 2, 0);
   tin tie[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 3, 3), dy}};
   check_op("MaxPool2dBackward ties", RLX_OP_MaxPool2dBackward, &a, NULL, tie, 2, 0);
-  rlx_attrs_MaxPool2dBackward d = {IL(2, 2), NONE_LIST, NONE_LIST}; /* stride = kernel */
+  rlx_attrs_MaxPool2dBackward d = {.kernel_size = IL(2, 2), .stride = NONE_LIST, .padding = NONE_LIST}; /* stride = kernel */
   tin dd[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 2, 3), dy}};
   check_op("MaxPool2dBackward default stride ties", RLX_OP_MaxPool2dBackward, &d, NULL, dd, 2, 0);
   double neg[16];
   for (int i = 0; i < 16; i++) neg[i] = -INFINITY; /* all -inf: padding must not win */
-  rlx_attrs_MaxPool2dBackward p = {IL(2, 2), IL(1, 1), IL(1, 1)};
+  rlx_attrs_MaxPool2dBackward p = {.kernel_size = IL(2, 2), .stride = IL(1, 1), .padding = IL(1, 1)};
   tin ni[2] = {{SH(F64, 1, 1, 4, 4), neg}, {SH(F64, 1, 1, 5, 5), dy}};
   check_op("MaxPool2dBackward -inf with padding", RLX_OP_MaxPool2dBackward, &p, NULL, ni, 2, 0);
-  rlx_attrs_MaxPool3dBackward a3 = {IL(2, 3, 2), IL(2, 2, 1), IL(0, 1, 0, 0, 1, 1)};
+  rlx_attrs_MaxPool3dBackward a3 = {.kernel_size = IL(2, 3, 2), .stride = IL(2, 2, 1), .padding = IL(0, 1, 0, 0, 1, 1)};
   double x3[96], s3[96], dy3[24];
   distinct(x3, 96, 9);
   for (int i = 0; i < 96; i++) s3[i] = (double)((i / 5) % 3);
@@ -437,16 +437,16 @@ static void test_cumsum_gather(void) {
   fill(gdy, 24, 52, 1);
   for (int axis = -1; axis <= 1; axis++)
     for (int ex = 0; ex < 2; ex++) {
-      rlx_attrs_CumsumBackward a = {axis, ex};
+      rlx_attrs_CumsumBackward a = {.axis = axis, .exclusive = ex};
       tin in[1] = {{SH(F32, 2, 3, 4), dy}};
       char what[64];
       snprintf(what, sizeof what, "CumsumBackward axis %d exclusive %d", axis, ex);
       check_op(what, RLX_OP_CumsumBackward, &a, NULL, in, 1, 1e-6);
     }
-  rlx_attrs_CumsumBackward ia = {0, true};
+  rlx_attrs_CumsumBackward ia = {.axis = 0, .exclusive = true};
   double iv[5] = {1, -2, 3, 4, 5};
   check_op("CumsumBackward i64", RLX_OP_CumsumBackward, &ia, NULL, (tin[]){{SH(I64, 5), iv}}, 1, 0);
-  rlx_attrs_GatherBackward g1 = {1};
+  rlx_attrs_GatherBackward g1 = {.axis = 1};
   rlx_shape t1 = SH(F32, 2, 5, 3);
   tin gi[2] = {{SH(F32, 2, 2, 2, 3), gdy}, {SH(I64, 2, 2), idx}};
   check_op("GatherBackward axis 1 duplicates", RLX_OP_GatherBackward, &g1, &t1, gi, 2, 1e-6);
@@ -454,7 +454,7 @@ static void test_cumsum_gather(void) {
   rlx_shape t0 = SH(F32, 3, 2);
   tin g0i[2] = {{SH(F32, 3, 2), gdy}, {SH(F32, 3), i0}};
   check_op("GatherBackward axis 0 f32 indices", RLX_OP_GatherBackward, &g0, &t0, g0i, 2, 1e-6);
-  rlx_attrs_GatherBackward g2 = {-1};
+  rlx_attrs_GatherBackward g2 = {.axis = -1};
   rlx_shape t2 = SH(F32, 2, 3, 4);
   double sidx[1] = {3};
   tin g2i[2] = {{SH(F32, 2, 3), gdy}, {SH(I32), sidx}}; /* scalar index */

@@ -15,14 +15,15 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fast/fast.h"
+#include "rlx/cpu.h"
 #include "rlx/autodiff.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SHP(t, ...)                                                                                \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){(int64_t[]){__VA_ARGS__}, (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NOLIST ((rlx_ilist){NULL, 0})
+#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
 
 #define MAX_IN 4
 
@@ -258,7 +259,7 @@ static void test_matmul(void) {
 static void transpose_case(rlx_shape x, const rlx_ilist perm) {
   tcase c;
   targ args[1] = {{x, FILL_UNIFORM}};
-  rlx_attrs_Transpose a = {perm};
+  rlx_attrs_Transpose a = {.perm = perm};
   char what[160], sx[64];
   rlx_shape_format(&x, sx, sizeof sx);
   snprintf(what, sizeof what, "Transpose %s perm[0]=%lld perm[1]=%lld", sx, (long long)perm.v[0],
@@ -299,7 +300,7 @@ static void conv_family(const char *name, conv_geo g) {
   rlx_shape xs = SHP(F32, g.N, g.Cin, g.H, g.W), ws = SHP(F32, g.Cout, g.Cin / g.groups, g.kh, g.kw);
   tcase c;
   targ fa[2] = {{xs, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
-  rlx_attrs_Conv ca = {NOLIST, g.stride, g.padding, g.dilation, g.groups};
+  rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
   snprintf(what, sizeof what, "Conv %s", name);
   CHECK(build(&c, RLX_OP_Conv, &ca, NULL, 2, fa, 0));
   if (!c.node) return;
@@ -308,14 +309,14 @@ static void conv_family(const char *name, conv_geo g) {
   case_free(&c);
 
   targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
-  rlx_attrs_Conv2dBackwardInput ba = {IL(g.kh, g.kw), g.stride, g.padding, g.dilation, g.groups};
+  rlx_attrs_Conv2dBackwardInput ba = {.kernel_size = IL(g.kh, g.kw), .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardInput %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardInput, &ba, &xs, 2, bi, 0));
   if (c.node) run_case(what, &c, F32_RTOL, 1e-5);
   case_free(&c);
 
   targ bw[2] = {{xs, FILL_UNIFORM}, {ys, FILL_UNIFORM}};
-  rlx_attrs_Conv2dBackwardWeight wa = {IL(g.kh, g.kw), g.stride, g.padding, g.dilation, g.groups};
+  rlx_attrs_Conv2dBackwardWeight wa = {.kernel_size = IL(g.kh, g.kw), .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardWeight %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardWeight, &wa, &ws, 2, bw, 0));
   if (c.node) run_case(what, &c, 1e-4, 1e-4); /* long f32 sums over N * P */
@@ -351,7 +352,7 @@ static void test_conv(void) {
   /* declined: f64 */
   tcase c;
   targ fa[2] = {{SHP(F64, 1, 2, 5, 5), FILL_UNIFORM}, {SHP(F64, 3, 2, 3, 3), FILL_UNIFORM}};
-  rlx_attrs_Conv ca = {NOLIST, NOLIST, NOLIST, NOLIST, 1};
+  rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = NOLIST, .padding = NOLIST, .dilation = NOLIST, .groups = 1};
   CHECK(build(&c, RLX_OP_Conv, &ca, NULL, 2, fa, 0));
   if (c.node) expect_declined("Conv f64", &c);
   case_free(&c);
@@ -368,7 +369,7 @@ static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s
     for (int kind = 0; kind < 2; kind++) {
       tcase c;
       targ a[1] = {{xs, fills[f]}};
-      rlx_attrs_Pool pa = {kind ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, k, s, p};
+      rlx_attrs_Pool pa = {.kind = kind ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, .kernel_size = k, .stride = s, .padding = p};
       snprintf(what, sizeof what, "Pool %s %s fill %d", kind ? "mean" : "max", name, f);
       CHECK(build(&c, RLX_OP_Pool, &pa, NULL, 1, a, 0));
       if (!c.node) continue;
@@ -377,7 +378,7 @@ static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s
       case_free(&c);
       if (kind) continue;
       targ b[2] = {{xs, fills[f]}, {ys, FILL_UNIFORM}};
-      rlx_attrs_MaxPool2dBackward ba = {k, s, p};
+      rlx_attrs_MaxPool2dBackward ba = {.kernel_size = k, .stride = s, .padding = p};
       snprintf(what, sizeof what, "MaxPool2dBackward %s fill %d", name, f);
       CHECK(build(&c, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, b, 0));
       if (c.node) run_case(what, &c, F32_RTOL, F32_ATOL);
@@ -402,7 +403,7 @@ static void test_pool(void) {
 static void binary_case(rlx_binop op, rlx_shape a, rlx_shape b, fill_kind f) {
   tcase c;
   targ args[2] = {{a, f}, {b, f}};
-  rlx_attrs_Binary ba = {op};
+  rlx_attrs_Binary ba = {.op = op};
   char what[200], sa[64], sb[64];
   rlx_shape_format(&a, sa, sizeof sa);
   rlx_shape_format(&b, sb, sizeof sb);
@@ -429,13 +430,13 @@ static void test_binary(void) {
   }
   tcase c;
   targ pw[2] = {{SHP(F32, 4), FILL_UNIFORM}, {SHP(F32, 4), FILL_UNIFORM}};
-  rlx_attrs_Binary pa = {RLX_BINOP_POW};
+  rlx_attrs_Binary pa = {.op = RLX_BINOP_POW};
   CHECK(build(&c, RLX_OP_Binary, &pa, NULL, 2, pw, 0));
   if (c.node) expect_declined("Binary Pow", &c);
   case_free(&c);
   /* 5 merged broadcast axes: declined */
   targ five[2] = {{SHP(F32, 2, 1, 2, 1, 2), FILL_UNIFORM}, {SHP(F32, 1, 2, 1, 2, 1), FILL_UNIFORM}};
-  rlx_attrs_Binary aa = {RLX_BINOP_ADD};
+  rlx_attrs_Binary aa = {.op = RLX_BINOP_ADD};
   CHECK(build(&c, RLX_OP_Binary, &aa, NULL, 2, five, 0));
   if (c.node) expect_declined("Binary with 5 merged axes", &c);
   case_free(&c);
@@ -450,7 +451,7 @@ static void test_activation(void) {
     for (int f = 0; f < 3; f++) {
       tcase c;
       targ a[1] = {{f == 0 ? SHP(F32, 3, 1000) : SHP(F32, 40000), fills[f]}};
-      rlx_attrs_Activation aa = {kinds[i]};
+      rlx_attrs_Activation aa = {.kind = kinds[i]};
       char what[160];
       snprintf(what, sizeof what, "Activation %s fill %d", rlx_enum_act.names[kinds[i]], (int)fills[f]);
       CHECK(build(&c, RLX_OP_Activation, &aa, NULL, 1, a, 0));
@@ -462,7 +463,7 @@ static void test_activation(void) {
     }
   tcase c;
   targ a[1] = {{SHP(F32, 4), FILL_UNIFORM}};
-  rlx_attrs_Activation sin_a = {RLX_ACT_SIN};
+  rlx_attrs_Activation sin_a = {.kind = RLX_ACT_SIN};
   CHECK(build(&c, RLX_OP_Activation, &sin_a, NULL, 1, a, 0));
   if (c.node) expect_declined("Activation Sin", &c);
   case_free(&c);
@@ -484,7 +485,7 @@ static void test_backward_act(void) {
     for (int f = 0; f < 3; f++) {
       tcase c;
       targ a[2] = {{SHP(F32, 7, 3001), fills[f]}, {SHP(F32, 7, 3001), f == 2 ? FILL_SPECIAL : FILL_UNIFORM}};
-      rlx_attrs_ActivationBackward ab = {kinds[i]};
+      rlx_attrs_ActivationBackward ab = {.kind = kinds[i]};
       char what[160];
       snprintf(what, sizeof what, "ActivationBackward %s fill %d", rlx_enum_act.names[kinds[i]], (int)fills[f]);
       CHECK(build(&c, RLX_OP_ActivationBackward, &ab, NULL, 2, a, 0));
@@ -521,7 +522,7 @@ static void test_where_cast(void) {
     for (int f = 0; f < 3; f++) { /* f32 -> other */
       tcase c;
       targ a[1] = {{SHP(F32, 50001), fills[f]}};
-      rlx_attrs_Cast ca = {others[i]};
+      rlx_attrs_Cast ca = {.to = others[i]};
       char what[80];
       snprintf(what, sizeof what, "Cast f32 -> %s fill %d", rlx_dtype_name(others[i]), f);
       CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 0));
@@ -533,7 +534,7 @@ static void test_where_cast(void) {
       rlx_shape xs = SHP(F32, 333);
       xs.dtype = (uint8_t)others[i];
       targ a[1] = {{xs, others[i] == RLX_F64 ? FILL_SPECIAL : others[i] == RLX_BOOL ? FILL_BOOL : FILL_LABELS}};
-      rlx_attrs_Cast ca = {RLX_F32};
+      rlx_attrs_Cast ca = {.to = RLX_F32};
       char what[80];
       snprintf(what, sizeof what, "Cast %s -> f32", rlx_dtype_name(others[i]));
       CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 200));
@@ -544,7 +545,7 @@ static void test_where_cast(void) {
   /* large magnitudes: saturation */
   tcase c;
   targ a[1] = {{SHP(F64, 6), FILL_UNIFORM}};
-  rlx_attrs_Cast ca = {RLX_F32};
+  rlx_attrs_Cast ca = {.to = RLX_F32};
   CHECK(build(&c, RLX_OP_Cast, &ca, NULL, 1, a, 0));
   if (c.node) {
     double big[6] = {1e300, -1e300, 3.4028235677973366e38, 1e-320, 16777217.0, -0.0};
@@ -554,7 +555,7 @@ static void test_where_cast(void) {
   case_free(&c);
   {
     targ f[1] = {{SHP(F32, 8), FILL_UNIFORM}};
-    rlx_attrs_Cast ci = {RLX_I32};
+    rlx_attrs_Cast ci = {.to = RLX_I32};
     CHECK(build(&c, RLX_OP_Cast, &ci, NULL, 1, f, 0));
     if (c.node) {
       float v[8] = {3e9f, -3e9f, 2147483520.0f, -2147483648.0f, NAN, 2.9f, -2.9f, INFINITY};
@@ -562,7 +563,7 @@ static void test_where_cast(void) {
       run_case("Cast f32 -> i32 saturation", &c, 0, 0);
     }
     case_free(&c);
-    rlx_attrs_Cast c16 = {RLX_F16};
+    rlx_attrs_Cast c16 = {.to = RLX_F16};
     CHECK(build(&c, RLX_OP_Cast, &c16, NULL, 1, f, 0));
     if (c.node) expect_declined("Cast f32 -> f16", &c);
     case_free(&c);
@@ -576,7 +577,7 @@ static void test_where_cast(void) {
 static void reduce_case(rlx_shape x, rlx_ilist axes, bool keep, rlx_reduce op, fill_kind f) {
   tcase c;
   targ a[1] = {{x, f}};
-  rlx_attrs_Reduce ra = {op, axes, keep};
+  rlx_attrs_Reduce ra = {.op = op, .axes = axes, .keep_dim = keep};
   char what[200], sx[64];
   rlx_shape_format(&x, sx, sizeof sx);
   snprintf(what, sizeof what, "Reduce %s %s axes[0]=%lld (%u axes) keep %d", rlx_enum_reduce.names[op], sx,
@@ -604,11 +605,11 @@ static void test_reduce(void) {
   }
   tcase c;
   targ a[1] = {{SHP(F32, 2, 3, 4, 5), FILL_UNIFORM}};
-  rlx_attrs_Reduce ra = {RLX_REDUCE_SUM, IL(0, 2), false};
+  rlx_attrs_Reduce ra = {.op = RLX_REDUCE_SUM, .axes = IL(0, 2), .keep_dim = false};
   CHECK(build(&c, RLX_OP_Reduce, &ra, NULL, 1, a, 0));
   if (c.node) expect_declined("Reduce R K R K", &c);
   case_free(&c);
-  rlx_attrs_Reduce rm = {RLX_REDUCE_MAX, IL(1), false};
+  rlx_attrs_Reduce rm = {.op = RLX_REDUCE_MAX, .axes = IL(1), .keep_dim = false};
   CHECK(build(&c, RLX_OP_Reduce, &rm, NULL, 1, a, 0));
   if (c.node) expect_declined("Reduce Max", &c);
   case_free(&c);
@@ -621,7 +622,7 @@ static void test_softmax(void) {
     for (int f = 0; f < 3; f++) {
       tcase c;
       targ a[1] = {{shapes[s], fills[f]}};
-      rlx_attrs_Softmax sa = {-1};
+      rlx_attrs_Softmax sa = {.axis = -1};
       char what[80];
       snprintf(what, sizeof what, "Softmax shape %d fill %d", s, f);
       CHECK(build(&c, RLX_OP_Softmax, &sa, NULL, 1, a, 0));
@@ -684,13 +685,13 @@ static void test_softmax(void) {
 
 static rlx_status conv_block(rlx_graph *g, rlx_id x, rlx_id w, rlx_id b, int64_t cout, rlx_id *out) {
   int64_t one[2] = {1, 1}, k2[2] = {2, 2};
-  rlx_attrs_Conv ca = {NOLIST, {one, 2}, {one, 2}, {one, 2}, 1};
+  rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
   rlx_id c, br, r;
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   RLX_TRY(rlx_reshape(g, b, 4, (int64_t[]){1, cout, 1, 1}, &br));
   RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, c, br, &c));
   RLX_TRY(rlx_activation(g, RLX_ACT_RELU, c, &r));
-  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {k2, 2}, {k2, 2}, NOLIST};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = k2, .n = 2}, .padding = NOLIST};
   return rlx_build_Pool(g, &r, 1, &pa, NULL, out);
 }
 
@@ -739,7 +740,10 @@ static rlx_status cnn_grad_graph(int64_t B, bool torch_layout, rlx_graph **fwd, 
 static float **run_step(rlx_graph *gr, int threads, int64_t B, uint32_t *n_out) {
   rlx_compile_options co;
   rlx_compile_options_init(&co);
-  co.threads = threads;
+  rlx_cpu_options cpu;
+  rlx_cpu_options_init(&cpu);
+  cpu.threads = threads;
+  co.backend_options = &cpu;
   rlx_executable *e = NULL;
   rlx_status st = rlx_compile(gr, "cpu", &co, &e);
   CHECK_MSG(st == RLX_OK, "compile: %s", rlx_last_error());
@@ -830,14 +834,16 @@ static void test_executor(bool torch_layout) {
  * ====================================================================================== */
 
 static void test_fft(void) {
-  /* last axis 2N: N = 1, 2, 8, 512 (radix-2) and 3, 5, 12, 400 (Bluestein) */
-  rlx_shape shapes[8] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),  SHP(F32, 2, 3, 16), SHP(F32, 9, 1024),
-                         SHP(F32, 4, 6), SHP(F32, 2, 10), SHP(F32, 7, 24),    SHP(F32, 5, 800)};
-  for (int s = 0; s < 8; s++)
+  /* last axis 2N: N = 1, 2, 8, 512 (radix-2), 3, 5, 12, 400, 1000, 1001 = 7 * 11 * 13, 6 (mixed
+   * radix) and 17, 4099 (primes past 13: Bluestein) */
+  rlx_shape shapes[13] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),   SHP(F32, 2, 3, 16), SHP(F32, 9, 1024), SHP(F32, 4, 6),
+                          SHP(F32, 2, 10), SHP(F32, 7, 24),  SHP(F32, 5, 800),   SHP(F32, 3, 2000), SHP(F32, 2, 2002),
+                          SHP(F32, 4, 12), SHP(F32, 3, 34),  SHP(F32, 2, 8198)};
+  for (int s = 0; s < 13; s++)
     for (int v = 0; v < 6; v++) {
       tcase c;
       targ a[1] = {{shapes[s], FILL_UNIFORM}};
-      rlx_attrs_Fft fa = {v >= 3, (rlx_fft_norm)(v % 3)};
+      rlx_attrs_Fft fa = {.inverse = v >= 3, .norm = (rlx_fft_norm)(v % 3)};
       char what[80];
       snprintf(what, sizeof what, "Fft shape %d inverse %d norm %d", s, v >= 3, v % 3);
       CHECK(build(&c, RLX_OP_Fft, &fa, NULL, 1, a, 0));

@@ -21,14 +21,14 @@ static void test_attention_layouts(void) {
   EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 32));
   EXPECT(Attention, &a, NULL, SH(F16, 5, 32), SH(F16, 5, 32), SH(F16, 7, 32), SH(F16, 7, 32));
   /* asymmetric V head width */
-  a.v_head_dim = (rlx_oi64){true, 16};
+  a.v_head_dim = (rlx_oi64){.has = true, .v = 16};
   EXPECT(Attention, &a, NULL, SH(F32, 2, 4, 5, 16), SH(F32, 2, 4, 5, 8), SH(F32, 2, 4, 7, 8), SH(F32, 2, 4, 7, 16));
   EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 64), SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 64));
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "operand 2 (V)", SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 32));
-  a.v_head_dim = (rlx_oi64){true, 0};
+  a.v_head_dim = (rlx_oi64){.has = true, .v = 0};
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "attribute v_head_dim", SH(F32, 2, 5, 32), SH(F32, 2, 7, 32),
              SH(F32, 2, 7, 32));
-  a.v_head_dim = (rlx_oi64){false, 0};
+  a.v_head_dim = (rlx_oi64){.has = false, .v = 0};
   /* grouped-query attention: K/V heads divide Q heads */
   EXPECT(Attention, &a, NULL, SH(F32, 2, 4, 5, 8), SH(F32, 2, 4, 5, 8), SH(F32, 2, 2, 7, 8), SH(F32, 2, 2, 7, 8));
   EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 4, 8), SH(F32, 2, 5, 4, 8), SH(F32, 2, 7, 1, 8), SH(F32, 2, 7, 1, 8));
@@ -68,11 +68,11 @@ static void test_attention_errors(void) {
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "attribute head_dim", SH(F32, 2, 5, 32), SH(F32, 2, 5, 32),
              SH(F32, 2, 5, 32));
   a = attn(4, 8, RLX_MASK_NONE);
-  a.attn_logit_softcap = (rlx_of32){true, 0.0f};
+  a.attn_logit_softcap = (rlx_of32){.has = true, .v = 0.0f};
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "attribute attn_logit_softcap", SH(F32, 2, 5, 32), SH(F32, 2, 5, 32),
              SH(F32, 2, 5, 32));
-  a.attn_logit_softcap = (rlx_of32){true, 30.0f};
-  a.score_scale = (rlx_of32){true, 0.125f};
+  a.attn_logit_softcap = (rlx_of32){.has = true, .v = 30.0f};
+  a.score_scale = (rlx_of32){.has = true, .v = 0.125f};
   EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 5, 32));
   a = attn(4, 8, (rlx_mask)9);
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "attribute mask_kind", SH(F32, 2, 5, 32), SH(F32, 2, 5, 32),

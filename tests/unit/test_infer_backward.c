@@ -15,7 +15,7 @@ static void test_elementwise(void) {
   EXPECT_ERR(ReluBackward, NULL, NULL, SHAPE_ERR, "operand 1 has dtype f16", SH(F32, 2, 3), SH(F16, 2, 3));
   EXPECT_ERR(ReluBackward, NULL, NULL, SHAPE_ERR, "operand 0 has dtype bool", SH(BOOL, 2), SH(BOOL, 2));
 
-  rlx_attrs_ActivationBackward act = {RLX_ACT_TANH};
+  rlx_attrs_ActivationBackward act = {.kind = RLX_ACT_TANH};
   EXPECT(ActivationBackward, &act, NULL, SH(BF16, 4), SH(BF16, 4), SH(BF16, 4));
   EXPECT_ERR(ActivationBackward, &act, NULL, SHAPE_ERR, "operand 0 has dtype i32", SH(I32, 4), SH(I32, 4));
   EXPECT_ERR(ActivationBackward, &act, NULL, SHAPE_ERR, "operand 1 (dy)", SH(F32, 4), SH(F32, 4, 1));

@@ -76,7 +76,7 @@ static rlx_graph *binary_body(const char *name, rlx_binop op, rlx_shape s) {
 static void test_if(void) {
   rlx_shape m23 = SH(F32, 2, 3);
   rlx_id pred = op_(SCALAR(BOOL)), x = op_(m23), y = op_(m23);
-  rlx_attrs_If a = {binary_body("then", RLX_BINOP_ADD, m23), binary_body("else", RLX_BINOP_MUL, m23)};
+  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m23), .else_branch = binary_body("else", RLX_BINOP_MUL, m23)};
   ADD_OK(If, &a, m23, pred, x, y);
   ADD_OK(If, &a, m23, op_(SH(F32, 1)), x, y);  /* a one-element numeric predicate */
   ADD_OK(If, &a, m23, op_(SH(I32, 1, 1)), x, y);
@@ -93,14 +93,14 @@ static void test_if(void) {
   rlx_id k;
   CHECK_OK(rlx_constant(e, SH(F32, 3), vals, sizeof vals, &k));
   output1(e, k);
-  rlx_attrs_If bad = {a.then_branch, e};
+  rlx_attrs_If bad = {.then_branch = a.then_branch, .else_branch = e};
   ADD_ERR(If, &bad, SHAPE_ERR, "attribute else_branch: body output 0", pred, x, y);
 
   /* output counts must agree */
   rlx_graph *e2 = child("else_two");
   rlx_id ea = in_(e2, "a", m23), eb = in_(e2, "b", m23);
   outputs(e2, 2, (rlx_id[]){ea, eb});
-  rlx_attrs_If two = {a.then_branch, e2};
+  rlx_attrs_If two = {.then_branch = a.then_branch, .else_branch = e2};
   ADD_ERR(If, &two, SHAPE_ERR, "attribute else_branch", pred, x, y);
 
   /* no captures: branches are constants; node shape = then-branch output 0 */
@@ -110,7 +110,7 @@ static void test_if(void) {
   CHECK_OK(rlx_constant(e0, SH(F32, 3), vals, sizeof vals, &ke));
   output1(t0, kt);
   output1(e0, ke);
-  rlx_attrs_If none = {t0, e0};
+  rlx_attrs_If none = {.then_branch = t0, .else_branch = e0};
   ADD_OK(If, &none, SH(F32, 3), pred);
 
   /* body Params bind by name to the enclosing graph's Params */
@@ -120,7 +120,7 @@ static void test_if(void) {
   rlx_id pw;
   CHECK_OK(rlx_param(tp, "w", SH(F32, 3), &pw));
   output1(tp, bin_(tp, RLX_BINOP_MUL, pa, pw));
-  rlx_attrs_If par = {tp, a.else_branch};
+  rlx_attrs_If par = {.then_branch = tp, .else_branch = a.else_branch};
   ADD_ERR(If, &par, SHAPE_ERR, "body Param \"w\"", pred, x, y);
   rlx_id outer_w;
   CHECK_OK(rlx_param(G, "w", SH(F32, 4), &outer_w));
@@ -133,11 +133,11 @@ static void test_if(void) {
   rlx_id qw;
   CHECK_OK(rlx_param(tp2, "w3", SH(F32, 3), &qw));
   output1(tp2, bin_(tp2, RLX_BINOP_MUL, qa, qw));
-  rlx_attrs_If par3 = {tp2, a.else_branch};
+  rlx_attrs_If par3 = {.then_branch = tp2, .else_branch = a.else_branch};
   ADD_OK(If, &par3, m23, pred, x, y);
 
   /* a missing body reaches the rule only through rlx_infer_shape (rlx_graph_add rejects it earlier) */
-  rlx_attrs_If miss = {a.then_branch, NULL};
+  rlx_attrs_If miss = {.then_branch = a.then_branch, .else_branch = NULL};
   rlx_shape out;
   CHECK_ERR(rlx_infer_shape(G, RLX_OP_If, (rlx_id[]){pred, x, y}, 3, &miss, NULL, &out), SHAPE_ERR,
             "attribute else_branch: body graph missing");
@@ -161,13 +161,13 @@ static void test_while(void) {
   CHECK_OK(rlx_constant(body, si, &one, sizeof one, &c1));
   outputs(body, 2, (rlx_id[]){bin_(body, RLX_BINOP_MUL, bx, bx), bin_(body, RLX_BINOP_ADD, bi, c1)});
 
-  rlx_attrs_While w = {cond, body, {false, 0}};
+  rlx_attrs_While w = {.cond = cond, .body = body, .max_iterations = {.has = false, .v = 0}};
   ADD_OK(While, &w, v4, x, i);
-  w.max_iterations = (rlx_oi64){true, 0};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 0};
   ADD_OK(While, &w, v4, x, i);
-  w.max_iterations = (rlx_oi64){true, -1};
+  w.max_iterations = (rlx_oi64){.has = true, .v = -1};
   ADD_ERR(While, &w, SHAPE_ERR, "attribute max_iterations", x, i);
-  w.max_iterations = (rlx_oi64){true, 100};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 100};
   ADD_ERR(While, &w, SHAPE_ERR, "attribute cond", x);                       /* 2 Inputs, 1 carried */
   ADD_ERR(While, &w, SHAPE_ERR, "binds to operand 1", x, op_(SCALAR(F32))); /* i must be i32 */
 
@@ -178,7 +178,7 @@ static void test_while(void) {
   rlx_id gt;
   CHECK_OK(rlx_compare(cond4, RLX_CMP_GT, c4x, c4x, &gt));
   output1(cond4, gt);
-  rlx_attrs_While w4 = {cond4, body, {false, 0}};
+  rlx_attrs_While w4 = {.cond = cond4, .body = body, .max_iterations = {.has = false, .v = 0}};
   ADD_ERR(While, &w4, SHAPE_ERR, "attribute cond: body output", x, i);
 
   /* a body returning the wrong number or shapes of values */
@@ -186,13 +186,13 @@ static void test_while(void) {
   rlx_id b1x = in_(b1, "x", v4);
   in_(b1, "i", si);
   output1(b1, b1x);
-  rlx_attrs_While wb1 = {cond, b1, {false, 0}};
+  rlx_attrs_While wb1 = {.cond = cond, .body = b1, .max_iterations = {.has = false, .v = 0}};
   ADD_ERR(While, &wb1, SHAPE_ERR, "attribute body", x, i);
   rlx_graph *b2 = child("body2");
   rlx_id b2x = in_(b2, "x", v4);
   in_(b2, "i", si);
   outputs(b2, 2, (rlx_id[]){b2x, b2x});
-  rlx_attrs_While wb2 = {cond, b2, {false, 0}};
+  rlx_attrs_While wb2 = {.cond = cond, .body = b2, .max_iterations = {.has = false, .v = 0}};
   ADD_ERR(While, &wb2, SHAPE_ERR, "attribute body: body output 1", x, i);
 }
 
@@ -403,7 +403,7 @@ static void test_custom_fn(void) {
 
 static void test_custom(void) {
   rlx_id x = op_(SH(F32, 4));
-  rlx_attrs_Custom a = {"my_op", 1, {NULL, 0}};
+  rlx_attrs_Custom a = {.name = "my_op", .num_inputs = 1, .attrs = {.p = NULL, .n = 0}};
   rlx_shape decl = SH(F32, 7), got;
   rlx_id id;
   CHECK_OK(rlx_graph_add(G, RLX_OP_Custom, &x, 1, &a, &decl, NULL, &id));
@@ -425,7 +425,7 @@ static void test_verify_roundtrip(void) {
   G = g;
   rlx_shape m = SH(F32, 2, 3);
   rlx_id p = op_(SCALAR(BOOL)), x = op_(m), y = op_(m), r;
-  rlx_attrs_If a = {binary_body("then", RLX_BINOP_ADD, m), binary_body("else", RLX_BINOP_SUB, m)};
+  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m), .else_branch = binary_body("else", RLX_BINOP_SUB, m)};
   rlx_id ids[3] = {p, x, y};
   CHECK_OK(rlx_graph_add(g, RLX_OP_If, ids, 3, &a, NULL, "if", &r));
   CHECK_OK(rlx_graph_set_outputs(g, &r, 1));

@@ -11,15 +11,15 @@ static void test_swiglu(void) {
   rlx_attrs_init(RLX_OP_FusedSwiGLU, &a);
   EXPECT(FusedSwiGLU, &a, NULL, SH(F32, 2, 5, 64), SH(F32, 2, 5, 128));
   a.gate_first = true;
-  a.cast_to = (rlx_odtype){true, RLX_BF16};
+  a.cast_to = (rlx_odtype){.has = true, .v = RLX_BF16};
   EXPECT(FusedSwiGLU, &a, NULL, SH(BF16, SYM(0), 3), SH(F32, SYM(0), 6));
   EXPECT_ERR(FusedSwiGLU, &a, NULL, SHAPE_ERR, "must be even", SH(F32, 2, 7));
   rlx_shape decl = SH(BF16, 4, SYM(2));
   EXPECT(FusedSwiGLU, &a, &decl, SH(BF16, 4, SYM(2)), SH(F32, 4, SYM(1)));
   EXPECT_ERR(FusedSwiGLU, &a, NULL, SHAPE_ERR, "symbolic", SH(F32, 4, SYM(1)));
-  a.cast_to = (rlx_odtype){true, RLX_I32};
+  a.cast_to = (rlx_odtype){.has = true, .v = RLX_I32};
   EXPECT_ERR(FusedSwiGLU, &a, NULL, SHAPE_ERR, "attribute cast_to", SH(F32, 2, 8));
-  a.cast_to = (rlx_odtype){true, 99};
+  a.cast_to = (rlx_odtype){.has = true, .v = 99};
   EXPECT_ERR(FusedSwiGLU, &a, NULL, SHAPE_ERR, "attribute cast_to", SH(F32, 2, 8));
   a.cast_to.has = false;
   EXPECT_ERR(FusedSwiGLU, &a, NULL, SHAPE_ERR, "scalar", SCALAR(F32));
@@ -52,7 +52,7 @@ static void test_matmul_family(void) {
   EXPECT_ERR(FusedMatMulResidual, NULL, NULL, SHAPE_ERR, "operand 2 has dtype f64", SH(F32, 3, 2), SH(F32, 2, 7),
              SH(F64, 3, 7));
 
-  rlx_attrs_LoraMatMul l = {0.5f};
+  rlx_attrs_LoraMatMul l = {.scale = 0.5f};
   /* x [3, 16], W [16, 32], A [16, 4], B [4, 32] -> [3, 32] */
   EXPECT(LoraMatMul, &l, NULL, SH(F32, 3, 32), SH(F32, 3, 16), SH(F32, 16, 32), SH(F32, 16, 4), SH(F32, 4, 32));
   EXPECT(LoraMatMul, &l, NULL, SH(F32, 2, 3, 32), SH(F32, 2, 3, 16), SH(F32, 16, 32), SH(F32, 16, 4), SH(F32, 4, 32));

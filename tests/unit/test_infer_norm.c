@@ -60,7 +60,7 @@ static void test_layer_norm_2d(void) {
 }
 
 static void test_group_norm(void) {
-  rlx_attrs_GroupNorm gn = {2, 1e-5f};
+  rlx_attrs_GroupNorm gn = {.num_groups = 2, .eps = 1e-5f};
   EXPECT(GroupNorm, &gn, NULL, SH(F32, 2, 6, 4, 4), SH(F32, 2, 6, 4, 4), SH(F32, 6), SH(F32, 6));
   EXPECT(GroupNorm, &gn, NULL, SH(F32, 2, 6, 10), SH(F32, 2, 6, 10), SH(F32, 6), SH(F32, 6));
   /* a symbolic channel count cannot be checked for divisibility */

@@ -5,7 +5,7 @@
 
 #include "infer_test.h"
 
-#define FL(...) ((rlx_flist){(float[]){__VA_ARGS__}, (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))})
+#define FL(...) ((rlx_flist){.v = (float[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))})
 #define VERIFY_ERR RLX_ERR_VERIFY
 
 static void test_quantize(void) {
@@ -37,7 +37,7 @@ static void test_quantize(void) {
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute scales", SH(F32, 4, 3));
   q.scales = FL(NAN);
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute scales", SH(F32, 4, 3));
-  q.scales = (rlx_flist){NULL, 0};
+  q.scales = (rlx_flist){.v = NULL, .n = 0};
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute scales", SH(F32, 4, 3));
   q.scales = FL(1.0f);
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "operand 0 (x) has dtype i32", SH(I32, 4, 3));
@@ -296,7 +296,7 @@ static void test_synth_matmul(void) {
   EXPECT_ERR(SynthMatMulBackward, &b, NULL, SHAPE_ERR, "attribute wrt", SH(F32, 3, 8), SH(I32, 2, 5), SH(F32, 16, 4),
              SH(F32, 3, 5));
 
-  rlx_attrs_SynthReconstruct r = {4, 16};
+  rlx_attrs_SynthReconstruct r = {.entry_dim = 4, .num_entries = 16};
   EXPECT(SynthReconstruct, &r, NULL, SH(F32, 8, 5), SH(I64, 2, 5), SH(F32, 16, 4));
   EXPECT(SynthReconstruct, &r, NULL, SH(F16, 8, 5), SH(I64, 2, 5), SH(F16, 16, 4));
   EXPECT_ERR(SynthReconstruct, &r, NULL, SHAPE_ERR, "operand 1 (codebook)", SH(I64, 2, 5), SH(F32, 16, 5));

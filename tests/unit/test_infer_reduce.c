@@ -5,48 +5,48 @@
 #include "infer_test.h"
 
 static void test_reduce(void) {
-  rlx_attrs_Reduce r = {RLX_REDUCE_SUM, IL(1), false};
+  rlx_attrs_Reduce r = {.op = RLX_REDUCE_SUM, .axes = IL(1), .keep_dim = false};
   EXPECT(Reduce, &r, NULL, SH(F32, 2, 4), SH(F32, 2, 3, 4));
   r.keep_dim = true;
   EXPECT(Reduce, &r, NULL, SH(F32, 2, 1, 4), SH(F32, 2, 3, 4));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_MEAN, IL(-1, 0), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MEAN, .axes = IL(-1, 0), .keep_dim = false};
   EXPECT(Reduce, &r, NULL, SH(F32, 3), SH(F32, 2, 3, 4));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_MAX, IL0, false}; /* empty axes: everything */
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MAX, .axes = IL0, .keep_dim = false}; /* empty axes: everything */
   EXPECT(Reduce, &r, NULL, SCALAR(I32), SH(I32, 2, 3, 4));
   r.keep_dim = true;
   EXPECT(Reduce, &r, NULL, SH(I32, 1, 1, 1), SH(I32, 2, 3, 4));
   EXPECT(Reduce, &r, NULL, SCALAR(F32), SCALAR(F32));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_PROD, IL(0), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_PROD, .axes = IL(0), .keep_dim = false};
   EXPECT(Reduce, &r, NULL, SH(F64, SYM(1)), SH(F64, SYM(0), SYM(1)));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_MIN, IL(1, -2), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MIN, .axes = IL(1, -2), .keep_dim = false};
   EXPECT_ERR(Reduce, &r, NULL, SHAPE_ERR, "more than once", SH(F32, 2, 3, 4));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_SUM, IL(3), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = IL(3), .keep_dim = false};
   EXPECT_ERR(Reduce, &r, NULL, SHAPE_ERR, "attribute axes", SH(F32, 2, 3, 4));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_SUM, IL(0), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = IL(0), .keep_dim = false};
   EXPECT_ERR(Reduce, &r, NULL, SHAPE_ERR, "attribute axes", SCALAR(F32));
-  r = (rlx_attrs_Reduce){7, IL(0), false};
+  r = (rlx_attrs_Reduce){.op = 7, .axes = IL(0), .keep_dim = false};
   EXPECT_ERR(Reduce, &r, NULL, SHAPE_ERR, "attribute op", SH(F32, 2));
-  r = (rlx_attrs_Reduce){RLX_REDUCE_MAX, IL(0), false};
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MAX, .axes = IL(0), .keep_dim = false};
   EXPECT_ERR(Reduce, &r, NULL, SHAPE_ERR, "attribute op Max", SH(C64, 2));
 }
 
 static void test_histogram(void) {
-  rlx_attrs_Histogram h = {16, -1.0f, 1.0f};
+  rlx_attrs_Histogram h = {.bins = 16, .min = -1.0f, .max = 1.0f};
   EXPECT(Histogram, &h, NULL, SH(F32, 16), SH(F16, 3, 100));
   EXPECT(Histogram, &h, NULL, SH(F32, 16), SCALAR(I32));
   EXPECT(Histogram, &h, NULL, SH(F32, 16), SH(F32, SYM(0)));
   h.bins = 0;
   EXPECT_ERR(Histogram, &h, NULL, SHAPE_ERR, "attribute bins", SH(F32, 4));
-  h = (rlx_attrs_Histogram){4, 1.0f, 1.0f};
+  h = (rlx_attrs_Histogram){.bins = 4, .min = 1.0f, .max = 1.0f};
   EXPECT_ERR(Histogram, &h, NULL, SHAPE_ERR, "attributes min", SH(F32, 4));
-  h = (rlx_attrs_Histogram){4, 0.0f, INFINITY};
+  h = (rlx_attrs_Histogram){.bins = 4, .min = 0.0f, .max = INFINITY};
   EXPECT_ERR(Histogram, &h, NULL, SHAPE_ERR, "attributes min", SH(F32, 4));
-  h = (rlx_attrs_Histogram){4, 0.0f, 1.0f};
+  h = (rlx_attrs_Histogram){.bins = 4, .min = 0.0f, .max = 1.0f};
   EXPECT_ERR(Histogram, &h, NULL, SHAPE_ERR, "operand 0 has dtype c64", SH(C64, 4));
 }
 
 static void test_softmax_and_scans(void) {
-  rlx_attrs_Softmax s = {-1};
+  rlx_attrs_Softmax s = {.axis = -1};
   EXPECT(Softmax, &s, NULL, SH(F32, 2, SYM(1)), SH(F32, 2, SYM(1)));
   s.axis = 0;
   EXPECT(Softmax, &s, NULL, SH(BF16, 2, 3), SH(BF16, 2, 3));
@@ -56,27 +56,27 @@ static void test_softmax_and_scans(void) {
   EXPECT_ERR(Softmax, &s, NULL, SHAPE_ERR, "scalar", SCALAR(F32));
   EXPECT_ERR(Softmax, &s, NULL, SHAPE_ERR, "floating-point", SH(I32, 3));
 
-  rlx_attrs_Cumsum cs = {-1, true};
+  rlx_attrs_Cumsum cs = {.axis = -1, .exclusive = true};
   EXPECT(Cumsum, &cs, NULL, SH(I64, 4, 5), SH(I64, 4, 5));
   cs.axis = 2;
   EXPECT_ERR(Cumsum, &cs, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 5));
   cs.axis = 0;
   EXPECT_ERR(Cumsum, &cs, NULL, SHAPE_ERR, "bool", SH(BOOL, 4, 5));
-  rlx_attrs_CumProd cp = {-2, false};
+  rlx_attrs_CumProd cp = {.axis = -2, .exclusive = false};
   EXPECT(CumProd, &cp, NULL, SH(F32, 4, 5), SH(F32, 4, 5));
   EXPECT_ERR(CumProd, &cp, NULL, SHAPE_ERR, "attribute axis", SH(F32, 5));
-  rlx_attrs_CumMax cm = {0, false};
+  rlx_attrs_CumMax cm = {.axis = 0, .exclusive = false};
   EXPECT(CumMax, &cm, NULL, SH(F16, SYM(0), 5), SH(F16, SYM(0), 5));
   EXPECT_ERR(CumMax, &cm, NULL, SHAPE_ERR, "real", SH(C128, 5));
   EXPECT_ERR(CumMax, &cm, NULL, SHAPE_ERR, "scalar", SCALAR(F32));
 }
 
 static void test_arg_and_topk(void) {
-  rlx_attrs_ArgMax a = {1, false};
+  rlx_attrs_ArgMax a = {.axis = 1, .keep_dim = false};
   EXPECT(ArgMax, &a, NULL, SH(I64, 2, 4), SH(F32, 2, 3, 4));
   a.keep_dim = true;
   EXPECT(ArgMax, &a, NULL, SH(I64, 2, 1, 4), SH(F32, 2, 3, 4));
-  a = (rlx_attrs_ArgMax){-1, false};
+  a = (rlx_attrs_ArgMax){.axis = -1, .keep_dim = false};
   rlx_shape df = SH(F32, 2, 3), di = SH(I32, 2, 3), dh = SH(F16, 2, 3);
   EXPECT(ArgMax, &a, &df, SH(F32, 2, 3), SH(F32, 2, 3, 4));
   EXPECT(ArgMax, &a, &di, SH(I32, 2, 3), SH(F32, 2, 3, 4));
@@ -89,12 +89,12 @@ static void test_arg_and_topk(void) {
   EXPECT_ERR(ArgMax, &a, NULL, SHAPE_ERR, "empty along axis 0", SH(F32, 0, 3));
   EXPECT_ERR(ArgMax, &a, NULL, SHAPE_ERR, "real", SH(BOOL, 3));
 
-  rlx_attrs_ArgMin m = {-2, true};
+  rlx_attrs_ArgMin m = {.axis = -2, .keep_dim = true};
   EXPECT(ArgMin, &m, NULL, SH(I64, SYM(0), 1, 4), SH(F32, SYM(0), 3, 4));
   m.axis = -4;
   EXPECT_ERR(ArgMin, &m, NULL, SHAPE_ERR, "attribute axis", SH(F32, 2, 3, 4));
 
-  rlx_attrs_TopK k = {3};
+  rlx_attrs_TopK k = {.k = 3};
   EXPECT(TopK, &k, NULL, SH(I64, 2, 3), SH(F32, 2, 10));
   rlx_shape dk = SH(F32, 2, 3);
   EXPECT(TopK, &k, &dk, SH(F32, 2, 3), SH(F32, 2, 10));

@@ -8,7 +8,7 @@
 #define ST(i) ((rlx_chain_operand){1, (i)})
 #define STEP(kind, sub, a, b, c) ((rlx_chain_step){RLX_CHAIN_STEP_##kind, (sub), a, b, c})
 #define CHAIN(...)                                                                                 \
-  ((rlx_chain){(rlx_chain_step[]){__VA_ARGS__},                                                    \
+  ((rlx_chain){.steps = (rlx_chain_step[]){__VA_ARGS__}, .n = \
                (uint32_t)(sizeof((rlx_chain_step[]){__VA_ARGS__}) / sizeof(rlx_chain_step))})
 
 static rlx_attrs_ElementwiseRegion region(int64_t n) {
@@ -64,7 +64,7 @@ static void test_elementwise_region(void) {
   EXPECT_ERR(ElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute chain: step 0", SH(F32, 5), SH(F32, 5));
   a.chain = CHAIN(((rlx_chain_step){7, 0, IN(0), IN(0), IN(0)}));
   EXPECT_ERR(ElementwiseRegion, &a, NULL, SHAPE_ERR, "unknown kind", SH(F32, 5), SH(F32, 5));
-  a.chain = (rlx_chain){NULL, 0};
+  a.chain = (rlx_chain){.steps = NULL, .n = 0};
   EXPECT_ERR(ElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute chain is empty", SH(F32, 5), SH(F32, 5));
   a.num_inputs = 17;
   EXPECT_ERR(ElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute num_inputs", SH(F32, 5), SH(F32, 5));
@@ -138,7 +138,7 @@ static void test_batch_region(void) {
   a.input_modulus = IL(0, 0, 0);
   EXPECT_ERR(BatchElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute input_modulus", SH(F32, 1, 4), SH(F32, 2, 4));
   a.input_modulus = IL0;
-  a.chain = (rlx_chain){NULL, 0};
+  a.chain = (rlx_chain){.steps = NULL, .n = 0};
   EXPECT_ERR(BatchElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute chain", SH(F32, 1, 4), SH(F32, 2, 4));
   a.chain = CHAIN(STEP(ACTIVATION, RLX_ACT_SILU, IN(0), IN(0), IN(0)));
   a.num_batch_inputs = 0;

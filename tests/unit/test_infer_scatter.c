@@ -27,7 +27,7 @@ static void test_scatter_add(void) {
 }
 
 static void test_scatter_nd(void) {
-  rlx_attrs_ScatterNd s = {RLX_SCATTER_REDUCTION_NONE};
+  rlx_attrs_ScatterNd s = {.reduction = RLX_SCATTER_REDUCTION_NONE};
   EXPECT(ScatterNd, &s, NULL, SH(F32, 4, 5, 6), SH(F32, 4, 5, 6), SH(I64, 3, 2), SH(F32, 3, 6));
   EXPECT(ScatterNd, &s, NULL, SH(F32, 4, 5, 6), SH(F32, 4, 5, 6), SH(I64, 3, 3), SH(F32, 3));
   EXPECT(ScatterNd, &s, NULL, SH(F32, 4, 5, 6), SH(F32, 4, 5, 6), SH(I32, 2, 3, 1), SH(F32, 2, 3, 5, 6));
@@ -48,7 +48,7 @@ static void test_scatter_nd(void) {
 }
 
 static void test_scatter_elements(void) {
-  rlx_attrs_ScatterElements s = {0, RLX_SCATTER_REDUCTION_ADD};
+  rlx_attrs_ScatterElements s = {.axis = 0, .reduction = RLX_SCATTER_REDUCTION_ADD};
   EXPECT(ScatterElements, &s, NULL, SH(F32, 4, 5), SH(F32, 4, 5), SH(I64, 2, 5), SH(F32, 2, 5));
   EXPECT(ScatterElements, &s, NULL, SH(F32, 4, 5), SH(F32, 4, 5), SH(I64, 7, 5), SH(F32, 7, 5)); /* along axis: any */
   s.axis = -1;
@@ -63,7 +63,7 @@ static void test_scatter_elements(void) {
   EXPECT_ERR(ScatterElements, &s, NULL, SHAPE_ERR, "scalar", SCALAR(F32), SCALAR(I64), SCALAR(F32));
   s.axis = 2;
   EXPECT_ERR(ScatterElements, &s, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 5), SH(I64, 2, 5), SH(F32, 2, 5));
-  s = (rlx_attrs_ScatterElements){0, -1};
+  s = (rlx_attrs_ScatterElements){.axis = 0, .reduction = -1};
   EXPECT_ERR(ScatterElements, &s, NULL, SHAPE_ERR, "attribute reduction", SH(F32, 4, 5), SH(I64, 2, 5), SH(F32, 2, 5));
 }
 
@@ -94,7 +94,7 @@ static void test_gather_nd(void) {
 }
 
 static void test_gather_elements(void) {
-  rlx_attrs_GatherElements g = {1};
+  rlx_attrs_GatherElements g = {.axis = 1};
   EXPECT(GatherElements, &g, NULL, SH(F16, 4, 3), SH(F16, 4, 5), SH(I64, 4, 3));
   g.axis = 0;
   EXPECT(GatherElements, &g, NULL, SH(F32, 7, 5), SH(F32, 4, 5), SH(F32, 7, 5));

@@ -3,7 +3,7 @@
 #include "infer_test.h"
 
 static void test_reshape(void) {
-  rlx_attrs_Reshape r = {IL(6, 4)};
+  rlx_attrs_Reshape r = {.new_shape = IL(6, 4)};
   EXPECT(Reshape, &r, NULL, SH(F32, 6, 4), SH(F32, 2, 3, 4));
   r.new_shape = IL(-1, 4);
   EXPECT(Reshape, &r, NULL, SH(F32, 6, 4), SH(F32, 2, 3, 4));
@@ -41,7 +41,7 @@ static void test_reshape(void) {
 }
 
 static void test_transpose(void) {
-  rlx_attrs_Transpose t = {IL(2, 0, 1)};
+  rlx_attrs_Transpose t = {.perm = IL(2, 0, 1)};
   EXPECT(Transpose, &t, NULL, SH(F32, 4, 2, 3), SH(F32, 2, 3, 4));
   t.perm = IL(0, 2, 1);
   EXPECT(Transpose, &t, NULL, SH(F32, SYM(0), 4, 3), SH(F32, SYM(0), 3, 4));
@@ -57,55 +57,55 @@ static void test_transpose(void) {
 }
 
 static void test_narrow_slice(void) {
-  rlx_attrs_Narrow n = {1, 2, 3};
+  rlx_attrs_Narrow n = {.axis = 1, .start = 2, .len = 3};
   EXPECT(Narrow, &n, NULL, SH(F32, 4, 3, 6), SH(F32, 4, 10, 6));
-  n = (rlx_attrs_Narrow){1, 7, 3}; /* exactly fits */
+  n = (rlx_attrs_Narrow){.axis = 1, .start = 7, .len = 3}; /* exactly fits */
   EXPECT(Narrow, &n, NULL, SH(F32, 4, 3), SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){1, 8, 3};
+  n = (rlx_attrs_Narrow){.axis = 1, .start = 8, .len = 3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "exceed axis 1", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){0, 100, 3}; /* symbolic axis: cannot check */
+  n = (rlx_attrs_Narrow){.axis = 0, .start = 100, .len = 3}; /* symbolic axis: cannot check */
   EXPECT(Narrow, &n, NULL, SH(F32, 3, 10), SH(F32, SYM(0), 10));
-  n = (rlx_attrs_Narrow){-1, 0, 3};
+  n = (rlx_attrs_Narrow){.axis = -1, .start = 0, .len = 3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){2, 0, 3};
+  n = (rlx_attrs_Narrow){.axis = 2, .start = 0, .len = 3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){0, -1, 3};
+  n = (rlx_attrs_Narrow){.axis = 0, .start = -1, .len = 3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "attribute start", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){0, 0, -3};
+  n = (rlx_attrs_Narrow){.axis = 0, .start = 0, .len = -3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "attribute len", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){0, INT64_MAX, 3};
+  n = (rlx_attrs_Narrow){.axis = 0, .start = INT64_MAX, .len = 3};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "exceed", SH(F32, 4, 10));
-  n = (rlx_attrs_Narrow){0, 0, 0};
+  n = (rlx_attrs_Narrow){.axis = 0, .start = 0, .len = 0};
   EXPECT_ERR(Narrow, &n, NULL, SHAPE_ERR, "attribute axis", SCALAR(F32));
 
-  rlx_attrs_Slice s = {1, 1, 3, 2}; /* indices 1, 3, 5 */
+  rlx_attrs_Slice s = {.axis = 1, .start = 1, .len = 3, .step = 2}; /* indices 1, 3, 5 */
   EXPECT(Slice, &s, NULL, SH(F32, 4, 3), SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){-1, 5, 3, -2}; /* 5, 3, 1 */
+  s = (rlx_attrs_Slice){.axis = -1, .start = 5, .len = 3, .step = -2}; /* 5, 3, 1 */
   EXPECT(Slice, &s, NULL, SH(F32, 4, 3), SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){0, 9, 0, 1}; /* empty slice reads nothing */
+  s = (rlx_attrs_Slice){.axis = 0, .start = 9, .len = 0, .step = 1}; /* empty slice reads nothing */
   EXPECT(Slice, &s, NULL, SH(F32, 0, 6), SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){1, 2, 3, 2}; /* 2, 4, 6: 6 is out of range */
+  s = (rlx_attrs_Slice){.axis = 1, .start = 2, .len = 3, .step = 2}; /* 2, 4, 6: 6 is out of range */
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "read indices 2..6", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){1, 3, 3, -2}; /* 3, 1, -1 */
+  s = (rlx_attrs_Slice){.axis = 1, .start = 3, .len = 3, .step = -2}; /* 3, 1, -1 */
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "read indices 3..-1", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){1, 6, 1, 1};
+  s = (rlx_attrs_Slice){.axis = 1, .start = 6, .len = 1, .step = 1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "attributes start 6", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){0, 1000, 2, 5}; /* symbolic axis: only the lower bound is checked */
+  s = (rlx_attrs_Slice){.axis = 0, .start = 1000, .len = 2, .step = 5}; /* symbolic axis: only the lower bound is checked */
   EXPECT(Slice, &s, NULL, SH(F32, 2, 6), SH(F32, SYM(2), 6));
-  s = (rlx_attrs_Slice){0, 3, 5, -1};
+  s = (rlx_attrs_Slice){.axis = 0, .start = 3, .len = 5, .step = -1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "read indices 3..-1", SH(F32, SYM(2), 6));
-  s = (rlx_attrs_Slice){1, 0, 2, 0};
+  s = (rlx_attrs_Slice){.axis = 1, .start = 0, .len = 2, .step = 0};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "attribute step", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){1, 0, -1, 1};
+  s = (rlx_attrs_Slice){.axis = 1, .start = 0, .len = -1, .step = 1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "attribute len", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){2, 0, 1, 1};
+  s = (rlx_attrs_Slice){.axis = 2, .start = 0, .len = 1, .step = 1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){0, 1, INT64_MAX, INT64_MAX};
+  s = (rlx_attrs_Slice){.axis = 0, .start = 1, .len = INT64_MAX, .step = INT64_MAX};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "overflow", SH(F32, 4, 6));
 }
 
 static void test_concat(void) {
-  rlx_attrs_Concat c = {1};
+  rlx_attrs_Concat c = {.axis = 1};
   EXPECT(Concat, &c, NULL, SH(F32, 2, 9), SH(F32, 2, 3), SH(F32, 2, 4), SH(F32, 2, 2));
   c.axis = -2;
   EXPECT(Concat, &c, NULL, SH(F32, 5, 3), SH(F32, 2, 3), SH(F32, 3, 3));
@@ -128,29 +128,29 @@ static void test_concat(void) {
 }
 
 static void test_kv_append(void) {
-  rlx_attrs_KvAppend k = {2, 5};
+  rlx_attrs_KvAppend k = {.axis = 2, .pos = 5};
   EXPECT(KvAppend, &k, NULL, SH(F32, 1, 4, 6, 8), SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 1, 8));
-  k = (rlx_attrs_KvAppend){-2, 15};
+  k = (rlx_attrs_KvAppend){.axis = -2, .pos = 15};
   EXPECT(KvAppend, &k, NULL, SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 1, 8));
-  k = (rlx_attrs_KvAppend){1, 40}; /* symbolic capacity: cannot check pos */
+  k = (rlx_attrs_KvAppend){.axis = 1, .pos = 40}; /* symbolic capacity: cannot check pos */
   EXPECT(KvAppend, &k, NULL, SH(F32, 2, 41), SH(F32, 2, SYM(3)), SH(F32, 2, 1));
-  k = (rlx_attrs_KvAppend){1, INT64_MAX};
+  k = (rlx_attrs_KvAppend){.axis = 1, .pos = INT64_MAX};
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "attribute pos", SH(F32, 2, SYM(3)), SH(F32, 2, 1));
-  k = (rlx_attrs_KvAppend){2, 16};
+  k = (rlx_attrs_KvAppend){.axis = 2, .pos = 16};
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "attribute pos", SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 1, 8));
-  k = (rlx_attrs_KvAppend){2, -1};
+  k = (rlx_attrs_KvAppend){.axis = 2, .pos = -1};
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "attribute pos", SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 1, 8));
-  k = (rlx_attrs_KvAppend){2, 3};
+  k = (rlx_attrs_KvAppend){.axis = 2, .pos = 3};
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "operand 1 (row)", SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 2, 8));
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "operand 1 (row)", SH(F32, 1, 4, 16, 8), SH(F32, 1, 2, 1, 8));
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "operand 1 (row)", SH(F32, 1, 4, 16, 8), SH(F32, 4, 1, 8));
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "operand 1 has dtype f16", SH(F32, 1, 4, 16, 8), SH(F16, 1, 4, 1, 8));
-  k = (rlx_attrs_KvAppend){4, 3};
+  k = (rlx_attrs_KvAppend){.axis = 4, .pos = 3};
   EXPECT_ERR(KvAppend, &k, NULL, SHAPE_ERR, "attribute axis", SH(F32, 1, 4, 16, 8), SH(F32, 1, 4, 1, 8));
 }
 
 static void test_expand(void) {
-  rlx_attrs_Expand e = {IL(2, 3, 4)};
+  rlx_attrs_Expand e = {.target_shape = IL(2, 3, 4)};
   EXPECT(Expand, &e, NULL, SH(F32, 2, 3, 4), SH(F32, 3, 1));
   EXPECT(Expand, &e, NULL, SH(F32, 2, 3, 4), SCALAR(F32));
   e.target_shape = IL(5, -1, 4);
@@ -190,7 +190,7 @@ static void test_gather(void) {
 }
 
 static void test_reverse_roll_tile_trilu(void) {
-  rlx_attrs_Reverse r = {IL(0, -1)};
+  rlx_attrs_Reverse r = {.axes = IL(0, -1)};
   EXPECT(Reverse, &r, NULL, SH(F32, 2, 3, 4), SH(F32, 2, 3, 4));
   r.axes = IL0;
   EXPECT(Reverse, &r, NULL, SCALAR(F32), SCALAR(F32));
@@ -199,16 +199,16 @@ static void test_reverse_roll_tile_trilu(void) {
   r.axes = IL(3);
   EXPECT_ERR(Reverse, &r, NULL, SHAPE_ERR, "attribute axes", SH(F32, 2, 3, 4));
 
-  rlx_attrs_Roll o = {IL(1, -7, 2), IL(0, -1, 0)};
+  rlx_attrs_Roll o = {.shifts = IL(1, -7, 2), .dims = IL(0, -1, 0)};
   EXPECT(Roll, &o, NULL, SH(F32, SYM(0), 5), SH(F32, SYM(0), 5));
-  o = (rlx_attrs_Roll){IL(1), IL0};
+  o = (rlx_attrs_Roll){.shifts = IL(1), .dims = IL0};
   EXPECT_ERR(Roll, &o, NULL, SHAPE_ERR, "attribute shifts", SH(F32, 3, 5));
-  o = (rlx_attrs_Roll){IL(1), IL(2)};
+  o = (rlx_attrs_Roll){.shifts = IL(1), .dims = IL(2)};
   EXPECT_ERR(Roll, &o, NULL, SHAPE_ERR, "attribute dims", SH(F32, 3, 5));
-  o = (rlx_attrs_Roll){IL(1), IL(-3)};
+  o = (rlx_attrs_Roll){.shifts = IL(1), .dims = IL(-3)};
   EXPECT_ERR(Roll, &o, NULL, SHAPE_ERR, "attribute dims", SH(F32, 3, 5));
 
-  rlx_attrs_Tile t = {IL(2, 1, 3)};
+  rlx_attrs_Tile t = {.reps = IL(2, 1, 3)};
   EXPECT(Tile, &t, NULL, SH(F32, 4, SYM(0), 15), SH(F32, 2, SYM(0), 5));
   t.reps = IL(0, 2);
   EXPECT(Tile, &t, NULL, SH(F32, 0, 6), SH(F32, 7, 3));
@@ -223,7 +223,7 @@ static void test_reverse_roll_tile_trilu(void) {
   t.reps = IL(INT64_MAX);
   EXPECT_ERR(Tile, &t, NULL, RLX_ERR_OVERFLOW, "attribute reps", SH(F32, 3));
 
-  rlx_attrs_Trilu u = {true, -1};
+  rlx_attrs_Trilu u = {.upper = true, .diagonal = -1};
   EXPECT(Trilu, &u, NULL, SH(F32, 2, 3, 4), SH(F32, 2, 3, 4));
   EXPECT(Trilu, &u, NULL, SH(I32, SYM(0), SYM(0)), SH(I32, SYM(0), SYM(0)));
   EXPECT_ERR(Trilu, &u, NULL, SHAPE_ERR, "rank >= 2", SH(F32, 4));
@@ -272,7 +272,7 @@ static void test_resample(void) {
   EXPECT_ERR(ResizeNearest2x, NULL, NULL, SHAPE_ERR, "declare the output shape", SH(F32, 1, 3, SYM(6), 5));
   EXPECT_ERR(ResizeNearest2x, NULL, NULL, SHAPE_ERR, "NCHW", SH(F32, 3, 4, 5));
 
-  rlx_attrs_Interpolate3d i = {IL(4, 6, 8)};
+  rlx_attrs_Interpolate3d i = {.size = IL(4, 6, 8)};
   EXPECT(Interpolate3d, &i, NULL, SH(F32, 2, 3, 4, 6, 8), SH(F32, 2, 3, 2, 3, 5));
   EXPECT(Interpolate3d, &i, NULL, SH(F32, SYM(0), 3, 4, 6, 8), SH(F32, SYM(0), 3, SYM(1), 3, 5));
   EXPECT_ERR(Interpolate3d, &i, NULL, SHAPE_ERR, "NCDHW", SH(F32, 3, 2, 3, 5));

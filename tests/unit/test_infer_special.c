@@ -10,7 +10,7 @@
 /* ---- recurrent ---- */
 
 static void test_selective_scan_mamba(void) {
-  rlx_attrs_SelectiveScan s = {4};
+  rlx_attrs_SelectiveScan s = {.state_size = 4};
   EXPECT(SelectiveScan, &s, NULL, SH(F32, 2, 5, 8), SH(F32, 2, 5, 8), SH(F32, 2, 5, 8), SH(F32, 8, 4), SH(F32, 2, 5, 4),
          SH(F32, 2, 5, 4));
   EXPECT(SelectiveScan, &s, NULL, SH(F32, SYM(0), SYM(1), 8), SH(F32, SYM(0), SYM(1), 8), SH(F32, SYM(0), SYM(1), 8),
@@ -27,7 +27,7 @@ static void test_selective_scan_mamba(void) {
   EXPECT_ERR(SelectiveScan, &s, NULL, SHAPE_ERR, "attribute state_size", SH(F32, 2, 5, 8), SH(F32, 2, 5, 8),
              SH(F32, 8, 0), SH(F32, 2, 5, 0), SH(F32, 2, 5, 0));
 
-  rlx_attrs_Mamba2 m = {16, 4};
+  rlx_attrs_Mamba2 m = {.head_dim = 16, .state_size = 4};
   EXPECT(Mamba2, &m, NULL, SH(F32, 2, 5, 3, 16), SH(F32, 2, 5, 3, 16), SH(F32, 2, 5, 3), SH(F32, 3),
          SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3, 4));
   EXPECT_ERR(Mamba2, &m, NULL, SHAPE_ERR, "operand 0 (x)", SH(F32, 2, 5, 3, 8), SH(F32, 2, 5, 3), SH(F32, 3),
@@ -44,7 +44,7 @@ static void test_selective_scan_mamba(void) {
 #define QKV SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3, 4)
 
 static void test_gated_delta_net(void) {
-  rlx_attrs_GatedDeltaNet g = {4, false, false};
+  rlx_attrs_GatedDeltaNet g = {.state_size = 4, .carry_state = false, .gate_per_channel = false};
   EXPECT(GatedDeltaNet, &g, NULL, SH(F32, 2, 5, 3, 4), QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 3));
   EXPECT_ERR(GatedDeltaNet, &g, NULL, SHAPE_ERR, "operand 3 (g)", QKV, SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3));
   EXPECT_ERR(GatedDeltaNet, &g, NULL, SHAPE_ERR, "operand 4 (beta)", QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 4));
@@ -61,7 +61,7 @@ static void test_gated_delta_net(void) {
   EXPECT_ERR(GatedDeltaNet, &g, NULL, VERIFY_ERR, "carry_state", QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 3));
 
   /* B=2, S=5, H=3, n=4: BSHn = 120, BSH = 30, B*H*n*n = 96 */
-  rlx_attrs_GatedDeltaNetBackward b = {4, false, false};
+  rlx_attrs_GatedDeltaNetBackward b = {.state_size = 4, .carry_state = false, .gate_per_channel = false};
   EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 420), QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 3), SH(F32, 2, 5, 3, 4));
   b.gate_per_channel = true; /* 4 * 120 + 30 */
   EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 510), QKV, SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3), SH(F32, 2, 5, 3, 4));
@@ -84,7 +84,7 @@ static void test_gated_delta_net(void) {
 
 static void test_lstm_gru_rnn(void) {
   /* H=4, L=2, bidirectional, I=3, G=4: w_ih = 2*16*(3 + 1*8) = 352, w_hh = 2*2*16*4 = 256, bias = 64 */
-  rlx_attrs_Lstm l = {4, 2, true, false};
+  rlx_attrs_Lstm l = {.hidden_size = 4, .num_layers = 2, .bidirectional = true, .carry = false};
   EXPECT(Lstm, &l, NULL, SH(F32, 2, 7, 8), SH(F32, 2, 7, 3), SH(F32, 352), SH(F32, 256), SH(F32, 64));
   EXPECT(Lstm, &l, NULL, SH(F32, 2, 7, 8), SH(F32, 2, 7, 3), SH(F32, 32, 11), SH(F32, 64, 4), SH(F32, 4, 16));
   EXPECT_ERR(Lstm, &l, NULL, SHAPE_ERR, "operand 1 (w_ih)", SH(F32, 2, 7, 3), SH(F32, 351), SH(F32, 256), SH(F32, 64));
@@ -100,7 +100,7 @@ static void test_lstm_gru_rnn(void) {
              SH(F32, 4, 2, 4), SH(F32, 4, 3, 4));
   EXPECT_ERR(Lstm, &l, NULL, VERIFY_ERR, "h0, c0 for carry", SH(F32, 2, 7, 3), SH(F32, 352), SH(F32, 256), SH(F32, 64));
   /* single layer, one direction, H=5, I=3: the PyTorch layout [4H, I], [4H, H], [4H] */
-  rlx_attrs_Lstm l1 = {5, 1, false, false};
+  rlx_attrs_Lstm l1 = {.hidden_size = 5, .num_layers = 1, .bidirectional = false, .carry = false};
   EXPECT(Lstm, &l1, NULL, SH(F32, 2, 7, 5), SH(F32, 2, 7, 3), SH(F32, 20, 3), SH(F32, 20, 5), SH(F32, 20));
   EXPECT(Lstm, &l1, NULL, SH(F32, SYM(0), 7, 5), SH(F32, SYM(0), 7, 3), SH(F32, 20, 3), SH(F32, 20, 5), SH(F32, 20));
   EXPECT_ERR(Lstm, &l1, NULL, SHAPE_ERR, "operand 0 (x) has dtype i32", SH(I32, 2, 7, 3), SH(F32, 20, 3),
@@ -114,7 +114,7 @@ static void test_lstm_gru_rnn(void) {
              SH(F32, 20));
 
   /* Gru H=5, L=1, uni, I=3: w_ih [15, 3], w_hh [15, 5], b_ih [15], b_hh [15] */
-  rlx_attrs_Gru g = {5, 1, false, false};
+  rlx_attrs_Gru g = {.hidden_size = 5, .num_layers = 1, .bidirectional = false, .carry = false};
   EXPECT(Gru, &g, NULL, SH(F32, 2, 7, 5), SH(F32, 2, 7, 3), SH(F32, 15, 3), SH(F32, 15, 5), SH(F32, 15), SH(F32, 15));
   EXPECT_ERR(Gru, &g, NULL, SHAPE_ERR, "operand 4 (b_hh)", SH(F32, 2, 7, 3), SH(F32, 15, 3), SH(F32, 15, 5),
              SH(F32, 15), SH(F32, 20));
@@ -125,7 +125,7 @@ static void test_lstm_gru_rnn(void) {
              SH(F32, 15), SH(F32, 2, 2, 5));
 
   /* Rnn H=5, L=1, bidirectional, I=3: w_ih = 2*5*3 = 30, w_hh = 2*5*5 = 50, bias = 10 -> [B, S, 10] */
-  rlx_attrs_Rnn r = {5, 1, true, false, true};
+  rlx_attrs_Rnn r = {.hidden_size = 5, .num_layers = 1, .bidirectional = true, .carry = false, .relu = true};
   EXPECT(Rnn, &r, NULL, SH(F32, 2, 7, 10), SH(F32, 2, 7, 3), SH(F32, 30), SH(F32, 50), SH(F32, 10));
   /* L=2, uni: w_ih = 5*(3 + 5) = 40, w_hh = 2*25 = 50, bias = 10 */
   r.bidirectional = false;
@@ -241,7 +241,7 @@ static void test_fft(void) {
   q.scale = 9;
   EXPECT_ERR(FftQ, &q, NULL, SHAPE_ERR, "attribute scale", SH(I16, 2, 16));
 
-  rlx_attrs_FftButterflyStage b = {2, 8};
+  rlx_attrs_FftButterflyStage b = {.stage = 2, .n_fft = 8};
   EXPECT(FftButterflyStage, &b, NULL, SH(F32, 3, 16), SH(F32, 3, 16), SH(F32, 4), SH(F32, 4), SH(F32, 4), SH(F32, 4));
   EXPECT(FftButterflyStage, &b, NULL, SH(F32, 3, 8, 2), SH(F32, 3, 8, 2), SH(F32, 4), SH(F32, 4), SH(F32, 4), SH(F32, 4));
   EXPECT_ERR(FftButterflyStage, &b, NULL, SHAPE_ERR, "operand 3 (tw_re)", SH(F32, 3, 16), SH(F32, 4), SH(F32, 4),
@@ -268,7 +268,7 @@ static void test_logmel_welch_pconv(void) {
   EXPECT_ERR(LogMelBackward, NULL, NULL, SHAPE_ERR, "operand 2 (dy)", SH(F32, 2, 10, 400), SH(F32, 80, 101),
              SH(F32, 2, 10, 81));
 
-  rlx_attrs_WelchPeaks w = {5, 4};
+  rlx_attrs_WelchPeaks w = {.k = 5, .n_segments = 4};
   EXPECT(WelchPeaks, &w, NULL, SH(F32, 3, 10), SH(F32, 12, 64)); /* 12 / 4 = 3 batches, 2k = 10 */
   EXPECT_ERR(WelchPeaks, &w, NULL, SHAPE_ERR, "attribute n_segments", SH(F32, 13, 64));
   EXPECT_ERR(WelchPeaks, &w, NULL, SHAPE_ERR, "operand 0 (spectrum)", SH(F32, 12, 63));
@@ -278,7 +278,7 @@ static void test_logmel_welch_pconv(void) {
   w.k = 0;
   EXPECT_ERR(WelchPeaks, &w, NULL, SHAPE_ERR, "attribute k", SH(F32, 12, 64));
 
-  rlx_attrs_PartitionedConv p = {64};
+  rlx_attrs_PartitionedConv p = {.block = 64};
   EXPECT(PartitionedConv, &p, NULL, SH(F32, 2, 130), SH(F32, 2, 100), SH(F32, 31)); /* 100 + 31 - 1 */
   EXPECT(PartitionedConv, &p, NULL, SH(F32, 1), SH(F32, 1), SH(F32, 1));
   EXPECT_ERR(PartitionedConv, &p, NULL, SHAPE_ERR, "operand 1 (ir)", SH(F32, 2, 100), SH(F32, 0));
@@ -302,7 +302,7 @@ static void test_spd_forward(void) {
   EXPECT_ERR(BiMap, NULL, NULL, SHAPE_ERR, "operand 1 (x) has dtype f32", SH(F64, 3, 5), SH(F32, 5, 5));
   EXPECT_ERR(BiMap, NULL, NULL, SHAPE_ERR, "operand 0 (w) has dtype i32", SH(I32, 3, 5), SH(I32, 5, 5));
 
-  rlx_attrs_ReEig re = {1e-4f};
+  rlx_attrs_ReEig re = {.eps = 1e-4f};
   EXPECT(ReEig, &re, NULL, SH(F64, 36), M4); /* 2*16 + 4 */
   EXPECT(ReEig, &re, NULL, SH(F32, 3), SH(F32, 1, 1));
   EXPECT_ERR(ReEig, &re, NULL, SHAPE_ERR, "operand 0 (x)", SH(F64, 4, 3));
@@ -313,24 +313,24 @@ static void test_spd_forward(void) {
   EXPECT(ReEig, &re, NULL, SH(F64, 36), M4);
   re.eps = -1.0f;
   EXPECT_ERR(ReEig, &re, NULL, SHAPE_ERR, "attribute eps", M4);
-  rlx_attrs_LogEig le = {0.0f};
+  rlx_attrs_LogEig le = {.eps = 0.0f};
   EXPECT_ERR(LogEig, &le, NULL, SHAPE_ERR, "attribute eps", M4);
   le.eps = 1e-4f;
   EXPECT(LogEig, &le, NULL, SH(F64, 36), M4);
 
-  rlx_attrs_SpdBatchNorm bn = {1e-5f};
+  rlx_attrs_SpdBatchNorm bn = {.eps = 1e-5f};
   EXPECT(SpdBatchNorm, &bn, NULL, B4, B4, M4, M4);
   EXPECT_ERR(SpdBatchNorm, &bn, NULL, SHAPE_ERR, "operand 2 (g)", B4, M4, SH(F64, 3, 3));
   EXPECT_ERR(SpdBatchNorm, &bn, NULL, SHAPE_ERR, "operand 0 (x)", SH(F64, 6, 4, 3), M4, M4);
 
-  rlx_attrs_SpdKarcherMean km = {20, 1e-6f};
+  rlx_attrs_SpdKarcherMean km = {.iters = 20, .tol = 1e-6f};
   EXPECT(SpdKarcherMean, &km, NULL, M4, B4);
   km.iters = -1;
   EXPECT_ERR(SpdKarcherMean, &km, NULL, SHAPE_ERR, "attribute iters", B4);
   km.iters = 5;
   km.tol = NAN;
   EXPECT_ERR(SpdKarcherMean, &km, NULL, SHAPE_ERR, "attribute tol", B4);
-  rlx_attrs_SpdKarcherMeanWeighted kw = {20, 1e-6f};
+  rlx_attrs_SpdKarcherMeanWeighted kw = {.iters = 20, .tol = 1e-6f};
   EXPECT(SpdKarcherMeanWeighted, &kw, NULL, M4, B4, SH(F64, 6));
   EXPECT(SpdKarcherMeanWeighted, &kw, NULL, M4, B4, SH(F32, 6));
   EXPECT_ERR(SpdKarcherMeanWeighted, &kw, NULL, SHAPE_ERR, "operand 1 (w)", B4, SH(F64, 5));
@@ -342,7 +342,7 @@ static void test_spd_forward(void) {
   EXPECT(SpdParallelTransport, NULL, NULL, M4, M4, M4, M4);
   EXPECT_ERR(SpdParallelTransport, NULL, NULL, SHAPE_ERR, "operand 2 (v)", M4, M4, SH(F64, 5, 5));
 
-  rlx_attrs_SpdMatrixFnBatch fb = {RLX_SPD_FN_SQRTM};
+  rlx_attrs_SpdMatrixFnBatch fb = {.kind = RLX_SPD_FN_SQRTM};
   EXPECT(SpdMatrixFnBatch, &fb, NULL, B4, B4);
   EXPECT_ERR(SpdMatrixFnBatch, &fb, NULL, SHAPE_ERR, "operand 0 (x)", M4);
   fb.kind = 4;
@@ -357,19 +357,19 @@ static void test_spd_forward(void) {
 }
 
 static void test_spd_backward(void) {
-  rlx_attrs_ReEigBackward rb = {1e-4f};
+  rlx_attrs_ReEigBackward rb = {.eps = 1e-4f};
   EXPECT(ReEigBackward, &rb, NULL, M4, SH(F64, 4), SH(F64, 16), SH(F64, 4, 4));
   EXPECT_ERR(ReEigBackward, &rb, NULL, SHAPE_ERR, "operand 1 (u)", SH(F64, 4), SH(F64, 15), SH(F64, 16));
   EXPECT_ERR(ReEigBackward, &rb, NULL, SHAPE_ERR, "operand 2 (dy)", SH(F64, 4), SH(F64, 16), SH(F64, 3, 3));
-  rlx_attrs_LogEigBackward lb = {1e-4f};
+  rlx_attrs_LogEigBackward lb = {.eps = 1e-4f};
   EXPECT(LogEigBackward, &lb, NULL, SH(F64, 3, 3), SH(F64, 3), SH(F64, 3, 3), SH(F64, 9));
   lb.eps = 0.0f;
   EXPECT_ERR(LogEigBackward, &lb, NULL, SHAPE_ERR, "attribute eps", SH(F64, 3), SH(F64, 9), SH(F64, 9));
 
-  rlx_attrs_SpdBatchNormBackwardX bx = {1e-5f};
+  rlx_attrs_SpdBatchNormBackwardX bx = {.eps = 1e-5f};
   EXPECT(SpdBatchNormBackwardX, &bx, NULL, B4, M4, M4, B4);
   EXPECT_ERR(SpdBatchNormBackwardX, &bx, NULL, SHAPE_ERR, "operand 2 (dy)", M4, M4, SH(F64, 6, 3, 3));
-  rlx_attrs_SpdBatchNormBackwardG bg = {1e-5f};
+  rlx_attrs_SpdBatchNormBackwardG bg = {.eps = 1e-5f};
   EXPECT(SpdBatchNormBackwardG, &bg, NULL, M4, B4, M4, M4, B4);
   EXPECT_ERR(SpdBatchNormBackwardG, &bg, NULL, SHAPE_ERR, "operand 3 (dy)", B4, M4, M4, SH(F64, 5, 4, 4));
 
@@ -380,7 +380,7 @@ static void test_spd_backward(void) {
   EXPECT(SpdParallelTransportBackward, NULL, NULL, SH(F64, 3, 4, 4), M4, M4, M4, M4);
   EXPECT_ERR(SpdParallelTransportBackward, NULL, NULL, VERIFY_ERR, "needs exactly 4", M4, M4, M4);
 
-  rlx_attrs_SpdMatrixFnBatchBackward fb = {RLX_SPD_FN_LOGM};
+  rlx_attrs_SpdMatrixFnBatchBackward fb = {.kind = RLX_SPD_FN_LOGM};
   EXPECT(SpdMatrixFnBatchBackward, &fb, NULL, B4, B4, B4);
   EXPECT_ERR(SpdMatrixFnBatchBackward, &fb, NULL, SHAPE_ERR, "operand 1 (dy)", B4, SH(F64, 5, 4, 4));
 

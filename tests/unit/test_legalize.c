@@ -37,7 +37,7 @@ static void test_reports_every_node(void) {
   rlx_id x, d, s, out;
   CHECK_OK(rlx_input(g, "x", SH(F32, 3, 3), &x));
   d = un(g, RLX_OP_Det, x, NULL, "det");
-  rlx_attrs_Sort sa = {-1, false};
+  rlx_attrs_Sort sa = {.axis = -1, .descending = false};
   s = un(g, RLX_OP_Sort, x, &sa, "sorted");
   CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, s, d, &out));
   CHECK_OK(rlx_graph_set_outputs(g, &out, 1));
@@ -69,7 +69,7 @@ static void test_rounds_and_report(void) {
   rlx_attrs_init(RLX_OP_FakeQuantize, &fa);
   fa.axis = 0;
   fq = un(g, RLX_OP_FakeQuantize, x, &fa, "fq");
-  rlx_attrs_Clamp ca = {-1.0f, 1.0f};
+  rlx_attrs_Clamp ca = {.min = -1.0f, .max = 1.0f};
   c = un(g, RLX_OP_Clamp, fq, &ca, NULL);
   CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, c, x, &out));
   CHECK_OK(rlx_graph_set_outputs(g, &out, 1));
@@ -123,17 +123,17 @@ static rlx_graph *if_graph(rlx_op then_op) {
   CHECK_OK(rlx_graph_create_child(g, "else", &eb));
   CHECK_OK(rlx_input(tb, "x", SH(F32, 4), &bx));
   if (then_op == RLX_OP_Clamp) {
-    rlx_attrs_Clamp ca = {0.0f, 1.0f};
+    rlx_attrs_Clamp ca = {.min = 0.0f, .max = 1.0f};
     by = un(tb, RLX_OP_Clamp, bx, &ca, "clip");
   } else {
-    rlx_attrs_Sort sa = {-1, true};
+    rlx_attrs_Sort sa = {.axis = -1, .descending = true};
     by = un(tb, RLX_OP_Sort, bx, &sa, "sort");
   }
   CHECK_OK(rlx_graph_set_outputs(tb, &by, 1));
   CHECK_OK(rlx_input(eb, "x", SH(F32, 4), &bx));
   CHECK_OK(rlx_activation(eb, RLX_ACT_NEG, bx, &by));
   CHECK_OK(rlx_graph_set_outputs(eb, &by, 1));
-  rlx_attrs_If ia = {tb, eb};
+  rlx_attrs_If ia = {.then_branch = tb, .else_branch = eb};
   rlx_id in[2] = {p, x};
   CHECK_OK(rlx_graph_add(g, RLX_OP_If, in, 2, &ia, NULL, "branch", &out));
   CHECK_OK(rlx_graph_set_outputs(g, &out, 1));
@@ -202,9 +202,9 @@ static void test_stuck_decomposition(void) {
   CHECK_OK(rlx_input(bb, "x", rlx_shape_scalar(RLX_F32), &bx));
   CHECK_OK(rlx_binary(bb, RLX_BINOP_ADD, bx, bx, &by));
   CHECK_OK(rlx_graph_set_outputs(bb, &by, 1));
-  rlx_attrs_While wa = {cb, bb, {false, 0}};
+  rlx_attrs_While wa = {.cond = cb, .body = bb, .max_iterations = {.has = false, .v = 0}};
   CHECK_OK(rlx_graph_add(g, RLX_OP_While, &x, 1, &wa, NULL, "loop", &out));
-  rlx_attrs_Clamp ca = {0.0f, 1.0f};
+  rlx_attrs_Clamp ca = {.min = 0.0f, .max = 1.0f};
   cl = un(g, RLX_OP_Clamp, out, &ca, NULL);
   CHECK_OK(rlx_graph_set_outputs(g, &cl, 1));
   rlx_op without[] = {RLX_OP_While, RLX_OP_Clamp};
@@ -305,13 +305,13 @@ static void test_symbolic(void) {
   CHECK_OK(rlx_input(g, "img", SH(F32, B, 4, 2, 2), &img));
   CHECK_OK(rlx_input(g, "gamma", SH(F32, 4), &gm));
   CHECK_OK(rlx_input(g, "beta", SH(F32, 4), &bt));
-  rlx_attrs_Pad pa = {{(int64_t[]){0, 0, 1, 2}, 4}, RLX_PAD_MODE_CONSTANT, 7.0f};
+  rlx_attrs_Pad pa = {.pads = {.v = (int64_t[]){0, 0, 1, 2}, .n = 4}, .mode = RLX_PAD_MODE_CONSTANT, .value = 7.0f};
   p = un(g, RLX_OP_Pad, x, &pa, NULL);
-  rlx_attrs_GroupNorm ga = {2, 1e-5f};
+  rlx_attrs_GroupNorm ga = {.num_groups = 2, .eps = 1e-5f};
   rlx_id gin[3] = {img, gm, bt};
   CHECK_OK(rlx_graph_add(g, RLX_OP_GroupNorm, gin, 3, &ga, NULL, NULL, &gn));
   rz = un(g, RLX_OP_ResizeNearest2x, img, NULL, NULL);
-  rlx_attrs_Tile ta = {{(int64_t[]){1, 3}, 2}};
+  rlx_attrs_Tile ta = {.reps = {.v = (int64_t[]){1, 3}, .n = 2}};
   tl = un(g, RLX_OP_Tile, x, &ta, NULL);
   outs[0] = p, outs[1] = gn, outs[2] = rz, outs[3] = tl;
   CHECK_OK(rlx_graph_set_outputs(g, outs, 4));
@@ -336,7 +336,7 @@ static void test_symbolic(void) {
   rlx_id l, r, d;
   CHECK_OK(rlx_input(g, "l", SH(F32, B, 3), &l));
   CHECK_OK(rlx_input(g, "r", SH(F32, 3, 2), &r));
-  rlx_attrs_DotGeneral da = {{(int64_t[]){1}, 1}, {(int64_t[]){0}, 1}, {NULL, 0}, {NULL, 0}};
+  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){1}, .n = 1}, .rhs_contracting = {.v = (int64_t[]){0}, .n = 1}, .lhs_batch = {.v = NULL, .n = 0}, .rhs_batch = {.v = NULL, .n = 0}};
   rlx_id din[2] = {l, r};
   CHECK_OK(rlx_graph_add(g, RLX_OP_DotGeneral, din, 2, &da, NULL, "dot", &d));
   CHECK_OK(rlx_graph_set_outputs(g, &d, 1));
@@ -365,7 +365,7 @@ static void test_table(void) {
 /* Graphs for the allocation-failure sweep; each returns the kinds to leave unclaimed. */
 static uint32_t build_pad(rlx_graph *g, rlx_op *without) {
   rlx_id x, y;
-  rlx_attrs_Pad pa = {{(int64_t[]){1, 1, 2, 0}, 4}, RLX_PAD_MODE_REFLECT, 0.0f};
+  rlx_attrs_Pad pa = {.pads = {.v = (int64_t[]){1, 1, 2, 0}, .n = 4}, .mode = RLX_PAD_MODE_REFLECT, .value = 0.0f};
   CHECK_OK(rlx_input(g, "x", SH(F32, 3, 4), &x));
   CHECK_OK(rlx_graph_add(g, RLX_OP_Pad, &x, 1, &pa, NULL, NULL, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
@@ -386,10 +386,10 @@ static uint32_t build_scan(rlx_graph *g, rlx_op *without) {
   CHECK_OK(rlx_param(b, "w", SH(F32, 2), &w));
   CHECK_OK(rlx_binary(b, RLX_BINOP_MUL, c, w, &o));
   CHECK_OK(rlx_binary(b, RLX_BINOP_ADD, o, xt, &o));
-  rlx_attrs_Clamp ca = {-1.0f, 1.0f};
+  rlx_attrs_Clamp ca = {.min = -1.0f, .max = 1.0f};
   o = un(b, RLX_OP_Clamp, o, &ca, NULL);
   CHECK_OK(rlx_graph_set_outputs(b, &o, 1));
-  rlx_attrs_Scan sa = {b, 3, true, 0, 1, 0};
+  rlx_attrs_Scan sa = {.body = b, .length = 3, .save_trajectory = true, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   rlx_id in[2] = {init, xs};
   CHECK_OK(rlx_graph_add(g, RLX_OP_Scan, in, 2, &sa, NULL, NULL, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
@@ -407,13 +407,13 @@ static uint32_t build_if(rlx_graph *g, rlx_op *without) {
   CHECK_OK(rlx_graph_create_child(g, "then", &tb));
   CHECK_OK(rlx_graph_create_child(g, "else", &eb));
   CHECK_OK(rlx_input(tb, "x", SH(F32, 4), &bx));
-  rlx_attrs_Clamp ca = {0.0f, 1.0f};
+  rlx_attrs_Clamp ca = {.min = 0.0f, .max = 1.0f};
   by = un(tb, RLX_OP_Clamp, bx, &ca, NULL);
   CHECK_OK(rlx_graph_set_outputs(tb, &by, 1));
   CHECK_OK(rlx_input(eb, "x", SH(F32, 4), &bx));
   CHECK_OK(rlx_activation(eb, RLX_ACT_NEG, bx, &by));
   CHECK_OK(rlx_graph_set_outputs(eb, &by, 1));
-  rlx_attrs_If ia = {tb, eb};
+  rlx_attrs_If ia = {.then_branch = tb, .else_branch = eb};
   rlx_id in[2] = {p, x};
   CHECK_OK(rlx_graph_add(g, RLX_OP_If, in, 2, &ia, NULL, NULL, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));

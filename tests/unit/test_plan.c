@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "rlx_test.h"
-#include "passes/plan.h"
+#include "rlx/plan.h"
 
 static rlx_shape f32v(int64_t n) { return rlx_shape_make(RLX_F32, 1, (rlx_dim[]){n}); }
 

@@ -227,9 +227,9 @@ static void test_attention_random(void) {
   sc.cap = 1.5;
   sc.mask = RLX_MASK_CAUSAL;
   rlx_attrs_Attention as = attrs(4, 4, RLX_MASK_CAUSAL);
-  as.score_scale = (rlx_of32){true, 2.0f};
-  as.attn_logit_softcap = (rlx_of32){true, 1.5f};
-  as.v_head_dim = (rlx_oi64){true, 3};
+  as.score_scale = (rlx_of32){.has = true, .v = 2.0f};
+  as.attn_logit_softcap = (rlx_of32){.has = true, .v = 1.5f};
+  as.v_head_dim = (rlx_oi64){.has = true, .v = 3};
   attn_case(sc, 0, RLX_F64, &as, NULL, 1e-12, __LINE__);
   attn_case(sc, 1, RLX_F64, &as, NULL, 1e-12, __LINE__);
   attn_case(sc, 3, RLX_F64, &as, NULL, 1e-12, __LINE__);
@@ -240,7 +240,7 @@ static void test_attention_random(void) {
   rlx_attrs_Attention ad = attrs(4, 4, RLX_MASK_NONE);
   attn_case(df, 0, RLX_F64, &ad, NULL, 1e-12, __LINE__);
   p.scale = 0.5; /* p above used a scale of 0.5 only through explicit attrs: check that path too */
-  ad.score_scale = (rlx_of32){true, 0.5f};
+  ad.score_scale = (rlx_of32){.has = true, .v = 0.5f};
   attn_case(p, 0, RLX_F64, &ad, NULL, 1e-12, __LINE__);
 }
 

@@ -134,8 +134,8 @@ static void test_activation(void) {
       x[i] = positive ? fabs(xs[i]) + 0.2 : k == RLX_ACT_TAN ? xs[i] * 0.45 : xs[i];
       dy[i] = 0.25 * (i + 1) - 1.0;
     }
-    rlx_attrs_Activation fa = {k};
-    rlx_attrs_ActivationBackward ba = {k};
+    rlx_attrs_Activation fa = {.kind = k};
+    rlx_attrs_ActivationBackward ba = {.kind = k};
     rt_arg fargs[1] = {{SHP(F64, 8), x}};
     rt_arg bargs[2] = {{SHP(F64, 8), x}, {SHP(F64, 8), dy}};
     char what[64];
@@ -164,7 +164,7 @@ static void test_activation(void) {
   }
   /* Guards and hand-worked values. */
   rt c;
-  rlx_attrs_ActivationBackward a = {RLX_ACT_SQRT};
+  rlx_attrs_ActivationBackward a = {.kind = RLX_ACT_SQRT};
   RT_RUN(&c, ActivationBackward, &a, NULL, {SHP(F64, 4), VALS(0, -0.0, 4, -1)}, {SHP(F64, 4), VALS(INFINITY, 1, 2, 1)});
   CHECK_OUT(&c, VALS(0, 0, 0.5, NAN), 4, 1e-15, 0); /* 0 where sqrt(x) <= 0 even for dy = inf; NaN for x < 0 */
   rt_free(&c);
@@ -340,7 +340,7 @@ static void run_attn_case(const attn_case *ac, uint32_t seed) {
 }
 
 static void test_attention(void) {
-  rlx_of32 none = {false, 0};
+  rlx_of32 none = {.has = false, .v = 0};
   static double custom2[2 * 5] = {1, 0, 1, 1, 0.4, 0, 1, 1, 0.7, 1};
   static double custom3[1 * 3 * 4] = {1, 1, 0, 1, 0, 1, 1, 1, 1, 0, 0, 1};
   static double bias[2 * 2 * 3 * 4], bias_b[3 * 4];
@@ -389,22 +389,22 @@ static void test_rope(void) {
   for (int i = 0; i < 12; i++) ct[i] = cos(0.7 * i), st[i] = sin(0.7 * i);
   for (int style = 0; style < 2; style++) {
     /* head_dim 6, n_rot 6, position tables [S = 3, 3]. */
-    rlx_attrs_Rope fa = {6, 6, style};
-    rlx_attrs_RopeBackward ba = {6, 6, style};
+    rlx_attrs_Rope fa = {.head_dim = 6, .n_rot = 6, .style = style};
+    rlx_attrs_RopeBackward ba = {.head_dim = 6, .n_rot = 6, .style = style};
     rt_arg fargs[3] = {{SHP(F64, 2, 3, 12), x}, {SHP(F64, 3, 3), cs}, {SHP(F64, 3, 3), sn}};
     rt_arg bargs[3] = {{SHP(F64, 2, 3, 12), dy}, {SHP(F64, 3, 3), cs}, {SHP(F64, 3, 3), sn}};
     check_vjp(style ? "RopeBackward GptJ" : "RopeBackward NeoX", RLX_OP_Rope, &fa, NULL, 3, fargs, 0, dy,
               RLX_OP_RopeBackward, &ba, NULL, 3, bargs, 0, 1e-8);
     /* head_dim 6, n_rot 4 (tail passes through), per-token tables [batch*S = 6, 2]. */
-    rlx_attrs_Rope fb = {6, 4, style};
-    rlx_attrs_RopeBackward bb = {6, 4, style};
+    rlx_attrs_Rope fb = {.head_dim = 6, .n_rot = 4, .style = style};
+    rlx_attrs_RopeBackward bb = {.head_dim = 6, .n_rot = 4, .style = style};
     rt_arg fargs2[3] = {{SHP(F64, 2, 3, 12), x}, {SHP(F64, 6, 2), ct}, {SHP(F64, 6, 2), st}};
     rt_arg bargs2[3] = {{SHP(F64, 2, 3, 12), dy}, {SHP(F64, 6, 2), ct}, {SHP(F64, 6, 2), st}};
     check_vjp(style ? "RopeBackward GptJ n_rot<hd per-token" : "RopeBackward NeoX n_rot<hd per-token", RLX_OP_Rope, &fb,
               NULL, 3, fargs2, 0, dy, RLX_OP_RopeBackward, &bb, NULL, 3, bargs2, 0, 1e-8);
   }
   /* Hand case: one pair rotated by 90 degrees; the backward rotates back. */
-  rlx_attrs_RopeBackward hb = {2, 2, RLX_ROPE_STYLE_NEOX};
+  rlx_attrs_RopeBackward hb = {.head_dim = 2, .n_rot = 2, .style = RLX_ROPE_STYLE_NEOX};
   rt c;
   RT_RUN(&c, RopeBackward, &hb, NULL, {SHP(F32, 1, 2), VALS(1, 2)}, {SHP(F32, 1, 1), VALS(0)}, {SHP(F32, 1, 1), VALS(1)});
   CHECK_OUT(&c, VALS(2, -1), 2, 1e-7, 0);
@@ -423,9 +423,9 @@ static void test_norms(void) {
   fill(b, 5, 24, 1);
   rt_arg lnf[3] = {{SHP(F64, 2, 3, 5), x}, {SHP(F64, 5), g}, {SHP(F64, 5), b}};
   /* LayerNorm */
-  rlx_attrs_LayerNorm lna = {-1, 1e-3f};
-  rlx_attrs_LayerNormBackwardInput lbi = {-1, 1e-3f};
-  rlx_attrs_LayerNormBackwardGamma lbg = {-1, 1e-3f};
+  rlx_attrs_LayerNorm lna = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_LayerNormBackwardInput lbi = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_LayerNormBackwardGamma lbg = {.axis = -1, .eps = 1e-3f};
   rt_arg lbi_args[3] = {lnf[0], lnf[1], {SHP(F64, 2, 3, 5), dy}};
   rt_arg lbg_args[2] = {lnf[0], {SHP(F64, 2, 3, 5), dy}};
   check_vjp("LayerNormBackwardInput", RLX_OP_LayerNorm, &lna, NULL, 3, lnf, 0, dy, RLX_OP_LayerNormBackwardInput, &lbi,
@@ -438,10 +438,10 @@ static void test_norms(void) {
     check_dtype("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, RLX_F16, want, 30, 3e-2);
   }
   /* RmsNorm: x, gamma, beta. */
-  rlx_attrs_RmsNorm rna = {-1, 1e-3f};
-  rlx_attrs_RmsNormBackwardInput rbi = {-1, 1e-3f};
-  rlx_attrs_RmsNormBackwardGamma rbg = {-1, 1e-3f};
-  rlx_attrs_RmsNormBackwardBeta rbb = {-1, 1e-3f};
+  rlx_attrs_RmsNorm rna = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_RmsNormBackwardInput rbi = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_RmsNormBackwardGamma rbg = {.axis = -1, .eps = 1e-3f};
+  rlx_attrs_RmsNormBackwardBeta rbb = {.axis = -1, .eps = 1e-3f};
   rt_arg rb_args[4] = {lnf[0], lnf[1], lnf[2], {SHP(F64, 2, 3, 5), dy}};
   check_vjp("RmsNormBackwardInput", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 0, dy, RLX_OP_RmsNormBackwardInput, &rbi, NULL, 4,
             rb_args, 0, 1e-7);
@@ -455,10 +455,10 @@ static void test_norms(void) {
   fill(gdy, 48, 32, 1);
   fill(gg, 6, 33, 1);
   fill(gb, 6, 34, 1);
-  rlx_attrs_GroupNorm gna = {3, 1e-3f};
-  rlx_attrs_GroupNormBackwardInput gbi = {3, 1e-3f};
-  rlx_attrs_GroupNormBackwardGamma gbg = {3, 1e-3f};
-  rlx_attrs_GroupNormBackwardBeta gbb = {3, 1e-3f};
+  rlx_attrs_GroupNorm gna = {.num_groups = 3, .eps = 1e-3f};
+  rlx_attrs_GroupNormBackwardInput gbi = {.num_groups = 3, .eps = 1e-3f};
+  rlx_attrs_GroupNormBackwardGamma gbg = {.num_groups = 3, .eps = 1e-3f};
+  rlx_attrs_GroupNormBackwardBeta gbb = {.num_groups = 3, .eps = 1e-3f};
   rt_arg gnf[3] = {{SHP(F64, 2, 6, 2, 2), gx}, {SHP(F64, 6), gg}, {SHP(F64, 6), gb}};
   rt_arg gbi_args[4] = {gnf[0], gnf[1], gnf[2], {SHP(F64, 2, 6, 2, 2), gdy}};
   rt_arg gbp_args[2] = {gnf[0], {SHP(F64, 2, 6, 2, 2), gdy}};
@@ -472,9 +472,9 @@ static void test_norms(void) {
   double bm[5], bv[5];
   fill(bm, 5, 41, 1);
   for (int i = 0; i < 5; i++) bv[i] = 0.3 + 0.2 * i;
-  rlx_attrs_BatchNormInference bna = {1e-3f};
-  rlx_attrs_BatchNormInferenceBackwardInput bbi = {1e-3f};
-  rlx_attrs_BatchNormInferenceBackwardGamma bbg = {1e-3f};
+  rlx_attrs_BatchNormInference bna = {.eps = 1e-3f};
+  rlx_attrs_BatchNormInferenceBackwardInput bbi = {.eps = 1e-3f};
+  rlx_attrs_BatchNormInferenceBackwardGamma bbg = {.eps = 1e-3f};
   rt_arg bnf[5] = {lnf[0], lnf[1], lnf[2], {SHP(F64, 5), bm}, {SHP(F64, 5), bv}};
   rt_arg bbi_args[5] = {lnf[0], lnf[1], {SHP(F64, 5), bm}, {SHP(F64, 5), bv}, {SHP(F64, 2, 3, 5), dy}};
   rt_arg bbg_args[4] = {lnf[0], {SHP(F64, 5), bm}, {SHP(F64, 5), bv}, {SHP(F64, 2, 3, 5), dy}};
@@ -490,8 +490,8 @@ static void test_norms(void) {
   fill(sc, 10, 51, 0.5);
   fill(sh, 10, 52, 0.5);
   for (int kind = 0; kind < 2; kind++) {
-    rlx_attrs_AdaLayerNorm ada = {kind, 1e-3f};
-    rlx_attrs_AdaLayerNormBackward adb = {kind, 1e-3f};
+    rlx_attrs_AdaLayerNorm ada = {.norm = kind, .eps = 1e-3f};
+    rlx_attrs_AdaLayerNormBackward adb = {.norm = kind, .eps = 1e-3f};
     rt_arg af[3] = {lnf[0], {SHP(F64, 2, 1, 5), sc}, {SHP(F64, 2, 1, 5), sh}};
     rt_arg ab[4] = {af[0], af[1], af[2], {SHP(F64, 2, 3, 5), dy}};
     const char *nm = kind ? "AdaLayerNormBackward Rms" : "AdaLayerNormBackward LN";
@@ -516,12 +516,12 @@ static void test_norms(void) {
   }
   /* Hand case: GroupNorm beta sums over the batch: dy of ones, N = 2, H = W = 1 -> 2 per channel. */
   rt c;
-  rlx_attrs_GroupNormBackwardBeta hb = {1, 1e-5f};
+  rlx_attrs_GroupNormBackwardBeta hb = {.num_groups = 1, .eps = 1e-5f};
   RT_RUN(&c, GroupNormBackwardBeta, &hb, NULL, {SHP(F32, 2, 2, 1, 1), VALS(1, 2, 3, 4)}, {SHP(F32, 2, 2, 1, 1), VALS(1, 1, 1, 1)});
   CHECK_OUT(&c, VALS(2, 2), 2, 0, 0);
   rt_free(&c);
   /* The norm backward ops reject a non-last axis. */
-  rlx_attrs_LayerNormBackwardGamma bad = {0, 1e-5f};
+  rlx_attrs_LayerNormBackwardGamma bad = {.axis = 0, .eps = 1e-5f};
   rlx_shape s5 = SHP(F32, 5);
   CHECK_ERR(RT_RUN_UNCHECKED(&c, LayerNormBackwardGamma, &bad, &s5, {SHP(F32, 2, 5), NULL},
                              {SHP(F32, 2, 5), NULL}),
@@ -572,18 +572,18 @@ static void run_conv_case(const conv_case *cc, uint32_t seed) {
   fill(dy, ny, seed + 2, 1);
   int64_t ks[3];
   for (uint32_t i = 2; i < cc->w.rank; i++) ks[i - 2] = cc->w.dims[i];
-  rlx_ilist kl = {ks, cc->w.rank - 2u};
+  rlx_ilist kl = {.v = ks, .n = cc->w.rank - 2u};
   rlx_op bin = three ? RLX_OP_Conv3dBackwardInput : RLX_OP_Conv2dBackwardInput;
   rlx_op bw = three ? RLX_OP_Conv3dBackwardWeight : RLX_OP_Conv2dBackwardWeight;
   rlx_attrs ai, aw;
   rlx_attrs_init(bin, &ai);
   rlx_attrs_init(bw, &aw);
   /* Conv2d/3dBackward{Input,Weight} share the field layout. */
-  ai.Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){kl, cc->stride, cc->padding, cc->dilation, cc->groups};
-  aw.Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){kl, cc->stride, cc->padding, cc->dilation, cc->groups};
+  ai.Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
+  aw.Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
   if (three) {
-    ai.Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){kl, cc->stride, cc->padding, cc->dilation, cc->groups};
-    aw.Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){kl, cc->stride, cc->padding, cc->dilation, cc->groups};
+    ai.Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
+    aw.Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
   }
   rt_arg ia[2] = {{ys, dy}, {cc->w, w}}, wa[2] = {{cc->x, x}, {ys, dy}};
   char what[128];
@@ -606,7 +606,7 @@ static void run_conv_case(const conv_case *cc, uint32_t seed) {
 static void test_conv(void) {
   static int64_t s2[2] = {2, 2}, s21[2] = {2, 1}, d12[2] = {1, 2}, d2[2] = {2, 2}, p1[2] = {1, 1}, pa[4] = {1, 0, 2, 1};
   static int64_t s3[3] = {2, 1, 2}, p3[6] = {1, 0, 1, 0, 1, 1}, d3[3] = {1, 2, 1};
-  rlx_ilist none = {NULL, 0};
+  rlx_ilist none = {.v = NULL, .n = 0};
   conv_case cases[] = {
       {"conv2d plain", SHP(F64, 1, 2, 4, 4), SHP(F64, 3, 2, 3, 3), none, none, none, 1},
       {"conv2d stride2 pad1 groups2", SHP(F64, 2, 4, 5, 6), SHP(F64, 4, 2, 3, 2), {s2, 2}, {p1, 2}, none, 2},
@@ -651,8 +651,8 @@ static void test_maxpool(void) {
   distinct(x, 120, 3);
   fill(dy, 36, 71, 1);
   static int64_t k3[2] = {3, 3}, st2[2] = {2, 2}, pad[4] = {1, 0, 1, 1};
-  rlx_attrs_Pool fa = {RLX_REDUCE_MAX, {k3, 2}, {st2, 2}, {pad, 4}};
-  rlx_attrs_MaxPool2dBackward ba = {{k3, 2}, {st2, 2}, {pad, 4}};
+  rlx_attrs_Pool fa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k3, .n = 2}, .stride = {.v = st2, .n = 2}, .padding = {.v = pad, .n = 4}};
+  rlx_attrs_MaxPool2dBackward ba = {.kernel_size = {.v = k3, .n = 2}, .stride = {.v = st2, .n = 2}, .padding = {.v = pad, .n = 4}};
   rt_arg fargs[1] = {{SHP(F64, 2, 2, 5, 6), x}};
   rt_arg bargs[2] = {{SHP(F64, 2, 2, 5, 6), x}, {SHP(F64, 2, 2, 3, 3), dy}};
   check_vjp("MaxPool2dBackward", RLX_OP_Pool, &fa, NULL, 1, fargs, 0, dy, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, bargs, 0,
@@ -663,7 +663,7 @@ static void test_maxpool(void) {
   /* Ties: every value equal -> each window's dy goes to its first (top-left) real cell. */
   rt c;
   static int64_t k2[2] = {2, 2};
-  rlx_attrs_MaxPool2dBackward tb = {{k2, 2}, {NULL, 0}, {NULL, 0}};
+  rlx_attrs_MaxPool2dBackward tb = {.kernel_size = {.v = k2, .n = 2}, .stride = {.v = NULL, .n = 0}, .padding = {.v = NULL, .n = 0}};
   RT_RUN(&c, MaxPool2dBackward, &tb, NULL, {SHP(F32, 1, 1, 2, 4), VALS(5, 5, 5, 5, 5, 5, 5, 5)},
          {SHP(F32, 1, 1, 1, 2), VALS(1, 2)});
   CHECK_OUT(&c, VALS(1, 0, 2, 0, 0, 0, 0, 0), 8, 0, 0);
@@ -674,7 +674,7 @@ static void test_maxpool(void) {
   rt_free(&c);
   /* Overlapping windows (stride 1) sharing one maximum accumulate; padding never wins. */
   static int64_t s1[2] = {1, 1}, p1[2] = {1, 1};
-  rlx_attrs_MaxPool2dBackward ob = {{k2, 2}, {s1, 2}, {p1, 2}};
+  rlx_attrs_MaxPool2dBackward ob = {.kernel_size = {.v = k2, .n = 2}, .stride = {.v = s1, .n = 2}, .padding = {.v = p1, .n = 2}};
   RT_RUN(&c, MaxPool2dBackward, &ob, NULL, {SHP(F64, 1, 1, 2, 2), VALS(-1, -2, -3, -4)},
          {SHP(F64, 1, 1, 3, 3), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9)});
   /* windows over the padded 4x4 grid: cell (0,0) = -1 is the max of windows (0,0),(0,1),(1,0),(1,1);
@@ -691,7 +691,7 @@ static void test_maxpool(void) {
   x3[5] = x3[6]; /* plant a tie */
   fill(dy3, 24, 81, 1);
   static int64_t k33[3] = {2, 3, 2}, s33[3] = {2, 2, 1}, p33[6] = {0, 1, 0, 0, 1, 1};
-  rlx_attrs_MaxPool3dBackward b3 = {{k33, 3}, {s33, 3}, {p33, 6}};
+  rlx_attrs_MaxPool3dBackward b3 = {.kernel_size = {.v = k33, .n = 3}, .stride = {.v = s33, .n = 3}, .padding = {.v = p33, .n = 6}};
   int in3[3] = {4, 4, 3}, out3[3] = {2, 2, 3}, k3i[3] = {2, 3, 2}, s3i[3] = {2, 2, 1}, pb3[3] = {0, 1, 0};
   naive_maxpool_bw(x3, dy3, 2, 3, in3, out3, k3i, s3i, pb3, want3);
   RT_RUN(&c, MaxPool3dBackward, &b3, NULL, {SHP(F64, 1, 2, 4, 4, 3), x3}, {SHP(F64, 1, 2, 2, 2, 3), dy3});
@@ -709,15 +709,15 @@ static void test_cumsum_gather(void) {
   fill(dy, 12, 92, 1);
   for (int axis = 0; axis < 2; axis++)
     for (int ex = 0; ex < 2; ex++) {
-      rlx_attrs_Cumsum fa = {axis == 0 ? 0 : -1, ex};
-      rlx_attrs_CumsumBackward ba = {axis == 0 ? 0 : -1, ex};
+      rlx_attrs_Cumsum fa = {.axis = axis == 0 ? 0 : -1, .exclusive = ex};
+      rlx_attrs_CumsumBackward ba = {.axis = axis == 0 ? 0 : -1, .exclusive = ex};
       rt_arg fargs[1] = {{SHP(F64, 3, 4), x}}, bargs[1] = {{SHP(F64, 3, 4), dy}};
       char what[64];
       snprintf(what, sizeof what, "CumsumBackward axis %d exclusive %d", axis, ex);
       check_vjp(what, RLX_OP_Cumsum, &fa, NULL, 1, fargs, 0, dy, RLX_OP_CumsumBackward, &ba, NULL, 1, bargs, 0, 1e-8);
     }
   rt c;
-  rlx_attrs_CumsumBackward ib = {-1, true};
+  rlx_attrs_CumsumBackward ib = {.axis = -1, .exclusive = true};
   RT_RUN(&c, CumsumBackward, &ib, NULL, {SHP(I64, 4), VALS(1, 2, 3, 4)});
   CHECK_OUT(&c, VALS(9, 7, 4, 0), 4, 0, 0);
   rt_free(&c);
@@ -725,8 +725,8 @@ static void test_cumsum_gather(void) {
   double tab[2 * 5 * 3], idx[2 * 2] = {4, 1, 4, 0}, gdy[2 * 2 * 2 * 3];
   fill(tab, 30, 93, 1);
   fill(gdy, 24, 94, 1);
-  rlx_attrs_Gather fg = {1};
-  rlx_attrs_GatherBackward bg = {1};
+  rlx_attrs_Gather fg = {.axis = 1};
+  rlx_attrs_GatherBackward bg = {.axis = 1};
   rt_arg fargs[2] = {{SHP(F64, 2, 5, 3), tab}, {SHP(I64, 2, 2), idx}};
   rt_arg bargs[2] = {{SHP(F64, 2, 2, 2, 3), gdy}, {SHP(I64, 2, 2), idx}};
   rlx_shape tshape = SHP(F64, 2, 5, 3);

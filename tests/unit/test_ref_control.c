@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* CPU reference kernels, control flow: If (bool / numeric / [1,1] predicates, multi-output
- * branches), While (condition, max_iterations, a loop that never runs) and Scan (final carry,
- * trajectory, checkpoints, length 0, broadcast operands). Bodies run through a small interpreter
- * written here (node by node on the reference kernel table), so the kernels are tested without
- * the executor; one case also goes through rlx_compile / rlx_executable_run end to end. */
+/* The runtime's control-flow drivers (src/runtime/control.c): If (bool / numeric / [1,1]
+ * predicates, multi-output branches), While (condition, max_iterations, a loop that never runs)
+ * and Scan (final carry, trajectory, checkpoints, length 0, broadcast operands). Bodies run
+ * through a small interpreter written here (node by node on the reference kernel table), so the
+ * drivers are tested without the executor; one case also goes through rlx_compile /
+ * rlx_executable_run end to end. */
 #include "ref_b_test.h"
+#include "runtime/control.h"
 
 static rlx_graph *G;
 static int body_runs; /* run_body invocations */
 
 /* ---- a tiny body interpreter: inputs bind positionally to the body's Input nodes ---- */
 
-static rlx_status interp(rlx_cpu_ctx *ctx, const rlx_graph *body, const rlx_tensor *inputs, uint32_t n_inputs,
+static rlx_status interp(void *state, const rlx_graph *body, const rlx_tensor *inputs, uint32_t n_inputs,
                          rlx_tensor *outputs, uint32_t n_outputs) {
+  rlx_cpu_ctx *ctx = state;
   body_runs++;
   uint32_t nn = rlx_graph_node_count(body), next_in = 0;
   rlx_tensor *val = calloc(nn, sizeof *val);
@@ -79,7 +82,6 @@ static rlx_status run_node(rlx_op op, const void *attrs, uint32_t n, const rt_ar
   static int k;
   memset(c, 0, sizeof *c);
   c->ctx.threads = 1;
-  c->ctx.run_body = interp;
   rlx_id ids[RT_MAX_IN], id;
   for (uint32_t i = 0; i < n; i++) {
     char name[24];
@@ -96,7 +98,7 @@ static rlx_status run_node(rlx_op op, const void *attrs, uint32_t n, const rt_ar
   c->node = rlx_graph_node(G, id);
   c->out = (rlx_tensor){rt_tensor_data(&c->node->shape, NULL), c->node->shape};
   body_runs = 0;
-  return rt_exec(c);
+  return rlx_rt_control_run(c->node, c->in, c->n_in, &c->out, interp, &c->ctx);
 }
 
 static void free_case(rt *c) {
@@ -115,7 +117,7 @@ static void test_if(void) {
   outs(t, 2, (rlx_id[]){bin(t, RLX_BINOP_ADD, ta, tb), bin(t, RLX_BINOP_SUB, ta, tb)});
   rlx_id ea = input(e, "a", m), eb = input(e, "b", m);
   outs(e, 2, (rlx_id[]){bin(e, RLX_BINOP_MUL, ea, eb), ea});
-  rlx_attrs_If a = {t, e};
+  rlx_attrs_If a = {.then_branch = t, .else_branch = e};
   const double *x = VALS(1, 2, 3, 4), *y = VALS(5, 6, 7, 8);
   rt c;
   const rlx_shape preds[4] = {SHP(BOOL), SHP(F32), SHP(I32, 1, 1), SHP(BOOL)};
@@ -130,8 +132,7 @@ static void test_if(void) {
   }
   /* no run_body: an error, not a crash */
   CHECK_OK(run_node(RLX_OP_If, &a, 3, (rt_arg[]){{SHP(BOOL), VALS(1)}, {m, x}, {m, y}}, &c));
-  c.ctx.run_body = NULL;
-  CHECK_ERR(rt_exec(&c), RLX_ERR_INTERNAL, "run_body");
+  CHECK_ERR(rlx_rt_control_run(c.node, c.in, c.n_in, &c.out, NULL, NULL), RLX_ERR_INTERNAL, "body runner");
   free_case(&c);
 }
 
@@ -157,18 +158,18 @@ static void test_while(void) {
   CHECK_OUT(&c, VALS(32, 96), 2, 0, 0);
   CHECK(body_runs == 11); /* 6 conditions, 5 bodies */
   free_case(&c);
-  w.max_iterations = (rlx_oi64){true, 3};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 3};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(0)}}, &c));
   CHECK_OUT(&c, VALS(8, 24), 2, 0, 0);
   CHECK(body_runs == 6);
   free_case(&c);
-  w.max_iterations = (rlx_oi64){true, 0};
+  w.max_iterations = (rlx_oi64){.has = true, .v = 0};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(0)}}, &c));
   CHECK_OUT(&c, VALS(1, 3), 2, 0, 0);
   CHECK(body_runs == 0);
   free_case(&c);
   /* condition false from the start */
-  w.max_iterations = (rlx_oi64){false, 0};
+  w.max_iterations = (rlx_oi64){.has = false, .v = 0};
   CHECK_OK(run_node(RLX_OP_While, &w, 2, (rt_arg[]){{v2, VALS(1, 3)}, {s, VALS(7)}}, &c));
   CHECK_OUT(&c, VALS(1, 3), 2, 0, 0);
   CHECK(body_runs == 1);

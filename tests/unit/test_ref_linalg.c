@@ -356,7 +356,7 @@ static void test_svd(int m, int n, rlx_dtype t, double tol) {
   size_t cu, cs, cv;
   rt_fill(A, (size_t)m * n, (uint32_t)(30 + m * 7 + n));
   rlx_shape s = rlx_shape_make(t, 2, (rlx_dim[]){m, n});
-  rlx_attrs_Svd pu = {RLX_SVD_PART_U}, ps = {RLX_SVD_PART_S}, pv = {RLX_SVD_PART_VT};
+  rlx_attrs_Svd pu = {.part = RLX_SVD_PART_U}, ps = {.part = RLX_SVD_PART_S}, pv = {.part = RLX_SVD_PART_VT};
   CHECK(run_part(RLX_OP_Svd, &pu, s, A, U, &cu) && cu == (size_t)(m * k));
   CHECK(run_part(RLX_OP_Svd, &ps, s, A, S, &cs) && cs == (size_t)k);
   CHECK(run_part(RLX_OP_Svd, &pv, s, A, Vt, &cv) && cv == (size_t)(k * n));
@@ -387,7 +387,7 @@ static void test_qr(int m, int n, rlx_dtype t, double tol) {
   size_t cq, cr;
   rt_fill(A, (size_t)m * n, (uint32_t)(50 + m * 7 + n));
   rlx_shape s = rlx_shape_make(t, 2, (rlx_dim[]){m, n});
-  rlx_attrs_Qr pq = {RLX_QR_PART_Q}, pr = {RLX_QR_PART_R};
+  rlx_attrs_Qr pq = {.part = RLX_QR_PART_Q}, pr = {.part = RLX_QR_PART_R};
   CHECK(run_part(RLX_OP_Qr, &pq, s, A, Q, &cq) && cq == (size_t)(m * k));
   CHECK(run_part(RLX_OP_Qr, &pr, s, A, R, &cr) && cr == (size_t)(k * n));
   bool rec = true, orth = true, tri = true;

@@ -10,7 +10,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/ref/ref_util.h"
 #include "rlx_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #define SH(t, ...)                                                                                 \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
@@ -98,7 +98,7 @@ static void test_uniform(void) {
   CHECK_OK(RUN(RngUniform, &u, &T(b, SH(F32, 100)), NULL));
   CHECK(memcmp(a, b, 100 * sizeof(float)) != 0);
   CTX.rng_seed = 0;
-  u.op_seed = (rlx_of32){true, 0.0f};
+  u.op_seed = (rlx_of32){.has = true, .v = 0.0f};
   CHECK_OK(RUN(RngUniform, &u, &T(b, SH(F32, 100)), NULL));
   CHECK(memcmp(a, b, 100 * sizeof(float)) != 0);
   u.op_seed.has = false;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ref_a_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ---- Reduce ---- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ref_a_test.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 static bool same_i32(const int32_t *got, const int32_t *want, int n) {
   for (int i = 0; i < n; i++)

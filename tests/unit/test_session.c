@@ -380,12 +380,11 @@ static void test_rng_determinism(void) {
 
 /* Registry: cpu is built in; another backend can be registered, found and replaced. */
 static int wrapped_compiles;
-static rlx_status wrapped_compile(const rlx_backend *b, const rlx_graph *g, const struct rlx_plan *plan,
-                                  const rlx_compile_options *opt, rlx_backend_exe **out) {
+static rlx_status wrapped_compile(const rlx_backend *b, const rlx_backend_compile_args *args, rlx_backend_exe **out) {
   (void)b;
   wrapped_compiles++;
   const rlx_backend *cpu = rlx_backend_find("cpu");
-  return cpu->compile(cpu, g, plan, opt, out);
+  return cpu->compile(cpu, args, out);
 }
 
 static void test_registry(void) {
@@ -433,7 +432,7 @@ static void test_registry(void) {
     if (no == 1) CHECK(close_to(o[0].data, want, 2, 1e-6));
   }
   rlx_executable_free(e);
-  CHECK_ERR(rlx_compile(g, "nosuch", NULL, &e), RLX_ERR_NOT_FOUND, "no backend named 'nosuch' (registered: 'cpu'");
+  CHECK_ERR(rlx_compile(g, "nosuch", NULL, &e), RLX_ERR_NOT_FOUND, "no backend named 'nosuch' (registered: cpu");
   rlx_graph_free(g);
 }
 

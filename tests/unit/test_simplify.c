@@ -330,7 +330,7 @@ static void test_bodies(void) {
   CHECK_OK(rlx_input(eb, "unused", SH(F32, 2), &unused));
   CHECK_OK(rlx_binary(eb, RLX_BINOP_ADD, bx, unused, &by));
   CHECK_OK(rlx_graph_set_outputs(eb, &by, 1));
-  rlx_attrs_If ia = {tb, eb};
+  rlx_attrs_If ia = {.then_branch = tb, .else_branch = eb};
   rlx_id in[3] = {p, x, x};
   CHECK_OK(rlx_graph_add(g, RLX_OP_If, in, 3, &ia, NULL, "branch", &out));
   CHECK_OK(rlx_graph_set_outputs(g, &out, 1));

@@ -302,11 +302,11 @@ static void check_depth(void) {
   rlx_shape two = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){2});
   for (int d = 65; d >= 0; d--) {
     rlx_id x, y;
-    rlx_attrs_Input in = {"x"};
+    rlx_attrs_Input in = {.name = "x"};
     CHECK_OK(rlx_graph_add_unchecked(levels[d], RLX_OP_Input, NULL, 0, &in, &two, NULL, &x));
     y = x;
     if (d < 65) {
-      rlx_attrs_CustomFn cf = {levels[d + 1], NULL, NULL, 1};
+      rlx_attrs_CustomFn cf = {.fwd_body = levels[d + 1], .vjp_body = NULL, .jvp_body = NULL, .num_inputs = 1};
       CHECK_OK(rlx_graph_add_unchecked(levels[d], RLX_OP_CustomFn, &x, 1, &cf, &two, NULL, &y));
     }
     CHECK_OK(rlx_graph_set_outputs(levels[d], &y, 1));
@@ -419,12 +419,12 @@ static void check_unprintable(void) {
     CHECK_OK(rlx_graph_create(NULL, "u", &g));
     rlx_shape sh = rlx_shape_make(RLX_F32, 1, &cases[i].dim);
     rlx_id x;
-    rlx_attrs_Input in = {"x"};
+    rlx_attrs_Input in = {.name = "x"};
     if (cases[i].op == RLX_OP_Input) {
       CHECK_OK(rlx_graph_add_unchecked(g, RLX_OP_Input, NULL, 0, &in, &sh, NULL, &x));
     } else {
       CHECK_OK(rlx_graph_add_unchecked(g, RLX_OP_Input, NULL, 0, &in, &sh, NULL, &x));
-      rlx_attrs_Activation a = {cases[i].kind};
+      rlx_attrs_Activation a = {.kind = cases[i].kind};
       CHECK_OK(rlx_graph_add_unchecked(g, cases[i].op, &x, 1, &a, &sh, NULL, &x));
     }
     char *t = NULL;

@@ -99,12 +99,12 @@ static rlx_status conv_relu_pool(model *m, rlx_id x, const char *wn, const char 
   TRY(leaf(m, true, wn, 4, (rlx_dim[]){cout, cin, 3, 3}, -bound(fan), bound(fan), &w));
   TRY(leaf(m, true, bn, 1, (rlx_dim[]){cout}, -bound(fan), bound(fan), &b));
   int64_t k[2] = {3, 3}, one[2] = {1, 1}, two[2] = {2, 2};
-  rlx_attrs_Conv ca = {{k, 2}, {one, 2}, {one, 2}, {one, 2}, 1};
+  rlx_attrs_Conv ca = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
   TRY(rlx_build_Conv(m->g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   TRY(rlx_reshape(m->g, b, 4, (int64_t[]){1, cout, 1, 1}, &bb));
   TRY(rlx_binary(m->g, RLX_BINOP_ADD, c, bb, &c));
   TRY(rlx_activation(m->g, RLX_ACT_RELU, c, &c));
-  rlx_attrs_Pool pa = {RLX_REDUCE_MAX, {two, 2}, {two, 2}, {NULL, 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = two, .n = 2}, .stride = {.v = two, .n = 2}, .padding = {.v = NULL, .n = 0}};
   return rlx_build_Pool(m->g, &c, 1, &pa, NULL, y);
 }
 
@@ -127,7 +127,7 @@ static rlx_status layer_norm(model *m, rlx_id x, const char *gn, const char *bn,
   rlx_id g, b;
   TRY(leaf(m, true, gn, 1, (rlx_dim[]){8}, 0.5, 1.5, &g));
   TRY(leaf(m, true, bn, 1, (rlx_dim[]){8}, -0.2, 0.2, &b));
-  rlx_attrs_LayerNorm a = {-1, 1e-5f};
+  rlx_attrs_LayerNorm a = {.axis = -1, .eps = 1e-5f};
   return rlx_build_LayerNorm(m->g, (rlx_id[]){x, g, b}, 3, &a, NULL, y);
 }
 

@@ -151,7 +151,7 @@ static rlx_status attention_primitives(rlx_ad_ctx *c, const rlx_attrs_Attention 
     RLX_TRY(ad_scalar(c, t, t == RLX_F64 ? -1e300 : -3e38, &low));
     RLX_TRY(ad_where(c, keep, s, low, &s));
   }
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   RLX_TRY(rlx_build_Softmax(c->dst, &s, 1, &sa, NULL, &p));
   if (keep != RLX_NO_ID) { /* rows whose keys are all masked attend to nothing */
     rlx_id kf;
@@ -230,7 +230,7 @@ RLX_VJP_DECL(Rope) {
   (void)y;
   if (c->want[1] || c->want[2])
     return ad_unsupported(c, "gradients with respect to the cos/sin tables (operands 1 and 2) are not supported");
-  rlx_attrs_RopeBackward a = {n->attrs.Rope.head_dim, n->attrs.Rope.n_rot, n->attrs.Rope.style};
+  rlx_attrs_RopeBackward a = {.head_dim = n->attrs.Rope.head_dim, .n_rot = n->attrs.Rope.n_rot, .style = n->attrs.Rope.style};
   rlx_id in[3] = {dy, x[1], x[2]};
   return ad_emit(c, RLX_OP_RopeBackward, in, 3, &a, NULL, &dx[0]);
 }
@@ -240,7 +240,7 @@ RLX_VJP_DECL(RopeBackward) {
   (void)y;
   if (c->want[1] || c->want[2])
     return ad_unsupported(c, "gradients with respect to the cos/sin tables (operands 1 and 2) are not supported");
-  rlx_attrs_Rope a = {n->attrs.RopeBackward.head_dim, n->attrs.RopeBackward.n_rot, n->attrs.RopeBackward.style};
+  rlx_attrs_Rope a = {.head_dim = n->attrs.RopeBackward.head_dim, .n_rot = n->attrs.RopeBackward.n_rot, .style = n->attrs.RopeBackward.style};
   rlx_id in[3] = {dy, x[1], x[2]};
   return rlx_build_Rope(c->dst, in, 3, &a, NULL, &dx[0]);
 }
@@ -252,7 +252,7 @@ RLX_VJP_DECL(SoftmaxCrossEntropy) {
   rlx_id g, t;
   RLX_TRY(ad_unsqueeze(c, dy, 1, &g));
   if (c->want[0]) {
-    rlx_attrs_Softmax sa = {-1};
+    rlx_attrs_Softmax sa = {.axis = -1};
     RLX_TRY(rlx_build_Softmax(c->dst, &x[0], 1, &sa, NULL, &t));
     RLX_TRY(ad_sub(c, t, x[1], &t));
     RLX_TRY(ad_mul(c, t, g, &dx[0]));

@@ -60,7 +60,7 @@ static rlx_status body_without_params(rlx_graph *dst, const rlx_graph *body, con
         rlx_id p = rlx_graph_find_leaf(body, RLX_OP_Param, names[k]);
         char nm[256];
         snprintf(nm, sizeof nm, "param.%s", names[k]);
-        rlx_attrs_Input ia = {nm};
+        rlx_attrs_Input ia = {.name = nm};
         s = rlx_graph_add_unchecked(nb, RLX_OP_Input, NULL, 0, &ia, &rlx_graph_node(body, p)->shape, NULL, &pid[k]);
       }
     }

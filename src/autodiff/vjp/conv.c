@@ -22,10 +22,10 @@ typedef struct conv_geom {
 static rlx_status conv_fwd(rlx_ad_ctx *c, uint32_t nsp, rlx_id x, rlx_id w, const conv_geom *g, rlx_id *out) {
   rlx_id in[2] = {x, w};
   if (nsp == 2) {
-    rlx_attrs_Conv a = {{NULL, 0}, g->stride, g->padding, g->dilation, g->groups};
+    rlx_attrs_Conv a = {.kernel_size = {.v = NULL, .n = 0}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
     return rlx_build_Conv(c->dst, in, 2, &a, NULL, out);
   }
-  rlx_attrs_Conv3d a = {g->stride, g->padding, g->dilation, g->groups};
+  rlx_attrs_Conv3d a = {.stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
   return rlx_build_Conv3d(c->dst, in, 2, &a, NULL, out);
 }
 
@@ -35,7 +35,7 @@ static rlx_status conv_bwd_input(rlx_ad_ctx *c, uint32_t nsp, rlx_id dy, rlx_id 
   int64_t k[3];
   uint32_t ns;
   weight_kernel(c, w, k, &ns);
-  rlx_attrs_Conv2dBackwardInput a = {{k, ns}, g->stride, g->padding, g->dilation, g->groups};
+  rlx_attrs_Conv2dBackwardInput a = {.kernel_size = {.v = k, .n = ns}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
   rlx_id in[2] = {dy, w};
   return ad_emit(c, nsp == 2 ? RLX_OP_Conv2dBackwardInput : RLX_OP_Conv3dBackwardInput, in, 2, &a, x_shape, out);
 }
@@ -47,7 +47,7 @@ static rlx_status conv_bwd_weight(rlx_ad_ctx *c, uint32_t nsp, rlx_id x, rlx_id 
   uint32_t ns;
   weight_kernel(c, w, k, &ns);
   rlx_shape ws = ad_shape(c, w);
-  rlx_attrs_Conv2dBackwardWeight a = {{k, ns}, g->stride, g->padding, g->dilation, g->groups};
+  rlx_attrs_Conv2dBackwardWeight a = {.kernel_size = {.v = k, .n = ns}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
   rlx_id in[2] = {x, dy};
   return ad_emit(c, nsp == 2 ? RLX_OP_Conv2dBackwardWeight : RLX_OP_Conv3dBackwardWeight, in, 2, &a, &ws, out);
 }
@@ -173,10 +173,10 @@ static rlx_status mean_pool_vjp(rlx_ad_ctx *c, const rlx_attrs_Pool *a, rlx_id x
   int64_t pads[4] = {pb[0], pb[1], pe[0], pe[1]};
   rlx_attrs_ConvTranspose2d ct;
   rlx_attrs_init(RLX_OP_ConvTranspose2d, &ct);
-  ct.kernel_size = (rlx_ilist){k, 2};
-  ct.stride = (rlx_ilist){s, 2};
-  ct.padding = (rlx_ilist){pads, 4};
-  ct.output_padding = (rlx_ilist){op, 2};
+  ct.kernel_size = (rlx_ilist){.v = k, .n = 2};
+  ct.stride = (rlx_ilist){.v = s, .n = 2};
+  ct.padding = (rlx_ilist){.v = pads, .n = 4};
+  ct.output_padding = (rlx_ilist){.v = op, .n = 2};
   ct.groups = 1;
   rlx_id in[2] = {g, ones}, r;
   RLX_TRY(rlx_build_ConvTranspose2d(c->dst, in, 2, &ct, NULL, &r));
@@ -188,7 +188,7 @@ RLX_VJP_DECL(Pool) {
   const rlx_attrs_Pool *a = &n->attrs.Pool;
   if (a->kind == RLX_REDUCE_MEAN) return mean_pool_vjp(c, a, x[0], dy, &dx[0]);
   if (a->kind != RLX_REDUCE_MAX) return ad_unsupported(c, "only Max and Mean pooling are differentiable");
-  rlx_attrs_MaxPool2dBackward b = {a->kernel_size, a->stride, a->padding};
+  rlx_attrs_MaxPool2dBackward b = {.kernel_size = a->kernel_size, .stride = a->stride, .padding = a->padding};
   rlx_id in[2] = {x[0], dy};
   return ad_emit(c, RLX_OP_MaxPool2dBackward, in, 2, &b, NULL, &dx[0]);
 }
@@ -230,7 +230,7 @@ RLX_VJP_DECL(Interpolate3d) {
     RLX_TRY(st);
     rlx_shape to = ad_shape(c, g);
     to.dims[ax] = in_n;
-    rlx_attrs_GatherBackward a = {ax};
+    rlx_attrs_GatherBackward a = {.axis = ax};
     rlx_id in[2] = {g, ic};
     RLX_TRY(ad_emit(c, RLX_OP_GatherBackward, in, 2, &a, &to, &g));
   }
@@ -273,7 +273,7 @@ RLX_VJP_DECL(Im2Col) {
   rlx_status s = ad_const_values(c, &es, v, &e);
   c->al->free(c->al->ctx, v);
   RLX_TRY(s);
-  rlx_attrs_Conv2dBackwardInput b = {{k, 2}, a->stride, a->padding, a->dilation, 1};
+  rlx_attrs_Conv2dBackwardInput b = {.kernel_size = {.v = k, .n = 2}, .stride = a->stride, .padding = a->padding, .dilation = a->dilation, .groups = 1};
   rlx_id in[2] = {g, e};
   return ad_emit(c, RLX_OP_Conv2dBackwardInput, in, 2, &b, &xs, &dx[0]);
 }

@@ -186,7 +186,7 @@ RLX_VJP_DECL(Activation) {
     return ad_emit(c, RLX_OP_ReluBackward, in, 2, NULL, NULL, &dx[0]);
   }
   if (c->use_backward_ops && has_activation_backward(k)) {
-    rlx_attrs_ActivationBackward a = {k};
+    rlx_attrs_ActivationBackward a = {.kind = k};
     rlx_id in[2] = {x[0], dy};
     return ad_emit(c, RLX_OP_ActivationBackward, in, 2, &a, NULL, &dx[0]);
   }

@@ -104,13 +104,13 @@ RLX_VJP_DECL(LogDet) {
 }
 
 static rlx_status tri_solve(rlx_ad_ctx *c, rlx_id a, rlx_id b, bool lower, bool transpose, rlx_id *out) {
-  rlx_attrs_TriangularSolve at = {lower, transpose};
+  rlx_attrs_TriangularSolve at = {.lower = lower, .transpose = transpose};
   rlx_id in[2] = {a, b};
   return rlx_build_TriangularSolve(c->dst, in, 2, &at, NULL, out);
 }
 
 static rlx_status triangle(rlx_ad_ctx *c, rlx_id x, bool upper, rlx_id *out) {
-  rlx_attrs_Trilu a = {upper, 0};
+  rlx_attrs_Trilu a = {.upper = upper, .diagonal = 0};
   return rlx_build_Trilu(c->dst, &x, 1, &a, NULL, out);
 }
 
@@ -185,7 +185,7 @@ RLX_VJP_DECL(Svd) {
   if (n->attrs.Svd.part != RLX_SVD_PART_S)
     return ad_unsupported(c, "only the singular values (part S) of an Svd are differentiable, not part %s",
                           rlx_enum_svd_part.names[n->attrs.Svd.part]);
-  rlx_attrs_Svd au = {RLX_SVD_PART_U}, av = {RLX_SVD_PART_VT};
+  rlx_attrs_Svd au = {.part = RLX_SVD_PART_U}, av = {.part = RLX_SVD_PART_VT};
   rlx_id u, vt, t;
   RLX_TRY(rlx_build_Svd(c->dst, &x[0], 1, &au, NULL, &u));
   RLX_TRY(rlx_build_Svd(c->dst, &x[0], 1, &av, NULL, &vt));

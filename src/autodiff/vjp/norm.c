@@ -36,12 +36,12 @@ RLX_VJP_DECL(LayerNorm) {
   rlx_id g;
   RLX_TRY(dy_like_x(c, dy, x[0], &g));
   if (c->want[0]) {
-    rlx_attrs_LayerNormBackwardInput at = {-1, a->eps};
+    rlx_attrs_LayerNormBackwardInput at = {.axis = -1, .eps = a->eps};
     rlx_id in[3] = {x[0], x[1], g};
     RLX_TRY(ad_emit(c, RLX_OP_LayerNormBackwardInput, in, 3, &at, NULL, &dx[0]));
   }
   if (c->want[1]) {
-    rlx_attrs_LayerNormBackwardGamma at = {-1, a->eps};
+    rlx_attrs_LayerNormBackwardGamma at = {.axis = -1, .eps = a->eps};
     rlx_id in[2] = {x[0], g}, t;
     RLX_TRY(ad_emit(c, RLX_OP_LayerNormBackwardGamma, in, 2, &at, NULL, &t));
     RLX_TRY(to_param(c, t, x[1], &dx[1]));
@@ -60,7 +60,7 @@ RLX_VJP_DECL(RmsNorm) {
   rlx_id g;
   RLX_TRY(dy_like_x(c, dy, x[0], &g));
   rlx_id in[4] = {x[0], x[1], x[2], g};
-  rlx_attrs_RmsNormBackwardInput at = {-1, eps};
+  rlx_attrs_RmsNormBackwardInput at = {.axis = -1, .eps = eps};
   static const rlx_op ops[3] = {RLX_OP_RmsNormBackwardInput, RLX_OP_RmsNormBackwardGamma, RLX_OP_RmsNormBackwardBeta};
   for (uint32_t i = 0; i < 3; i++) {
     if (!c->want[i]) continue;
@@ -74,7 +74,7 @@ RLX_VJP_DECL(RmsNorm) {
 RLX_VJP_DECL(GroupNorm) {
   (void)y;
   const rlx_attrs_GroupNorm *a = &n->attrs.GroupNorm;
-  rlx_attrs_GroupNormBackwardInput at = {a->num_groups, a->eps};
+  rlx_attrs_GroupNormBackwardInput at = {.num_groups = a->num_groups, .eps = a->eps};
   if (c->want[0]) {
     rlx_id in[4] = {x[0], x[1], x[2], dy};
     RLX_TRY(ad_emit(c, RLX_OP_GroupNormBackwardInput, in, 4, &at, NULL, &dx[0]));
@@ -96,12 +96,12 @@ RLX_VJP_DECL(BatchNormInference) {
   float eps = n->attrs.BatchNormInference.eps;
   rlx_id xx = x[0], gamma = x[1], beta = x[2], mean = x[3], var = x[4];
   if (c->want[0]) {
-    rlx_attrs_BatchNormInferenceBackwardInput at = {eps};
+    rlx_attrs_BatchNormInferenceBackwardInput at = {.eps = eps};
     rlx_id in[5] = {xx, gamma, mean, var, dy};
     RLX_TRY(ad_emit(c, RLX_OP_BatchNormInferenceBackwardInput, in, 5, &at, NULL, &dx[0]));
   }
   if (c->want[1]) {
-    rlx_attrs_BatchNormInferenceBackwardGamma at = {eps};
+    rlx_attrs_BatchNormInferenceBackwardGamma at = {.eps = eps};
     rlx_id in[4] = {xx, mean, var, dy}, t;
     RLX_TRY(ad_emit(c, RLX_OP_BatchNormInferenceBackwardGamma, in, 4, &at, NULL, &t));
     RLX_TRY(to_param(c, t, gamma, &dx[1]));
@@ -212,7 +212,7 @@ static rlx_status unpack(rlx_ad_ctx *c, rlx_id packed, const rlx_id *x, uint32_t
 
 RLX_VJP_DECL(AdaLayerNorm) {
   (void)y;
-  rlx_attrs_AdaLayerNormBackward a = {n->attrs.AdaLayerNorm.norm, n->attrs.AdaLayerNorm.eps};
+  rlx_attrs_AdaLayerNormBackward a = {.norm = n->attrs.AdaLayerNorm.norm, .eps = n->attrs.AdaLayerNorm.eps};
   rlx_id in[4] = {x[0], x[1], x[2], dy}, packed;
   RLX_TRY(ad_emit(c, RLX_OP_AdaLayerNormBackward, in, 4, &a, NULL, &packed));
   return unpack(c, packed, x, 3, dx);

@@ -24,7 +24,7 @@ static rlx_status reduce_mask(rlx_ad_ctx *c, const rlx_ilist *axes, uint32_t r, 
 static rlx_status others_product(rlx_ad_ctx *c, rlx_id z, rlx_id *out) {
   rlx_shape s = ad_shape(c, z);
   int64_t last = (int64_t)s.rank - 1;
-  rlx_attrs_CumProd a = {last, true};
+  rlx_attrs_CumProd a = {.axis = last, .exclusive = true};
   rlx_id left, right, rz;
   RLX_TRY(rlx_build_CumProd(c->dst, &z, 1, &a, NULL, &left));
   RLX_TRY(ad_reverse_axes(c, z, 1, &last, &rz));
@@ -117,7 +117,7 @@ RLX_VJP_DECL(Softmax) {
 /* Suffix sums of g along axis (inclusive, or exclusive: sum over j > i). */
 static rlx_status suffix_sum(rlx_ad_ctx *c, rlx_id g, int64_t axis, bool exclusive, rlx_id *out) {
   if (c->use_backward_ops) {
-    rlx_attrs_CumsumBackward a = {axis, exclusive};
+    rlx_attrs_CumsumBackward a = {.axis = axis, .exclusive = exclusive};
     return ad_emit(c, RLX_OP_CumsumBackward, &g, 1, &a, NULL, out);
   }
   rlx_shape s = ad_shape(c, g);
@@ -125,7 +125,7 @@ static rlx_status suffix_sum(rlx_ad_ctx *c, rlx_id g, int64_t axis, bool exclusi
   if (!rlx_norm_axis(axis, s.rank, &ax)) return ad_unsupported(c, "attribute axis is out of range");
   int64_t a64 = ax;
   rlx_id r;
-  rlx_attrs_Cumsum a = {a64, exclusive};
+  rlx_attrs_Cumsum a = {.axis = a64, .exclusive = exclusive};
   RLX_TRY(ad_reverse_axes(c, g, 1, &a64, &r));
   RLX_TRY(rlx_build_Cumsum(c->dst, &r, 1, &a, NULL, &r));
   return ad_reverse_axes(c, r, 1, &a64, out);
@@ -149,7 +149,7 @@ RLX_VJP_DECL(CumProd) {
 RLX_VJP_DECL(CumsumBackward) {
   (void)x;
   (void)y;
-  rlx_attrs_Cumsum a = {n->attrs.CumsumBackward.axis, n->attrs.CumsumBackward.exclusive};
+  rlx_attrs_Cumsum a = {.axis = n->attrs.CumsumBackward.axis, .exclusive = n->attrs.CumsumBackward.exclusive};
   return rlx_build_Cumsum(c->dst, &dy, 1, &a, NULL, &dx[0]);
 }
 
@@ -157,7 +157,7 @@ RLX_VJP_DECL(CumsumBackward) {
  * permutation scatters dy back. */
 RLX_VJP_DECL(Sort) {
   (void)y;
-  rlx_attrs_ArgSort as = {n->attrs.Sort.axis, n->attrs.Sort.descending};
+  rlx_attrs_ArgSort as = {.axis = n->attrs.Sort.axis, .descending = n->attrs.Sort.descending};
   rlx_id perm, z;
   RLX_TRY(rlx_build_ArgSort(c->dst, &x[0], 1, &as, NULL, &perm));
   RLX_TRY(ad_zeros_like(c, x[0], &z));

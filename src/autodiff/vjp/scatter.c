@@ -9,7 +9,7 @@
 RLX_VJP_DECL(ScatterAdd) {
   (void)y;
   if (!c->want[0]) return RLX_OK;
-  rlx_attrs_Gather a = {n->attrs.ScatterAdd.axis};
+  rlx_attrs_Gather a = {.axis = n->attrs.ScatterAdd.axis};
   rlx_id in[2] = {dy, x[1]};
   return rlx_build_Gather(c->dst, in, 2, &a, NULL, &dx[0]);
 }
@@ -36,7 +36,7 @@ RLX_VJP_DECL(GatherNd) {
                           (long long)n->attrs.GatherNd.batch_dims);
   rlx_id z;
   RLX_TRY(ad_zeros_like(c, x[0], &z));
-  rlx_attrs_ScatterNd a = {RLX_SCATTER_REDUCTION_ADD};
+  rlx_attrs_ScatterNd a = {.reduction = RLX_SCATTER_REDUCTION_ADD};
   rlx_id in[3] = {z, x[1], dy};
   return rlx_build_ScatterNd(c->dst, in, 3, &a, NULL, &dx[0]);
 }
@@ -63,7 +63,7 @@ RLX_VJP_DECL(ScatterElements) {
     }
   }
   if (c->want[2]) {
-    rlx_attrs_GatherElements a = {axis};
+    rlx_attrs_GatherElements a = {.axis = axis};
     rlx_id in[2] = {dy, x[1]};
     RLX_TRY(rlx_build_GatherElements(c->dst, in, 2, &a, NULL, &dx[2]));
   }
@@ -82,7 +82,7 @@ RLX_VJP_DECL(ScatterNd) {
     } else {
       rlx_id z;
       RLX_TRY(ad_zeros_like(c, x[2], &z));
-      rlx_attrs_ScatterNd a = {RLX_SCATTER_REDUCTION_NONE};
+      rlx_attrs_ScatterNd a = {.reduction = RLX_SCATTER_REDUCTION_NONE};
       rlx_id in[3] = {dy, x[1], z};
       RLX_TRY(rlx_build_ScatterNd(c->dst, in, 3, &a, NULL, &dx[0]));
     }

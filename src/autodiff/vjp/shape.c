@@ -81,7 +81,7 @@ RLX_VJP_DECL(Gather) {
     rlx_id in[2] = {gf, idxf};
     return ad_emit(c, RLX_OP_ScatterAdd, in, 2, &a, &ts, &dx[0]);
   }
-  rlx_attrs_GatherBackward a = {ax};
+  rlx_attrs_GatherBackward a = {.axis = ax};
   rlx_id in[2] = {dy, x[1]};
   return ad_emit(c, RLX_OP_GatherBackward, in, 2, &a, &ts, &dx[0]);
 }
@@ -90,7 +90,7 @@ RLX_VJP_DECL(Gather) {
 RLX_VJP_DECL(GatherBackward) {
   (void)y;
   if (!c->want[0]) return RLX_OK;
-  rlx_attrs_Gather a = {n->attrs.GatherBackward.axis};
+  rlx_attrs_Gather a = {.axis = n->attrs.GatherBackward.axis};
   rlx_id in[2] = {dy, x[1]};
   return rlx_build_Gather(c->dst, in, 2, &a, NULL, &dx[0]);
 }
@@ -190,7 +190,7 @@ RLX_VJP_DECL(Roll) {
   int64_t shifts[64];
   if (a->shifts.n > 64) return ad_unsupported(c, "more than 64 roll pairs");
   for (uint32_t i = 0; i < a->shifts.n; i++) shifts[i] = -a->shifts.v[i];
-  rlx_attrs_Roll r = {{shifts, a->shifts.n}, a->dims};
+  rlx_attrs_Roll r = {.shifts = {.v = shifts, .n = a->shifts.n}, .dims = a->dims};
   return rlx_build_Roll(c->dst, &dy, 1, &r, NULL, &dx[0]);
 }
 

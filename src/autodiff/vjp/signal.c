@@ -22,7 +22,7 @@ RLX_VJP_DECL(Fft) {
     double len = (double)(cplx ? last : last / 2);
     scale = a->norm == RLX_FFT_NORM_ORTHO ? 1.0 / sqrt(len) : 1.0 / len;
   }
-  rlx_attrs_Fft adj = {!a->inverse, RLX_FFT_NORM_BACKWARD};
+  rlx_attrs_Fft adj = {.inverse = !a->inverse, .norm = RLX_FFT_NORM_BACKWARD};
   rlx_id t;
   RLX_TRY(ad_emit(c, RLX_OP_Fft, &dy, 1, &adj, NULL, &t));
   if (scale == 1.0) {

@@ -87,4 +87,23 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_CustomFn] = rlx_vjp_CustomFn,
     /* vjp/signal.c */
     [RLX_OP_Fft] = rlx_vjp_Fft,
+    /* vjp/quant.c (quantization family) */
+    [RLX_OP_Quantize] = rlx_vjp_Quantize,
+    [RLX_OP_Dequantize] = rlx_vjp_Dequantize,
+    [RLX_OP_ScaledQuantize] = rlx_vjp_ScaledQuantize,
+    [RLX_OP_QMatMul] = rlx_vjp_QMatMul,
+    [RLX_OP_QConv2d] = rlx_vjp_QConv2d,
+    [RLX_OP_ScaledMatMul] = rlx_vjp_ScaledMatMul,
+    [RLX_OP_FakeQuantizeLSQ] = rlx_vjp_FakeQuantizeLSQ,
+    [RLX_OP_DequantGroupedMatMul] = rlx_vjp_DequantGroupedMatMul,
+    [RLX_OP_SynthMatMul] = rlx_vjp_SynthMatMul,
+    [RLX_OP_SplineActivation] = rlx_vjp_SplineActivation,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* vjp/recurrent.c */
+    [RLX_OP_GatedDeltaNet] = rlx_vjp_GatedDeltaNet,
+    /* vjp/signal_ops.c */
+    [RLX_OP_LogMel] = rlx_vjp_LogMel,
+    [RLX_OP_ComplexNormSq] = rlx_vjp_ComplexNormSq,
+    [RLX_OP_Conjugate] = rlx_vjp_Conjugate,
+    /* ---- end of sequence models and signal ops ---- */
 };

@@ -5,10 +5,9 @@
  * params live in their slots across runs; a thunk list (node, kernel, tensor views into the
  * arena) in schedule order. Views (nodes the plan aliases onto their root: Reshape, same-dtype
  * Cast, contiguous Narrow) get no thunk: their bytes already are where the plan says.
- * run: copy the inputs into their slots, run the thunks, copy the outputs out.
- * Bodies of If/While/Scan/CustomFn run through ctx->run_body, which compiles each body once (with
- * this backend) and caches it by graph pointer; body Params take the value of the enclosing
- * executable's Param of the same name.
+ * run: copy the inputs into their slots, run the thunks, copy the outputs out. Buffers are host
+ * memory (malloc); bind_param copies a Param's buffer into its slot. If/While/Scan and the Scan
+ * backwards are listed as runtime_control: the runtime runs their bodies (on this backend).
  *
  * Kernel selection (docs/cpu-backend.md): per node, at compile time, the fast kernel of
  * rlx_cpu_fast_table when the op has one and its `applies` accepts the node's static operand
@@ -29,8 +28,8 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fast/fast.h"
-#include "passes/plan.h"
-#include "runtime/session_internal.h"
+#include "rlx/plan.h"
+#include "rlx/cpu.h"
 #include "strbuf.h"
 
 #define ARENA_ALIGN 64u
@@ -67,37 +66,19 @@ typedef struct cpu_thunk {
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
-/* A param value without a slot in this graph, kept because a body reads it. */
-typedef struct cpu_named {
-  char *name;
-  rlx_tensor t; /* data owned */
-} cpu_named;
-
-typedef struct cpu_body {
-  const rlx_graph *body;
-  rlx_executable *exe;
-  uint64_t synced; /* param_version its params were last copied at */
-} cpu_body;
-
 typedef struct cpu_exe {
   rlx_backend_exe base;
   rlx_allocator al;
   const rlx_graph *g;
   const rlx_plan *plan;
-  rlx_compile_options opt;
   void *arena_block;
   uint8_t *arena;
   cpu_thunk *thunks;
   uint32_t n_thunks;
   rlx_tensor *pool;
   rlx_cpu_ctx ctx;
-  const char **body_params; /* names of the Params read inside bodies (borrowed from g) */
-  uint32_t n_body_params, cap_body_params;
-  cpu_named *extra;
-  uint32_t n_extra;
-  uint64_t param_version;
-  cpu_body *bodies;
-  uint32_t n_bodies, cap_bodies;
+  rlx_id *input_nodes; /* the graph's Input nodes, in node order */
+  uint32_t n_input_nodes;
   bool profile;
   clockid_t profile_clock; /* CLOCK_MONOTONIC, or the caller's thread CPU time (RLX_CPU_PROFILE=cpu) */
 } cpu_exe;
@@ -170,174 +151,78 @@ static void cpu_destroy(rlx_backend_exe *bx) {
   const rlx_allocator *al = &x->al;
   if (x->profile) print_profile(x);
   rlx_cpu_pool_free(x->ctx.pool);
-  for (uint32_t i = 0; i < x->n_bodies; i++) rlx_executable_free(x->bodies[i].exe);
-  al->free(al->ctx, x->bodies);
-  for (uint32_t i = 0; i < x->n_extra; i++) {
-    al->free(al->ctx, x->extra[i].name);
-    al->free(al->ctx, x->extra[i].t.data);
-  }
-  al->free(al->ctx, x->extra);
-  al->free(al->ctx, x->body_params);
+  al->free(al->ctx, x->input_nodes);
   al->free(al->ctx, x->thunks);
   al->free(al->ctx, x->pool);
   al->free(al->ctx, x->arena_block);
   al->free(al->ctx, x);
 }
 
-/* ---- params ---- */
+/* ---- buffers and params ---- */
 
-static bool body_reads_param(const cpu_exe *x, const char *name) {
-  for (uint32_t i = 0; i < x->n_body_params; i++)
-    if (strcmp(x->body_params[i], name) == 0) return true;
-  return false;
-}
-
-static rlx_status cpu_set_param(rlx_backend_exe *bx, uint32_t node, const char *name, const rlx_tensor *value) {
+static rlx_status cpu_buffer_alloc(rlx_backend_exe *bx, size_t bytes, rlx_buffer_handle *out) {
   cpu_exe *x = (cpu_exe *)bx;
-  size_t nb;
-  RLX_TRY(rlx_shape_nbytes(&value->shape, &nb));
-  x->param_version++;
-  if (node != RLX_NO_ID) {
-    if (node >= x->plan->n_nodes || rlx_graph_node(x->g, node)->op != RLX_OP_Param || x->plan->size[node] != nb)
-      return rlx_errorf(RLX_ERR_INTERNAL, "cpu: param '%s' does not match node %%%u", name, node);
-    if (nb) memcpy(x->arena + x->plan->offset[node], value->data, nb);
-    return RLX_OK;
-  }
-  if (!body_reads_param(x, name)) return RLX_OK; /* nothing in this executable reads it */
-  cpu_named *slot = NULL;
-  for (uint32_t i = 0; i < x->n_extra && !slot; i++)
-    if (strcmp(x->extra[i].name, name) == 0) slot = &x->extra[i];
-  const rlx_allocator *al = &x->al;
-  void *data = cx_alloc(al, nb, 1);
-  if (!data) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory storing param '%s'", name);
-  if (nb) memcpy(data, value->data, nb);
-  if (!slot) {
-    cpu_named *grown = cx_alloc(al, x->n_extra + 1, sizeof *grown);
-    size_t n = strlen(name);
-    char *nm = al->alloc(al->ctx, n + 1);
-    if (!grown || !nm) {
-      al->free(al->ctx, grown);
-      al->free(al->ctx, nm);
-      al->free(al->ctx, data);
-      return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory storing param '%s'", name);
-    }
-    memcpy(nm, name, n + 1);
-    if (x->n_extra) memcpy(grown, x->extra, x->n_extra * sizeof *grown);
-    al->free(al->ctx, x->extra);
-    x->extra = grown;
-    slot = &x->extra[x->n_extra++];
-    slot->name = nm;
-  } else {
-    al->free(al->ctx, slot->t.data);
-  }
-  slot->t.data = data;
-  slot->t.shape = value->shape;
+  void *p = x->al.alloc(x->al.ctx, bytes ? bytes : 1); /* not zeroed: written before it is read */
+  if (!p) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory for a buffer of %zu bytes", bytes);
+  *out = p;
   return RLX_OK;
 }
 
-/* The current value of Param `name` as seen by this executable (its slot, or a stored value). */
-static bool param_value(const cpu_exe *x, const char *name, rlx_tensor *out) {
-  rlx_id id = rlx_graph_find_leaf(x->g, RLX_OP_Param, name);
-  if (id != RLX_NO_ID) {
-    out->data = x->arena + x->plan->offset[id];
-    out->shape = rlx_graph_node(x->g, id)->shape;
-    return true;
-  }
-  for (uint32_t i = 0; i < x->n_extra; i++)
-    if (strcmp(x->extra[i].name, name) == 0) {
-      *out = x->extra[i].t;
-      return true;
-    }
-  return false;
+static void cpu_buffer_free(rlx_backend_exe *bx, rlx_buffer_handle h) {
+  cpu_exe *x = (cpu_exe *)bx;
+  x->al.free(x->al.ctx, h);
 }
 
-/* ---- bodies ---- */
-
-static rlx_status cpu_run_body(rlx_cpu_ctx *ctx, const rlx_graph *body, const rlx_tensor *inputs, uint32_t n_inputs,
-                               rlx_tensor *outputs, uint32_t n_outputs) {
-  cpu_exe *x = ctx->body_state;
-  if (!x || !body) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: run_body called without an executor or a body");
-  cpu_body *entry = NULL;
-  for (uint32_t i = 0; i < x->n_bodies && !entry; i++)
-    if (x->bodies[i].body == body) entry = &x->bodies[i];
-  if (!entry) {
-    if (x->n_bodies == x->cap_bodies) {
-      uint32_t cap = x->cap_bodies ? 2 * x->cap_bodies : 4;
-      cpu_body *grown = cx_alloc(&x->al, cap, sizeof *grown);
-      if (!grown) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory caching a body");
-      if (x->n_bodies) memcpy(grown, x->bodies, x->n_bodies * sizeof *grown);
-      x->al.free(x->al.ctx, x->bodies);
-      x->bodies = grown;
-      x->cap_bodies = cap;
-    }
-    rlx_executable *be = NULL;
-    rlx_status st = rlx_compile_body(body, "cpu", &x->opt, &be);
-    if (st != RLX_OK) return rlx_error_context(st, "compiling body '%s'", rlx_graph_name(body));
-    entry = &x->bodies[x->n_bodies++];
-    entry->body = body;
-    entry->exe = be;
-    entry->synced = x->param_version - 1; /* never synced */
-  }
-  if (entry->synced != x->param_version) {
-    for (uint32_t i = 0; i < rlx_executable_param_count(entry->exe); i++) {
-      const char *name = rlx_executable_param_name(entry->exe, i);
-      rlx_tensor t;
-      if (!param_value(x, name, &t))
-        return rlx_errorf(RLX_ERR_INVALID_ARG, "body '%s' reads param '%s', which the enclosing graph does not have",
-                          rlx_graph_name(body), name);
-      rlx_status st = rlx_executable_set_param(entry->exe, name, &t);
-      if (st != RLX_OK) return rlx_error_context(st, "body '%s'", rlx_graph_name(body));
-    }
-    entry->synced = x->param_version;
-  }
-  const rlx_tensor *outs;
-  uint32_t n_outs;
-  rlx_status st = rlx_executable_run_positional(entry->exe, inputs, n_inputs, &outs, &n_outs);
-  if (st != RLX_OK) return rlx_error_context(st, "body '%s'", rlx_graph_name(body));
-  if (n_outs != n_outputs)
-    return rlx_errorf(RLX_ERR_INTERNAL, "body '%s' has %u outputs but its caller expects %u", rlx_graph_name(body),
-                      n_outs, n_outputs);
-  for (uint32_t i = 0; i < n_outs; i++) {
-    size_t nb;
-    RLX_TRY(rlx_shape_nbytes(&outs[i].shape, &nb));
-    if (nb && !outputs[i].data)
-      return rlx_errorf(RLX_ERR_INTERNAL, "body '%s': no buffer for output %u", rlx_graph_name(body), i);
-    if (nb) memcpy(outputs[i].data, outs[i].data, nb);
-    outputs[i].shape = outs[i].shape;
-  }
+static rlx_status cpu_upload(rlx_backend_exe *bx, rlx_buffer_handle h, size_t offset, const void *src, size_t n) {
+  (void)bx;
+  if (n) memcpy((char *)h + offset, src, n);
   return RLX_OK;
 }
 
-/* Collects the names of Params read inside the bodies of g's nodes (recursively). */
-static rlx_status collect_body_params(cpu_exe *x, const rlx_graph *g, bool inside, unsigned depth) {
-  if (depth > MAX_BODY_DEPTH) return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: bodies nested too deeply");
-  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) {
-    const rlx_node *n = rlx_graph_node(g, i);
-    if (inside && n->op == RLX_OP_Param && n->attrs.Param.name && !body_reads_param(x, n->attrs.Param.name)) {
-      if (x->n_body_params == x->cap_body_params) {
-        uint32_t cap = x->cap_body_params ? 2 * x->cap_body_params : 8;
-        const char **grown = cx_alloc(&x->al, cap, sizeof *grown);
-        if (!grown) return rlx_errorf(RLX_ERR_OOM, "cpu: out of memory");
-        if (x->n_body_params) memcpy(grown, x->body_params, x->n_body_params * sizeof *grown);
-        x->al.free(x->al.ctx, x->body_params);
-        x->body_params = grown;
-        x->cap_body_params = cap;
-      }
-      x->body_params[x->n_body_params++] = n->attrs.Param.name;
-    }
-    const rlx_graph *bodies[8];
-    uint32_t nb = rlx_node_bodies(n, bodies, 8);
-    for (uint32_t k = 0; k < nb && k < 8; k++) RLX_TRY(collect_body_params(x, bodies[k], true, depth + 1));
-  }
+static rlx_status cpu_download(rlx_backend_exe *bx, rlx_buffer_handle h, size_t offset, void *dst, size_t n) {
+  (void)bx;
+  if (n) memcpy(dst, (const char *)h + offset, n);
+  return RLX_OK;
+}
+
+static rlx_status cpu_copy(rlx_backend_exe *bx, rlx_buffer_handle dst, size_t dst_offset, rlx_buffer_handle src,
+                           size_t src_offset, size_t n) {
+  (void)bx;
+  if (n) memmove((char *)dst + dst_offset, (const char *)src + src_offset, n);
+  return RLX_OK;
+}
+
+static rlx_status cpu_bind_param(rlx_backend_exe *bx, uint32_t node, rlx_buffer_handle h) {
+  cpu_exe *x = (cpu_exe *)bx;
+  if (node >= x->plan->n_nodes || rlx_graph_node(x->g, node)->op != RLX_OP_Param)
+    return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not a Param", node);
+  size_t nb = x->plan->size[node];
+  if (nb) memcpy(x->arena + x->plan->offset[node], h, nb);
   return RLX_OK;
 }
 
 /* ---- compile ---- */
 
-static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const rlx_tensor *inputs, uint32_t n_inputs,
-                          rlx_tensor *outputs, uint32_t n_outputs);
+static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, uint32_t n_inputs,
+                          const rlx_buffer_handle *outputs, uint32_t n_outputs);
 
-static const rlx_backend_exe_vtable cpu_vtable = {cpu_set_param, cpu_run, cpu_destroy};
+static const rlx_backend_exe_vtable cpu_vtable = {
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .copy = cpu_copy,
+    .sync = NULL,
+    .bind_param = cpu_bind_param,
+    .run = cpu_run,
+    .destroy = cpu_destroy,
+};
+
+void rlx_cpu_options_init(rlx_cpu_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->header.backend = "cpu";
+}
 
 static int cpu_threads(int want) {
   if (want > 0) return want;
@@ -703,10 +588,18 @@ static rlx_cpu_kernel select_kernel(const rlx_node *nd, const rlx_tensor *in, bo
   return *fast ? f->kernel : rlx_cpu_ref_table[nd->op];
 }
 
-static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rlx_plan *plan,
-                              const rlx_compile_options *opt, rlx_backend_exe **out) {
+static rlx_status cpu_compile(const rlx_backend *b, const rlx_backend_compile_args *args, rlx_backend_exe **out) {
   (void)b;
   *out = NULL;
+  const rlx_graph *g = args->graph;
+  const rlx_plan *plan = args->plan;
+  const rlx_compile_options *opt = args->options;
+  rlx_cpu_options co;
+  rlx_cpu_options_init(&co);
+  if (args->backend_options) co = *(const rlx_cpu_options *)args->backend_options;
+  if (co.threads < 0)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: rlx_cpu_options.threads is %d; it must be >= 0 (0 = all cores)",
+                      co.threads);
   const rlx_allocator *al = rlx_graph_allocator(g);
   uint32_t n = rlx_graph_node_count(g);
   if (plan->n_nodes != n) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: the plan does not match the graph");
@@ -746,11 +639,8 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
   x->al = *al;
   x->g = g;
   x->plan = plan;
-  x->opt = *opt;
-  x->ctx.threads = cpu_threads(opt->threads);
+  x->ctx.threads = cpu_threads(co.threads);
   x->ctx.rng_seed = opt->rng_seed;
-  x->ctx.run_body = cpu_run_body;
-  x->ctx.body_state = x;
   x->profile = env_flag("RLX_CPU_PROFILE");
   const char *prof = getenv("RLX_CPU_PROFILE");
   x->profile_clock = prof && strcmp(prof, "cpu") == 0 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
@@ -762,7 +652,9 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
     st = rlx_errorf(RLX_ERR_OVERFLOW, "cpu: arena of %zu bytes is too large", plan->arena_size);
     goto fail;
   }
-  x->arena_block = cx_alloc(al, block, 1); /* zeroed */
+  /* not zeroed: every slot is written (inputs, params, constants, kernels) before it is read, and
+     untouched pages of a large arena then cost no memory */
+  x->arena_block = al->alloc(al->ctx, block);
   x->thunks = cx_alloc(al, n_thunks, sizeof *x->thunks);
   x->pool = cx_alloc(al, n_in_total, sizeof *x->pool);
   if (!x->arena_block || !x->thunks || !x->pool) {
@@ -815,8 +707,14 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_graph *g, const rl
     if (st != RLX_OK) goto fail;
   }
 
-  st = collect_body_params(x, g, false, 0);
-  if (st != RLX_OK) goto fail;
+  for (rlx_id id = 0; id < n; id++) x->n_input_nodes += rlx_graph_node(g, id)->op == RLX_OP_Input;
+  x->input_nodes = cx_alloc(al, x->n_input_nodes, sizeof *x->input_nodes);
+  if (!x->input_nodes) {
+    st = rlx_errorf(RLX_ERR_OOM, "cpu: out of memory");
+    goto fail;
+  }
+  for (rlx_id id = 0, k = 0; id < n; id++)
+    if (rlx_graph_node(g, id)->op == RLX_OP_Input) x->input_nodes[k++] = id;
   *out = &x->base;
   return RLX_OK;
 
@@ -827,18 +725,16 @@ fail:
 
 /* ---- run ---- */
 
-static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const rlx_tensor *inputs, uint32_t n_inputs,
-                          rlx_tensor *outputs, uint32_t n_outputs) {
+static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, uint32_t n_inputs,
+                          const rlx_buffer_handle *outputs, uint32_t n_outputs) {
   cpu_exe *x = (cpu_exe *)bx;
   const rlx_plan *p = x->plan;
-  if (n_outputs != rlx_graph_output_count(x->g))
-    return rlx_errorf(RLX_ERR_INTERNAL, "cpu: %u output buffers for %u outputs", n_outputs,
-                      rlx_graph_output_count(x->g));
+  if (n_outputs != rlx_graph_output_count(x->g) || n_inputs != x->n_input_nodes)
+    return rlx_errorf(RLX_ERR_INTERNAL, "cpu: %u input and %u output buffers for a graph of %u inputs and %u outputs",
+                      n_inputs, n_outputs, x->n_input_nodes, rlx_graph_output_count(x->g));
   for (uint32_t i = 0; i < n_inputs; i++) {
-    rlx_id id = in_nodes[i];
-    if (id >= p->n_nodes || rlx_graph_node(x->g, id)->op != RLX_OP_Input)
-      return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not an Input", id);
-    if (p->size[id]) memcpy(x->arena + p->offset[id], inputs[i].data, p->size[id]);
+    rlx_id id = x->input_nodes[i];
+    if (p->size[id]) memcpy(x->arena + p->offset[id], inputs[i], p->size[id]);
   }
   char lb[160];
   for (uint32_t k = 0; k < x->n_thunks; k++) {
@@ -867,24 +763,31 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const uint32_t *in_nodes, const r
   }
   const rlx_id *outs = rlx_graph_outputs(x->g);
   for (uint32_t i = 0; i < n_outputs; i++)
-    if (p->size[outs[i]]) memcpy(outputs[i].data, x->arena + p->offset[outs[i]], p->size[outs[i]]);
+    if (p->size[outs[i]]) memcpy(outputs[i], x->arena + p->offset[outs[i]], p->size[outs[i]]);
   return RLX_OK;
 }
 
 /* ---- the backend record ---- */
 
-static bool cpu_available(void) { return true; }
+/* Control flow the runtime drives for this backend (its bodies run here). */
+static const rlx_op cpu_runtime_control[] = {RLX_OP_If, RLX_OP_While, RLX_OP_Scan, RLX_OP_ScanBackward,
+                                              RLX_OP_ScanBackwardXs};
 
 static rlx_backend cpu_record;
 static pthread_once_t cpu_record_once = PTHREAD_ONCE_INIT;
 
 static void cpu_record_init(void) {
-  cpu_record.name = "cpu";
-  cpu_record.available = cpu_available;
+  cpu_record = (rlx_backend){
+      .name = "cpu",
+      .available = NULL,
+      .host_staged = NULL,
+      .n_host_staged = 0,
+      .runtime_control = cpu_runtime_control,
+      .n_runtime_control = sizeof cpu_runtime_control / sizeof cpu_runtime_control[0],
+      .host_memory = true,
+      .compile = cpu_compile,
+  };
   cpu_record.claims = rlx_cpu_claim_list(&cpu_record.n_claims);
-  cpu_record.host_staged = NULL;
-  cpu_record.n_host_staged = 0;
-  cpu_record.compile = cpu_compile;
 }
 
 const rlx_backend *rlx_cpu_backend(void) {

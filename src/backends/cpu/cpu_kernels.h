@@ -10,24 +10,11 @@
 
 typedef struct rlx_cpu_ctx rlx_cpu_ctx;
 
-/* Runs a body graph (If/While/Scan/CustomFn) of the node on the CPU. `body` is the graph pointer
- * held in the node's attributes (the executor compiles each body once and caches it by this
- * pointer). inputs[i] binds to the body's i-th Input node (node order) and must have exactly that
- * Input's dtype and shape; body Params take the value of the enclosing graph's Param of the same
- * name. n_outputs must equal the body's output count; for each i the caller sets outputs[i].data
- * to a buffer of at least the byte size of body output i, and the callee copies the output there
- * and sets outputs[i].shape. Errors name the body. */
-typedef rlx_status (*rlx_cpu_run_body_fn)(rlx_cpu_ctx *ctx, const rlx_graph *body,
-                                          const rlx_tensor *inputs, uint32_t n_inputs,
-                                          rlx_tensor *outputs, uint32_t n_outputs);
-
 typedef struct rlx_cpu_pool rlx_cpu_pool; /* fast/threads.c */
 
 struct rlx_cpu_ctx {
   int threads;              /* worker threads the kernel may use (>= 1) */
   uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
-  rlx_cpu_run_body_fn run_body;
-  void *body_state;         /* owned by the executor (compiled-body cache) */
   rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
 };
 

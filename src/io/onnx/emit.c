@@ -9,9 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_kernels.h"
+#include "passes/passes.h"
+#include "rlx/build.h"
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Folded results larger than this stay ops (the compiler's simplify pass may still fold them). */
 #define FOLD_MAX_BYTES ((size_t)1 << 20)
@@ -247,131 +248,71 @@ int64_t oi_elem_i64(const void *data, rlx_dtype t, size_t i) { return rlx_elem_g
 
 /* ---- emission ---- */
 
-static bool foldable(rlx_op op) {
-  uint32_t p = rlx_op_props(op);
-  if (p & (RLX_PROP_LEAF | RLX_PROP_SUBGRAPH | RLX_PROP_RANDOM | RLX_PROP_INPLACE)) return false;
-  return rlx_cpu_ref_table[op] != NULL;
-}
-
-/* Evaluates the op on constant operands; *done = false (no error) when it does not apply. */
-static rlx_status try_fold(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs, bool *done,
-                           rlx_id *out) {
-  *done = false;
-  if (n > FOLD_MAX_OPERANDS || !foldable(op)) return RLX_OK;
+/* The importer's graphs carry this add hook (oi_set_fold_hook): every node counts towards the
+ * work limit, and a pure op on constant operands is evaluated at once by the shared constant
+ * evaluator (the values later ops need at import time: shapes, axes, ...). */
+static rlx_status fold_hook(void *ctx, rlx_graph *g, const rlx_node *n, bool *done, rlx_id *out) {
+  oi_imp *m = ctx;
+  m->emitted++;
+  if (n->n_inputs == 0 || n->n_inputs > FOLD_MAX_OPERANDS || !rlx_const_foldable(n->op)) return RLX_OK;
   rlx_tensor tin[FOLD_MAX_OPERANDS];
-  for (uint32_t i = 0; i < n; i++) {
-    const void *d;
-    if (!oi_const_value(c, in[i], &d, &tin[i].shape)) return RLX_OK;
-    tin[i].data = (void *)d;
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    const rlx_node *x = rlx_graph_node(g, n->inputs[i]);
+    if (!x || x->op != RLX_OP_Constant || !rlx_shape_is_static(&x->shape)) return RLX_OK;
+    tin[i].data = x->attrs.Constant.data.p;
+    tin[i].shape = x->shape;
   }
-  rlx_shape sh;
-  if (rlx_infer_shape(c->g, op, in, n, attrs, NULL, &sh) != RLX_OK) return RLX_OK; /* the real add reports it */
   size_t nbytes;
-  if (!rlx_shape_is_static(&sh) || rlx_shape_nbytes(&sh, &nbytes) != RLX_OK || nbytes > FOLD_MAX_BYTES) return RLX_OK;
-  rlx_attrs a;
-  if (attrs) memcpy(&a, attrs, rlx_op_attrs_size(op));
-  else rlx_attrs_init(op, &a);
-  rlx_node tmp;
-  memset(&tmp, 0, sizeof tmp);
-  tmp.op = op;
-  tmp.n_inputs = n;
-  tmp.inputs = in;
-  tmp.shape = sh;
-  tmp.attrs = a;
-  const rlx_allocator *al = c->m->al;
-  void *buf = al->alloc(al->ctx, nbytes ? nbytes : 1);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory folding a constant of %zu bytes", nbytes);
-  memset(buf, 0, nbytes ? nbytes : 1);
-  rlx_tensor tout = {buf, sh};
-  rlx_cpu_ctx ctx = {1, 0, NULL, NULL};
-  rlx_status st = rlx_cpu_ref_table[op](&tmp, tin, n, &tout, &ctx);
-  if (st == RLX_OK) {
-    st = rlx_constant(c->g, sh, buf, nbytes, out);
-    if (st == RLX_OK) *done = true;
-  } else if (st != RLX_ERR_OOM) {
-    st = RLX_OK; /* data-dependent failure: keep the op, it fails when run */
-  }
-  al->free(al->ctx, buf);
+  if (!rlx_shape_is_static(&n->shape) || rlx_shape_nbytes(&n->shape, &nbytes) != RLX_OK || nbytes > FOLD_MAX_BYTES)
+    return RLX_OK;
+  void *buf;
+  bool folded;
+  RLX_TRY(rlx_const_eval(m->al, n, tin, n->n_inputs, 0, &folded, &buf, &nbytes));
+  if (!folded) return RLX_OK;
+  rlx_status st = rlx_constant(g, n->shape, buf, nbytes, out);
+  if (st == RLX_OK) *done = true;
+  m->al->free(m->al->ctx, buf);
   return st;
 }
 
+void oi_set_fold_hook(oi_imp *m, rlx_graph *g) { rlx_graph_set_add_hook(g, fold_hook, m); }
+
+/* The builders below are rlx/build.h's (the hook folds what they add); the oi_* names adapt
+ * them to the importer's node context. */
 rlx_status oi_emit(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out) {
-  c->m->emitted++;
-  bool done;
-  RLX_TRY(try_fold(c, op, in, n, attrs, &done, out));
-  if (done) return RLX_OK;
   return rlx_graph_add(c->g, op, in, n, attrs, NULL, NULL, out);
 }
 
 rlx_status oi_const(oi_node *c, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out) {
-  c->m->emitted++;
   return rlx_constant(c->g, shape, data, nbytes, out);
 }
 
 rlx_status oi_fill(oi_node *c, rlx_shape shape, double v, rlx_id *out) {
-  size_t nbytes, numel;
+  size_t nbytes;
   RLX_TRY(rlx_shape_nbytes(&shape, &nbytes));
-  RLX_TRY(rlx_shape_numel(&shape, &numel));
   if (nbytes > OI_MAX_CONST_BYTES)
     return oi_unsupported(c, "a constant %s of %zu bytes (the import limit is %zu)", rlx_fmt_shape(&shape), nbytes,
                           (size_t)OI_MAX_CONST_BYTES);
-  const rlx_allocator *al = c->m->al;
-  uint8_t *buf = al->alloc(al->ctx, nbytes ? nbytes : 1);
-  if (!buf) return rlx_errorf(RLX_ERR_OOM, "out of memory for a constant of %zu bytes", nbytes);
-  rlx_dtype t = (rlx_dtype)shape.dtype;
-  if (numel) {
-    rlx_elem_set(buf, t, 0, v);
-    size_t es = rlx_dtype_size(t);
-    for (size_t i = 1; i < numel; i++) memcpy(buf + i * es, buf, es);
-  }
-  rlx_status s = oi_const(c, shape, buf, nbytes, out);
-  al->free(al->ctx, buf);
-  return s;
+  return rlx_fill(c->g, (rlx_dtype)shape.dtype, shape.rank, shape.dims, v, out);
 }
 
-rlx_status oi_scalar(oi_node *c, rlx_dtype t, double v, rlx_id *out) { return oi_fill(c, rlx_shape_scalar(t), v, out); }
+rlx_status oi_scalar(oi_node *c, rlx_dtype t, double v, rlx_id *out) { return rlx_scalar(c->g, t, v, out); }
 
-rlx_status oi_i64s(oi_node *c, const int64_t *v, uint32_t n, rlx_id *out) {
-  rlx_dim d = n;
-  return oi_const(c, rlx_shape_make(RLX_I64, 1, &d), v, (size_t)n * 8, out);
-}
+rlx_status oi_i64s(oi_node *c, const int64_t *v, uint32_t n, rlx_id *out) { return rlx_i64s(c->g, n, v, out); }
 
-rlx_status oi_unary(oi_node *c, rlx_act act, rlx_id x, rlx_id *out) {
-  rlx_attrs_Activation a = {act};
-  return oi_emit(c, RLX_OP_Activation, &x, 1, &a, out);
-}
+rlx_status oi_unary(oi_node *c, rlx_act act, rlx_id x, rlx_id *out) { return rlx_activation(c->g, act, x, out); }
 
-rlx_status oi_bin(oi_node *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Binary at = {op};
-  rlx_id in[2] = {a, b};
-  return oi_emit(c, RLX_OP_Binary, in, 2, &at, out);
-}
+rlx_status oi_bin(oi_node *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(c->g, op, a, b, out); }
 
 rlx_status oi_bin_s(oi_node *c, rlx_binop op, rlx_id a, double v, rlx_id *out) {
-  rlx_id s;
-  RLX_TRY(oi_scalar(c, (rlx_dtype)oi_shape(c, a)->dtype, v, &s));
-  return oi_bin(c, op, a, s, out);
+  return rlx_binary_scalar(c->g, op, a, v, out);
 }
 
-rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_attrs_Compare at = {op};
-  rlx_id in[2] = {a, b};
-  return oi_emit(c, RLX_OP_Compare, in, 2, &at, out);
-}
+rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) { return rlx_compare(c->g, op, a, b, out); }
 
-rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out) {
-  rlx_id in[3] = {cond, a, b};
-  return oi_emit(c, RLX_OP_Where, in, 3, NULL, out);
-}
+rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out) { return rlx_where(c->g, cond, a, b, out); }
 
-rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out) {
-  if (oi_shape(c, x)->dtype == t) {
-    *out = x;
-    return RLX_OK;
-  }
-  rlx_attrs_Cast a = {t};
-  return oi_emit(c, RLX_OP_Cast, &x, 1, &a, out);
-}
+rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out) { return rlx_cast_to(c->g, x, t, out); }
 
 rlx_status oi_reshape(oi_node *c, rlx_id x, uint32_t rank, const int64_t *dims, rlx_id *out) {
   const rlx_shape *s = oi_shape(c, x);
@@ -381,67 +322,38 @@ rlx_status oi_reshape(oi_node *c, rlx_id x, uint32_t rank, const int64_t *dims, 
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Reshape a = {{(int64_t *)dims, rank}};
-  return oi_emit(c, RLX_OP_Reshape, &x, 1, &a, out);
+  return rlx_reshape(c->g, x, rank, dims, out);
 }
 
 rlx_status oi_reshape_dims(oi_node *c, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
-  int64_t d[RLX_MAX_RANK];
   uint32_t sym = 0;
-  for (uint32_t i = 0; i < rank; i++) {
-    d[i] = rlx_dim_is_static(dims[i]) ? dims[i] : -1;
-    sym += !rlx_dim_is_static(dims[i]);
-  }
+  for (uint32_t i = 0; i < rank; i++) sym += !rlx_dim_is_static(dims[i]);
   if (sym > 1)
     return oi_unsupported(c, "reshaping to a shape with %u symbolic dims; bind them (rlx_onnx_options dim bindings or "
                              "input shapes)",
                           sym);
-  if (sym == 1) { /* same shape as x: nothing to do */
-    const rlx_shape *s = oi_shape(c, x);
-    bool same = s->rank == rank;
-    for (uint32_t i = 0; i < rank && same; i++) same = s->dims[i] == dims[i];
-    if (same) {
-      *out = x;
-      return RLX_OK;
-    }
-  }
-  return oi_reshape(c, x, rank, d, out);
+  return rlx_reshape_dims(c->g, x, rank, dims, out);
 }
 
 rlx_status oi_transpose(oi_node *c, rlx_id x, const int64_t *perm, rlx_id *out) {
-  uint32_t r = oi_shape(c, x)->rank;
-  bool id = true;
-  for (uint32_t i = 0; i < r && id; i++) id = perm[i] == (int64_t)i;
-  if (id) {
-    *out = x;
-    return RLX_OK;
-  }
-  rlx_attrs_Transpose a = {{(int64_t *)perm, r}};
-  return oi_emit(c, RLX_OP_Transpose, &x, 1, &a, out);
+  return rlx_permute(c->g, x, oi_shape(c, x)->rank, perm, out);
 }
 
 rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, uint32_t n, bool keep, rlx_id *out) {
-  rlx_attrs_Reduce a = {op, {(int64_t *)axes, n}, keep};
-  return oi_emit(c, RLX_OP_Reduce, &x, 1, &a, out);
+  return rlx_reduce_axes(c->g, op, x, n, axes, keep, out);
 }
 
+/* ONNX axes may be negative: normalised here against the operand's rank. */
 rlx_status oi_narrow(oi_node *c, rlx_id x, int64_t axis, int64_t start, int64_t len, rlx_id *out) {
-  const rlx_shape *s = oi_shape(c, x);
-  if (axis >= 0 && axis < s->rank && start == 0 && s->dims[axis] == len) {
-    *out = x;
-    return RLX_OK;
-  }
-  rlx_attrs_Narrow a = {axis, start, len};
-  return oi_emit(c, RLX_OP_Narrow, &x, 1, &a, out);
+  uint32_t rank = oi_shape(c, x)->rank, ax;
+  RLX_TRY(oi_axis(c, axis, rank, "narrow axis", &ax));
+  return rlx_narrow(c->g, x, ax, start, len, out);
 }
 
 rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx_id *out) {
-  if (n == 1) {
-    *out = xs[0];
-    return RLX_OK;
-  }
-  rlx_attrs_Concat a = {axis};
-  return oi_emit(c, RLX_OP_Concat, xs, n, &a, out);
+  uint32_t rank = oi_shape(c, xs[0])->rank, ax;
+  RLX_TRY(oi_axis(c, axis, rank, "concat axis", &ax));
+  return rlx_concat(c->g, xs, n, ax, out);
 }
 
 rlx_status oi_bcast_axis(oi_node *c, rlx_id x, uint32_t rank, uint32_t axis, rlx_id *out) {

@@ -767,7 +767,7 @@ static rlx_status set_output(oi_scope *s, const char *name, rlx_id id, const Onn
     if (nd->op == RLX_OP_Constant) {
       RLX_TRY(rlx_constant(s->g, sh, nd->attrs.Constant.data.p, nd->attrs.Constant.data.n, &id));
     } else {
-      rlx_attrs_Cast a = {sh.dtype};
+      rlx_attrs_Cast a = {.to = sh.dtype};
       RLX_TRY(rlx_graph_add(s->g, RLX_OP_Cast, &id, 1, &a, NULL, NULL, &id));
     }
     RLX_TRY(name_node(s->g, id, name));
@@ -877,6 +877,7 @@ static rlx_status attempt(oi_imp *m, const char *what, rlx_graph **out) {
   oi_map inits;
   oi_map_init(&inits, al, false);
   rlx_status st = rlx_graph_create(al, gname, &g);
+  if (st == RLX_OK) oi_set_fold_hook(m, g);
   for (size_t i = 0; i < gp->n_initializer && st == RLX_OK; i++) st = oi_map_put(&inits, gp->initializer[i]->name, 1);
   if (st == RLX_OK) {
     oi_scope_init(&top, m, g, NULL, false, 0);

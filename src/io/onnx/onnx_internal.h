@@ -308,6 +308,8 @@ int64_t oi_elem_i64(const void *data, rlx_dtype t, size_t i);
 
 /* Emission: builds one RLX node (shape inferred), constant-folding it with the CPU reference
  * kernels when every operand is a Constant. */
+/* Installs the importer's add hook on g (work counting and constant folding; emit.c). */
+void oi_set_fold_hook(oi_imp *m, rlx_graph *g);
 rlx_status oi_emit(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs,
                    rlx_id *out);
 rlx_status oi_const(oi_node *c, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out);

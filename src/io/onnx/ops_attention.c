@@ -38,7 +38,7 @@ static rlx_status repeat_heads(oi_node *c, rlx_id x, int64_t g, rlx_id *out) {
   int64_t B = s->dims[0], H = s->dims[1], T = s->dims[2], D = s->dims[3];
   int64_t d5[5] = {B, H, 1, T, D}, e5[5] = {B, H, g, T, D}, d4[4] = {B, H * g, T, D};
   RLX_TRY(oi_reshape(c, x, 5, d5, &x));
-  rlx_attrs_Expand ea = {{e5, 5}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = e5, .n = 5}};
   RLX_TRY(oi_emit(c, RLX_OP_Expand, &x, 1, &ea, &x));
   return oi_reshape(c, x, 4, d4, out);
 }
@@ -219,7 +219,7 @@ static rlx_status map_attention(oi_node *c) {
   /* softmax over keys; a row with no finite score (fully masked) gives zeros, not NaN */
   rlx_id p, rmax, dead, zero, ninf;
   RLX_TRY(oi_cast(c, s, st, &p));
-  rlx_attrs_Softmax sa = {-1};
+  rlx_attrs_Softmax sa = {.axis = -1};
   RLX_TRY(oi_emit(c, RLX_OP_Softmax, &p, 1, &sa, &p));
   int64_t lastax = 3;
   RLX_TRY(oi_reduce(c, RLX_REDUCE_MAX, s, &lastax, 1, true, &rmax));
@@ -408,9 +408,9 @@ static rlx_status map_tensor_scatter(oi_node *c) {
   RLX_TRY(oi_bin(c, RLX_BINOP_MIN, zi, smax, &idx));
   int64_t full[RLX_MAX_RANK];
   for (uint32_t i = 0; i < ps.rank; i++) full[i] = ps.dims[i];
-  rlx_attrs_Expand ea = {{full, ps.rank}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = full, .n = ps.rank}};
   RLX_TRY(oi_emit(c, RLX_OP_Expand, &idx, 1, &ea, &idx));
-  rlx_attrs_GatherElements ga = {a};
+  rlx_attrs_GatherElements ga = {.axis = a};
   rlx_id gi[2] = {c->in[1], idx}, g;
   RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gi, 2, &ga, &g));
   return oi_where(c, valid, g, c->in[0], &c->out[0]);

@@ -41,7 +41,7 @@ static rlx_status if_node(oi_node *c, const Onnx__GraphProto *const *br, const c
     return oi_unsupported(c, "output %u%s has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k, el,
                           rlx_fmt_shape(s0), rlx_fmt_shape(s1));
   }
-  rlx_attrs_If ia = {g[0], g[1]};
+  rlx_attrs_If ia = {.then_branch = g[0], .else_branch = g[1]};
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_If, ops, ncap + 1, &ia, NULL, NULL, out));
   c->m->emitted++;
   return RLX_OK;
@@ -359,7 +359,7 @@ static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t 
     }
   }
   RLX_TRY(rlx_graph_set_outputs(bg, bout, nc));
-  rlx_attrs_While wa = {cg, bg, {false, 0}};
+  rlx_attrs_While wa = {.cond = cg, .body = bg, .max_iterations = {.has = false, .v = 0}};
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_While, ops, nc, &wa, NULL, NULL, &c->out[want]));
   m->emitted++;
   return RLX_OK;

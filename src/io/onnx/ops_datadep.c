@@ -248,7 +248,7 @@ static rlx_status map_unique(oi_node *c) {
     RLX_TRY(oi_reshape(c, x, 1, &flat, &x));
   }
   RLX_TRY(oi_i64s(c, first, (uint32_t)ng, &idx));
-  rlx_attrs_Gather ga = {a};
+  rlx_attrs_Gather ga = {.axis = a};
   rlx_id gin[2] = {x, idx};
   RLX_TRY(oi_emit(c, RLX_OP_Gather, gin, 2, &ga, &c->out[0]));
   if (c->n_out > 1) c->out[1] = idx;
@@ -392,7 +392,7 @@ static rlx_status map_tfidf(oi_node *c) {
   rlx_id all, tbl, y;
   RLX_TRY(oi_concat(c, parts, n_parts, 1, &all));
   RLX_TRY(oi_i64s(c, table, (uint32_t)C, &tbl));
-  rlx_attrs_Gather ga = {1};
+  rlx_attrs_Gather ga = {.axis = 1};
   RLX_TRY(oi_emit(c, RLX_OP_Gather, (rlx_id[]){all, tbl}, 2, &ga, &y));
   if (kind == 1) RLX_TRY(oi_bin_s(c, RLX_BINOP_MIN, y, 1.0, &y)); /* IDF: seen or not */
   if (kind != 0 && has_w) {

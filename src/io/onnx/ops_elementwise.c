@@ -213,7 +213,7 @@ static rlx_status map_hard_sigmoid(oi_node *c) {
   RLX_TRY(oi_attr_f(c, "beta", 0.5f, &beta));
   rlx_id y;
   RLX_TRY(affine(c, c->in[0], alpha, beta, &y));
-  rlx_attrs_Clamp a = {0.0f, 1.0f};
+  rlx_attrs_Clamp a = {.min = 0.0f, .max = 1.0f};
   return oi_emit(c, RLX_OP_Clamp, &y, 1, &a, &c->out[0]);
 }
 
@@ -441,7 +441,7 @@ static rlx_status map_clip(oi_node *c) {
       RLX_TRY(oi_bin(c, RLX_BINOP_MAX, x, a, &x));
       return oi_bin(c, RLX_BINOP_MIN, x, b, &c->out[0]);
     }
-    rlx_attrs_Clamp a = {lo, hi};
+    rlx_attrs_Clamp a = {.min = lo, .max = hi};
     return oi_emit(c, RLX_OP_Clamp, &x, 1, &a, &c->out[0]);
   }
   /* opset >= 11: optional scalar inputs min, max */

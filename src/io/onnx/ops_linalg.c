@@ -183,7 +183,7 @@ static rlx_status take_diagonals(oi_node *c, rlx_id *x, term *t) {
     RLX_TRY(oi_transpose(c, *x, perm, &tr));
     RLX_TRY(oi_reshape(c, tr, nt.n, dims, &flat));
     RLX_TRY(oi_i64s(c, idx, (uint32_t)d, &ids));
-    rlx_attrs_Gather ga = {axis};
+    rlx_attrs_Gather ga = {.axis = axis};
     rlx_id in2[2] = {flat, ids};
     RLX_TRY(oi_emit(c, RLX_OP_Gather, in2, 2, &ga, x));
     *t = nt;
@@ -292,7 +292,7 @@ static rlx_status map_einsum(oi_node *c) {
     for (uint32_t i = 0; i < nt.n; i++)
       if (!has_letter(&ct, nt.l[i])) res.l[res.n++] = nt.l[i];
     if (res.n > RLX_MAX_RANK) return oi_unsupported(c, "an intermediate Einsum result of rank > %d", RLX_MAX_RANK);
-    rlx_attrs_DotGeneral da = {{lc, ncon}, {rc, ncon}, {lb, nb}, {rb, nb}};
+    rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = lc, .n = ncon}, .rhs_contracting = {.v = rc, .n = ncon}, .lhs_batch = {.v = lb, .n = nb}, .rhs_batch = {.v = rb, .n = nb}};
     rlx_id in2[2] = {cur, nx};
     if (oi_shape(c, cur)->dtype != oi_shape(c, nx)->dtype) return oi_bad(c, "operands must share a dtype");
     RLX_TRY(oi_emit(c, RLX_OP_DotGeneral, in2, 2, &da, &cur));

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ---- quantization ---- */
 
@@ -47,7 +47,7 @@ static rlx_status blocked(oi_node *c, rlx_id p, const rlx_shape *xs, int64_t axi
   }
   rlx_id y;
   RLX_TRY(oi_reshape(c, p, xs->rank + 1, d1, &y));
-  rlx_attrs_Expand ea = {{d2, xs->rank + 1}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = d2, .n = xs->rank + 1}};
   RLX_TRY(oi_emit(c, RLX_OP_Expand, &y, 1, &ea, &y));
   RLX_TRY(oi_reshape(c, y, xs->rank, d3, &y));
   return oi_narrow(c, y, a, 0, D, out);
@@ -302,14 +302,14 @@ static rlx_status map_random(oi_node *c) {
     }
     s = rlx_shape_make(t, (uint32_t)sn, d);
   }
-  rlx_of32 os = {has_seed, seed};
+  rlx_of32 os = {.has = has_seed, .v = seed};
   uint64_t key = (uint64_t)c->m->emitted * 0x9e3779b97f4a7c15ull + 1;
   c->m->emitted++;
   if (normal) {
-    rlx_attrs_RngNormal ra = {a, b, key, os};
+    rlx_attrs_RngNormal ra = {.mean = a, .scale = b, .key = key, .op_seed = os};
     return rlx_graph_add(c->g, RLX_OP_RngNormal, &tmpl, like ? 1 : 0, &ra, &s, NULL, &c->out[0]);
   }
-  rlx_attrs_RngUniform ra = {a, b, key, os};
+  rlx_attrs_RngUniform ra = {.low = a, .high = b, .key = key, .op_seed = os};
   return rlx_graph_add(c->g, RLX_OP_RngUniform, &tmpl, like ? 1 : 0, &ra, &s, NULL, &c->out[0]);
 }
 
@@ -327,7 +327,7 @@ static rlx_status map_bernoulli(oi_node *c) {
     RLX_TRY(oi_attr_i(c, "dtype", 0, &dt));
     if (dt < 0 || dt > 64 || !oi_dtype_from_onnx((int32_t)dt, &to)) return oi_unsupported(c, "dtype %s", oi_onnx_dtype_name((int32_t)dt));
   }
-  rlx_attrs_RngUniform ra = {0, 1, (uint64_t)c->m->emitted * 0x9e3779b97f4a7c15ull + 7, {has_seed, seed}};
+  rlx_attrs_RngUniform ra = {.low = 0, .high = 1, .key = (uint64_t)c->m->emitted * 0x9e3779b97f4a7c15ull + 7, .op_seed = {.has = has_seed, .v = seed}};
   c->m->emitted++;
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_RngUniform, &p, 1, &ra, &s, NULL, &u));
   RLX_TRY(oi_cmp(c, RLX_CMP_LT, u, p, &lt));
@@ -394,7 +394,7 @@ static rlx_status nll(oi_node *c, rlx_id input, rlx_id target, rlx_id weight, rl
   for (uint32_t i = 1; i < ts.rank; i++) ud[i + 1] = ts.dims[i];
   rlx_id tu;
   RLX_TRY(oi_reshape_dims(c, ts_safe, is.rank, ud, &tu));
-  rlx_attrs_GatherElements ga = {1};
+  rlx_attrs_GatherElements ga = {.axis = 1};
   rlx_id gin[2] = {input, tu};
   RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gin, 2, &ga, &g));
   RLX_TRY(oi_reshape_dims(c, g, ts.rank, ts.dims, &g));

@@ -198,16 +198,16 @@ rlx_status oi_conv(oi_node *c, bool transposed) {
   rlx_id y, in2[2] = {x, w};
   uint32_t n = g.nsp;
   if (!transposed && n == 2) {
-    rlx_attrs_Conv a = {{ks, n}, {st, n}, {pad, 2 * n}, {dl, n}, group};
+    rlx_attrs_Conv a = {.kernel_size = {.v = ks, .n = n}, .stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_Conv, in2, 2, &a, &y));
   } else if (!transposed) {
-    rlx_attrs_Conv3d a = {{st, n}, {pad, 2 * n}, {dl, n}, group};
+    rlx_attrs_Conv3d a = {.stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_Conv3d, in2, 2, &a, &y));
   } else if (n == 2) {
-    rlx_attrs_ConvTranspose2d a = {{ks, n}, {st, n}, {pad, 2 * n}, {dl, n}, {op, n}, group};
+    rlx_attrs_ConvTranspose2d a = {.kernel_size = {.v = ks, .n = n}, .stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .output_padding = {.v = op, .n = n}, .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_ConvTranspose2d, in2, 2, &a, &y));
   } else {
-    rlx_attrs_ConvTranspose3d a = {{st, n}, {pad, 2 * n}, {dl, n}, {op, n}, group};
+    rlx_attrs_ConvTranspose3d a = {.stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .output_padding = {.v = op, .n = n}, .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_ConvTranspose3d, in2, 2, &a, &y));
   }
   RLX_TRY(add_bias(c, y, 2, &y));
@@ -265,7 +265,7 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
     any_pad |= g->pb[i] || g->pe[i] + extra[i];
   }
   if (any_pad) {
-    rlx_attrs_Pad pa = {{pads, 2 * xs.rank}, RLX_PAD_MODE_CONSTANT, is_max ? -INFINITY : 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = is_max ? -INFINITY : 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
   }
   rlx_id acc = x;
@@ -273,7 +273,7 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
     rlx_id red = RLX_NO_ID;
     for (int64_t j = 0; j < g->k[i]; j++) {
       rlx_id v;
-      rlx_attrs_Slice sa = {2 + i, j * g->d[i], out[i], g->s[i]};
+      rlx_attrs_Slice sa = {.axis = 2 + i, .start = j * g->d[i], .len = out[i], .step = g->s[i]};
       RLX_TRY(oi_emit(c, RLX_OP_Slice, &acc, 1, &sa, &v));
       if (red == RLX_NO_ID) red = v;
       else RLX_TRY(oi_bin(c, is_max ? RLX_BINOP_MAX : RLX_BINOP_ADD, red, v, &red));
@@ -404,11 +404,11 @@ static rlx_status map_pool(oi_node *c) {
   if (explicit_pad) {
     if (is_max && !rlx_dtype_is_float(t)) return oi_unsupported(c, "integer MaxPool with padding as large as the kernel");
     int64_t pads[8] = {0, 0, 0, 0, pb2[0], pe2[0], pb2[1], pe2[1]};
-    rlx_attrs_Pad pa = {{pads, 8}, RLX_PAD_MODE_CONSTANT, is_max ? -INFINITY : 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 8}, .mode = RLX_PAD_MODE_CONSTANT, .value = is_max ? -INFINITY : 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
     memset(padding, 0, sizeof padding);
   }
-  rlx_attrs_Pool pa = {is_max ? RLX_REDUCE_MAX : RLX_REDUCE_MEAN, {k2, 2}, {s2, 2}, {padding, 4}};
+  rlx_attrs_Pool pa = {.kind = is_max ? RLX_REDUCE_MAX : RLX_REDUCE_MEAN, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = s2, .n = 2}, .padding = {.v = padding, .n = 4}};
   rlx_id y;
   RLX_TRY(oi_emit(c, RLX_OP_Pool, &x, 1, &pa, &y));
   if (is_lp) { /* Pool's mean over the zero-padded window, times the window size: the sum */
@@ -500,12 +500,12 @@ static rlx_status map_col2im(oi_node *c) {
   int64_t upd[3] = {N, C, (int64_t)cnt}, e3[3] = {N, C, (int64_t)cnt};
   rlx_id ic, u, zeros, y;
   RLX_TRY(oi_const(c, rlx_shape_make(RLX_I64, 3, id3), idx, cnt * 8, &ic));
-  rlx_attrs_Expand ea = {{e3, 3}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = e3, .n = 3}};
   RLX_TRY(oi_emit(c, RLX_OP_Expand, &ic, 1, &ea, &ic));
   RLX_TRY(oi_reshape(c, x, 3, upd, &u)); /* [N, C, K, L] flattened: cell k * L + l */
   rlx_dim zd[3] = {N, C, P};
   RLX_TRY(oi_fill(c, rlx_shape_make((rlx_dtype)xs.dtype, 3, zd), 0.0, &zeros));
-  rlx_attrs_ScatterElements sa = {2, RLX_SCATTER_REDUCTION_ADD};
+  rlx_attrs_ScatterElements sa = {.axis = 2, .reduction = RLX_SCATTER_REDUCTION_ADD};
   rlx_id si[3] = {zeros, ic, u};
   RLX_TRY(oi_emit(c, RLX_OP_ScatterElements, si, 3, &sa, &y));
   int64_t od[RLX_MAX_RANK];
@@ -630,9 +630,9 @@ static rlx_status map_deform_conv(oi_node *c) {
     RLX_TRY(oi_cast(c, idx, RLX_I64, &idx));
     int64_t i1[4] = {N, og, 1, K * L};
     RLX_TRY(oi_reshape(c, idx, 4, i1, &idx));
-    rlx_attrs_Expand ea = {{gd, 4}};
+    rlx_attrs_Expand ea = {.target_shape = {.v = gd, .n = 4}};
     RLX_TRY(oi_emit(c, RLX_OP_Expand, &idx, 1, &ea, &idx));
-    rlx_attrs_GatherElements ga = {3};
+    rlx_attrs_GatherElements ga = {.axis = 3};
     rlx_id gi[2] = {xv, idx};
     RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gi, 2, &ga, &g)); /* [N, og, Cg, K L] */
     RLX_TRY(oi_reshape(c, w, 4, i1, &w));
@@ -770,7 +770,7 @@ static rlx_status map_instance_norm(oi_node *c) {
     rlx_dim d[3] = {xs->dims[0], C, 1};
     RLX_TRY(oi_reshape_dims(c, x, 3, d, &x));
   }
-  rlx_attrs_GroupNorm a = {C, eps};
+  rlx_attrs_GroupNorm a = {.num_groups = C, .eps = eps};
   rlx_id in[3] = {x, gm, bt}, y;
   RLX_TRY(oi_emit(c, RLX_OP_GroupNorm, in, 3, &a, &y));
   if (lifted) {
@@ -813,11 +813,11 @@ static rlx_status map_group_norm(oi_node *c) {
     if (ps->rank != 1 || ps->dims[0] != G) return oi_bad(c, "input %u must be [num_groups], got %s", k + 1, rlx_fmt_shape(ps));
     int64_t g1[2] = {G, 1}, ge[2] = {G, C / G}, cc[1] = {C};
     RLX_TRY(oi_reshape(c, p[k], 2, g1, &p[k]));
-    rlx_attrs_Expand ea = {{ge, 2}};
+    rlx_attrs_Expand ea = {.target_shape = {.v = ge, .n = 2}};
     RLX_TRY(oi_emit(c, RLX_OP_Expand, &p[k], 1, &ea, &p[k]));
     RLX_TRY(oi_reshape(c, p[k], 1, cc, &p[k]));
   }
-  rlx_attrs_GroupNorm a = {G, eps};
+  rlx_attrs_GroupNorm a = {.num_groups = G, .eps = eps};
   rlx_id in[3] = {x, p[0], p[1]};
   return oi_emit(c, RLX_OP_GroupNorm, in, 3, &a, &c->out[0]);
 }
@@ -918,7 +918,7 @@ static rlx_status map_layer_norm(oi_node *c) {
     if (rlx_shape_numel(ps, &numel) != RLX_OK || (int64_t)numel != D) {
       int64_t tl[RLX_MAX_RANK];
       for (uint32_t i = 0; i < nt; i++) tl[i] = tail[i];
-      rlx_attrs_Expand ea = {{tl, nt}};
+      rlx_attrs_Expand ea = {.target_shape = {.v = tl, .n = nt}};
       RLX_TRY(oi_emit(c, RLX_OP_Expand, &p[k], 1, &ea, &p[k]));
     }
     RLX_TRY(oi_reshape(c, p[k], 1, &D, &p[k]));
@@ -928,7 +928,7 @@ static rlx_status map_layer_norm(oi_node *c) {
   for (uint32_t i = 0; i < a; i++) flat[i] = xs.dims[i];
   flat[a] = D;
   if (nt != 1) RLX_TRY(oi_reshape_dims(c, x, a + 1, flat, &xx));
-  rlx_attrs_LayerNorm la = {-1, eps};
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = eps};
   rlx_id in[3] = {xx, p[0], p[1]}, y;
   RLX_TRY(oi_emit(c, RLX_OP_LayerNorm, in, 3, &la, &y));
   if (nt != 1) RLX_TRY(oi_reshape_dims(c, y, xs.rank, xs.dims, &y));
@@ -972,7 +972,7 @@ static rlx_status map_lrn(oi_node *c) {
   int64_t d4[4] = {xs.dims[0], 1, xs.dims[1], rest};
   RLX_TRY(oi_reshape(c, sq, 4, d4, &sq));
   int64_t k[2] = {size, 1}, s[2] = {1, 1}, pad[4] = {(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0};
-  rlx_attrs_Pool pa = {RLX_REDUCE_MEAN, {k, 2}, {s, 2}, {pad, 4}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MEAN, .kernel_size = {.v = k, .n = 2}, .stride = {.v = s, .n = 2}, .padding = {.v = pad, .n = 4}};
   RLX_TRY(oi_emit(c, RLX_OP_Pool, &sq, 1, &pa, &sq));
   RLX_TRY(oi_reshape(c, sq, xs.rank, xs.dims, &sq));
   /* (bias + alpha/size * sum)^beta with sum = size * mean */
@@ -1012,7 +1012,7 @@ static rlx_status softmax_axis(oi_node *c, int kind, rlx_id x, uint32_t axis, rl
   const rlx_shape *xs = oi_shape(c, x);
   int64_t ax = axis;
   if (kind == 0) {
-    rlx_attrs_Softmax a = {ax};
+    rlx_attrs_Softmax a = {.axis = ax};
     return oi_emit(c, RLX_OP_Softmax, &x, 1, &a, out);
   }
   if (kind == 1) {
@@ -1026,7 +1026,7 @@ static rlx_status softmax_axis(oi_node *c, int kind, rlx_id x, uint32_t axis, rl
   }
   rlx_dim n = xs->dims[axis];
   if (!rlx_dim_is_static(n)) return oi_unsupported(c, "Hardmax over a symbolic axis");
-  rlx_attrs_ArgMax am = {ax, true};
+  rlx_attrs_ArgMax am = {.axis = ax, .keep_dim = true};
   rlx_id idx, iota, eq;
   rlx_shape is = rlx_shape_make(RLX_I64, 1, &n);
   int64_t *v = oi_scratch(c, (size_t)n * sizeof *v);

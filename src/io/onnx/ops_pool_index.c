@@ -76,19 +76,19 @@ rlx_status oi_maxpool_indices(oi_node *c, rlx_id x, uint32_t nsp, const int64_t 
     any_pad |= pb[i] || pe[i];
   }
   if (any_pad) {
-    rlx_attrs_Pad pa = {{pads, 2 * xs.rank}, RLX_PAD_MODE_CONSTANT, -INFINITY};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = -INFINITY};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &xp, 1, &pa, &xp));
   }
   int64_t n = xs.dims[0], ch = xs.dims[1];
   int64_t d3[3] = {n, ch, padded_n};
   RLX_TRY(oi_reshape(c, xp, 3, d3, &xp));
   RLX_TRY(oi_i64s(c, gat, (uint32_t)cells, &g_ids));
-  rlx_attrs_Gather ga = {2};
+  rlx_attrs_Gather ga = {.axis = 2};
   rlx_id gin[2] = {xp, g_ids};
   RLX_TRY(oi_emit(c, RLX_OP_Gather, gin, 2, &ga, &win));
   int64_t d4[4] = {n, ch, positions, taps};
   RLX_TRY(oi_reshape(c, win, 4, d4, &win));
-  rlx_attrs_ArgMax aa = {3, false};
+  rlx_attrs_ArgMax aa = {.axis = 3, .keep_dim = false};
   RLX_TRY(oi_emit(c, RLX_OP_ArgMax, &win, 1, &aa, &am)); /* [N, C, positions], first maximum */
   RLX_TRY(oi_cast(c, am, RLX_I64, &am));
   /* the chosen cell's input index: flat[p * taps + tap] */
@@ -167,11 +167,11 @@ static rlx_status map_maxunpool(oi_node *c) {
     return oi_unsupported(c, "an output of more than 2^40 elements");
   rlx_id zero, zeros, xf, ifl, y;
   RLX_TRY(oi_fill(c, rlx_shape_make((rlx_dtype)xs.dtype, 1, (rlx_dim[]){1}), 0, &zero));
-  rlx_attrs_Expand ea = {{&total, 1}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = &total, .n = 1}};
   RLX_TRY(oi_emit(c, RLX_OP_Expand, &zero, 1, &ea, &zeros));
   RLX_TRY(oi_reshape(c, c->in[0], 1, &numel, &xf));
   RLX_TRY(oi_reshape(c, c->in[1], 1, &numel, &ifl));
-  rlx_attrs_ScatterElements sa = {0, RLX_SCATTER_REDUCTION_NONE};
+  rlx_attrs_ScatterElements sa = {.axis = 0, .reduction = RLX_SCATTER_REDUCTION_NONE};
   rlx_id in3[3] = {zeros, ifl, xf};
   RLX_TRY(oi_emit(c, RLX_OP_ScatterElements, in3, 3, &sa, &y));
   RLX_TRY(oi_reshape(c, y, xs.rank, od, &y));
@@ -185,7 +185,7 @@ static rlx_status map_maxunpool(oi_node *c) {
     c->out[0] = y;
     return RLX_OK;
   }
-  rlx_attrs_Pad pa = {{ends, 2 * xs.rank}, RLX_PAD_MODE_CONSTANT, 0.0f};
+  rlx_attrs_Pad pa = {.pads = {.v = ends, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
   return oi_emit(c, RLX_OP_Pad, &y, 1, &pa, &c->out[0]);
 }
 

@@ -113,7 +113,7 @@ static rlx_status map_reduce(oi_node *c) {
 
 static rlx_status reverse_axis(oi_node *c, rlx_id x, uint32_t a, rlx_id *out) {
   int64_t ax = a;
-  rlx_attrs_Reverse ra = {{&ax, 1}};
+  rlx_attrs_Reverse ra = {.axes = {.v = &ax, .n = 1}};
   return oi_emit(c, RLX_OP_Reverse, &x, 1, &ra, out);
 }
 
@@ -134,10 +134,10 @@ static rlx_status map_argmax(oi_node *c) {
   }
   bool is_max = strcmp(c->np->op_type, "ArgMax") == 0;
   if (is_max) {
-    rlx_attrs_ArgMax aa = {a, keep != 0};
+    rlx_attrs_ArgMax aa = {.axis = a, .keep_dim = keep != 0};
     RLX_TRY(oi_emit(c, RLX_OP_ArgMax, &x, 1, &aa, &y));
   } else {
-    rlx_attrs_ArgMin aa = {a, keep != 0};
+    rlx_attrs_ArgMin aa = {.axis = a, .keep_dim = keep != 0};
     RLX_TRY(oi_emit(c, RLX_OP_ArgMin, &x, 1, &aa, &y));
   }
   RLX_TRY(oi_cast(c, y, RLX_I64, &y));
@@ -190,10 +190,10 @@ static rlx_status map_topk(oi_node *c) {
     }
   }
   if (k == 0) return oi_unsupported(c, "k = 0 (an empty result)");
-  rlx_attrs_TopK ta = {k};
+  rlx_attrs_TopK ta = {.k = k};
   RLX_TRY(oi_emit(c, RLX_OP_TopK, &key, 1, &ta, &idx));
   RLX_TRY(oi_cast(c, idx, RLX_I64, &idx));
-  rlx_attrs_GatherElements ga = {last};
+  rlx_attrs_GatherElements ga = {.axis = last};
   rlx_id gin[2] = {xt, idx};
   RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gin, 2, &ga, &vals));
   RLX_TRY(oi_transpose(c, vals, perm, &c->out[0]));
@@ -215,10 +215,10 @@ static rlx_status map_cumsum(oi_node *c) {
   RLX_TRY(oi_axis(c, av[0], oi_shape(c, x)->rank, "input axis", &a));
   if (rev) RLX_TRY(reverse_axis(c, x, a, &x));
   if (strcmp(c->np->op_type, "CumProd") == 0) { /* opset 26 */
-    rlx_attrs_CumProd pa = {a, excl != 0};
+    rlx_attrs_CumProd pa = {.axis = a, .exclusive = excl != 0};
     RLX_TRY(oi_emit(c, RLX_OP_CumProd, &x, 1, &pa, &y));
   } else {
-    rlx_attrs_Cumsum ca = {a, excl != 0};
+    rlx_attrs_Cumsum ca = {.axis = a, .exclusive = excl != 0};
     RLX_TRY(oi_emit(c, RLX_OP_Cumsum, &x, 1, &ca, &y));
   }
   if (rev) RLX_TRY(reverse_axis(c, y, a, &y));

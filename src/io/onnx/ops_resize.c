@@ -168,7 +168,7 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
     }
     rlx_id ic, g, wt;
     RLX_TRY(oi_const(c, rlx_shape_make(RLX_I64, 1, &od), col, (size_t)out * 8, &ic));
-    rlx_attrs_Gather ga = {ax};
+    rlx_attrs_Gather ga = {.axis = ax};
     rlx_id in2[2] = {x, ic};
     RLX_TRY(oi_emit(c, RLX_OP_Gather, in2, 2, &ga, &g));
     if (!unit) {

@@ -35,7 +35,7 @@ static rlx_status apply_act(oi_node *c, const act_fn *f, rlx_id x, rlx_id *out) 
   if (strcmp(n, "HardSigmoid") == 0) {
     RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, x, f->alpha, &t));
     RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, t, f->beta, &t));
-    rlx_attrs_Clamp ca = {0.0f, 1.0f};
+    rlx_attrs_Clamp ca = {.min = 0.0f, .max = 1.0f};
     return oi_emit(c, RLX_OP_Clamp, &t, 1, &ca, out);
   }
   if (strcmp(n, "LeakyRelu") == 0 || strcmp(n, "ThresholdedRelu") == 0 || strcmp(n, "Elu") == 0) {
@@ -136,7 +136,7 @@ static rlx_status clip(oi_node *c, rlx_id x, float cl, rlx_id *out) {
     *out = x;
     return RLX_OK;
   }
-  rlx_attrs_Clamp ca = {-cl, cl};
+  rlx_attrs_Clamp ca = {.min = -cl, .max = cl};
   return oi_emit(c, RLX_OP_Clamp, &x, 1, &ca, out);
 }
 

@@ -17,7 +17,7 @@
 /* ---- small emitters ---- */
 
 static rlx_status sm_clamp(oi_node *c, rlx_id x, double lo, double hi, rlx_id *out) {
-  rlx_attrs_Clamp a = {(float)lo, (float)hi};
+  rlx_attrs_Clamp a = {.min = (float)lo, .max = (float)hi};
   return oi_emit(c, RLX_OP_Clamp, &x, 1, &a, out);
 }
 
@@ -251,7 +251,7 @@ static rlx_status map_grid_sample(oi_node *c) {
       else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, off, ax[i].off[t], &off));
       RLX_TRY(sm_mul(c, w, ax[i].w[t], &w));
     }
-    rlx_attrs_GatherNd ga = {1};
+    rlx_attrs_GatherNd ga = {.batch_dims = 1};
     rlx_id gin[2] = {x, off};
     RLX_TRY(oi_emit(c, RLX_OP_GatherNd, gin, 2, &ga, &v)); /* [N, P, C] */
     RLX_TRY(sm_mul(c, v, w, &v));

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Axes from attribute `name` (opsets < `input_from`) or from input k (later opsets). */
 static rlx_status axes_arg(oi_node *c, const char *name, int64_t input_from, uint32_t k, int64_t **v, size_t *n,
@@ -321,7 +321,7 @@ static rlx_status map_slice(oi_node *c) {
     if (step == 1) {
       RLX_TRY(oi_narrow(c, y, a, s, len, &y));
     } else {
-      rlx_attrs_Slice sa = {a, s, len, step};
+      rlx_attrs_Slice sa = {.axis = a, .start = s, .len = len, .step = step};
       RLX_TRY(oi_emit(c, RLX_OP_Slice, &y, 1, &sa, &y));
     }
   }
@@ -346,7 +346,7 @@ static rlx_status map_gather(oi_node *c) {
     if (!rlx_dim_is_static(d)) return oi_unsupported(c, "gathering along a symbolic axis (negative indices need its extent)");
     RLX_TRY(oi_wrap_index(c, idx, d, &idx)); /* RLX's Gather takes no negative indices */
   }
-  rlx_attrs_Gather ga = {a};
+  rlx_attrs_Gather ga = {.axis = a};
   rlx_id in[2] = {c->in[0], idx};
   return oi_emit(c, RLX_OP_Gather, in, 2, &ga, &c->out[0]);
 }
@@ -358,7 +358,7 @@ static rlx_status map_gather_elements(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "axis", 0, &axis));
   uint32_t a;
   RLX_TRY(oi_axis(c, axis, oi_in_shape(c, 0)->rank, "attribute axis", &a));
-  rlx_attrs_GatherElements ga = {a};
+  rlx_attrs_GatherElements ga = {.axis = a};
   return oi_emit(c, RLX_OP_GatherElements, c->in, 2, &ga, &c->out[0]);
 }
 
@@ -367,7 +367,7 @@ static rlx_status map_gather_nd(oi_node *c) {
   RLX_TRY(oi_need(c, 1, "indices"));
   int64_t bd = 0;
   if (c->opset >= 12) RLX_TRY(oi_attr_i(c, "batch_dims", 0, &bd));
-  rlx_attrs_GatherNd ga = {bd};
+  rlx_attrs_GatherNd ga = {.batch_dims = bd};
   return oi_emit(c, RLX_OP_GatherNd, c->in, 2, &ga, &c->out[0]);
 }
 
@@ -389,14 +389,14 @@ static rlx_status map_scatter_elements(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "axis", 0, &axis));
   uint32_t a;
   RLX_TRY(oi_axis(c, axis, oi_in_shape(c, 0)->rank, "attribute axis", &a));
-  rlx_attrs_ScatterElements sa = {a, RLX_SCATTER_REDUCTION_NONE};
+  rlx_attrs_ScatterElements sa = {.axis = a, .reduction = RLX_SCATTER_REDUCTION_NONE};
   if (c->opset >= 16) RLX_TRY(reduction_attr(c, &sa.reduction));
   return oi_emit(c, RLX_OP_ScatterElements, c->in, 3, &sa, &c->out[0]);
 }
 
 static rlx_status map_scatter_nd(oi_node *c) {
   for (uint32_t k = 0; k < 3; k++) RLX_TRY(oi_need(c, k, k == 0 ? "data" : k == 1 ? "indices" : "updates"));
-  rlx_attrs_ScatterNd sa = {RLX_SCATTER_REDUCTION_NONE};
+  rlx_attrs_ScatterNd sa = {.reduction = RLX_SCATTER_REDUCTION_NONE};
   if (c->opset >= 16) RLX_TRY(reduction_attr(c, &sa.reduction));
   return oi_emit(c, RLX_OP_ScatterNd, c->in, 3, &sa, &c->out[0]);
 }
@@ -433,7 +433,7 @@ static rlx_status map_expand(oi_node *c) {
     c->out[0] = c->in[0];
     return RLX_OK;
   }
-  rlx_attrs_Expand ea = {{t, (uint32_t)r}};
+  rlx_attrs_Expand ea = {.target_shape = {.v = t, .n = (uint32_t)r}};
   return oi_emit(c, RLX_OP_Expand, c->in, 1, &ea, &c->out[0]);
 }
 
@@ -445,7 +445,7 @@ static rlx_status map_tile(oi_node *c) {
   if (rn != oi_in_shape(c, 0)->rank) return oi_bad(c, "repeats has %zu entries; the input has rank %u", rn, oi_in_shape(c, 0)->rank);
   for (size_t i = 0; i < rn; i++)
     if (rv[i] < 0) return oi_bad(c, "repeats[%zu] is %lld", i, (long long)rv[i]);
-  rlx_attrs_Tile ta = {{rv, (uint32_t)rn}};
+  rlx_attrs_Tile ta = {.reps = {.v = rv, .n = (uint32_t)rn}};
   return oi_emit(c, RLX_OP_Tile, c->in, 1, &ta, &c->out[0]);
 }
 
@@ -523,7 +523,7 @@ static rlx_status map_pad(oi_node *c) {
   if (any_pad) {
     if (!rlx_dtype_is_float((rlx_dtype)xs.dtype) && pm == RLX_PAD_MODE_CONSTANT && value != floor(value))
       return oi_bad(c, "constant_value %g is not an integer for a %s input", value, rlx_dtype_name((rlx_dtype)xs.dtype));
-    rlx_attrs_Pad pa = {{pads, 2 * r}, pm, (float)value};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * r}, .mode = pm, .value = (float)value};
     if (pm == RLX_PAD_MODE_CONSTANT && (double)(float)value != value && rlx_dtype_is_float((rlx_dtype)xs.dtype) &&
         xs.dtype == RLX_F64)
       return oi_unsupported(c, "an f64 constant_value that f32 cannot hold exactly");
@@ -782,7 +782,7 @@ static rlx_status map_trilu(oi_node *c) {
     k = kv[0];
   }
   if (oi_in_shape(c, 0)->rank < 2) return oi_bad(c, "input must have rank >= 2");
-  rlx_attrs_Trilu ta = {upper != 0, k};
+  rlx_attrs_Trilu ta = {.upper = upper != 0, .diagonal = k};
   return oi_emit(c, RLX_OP_Trilu, c->in, 1, &ta, &c->out[0]);
 }
 
@@ -859,7 +859,7 @@ static rlx_status map_center_crop_pad(oi_node *c) {
     else if (want > d) pads[2 * a] = (want - d) / 2, pads[2 * a + 1] = want - d - (want - d) / 2, any_pad = true;
   }
   if (any_pad) {
-    rlx_attrs_Pad pa = {{pads, 2 * xs.rank}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
   }
   c->out[0] = x;
@@ -895,7 +895,7 @@ static rlx_status map_compress(oi_node *c) {
     if (cv[i]) sel[n++] = (int64_t)i;
   rlx_id idx;
   RLX_TRY(oi_i64s(c, sel, n, &idx));
-  rlx_attrs_Gather ga = {a};
+  rlx_attrs_Gather ga = {.axis = a};
   rlx_id in[2] = {x, idx};
   return oi_emit(c, RLX_OP_Gather, in, 2, &ga, &c->out[0]);
 }
@@ -963,7 +963,7 @@ static rlx_status map_reverse_sequence(oi_node *c) {
   is.dtype = RLX_I64;
   rlx_id it;
   RLX_TRY(oi_const(c, is, idx, nb, &it));
-  rlx_attrs_GatherElements ga = {ta};
+  rlx_attrs_GatherElements ga = {.axis = ta};
   rlx_id in[2] = {c->in[0], it};
   return oi_emit(c, RLX_OP_GatherElements, in, 2, &ga, &c->out[0]);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "io/onnx/onnx_internal.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* Largest transform length accepted (dft_length, frame_length): the real-block axis holds 2N. */
 #define OI_MAX_DFT_LENGTH ((int64_t)1 << 28)
@@ -51,7 +51,7 @@ static rlx_status dft_along(oi_node *c, rlx_id x, uint32_t axis, int64_t len, bo
   int64_t pads[2 * RLX_MAX_RANK] = {0};
   if (cdim == 1) { /* append zero imaginary parts */
     pads[2 * (r - 2) + 1] = 1;
-    rlx_attrs_Pad pa = {{pads, 2 * r}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * r}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
     pads[2 * (r - 2) + 1] = 0;
   }
@@ -62,14 +62,14 @@ static rlx_status dft_along(oi_node *c, rlx_id x, uint32_t axis, int64_t len, bo
   if (n > use) RLX_TRY(oi_narrow(c, x, r - 1, 0, use, &x));
   if (n < use) {
     pads[2 * (r - 1) + 1] = use - n;
-    rlx_attrs_Pad pa = {{pads, 2 * r}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * r}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
   }
   if (irfft && len - use > 0) { /* X[k] = conj(X[len - k]) for k >= use */
     rlx_id tail, sign, parts[2] = {x, RLX_NO_ID};
     int64_t rev_axis = r - 1;
     RLX_TRY(oi_narrow(c, x, r - 1, 1, len - use, &tail));
-    rlx_attrs_Reverse ra = {{&rev_axis, 1}};
+    rlx_attrs_Reverse ra = {.axes = {.v = &rev_axis, .n = 1}};
     RLX_TRY(oi_emit(c, RLX_OP_Reverse, &tail, 1, &ra, &tail));
     float conj_sign[2] = {1.0f, -1.0f};
     rlx_dim sd[2] = {2, 1};
@@ -82,7 +82,7 @@ static rlx_status dft_along(oi_node *c, rlx_id x, uint32_t axis, int64_t len, bo
   /* [others..., 2 * len] real-block -> Fft -> [others..., 2, len] */
   dims[r - 2] = 2 * len;
   RLX_TRY(oi_reshape_dims(c, x, r - 1, dims, &x));
-  rlx_attrs_Fft fa = {inverse, inverse ? RLX_FFT_NORM_FORWARD : RLX_FFT_NORM_BACKWARD};
+  rlx_attrs_Fft fa = {.inverse = inverse, .norm = inverse ? RLX_FFT_NORM_FORWARD : RLX_FFT_NORM_BACKWARD};
   RLX_TRY(oi_emit(c, RLX_OP_Fft, &x, 1, &fa, &x));
   dims[r - 2] = 2;
   dims[r - 1] = len;
@@ -193,7 +193,7 @@ static rlx_status map_stft(oi_node *c) {
   rlx_dim id[2] = {frames, len};
   rlx_id table, framed;
   RLX_TRY(oi_const(c, rlx_shape_make(RLX_I64, 2, id), idx, count * sizeof *idx, &table));
-  rlx_attrs_Gather ga = {1};
+  rlx_attrs_Gather ga = {.axis = 1};
   rlx_id gin[2] = {c->in[0], table};
   RLX_TRY(oi_emit(c, RLX_OP_Gather, gin, 2, &ga, &framed));
   if (has_window) {

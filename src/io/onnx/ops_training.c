@@ -294,6 +294,7 @@ static rlx_status build_forward(oi_node *c, const rlx_id *xs, uint32_t n_xs, con
     for (uint32_t k = 0; k < n->n_inputs; k++) cone[n->inputs[k]] = 1;
   }
   RLX_TRY(rlx_graph_create(c->m->al, "gradient_forward", &b->f));
+  oi_set_fold_hook(c->m, b->f);
   rlx_id *ins = oi_scratch(c, (size_t)(nn + 1) * sizeof *ins);
   if (!ins) return oi_nomem(c);
   for (uint32_t i = 0; i <= y; i++) {

@@ -82,7 +82,7 @@ static rlx_status attention_block(rlx_graph *g, const rlx_node *n, rlx_id hidden
   RLX_TRY(dc_narrow(g, qkv, 2, W, W, &k));
   RLX_TRY(dc_narrow(g, qkv, 2, 2 * W, W, &v));
   if (cos_sin) {
-    rlx_attrs_Rope r = {head_dim, head_dim, RLX_ROPE_STYLE_NEOX};
+    rlx_attrs_Rope r = {.head_dim = head_dim, .n_rot = head_dim, .style = RLX_ROPE_STYLE_NEOX};
     rlx_id rq[3] = {q, cos_sin[0], cos_sin[1]}, rk[3] = {k, cos_sin[0], cos_sin[1]};
     RLX_TRY(rlx_build_Rope(g, rq, 3, &r, NULL, &q));
     RLX_TRY(rlx_build_Rope(g, rk, 3, &r, NULL, &k));
@@ -139,7 +139,7 @@ RLX_DECOMPOSE_DECL(FusedTransformerLayer) {
   rlx_id att, h1, f, y;
   RLX_TRY(attention_block(dst, n, hidden, qkv_w, qkv_b, out_w, out_b, mask, NULL, a->num_heads, a->head_dim, &att));
   RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, att, hidden, &h1));
-  rlx_attrs_LayerNorm ln = {-1, a->eps1};
+  rlx_attrs_LayerNorm ln = {.axis = -1, .eps = a->eps1};
   rlx_id l1[3] = {h1, ln1_g, ln1_b};
   RLX_TRY(rlx_build_LayerNorm(dst, l1, 3, &ln, NULL, &h1));
   RLX_TRY(linear(dst, h1, fc1_w, fc1_b, &f));

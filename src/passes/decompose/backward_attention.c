@@ -170,7 +170,7 @@ static rlx_status attention_grads(rlx_graph *g, const rlx_node *n, const rlx_id 
     RLX_TRY(position_mask(g, n, a->mask, a->window, Sq, Sk, &keep));
     has_keep = true;
   }
-  rlx_attrs_Softmax sm = {-1};
+  rlx_attrs_Softmax sm = {.axis = -1};
   if (has_keep) {
     rlx_id ninf, zero;
     RLX_TRY(dc_scalar(g, t, -INFINITY, &ninf));
@@ -237,7 +237,7 @@ RLX_DECOMPOSE_DECL(AttentionBackwardAll) {
 RLX_DECOMPOSE_DECL(RopeBackward) {
   (void)src;
   const rlx_attrs_RopeBackward *a = &n->attrs.RopeBackward;
-  rlx_attrs_Rope r = {a->head_dim, a->n_rot, a->style};
+  rlx_attrs_Rope r = {.head_dim = a->head_dim, .n_rot = a->n_rot, .style = a->style};
   rlx_id args[3] = {in[0], in[1], 0};
   RLX_TRY(dc_act(dst, RLX_ACT_NEG, in[2], &args[2]));
   return rlx_build_Rope(dst, args, 3, &r, NULL, out);

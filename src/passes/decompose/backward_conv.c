@@ -30,7 +30,7 @@ static rlx_status parse(const rlx_node *n, uint32_t nsp, const rlx_ilist *stride
   return RLX_OK;
 }
 
-static rlx_ilist list_of(int64_t *v, uint32_t n) { return (rlx_ilist){v, n}; }
+static rlx_ilist list_of(int64_t *v, uint32_t n) { return (rlx_ilist){.v = v, .n = n}; }
 
 /* ---- backward input ---- */
 
@@ -241,7 +241,7 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     tap_of(&g, nsp, tp, tap);
     rlx_id v = xp;
     for (uint32_t i = 0; i < nsp && !st; i++) {
-      rlx_attrs_Slice sa = {2 + i, tap[i], od[i], g.s[i]};
+      rlx_attrs_Slice sa = {.axis = 2 + i, .start = tap[i], .len = od[i], .step = g.s[i]};
       st = rlx_build_Slice(dst, &v, 1, &sa, NULL, &v);
     }
     views[tp] = v;
@@ -299,7 +299,7 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
   RLX_TRY(dc_reshape(dst, cur, 3, flat3, &idx));
   RLX_TRY(dc_reshape(dst, in[1], 3, flat3, &upd));
   RLX_TRY(dc_const_fill(dst, t, 3, flat_in, 0.0, &zeros));
-  rlx_attrs_ScatterElements se = {2, RLX_SCATTER_REDUCTION_ADD};
+  rlx_attrs_ScatterElements se = {.axis = 2, .reduction = RLX_SCATTER_REDUCTION_ADD};
   rlx_id sargs[3] = {zeros, idx, upd};
   RLX_TRY(rlx_build_ScatterElements(dst, sargs, 3, &se, NULL, &sc));
   return dc_reshape(dst, sc, xs.rank, xs.dims, out);

@@ -77,7 +77,7 @@ RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyBackward) {
   rlx_id oh, p, g;
   RLX_TRY(onehot(dst, n, in[1], xs.dims[0], xs.dims[1], &oh));
   RLX_TRY(dc_cast(dst, oh, (rlx_dtype)xs.dtype, &oh));
-  rlx_attrs_Softmax sa = {1};
+  rlx_attrs_Softmax sa = {.axis = 1};
   RLX_TRY(rlx_build_Softmax(dst, &in[0], 1, &sa, NULL, &p));
   RLX_TRY(dc_bin(dst, RLX_BINOP_SUB, p, oh, &p));
   rlx_dim gd[2] = {xs.dims[0], 1};

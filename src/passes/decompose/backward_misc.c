@@ -27,7 +27,7 @@ RLX_DECOMPOSE_DECL(CumsumBackward) {
   int64_t axes[1] = {ax};
   rlx_id r;
   RLX_TRY(dc_reverse(dst, in[0], 1, axes, &r));
-  rlx_attrs_Cumsum ca = {ax, a->exclusive};
+  rlx_attrs_Cumsum ca = {.axis = ax, .exclusive = a->exclusive};
   RLX_TRY(rlx_build_Cumsum(dst, &r, 1, &ca, NULL, &r));
   return dc_reverse(dst, r, 1, axes, out);
 }
@@ -48,7 +48,7 @@ RLX_DECOMPOSE_DECL(GatherBackward) {
   rlx_id upd, ix;
   RLX_TRY(dc_reshape(dst, in[0], tab->rank, d, &upd));
   RLX_TRY(dc_reshape(dst, in[1], 1, &U, &ix));
-  rlx_attrs_ScatterAdd sa = {ax};
+  rlx_attrs_ScatterAdd sa = {.axis = ax};
   rlx_id args[2] = {upd, ix};
   return rlx_graph_add(dst, RLX_OP_ScatterAdd, args, 2, &sa, tab, NULL, out);
 }

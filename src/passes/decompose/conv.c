@@ -56,7 +56,7 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
     rlx_dim d6[6] = {N, cin, H, 1, W, 1}, d4[4] = {N, cin, H * st[0], W * st[1]};
     RLX_TRY(dc_reshape(dst, x, 6, d6, &x));
     int64_t pads[12] = {0, 0, 0, 0, 0, 0, 0, st[0] - 1, 0, 0, 0, st[1] - 1};
-    rlx_attrs_Pad pa = {{pads, 12}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 12}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(rlx_build_Pad(dst, &x, 1, &pa, NULL, &x));
     RLX_TRY(dc_reshape(dst, x, 4, d4, &x));
     if (st[0] > 1) RLX_TRY(dc_narrow(dst, x, 2, 0, (H - 1) * st[0] + 1, &x));
@@ -74,7 +74,7 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
     any_pad |= lo[i] > 0 || hi[i] > 0;
   }
   if (any_pad) {
-    rlx_attrs_Pad pa = {{pads, 8}, RLX_PAD_MODE_CONSTANT, 0.0f};
+    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 8}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(rlx_build_Pad(dst, &x, 1, &pa, NULL, &x));
   }
   for (int i = 0; i < 2; i++) {
@@ -98,7 +98,7 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   RLX_TRY(dc_reverse(dst, w, 2, flip, &w));
   /* 4. stride-1 convolution */
   int64_t one[2] = {1, 1}, zero[2] = {0, 0};
-  rlx_attrs_Conv c = {{ks, 2}, {one, 2}, {zero, 2}, {dl, 2}, g};
+  rlx_attrs_Conv c = {.kernel_size = {.v = ks, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = zero, .n = 2}, .dilation = {.v = dl, .n = 2}, .groups = g};
   rlx_id cin2[2] = {x, w};
   return rlx_build_Conv(dst, cin2, 2, &c, NULL, out);
 }
@@ -110,7 +110,7 @@ RLX_DECOMPOSE_DECL(FusedConvBiasAct) {
   uint32_t want = a->has_residual ? 4u : 3u;
   if (n->n_inputs != want)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedConvBiasAct: has %u operands, has_residual needs %u", n->n_inputs, want);
-  rlx_attrs_Conv c = {a->kernel_size, a->stride, a->padding, a->dilation, a->groups};
+  rlx_attrs_Conv c = {.kernel_size = a->kernel_size, .stride = a->stride, .padding = a->padding, .dilation = a->dilation, .groups = a->groups};
   rlx_id y, b;
   RLX_TRY(rlx_build_Conv(dst, in, 2, &c, NULL, &y));
   uint32_t spatial = dc_shape(dst, y).rank - 2u;

@@ -11,6 +11,7 @@
 #ifndef RLX_DECOMPOSE_H
 #define RLX_DECOMPOSE_H
 
+#include "rlx/build.h"
 #include "passes/passes.h"
 
 /* ---- the decompositions (one file per family) ---- */
@@ -95,6 +96,30 @@ RLX_DECOMPOSE_DECL(CumsumBackward);
 RLX_DECOMPOSE_DECL(GatherBackward);
 RLX_DECOMPOSE_DECL(ScanBackward);
 RLX_DECOMPOSE_DECL(ScanBackwardXs);
+/* quant.c (quantization family) */
+RLX_DECOMPOSE_DECL(FakeQuantizeBackward);
+RLX_DECOMPOSE_DECL(DequantMatMul);
+RLX_DECOMPOSE_DECL(ScaledGroupedMatMul);
+RLX_DECOMPOSE_DECL(SynthReconstruct);
+RLX_DECOMPOSE_DECL(SynthMatMul);
+RLX_DECOMPOSE_DECL(SynthMatMulBackward);
+RLX_DECOMPOSE_DECL(SplineActivation);
+RLX_DECOMPOSE_DECL(SplineActivationBackwardX);
+RLX_DECOMPOSE_DECL(SplineActivationBackwardCoeff);
+
+/* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+/* recurrent.c */
+RLX_DECOMPOSE_DECL(Lstm);
+RLX_DECOMPOSE_DECL(Gru);
+RLX_DECOMPOSE_DECL(Rnn);
+RLX_DECOMPOSE_DECL(SelectiveScan);
+RLX_DECOMPOSE_DECL(Mamba2);
+RLX_DECOMPOSE_DECL(GatedDeltaNet);
+RLX_DECOMPOSE_DECL(GatedDeltaNetBackward);
+/* signal.c */
+RLX_DECOMPOSE_DECL(PartitionedConv);
+RLX_DECOMPOSE_DECL(ComplexNormSqBackward);
+/* ---- end of sequence models and signal ops ---- */
 
 /* ---- emit helpers (emit.c) ---- */
 
@@ -109,46 +134,64 @@ rlx_status dc_unsupported(const rlx_node *n, const char *fmt, ...)
 #endif
     ;
 
-/* Constants. Values are converted to dtype t with Cast semantics (rlx_elem_set). */
-rlx_status dc_const_fill(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, double v, rlx_id *out);
-/* `v` holds numel(dims) values, row-major. */
-rlx_status dc_const_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *v,
-                           rlx_id *out);
-/* A rank-0 constant. */
-rlx_status dc_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out);
-/* A 1-D I64 constant of n entries. */
-rlx_status dc_const_i64(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out);
+/* The generic builders are the public layer of rlx/build.h; these names adapt it to the
+ * decompositions' call style (no logic of their own). */
+static inline rlx_status dc_const_fill(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, double v,
+                                       rlx_id *out) {
+  return rlx_fill(g, t, rank, dims, v, out);
+}
+static inline rlx_status dc_const_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims,
+                                         const double *v, rlx_id *out) {
+  return rlx_values(g, t, rank, dims, v, out);
+}
+static inline rlx_status dc_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) { return rlx_scalar(g, t, v, out); }
+static inline rlx_status dc_const_i64(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out) {
+  return rlx_i64s(g, n, v, out);
+}
+static inline rlx_status dc_bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
+  return rlx_binary(g, op, a, b, out);
+}
+static inline rlx_status dc_bin_scalar(rlx_graph *g, rlx_binop op, rlx_id x, double v, rlx_id *out) {
+  return rlx_binary_scalar(g, op, x, v, out);
+}
+static inline rlx_status dc_act(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out) { return rlx_activation(g, act, x, out); }
+static inline rlx_status dc_cmp(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
+  return rlx_compare(g, op, a, b, out);
+}
+static inline rlx_status dc_where(rlx_graph *g, rlx_id cond, rlx_id t, rlx_id f, rlx_id *out) {
+  return rlx_where(g, cond, t, f, out);
+}
+static inline rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) { return rlx_cast_to(g, x, to, out); }
+static inline rlx_status dc_narrow(rlx_graph *g, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out) {
+  return rlx_narrow(g, x, axis, start, len, out);
+}
+static inline rlx_status dc_concat(rlx_graph *g, const rlx_id *xs, uint32_t n, uint32_t axis, rlx_id *out) {
+  return rlx_concat(g, xs, n, axis, out);
+}
+static inline rlx_status dc_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
+  return rlx_reshape_dims(g, x, rank, dims, out);
+}
+static inline rlx_status dc_expand(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
+  return rlx_expand_dims(g, x, rank, dims, out);
+}
+static inline rlx_status dc_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out) {
+  return rlx_permute(g, x, rank, perm, out);
+}
+static inline rlx_status dc_reverse(rlx_graph *g, rlx_id x, uint32_t n_axes, const int64_t *axes, rlx_id *out) {
+  return rlx_reverse_axes(g, x, n_axes, axes, out);
+}
+static inline rlx_status dc_gather(rlx_graph *g, rlx_id table, rlx_id idx, uint32_t axis, rlx_id *out) {
+  return rlx_gather_axis(g, table, idx, axis, out);
+}
+static inline rlx_status dc_reduce(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes,
+                                   bool keep_dim, rlx_id *out) {
+  return rlx_reduce_axes(g, op, x, n_axes, axes, keep_dim, out);
+}
+static inline rlx_status dc_matmul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_matmul(g, a, b, out); }
+static inline rlx_status dc_unsqueeze(rlx_graph *g, rlx_id x, uint32_t pos, rlx_id *out) {
+  return rlx_unsqueeze(g, x, pos, out);
+}
 
-/* Elementwise. */
-rlx_status dc_bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out);
-/* x <op> scalar v (a rank-0 constant of x's dtype). */
-rlx_status dc_bin_scalar(rlx_graph *g, rlx_binop op, rlx_id x, double v, rlx_id *out);
-rlx_status dc_act(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out);
-rlx_status dc_cmp(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out);
-rlx_status dc_where(rlx_graph *g, rlx_id cond, rlx_id t, rlx_id f, rlx_id *out);
-/* Cast; returns x itself when it already has dtype `to`. */
-rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out);
-
-/* Shape ops. Axes are non-negative. */
-rlx_status dc_narrow(rlx_graph *g, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out);
-/* Concat of n >= 1 operands (any n: groups of at most 64 are concatenated hierarchically). */
-rlx_status dc_concat(rlx_graph *g, const rlx_id *xs, uint32_t n, uint32_t axis, rlx_id *out);
-/* Reshape to `dims`; at most one of them may be symbolic (written as -1 and checked to come out as
- * that symbol), otherwise RLX_ERR_UNSUPPORTED. Returns x itself when the shape already matches. */
-rlx_status dc_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out);
-/* Expand to `dims` (NumPy right alignment); a symbolic target dim must be x's own extent there. */
-rlx_status dc_expand(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out);
-/* Transpose; returns x itself for the identity permutation. */
-rlx_status dc_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out);
-rlx_status dc_reverse(rlx_graph *g, rlx_id x, uint32_t n_axes, const int64_t *axes, rlx_id *out);
-rlx_status dc_gather(rlx_graph *g, rlx_id table, rlx_id idx, uint32_t axis, rlx_id *out);
-rlx_status dc_reduce(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes, bool keep_dim,
-                     rlx_id *out);
-rlx_status dc_matmul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out);
-/* x with a unit axis inserted before position `pos` (0..rank). */
-rlx_status dc_unsqueeze(rlx_graph *g, rlx_id x, uint32_t pos, rlx_id *out);
-/* A per-channel vector (any shape holding w elements) reshaped to [w] followed by `trailing` unit
- * axes, so that it broadcasts onto the channel axis of a larger tensor. */
 rlx_status dc_channel_vector(rlx_graph *g, rlx_id v, uint32_t trailing, rlx_id *out);
 
 /* Nearest-neighbour 2x upsampling of the last two axes (rank 2..6) by Reshape + Expand +

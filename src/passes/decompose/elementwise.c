@@ -54,7 +54,7 @@ RLX_DECOMPOSE_DECL(FakeQuantize) {
   RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_MAX, s, 1e-12, &s));
   RLX_TRY(dc_bin(dst, RLX_BINOP_DIV, in[0], s, &q));
   RLX_TRY(dc_act(dst, RLX_ACT_ROUND, q, &q));
-  rlx_attrs_Clamp c = {(float)-qmax, (float)qmax};
+  rlx_attrs_Clamp c = {.min = (float)-qmax, .max = (float)qmax};
   RLX_TRY(rlx_build_Clamp(dst, &q, 1, &c, NULL, &q));
   return dc_bin(dst, RLX_BINOP_MUL, q, s, out);
 }

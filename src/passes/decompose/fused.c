@@ -67,7 +67,7 @@ RLX_DECOMPOSE_DECL(FusedResidualLN) {
   rlx_id h;
   uint32_t gi = 0;
   RLX_TRY(residual_sum(dst, n, a->has_bias, in, &h, &gi));
-  rlx_attrs_LayerNorm ln = {-1, a->eps};
+  rlx_attrs_LayerNorm ln = {.axis = -1, .eps = a->eps};
   rlx_id li[3] = {h, in[gi], in[gi + 1]};
   return rlx_build_LayerNorm(dst, li, 3, &ln, NULL, out);
 }
@@ -79,7 +79,7 @@ RLX_DECOMPOSE_DECL(FusedResidualRmsNorm) {
   rlx_id h;
   uint32_t gi = 0;
   RLX_TRY(residual_sum(dst, n, a->has_bias, in, &h, &gi));
-  rlx_attrs_RmsNorm rn = {-1, a->eps};
+  rlx_attrs_RmsNorm rn = {.axis = -1, .eps = a->eps};
   rlx_id ri[3] = {h, in[gi], in[gi + 1]};
   return rlx_build_RmsNorm(dst, ri, 3, &rn, NULL, out);
 }

@@ -70,10 +70,10 @@ RLX_DECOMPOSE_DECL(AdaLayerNorm) {
   RLX_TRY(dc_const_fill(dst, t, 1, &D, 0.0, &zeros));
   rlx_id nin[3] = {in[0], ones, zeros};
   if (a->norm == RLX_ADA_NORM_RMS_NORM) {
-    rlx_attrs_RmsNorm r = {-1, a->eps};
+    rlx_attrs_RmsNorm r = {.axis = -1, .eps = a->eps};
     RLX_TRY(rlx_build_RmsNorm(dst, nin, 3, &r, NULL, &normed));
   } else {
-    rlx_attrs_LayerNorm l = {-1, a->eps};
+    rlx_attrs_LayerNorm l = {.axis = -1, .eps = a->eps};
     RLX_TRY(rlx_build_LayerNorm(dst, nin, 3, &l, NULL, &normed));
   }
   RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_ADD, in[1], 1.0, &s1));

@@ -82,4 +82,27 @@ const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherBackward] = rlx_decompose_GatherBackward,
     [RLX_OP_ScanBackward] = rlx_decompose_ScanBackward,
     [RLX_OP_ScanBackwardXs] = rlx_decompose_ScanBackwardXs,
+    /* quant.c (quantization family) */
+    [RLX_OP_FakeQuantizeBackward] = rlx_decompose_FakeQuantizeBackward,
+    [RLX_OP_DequantMatMul] = rlx_decompose_DequantMatMul,
+    [RLX_OP_ScaledGroupedMatMul] = rlx_decompose_ScaledGroupedMatMul,
+    [RLX_OP_SynthReconstruct] = rlx_decompose_SynthReconstruct,
+    [RLX_OP_SynthMatMul] = rlx_decompose_SynthMatMul,
+    [RLX_OP_SynthMatMulBackward] = rlx_decompose_SynthMatMulBackward,
+    [RLX_OP_SplineActivation] = rlx_decompose_SplineActivation,
+    [RLX_OP_SplineActivationBackwardX] = rlx_decompose_SplineActivationBackwardX,
+    [RLX_OP_SplineActivationBackwardCoeff] = rlx_decompose_SplineActivationBackwardCoeff,
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* recurrent.c */
+    [RLX_OP_Lstm] = rlx_decompose_Lstm,
+    [RLX_OP_Gru] = rlx_decompose_Gru,
+    [RLX_OP_Rnn] = rlx_decompose_Rnn,
+    [RLX_OP_SelectiveScan] = rlx_decompose_SelectiveScan,
+    [RLX_OP_Mamba2] = rlx_decompose_Mamba2,
+    [RLX_OP_GatedDeltaNet] = rlx_decompose_GatedDeltaNet,
+    [RLX_OP_GatedDeltaNetBackward] = rlx_decompose_GatedDeltaNetBackward,
+    /* signal.c */
+    [RLX_OP_PartitionedConv] = rlx_decompose_PartitionedConv,
+    [RLX_OP_ComplexNormSqBackward] = rlx_decompose_ComplexNormSqBackward,
+    /* ---- end of sequence models and signal ops ---- */
 };

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 /* ---- dtype classes ---- */
 static inline bool ru_is_complex(rlx_dtype t) { return rlx_dtype_class_of(t) == RLX_CLASS_COMPLEX; }

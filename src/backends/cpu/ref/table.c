@@ -85,9 +85,6 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherNd] = rlx_cpu_ref_GatherNd,
     [RLX_OP_GatherElements] = rlx_cpu_ref_GatherElements,
     /* ref/control.c */
-    [RLX_OP_If] = rlx_cpu_ref_If,
-    [RLX_OP_While] = rlx_cpu_ref_While,
-    [RLX_OP_Scan] = rlx_cpu_ref_Scan,
     /* ref/signal.c */
     [RLX_OP_Fft] = rlx_cpu_ref_Fft,
     /* ref/backward_*.c */
@@ -120,6 +117,51 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_MaxPool3dBackward] = rlx_cpu_ref_MaxPool3dBackward,
     [RLX_OP_CumsumBackward] = rlx_cpu_ref_CumsumBackward,
     [RLX_OP_GatherBackward] = rlx_cpu_ref_GatherBackward,
-    [RLX_OP_ScanBackward] = rlx_cpu_ref_ScanBackward,
-    [RLX_OP_ScanBackwardXs] = rlx_cpu_ref_ScanBackwardXs,
+    /* ---- quantization family (ref/quant.c, ref/quant_matmul.c, ref/scaled.c, ref/synth.c) ---- */
+    [RLX_OP_Quantize] = rlx_cpu_ref_Quantize,
+    [RLX_OP_Dequantize] = rlx_cpu_ref_Dequantize,
+    [RLX_OP_FakeQuantize] = rlx_cpu_ref_FakeQuantize,
+    [RLX_OP_FakeQuantizeBackward] = rlx_cpu_ref_FakeQuantizeBackward,
+    [RLX_OP_FakeQuantizeLSQ] = rlx_cpu_ref_FakeQuantizeLSQ,
+    [RLX_OP_FakeQuantizeLSQBackwardX] = rlx_cpu_ref_FakeQuantizeLSQBackwardX,
+    [RLX_OP_FakeQuantizeLSQBackwardScale] = rlx_cpu_ref_FakeQuantizeLSQBackwardScale,
+    [RLX_OP_QMatMul] = rlx_cpu_ref_QMatMul,
+    [RLX_OP_QConv2d] = rlx_cpu_ref_QConv2d,
+    [RLX_OP_DequantMatMul] = rlx_cpu_ref_DequantMatMul,
+    [RLX_OP_DequantGroupedMatMul] = rlx_cpu_ref_DequantGroupedMatMul,
+    [RLX_OP_DequantGroupedMatMulMlx] = rlx_cpu_ref_DequantGroupedMatMulMlx,
+    [RLX_OP_DequantMoEWeights] = rlx_cpu_ref_DequantMoEWeights,
+    [RLX_OP_ScaledQuantScale] = rlx_cpu_ref_ScaledQuantScale,
+    [RLX_OP_ScaledQuantize] = rlx_cpu_ref_ScaledQuantize,
+    [RLX_OP_ScaledDequantize] = rlx_cpu_ref_ScaledDequantize,
+    [RLX_OP_ScaledMatMul] = rlx_cpu_ref_ScaledMatMul,
+    [RLX_OP_ScaledGroupedMatMul] = rlx_cpu_ref_ScaledGroupedMatMul,
+    [RLX_OP_SynthMatMul] = rlx_cpu_ref_SynthMatMul,
+    [RLX_OP_SynthMatMulBackward] = rlx_cpu_ref_SynthMatMulBackward,
+    [RLX_OP_SynthReconstruct] = rlx_cpu_ref_SynthReconstruct,
+    [RLX_OP_SplineActivation] = rlx_cpu_ref_SplineActivation,
+    [RLX_OP_SplineActivationBackwardX] = rlx_cpu_ref_SplineActivationBackwardX,
+    [RLX_OP_SplineActivationBackwardCoeff] = rlx_cpu_ref_SplineActivationBackwardCoeff,
+    /* ---- end of the quantization family ---- */
+    /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
+    /* ref/recurrent.c */
+    [RLX_OP_Lstm] = rlx_cpu_ref_Lstm,
+    [RLX_OP_Gru] = rlx_cpu_ref_Gru,
+    [RLX_OP_Rnn] = rlx_cpu_ref_Rnn,
+    /* ref/ssm.c */
+    [RLX_OP_SelectiveScan] = rlx_cpu_ref_SelectiveScan,
+    [RLX_OP_Mamba2] = rlx_cpu_ref_Mamba2,
+    [RLX_OP_GatedDeltaNet] = rlx_cpu_ref_GatedDeltaNet,
+    [RLX_OP_GatedDeltaNetBackward] = rlx_cpu_ref_GatedDeltaNetBackward,
+    /* ref/signal_ops.c */
+    [RLX_OP_ComplexNormSq] = rlx_cpu_ref_ComplexNormSq,
+    [RLX_OP_ComplexNormSqBackward] = rlx_cpu_ref_ComplexNormSqBackward,
+    [RLX_OP_Conjugate] = rlx_cpu_ref_Conjugate,
+    [RLX_OP_LogMel] = rlx_cpu_ref_LogMel,
+    [RLX_OP_LogMelBackward] = rlx_cpu_ref_LogMelBackward,
+    [RLX_OP_WelchPeaks] = rlx_cpu_ref_WelchPeaks,
+    [RLX_OP_FftButterflyStage] = rlx_cpu_ref_FftButterflyStage,
+    [RLX_OP_FftQ] = rlx_cpu_ref_FftQ,
+    [RLX_OP_PartitionedConv] = rlx_cpu_ref_PartitionedConv,
+    /* ---- end of sequence models and signal ops ---- */
 };

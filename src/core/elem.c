@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-#include "runtime/elem.h"
+#include "core/elem.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Memory plan: one arena per executable, liveness over the schedule, greedy placement by size,
- * views aliasing their root, no output overlapping its own inputs. */
+/* The memory plan (public: a backend may use it for its own arena, or ignore it; docs/backends.md):
+ * one arena per executable, liveness over the schedule, greedy placement by size, views aliasing
+ * their root, no output overlapping its own inputs. */
 #ifndef RLX_PLAN_H
 #define RLX_PLAN_H
 
 #include "rlx/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct rlx_plan {
   size_t alignment;        /* of every slot (64) */
@@ -34,4 +39,7 @@ void rlx_plan_free(rlx_plan *p, const rlx_allocator *al);
  * arena, misaligned slots, ordering violations and outputs overlapping their inputs. */
 rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
