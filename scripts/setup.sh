@@ -6,12 +6,15 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake                # C17 compiler and build system
+  pkgconf                              # pkg-config: tests/cli/test_install.sh builds against rlx.pc
+  graphviz                             # dot: tests/cli/test_ir_cli.sh renders `rlx dot` output
   clang libclang-rt-14-dev             # libFuzzer targets and their sanitizer runtimes
   libopenblas-dev liblapacke-dev       # BLAS / LAPACK for the CPU backend
   zlib1g-dev                           # gzip reader for the Fashion-MNIST idx files
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata   # ONNX import + test data
   dataset-fashion-mnist                # data for the training example
   python3-numpy python3-torch          # independent reference values in tests
+  python3-scipy                        # SciPy matrix functions (tests/reference/ref_spd.py)
   python3-torchvision                  # real models exported to ONNX (tests/cli/test_onnx_models.sh)
   python3-onnx                         # one-node ONNX test models (tests/cli/test_onnx_sample_torch.sh)
   python3-venv                         # the venv of PyPI onnx 1.23.2 (below)
@@ -75,5 +78,26 @@ else
            urllib3==2.8.0 idna==3.20 certifi==2026.10.19.post1 charset_normalizer==3.5.3; }; then
     rm -rf "$GGUF_VENV"
     echo "setup: WARNING: could not install gguf 0.19.0 (PyPI unreachable?); tests/unit/test_gguf_dequant.c will fail until it is" >&2
+  fi
+fi
+
+# The MLX backend's SDK: PyPI's mlx-cpu 0.32.4 wheel (C++ headers, libmlx.so, CMake config) unpacked
+# into the checkout's ignored .deps/mlx-cpu, where cmake/mlx.cmake finds it; Python only installs
+# it. Without it (no network) the build simply leaves the MLX backend out.
+MLX_DIR_DEPS="$(cd "$(dirname "$0")/.." && pwd)/.deps/mlx-cpu"
+if [ -f "$MLX_DIR_DEPS/mlx/share/cmake/MLX/MLXConfig.cmake" ] && [ -d "$MLX_DIR_DEPS/mlx_cpu-0.32.4.dist-info" ]; then
+  echo "setup: mlx-cpu 0.32.4 already in $MLX_DIR_DEPS"
+else
+  echo "setup: installing mlx-cpu 0.32.4 into $MLX_DIR_DEPS"
+  rm -rf "$MLX_DIR_DEPS"
+  PIP=(python3 -m pip)
+  if ! python3 -m pip --version >/dev/null 2>&1; then # Debian's python3 has no pip: a venv's
+    PIP_VENV=${XDG_CACHE_HOME:-$HOME/.cache}/rlx/pip-venv
+    [ -x "$PIP_VENV/bin/pip" ] || python3 -m venv "$PIP_VENV" || true
+    PIP=("$PIP_VENV/bin/pip")
+  fi
+  if ! "${PIP[@]}" install --quiet --disable-pip-version-check --no-deps --target "$MLX_DIR_DEPS" mlx-cpu==0.32.4; then
+    rm -rf "$MLX_DIR_DEPS"
+    echo "setup: WARNING: could not install mlx-cpu 0.32.4 (PyPI unreachable?); the MLX backend is left out of the build" >&2
   fi
 fi

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Runs every test suite of RLX in C:
-#   1. unit + CLI tests, RelWithDebInfo build in build/
+#   1. unit + CLI tests, RelWithDebInfo build in build-test/; then the same tests with the
+#      scalar, AVX2 and AVX-512 paths forced in turn (scripts/test_isa.sh), those the CPU can run
 #   2. the same under ASan + UBSan + LeakSanitizer in build-asan/
-#   3. the Release build of scripts/main.sh in build-release/, with a short training run
+#   3. the Release build of scripts/main.sh, made again in build-release-check/, with a short
+#      training run
 #   4. each libFuzzer target (clang, build-fuzz/) for a bounded time on a copy of its seed corpus
+# Every tree is this script's own: build/ belongs to scripts/main.sh (Release) and is never
+# configured here, so running main.sh after this script rebuilds nothing.
 # Prints one line per suite and ends with "N passed, N failed" (suites). Exit 0 iff all passed.
 # RLX_FUZZ_SECONDS (default 30) sets the time per fuzz target.
 set -uo pipefail
@@ -45,16 +49,32 @@ build_and_test() {
   record "$name" $?
 }
 
-build_and_test "tests (RelWithDebInfo)" build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF -DRLX_TESTS=ON
+build_and_test "tests (RelWithDebInfo)" build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF -DRLX_TESTS=ON
+
+# isa_suites DIR: DIR's ctest again with each instruction-set path forced (scripts/test_isa.sh:
+# RLX_CPU_ISA + OPENBLAS_CORETYPE); a path this CPU cannot execute is listed as NOT RUN, which
+# counts neither as passed nor as failed.
+isa_suites() {
+  local isa
+  for isa in scalar avx2 avx512; do
+    bash scripts/test_isa.sh "$1" "$isa" -j"$JOBS"
+    case $? in
+      0) record "tests (ISA=$isa)" 0 ;;
+      77) results+=("NOT RUN  tests (ISA=$isa): this CPU cannot execute that path"); echo "=== ${results[-1]}" ;;
+      *) record "tests (ISA=$isa)" 1 ;;
+    esac
+  done
+}
+isa_suites build-test
 build_and_test "tests (ASan+UBSan)" build-asan -DCMAKE_BUILD_TYPE=Debug -DRLX_SANITIZE=ON -DRLX_FUZZ=OFF -DRLX_TESTS=ON
 
 # ---- the Release build of scripts/main.sh (gcc -O3 warns where -O2 does not) + a short training ----
-echo "=== release: building rlx in build-release as scripts/main.sh does"
+echo "=== release: building rlx in build-release-check as scripts/main.sh does"
 train_out=$(mktemp -d)
-cmake -S "$ROOT" -B build-release -DCMAKE_BUILD_TYPE=Release -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF -DRLX_TESTS=OFF &&
-  cmake --build build-release -j"$JOBS" --target rlx &&
-  build-release/rlx check tests/graphs/*.rlx &&
-  build-release/rlx train --model mlp --epochs 1 --limit-train 1024 --limit-test 500 --out "$train_out"
+cmake -S "$ROOT" -B build-release-check -DCMAKE_BUILD_TYPE=Release -DRLX_SANITIZE=OFF -DRLX_FUZZ=OFF -DRLX_TESTS=OFF &&
+  cmake --build build-release-check -j"$JOBS" --target rlx &&
+  build-release-check/rlx check tests/graphs/*.rlx &&
+  build-release-check/rlx train --model mlp --epochs 1 --limit-train 1024 --limit-test 500 --out "$train_out"
 record "release build + short training" $?
 rm -rf "$train_out"
 
@@ -63,7 +83,8 @@ rm -rf "$train_out"
 # to a temporary folder so that new inputs never land in the source tree. libFuzzer's progress
 # lines (#N NEW ...) are filtered out of the log; its INFO lines, crash reports and stats remain.
 if [ ! -f tests/fuzz/CMakeLists.txt ]; then
-  echo "=== fuzz: no tests/fuzz/CMakeLists.txt, no fuzz targets to run"
+  echo "=== fuzz: no tests/fuzz/CMakeLists.txt, no fuzz targets to run" >&2
+  record "fuzz (no tests/fuzz/CMakeLists.txt)" 1
 # Only the fuzz targets (and what they link) are built: `cmake --build` on the subfolder of the
 # (Makefile) build tree.
 elif ! cmake -S "$ROOT" -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \

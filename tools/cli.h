@@ -37,6 +37,10 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv);
 int cli_cmd_train(const cli_command *self, int argc, char **argv);
 extern const char cli_train_usage[];
 
+/* Command of tools/cmd_splat.c (its usage text is cli_splat_usage). */
+int cli_cmd_splat_render(const cli_command *self, int argc, char **argv);
+extern const char cli_splat_usage[];
+
 /* Command of tools/cmd_onnx_conformance.c (its usage text is cli_onnx_conformance_usage). */
 int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv);
 extern const char cli_onnx_conformance_usage[];
@@ -63,6 +67,10 @@ typedef struct cli_inputs {
 } cli_inputs;
 rlx_status cli_inputs_add(cli_inputs *in, const char *name, const char *path);
 void cli_inputs_free(cli_inputs *in);
+
+/* CLI_OK when NAME is a registered backend, else a usage error listing the registered ones
+ * ("unknown backend 'x' (registered: cpu, ...)") and CLI_USAGE. */
+int cli_check_backend(const cli_command *self, const char *name);
 
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* `rlx run` (compile a graph file, bind .npy inputs and params, write .npy outputs) and
- * `rlx compile` (compile and print the dispatch report). */
+ * `rlx compile` (compile and print the dispatch report), with --dim bindings of symbolic dims
+ * (ONNX dim_params by name, the ?K symbols of an RLX IR graph by number) and --backend. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "passes/decompose/decompose.h" /* rlx_pass_copy_node */
+#include "passes/passes.h"
 #include "rlx/cpu.h"
 #include "rlx/npy.h"
 #include "rlx/rlx.h"
@@ -77,6 +80,121 @@ static int ensure_dir(const cli_command *self, const char *dir) {
   return CLI_OK;
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Checks a --dim NAME=SIZE value (a usage error when malformed). */
+static bool dim_arg_ok(const cli_command *self, const char *v) {
+  const char *eq = strchr(v, '=');
+  char *end;
+  errno = 0;
+  long long x = eq ? strtoll(eq + 1, &end, 10) : -1;
+  if (!eq || eq == v || !eq[1] || errno || *end || x < 0 || eq[1] == '-' || eq[1] == '+') {
+    cli_usage_error(self, "--dim expects NAME=SIZE with a non-negative integer SIZE, got '%s'", v);
+    return false;
+  }
+  return true;
+}
+
+/* The symbol number of a --dim NAME of an RLX IR graph: "?K" or "K". */
+static bool symbol_of(const char *name, size_t len, uint32_t *k) {
+  if (len && name[0] == '?') name++, len--;
+  if (!len || len > 10) return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    v = v * 10 + (uint64_t)(name[i] - '0');
+  }
+  if (v > UINT32_MAX) return false;
+  *k = (uint32_t)v;
+  return true;
+}
+
+typedef struct sym_binding {
+  uint32_t sym;
+  int64_t size;
+  const char *arg;
+  bool used;
+} sym_binding;
+
+static rlx_shape bind_shape(rlx_shape sh, sym_binding *b, uint32_t nb) {
+  for (uint32_t d = 0; d < sh.rank; d++)
+    if (!rlx_dim_is_static(sh.dims[d]))
+      for (uint32_t i = 0; i < nb; i++)
+        if (rlx_dim_symbol(sh.dims[d]) == b[i].sym) {
+          sh.dims[d] = b[i].size;
+          b[i].used = true;
+        }
+  return sh;
+}
+
+/* `--dim ?K=N` on an RLX IR graph: a copy of *g with symbol ?K replaced by N in every leaf and
+ * declared shape of the top-level graph, every other shape inferred again (so an inconsistent
+ * binding is an error naming the node). Every --dim must name a symbol the graph uses. */
+static int bind_ir_dims(const cli_command *self, const char *file, int argc, char **argv, rlx_graph **g) {
+  sym_binding *b = calloc((size_t)argc + 1, sizeof *b);
+  uint32_t nb = 0;
+  if (!b) return cli_fail(self, "out of memory");
+  for (int i = 1; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--dim") != 0) continue;
+    const char *v = argv[++i], *eq = strchr(v, '=');
+    if (!symbol_of(v, (size_t)(eq - v), &b[nb].sym)) {
+      free(b);
+      return cli_usage_error(self, "--dim %s: an RLX IR graph's symbolic dims are ?0, ?1, ...: write --dim ?K=SIZE", v);
+    }
+    b[nb].size = strtoll(eq + 1, NULL, 10);
+    b[nb++].arg = v;
+  }
+  if (nb == 0) {
+    free(b);
+    return CLI_OK;
+  }
+  rlx_rebuild rb;
+  rlx_status st = rlx_rebuild_begin(*g, &rb);
+  for (uint32_t id = 0; st == RLX_OK && id < rlx_graph_node_count(*g); id++) {
+    rlx_node n = *rlx_graph_node(*g, id);
+    rlx_id in[64];
+    if (n.n_inputs > 64) {
+      st = rlx_errorf(RLX_ERR_UNSUPPORTED, "node %%%u has %u operands: --dim handles up to 64", id, n.n_inputs);
+      break;
+    }
+    for (uint32_t k = 0; k < n.n_inputs; k++) in[k] = rb.map[n.inputs[k]];
+    n.shape = bind_shape(n.shape, b, nb);
+    st = rlx_pass_copy_node(rb.dst, &n, in, !rlx_op_has(n.op, RLX_PROP_LEAF), &rb.map[id]);
+  }
+  rlx_graph *bound = NULL;
+  if (st == RLX_OK) st = rlx_rebuild_finish(&rb, &bound);
+  else rlx_rebuild_abort(&rb);
+  if (st == RLX_OK) st = rlx_verify(bound);
+  int rc = CLI_OK;
+  if (st != RLX_OK) {
+    rc = cli_fail(self, "%s: binding the --dim sizes: %s", file, rlx_last_error());
+    rlx_graph_free(bound);
+  } else {
+    for (uint32_t i = 0; i < nb && rc == CLI_OK; i++)
+      if (!b[i].used) rc = cli_fail(self, "%s: --dim %s: the graph has no symbolic dim ?%u", file, b[i].arg, b[i].sym);
+    if (rc == CLI_OK) {
+      rlx_graph_free(*g);
+      *g = bound;
+    } else {
+      rlx_graph_free(bound);
+    }
+  }
+  free(b);
+  return rc;
+}
+
+/* Loads FILE (an .onnx model takes the --dim and --input arguments while importing) and binds
+ * the --dim sizes of an RLX IR graph. On failure *g may still hold the loaded graph: the caller
+ * frees it. */
+static int load_for_compile(const cli_command *self, const char *file, int argc, char **argv, rlx_graph **g) {
+  if (cli_load_graph(file, argc, argv, g) != RLX_OK) return cli_fail_rlx(self, file);
+  if (ends_with(file, ".onnx")) return CLI_OK;
+  return bind_ir_dims(self, file, argc, argv, g);
+}
+
 static bool file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0;
@@ -116,6 +234,11 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
       }
       if (is_in) n_in++;
       else n_par++;
+    } else if (strcmp(a, "--dim") == 0) {
+      if (!cli_option_value(self, argc, argv, &i, &v) || !dim_arg_ok(self, v)) {
+        rc = CLI_USAGE;
+        goto done;
+      }
     } else if (strcmp(a, "--params") == 0 || strcmp(a, "--output-dir") == 0 || strcmp(a, "--backend") == 0 ||
                strcmp(a, "--seed") == 0 || strcmp(a, "--threads") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &v)) {
@@ -155,11 +278,9 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
     rc = cli_usage_error(self, "--output-dir DIR is required");
     goto done;
   }
+  if ((rc = cli_check_backend(self, backend)) != CLI_OK) goto done;
 
-  if (cli_load_graph(file, argc, argv, &g) != RLX_OK) {
-    rc = cli_fail_rlx(self, file);
-    goto done;
-  }
+  if ((rc = load_for_compile(self, file, argc, argv, &g)) != CLI_OK) goto done;
   if (strcmp(backend, "cpu") == 0) opt.backend_options = &cpu; /* --threads */
   if (rlx_compile(g, backend, &opt, &e) != RLX_OK) {
     rc = cli_fail_rlx(self, file);
@@ -277,6 +398,9 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv) {
       report = true;
     } else if (strcmp(a, "--backend") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &backend)) return CLI_USAGE;
+    } else if (strcmp(a, "--dim") == 0) {
+      const char *v;
+      if (!cli_option_value(self, argc, argv, &i, &v) || !dim_arg_ok(self, v)) return CLI_USAGE;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error(self, "unknown option '%s'", a);
     } else if (file) {
@@ -286,14 +410,18 @@ int cli_cmd_compile(const cli_command *self, int argc, char **argv) {
     }
   }
   if (!file) return cli_usage_error(self, "no FILE given");
+  int rc = cli_check_backend(self, backend);
+  if (rc != CLI_OK) return rc;
   rlx_graph *g = NULL;
-  if (cli_load_graph(file, argc, argv, &g) != RLX_OK) return cli_fail_rlx(self, file);
+  if ((rc = load_for_compile(self, file, argc, argv, &g)) != CLI_OK) {
+    rlx_graph_free(g);
+    return rc;
+  }
   rlx_dispatch_report rep;
   rlx_executable *e = NULL;
   rlx_compile_options opt;
   rlx_compile_options_init(&opt);
   rlx_status st = rlx_compile_with_report(g, backend, &opt, &rep, &e);
-  int rc = CLI_OK;
   /* The report is worth printing on failure too when legalization ran: it shows what has no path. */
   if (report && (st == RLX_OK || rep.nodes_before > 0)) {
     char *text = NULL;

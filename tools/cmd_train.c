@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "rlx/cpu.h"
 #include "rlx/datasets.h"
 #include "rlx/optim.h"
@@ -34,11 +35,14 @@ const char cli_train_usage[] =
     "usage: rlx train [--model cnn|mlp] [--epochs N] [--batch N] [--lr X] [--threads N] [--seed S]\n"
     "                 [--backend NAME]\n"
     "                 [--data DIR] [--out DIR] [--json] [--limit-train N] [--limit-test N]\n"
+    "                 [--deterministic | --no-deterministic]\n"
     "\n"
     "Trains a classifier on Fashion-MNIST (IDX files, gzip or plain) with the RLX pipeline: the\n"
     "forward graph is differentiated (rlx_grad_with_loss), Adam is appended to it as graph ops, and\n"
     "it is compiled once for the backend and run per batch: parameters and optimizer state stay on\n"
-    "the backend. Then the test accuracy is measured on every test image. Progress goes to stderr.\n"
+    "the backend. Then the test accuracy is measured on every test image. Progress goes to stderr:\n"
+    "on a terminal a bar with the rate and the time left, redrawn in place; otherwise a line\n"
+    "every 100 steps.\n"
     "\n"
     "models:\n"
     "  cnn   conv3x3(16)+relu+maxpool2, conv3x3(32)+relu+maxpool2, fc128+relu, fc10 (default)\n"
@@ -53,11 +57,16 @@ const char cli_train_usage[] =
     "  --backend NAME     the backend that trains (default cpu; see the registered ones in the\n"
     "                     error for an unknown name)\n"
     "  --seed S           seed of the initialization and the shuffling (default 0)\n"
+    "  --deterministic    the same weights at every --threads: reductions split across threads use\n"
+    "                     a split fixed by the shape (the default; docs/cpu-backend.md)\n"
+    "  --no-deterministic splits follow the thread count (results then differ by thread count)\n"
     "  --data DIR         folder of {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]\n"
     "                     (default " RLX_FASHION_MNIST_DIR ")\n"
     "  --out DIR          where weights.safetensors and loss_curve.svg go (default ./rlx-train-out)\n"
     "  --json             end stdout with one JSON line: test_accuracy, train_images_per_second,\n"
-    "                     epochs, ... (the human-readable summary then goes to stderr)\n"
+    "                     epochs, train_images (images trained: steps x batch over all epochs),\n"
+    "                     train_set_images, test_images, ... (the human-readable summary then\n"
+    "                     goes to stderr)\n"
     "  --limit-train N    use only the first N training images\n"
     "  --limit-test N     evaluate only the first N test images\n"
     "\n"
@@ -73,6 +82,7 @@ typedef struct train_opts {
   unsigned long long seed;
   const char *data, *out, *backend;
   bool json;
+  int deterministic; /* -1: the compile options' default */
 } train_opts;
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -88,11 +98,16 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
   *o = (train_opts){.model = TRAIN_MODEL_CNN, .epochs = 1, .batch = 64, .threads = 0, .limit_train = -1,
                     .limit_test = -1, .lr = 1e-3, .seed = 0, .data = NULL, .out = "rlx-train-out",
                     .backend = "cpu", .json = false};
+  o->deterministic = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
     if (cli_is_help(a)) return -1;
     if (strcmp(a, "--json") == 0) {
       o->json = true;
+      continue;
+    }
+    if (strcmp(a, "--deterministic") == 0 || strcmp(a, "--no-deterministic") == 0) {
+      o->deterministic = a[2] == 'd';
       continue;
     }
     if (strncmp(a, "--", 2) != 0) return cli_usage_error(self, "unexpected argument '%s'", a);
@@ -129,8 +144,7 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
     } else if (strcmp(a, "--out") == 0) {
       o->out = v;
     } else if (strcmp(a, "--backend") == 0) {
-      if (!rlx_backend_find(v))
-        return cli_usage_error(self, "--backend: no backend named '%s' (registered: %s)", v, rlx_backend_names());
+      if (cli_check_backend(self, v) != CLI_OK) return CLI_USAGE;
       o->backend = v;
     } else {
       return cli_usage_error(self, "unknown option '%s'", a);
@@ -179,31 +193,6 @@ static rlx_status set_params(rlx_executable *e, const train_model *m) {
     RLX_TRY(rlx_executable_set_param(e, m->params[i].name, &t));
   }
   return RLX_OK;
-}
-
-/* ---- progress ---- */
-
-typedef struct progress {
-  bool tty;
-  double t0, last;
-  long every; /* non-TTY: one line every `every` steps */
-} progress;
-
-static void progress_show(progress *p, long epoch, long epochs, size_t step, size_t steps, const float *loss,
-                          size_t done_steps, long batch, bool final) {
-  double t = now_seconds();
-  if (p->tty && !final && t - p->last < 0.1) return;
-  if (!p->tty && !final && step % (size_t)p->every != 0) return;
-  p->last = t;
-  size_t win = done_steps < 50 ? done_steps : 50;
-  double sum = 0;
-  for (size_t i = done_steps - win; i < done_steps; i++) sum += loss[i];
-  double el = t - p->t0;
-  double ips = el > 0 ? (double)done_steps * (double)batch / el : 0;
-  fprintf(stderr, "%sepoch %ld/%ld  step %zu/%zu  loss %.4f  %.0f images/s%s", p->tty ? "\r" : "", epoch, epochs, step,
-          steps, win ? sum / (double)win : 0.0, ips, p->tty ? "   " : "\n");
-  if (p->tty && final) fputc('\n', stderr);
-  fflush(stderr);
 }
 
 /* Re-reads the written weights with the strict reader: same names, shapes and bytes. */
@@ -337,6 +326,7 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_cpu_options cpu;
   rlx_cpu_options_init(&cpu);
   cpu.threads = (int)o.threads;
+  if (o.deterministic >= 0) cpu.deterministic = o.deterministic;
   if (strcmp(o.backend, "cpu") == 0) co.backend_options = &cpu;
   rlx_optim_config oc;
   rlx_optim_config_init(&oc, RLX_OPTIM_ADAM);
@@ -418,9 +408,9 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   rlx_transfer_stats ts0, ts1;
   rlx_executable_transfer_stats(s.step_exe, &ts0);
   train_rng rng = {o.seed ^ 0x5eed5eed5eedull};
-  progress pr = {isatty(fileno(stderr)) != 0, 0, 0, 100};
+  cli_progress pr;
+  cli_progress_start(&pr, stderr, -1, total_steps, (size_t)o.batch, "img", 100);
   double t0 = now_seconds();
-  pr.t0 = t0;
   size_t done = 0;
   for (long ep = 1; ep <= o.epochs; ep++) {
     for (size_t i = s.train.count - 1; i > 0; i--) { /* Fisher-Yates */
@@ -447,7 +437,13 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
         return cli_fail(self, "the loss became %f at step %zu (try a smaller --lr)", l, done + 1);
       }
       s.loss[done++] = l;
-      progress_show(&pr, ep, o.epochs, st + 1, steps, s.loss, done, o.batch, st + 1 == steps && ep == o.epochs);
+      char label[48], note[48];
+      size_t win = done < 50 ? done : 50;
+      double mean = 0;
+      for (size_t i = done - win; i < done; i++) mean += s.loss[i] / (double)win;
+      snprintf(label, sizeof label, "epoch %ld/%ld", ep, o.epochs);
+      snprintf(note, sizeof note, "loss %.4f", mean);
+      cli_progress_update(&pr, done, label, note, done == total_steps);
     }
   }
   double train_s = now_seconds() - t0;
@@ -499,10 +495,10 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   fprintf(info, "wrote %s (re-read and verified) and %s\n", wpath, spath);
   if (o.json)
     printf("{\"test_accuracy\": %.4f, \"train_images_per_second\": %.1f, \"epochs\": %ld, \"model\": \"%s\", "
-           "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"test_images\": %zu, \"train_seconds\": %.3f, "
-           "\"final_loss\": %.4f, \"backend\": \"%s\", \"param_transfers_during_training\": %llu}\n",
-           acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, s.train.count, s.test.count,
-           train_s, tail, o.backend, (unsigned long long)param_moves);
+           "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"train_set_images\": %zu, \"test_images\": %zu, "
+           "\"train_seconds\": %.3f, \"final_loss\": %.4f, \"backend\": \"%s\", \"param_transfers_during_training\": %llu}\n",
+           acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, total_steps * (size_t)o.batch,
+           s.train.count, s.test.count, train_s, tail, o.backend, (unsigned long long)param_moves);
   fflush(stdout);
   state_free(&s);
   return CLI_OK;

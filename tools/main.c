@@ -28,15 +28,17 @@ static const cli_command commands[] = {
      "\n"
      "Loads each FILE (canonical text or binary IR, detected by its first bytes), verifies it and\n"
      "prints `FILE: ok (N nodes, M outputs)`. Errors go to stderr; the exit code is 1 when any\n"
-     "file failed.\n"},
+     "file failed (the others are still checked). `--` ends the options (for a FILE that starts\n"
+     "with `-`).\n"},
     {"print", cli_cmd_print, "print a graph file as canonical text (or convert to binary)",
      "usage: rlx print FILE [-o OUT] [--binary]\n"
      "\n"
      "Loads and verifies FILE (text or binary) and writes it as canonical text.\n"
      "\n"
      "options:\n"
-     "  -o OUT     write to OUT instead of stdout (`-` = stdout)\n"
-     "  --binary   write the binary format instead of text (needs -o)\n"},
+     "  -o OUT, --output OUT   write to OUT instead of stdout (`-` = stdout)\n"
+     "  --binary               write the binary format instead of text (needs -o)\n"
+     "  --                     ends the options (for a FILE that starts with `-`)\n"},
     {"dot", cli_cmd_dot, "render a graph file as Graphviz dot",
      "usage: rlx dot FILE [-o OUT]\n"
      "\n"
@@ -44,31 +46,47 @@ static const cli_command commands[] = {
      "nodes as clusters). Render it with e.g. `rlx dot model.rlx | dot -Tsvg > model.svg`.\n"
      "\n"
      "options:\n"
-     "  -o OUT   write to OUT instead of stdout (`-` = stdout)\n"},
+     "  -o OUT, --output OUT   write to OUT instead of stdout (`-` = stdout)\n"
+     "  --                     ends the options (for a FILE that starts with `-`)\n"},
     {"run", cli_cmd_run, "compile a graph and run it on .npy inputs, writing .npy outputs",
      "usage: rlx run FILE --input NAME=X.npy ... [--param NAME=W.npy ...] [--params DIR]\n"
-     "               --output-dir DIR [--backend B] [--seed N] [--threads N]\n"
+     "               --output-dir DIR [--dim NAME=SIZE ...] [--backend B] [--seed N] [--threads N]\n"
      "\n"
-     "Compiles FILE (text or binary IR) for backend B (default cpu), sets every Param, runs it once\n"
-     "and writes one DIR/<output>.npy per graph output: <output> is the output node's name, or\n"
-     "output<i> when it has none. Inputs and params must match the graph's dtype and shape exactly.\n"
+     "Compiles FILE (text or binary IR, or an .onnx model, imported as `rlx import` does) for\n"
+     "backend B (default cpu), sets every Param, runs it once and writes one DIR/<output>.npy per\n"
+     "graph output: <output> is the output node's name, or output<i> when it has none (a sequence\n"
+     "output y of an ONNX model: y.0.npy, y.1.npy, ...). Inputs and params must match the graph's\n"
+     "dtype and shape exactly; symbolic dims must be bound (--dim, or for an .onnx model also\n"
+     "from the --input shapes).\n"
      "\n"
      "options:\n"
-     "  --input NAME=X.npy   value of the Input named NAME (every Input is required)\n"
+     "  --input NAME=X.npy   value of the Input named NAME (every Input is required); X.pb: an\n"
+     "                       ONNX TensorProto, or a SequenceProto for a sequence input\n"
      "  --param NAME=W.npy   value of the Param named NAME\n"
      "  --params DIR         DIR/NAME.npy for every Param not given with --param\n"
      "  --output-dir DIR     where the outputs go (created if missing)\n"
-     "  --backend B          registered backend to compile for (default cpu)\n"
+     "  --dim NAME=SIZE      binds a symbolic dim: the dim_param NAME of an .onnx model, or the\n"
+     "                       symbol ?K of an RLX IR graph (NAME = ?K or K)\n"
+     "  --backend B          registered backend to compile for (default cpu; an unknown one is a\n"
+     "                       usage error that lists the registered backends)\n"
      "  --seed N             seed of RngNormal/RngUniform (default 0)\n"
      "  --threads N          CPU worker threads (default 0 = all cores)\n"},
     {"compile", cli_cmd_compile, "compile a graph and summarize (or report) how it runs",
-     "usage: rlx compile FILE [--report] [--backend B]\n"
+     "usage: rlx compile FILE [--report] [--backend B] [--dim NAME=SIZE ...]\n"
      "\n"
-     "Compiles FILE for backend B (default cpu) and prints node counts and the arena size. With\n"
-     "--report prints the dispatch report instead: per op kind its node count and path (native,\n"
-     "decomposed, host-staged, unsupported), node counts before and after compilation and the\n"
-     "arena size against the sum of all tensor sizes. The exit code is 1 when compilation fails\n"
-     "(the report still lists the unsupported op kinds).\n"},
+     "Compiles FILE (text or binary IR, or an .onnx model) for backend B (default cpu) and prints\n"
+     "node counts and the arena size. With --report prints the dispatch report instead: per op\n"
+     "kind its node count and path (native, decomposed, host-staged, unsupported), node counts\n"
+     "before and after compilation and the arena size against the sum of all tensor sizes. The\n"
+     "exit code is 1 when compilation fails (the report still lists the unsupported op kinds).\n"
+     "Every dim must be static: bind symbolic ones with --dim.\n"
+     "\n"
+     "options:\n"
+     "  --report          print the dispatch report\n"
+     "  --backend B       registered backend to compile for (default cpu; an unknown one is a\n"
+     "                    usage error that lists the registered backends)\n"
+     "  --dim NAME=SIZE   binds a symbolic dim: the dim_param NAME of an .onnx model, or the\n"
+     "                    symbol ?K of an RLX IR graph (NAME = ?K or K)\n"},
     {"import", cli_cmd_import, "import an ONNX model as RLX IR (or list what it lacks)",
      "usage: rlx import MODEL.onnx [-o OUT] [--binary] [--report] [--input NAME=X.npy|X.pb ...]\n"
      "                  [--dim NAME=SIZE ...]\n"
@@ -87,6 +105,8 @@ static const cli_command commands[] = {
     {"onnx-conformance", cli_cmd_onnx_conformance, "run the ONNX backend test suite, report passed / failed / unsupported",
      cli_onnx_conformance_usage},
     {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy", cli_train_usage},
+    {"splat-render", cli_cmd_splat_render, "render a 3D Gaussian splatting scene to a PNG (GaussianSplatRender)",
+     cli_splat_usage},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -166,6 +186,11 @@ int cli_usage_error(const cli_command *self, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "\nTry 'rlx %s --help'.\n", self->name);
   return CLI_USAGE;
+}
+
+int cli_check_backend(const cli_command *self, const char *name) {
+  if (rlx_backend_find(name)) return CLI_OK;
+  return cli_usage_error(self, "--backend: unknown backend '%s' (registered: %s)", name, rlx_backend_names());
 }
 
 int cli_fail(const cli_command *self, const char *fmt, ...) {

@@ -101,7 +101,7 @@ bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b);
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                     \
   rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs,               \
                            const rlx_attrs_##N *attrs, const char *name, rlx_id *out);
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* ---- small enums (enums.def) ---- */
-#include "enums.def"
+#include "rlx/enums.def"
 
 #define RLX_ACT_X(S, T) RLX_ACT_##S,
 typedef enum rlx_act { RLX_ACTIVATION_LIST(RLX_ACT_X) RLX_ACT_COUNT } rlx_act;
@@ -115,7 +115,7 @@ int32_t rlx_enum_lookup(const rlx_enum_desc *e, const char *name, size_t len);
 #define RLX_OP(N, FAM, LO, HI, PROPS) RLX_OP_##N,
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) RLX_OP_##N,
 typedef enum rlx_op {
-#include "ops.def"
+#include "rlx/ops.def"
   RLX_OP_COUNT
 } rlx_op;
 #undef RLX_OP
@@ -213,12 +213,12 @@ typedef rlx_chain rlx_ft_chain;
 #define OE(e, n) int32_t n; /* -1 = none */
 #define RLX_OP(N, FAM, LO, HI, PROPS)
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) typedef struct rlx_attrs_##N { FIELDS } rlx_attrs_##N;
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OPA
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) rlx_attrs_##N N;
 /* The attributes of one node; the member is named after the op (a.Conv.groups). */
 typedef union rlx_attrs {
-#include "ops.def"
+#include "rlx/ops.def"
   int64_t _align;
 } rlx_attrs;
 #undef RLX_OP

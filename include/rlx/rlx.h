@@ -12,7 +12,8 @@
 #include "rlx/backend.h"
 #include "rlx/npy.h"
 #include "rlx/autodiff.h"
+#include "rlx/custom.h"
 #include "rlx/optim.h"
 #include "rlx/onnx.h"
-#define RLX_VERSION_STRING "0.1.0"
+#include "rlx/version.h" /* RLX_VERSION_STRING, generated from CMakeLists.txt */
 #endif

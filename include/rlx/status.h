@@ -47,7 +47,9 @@ rlx_status rlx_errorf(rlx_status code, const char *fmt, ...)
     ;
 rlx_status rlx_verrorf(rlx_status code, const char *fmt, va_list ap);
 
-/* Prepends "prefix: " to the current message, keeping the code (context on the way up). */
+/* Prepends "prefix: " to the current message, keeping the code (context on the way up). Parts
+ * the message already starts with are not repeated: "compile: memory plan" on "memory plan: x"
+ * gives "compile: memory plan: x", and "f.rlx" on "f.rlx: x" leaves it as it is. */
 rlx_status rlx_error_context(rlx_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -126,6 +126,18 @@ RLX_VJP_DECL(Scan);
 RLX_VJP_DECL(CustomFn);
 /* vjp/signal.c */
 RLX_VJP_DECL(Fft);
+/* vjp/custom.c and vjp/spd.c (issue 11) */
+RLX_VJP_DECL(Custom);
+RLX_VJP_DECL(GaussianSplatRender);
+RLX_VJP_DECL(Eigh);
+RLX_VJP_DECL(EighBatch);
+RLX_VJP_DECL(ReEig);
+RLX_VJP_DECL(LogEig);
+RLX_VJP_DECL(SpdBatchNorm);
+RLX_VJP_DECL(SpdLogMap);
+RLX_VJP_DECL(SpdExpMap);
+RLX_VJP_DECL(SpdParallelTransport);
+RLX_VJP_DECL(SpdMatrixFnBatch);
 /* vjp/quant.c (quantization family) */
 RLX_VJP_DECL(Quantize);
 RLX_VJP_DECL(Dequantize);

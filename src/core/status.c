@@ -41,6 +41,21 @@ rlx_status rlx_error_context(rlx_status code, const char *fmt, ...) {
   int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   if (n < 0) return code;
+  /* No doubled layer names: when the message already starts with the prefix, or with its last
+   * ": "-separated parts (a pass that names itself, "memory plan: ...", under the caller's
+   * "compile: memory plan"), only the parts before them are added. */
+  for (size_t at = 0;;) {
+    size_t slen = strlen(prefix + at);
+    if (strncmp(err_buf, prefix + at, slen) == 0 && err_buf[slen] == ':') {
+      prefix[at] = 0;
+      if (at == 0) return code;
+      prefix[at - 2] = 0; /* the ": " before the overlap is added back below */
+      break;
+    }
+    const char *next = strstr(prefix + at, ": ");
+    if (!next) break;
+    at = (size_t)(next - prefix) + 2;
+  }
   size_t plen = strlen(prefix), mlen = strlen(err_buf);
   if (plen + 2 + mlen + 1 > sizeof err_buf) mlen = sizeof err_buf - plen - 3;
   memmove(err_buf + plen + 2, err_buf, mlen);

@@ -14,7 +14,7 @@
                            const rlx_attrs_##N *attrs, const char *name, rlx_id *out) {            \
     return rlx_graph_add(g, RLX_OP_##N, inputs, n_inputs, attrs, NULL, name, out);                 \
   }
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 

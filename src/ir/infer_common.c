@@ -8,7 +8,7 @@
 const rlx_infer_fn rlx_infer_table[RLX_OP_COUNT] = {
 #define RLX_OP(N, FAM, LO, HI, PROPS) [RLX_OP_##N] = rlx_infer_##N,
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) RLX_OP(N, FAM, LO, HI, PROPS)
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 };

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Shape rules: the extension surface (spec ir-special §7).
- * Custom: the registered extension infers the shape, so for now the node's declared shape is
- * trusted after checking arity and name. CustomFn: fwd_body's Inputs bind positionally to the
+ * Custom: the registered extension's shape rule (include/rlx/custom.h) gives the shape; an op that
+ * is not registered here, or has no rule, keeps its declared shape (arity and name checked). CustomFn: fwd_body's Inputs bind positionally to the
  * operands and its single output is the node's value; vjp_body binds the primal Inputs in order
  * plus Inputs named "primal_output" and "d_output"; jvp_body binds the primal Inputs in order,
  * "tangent_0".."tangent_{n-1}" and optionally "primal_output". */
 #include "infer_special.h"
+#include "rlx/custom.h"
 
 rlx_status rlx_infer_Custom(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_Custom *a = &c->a->Custom;
@@ -13,11 +14,25 @@ rlx_status rlx_infer_Custom(const rlx_infer_ctx *c, rlx_shape *out) {
   if (a->num_inputs < 0 || (uint64_t)a->num_inputs != c->n_in)
     return rlx_errorf(RLX_ERR_VERIFY, "attribute num_inputs is %lld but the node has %u operands",
                       (long long)a->num_inputs, c->n_in);
+  rlx_custom_op_desc d;
+  bool known = rlx_custom_lookup(a->name, &d);
+  if (known && d.num_inputs != c->n_in)
+    return rlx_shape_error("Custom op \"%s\" is registered with %u operands; the node has %u", a->name, d.num_inputs,
+                           c->n_in);
+  if (known && d.infer) {
+    RLX_TRY(d.infer(c->in, c->n_in, a->attrs.p, a->attrs.n, d.user, out));
+    if (c->declared && !rlx_shape_compatible(out, c->declared))
+      return rlx_shape_error("Custom op \"%s\": its shape rule gives %s but the node declares %s", a->name,
+                             rlx_fmt_shape(out), rlx_fmt_shape(c->declared));
+    return RLX_OK;
+  }
+  /* Not registered here (a graph read from a file may be printed, converted or verified without
+   * the extension; compiling it fails, naming the op) or registered without a shape rule. */
   if (!c->declared)
-    return rlx_shape_error("Custom op \"%s\" has no shape rule yet: give its output shape explicitly", a->name);
+    return rlx_shape_error("Custom op \"%s\" %s: give its output shape explicitly", a->name,
+                           known ? "has no shape rule" : "is not registered (rlx_custom_register)");
   return rlx_infer_from_declared(c, out);
 }
-
 
 static bool input_named(const sp_body *v, uint32_t k, const char *name) {
   const char *n = v->inputs[k]->attrs.Input.name;

@@ -57,7 +57,7 @@ typedef rlx_status (*rlx_infer_fn)(const rlx_infer_ctx *c, rlx_shape *out);
 /* Every op kind has a rule: rlx_infer_<Op>, defined in one infer_<family>.c file. */
 #define RLX_OP(N, FAM, LO, HI, PROPS) rlx_status rlx_infer_##N(const rlx_infer_ctx *c, rlx_shape *out);
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) RLX_OP(N, FAM, LO, HI, PROPS)
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 extern const rlx_infer_fn rlx_infer_table[RLX_OP_COUNT];

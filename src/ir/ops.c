@@ -49,7 +49,7 @@ typedef struct op_row {
 static const op_row op_rows[RLX_OP_COUNT] = {
 #define RLX_OP(N, FAM, LO, HI, PROPS) [RLX_OP_##N] = {#N, RLX_FAMILY_##FAM, LO, HI, PROPS},
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) RLX_OP(N, FAM, LO, HI, PROPS)
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 };
@@ -117,7 +117,7 @@ const char *rlx_prop_name(uint32_t bit) {
     *count = (uint32_t)(sizeof f / sizeof *f);                                                     \
     return f;                                                                                      \
   }
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 #undef F
@@ -131,7 +131,7 @@ static const struct {
 } attr_rows[RLX_OP_COUNT] = {
 #define RLX_OP(N, FAM, LO, HI, PROPS) [RLX_OP_##N] = {NULL, 0},
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) [RLX_OP_##N] = {fields_of_##N, sizeof(rlx_attrs_##N)},
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 };

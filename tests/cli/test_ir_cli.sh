@@ -75,8 +75,10 @@ has "$TMP/err" "unknown option '--frob'" "unknown option named"
 expect 2 "ops stray argument" -- "$RLX" ops extra
 
 expect 0 "ops --json" -- "$RLX" ops --json
-if command -v python3 >/dev/null 2>&1; then
-  if python3 - "$TMP/out" "$SRC/tests/data/opkinds.txt" <<'EOF'
+if ! /usr/bin/python3 -c 'import json' 2>/dev/null; then
+  bad "/usr/bin/python3 not found (it checks ops --json): install python3 (scripts/setup.sh does)"
+else
+  if /usr/bin/python3 - "$TMP/out" "$SRC/tests/data/opkinds.txt" <<'EOF'
 import json, sys
 ops = json.load(open(sys.argv[1]))
 names = [l.strip() for l in open(sys.argv[2]) if l.strip()]
@@ -103,7 +105,7 @@ sys.exit(1 if errors else 0)
 EOF
   then ok; else bad "ops --json content"; fi
   expect 0 "ops --json --family quant" -- "$RLX" ops --json --family quant
-  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d and all(o["family"]=="quant" for o in d)))' "$TMP/out"; then ok; else bad "ops --json --family quant"; fi
+  if /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (d and all(o["family"]=="quant" for o in d)))' "$TMP/out"; then ok; else bad "ops --json --family quant"; fi
 fi
 
 # ---- argument errors of check / print / dot ----
@@ -203,7 +205,9 @@ for g in "${graphs[@]}"; do
   expect 0 "dot $b -o" -- "$RLX" dot "$g" -o "$TMP/d$n-o.dot"
   same "$TMP/d$n-o.dot" "$TMP/d$n.dot" "dot -o $b"
 done
-if command -v dot >/dev/null 2>&1; then
+if ! command -v dot >/dev/null 2>&1; then
+  bad "Graphviz's dot not found (it checks the dot output): install graphviz (scripts/setup.sh does)"
+else
   expect 0 "graphviz accepts the dot output" -- dot -Tsvg "$TMP/d1.dot" -o "$TMP/d1.svg"
 fi
 

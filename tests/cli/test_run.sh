@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Tests of `rlx run` and `rlx compile`: an MLP graph run on .npy inputs and params made with NumPy,
 # its .npy outputs compared with a NumPy computation; argument and input errors; the dispatch
-# report, also for a graph with unsupported ops.
+# report, also for a graph whose Custom op is not registered; --backend (an unknown one is a usage error);
+# --dim bindings of symbolic dims (IR ?K and ONNX dim_param names), with errors; "not an ONNX
+# model" for files of another kind; no doubled error prefixes.
 # usage: test_run.sh PATH/TO/rlx SOURCE_DIR
 set -u
 RLX=${1:?usage: test_run.sh RLX SOURCE_DIR}
@@ -147,32 +149,111 @@ assert 0 < int(m.group(1)) <= int(m.group(2)), m.groups()
 "
 expect 2 "compile without file" -- "$RLX" compile
 expect 2 "compile unknown option" -- "$RLX" compile "$TMP/mlp.rlx" --frob
-expect 1 "compile for an unknown backend" -- "$RLX" compile "$TMP/mlp.rlx" --backend nosuch
-has "$TMP/err" "no backend named 'nosuch'" "unknown backend named"
+# an unknown backend is a usage error (exit 2) that lists the registered backends
+expect 2 "compile for an unknown backend" -- "$RLX" compile "$TMP/mlp.rlx" --backend nosuch
+has "$TMP/err" "unknown backend 'nosuch' (registered: cpu" "compile: unknown backend named, registered listed"
+expect 2 "run for an unknown backend" -- "$RLX" run "$TMP/mlp.rlx" --backend nosuch --output-dir "$TMP/o"
+has "$TMP/err" "unknown backend 'nosuch' (registered: cpu" "run: unknown backend named, registered listed"
+expect 0 "compile --backend cpu" -- "$RLX" compile "$TMP/mlp.rlx" --backend cpu
 
-# A graph whose splat renders have no CPU path: compile fails and names both nodes.
-cat >"$TMP/splat.rlx" <<'EOF'
-graph @splat {
-  %0 = Input {name = "pos"} : [3] f32 "pos"
-  %1 = Input {name = "scale"} : [3] f32 "scale"
-  %2 = Input {name = "rot"} : [4] f32 "rot"
-  %3 = Input {name = "opa"} : [1] f32 "opa"
-  %4 = Input {name = "col"} : [3] f32 "col"
-  %5 = Input {name = "sh"} : [3] f32 "sh"
-  %6 = Input {name = "meta"} : [23] f32 "meta"
-  %7 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 4, height = 4} : [64] f32 "render_a"
-  %8 = GaussianSplatRender(%0, %1, %2, %3, %4, %5, %6) {width = 2, height = 8} : [64] f32 "render_b"
-  %9 = Binary(%7, %8) : [64] f32
-  return %9
+# A graph whose two Custom nodes name an op no extension registered: the CPU claims the Custom
+# kind (the dispatch report lists it), but compiling fails and names both nodes and the op. (Every
+# op kind has a CPU path now; an unregistered extension is what stays unrunnable.)
+cat >"$TMP/ext.rlx" <<'EOF'
+graph @ext {
+  %0 = Input {name = "x"} : [3] f32 "x"
+  %1 = Custom(%0) {name = "ext.render", num_inputs = 1} : [64] f32 "render_a"
+  %2 = Custom(%0) {name = "ext.render", num_inputs = 1} : [64] f32 "render_b"
+  %3 = Binary(%1, %2) : [64] f32
+  return %3
 }
 EOF
-expect 1 "compile unsupported" -- "$RLX" compile "$TMP/splat.rlx" --report
-if grep -E -q '^GaussianSplatRender +2 +unsupported$' "$TMP/out"; then ok; else bad "report: GaussianSplatRender 2 unsupported"; cat "$TMP/out" >&2; fi
-has "$TMP/out" "compile-ready: no" "report says not compile-ready"
-has "$TMP/err" "render_a" "compile error names the first unsupported node"
-has "$TMP/err" "render_b" "compile error names the second unsupported node"
-expect 1 "run unsupported" -- "$RLX" run "$TMP/splat.rlx" --output-dir "$TMP/o"
-has "$TMP/err" "render_b" "run names the unsupported nodes"
+expect 0 "check a graph with an unregistered Custom op" -- "$RLX" check "$TMP/ext.rlx"
+expect 1 "compile unregistered Custom" -- "$RLX" compile "$TMP/ext.rlx" --report
+if grep -E -q '^Custom +2 +native$' "$TMP/out"; then ok; else bad "report: Custom 2 native"; cat "$TMP/out" >&2; fi
+has "$TMP/err" "render_a" "compile error names the first node"
+has "$TMP/err" "render_b" "compile error names the second node"
+has "$TMP/err" 'custom op "ext.render" is not registered' "compile error names the op"
+
+# ---- symbolic dims: --dim ?K=N binds the symbols of an IR graph ----
+cat >"$TMP/sym.rlx" <<'EOF'
+graph @sym {
+  %0 = Input {name = "x"} : [?0, 3] f32 "x"
+  %1 = Param {name = "w"} : [3, 2] f32 "w"
+  %2 = MatMul(%0, %1) : [?0, 2] f32 "y"
+  return %2
+}
+EOF
+"$PY" -c '
+import numpy as np, sys
+d = sys.argv[1]
+np.save(d + "/sx.npy", np.arange(15, dtype=np.float32).reshape(5, 3) / 7)
+np.save(d + "/sw.npy", np.array([[1, -2], [0.5, 3], [-1, 0.25]], dtype=np.float32))
+' "$TMP"
+expect 1 "unbound symbolic dim" -- "$RLX" run "$TMP/sym.rlx" --input x="$TMP/sx.npy" --param w="$TMP/sw.npy" --output-dir "$TMP/so"
+has "$TMP/err" "dynamic shape [?0, 3] f32" "an unbound dim is named"
+if grep -q "memory plan: memory plan" "$TMP/err"; then bad "doubled prefix: $(cat "$TMP/err")"; else ok; fi
+expect 0 "run --dim ?0=5" -- "$RLX" run "$TMP/sym.rlx" --dim '?0=5' --input x="$TMP/sx.npy" --param w="$TMP/sw.npy" --output-dir "$TMP/so"
+has "$TMP/out" "y: [5, 2] f32" "bound output shape"
+py "--dim run matches numpy" "
+import numpy as np
+x = np.arange(15, dtype=np.float64).reshape(5, 3) / 7
+w = np.array([[1, -2], [0.5, 3], [-1, 0.25]])
+got = np.load('$TMP/so/y.npy')
+assert got.shape == (5, 2) and got.dtype == np.float32, (got.shape, got.dtype)
+assert np.allclose(got, x @ w, rtol=1e-6, atol=1e-6), got
+"
+expect 0 "compile --dim 0=5 (the ? is optional)" -- "$RLX" compile "$TMP/sym.rlx" --dim 0=5
+expect 1 "--dim of the wrong size for the input" -- "$RLX" run "$TMP/sym.rlx" --dim '?0=4' --input x="$TMP/sx.npy" --param w="$TMP/sw.npy" --output-dir "$TMP/so2"
+has "$TMP/err" "[4, 3]" "the size mismatch names the bound shape"
+expect 1 "--dim of a symbol the graph lacks" -- "$RLX" compile "$TMP/sym.rlx" --dim '?0=5' --dim '?7=2'
+has "$TMP/err" "--dim ?7=2: the graph has no symbolic dim ?7" "an unused --dim is named"
+expect 2 "--dim without a size" -- "$RLX" run "$TMP/sym.rlx" --dim '?0=' --output-dir "$TMP/so"
+expect 2 "--dim with a negative size" -- "$RLX" compile "$TMP/sym.rlx" --dim '?0=-1'
+expect 2 "--dim with a name an IR graph cannot have" -- "$RLX" compile "$TMP/sym.rlx" --dim batch=2
+has "$TMP/err" "write --dim ?K=SIZE" "a bad IR dim name says how to write it"
+# the example graph of tests/graphs with a dynamic sequence length compiles once bound
+expect 1 "attention.rlx unbound" -- "$RLX" compile "$SRC/tests/graphs/attention.rlx"
+has "$TMP/err" "memory plan: node %0 (Input) has the dynamic shape" "the memory plan error names the node"
+if grep -q "memory plan: memory plan" "$TMP/err"; then bad "doubled prefix: $(cat "$TMP/err")"; else ok; fi
+expect 0 "attention.rlx --dim ?1=7" -- "$RLX" compile "$SRC/tests/graphs/attention.rlx" --dim '?1=7'
+
+# ---- an ONNX model with a symbolic dim: run --dim NAME=N binds its dim_param ----
+if ! "$PY" -c 'import onnx' 2>/dev/null; then
+  bad "$PY cannot import onnx (install python3-onnx; scripts/setup.sh does)"
+else
+  "$PY" -c '
+import numpy as np, onnx, sys
+from onnx import helper, TensorProto
+d = sys.argv[1]
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), d + "/dyn.onnx")
+np.save(d + "/dx.npy", np.array([[-1, 2, -3], [4, -5, 6]], dtype=np.float32))
+' "$TMP"
+  expect 1 "onnx with an unbound dim_param" -- "$RLX" compile "$TMP/dyn.onnx"
+  expect 0 "compile onnx --dim batch=2" -- "$RLX" compile "$TMP/dyn.onnx" --dim batch=2
+  expect 0 "run onnx --dim batch=2" -- "$RLX" run "$TMP/dyn.onnx" --dim batch=2 --input x="$TMP/dx.npy" --output-dir "$TMP/do"
+  py "onnx --dim run output" "
+import numpy as np
+got = np.load('$TMP/do/y.npy')
+assert got.shape == (2, 3) and (got == np.array([[0, 2, 0], [4, 0, 6]], np.float32)).all(), got
+"
+fi
+
+# ---- a file that is not an ONNX model says so ----
+cp "$SRC/README.md" "$TMP/readme.onnx"
+head -c 200 /dev/zero | tr '\0' '\377' >"$TMP/ff.onnx"
+printf 'hello world\n' >"$TMP/hello.onnx"
+for f in readme ff hello; do
+  for cmd in run compile import; do
+    args=()
+    [ "$cmd" = run ] && args=(--output-dir "$TMP/o")
+    expect 1 "$cmd $f.onnx" -- "$RLX" "$cmd" "$TMP/$f.onnx" "${args[@]}"
+    has "$TMP/err" "$TMP/$f.onnx: not an ONNX model: byte " "$cmd $f.onnx says it is not ONNX"
+  done
+done
 
 echo "run cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,9 +3,9 @@
 # Tests of `rlx train`: a short CNN run on the first 2,048 training / 1,000 test images of
 # Fashion-MNIST (a correctness smoke test, not a timing test): the JSON line parses, the accuracy
 # beats 0.5 (chance is 0.1), the loss curve is an SVG line chart and weights.safetensors holds the
-# eight tensors with PyTorch's names and shapes (checked by a Python parser of the format, and --
-# when the benchmark venv has torch -- by loading them into the same torch model and re-measuring
-# the accuracy). Then bad data: a missing folder, a truncated gzip file, a wrong magic, a truncated
+# eight tensors with PyTorch's names and shapes (checked by a Python parser of the format, and by
+# loading them into the same torch model and re-measuring the accuracy). A missing dataset or
+# torch is a failure, not a skip. Then bad data: a missing folder, a truncated gzip file, a wrong magic, a truncated
 # IDX body and an image/label count mismatch all exit 1 with a message naming the file; bad
 # options exit 2.
 # usage: test_train.sh PATH/TO/rlx SOURCE_DIR
@@ -32,7 +32,10 @@ expect 2 "batch 0" -- "$RLX" train --batch 0
 expect 2 "bad lr" -- "$RLX" train --lr -1
 expect 2 "missing value" -- "$RLX" train --epochs
 expect 2 "unknown option" -- "$RLX" train --frobnicate 3
+expect 2 "unknown backend" -- "$RLX" train --backend nosuch
+has "$TMP/err" "unknown backend 'nosuch' (registered: cpu" "unknown backend lists the registered ones"
 expect 0 "help" -- "$RLX" train --help
+has "$TMP/out" "--backend NAME" "help text names --backend"
 has "$TMP/out" "--limit-train" "help text"
 
 # ---- bad data (made in a temp folder; no real data needed) ----
@@ -76,8 +79,10 @@ has "$TMP/err" "100 training images are fewer than one batch of 128" "small set"
 [ ! -e "$TMP/o" ] && ok || bad "a failed run left an output folder behind"
 
 # ---- a short real run ----
-if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ]; then
-  echo "note: $DATA not installed (Debian package dataset-fashion-mnist): skipping the training run"
+# The data and torch are requirements, not options: scripts/setup.sh installs both, and their
+# absence fails the test instead of skipping what needs them.
+if [ ! -r "$DATA/train-images-idx3-ubyte.gz" ] || [ ! -r "$DATA/t10k-images-idx3-ubyte.gz" ]; then
+  bad "$DATA/{train,t10k}-images-idx3-ubyte.gz not found: install Debian's dataset-fashion-mnist (scripts/setup.sh does)"
 else
   expect 0 "smoke run" -- "$RLX" train --limit-train 2048 --limit-test 1000 --epochs 1 --json --out "$TMP/run"
   cp "$TMP/out" "$TMP/run.stdout"
@@ -90,7 +95,7 @@ assert len(lines) == 1, "stdout must be exactly the JSON line, got %r" % lines
 r = json.loads(lines[-1])
 for k in ("test_accuracy", "train_images_per_second", "epochs"):
     assert k in r, k
-assert r["epochs"] == 1 and r["test_images"] == 1000 and r["train_images"] == 2048, r
+assert r["epochs"] == 1 and r["test_images"] == 1000 and r["train_images"] == 2048 == r["train_set_images"], r
 assert r["test_accuracy"] > 0.5, "accuracy %s" % r["test_accuracy"]
 assert r["train_images_per_second"] > 0
 svg = ET.parse(d + "/run/loss_curve.svg").getroot()
@@ -114,7 +119,9 @@ assert all(v["dtype"] == "F32" for v in h.values())
 end = max(v["data_offsets"][1] for v in h.values())
 assert len(b) == 8 + n + end == 8 + n + 4 * 206922, (len(b), n, end)
 '
-  if [ -x "$TORCH_PY" ] && "$TORCH_PY" -c 'import torch' 2>/dev/null; then
+  if ! "$TORCH_PY" -c 'import torch, numpy' 2>/dev/null; then
+    bad "$TORCH_PY cannot import torch and numpy (needed to cross-check the weights): install Debian's python3-torch and python3-numpy (scripts/setup.sh does)"
+  else
     # The same weights in the same torch model must give the same accuracy on the same images.
     py "weights load into the torch model" "$TORCH_PY" '
 import json, struct, sys, gzip, numpy as np, torch, torch.nn as nn, torch.nn.functional as F
@@ -140,8 +147,32 @@ with torch.no_grad(): acc = (m(x).argmax(1) == y).float().mean().item()
 r = json.loads(open(d + "/run.stdout").read().splitlines()[-1])
 assert abs(acc - r["test_accuracy"]) <= 0.002, (acc, r["test_accuracy"])
 '
+  fi
+fi
+
+# ---- the images trained and the progress output ----
+# 1000 images in batches of 64: 15 steps (40 images dropped) per epoch, 2 epochs = 1920 images.
+if [ -r "$DATA/train-images-idx3-ubyte.gz" ]; then
+  expect 0 "mlp, 2 epochs" -- "$RLX" train --model mlp --epochs 2 --limit-train 1000 --limit-test 100 --json --out "$TMP/run2"
+  py "train_images counts the images trained" "$PY" '
+import json, sys
+r = json.loads(open(sys.argv[1] + "/out").read().splitlines()[-1])
+assert r["train_images"] == 2 * 15 * 64 and r["train_set_images"] == 1000 and r["backend"] == "cpu", r
+'
+  # stderr is a file here: plain lines, no carriage returns or escapes
+  has "$TMP/err" "epoch 2/2  step 30/30  loss " "plain progress line"
+  has "$TMP/err" " img/s  took " "plain progress line has the rate and the time"
+  if grep -q $'\r\|\x1b' "$TMP/err"; then bad "control characters in the progress written to a file"; else ok; fi
+  # on a terminal (a pty from script(1)): a bar redrawn in place, with the rate and the ETA
+  if ! command -v script >/dev/null 2>&1; then
+    bad "script(1) not found (util-linux's bsdutils): it gives the progress bar test a terminal"
   else
-    echo "note: no Python with torch found: skipping the torch cross-check of the weights"
+    script -qec "'$RLX' train --model mlp --epochs 2 --limit-train 1000 --limit-test 100 --out '$TMP/run3'" /dev/null \
+      </dev/null >"$TMP/tty.out" 2>&1
+    has "$TMP/tty.out" $'\repoch 1/2 [' "the bar is redrawn in place"
+    has "$TMP/tty.out" "] 100% 30/30  loss " "the bar ends full"
+    has "$TMP/tty.out" " img/s  ETA " "the bar shows the rate and the time left"
+    has "$TMP/tty.out" " img/s  took " "the last bar shows the time taken"
   fi
 fi
 

@@ -40,15 +40,18 @@ import ref_recurrent  # noqa: E402
 import ref_reduce  # noqa: E402
 import ref_shape  # noqa: E402
 import ref_signal  # noqa: E402
+import ref_custom  # noqa: E402  (issue 11: Custom registry)
+import ref_splat  # noqa: E402  (issue 11: Gaussian splatting)
+import ref_spd  # noqa: E402  (issue 11: SPD / eigen)
 import ref_quant  # noqa: E402  (quantization family)
 from ref_util import COMPLEX, EPS, FLOATS, as_compute, round_to  # noqa: E402
 
 np.seterr(all="ignore")  # NaN / Inf cases evaluate IEEE arithmetic on purpose
 REF = {}
-for mod in (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
-            ref_recurrent):
+FAMILY_MODULES = (ref_elementwise, ref_shape, ref_reduce, ref_linalg, ref_nn, ref_fused, ref_backward, ref_signal,
+                  ref_recurrent, ref_quant, ref_spd, ref_custom, ref_splat)
+for mod in FAMILY_MODULES:
     REF.update(mod.REF)
-REF.update(ref_quant.REF)  # quantization family (FakeQuantize: every scale mode)
 
 # Error budget of an op beyond one rounding, as a multiple of the default tolerance: kernels that
 # accumulate in the operand's precision (BLAS / LAPACK in f32), factorisations (error grows with
@@ -88,8 +91,10 @@ ACCUMULATING = {
     "Conv2dBackwardInput", "Conv2dBackwardWeight", "Conv3dBackwardInput", "Conv3dBackwardWeight",
     "MaxPool2dBackward", "MaxPool3dBackward", "ScanBackward", "ScanBackwardXs",
 }
-ACCUMULATING |= ref_quant.ACCUMULATING  # quantization family
-OP_TOL.update(ref_quant.OP_TOL)
+# A family module may carry its own tolerance entries (OP_TOL, ACCUMULATING) next to its REF.
+for mod in FAMILY_MODULES:
+    OP_TOL.update(getattr(mod, "OP_TOL", {}))
+    ACCUMULATING.update(getattr(mod, "ACCUMULATING", ()))
 TINY = {"f64": 2.2250738585072014e-308, "f32": 1.1754944e-38, "f16": 6.1035156e-05, "bf16": 1.1754944e-38,
         "c64": 1.1754944e-38, "c128": 2.2250738585072014e-308}
 

@@ -54,6 +54,9 @@
 #include "../cases/cases_signal.c"
 #include "../cases/cases_quant.c" /* quantization family */
 #include "../cases/cases_recurrent.c"
+#include "../cases/cases_spd.c" /* issue 11: SPD / eigen */
+#include "../cases/cases_custom.c" /* issue 11: Custom registry */
+#include "../cases/cases_splat.c" /* issue 11: Gaussian splatting */
 #include "../cases/conf_fill.c"
 
 #define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
@@ -62,6 +65,7 @@ static const conf_table conf_tables[] = {
     TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
     TABLE(signal), TABLE(recurrent),
     TABLE(quant), /* quantization family */
+    TABLE(spd), TABLE(custom), TABLE(splat), /* issue 11: SPD / eigen, Custom, splatting */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])
@@ -83,13 +87,13 @@ typedef rlx_status (*conf_builder)(rlx_graph *g, const rlx_id *in, uint32_t n, c
   static rlx_status cb_##N(rlx_graph *g, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out) { \
     return rlx_build_##N(g, in, n, (const rlx_attrs_##N *)attrs, NULL, out);                       \
   }
-#include "ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 #define RLX_OP(N, FAM, LO, HI, PROPS) [RLX_OP_##N] = cb_##N,
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) [RLX_OP_##N] = cb_##N,
 static const conf_builder conf_builders[RLX_OP_COUNT] = {
-#include "ops.def"
+#include "rlx/ops.def"
 };
 #undef RLX_OP
 #undef RLX_OPA

@@ -161,6 +161,21 @@ static void run_case(const char *what, tcase *c, double rtol, double atol) {
               count, first, fv, rv);
     free(out.data);
   }
+  /* deterministic mode: the same bits at every thread count */
+  void *det1 = malloc(bytes ? bytes : 1);
+  for (int t = 1; t <= 3 && st == RLX_OK && det1; t++) {
+    rlx_tensor out = {t == 1 ? det1 : malloc(bytes ? bytes : 1), n->shape};
+    memset(out.data, 0xA5, bytes ? bytes : 1);
+    rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = true};
+    rlx_status fs = fk->kernel(n, c->in, c->n_in, &out, &ctx);
+    CHECK_MSG(fs == RLX_OK, "%s (deterministic, threads %d): fast kernel failed: %s", what, t, rlx_last_error());
+    if (t > 1) {
+      CHECK_MSG(fs != RLX_OK || memcmp(out.data, det1, bytes) == 0,
+                "%s (deterministic): threads %d gives other bits than threads 1", what, t);
+      free(out.data);
+    }
+  }
+  free(det1);
   free(ref.data);
 }
 
@@ -194,16 +209,22 @@ static void test_matmul(void) {
   matmul_case(SHP(F32, 7, 5), SHP(F32, 5, 3));
   matmul_case(SHP(F32, 64, 1568), SHP(F32, 1568, 128));
   matmul_case(SHP(F32, 3, 33), SHP(F32, 33, 300));  /* one batch, columns split over threads */
+  matmul_case(SHP(F32, 1568, 64), SHP(F32, 64, 128)); /* one tall batch, rows split over threads */
   matmul_case(SHP(F32, 4, 5, 6), SHP(F32, 4, 6, 7)); /* batched */
   matmul_case(SHP(F32, 2, 1, 5, 6), SHP(F32, 3, 6, 2)); /* broadcast batches */
   matmul_case(SHP(F32, 5, 6), SHP(F32, 2, 6, 3));
   matmul_case(SHP(F32, 2, 3, 0), SHP(F32, 2, 0, 4)); /* K = 0: zeros */
   /* transposed operands through the executor's fused entry point */
+  /* [M, K] x [K, N]: 5x54 x 54x16 and 16x54 x 54x5 are where OpenBLAS's AVX-512 (SkylakeX)
+     small-matrix kernels of sgemm with a transpose flag round differently from the plain call */
+  static const int64_t mkn[3][3] = {{5, 9, 11}, {5, 54, 16}, {16, 54, 5}};
+  for (int sz = 0; sz < 3; sz++)
   for (int ta = 0; ta < 2; ta++)
     for (int tb = 0; tb < 2; tb++) {
       rlx_graph *g;
       CHECK_OK(rlx_graph_create(NULL, "mm_t", &g));
-      rlx_shape as = ta ? SHP(F32, 2, 9, 5) : SHP(F32, 2, 5, 9), bs = tb ? SHP(F32, 11, 9) : SHP(F32, 9, 11);
+      int64_t M = mkn[sz][0], K = mkn[sz][1], N = mkn[sz][2];
+      rlx_shape as = ta ? SHP(F32, 2, K, M) : SHP(F32, 2, M, K), bs = tb ? SHP(F32, N, K) : SHP(F32, K, N);
       rlx_id a, b, at, bt, m;
       CHECK_OK(rlx_input(g, "a", as, &a));
       CHECK_OK(rlx_input(g, "b", bs, &b));
@@ -232,14 +253,34 @@ static void test_matmul(void) {
       CHECK_OK(rlx_cpu_ref_table[RLX_OP_MatMul](mn, ops, 2, &r, &c1));
       CHECK(rlx_fast_matmul_ex_applies(mn, &as, ta, &bs, tb));
       CHECK(!rlx_fast_matmul_ex_applies(mn, &as, !ta, &bs, tb) || as.dims[1] == as.dims[2]);
+      rlx_tensor u = {malloc(cnt * 4), mn->shape};
       for (int t = 1; t <= 2; t++) {
         rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t]};
         CHECK_OK(rlx_fast_matmul_ex(mn, &A, ta, &B, tb, &f, &ctx));
+        /* Both are f32 sums of K products (the reference MatMul is sgemm too), each within
+           gamma_K * sum_k |a_ik||b_kj| of the exact value (gamma_K = K u / (1 - K u), u = 2^-24), so
+           they differ by at most twice that per element. */
+        double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+        const float *opa = ops[0].data, *opb = ops[1].data; /* [2][M][K], [K][N] */
         size_t bad = 0;
-        for (size_t i = 0; i < cnt; i++)
-          bad += !close_enough(((float *)f.data)[i], ((float *)r.data)[i], 1e-4, 1e-5);
-        CHECK_MSG(bad == 0, "MatMul with ta=%d tb=%d (threads %d): %zu elements differ", ta, tb, t, bad);
+        for (size_t i = 0; i < cnt; i++) {
+          size_t bi = i / (size_t)(M * N), row = i / (size_t)N % (size_t)M, col = i % (size_t)N;
+          double mag = 0;
+          for (int64_t k = 0; k < K; k++)
+            mag += fabs((double)opa[(bi * (size_t)M + row) * (size_t)K + (size_t)k]) *
+                   fabs((double)opb[(size_t)k * (size_t)N + col]);
+          bad += !(fabs((double)((float *)f.data)[i] - (double)((float *)r.data)[i]) <= 2 * gamma * mag);
+        }
+        CHECK_MSG(bad == 0, "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): %zu elements differ by more than "
+                  "2 gamma_K sum|a||b|", (long long)M, (long long)K, (long long)N, ta, tb, t, bad);
+        /* the fused entry point gives the bits of the unfused fast MatMul on the transposed copies */
+        CHECK_OK(rlx_fast_MatMul(mn, ops, 2, &u, &ctx));
+        CHECK_MSG(memcmp(u.data, f.data, cnt * 4) == 0,
+                  "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): the transposed read differs from the unfused "
+                  "MatMul",
+                  (long long)M, (long long)K, (long long)N, ta, tb, t);
       }
+      free(u.data);
       for (int k = 0; k < 2; k++)
         if (ops[k].data != (k ? B.data : A.data)) free(ops[k].data);
       free(A.data);
@@ -792,8 +833,10 @@ static void test_executor(bool torch_layout) {
   uint32_t n_ref = 0, n_fast = 0, n_plain = 0;
   float **ref = run_step(gr, 1, B, &n_ref);
   unsetenv("RLX_CPU_REF_ONLY");
-  /* fast kernels without fusion: the fused thunks must reproduce these (bit for bit for the conv
-     and pooling fusions; a product computed transposed may round differently inside sgemm) */
+  /* fast kernels without fusion: the fused thunks must reproduce these bit for bit (the conv and
+     pooling epilogues do the unfused arithmetic; a fused Transpose -> MatMul makes the unfused
+     sgemm call on a transposed copy), and in deterministic mode (the default) at every thread
+     count */
   setenv("RLX_CPU_NO_FUSION", "1", 1);
   uint64_t fusions0 = rlx_cpu_fusion_count();
   float **plain = run_step(gr, 2, B, &n_plain);
@@ -803,7 +846,7 @@ static void test_executor(bool torch_layout) {
   for (int t = 1; t <= 2 && ref && plain; t++) {
     uint64_t before = rlx_cpu_fusion_count();
     float **fast = run_step(gr, t, B, &n_fast);
-    /* conv + bias + relu (2), max-pool backward + relu backward (2), transpose -> matmul (4) */
+    /* conv + bias + relu (2), max-pool backward + relu backward (2), transpose -> matmul */
     CHECK_MSG(rlx_cpu_fusion_count() - before >= 6, "only %llu fusions", (unsigned long long)(rlx_cpu_fusion_count() - before));
     CHECK(fast && n_fast == n_ref);
     for (uint32_t i = 0; fast && i < n_ref; i++) {
@@ -811,12 +854,14 @@ static void test_executor(bool torch_layout) {
       size_t cnt = numel(&on->shape), bad = 0, differ = 0;
       for (size_t k = 0; k < cnt; k++) {
         bad += !close_enough(fast[i][k], ref[i][k], 1e-4, 1e-6);
-        if (t == 2) differ += !close_enough(fast[i][k], plain[i][k], 1e-6, 1e-9);
+        differ += memcmp(&fast[i][k], &plain[i][k], sizeof(float)) != 0;
       }
       CHECK_MSG(bad == 0, "executor (threads %d): output %u differs from the reference in %zu of %zu elements", t, i,
                 bad, cnt);
-      CHECK_MSG(differ == 0, "executor: output %u of the fused run differs from the unfused fast run in %zu elements",
-                i, differ);
+      CHECK_MSG(differ == 0,
+                "executor (threads %d): output %u of the fused run differs from the unfused fast run (2 threads) in "
+                "%zu elements",
+                t, i, differ);
       free(fast[i]);
     }
     free(fast);

@@ -8,6 +8,7 @@
  * compile it. A coverage check lists the differentiable kinds the CPU claims that have no case. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ad_check.h"
 #include "backends/cpu/cpu_backend.h"
@@ -785,6 +786,189 @@ static rlx_status b_scebw(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_SoftmaxCrossEntropyBackward(g, (rlx_id[]){p[0], lab, p[1]}, 3, NULL, y);
 }
 
+/* ---- SPD manifold and eigen (issue 11: SPD / eigen) ---- */
+
+/* 0.5 (x + x^T) of [.., n, n]. */
+static rlx_status spd_symm(rlx_graph *g, rlx_id x, rlx_id *out) {
+  rlx_shape s = rlx_graph_node(g, x)->shape;
+  int64_t perm[3] = {0, 1, 2};
+  perm[s.rank - 2] = s.rank - 1;
+  perm[s.rank - 1] = s.rank - 2;
+  rlx_id t, h;
+  TRY(rlx_transpose(g, x, s.rank, perm, &t));
+  TRY(bin(g, RLX_BINOP_ADD, x, t, &t));
+  TRY(cstv(g, RLX_F64, 0, NULL, (double[]){0.5}, &h));
+  return bin(g, RLX_BINOP_MUL, t, h, out);
+}
+
+/* x x^T + k I of [.., n, n]: symmetric positive definite, smooth in x. */
+static rlx_status spd_make(rlx_graph *g, rlx_id x, double k, rlx_id *out) {
+  rlx_shape s = rlx_graph_node(g, x)->shape;
+  int64_t perm[3] = {0, 1, 2};
+  perm[s.rank - 2] = s.rank - 1;
+  perm[s.rank - 1] = s.rank - 2;
+  rlx_id t, m;
+  TRY(rlx_transpose(g, x, s.rank, perm, &t));
+  TRY(rlx_matmul(g, x, t, &m));
+  return plus_diag(g, m, k, out);
+}
+
+/* A constant diag(d) of side n. */
+static rlx_status spd_diag(rlx_graph *g, rlx_dim n, const double *d, rlx_id *out) {
+  double v[64] = {0};
+  for (rlx_dim i = 0; i < n; i++) v[i * n + i] = d[i];
+  return cstv(g, RLX_F64, 2, (rlx_dim[]){n, n}, v, out);
+}
+
+static rlx_status b_eigh(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a;
+  TRY(spd_symm(g, p[0], &a));
+  return rlx_graph_node(g, a)->shape.rank == 3 ? rlx_build_EighBatch(g, &a, 1, NULL, y) : rlx_build_Eigh(g, &a, 1, NULL, y);
+}
+
+static rlx_status b_bimap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x;
+  TRY(spd_make(g, p[1], 0.5, &x));
+  return rlx_build_BiMap(g, (rlx_id[]){p[0], x}, 2, NULL, y);
+}
+
+/* g_spd_eig: 0 ReEig, 1 LogEig, 2 ReEig at a repeated spectrum, 3 LogEig at a near-repeated one. */
+static int g_spd_eig;
+static rlx_status b_reeig(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x, fwd;
+  rlx_dim nn = rlx_graph_node(g, p[0])->shape.dims[0];
+  if (g_spd_eig >= 2) { /* diag(1, 1, 2) (or 1 + 1e-10) plus a symmetric perturbation that is 0 at the base point */
+    rlx_id c, s;
+    TRY(spd_diag(g, nn, g_spd_eig == 2 ? (double[]){1, 1, 2} : (double[]){1, 1 + 1e-10, 2}, &c));
+    TRY(spd_symm(g, p[0], &s));
+    TRY(bin(g, RLX_BINOP_ADD, c, s, &x));
+  } else {
+    TRY(spd_make(g, p[0], 0.3, &x));
+  }
+  if (g_spd_eig & 1) {
+    rlx_attrs_LogEig a = {.eps = 1e-4f};
+    TRY(rlx_build_LogEig(g, &x, 1, &a, NULL, &fwd));
+  } else {
+    rlx_attrs_ReEig a = {.eps = g_spd_eig == 2 ? 0.5f : 0.6f};
+    TRY(rlx_build_ReEig(g, &x, 1, &a, NULL, &fwd));
+  }
+  rlx_attrs_Narrow na = {.axis = 0, .start = 0, .len = nn * nn};
+  return rlx_build_Narrow(g, &fwd, 1, &na, NULL, y);
+}
+
+static rlx_status b_spdbn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x, m, gg;
+  TRY(spd_make(g, p[0], 0.5, &x));
+  TRY(spd_diag(g, 3, (double[]){1.5, 0.8, 1.2}, &m));
+  TRY(spd_make(g, p[1], 0.5, &gg));
+  rlx_attrs_SpdBatchNorm a = {.eps = 1e-5f};
+  return rlx_build_SpdBatchNorm(g, (rlx_id[]){x, m, gg}, 3, &a, NULL, y);
+}
+
+static rlx_status b_spdlogmap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, b;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_make(g, p[1], 0.5, &b));
+  return rlx_build_SpdLogMap(g, (rlx_id[]){a, b}, 2, NULL, y);
+}
+
+static rlx_status b_spdexpmap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, v;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_symm(g, p[1], &v));
+  return rlx_build_SpdExpMap(g, (rlx_id[]){a, v}, 2, NULL, y);
+}
+
+static rlx_status b_spdtransport(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id a, b, v;
+  TRY(spd_make(g, p[0], 0.5, &a));
+  TRY(spd_make(g, p[1], 0.5, &b));
+  TRY(spd_symm(g, p[2], &v));
+  return rlx_build_SpdParallelTransport(g, (rlx_id[]){a, b, v}, 3, NULL, y);
+}
+
+/* g_spd_fn: the SpdMatFn kind; + 8: at the repeated spectrum diag(1, 1, 2) (batch of 1). */
+static int g_spd_fn;
+static rlx_status b_spdfn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_id x;
+  int kind = g_spd_fn & 7;
+  if (g_spd_fn & 8) {
+    rlx_id c, s;
+    TRY(spd_diag(g, 3, (double[]){1, 1, 2}, &c));
+    TRY(spd_symm(g, p[0], &s));
+    TRY(bin(g, RLX_BINOP_ADD, c, s, &x));
+  } else if (kind == RLX_SPD_FN_EXPM) {
+    TRY(spd_symm(g, p[0], &x));
+  } else {
+    TRY(spd_make(g, p[0], 0.5, &x));
+  }
+  rlx_attrs_SpdMatrixFnBatch a = {.kind = kind};
+  return rlx_build_SpdMatrixFnBatch(g, &x, 1, &a, NULL, y);
+}
+
+/* ---- Custom op through the registry (issue 11): y = a x^2, VJP builder 2 a x dy ---- */
+
+static rlx_status gc_sq_infer(const rlx_shape *const *in, uint32_t n_in, const uint8_t *attrs, size_t len, void *user,
+                              rlx_shape *out) {
+  (void)n_in, (void)attrs, (void)len, (void)user;
+  *out = *in[0];
+  return RLX_OK;
+}
+
+static rlx_status gc_sq_cpu(const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, const uint8_t *attrs, size_t len,
+                            void *user) {
+  (void)n_in, (void)user, (void)len;
+  double a;
+  memcpy(&a, attrs, sizeof a);
+  size_t n = adt_numel(&out->shape);
+  for (size_t i = 0; i < n; i++) {
+    double v = rlx_elem_get(in[0].data, (rlx_dtype)in[0].shape.dtype, i);
+    rlx_elem_set(out->data, (rlx_dtype)out->shape.dtype, i, a * v * v);
+  }
+  return RLX_OK;
+}
+
+static rlx_status gc_sq_vjp(rlx_graph *g, const rlx_id *x, uint32_t n_in, rlx_id y, rlx_id dy, const bool *want,
+                            const uint8_t *attrs, size_t len, void *user, rlx_id *dx) {
+  (void)n_in, (void)y, (void)user, (void)len;
+  if (!want[0]) return RLX_OK;
+  double a;
+  memcpy(&a, attrs, sizeof a);
+  rlx_id k, t;
+  TRY(cstv(g, (rlx_dtype)rlx_graph_node(g, x[0])->shape.dtype, 0, NULL, (double[]){2 * a}, &k));
+  TRY(bin(g, RLX_BINOP_MUL, x[0], dy, &t));
+  return bin(g, RLX_BINOP_MUL, t, k, &dx[0]);
+}
+
+static rlx_status b_custom(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  if (!rlx_custom_lookup("gc.scaled_square", NULL)) {
+    rlx_custom_op_desc d = {.name = "gc.scaled_square", .num_inputs = 1, .infer = gc_sq_infer, .vjp = gc_sq_vjp};
+    TRY(rlx_custom_register(&d));
+    TRY(rlx_custom_register_cpu_kernel("gc.scaled_square", gc_sq_cpu, NULL));
+  }
+  double a = -0.75;
+  return rlx_custom(g, "gc.scaled_square", p, 1, &a, sizeof a, NULL, y);
+}
+
+/* ---- Gaussian splatting (issue 11): one tile, no alpha cutoff, no early stop, so the image is
+ * smooth in every scene parameter (binning and skips are the renderer's only discontinuities) ---- */
+static int g_splat_sh; /* SH coefficients per channel */
+static rlx_status b_splat(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  static const float meta[23] = {0.3f, 0.2f, -4.0f, 0, 0, 0, 0, 1, 0, 50.0f, 0.1f, 100.0f, 0.1f, 0.15f, 0.2f};
+  rlx_id ops[7], m, off;
+  for (int i = 0; i < 6; i++) ops[i] = p[i];
+  /* depths spread by 1.5 so a step never swaps the depth order (a true discontinuity) */
+  TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){9}, (double[]){0, 0, -1.5, 0, 0, 0, 0, 0, 1.5}, &off));
+  TRY(bin(g, RLX_BINOP_ADD, p[0], off, &ops[0]));
+  TRY(rlx_constant(g, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){23}), meta, sizeof meta, &m));
+  ops[6] = m;
+  rlx_attrs_GaussianSplatRender a = {.width = 12, .height = 10, .tile_size = 16, .radius_scale = 1.6f,
+                                     .alpha_cutoff = 0.0f, .max_splat_steps = 64, .transmittance_threshold = 0.0f,
+                                     .max_list_entries = 64};
+  (void)g_splat_sh;
+  return rlx_build_GaussianSplatRender(g, ops, 7, &a, NULL, y);
+}
+
 /* ---- the case table ---- */
 
 /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
@@ -1113,6 +1297,30 @@ static const gc_entry cases[] = {
     CASEK("Fft inverse N=8 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 2, 2, 16)),
     CASEK("Fft inverse N=5 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 3, 2, 1, 10)),
     CASEK("Fft inverse N=1 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 3, 2)),
+    /* ---- SPD manifold and eigen (issue 11: SPD / eigen); repeated / near-repeated spectra use the
+     * derivative branch of the Daleckii-Krein quotient (a zero-width param range = the base point) ---- */
+    CASE("Eigh", Eigh, b_eigh, P1("a", -1, 1, 2, 3, 3)),
+    CASE("EighBatch", EighBatch, b_eigh, P1("a", -1, 1, 3, 2, 3, 3)),
+    CASE("BiMap", BiMap, b_bimap, P1("w", -1, 1, 2, 2, 3), P1("x", -1, 1, 2, 3, 3)),
+    CASEK("ReEig", ReEig, b_reeig, g_spd_eig, 0, P1("x", -1, 1, 2, 3, 3)),
+    CASEK("LogEig", LogEig, b_reeig, g_spd_eig, 1, P1("x", -1, 1, 2, 3, 3)),
+    CASEK("ReEig repeated eigenvalue", ReEig, b_reeig, g_spd_eig, 2, P1("x", 0, 0, 2, 3, 3)),
+    CASEK("LogEig near-repeated eigenvalue", LogEig, b_reeig, g_spd_eig, 3, P1("x", 0, 0, 2, 3, 3)),
+    CASE("SpdBatchNorm", SpdBatchNorm, b_spdbn, P1("x", -1, 1, 3, 2, 3, 3), P1("g", -1, 1, 2, 3, 3)),
+    CASE("SpdLogMap", SpdLogMap, b_spdlogmap, P1("p", -1, 1, 2, 3, 3), P1("x", -1, 1, 2, 3, 3)),
+    CASE("SpdExpMap", SpdExpMap, b_spdexpmap, P1("p", -1, 1, 2, 3, 3), P1("v", -1, 1, 2, 3, 3)),
+    CASE("SpdParallelTransport", SpdParallelTransport, b_spdtransport, P1("p", -1, 1, 2, 3, 3), P1("q", -1, 1, 2, 3, 3),
+         P1("v", -1, 1, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Logm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_LOGM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Expm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_EXPM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Sqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_SQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Invsqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_INVSQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Logm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_LOGM,
+          P1("x", 0, 0, 3, 1, 3, 3)),
+    CASEK("SpdMatrixFnBatch Sqrtm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_SQRTM,
+          P1("x", 0, 0, 3, 1, 3, 3)),
+    /* ---- end SPD ---- */
+    CASE("Custom (registered VJP builder)", Custom, b_custom, P1("x", -1, 1, 2, 2, 3)), /* issue 11 */
     /* ---- sequence models and signal ops (issue 11 items 2-3) ---- */
     /* Lstm/Gru/Rnn/SelectiveScan/Mamba2/PartitionedConv: through their decompositions (no rule) */
     CASEK("Lstm", Lstm, b_lstm, g_rnn, 0, P1("x", -1, 1, 3, 2, 4, 3), P1("w_ih", -0.5, 0.5, 1, 36),
@@ -1201,6 +1409,12 @@ static const gc_entry cases[] = {
     {{"Pool max (f32)", RLX_OP_Pool, b_pool, {P1("x", -1, 1, 4, 1, 2, 4, 4)}, 1e-3, 5e-3, 0, true}, &g_pool, 0},
     F32CASE("Attention causal", Attention, b_attention, &g_attn, 1, P1("q", -1, 1, 4, 1, 2, 3, 3),
             P1("k", -1, 1, 4, 1, 2, 3, 3), P1("v", -1, 1, 4, 1, 2, 3, 3)),
+    /* issue 11: splatting, FD on means, log-scales, quaternions, opacity logits, colours, SH (f32) */
+    {{"GaussianSplatRender (f32)", RLX_OP_GaussianSplatRender, b_splat,
+      {P1("pos", -0.6, 0.6, 1, 9), P1("scale", -0.7, -0.3, 1, 9), P1("rot", -1, 1, 1, 12), P1("opac", -1, 1.5, 1, 3),
+       P1("col", 0, 1, 1, 9), P1("sh", -0.3, 0.3, 1, 36)},
+      1e-2, 1e-2, 0, true},
+     &g_splat_sh, 4},
     /* quantization family: real derivatives (the STE rules are listed in no_case) */
     CASE("SplineActivation per channel", SplineActivation, b_spline, P1("x", -1.4, 1.4, 2, 3, 4), P1("coeffs", -1, 1, 2, 4, 6)),
     CASE("SplineActivation shared", SplineActivation, b_spline5, P1("x", -0.8, 1.8, 2, 2, 3), P1("coeffs", -1, 1, 1, 5)),
@@ -1237,6 +1451,11 @@ static void gc_note(const char *fmt, ...) {
 /* Builds f for case e; values for its params go to vals (malloc'ed). */
 static rlx_status build_case(const gc_entry *e, rlx_graph **out, adt_value *vals, uint32_t *np) {
   const gc_case *c = &e->c;
+  /* Each case draws its values from a stream seeded by its name, so a case sees the same values
+   * whatever cases come before it (in the table or on an earlier backend). */
+  uint64_t h = 1469598103934665603ull;
+  for (const char *q = c->name; *q; q++) h = (h ^ (uint8_t)*q) * 1099511628211ull;
+  adt_rng_state = h;
   if (e->knob) *e->knob = e->knob_value;
   /* each case draws from its own stream (seeded from its name), so its values do not depend on
    * which cases or backends ran before it */
@@ -1366,8 +1585,6 @@ static const struct {
     {RLX_OP_StopGradient, "its gradient is zero by definition (test_autodiff checks it)"},
     {RLX_OP_FakeQuantize, "straight-through estimators are not derivatives (test_autodiff checks the formulas)"},
     {RLX_OP_Qr, "no VJP rule"},
-    {RLX_OP_Eigh, "no VJP rule (packed eigen-decomposition)"},
-    {RLX_OP_EighBatch, "no VJP rule (packed eigen-decomposition)"},
     /* quantization family */
     {RLX_OP_Quantize, "straight-through estimator (dx = dy), not a derivative; i8 output"},
     {RLX_OP_ScaledQuantize, "straight-through estimator (dx = dy), not a derivative; u8 codes"},

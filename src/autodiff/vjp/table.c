@@ -87,6 +87,20 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_CustomFn] = rlx_vjp_CustomFn,
     /* vjp/signal.c */
     [RLX_OP_Fft] = rlx_vjp_Fft,
+    /* ---- vjp/custom.c (issue 11: the Custom op registry) ---- */
+    [RLX_OP_Custom] = rlx_vjp_Custom,
+    /* ---- vjp/splat.c (issue 11: Gaussian splatting) ---- */
+    [RLX_OP_GaussianSplatRender] = rlx_vjp_GaussianSplatRender,
+    /* ---- vjp/spd.c (issue 11: SPD / eigen) ---- */
+    [RLX_OP_Eigh] = rlx_vjp_Eigh,
+    [RLX_OP_EighBatch] = rlx_vjp_EighBatch,
+    [RLX_OP_ReEig] = rlx_vjp_ReEig,
+    [RLX_OP_LogEig] = rlx_vjp_LogEig,
+    [RLX_OP_SpdBatchNorm] = rlx_vjp_SpdBatchNorm,
+    [RLX_OP_SpdLogMap] = rlx_vjp_SpdLogMap,
+    [RLX_OP_SpdExpMap] = rlx_vjp_SpdExpMap,
+    [RLX_OP_SpdParallelTransport] = rlx_vjp_SpdParallelTransport,
+    [RLX_OP_SpdMatrixFnBatch] = rlx_vjp_SpdMatrixFnBatch,
     /* vjp/quant.c (quantization family) */
     [RLX_OP_Quantize] = rlx_vjp_Quantize,
     [RLX_OP_Dequantize] = rlx_vjp_Dequantize,

@@ -222,6 +222,7 @@ void rlx_cpu_options_init(rlx_cpu_options *o) {
   if (!o) return;
   memset(o, 0, sizeof *o);
   o->header.backend = "cpu";
+  o->deterministic = true; /* costs about 1.7% at 1 thread (docs/cpu-backend.md) */
 }
 
 static int cpu_threads(int want) {
@@ -242,11 +243,10 @@ static bool env_flag(const char *name) {
  *                                                 Relu's) tensor; the Conv's tensor is never written
  *   MaxPool2dBackward -> ReluBackward(dy) [-> Reduce sum over N, H, W (the conv bias gradient)]
  *                                                 at the MaxPool2dBackward's step
- *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input with a
- *                                                 transposed GEMM (chains of such Transposes too);
- *                                                 the Transpose runs only if something else reads it
- *   MatMul -> Transpose(swap of the last two axes)  the MatMul writes B^T A^T into the Transpose's
- *                                                 tensor
+ *   Transpose(swap of the last two axes) -> MatMul  the MatMul reads the Transpose's input and
+ *                                                 transposes it into scratch (chains of such
+ *                                                 Transposes too); the Transpose runs only if
+ *                                                 something else reads it
  * A fused thunk writes a tensor before its planned step or reads one after its planned last use.
  * The memory plan only promised those bytes for the planned interval, so every fusion is checked
  * against the effective live intervals of all other slots that share bytes (and then extends
@@ -416,7 +416,8 @@ static bool is_last_swap(const rlx_node *n) {
 }
 
 /* Transpose -> MatMul: the MatMul reads the input of a chain of last-axes Transposes (an odd
- * chain as a transposed operand, an even one as a plain one). */
+ * chain as a transposed operand, an even one as a plain one; rlx_fast_matmul_ex transposes it
+ * into scratch, so the sgemm call is the unfused one). */
 static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused_uses) {
   const rlx_plan *p = f->p;
   rlx_id src[2];
@@ -440,29 +441,10 @@ static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused
     tr[k] = odd;
     sh[k] = rlx_graph_node(f->g, cur)->shape;
   }
-  /* A MatMul whose only reader transposes its last two axes computes the transposed product
-     B^T A^T straight into that Transpose's tensor. */
-  rlx_id after = sole_user(f, t->id);
-  const rlx_node *an = after != RLX_NO_ID ? rlx_graph_node(f->g, after) : NULL;
-  bool out_t = an && is_last_swap(an) && f->thunk[after] >= 0 && x->thunks[f->thunk[after]].kind == TK_KERNEL &&
-               p->root[after] == after && rlx_fast_matmul_ex_applies(an, &sh[1], !tr[1], &sh[0], !tr[0]) &&
-               interval_free(f, after, s, f->last[after], t->id, RLX_NO_ID);
-  if (out_t) {
-    rlx_id ts = src[0];
-    bool tt = tr[0], tc = chained[0];
-    src[0] = src[1], tr[0] = !tr[1], chained[0] = chained[1], sh[0] = rlx_graph_node(f->g, src[0])->shape;
-    src[1] = ts, tr[1] = !tt, chained[1] = tc, sh[1] = rlx_graph_node(f->g, ts)->shape;
-  }
-  if (!chained[0] && !chained[1] && !out_t) return;
-  if (!out_t && !rlx_fast_matmul_ex_applies(t->node, &sh[0], tr[0], &sh[1], tr[1])) return;
-  if (out_t) {
-    f->first[after] = s;
-    f->dead[t->id] = true;
-    t->out.data = x->arena + p->offset[after];
-    t->out.shape = an->shape;
-    t->last = after;
-    x->thunks[f->thunk[after]].kind = TK_SKIP;
-  }
+  /* (No MatMul -> Transpose fusion: computing B^T A^T instead of A B sums in a different order
+     inside sgemm on every CPU, so it cannot give the unfused run's bits; docs/cpu-backend.md.) */
+  if (!chained[0] && !chained[1]) return;
+  if (!rlx_fast_matmul_ex_applies(t->node, &sh[0], tr[0], &sh[1], tr[1])) return;
   for (uint32_t k = 0; k < 2; k++) {
     t->fin[k].data = x->arena + p->offset[src[k]];
     t->fin[k].shape = sh[k];
@@ -619,6 +601,11 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_backend_compile_ar
       n_missing++;
       continue;
     }
+    if (nd->op == RLX_OP_Custom && rlx_cpu_check_custom(nd) != RLX_OK) { /* not registered / no cpu kernel */
+      rlx_sb_printf(&missing, "%s%s: %s", n_missing ? ", " : "", label(g, id, lb, sizeof lb), rlx_last_error());
+      n_missing++;
+      continue;
+    }
     n_thunks++;
     n_in_total += nd->n_inputs;
   }
@@ -640,12 +627,15 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_backend_compile_ar
   x->g = g;
   x->plan = plan;
   x->ctx.threads = cpu_threads(co.threads);
+  x->ctx.deterministic = co.deterministic;
+  if (x->ctx.deterministic) fk_blas_serial(); /* the reference kernels' GEMMs too, pool or not */
   x->ctx.rng_seed = opt->rng_seed;
   x->profile = env_flag("RLX_CPU_PROFILE");
   const char *prof = getenv("RLX_CPU_PROFILE");
   x->profile_clock = prof && strcmp(prof, "cpu") == 0 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
   bool ref_only = env_flag("RLX_CPU_REF_ONLY");
-  rlx_status st = RLX_OK;
+  rlx_status st = fk_isa_configure(); /* RLX_CPU_ISA */
+  if (st != RLX_OK) goto fail;
 
   size_t block;
   if (!rlx_add_size(plan->arena_size, ARENA_ALIGN, &block)) {

@@ -16,6 +16,8 @@ struct rlx_cpu_ctx {
   int threads;              /* worker threads the kernel may use (>= 1) */
   uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
   rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
+  bool deterministic;       /* results independent of `threads`: every reduction split across
+                               threads uses a split that depends on the shape only (fast.h) */
 };
 
 /* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the
@@ -32,7 +34,7 @@ typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, ui
  * that exist and rlx_cpu_ref_table lists them. */
 #define RLX_OP(N, ...) RLX_CPU_KERNEL(N);
 #define RLX_OPA(N, ...) RLX_CPU_KERNEL(N);
-#include "ir/ops.def"
+#include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
 
@@ -58,6 +60,9 @@ void rlx_strides(const rlx_shape *s, int64_t strides[RLX_MAX_RANK]);
 /* Offset (in elements) of the element of operand shape `in` that broadcasts to output index
  * `out_index` (flat) of output shape `out` (NumPy right alignment). */
 size_t rlx_broadcast_offset(const rlx_shape *in, const rlx_shape *out, size_t out_index);
+/* RLX_OK when the Custom node n has a kernel registered for "cpu", else an error naming the op
+ * (ref/custom.c; the backend asks at compile time). */
+rlx_status rlx_cpu_check_custom(const rlx_node *n);
 rlx_status rlx_kernel_error(const rlx_node *n, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

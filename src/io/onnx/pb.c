@@ -235,6 +235,21 @@ static rlx_status scan_message(scan *s, const ProtobufCMessageDescriptor *d, con
   return RLX_OK;
 }
 
+/* Whether the first field tag of `data` could start a message of type d: a valid varint, a field
+ * number of d and the wire type that field uses. A file of another kind (text, another binary
+ * format) fails this on its first byte or two; every exporter writes a known field first. */
+static bool first_field_fits(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len) {
+  const uint8_t *p = data;
+  uint64_t tag;
+  if (!read_varint(&p, data + len, &tag)) return false;
+  uint64_t num = tag >> 3;
+  if (num == 0 || num > 536870911u) return false;
+  const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)num);
+  if (!f) return false;
+  int wire = (int)(tag & 7), want = wire_of(f->type);
+  return wire == want || (f->label == PROTOBUF_C_LABEL_REPEATED && want != 2 && wire == 2);
+}
+
 rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
                         const rlx_allocator *al, const char *what) {
   memset(pb, 0, sizeof *pb);
@@ -243,7 +258,17 @@ rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const ui
     return rlx_errorf(RLX_ERR_FORMAT, "%s: %zu bytes exceed the protobuf limit of 2 GiB", what, len);
   if (len == 0) return rlx_errorf(RLX_ERR_FORMAT, "%s: empty input (0 bytes)", what);
   scan s = {data, what, {0}};
-  RLX_TRY(scan_message(&s, d, data, data + len, 0));
+  rlx_status st = scan_message(&s, d, data, data + len, 0);
+  if (st != RLX_OK && d == &onnx__model_proto__descriptor && !first_field_fits(d, data, len)) {
+    /* "WHAT: byte 0, ...: detail" -> "WHAT: not an ONNX model: byte 0, ...: detail" */
+    const char *msg = rlx_last_error();
+    size_t n = strlen(what);
+    if (strncmp(msg, what, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+    char detail[1024];
+    snprintf(detail, sizeof detail, "%s", msg);
+    return rlx_errorf(st, "%s: not an ONNX model: %s", what, detail);
+  }
+  if (st != RLX_OK) return st;
   /* Unpacking can expand small wire records into larger C structs (an empty node is 2 bytes on
    * the wire and ~100 in memory); real models stay near 1x. */
   size_t budget;

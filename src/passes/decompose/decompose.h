@@ -96,6 +96,8 @@ RLX_DECOMPOSE_DECL(CumsumBackward);
 RLX_DECOMPOSE_DECL(GatherBackward);
 RLX_DECOMPOSE_DECL(ScanBackward);
 RLX_DECOMPOSE_DECL(ScanBackwardXs);
+/* spd.c (issue 11: SPD / eigen) */
+RLX_DECOMPOSE_DECL(BiMap);
 /* quant.c (quantization family) */
 RLX_DECOMPOSE_DECL(FakeQuantizeBackward);
 RLX_DECOMPOSE_DECL(DequantMatMul);

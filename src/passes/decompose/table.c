@@ -82,6 +82,8 @@ const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherBackward] = rlx_decompose_GatherBackward,
     [RLX_OP_ScanBackward] = rlx_decompose_ScanBackward,
     [RLX_OP_ScanBackwardXs] = rlx_decompose_ScanBackwardXs,
+    /* ---- spd.c (issue 11: SPD / eigen) ---- */
+    [RLX_OP_BiMap] = rlx_decompose_BiMap,
     /* quant.c (quantization family) */
     [RLX_OP_FakeQuantizeBackward] = rlx_decompose_FakeQuantizeBackward,
     [RLX_OP_DequantMatMul] = rlx_decompose_DequantMatMul,

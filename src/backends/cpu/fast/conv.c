@@ -214,6 +214,11 @@ typedef struct conv_job {
   float *y;        /* forward output, or dx / dw */
   float *scratch;  /* per chunk: col (+ dw partial), or the direct kernels' buffers */
   size_t per_chunk; /* floats of scratch per chunk */
+  /* weight gradient: the batch is cut into n_parts parts (fk_parts), each summed into its own
+     partial buffer of part_floats at `parts` (part 0 of the im2col path: the output itself) */
+  float *parts;
+  size_t part_floats;
+  int n_parts;
   /* direct kernels */
   bool direct;
   fk_dconv d;
@@ -469,60 +474,80 @@ FK_APPLIES(Conv2dBackwardWeight) {
   return bwd_weight_geo(n, in, n_in, &g);
 }
 
-/* Chunk 0 accumulates into the output, chunk c > 0 into its partial buffer after its columns. */
+/* Images of part p of the batch. */
+static void part_images(const conv_job *j, size_t p, size_t *b0, size_t *b1) {
+  *b0 = p * j->g.N / (size_t)j->n_parts;
+  *b1 = (p + 1) * j->g.N / (size_t)j->n_parts;
+}
+
+/* Parts lo..hi: part 0 accumulates into the output, part p > 0 into its partial buffer; the
+ * column buffer belongs to the chunk. */
 static void bwd_weight_task(void *arg, size_t lo, size_t hi, int chunk) {
   const conv_job *j = arg;
   const fgeo *g = &j->g;
   size_t cg = g->Cin / g->G, og = g->Cout / g->G, rows = cg_rows(g), P = g->Ho * g->Wo, Pin = g->H * g->W;
   float *col = j->scratch + (size_t)chunk * j->per_chunk;
-  size_t col_floats = direct_cols(g) ? 0 : fk_align64(rows * P * sizeof(float)) / sizeof(float);
-  float *dw = chunk == 0 ? j->y : col + col_floats;
-  memset(dw, 0, g->Cout * rows * sizeof *dw);
-  for (size_t b = lo; b < hi; b++)
-    for (size_t gr = 0; gr < g->G; gr++) {
-      const float *xg = j->x + (b * g->Cin + gr * cg) * Pin, *cm = xg;
-      if (!direct_cols(g)) {
-        im2col(g, xg, cg, col);
-        cm = col;
+  for (size_t part = lo; part < hi; part++) {
+    float *dw = part == 0 ? j->y : j->parts + (part - 1) * j->part_floats;
+    memset(dw, 0, g->Cout * rows * sizeof *dw);
+    size_t b0, b1;
+    part_images(j, part, &b0, &b1);
+    for (size_t b = b0; b < b1; b++)
+      for (size_t gr = 0; gr < g->G; gr++) {
+        const float *xg = j->x + (b * g->Cin + gr * cg) * Pin, *cm = xg;
+        if (!direct_cols(g)) {
+          im2col(g, xg, cg, col);
+          cm = col;
+        }
+        fk_sgemm(false, true, og, rows, P, j->dy + (b * g->Cout + gr * og) * P, P, cm, P, true, dw + gr * og * rows,
+                 rows);
       }
-      fk_sgemm(false, true, og, rows, P, j->dy + (b * g->Cout + gr * og) * P, P, cm, P, true, dw + gr * og * rows, rows);
-    }
+  }
 }
 
-/* Direct backward-weight: chunk c accumulates lane sums for every group into its own buffer. */
+/* Direct backward-weight: part p accumulates lane sums for every group into its own buffer; the
+ * padded input and wide dy buffers belong to the chunk. */
 static void direct_dw_task(void *arg, size_t lo, size_t hi, int chunk) {
   const conv_job *j = arg;
   const fgeo *g = &j->g;
   const fk_dconv *d = &j->d;
   size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G;
-  float *base = j->scratch + fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float) + (size_t)chunk * j->per_chunk;
-  float *acc = base, *xp = acc + g->G * accf;
+  float *xp = j->scratch + fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float) + (size_t)chunk * j->per_chunk;
   float *dyw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
-  memset(acc, 0, g->G * accf * sizeof *acc);
-  for (size_t b = lo; b < hi; b++)
-    for (size_t gr = 0; gr < g->G; gr++) {
-      fk_dconv_pad(d, j->x + (b * g->G + gr) * d->C * d->H * d->W, xp);
-      fk_dconv_wide_dy(d, j->dy + (b * g->Cout + gr * og) * d->Ho * d->Wo, dyw);
-      fk_dconv_dw(d, xp, dyw, j->off, acc + gr * accf);
-    }
+  for (size_t part = lo; part < hi; part++) {
+    float *acc = j->parts + part * j->part_floats;
+    memset(acc, 0, g->G * accf * sizeof *acc);
+    size_t b0, b1;
+    part_images(j, part, &b0, &b1);
+    for (size_t b = b0; b < b1; b++)
+      for (size_t gr = 0; gr < g->G; gr++) {
+        fk_dconv_pad(d, j->x + (b * g->G + gr) * d->C * d->H * d->W, xp);
+        fk_dconv_wide_dy(d, j->dy + (b * g->Cout + gr * og) * d->Ho * d->Wo, dyw);
+        fk_dconv_dw(d, xp, dyw, j->off, acc + gr * accf);
+      }
+  }
 }
 
 static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
   const fgeo *g = &j->g;
   const fk_dconv *d = &j->d;
-  int chunks = fk_chunks(ctx, g->N, 1);
+  j->n_parts = fk_parts(ctx, g->N);
+  int chunks = fk_chunks(ctx, (size_t)j->n_parts, 1);
   size_t accf = fk_dconv_acc_floats(d), shared = fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float);
-  j->per_chunk = g->G * accf + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Q8;
-  j->scratch = fk_scratch(ctx, (shared + j->per_chunk * (size_t)chunks) * sizeof(float));
+  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + fk_align64(d->Op * d->Q8 * sizeof(float)) / sizeof(float);
+  j->part_floats = fk_align64(g->G * accf * sizeof(float)) / sizeof(float);
+  size_t total = shared + j->per_chunk * (size_t)chunks + j->part_floats * (size_t)j->n_parts;
+  j->scratch = fk_scratch(ctx, total * sizeof(float));
   if (!j->scratch) return rlx_errorf(RLX_ERR_OOM, "Conv2dBackwardWeight: out of memory for the convolution buffers");
   int32_t *off = (int32_t *)j->scratch;
   fk_dconv_offsets(d, off);
   j->off = off;
-  fk_parallel_for(ctx, g->N, 1, direct_dw_task, j);
-  /* chunk partial sums in chunk order, then across lanes */
-  float *acc0 = j->scratch + shared;
-  for (int c = 1; c < chunks; c++) {
-    const float *restrict part = acc0 + (size_t)c * j->per_chunk;
+  j->parts = j->scratch + shared + j->per_chunk * (size_t)chunks;
+  fk_parallel_for(ctx, (size_t)j->n_parts, 1, direct_dw_task, j);
+  /* partial sums in part order, then across lanes */
+  float *acc0 = j->parts;
+  for (int c = 1; c < j->n_parts; c++) {
+    const float *restrict part = acc0 + (size_t)c * j->part_floats;
     for (size_t i = 0; i < g->G * accf; i++) acc0[i] += part[i];
   }
   size_t wg = d->O * d->R;
@@ -550,16 +575,18 @@ FK_KERNEL(Conv2dBackwardWeight) {
     dconv_forward_geo(g, &j.d);
     return direct_dw(&j, out, ctx);
   }
-  int chunks = fk_chunks(ctx, g->N, 1);
-  size_t col_floats = direct_cols(g) ? 0 : fk_align64(rows * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
-  j.per_chunk = col_floats + fk_align64(g->Cout * rows * sizeof(float)) / sizeof(float);
-  j.scratch = fk_scratch(ctx, j.per_chunk * (size_t)chunks * sizeof(float));
+  j.n_parts = fk_parts(ctx, g->N);
+  int chunks = fk_chunks(ctx, (size_t)j.n_parts, 1);
+  j.per_chunk = direct_cols(g) ? 0 : fk_align64(rows * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
+  j.part_floats = fk_align64(g->Cout * rows * sizeof(float)) / sizeof(float);
+  j.scratch = fk_scratch(ctx, (j.per_chunk * (size_t)chunks + j.part_floats * (size_t)(j.n_parts - 1)) * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv2dBackwardWeight: out of memory for the column buffers");
-  fk_parallel_for(ctx, g->N, 1, bwd_weight_task, &j);
-  /* Partial sums of chunks 1.. in order. */
+  j.parts = j.scratch + j.per_chunk * (size_t)chunks;
+  fk_parallel_for(ctx, (size_t)j.n_parts, 1, bwd_weight_task, &j);
+  /* Partial sums of parts 1.. in order. */
   float *restrict dw = out->data;
-  for (int c = 1; c < chunks; c++) {
-    const float *restrict part = j.scratch + (size_t)c * j.per_chunk + col_floats;
+  for (int c = 1; c < j.n_parts; c++) {
+    const float *restrict part = j.parts + (size_t)(c - 1) * j.part_floats;
     for (size_t i = 0; i < total; i++) dw[i] += part[i];
   }
   fk_scratch_release(ctx, j.scratch);

@@ -100,15 +100,56 @@ void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw) {
 static bool forced_off;
 void fk_dconv_disable(bool off) { forced_off = off; }
 
+/* ---- instruction-set path ---- */
+
+static const char *const isa_names[] = {[FK_ISA_SCALAR] = "scalar", [FK_ISA_AVX2] = "avx2", [FK_ISA_AVX512] = "avx512"};
+
+fk_isa fk_isa_cpu(void) {
+#if HAVE_X86
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return avx2 && avx512 ? FK_ISA_AVX512 : avx2 ? FK_ISA_AVX2 : FK_ISA_SCALAR;
+#else
+  return FK_ISA_SCALAR;
+#endif
+}
+
+const char *fk_isa_name(fk_isa isa) { return isa_names[isa]; }
+
+static _Atomic int isa_forced = -1; /* -1: the CPU's own level */
+
+rlx_status fk_isa_configure(void) {
+  const char *v = getenv("RLX_CPU_ISA");
+  fk_isa cpu = fk_isa_cpu();
+  if (!v || !v[0] || strcmp(v, "auto") == 0) {
+    isa_forced = -1;
+    return RLX_OK;
+  }
+  for (int i = 0; i <= FK_ISA_AVX512; i++) {
+    if (strcmp(v, isa_names[i]) != 0) continue;
+    if ((fk_isa)i > cpu)
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "cpu: RLX_CPU_ISA=%s: this CPU cannot run the %s path (it runs up to %s); "
+                        "unset RLX_CPU_ISA or pick a lower path", v, v, isa_names[cpu]);
+    isa_forced = i;
+    return RLX_OK;
+  }
+  return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: RLX_CPU_ISA='%s' is not a path: expected scalar, avx2, avx512 or auto", v);
+}
+
+fk_isa fk_isa_active(void) {
+  int f = isa_forced;
+  return f >= 0 ? (fk_isa)f : fk_isa_cpu();
+}
+
 bool fk_dconv_available(void) {
 #if HAVE_X86
   static int cached = -1;
   if (forced_off) return false;
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }
-  return cached == 1;
+  if (cached < 0) cached = fk_isa_cpu() >= FK_ISA_AVX2;
+  int f = isa_forced;
+  return cached == 1 && (f < 0 || f >= FK_ISA_AVX2);
 #else
   return false;
 #endif

@@ -22,6 +22,9 @@
 /* A pool of threads - 1 persistent workers (the caller is the remaining one) plus a scratch
  * buffer reused across kernel calls. threads >= 1 (1: no workers, scratch only). */
 rlx_status rlx_cpu_pool_create(int threads, rlx_cpu_pool **out);
+/* Switches OpenBLAS to one thread per call for the process (once; the first pool does it too).
+ * OpenBLAS's own threading changes its results with its thread count (docs/cpu-backend.md). */
+void fk_blas_serial(void);
 void rlx_cpu_pool_free(rlx_cpu_pool *p);
 
 /* fn(arg, lo, hi, chunk) over [0, n) split into k = fk_chunks(ctx, n, grain) contiguous chunks:
@@ -31,6 +34,20 @@ void rlx_cpu_pool_free(rlx_cpu_pool *p);
  * reproducible for a thread count. Runs serially (in chunk order) without a pool or when called
  * from inside a task. */
 typedef void (*fk_task)(void *arg, size_t lo, size_t hi, int chunk);
+/* Deterministic mode (ctx->deterministic): a reduction over n items that is split across threads
+ * is cut into P = fk_parts(ctx, n) parts instead of one per thread; part p covers
+ * [p*n/P, (p+1)*n/P), its partial result starts from zero, and the parts are combined in part
+ * order. P depends on n only: one part per FK_DET_PART_ITEMS items, at least FK_DET_MIN_PARTS
+ * (or n when smaller), at most FK_DET_MAX_PARTS. Without deterministic mode P is the thread split
+ * (fk_chunks), so results depend on the thread count. */
+#define FK_DET_PART_ITEMS 16
+#define FK_DET_MIN_PARTS 4
+#define FK_DET_MAX_PARTS 64
+int fk_parts(const rlx_cpu_ctx *ctx, size_t n);
+/* MatMul column blocks in deterministic mode: as if for FK_DET_GEMM_WAYS threads, at least
+ * FK_DET_GEMM_MIN_COLS columns each. */
+#define FK_DET_GEMM_WAYS 4
+#define FK_DET_GEMM_MIN_COLS 64
 int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain);
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg);
 
@@ -82,7 +99,18 @@ typedef struct fk_dconv {
 } fk_dconv;
 void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t kh, size_t kw, size_t dh, size_t dw,
                    size_t pt, size_t pl, size_t pb, size_t pr);
-bool fk_dconv_available(void); /* the CPU runs AVX2 and FMA (and the kernels are not disabled) */
+/* The instruction-set path of the fast kernels: the best the CPU runs, or the one the environment
+ * variable RLX_CPU_ISA (scalar | avx2 | avx512 | auto) forces. scalar = baseline x86-64 (SSE2
+ * only, no AVX2/FMA kernels); avx2 = the AVX2 + FMA kernels; avx512 = the same kernels (none of
+ * ours uses AVX-512 yet; OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
+typedef enum fk_isa { FK_ISA_SCALAR, FK_ISA_AVX2, FK_ISA_AVX512 } fk_isa;
+fk_isa fk_isa_cpu(void);    /* what this CPU runs */
+fk_isa fk_isa_active(void); /* what the kernels use now */
+const char *fk_isa_name(fk_isa isa);
+/* Reads RLX_CPU_ISA (at every CPU compile): an unknown name or a path this CPU cannot run is an
+ * error naming the variable; otherwise the path is used process-wide from now on. */
+rlx_status fk_isa_configure(void);
+bool fk_dconv_available(void); /* AVX2 + FMA kernels: the CPU runs them, the path allows them, not disabled */
 void fk_dconv_disable(bool off); /* tests: force the im2col + sgemm path */
 size_t fk_dconv_wpk_floats(const fk_dconv *d);
 size_t fk_dconv_acc_floats(const fk_dconv *d);

@@ -91,28 +91,40 @@ bool rlx_fast_matmul_ex_applies(const rlx_node *n, const rlx_shape *a, bool ta, 
 typedef struct mm_job {
   const float *a, *b;
   float *c;
-  bool ta, tb;
   size_t M, N, K;
   rlx_shape ba, bb, bo;
-  size_t col_chunks; /* column blocks per batch (work item = (batch, column block)) */
+  size_t col_chunks; /* blocks per batch (work item = (batch, block)) */
+  bool rows;         /* blocks of rows of A and C (tall products), else of columns of B and C */
 } mm_job;
 
 static void mm_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const mm_job *j = arg;
-  size_t lda = j->ta ? j->M : j->K, ldb = j->tb ? j->K : j->N;
+  size_t lda = j->K, ldb = j->N;
   for (size_t w = lo; w < hi; w++) {
-    size_t i = w / j->col_chunks, cb = w % j->col_chunks;
-    size_t c0 = cb * j->N / j->col_chunks, c1 = (cb + 1) * j->N / j->col_chunks;
+    size_t i = w / j->col_chunks, cb = w % j->col_chunks, ext = j->rows ? j->M : j->N;
+    size_t c0 = cb * ext / j->col_chunks, c1 = (cb + 1) * ext / j->col_chunks;
     if (c1 == c0) continue;
     const float *A = j->a + batch_offset(&j->ba, &j->bo, i) * j->M * j->K;
     const float *B = j->b + batch_offset(&j->bb, &j->bo, i) * j->K * j->N;
-    /* columns c0..c1 of op(B): B + c0 (row-major [K, N]) or B + c0 * K (stored [N, K]) */
-    const float *Bc = j->tb ? B + c0 * j->K : B + c0;
-    fk_sgemm(j->ta, j->tb, j->M, c1 - c0, j->K, A, lda, Bc, ldb, false, j->c + i * j->M * j->N + c0, j->N);
+    float *C = j->c + i * j->M * j->N;
+    if (j->rows) /* rows c0..c1 of A and C */
+      fk_sgemm(false, false, c1 - c0, j->N, j->K, A + c0 * j->K, lda, B, ldb, false, C + c0 * j->N, j->N);
+    else /* columns c0..c1 of B (row-major [K, N]) and C */
+      fk_sgemm(false, false, j->M, c1 - c0, j->K, A, lda, B + c0, ldb, false, C + c0, j->N);
   }
 }
 
+static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows,
+                              size_t cols);
+
+/* The product is always computed as the non-transposed sgemm an unfused MatMul of the same
+ * logical operands makes: an operand read transposed is first transposed into scratch (the bytes
+ * the Transpose kernel would have written). cblas_sgemm with a transpose flag is not the same
+ * arithmetic as the plain call on the transposed copy: OpenBLAS picks its kernel per CPU and per
+ * (transA, transB, M, N, K) - e.g. the SkylakeX/Cooperlake small-matrix kernels, used on every
+ * AVX-512 CPU, reduce along K in vector lanes for some flag combinations - so the fused thunk
+ * rounded differently from the unfused run on AVX-512 machines only (docs/cpu-backend.md). */
 rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, const rlx_tensor *b, bool tb,
                               rlx_tensor *out, rlx_cpu_ctx *ctx) {
   (void)n;
@@ -121,8 +133,6 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
   j.a = a->data;
   j.b = b->data;
   j.c = out->data;
-  j.ta = ta;
-  j.tb = tb;
   mat_dims(&a->shape, ta, &j.M, &j.K);
   mat_dims(&b->shape, tb, &j.K, &j.N);
   j.ba = batch_of(&a->shape);
@@ -130,19 +140,32 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
   j.bo = batch_of(&out->shape);
   size_t batches = fk_numel(&j.bo);
   if (batches == 0 || j.M == 0 || j.N == 0) return RLX_OK;
-  /* Enough work items for every thread: split the columns when there are fewer batches than
-   * threads and the product is big enough to be worth it. */
-  int threads = fk_chunks(ctx, (size_t)1 << 30, 1);
+  size_t na = ta ? fk_numel(&j.ba) * j.M * j.K : 0, nb = tb ? fk_numel(&j.bb) * j.K * j.N : 0;
+  float *scratch = NULL;
+  if (na + nb) {
+    scratch = fk_scratch(ctx, fk_align64(na * sizeof(float)) + nb * sizeof(float));
+    if (!scratch) return rlx_errorf(RLX_ERR_OOM, "MatMul: out of memory for a transposed operand (%zu floats)", na + nb);
+    float *tb_buf = scratch + fk_align64(na * sizeof(float)) / sizeof(float);
+    if (ta) transpose_batches(ctx, a->data, scratch, fk_numel(&j.ba), j.K, j.M), j.a = scratch;
+    if (tb) transpose_batches(ctx, b->data, tb_buf, fk_numel(&j.bb), j.N, j.K), j.b = tb_buf;
+  }
+  /* Enough work items for every thread: split the rows (M > N) or the columns when there are fewer
+   * batches than threads and the product is big enough to be worth it. In deterministic mode the split (which
+   * changes the sgemm calls, hence possibly OpenBLAS's kernel) depends on the shape only. */
+  int ways = ctx && ctx->deterministic ? FK_DET_GEMM_WAYS : fk_chunks(ctx, (size_t)1 << 30, 1);
+  size_t min_cols = ctx && ctx->deterministic ? FK_DET_GEMM_MIN_COLS : 16;
   double flops = 2.0 * (double)batches * (double)j.M * (double)j.N * (double)j.K;
   j.col_chunks = 1;
-  if (flops > 2e5 && batches < (size_t)threads) {
-    size_t want = ((size_t)threads + batches - 1) / batches;
-    size_t max_cols = j.N / 16 ? j.N / 16 : 1; /* at least 16 columns per block */
+  j.rows = j.M > j.N;
+  if (flops > 2e5 && batches < (size_t)ways) {
+    size_t want = ((size_t)ways + batches - 1) / batches, ext = j.rows ? j.M : j.N;
+    size_t max_cols = ext / min_cols ? ext / min_cols : 1; /* at least min_cols rows / columns per block */
     j.col_chunks = want < max_cols ? want : max_cols;
   }
   size_t items = batches * j.col_chunks;
   size_t grain = flops / (double)items > 2e5 ? 1 : (size_t)(2e5 / (flops / (double)items)) + 1;
   fk_parallel_for(ctx, items, grain, mm_task, &j);
+  if (scratch) fk_scratch_release(ctx, scratch);
   return RLX_OK;
 }
 
@@ -360,4 +383,19 @@ FK_KERNEL(Transpose) {
   size_t inner = m->dims[m->perm[m->rank - 1]];
   fk_parallel_for(ctx, total / inner, 16384 / inner + 1, tr_generic_task, &j);
   return RLX_OK;
+}
+
+/* dst[b] = src[b]^T for `batch` row-major [rows, cols] matrices (the Transpose kernel's swap). */
+static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows,
+                              size_t cols) {
+  tr_job j;
+  memset(&j, 0, sizeof j);
+  j.src = (const uint8_t *)src;
+  j.dst = (uint8_t *)dst;
+  j.esz = sizeof(float);
+  j.batch = batch;
+  j.rows = rows;
+  j.cols = cols;
+  size_t items = batch * ((rows + TILE - 1) / TILE);
+  fk_parallel_for(ctx, items, (16384 / (TILE * cols + 1)) + 1, tr_swap_task, &j);
 }

@@ -24,6 +24,7 @@ void openblas_set_num_threads(int num_threads);
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
+void fk_blas_serial(void) { pthread_once(&blas_once, blas_single_thread); }
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -192,6 +193,16 @@ int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain) {
   size_t by_grain = n / grain;
   if (by_grain < 1) by_grain = 1;
   return by_grain < (size_t)t ? (int)by_grain : t;
+}
+
+int fk_parts(const rlx_cpu_ctx *ctx, size_t n) {
+  if (ctx && ctx->deterministic) {
+    size_t p = (n + FK_DET_PART_ITEMS - 1) / FK_DET_PART_ITEMS;
+    if (p < FK_DET_MIN_PARTS) p = n < FK_DET_MIN_PARTS ? n : FK_DET_MIN_PARTS;
+    if (p > FK_DET_MAX_PARTS) p = FK_DET_MAX_PARTS;
+    return p ? (int)p : 1;
+  }
+  return fk_chunks(ctx, n, 1);
 }
 
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg) {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# The MLX-backend benchmark: in one run on one machine, bench_mlx (our MLX backend in lazy and
+# compiled mode, and our CPU backend) and bench/bench_mlx_peer.py (the same computations against
+# MLX's Python API, mlx + mlx-cpu 0.32.4 in a venv; once with the wheel's own BLAS, once with
+# Debian's OpenBLAS preloaded, which is what our build links) on GEMM sizes and a transformer
+# block, plus `rlx train` images/s on the CPU and MLX backends. Writes the table into
+# docs/benchmarks.md between the mlx-bench markers and prints it.
+#   bench/run_mlx_bench.sh [BUILD_DIR]     (from the source root; needs network once for the venv)
+set -euo pipefail
+BUILD=${1:-build}
+VENV=${RLX_MLX_PEER_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rlx/mlx-peer}
+if ! "$VENV/bin/python" -c 'import mlx.core' 2>/dev/null; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet mlx==0.32.4 mlx-cpu==0.32.4 numpy
+fi
+OPENBLAS=$(ls /usr/lib/x86_64-linux-gnu/libopenblas.so.0 2>/dev/null || true)
+REPS=${REPS:-20}
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cases=("gemm 64" "gemm 256" "gemm 1024" "block 1 16 64 2" "block 1 128 256 4" "block 4 256 512 8")
+for c in "${cases[@]}"; do
+  r=$REPS
+  [[ $c == "gemm 1024" || $c == "block 4 256 512 8" ]] && r=5
+  echo "$c|cpu|$("$BUILD/bench_mlx" cpu $c $r)" >>"$OUT"
+  echo "$c|mlx lazy|$(RLX_MLX_MODE=lazy "$BUILD/bench_mlx" mlx $c $r)" >>"$OUT"
+  echo "$c|mlx compiled|$(RLX_MLX_MODE=compiled "$BUILD/bench_mlx" mlx $c $r)" >>"$OUT"
+  echo "$c|peer (wheel BLAS)|$("$VENV/bin/python" bench/bench_mlx_peer.py $c $r)" >>"$OUT"
+  if [ -n "$OPENBLAS" ]; then
+    echo "$c|peer (OpenBLAS)|$(LD_PRELOAD=$OPENBLAS "$VENV/bin/python" bench/bench_mlx_peer.py $c $r)" >>"$OUT"
+  fi
+done
+train() { "$BUILD/rlx" train --backend "$1" --epochs 1 --limit-train 6400 --limit-test 2000 --json --out "$(mktemp -d)" 2>/dev/null | tail -1; }
+tcpu=$(train cpu)
+tmlx=$(train mlx)
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$OUT" "$load_before" "$load_after" "$tcpu" "$tmlx" "$(git rev-parse --short HEAD)" <<'PY' >"$OUT.md"
+import collections, json, sys, datetime
+rows = collections.OrderedDict()
+for line in open(sys.argv[1]):
+    case, who, res = line.rstrip("\n").split("|")
+    f = res.split()
+    rows.setdefault(case, {})[who] = float(f[3])
+who = ["cpu", "mlx lazy", "mlx compiled", "peer (wheel BLAS)", "peer (OpenBLAS)"]
+print(f"Latest run: **{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC**, commit `{sys.argv[6]}`, load average {sys.argv[2]} before and {sys.argv[3]} after.")
+print("Median milliseconds per run (inputs in, one evaluation, result out); the ratio is our MLX backend (lazy) over")
+print("MLX's Python API with the same BLAS (OpenBLAS): the goal is <= 1.2.\n")
+print("| case | " + " | ".join(who) + " | mlx lazy / peer (OpenBLAS) |")
+print("|" + "---|" * (len(who) + 2))
+for case, r in rows.items():
+    cells = [f"{r[w]:.3f}" if w in r else "—" for w in who]
+    ratio = f"{r['mlx lazy'] / r['peer (OpenBLAS)']:.2f}" if "peer (OpenBLAS)" in r else "—"
+    print(f"| {case} | " + " | ".join(cells) + f" | {ratio} |")
+c, m = json.loads(sys.argv[4]), json.loads(sys.argv[5])
+print(f"\n`rlx train` (CNN, batch 64, 6400 images, 1 epoch): cpu {c['train_images_per_second']:.0f} images/s, test accuracy "
+      f"{c['test_accuracy']:.4f}; mlx {m['train_images_per_second']:.0f} images/s, test accuracy {m['test_accuracy']:.4f} "
+      f"(2000 test images).")
+PY
+cat "$OUT.md"
+python3 - "$OUT.md" docs/benchmarks.md <<'PY'
+import sys
+table = open(sys.argv[1]).read().rstrip("\n")
+doc = open(sys.argv[2]).read()
+b, e = "<!-- mlx-bench:begin (written by bench/run_mlx_bench.sh; edits inside are lost) -->", "<!-- mlx-bench:end -->"
+if b in doc:
+    doc = doc[:doc.index(b)] + b + "\n" + table + "\n" + doc[doc.index(e):]
+else:
+    doc = doc.rstrip("\n") + "\n\n## MLX backend vs MLX's Python API\n\n" + \
+        "`bench/run_mlx_bench.sh` (see its header for what runs). On a busy machine every figure moves; the load\n" + \
+        "average is recorded with the run.\n\n" + b + "\n" + table + "\n" + e + "\n"
+open(sys.argv[2], "w").write(doc)
+PY
+rm -f "$OUT.md"

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# Runs the CUDA backend's checks on a machine with an NVIDIA GPU (docs/cuda.md):
+#   test_cuda_backend        larger graphs vs the CPU (cuBLAS paths, block reductions)
+#   test_conformance -v      every conformance case on every registered, available backend vs
+#                            the CPU (the cuda backend included), one line per case and backend
+#   test_gradcheck           finite-difference gradient checks on every registered backend
+# and writes the logs plus a per-kind summary (cuda-summary.md) into OUTDIR.
+#
+# usage: scripts/gpu-test.sh [OUTDIR]            (default: $OUT, else ./gpu-out)
+#   RLX_GPU_PREBUILT=FILE.tar.xz  use binaries built elsewhere (bin/ + lib/ inside the archive:
+#                                 the machine then needs no compiler, OpenBLAS or protobuf-c)
+#   otherwise it builds here with cmake (-DRLX_CUDA=ON, sm_90) into build-gpu/ with all cores.
+set -u
+OUTDIR=${1:-${OUT:-$PWD/gpu-out}}
+mkdir -p "$OUTDIR"
+log() { echo "== $*" | tee -a "$OUTDIR/gpu-test.log"; }
+log "$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$OUTDIR/gpu-test.log"
+
+# cuBLAS: the toolkit's, else the one a Python wheel ships
+CUBLAS_DIR=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -e "$d/libcublas.so.13" ] && CUBLAS_DIR=$d && break
+done
+if [ -z "$CUBLAS_DIR" ]; then
+  f=$(find / -name 'libcublas.so.13' -not -path '/proc/*' 2>/dev/null | head -1)
+  [ -n "$f" ] && CUBLAS_DIR=$(dirname "$f")
+fi
+log "cuBLAS from: ${CUBLAS_DIR:-not found}"
+
+if [ -n "${RLX_GPU_PREBUILT:-}" ]; then
+  PRE=$(mktemp -d)
+  tar -xJf "$RLX_GPU_PREBUILT" -C "$PRE" || { log "cannot unpack $RLX_GPU_PREBUILT"; exit 1; }
+  BIN=$PRE/bin
+  export LD_LIBRARY_PATH=$PRE/lib${CUBLAS_DIR:+:$CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRLX_TESTS=ON -DRLX_CUDA=ON > "$OUTDIR/build.log" 2>&1 &&
+    cmake --build build-gpu -j"$(nproc)" --target test_conformance test_cuda_backend test_gradcheck rlx \
+      >> "$OUTDIR/build.log" 2>&1 || { log "build failed (see build.log)"; tail -30 "$OUTDIR/build.log"; exit 1; }
+  BIN=build-gpu/tests
+  export LD_LIBRARY_PATH=${CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
+rc=0
+log "test_cuda_backend"
+"$BIN/test_cuda_backend" > "$OUTDIR/cuda_backend.log" 2>&1 || rc=1
+tail -5 "$OUTDIR/cuda_backend.log"
+"$BIN/test_conformance" --list > "$OUTDIR/cases.txt" 2>&1
+log "test_conformance -v"
+"$BIN/test_conformance" -v > "$OUTDIR/conformance.log" 2>&1 || rc=1
+tail -3 "$OUTDIR/conformance.log"
+log "test_gradcheck"
+timeout 300 "$BIN/test_gradcheck" > "$OUTDIR/gradcheck.log" 2>&1 || rc=1
+tail -3 "$OUTDIR/gradcheck.log"
+
+# Per op kind: the cuda verdicts of its conformance cases (the -v lines are "case backend verdict
+# (path)"; cases.txt maps case -> op), as a markdown table for docs/cuda.md.
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "Conformance cases on the cuda backend, $(date -u +%Y-%m-%d), ${GPU:-unknown GPU}:"
+  echo
+  echo "| op kind | cases | passed native | passed decomposed | failed | unsupported |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  awk 'NR == FNR { op[$2] = $3; next }
+       $2 == "cuda" { k = op[$1]; n[k]++; v = $3 " " $4
+         if (v == "ok (native)") a[k]++; else if ($3 == "ok") b[k]++; else if ($3 == "FAIL") f[k]++; else u[k]++ }
+       END { for (k in n) printf "| %s | %d | %d | %d | %d | %d |\n", k, n[k], a[k], b[k], f[k], u[k] }' \
+    "$OUTDIR/cases.txt" "$OUTDIR/conformance.log" | sort
+} > "$OUTDIR/cuda-summary.md"
+awk -F'|' 'NR > 4 { c += $3; p += $4 + $5; f += $6; u += $7 } END { printf "cuda: %d cases, %d passed, %d failed, %d unsupported\n", c, p, f, u }' \
+  "$OUTDIR/cuda-summary.md" | tee -a "$OUTDIR/gpu-test.log"
+# RLX_GPU_TRAIN=DATA_DIR: one epoch of the Fashion-MNIST CNN on the cpu and on the cuda backend
+# (same seed), JSON summaries in train-cpu.json / train-cuda.json.
+if [ -n "${RLX_GPU_TRAIN:-}" ]; then
+  RLX=$BIN/rlx
+  [ -x "$RLX" ] || RLX=build-gpu/rlx
+  for be in cpu cuda; do
+    log "rlx train --backend $be"
+    timeout "${RLX_GPU_TRAIN_TIMEOUT:-240}" "$RLX" train --backend $be --data "$RLX_GPU_TRAIN" --out "$OUTDIR/train-$be" \
+      --json > "$OUTDIR/train-$be.json" 2> "$OUTDIR/train-$be.err" || { rc=1; tail -5 "$OUTDIR/train-$be.err"; }
+    tail -1 "$OUTDIR/train-$be.json"
+    rm -rf "$OUTDIR/train-$be" "$OUTDIR/train-$be.err"
+  done
+fi
+log "exit $rc"
+exit $rc

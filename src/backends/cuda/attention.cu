@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Scaled dot-product attention, forward: one block per (b, h, qi). Threads own output lanes;
+ * for each visible key the block forms the score by a block-wide dot product, then updates an
+ * online softmax (running max m, running sum l, accumulator per lane) in double, so no score
+ * matrix is stored. Semantics follow the CPU reference (src/backends/cpu/ref/attention.c):
+ * causal / sliding-window / keep-mask / bias masks, soft-capping, grouped-query heads; a row
+ * with no visible finite score gives zeros, a NaN score gives NaN. This is the correct baseline,
+ * not yet a tiled tensor-core kernel. */
+#include "backends/cuda/dev.cuh"
+#include "rlx/ops.h"
+
+__device__ inline int64_t at(const rlx_cu_attn_view &v, int64_t b, int64_t h, int64_t s, int64_t d) {
+  switch (v.kind) {
+  case 0: return ((b * v.H + h) * v.S + s) * v.D + d;
+  case 1: return ((b * v.S + s) * v.H + h) * v.D + d;
+  default: return (b * v.S + s) * (v.H * v.D) + h * v.D + d;
+  }
+}
+
+__device__ double blk_sum(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = 0;
+  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
+  return r;
+}
+
+#define ATTN_MAX_LANES 4 /* output lanes per thread: Dv <= 4 * blockDim */
+
+__global__ void attention_kernel(rlx_cu_attn p) {
+  __shared__ double sh[32];
+  const int t = p.dtype;
+  int64_t rows = p.B * p.H * p.Sq;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t qi = row % p.Sq, h = (row / p.Sq) % p.H, b = row / (p.Sq * p.H), kh = h / p.group;
+    double acc[ATTN_MAX_LANES] = {0, 0, 0, 0};
+    double m = -INFINITY, l = 0;
+    bool nan_seen = false;
+    int64_t pos = p.Sk - p.Sq + qi;
+    for (int64_t ki = 0; ki < p.Sk; ki++) {
+      bool keep = true;
+      if (p.mask == RLX_MASK_CAUSAL) keep = ki <= pos;
+      else if (p.mask == RLX_MASK_SLIDING_WINDOW) keep = ki <= pos && ki >= pos - p.window;
+      if (p.mask == RLX_MASK_CUSTOM) {
+        int64_t mi = p.per_query ? (b * p.Sq + qi) * p.Sk + ki : b * p.Sk + ki;
+        if (ld_f(p.M, p.mask_dtype, mi) < 0.5) keep = false;
+      }
+      if (!keep) continue; /* uniform across the block */
+      double part = 0;
+      for (int64_t d = threadIdx.x; d < p.q.D; d += blockDim.x)
+        part += ld_f(p.Q, t, at(p.q, b, h, qi, d)) * ld_f(p.K, t, at(p.k, b, kh, ki, d));
+      double sc = blk_sum(part, sh) * p.scale;
+      if (p.capped) sc = p.cap * tanh(sc / p.cap);
+      if (p.mask == RLX_MASK_BIAS)
+        sc += ld_f(p.M, p.mask_dtype,
+                   b * p.bias_stride[0] + h * p.bias_stride[1] + qi * p.bias_stride[2] + ki * p.bias_stride[3]);
+      if (sc != sc) {
+        nan_seen = true;
+        continue;
+      }
+      if (sc == -INFINITY) continue; /* weight exp(-inf) = 0 */
+      double mn = sc > m ? sc : m, corr = exp(m - mn), e = exp(sc - mn);
+      l = l * corr + e;
+      int lane = 0;
+      for (int64_t d = threadIdx.x; d < p.v.D && lane < ATTN_MAX_LANES; d += blockDim.x, lane++)
+        acc[lane] = acc[lane] * corr + e * ld_f(p.V, t, at(p.v, b, kh, ki, d));
+      m = mn;
+    }
+    int lane = 0;
+    for (int64_t d = threadIdx.x; d < p.o.D && lane < ATTN_MAX_LANES; d += blockDim.x, lane++) {
+      double r = nan_seen ? nan("") : l > 0 ? acc[lane] / l : 0.0;
+      st_f(p.out, t, at(p.o, b, h, qi, d), r);
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p) {
+  int64_t rows = p->B * p->H * p->Sq;
+  if (rows == 0 || p->o.D == 0) return RLX_OK;
+  int64_t lanes = p->v.D > p->q.D ? p->v.D : p->q.D;
+  int threads = 32;
+  while (threads < 256 && threads < lanes) threads *= 2;
+  if (p->v.D > (int64_t)threads * ATTN_MAX_LANES)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: attention value head_dim %lld is over %d", (long long)p->v.D,
+                      threads * ATTN_MAX_LANES);
+  unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
+  attention_kernel<<<blocks, threads, 0, c->stream>>>(*p);
+  return cu_launch_status("attention kernel");
+}
+
+/* one thread per (token, head, lane slot): slots [0, nr/2) rotate a pair, [nr/2, nr/2 + hd - nr)
+ * copy a tail lane */
+__global__ void rope_kernel(rlx_cu_rope p) {
+  int64_t half = p.nr / 2, slots = half + (p.hd - p.nr), total = p.batch * p.S * p.heads * slots;
+  const int t = p.dtype;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t sl = e % slots, h = (e / slots) % p.heads, tok = e / (slots * p.heads), s = tok % p.S;
+    int64_t base = tok * p.heads * p.hd + h * p.hd;
+    if (sl >= half) {
+      int64_t l = p.nr + (sl - half);
+      st_f(p.out, t, base + l, ld_f(p.x, t, base + l));
+      continue;
+    }
+    int64_t row = (p.per_token ? tok : s) * p.width;
+    int64_t i0 = p.neox ? sl : 2 * sl, i1 = p.neox ? sl + half : 2 * sl + 1;
+    double c = ld_f(p.cos, t, row + sl), sn = ld_f(p.sin, t, row + sl);
+    double a = ld_f(p.x, t, base + i0), z = ld_f(p.x, t, base + i1);
+    st_f(p.out, t, base + i0, a * c - z * sn);
+    st_f(p.out, t, base + i1, z * c + a * sn);
+  }
+}
+
+extern "C" rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p) {
+  int64_t total = p->batch * p->S * p->heads * (p->nr / 2 + p->hd - p->nr);
+  if (total == 0) return RLX_OK;
+  rope_kernel<<<cu_blocks(total, 256), 256, 0, c->stream>>>(*p);
+  return cu_launch_status("rope kernel");
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The CUDA backend's internal interface between its C files (the contract glue in backend.c, the
+ * per-op lowering in lower.c) and its CUDA files (device runtime, kernels, cuBLAS glue). Only
+ * plain C types cross it, so the C side needs no CUDA headers. Every function that can fail
+ * returns an rlx_status with a message (cudaGetErrorString / cuBLAS status names). */
+#ifndef RLX_CUDA_CU_H
+#define RLX_CUDA_CU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlx/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RLX_CU_MAX_RANK 8
+#define RLX_CU_MAX_IN 3
+
+/* ---- device runtime (runtime.cu) ---- */
+typedef struct rlx_cu_ctx rlx_cu_ctx;
+
+/* 0 devices or no driver: false with a static message in *why. */
+int rlx_cu_available(const char **why);
+/* precision: rlx_cuda_precision of rlx/cuda.h. stream: a cudaStream_t or NULL (own stream). */
+rlx_status rlx_cu_ctx_create(int device, void *stream, int precision, rlx_cu_ctx **out);
+void rlx_cu_ctx_destroy(rlx_cu_ctx *c);
+rlx_status rlx_cu_malloc(rlx_cu_ctx *c, size_t bytes, void **out);
+void rlx_cu_free(rlx_cu_ctx *c, void *p);
+rlx_status rlx_cu_h2d(rlx_cu_ctx *c, void *dst, const void *src, size_t n);
+rlx_status rlx_cu_d2h(rlx_cu_ctx *c, void *dst, const void *src, size_t n);
+rlx_status rlx_cu_d2d(rlx_cu_ctx *c, void *dst, const void *src, size_t n);
+rlx_status rlx_cu_memset(rlx_cu_ctx *c, void *dst, int value, size_t n);
+/* Waits for the stream; then reports a kernel-detected error (integer division by zero, an
+ * index out of range) recorded since the last sync. */
+rlx_status rlx_cu_sync(rlx_cu_ctx *c);
+/* The device name ("NVIDIA H200") for reports. */
+const char *rlx_cu_device_name(rlx_cu_ctx *c);
+
+/* ---- generic elementwise (elementwise.cu): every dtype, NumPy broadcasting by strides ----
+ * The output is dense row-major of dims; operand k is read at sum(idx[d] * stride[k][d]) (a
+ * stride of 0 broadcasts). Arithmetic follows the CPU reference: floats in double rounded once,
+ * integers exact in int64 saturating to the dtype, complex in double. */
+typedef enum rlx_cu_ew_kind {
+  RLX_CU_EW_ACT,     /* sub = rlx_act */
+  RLX_CU_EW_CAST,    /* to out_dtype */
+  RLX_CU_EW_COPY,    /* StopGradient / same-dtype copy */
+  RLX_CU_EW_BINARY,  /* sub = rlx_binop */
+  RLX_CU_EW_COMPARE, /* sub = rlx_cmp, output bool (or the declared dtype) */
+  RLX_CU_EW_WHERE,   /* in0 condition, in1 / in2 values */
+  RLX_CU_EW_FMA,     /* in0 * in1 + in2 */
+  RLX_CU_EW_CLAMP    /* lo, hi */
+} rlx_cu_ew_kind;
+
+typedef struct rlx_cu_ew {
+  int kind, sub;
+  int rank;
+  int64_t dims[RLX_CU_MAX_RANK];
+  int64_t n; /* product of dims */
+  int n_in;
+  const void *in[RLX_CU_MAX_IN];
+  int in_dtype[RLX_CU_MAX_IN];
+  int64_t stride[RLX_CU_MAX_IN][RLX_CU_MAX_RANK]; /* in elements */
+  void *out;
+  int out_dtype;
+  double lo, hi;
+} rlx_cu_ew;
+rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p);
+
+/* ---- strided copy (shape.cu): dst[idx . dst_stride] = src[idx . src_stride], esz-byte
+ * elements (Transpose, Expand, Narrow, Concat, Slice...). ---- */
+typedef struct rlx_cu_copy {
+  int rank;
+  int64_t dims[RLX_CU_MAX_RANK];
+  int64_t n;
+  const void *src;
+  int64_t src_stride[RLX_CU_MAX_RANK];
+  void *dst;
+  int64_t dst_stride[RLX_CU_MAX_RANK];
+  int esz;
+} rlx_cu_copy;
+rlx_status rlx_cu_strided_copy(rlx_cu_ctx *c, const rlx_cu_copy *p);
+
+/* Gather along an axis: out[o, j, i] = x[o, index[j], i] (outer, axis length len, inner; n_idx
+ * indices of idx_dtype, integral f32 accepted; a negative, fractional or too large index is an
+ * error reported at sync, as the CPU reference rejects it). */
+rlx_status rlx_cu_gather(rlx_cu_ctx *c, const void *x, int64_t outer, int64_t len, int64_t inner, int esz,
+                         const void *index, int idx_dtype, int64_t n_idx, void *out);
+
+/* ---- reductions (reduce.cu) ---- */
+/* Reduce over the axes in mask of x (dims, dense); out is dense over the kept axes. */
+rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int rank, const int64_t *dims,
+                         uint32_t mask, void *out);
+/* Softmax over the middle axis of [outer, len, inner]. */
+rlx_status rlx_cu_softmax(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
+                          void *out);
+/* LayerNorm / RmsNorm over the trailing `len` elements of each of `rows` rows, gamma / beta
+ * broadcast over rows (length len). rms: 1 = RmsNorm (x / rms * gamma + beta). */
+rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const void *gamma, const void *beta,
+                       int64_t rows, int64_t len, double eps, void *out);
+
+/* ---- matrix products (gemm.cu): C[b] = A[b] . B[b], row-major M x K times K x N. The batch
+ * offsets (in elements) come per batch; cuBLAS for float dtypes, a plain kernel for the rest. */
+rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
+                         int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off);
+
+/* ---- convolution and pooling (conv.cu): NC + 3 spatial axes (2-D ops use depth 1) ---- */
+typedef struct rlx_cu_conv_geom {
+  int64_t N, Cin, Cout, G;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+} rlx_cu_conv_geom;
+/* transposed = 0: w [Cout, Cin/G, k...]; 1: w [Cin, Cout/G, k...]. Float dtypes, double sums. */
+rlx_status rlx_cu_conv(rlx_cu_ctx *c, int transposed, int dtype, const void *x, const void *w, void *y,
+                       const rlx_cu_conv_geom *g);
+/* Max / Mean pooling of [NC, H, W] (padded cells skipped by Max, counted as 0 by Mean). */
+rlx_status rlx_cu_pool(rlx_cu_ctx *c, int is_max, int dtype, const void *x, void *y, int64_t NC, int64_t H, int64_t W,
+                       int64_t Ho, int64_t Wo, const int64_t k[2], const int64_t s[2], const int64_t pb[2]);
+/* Cumulative sum over the middle axis of [outer, len, inner] (exclusive: the sum before k). */
+rlx_status rlx_cu_cumsum(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
+                         int exclusive, void *out);
+
+/* ---- scatter / gather by element (scatter.cu) ----
+ * mode 0 (ScatterElements / GatherElements): index has the rank of data; update p goes to
+ *   data's offset of p's coordinates with the axis coordinate replaced by index[p] (negative
+ *   indices wrap when wrap = 1).
+ * mode 1 (ScatterAdd): updates [outer, U, inner], index [U], out [outer, len, inner].
+ * red: rlx_scatter_reduction. data NULL = zeros. scratch: 24 bytes per output element. */
+typedef struct rlx_cu_scatter {
+  int mode, red, dtype, idx_dtype, wrap, rank, axis;
+  int64_t idx_dims[RLX_CU_MAX_RANK];   /* mode 0: shape of index / updates */
+  int64_t data_stride[RLX_CU_MAX_RANK]; /* mode 0: dense strides of data */
+  int64_t axis_len;                     /* data's extent along axis */
+  int64_t outer, U, inner;              /* mode 1 */
+  int64_t n_updates, n_out;
+  const void *data, *index, *updates;
+  void *out, *scratch;
+} rlx_cu_scatter;
+rlx_status rlx_cu_scatter_run(rlx_cu_ctx *c, const rlx_cu_scatter *p);
+/* GatherElements: out[p] = data[target(p)] (mode-0 addressing, wrap = 1), esz-byte elements. */
+rlx_status rlx_cu_gather_elements(rlx_cu_ctx *c, const rlx_cu_scatter *p, int esz);
+
+/* ---- attention (attention.cu): one block per (batch, head, query row), one pass over the
+ * keys with an online softmax in double (no score matrix). Layout kinds as the CPU's attn_view:
+ * 0 [B, H, S, D], 1 [B, S, H, D], 2 packed [B, S, H*D]. ---- */
+typedef struct rlx_cu_attn_view {
+  int64_t B, S, H, D;
+  int kind;
+} rlx_cu_attn_view;
+typedef struct rlx_cu_attn {
+  rlx_cu_attn_view q, k, v, o;
+  int64_t B, Sq, Sk, H, group, window;
+  int mask, dtype, mask_dtype, per_query, capped;
+  double scale, cap;
+  int64_t bias_stride[4]; /* Bias: strides broadcasting the bias to [B, H, Sq, Sk] */
+  const void *Q, *K, *V, *M;
+  void *out;
+} rlx_cu_attn;
+rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p);
+
+/* Rope: x [batch, S, heads * hd]; the first nr lanes of each head rotate in pairs (NeoX: i,
+ * i + nr/2; GptJ: 2i, 2i + 1) by row (per_token ? token : position) of the cos / sin tables
+ * (width values a row), the other lanes are copied. */
+typedef struct rlx_cu_rope {
+  int64_t batch, S, heads, hd, nr, width;
+  int per_token, neox, dtype;
+  const void *x, *cos, *sin;
+  void *out;
+} rlx_cu_rope;
+rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Device helpers shared by the CUDA kernels: element loads and stores for every RLX dtype with
+ * the CPU reference's conversion rules (float -> int truncates and saturates, NaN -> 0; double
+ * -> f16 / bf16 rounds once, via round-to-odd f32; int -> int saturates), a kernel-side error
+ * flag, and launch checking. */
+#ifndef RLX_CUDA_DEV_CUH
+#define RLX_CUDA_DEV_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backends/cuda/cu.h"
+#include "rlx/types.h"
+
+/* Codes a kernel may raise (first one wins; read and cleared by rlx_cu_sync). */
+enum { RLX_CU_KERR_NONE = 0, RLX_CU_KERR_DIV_ZERO = 1, RLX_CU_KERR_POW_ZERO_NEG = 2, RLX_CU_KERR_INDEX = 3 };
+__device__ inline void cu_raise(int *flag, int code) { atomicCAS(flag, 0, code); }
+
+/* Saturating int64 arithmetic (device code has no __builtin_*_overflow). */
+__device__ inline int64_t sat_add(int64_t a, int64_t b) {
+  uint64_t r = (uint64_t)a + (uint64_t)b;
+  if (((a ^ (int64_t)r) & (b ^ (int64_t)r)) < 0) return b > 0 ? INT64_MAX : INT64_MIN;
+  return (int64_t)r;
+}
+__device__ inline int64_t sat_sub(int64_t a, int64_t b) {
+  uint64_t r = (uint64_t)a - (uint64_t)b;
+  if (((a ^ b) & (a ^ (int64_t)r)) < 0) return b < 0 ? INT64_MAX : INT64_MIN;
+  return (int64_t)r;
+}
+/* false when a * b overflows int64 */
+__device__ inline bool mul_ok(int64_t a, int64_t b, int64_t *r) {
+  if (a == 0 || b == 0) { *r = 0; return true; }
+  int64_t hi = __mul64hi(a, b), lo = (int64_t)((uint64_t)a * (uint64_t)b);
+  if ((hi == 0 && lo >= 0) || (hi == -1 && lo < 0)) { *r = lo; return true; }
+  return false;
+}
+__device__ inline int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (!mul_ok(a, b, &r)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
+struct rlx_cu_ctx {
+  int device;
+  cudaStream_t stream;
+  int own_stream;
+  int precision;
+  void *blas; /* cublasHandle_t */
+  int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
+  char name[128];
+};
+
+/* Launch check: the last launch error as a status. */
+rlx_status cu_launch_status(const char *what);
+
+__device__ inline bool dt_is_int(int t) {
+  return t == RLX_I8 || t == RLX_I16 || t == RLX_I32 || t == RLX_I64 || t == RLX_U8 || t == RLX_U32 || t == RLX_BOOL;
+}
+__device__ inline bool dt_is_complex(int t) { return t == RLX_C64 || t == RLX_C128; }
+
+__device__ inline double ld_f(const void *p, int t, int64_t i) {
+  switch (t) {
+  case RLX_F32: return ((const float *)p)[i];
+  case RLX_F64: return ((const double *)p)[i];
+  case RLX_F16: return (double)__half2float(((const __half *)p)[i]);
+  case RLX_BF16: return (double)__bfloat162float(((const __nv_bfloat16 *)p)[i]);
+  case RLX_I8: return ((const int8_t *)p)[i];
+  case RLX_I16: return ((const int16_t *)p)[i];
+  case RLX_I32: return ((const int32_t *)p)[i];
+  case RLX_I64: return (double)((const int64_t *)p)[i];
+  case RLX_U8: return ((const uint8_t *)p)[i];
+  case RLX_U32: return ((const uint32_t *)p)[i];
+  case RLX_BOOL: return ((const uint8_t *)p)[i] != 0;
+  case RLX_C64: return ((const float *)p)[2 * i];
+  case RLX_C128: return ((const double *)p)[2 * i];
+  default: return 0;
+  }
+}
+
+__device__ inline int64_t ld_i(const void *p, int t, int64_t i) {
+  switch (t) {
+  case RLX_I8: return ((const int8_t *)p)[i];
+  case RLX_I16: return ((const int16_t *)p)[i];
+  case RLX_I32: return ((const int32_t *)p)[i];
+  case RLX_I64: return ((const int64_t *)p)[i];
+  case RLX_U8: return ((const uint8_t *)p)[i];
+  case RLX_U32: return ((const uint32_t *)p)[i];
+  case RLX_BOOL: return ((const uint8_t *)p)[i] != 0;
+  default: {
+    double v = ld_f(p, t, i);
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+  }
+  }
+}
+
+__device__ inline void ld_c(const void *p, int t, int64_t i, double *re, double *im) {
+  if (t == RLX_C64) { *re = ((const float *)p)[2 * i]; *im = ((const float *)p)[2 * i + 1]; }
+  else if (t == RLX_C128) { *re = ((const double *)p)[2 * i]; *im = ((const double *)p)[2 * i + 1]; }
+  else { *re = ld_f(p, t, i); *im = 0; }
+}
+
+/* double -> float rounded to odd: a second rounding to f16 / bf16 is then correct. */
+__device__ inline float round_odd_f32(double v) {
+  float f = (float)v;
+  if (v != v || isinf(f) || (double)f == v) return f;
+  unsigned bits = __float_as_uint(f);
+  if (bits & 1u) return f;
+  /* truncate toward zero, then set the sticky bit */
+  float t = __double2float_rz(v);
+  return __uint_as_float(__float_as_uint(t) | 1u);
+}
+
+__device__ inline int64_t sat_range(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+__device__ inline int64_t sat_f(double v, int64_t lo, int64_t hi) {
+  if (v != v) return 0;
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi;
+  return (int64_t)v;
+}
+
+/* store a real value (floats round, ints truncate + saturate, bool = v != 0, complex imag 0) */
+__device__ inline void st_f(void *p, int t, int64_t i, double v) {
+  switch (t) {
+  case RLX_F32: ((float *)p)[i] = (float)v; break;
+  case RLX_F64: ((double *)p)[i] = v; break;
+  case RLX_F16: ((__half *)p)[i] = __float2half_rn(round_odd_f32(v)); break;
+  case RLX_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(round_odd_f32(v)); break;
+  case RLX_I8: ((int8_t *)p)[i] = (int8_t)sat_f(v, INT8_MIN, INT8_MAX); break;
+  case RLX_I16: ((int16_t *)p)[i] = (int16_t)sat_f(v, INT16_MIN, INT16_MAX); break;
+  case RLX_I32: ((int32_t *)p)[i] = (int32_t)sat_f(v, INT32_MIN, INT32_MAX); break;
+  case RLX_I64:
+    ((int64_t *)p)[i] = v != v ? 0 : v >= 9223372036854775807.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+    break;
+  case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)sat_f(v, 0, UINT8_MAX); break;
+  case RLX_U32: ((uint32_t *)p)[i] = (uint32_t)sat_f(v, 0, UINT32_MAX); break;
+  case RLX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  case RLX_C64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; break;
+  case RLX_C128: ((double *)p)[2 * i] = v; ((double *)p)[2 * i + 1] = 0; break;
+  default: break;
+  }
+}
+
+/* |v| rounded to `bits` significant bits, nearest even (int -> f16 / bf16 exactly like the CPU) */
+__device__ inline double round_int_bits(int64_t v, int bits) {
+  uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  int width = m ? 64 - __clzll((long long)m) : 0;
+  int drop = width > bits ? width - bits : 0;
+  if (drop > 0) {
+    uint64_t rest = m & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+    m >>= drop;
+    if (rest > half || (rest == half && (m & 1u))) m++;
+  }
+  double r = ldexp((double)m, drop);
+  return v < 0 ? -r : r;
+}
+
+/* store an integer value (ints saturate, floats convert) */
+__device__ inline void st_i(void *p, int t, int64_t i, int64_t v) {
+  switch (t) {
+  case RLX_I8: ((int8_t *)p)[i] = (int8_t)sat_range(v, INT8_MIN, INT8_MAX); break;
+  case RLX_I16: ((int16_t *)p)[i] = (int16_t)sat_range(v, INT16_MIN, INT16_MAX); break;
+  case RLX_I32: ((int32_t *)p)[i] = (int32_t)sat_range(v, INT32_MIN, INT32_MAX); break;
+  case RLX_I64: ((int64_t *)p)[i] = v; break;
+  case RLX_U8: ((uint8_t *)p)[i] = (uint8_t)sat_range(v, 0, UINT8_MAX); break;
+  case RLX_U32: ((uint32_t *)p)[i] = (uint32_t)sat_range(v, 0, (int64_t)UINT32_MAX); break;
+  case RLX_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  case RLX_F32: ((float *)p)[i] = (float)v; break;
+  case RLX_F64: ((double *)p)[i] = (double)v; break;
+  case RLX_F16: ((__half *)p)[i] = __float2half_rn((float)round_int_bits(v, 11)); break;
+  case RLX_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn((float)round_int_bits(v, 8)); break;
+  case RLX_C64: ((float *)p)[2 * i] = (float)v; ((float *)p)[2 * i + 1] = 0; break;
+  case RLX_C128: ((double *)p)[2 * i] = (double)v; ((double *)p)[2 * i + 1] = 0; break;
+  default: break;
+  }
+}
+
+__device__ inline void st_c(void *p, int t, int64_t i, double re, double im) {
+  if (t == RLX_C64) { ((float *)p)[2 * i] = (float)re; ((float *)p)[2 * i + 1] = (float)im; }
+  else if (t == RLX_C128) { ((double *)p)[2 * i] = re; ((double *)p)[2 * i + 1] = im; }
+  else st_f(p, t, i, re);
+}
+
+/* grid-stride loop helpers */
+static inline unsigned cu_blocks(int64_t n, int threads) {
+  int64_t b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65535LL * 16) b = 65535LL * 16;
+  return (unsigned)b;
+}
+
+#endif

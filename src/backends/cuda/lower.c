@@ -1,0 +1,884 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Lowering a planned graph for the CUDA backend: one table row per op kind
+ * ([RLX_OP_X] = lower_x) turns a node into a prepared kernel launch whose device addresses are
+ * fixed at compile time (every tensor lives in the executable's arena at the plan's offset;
+ * views — Reshape, same-dtype Cast, leading-axis Narrow — alias their root and need no step).
+ * The claim list is the table's non-empty rows. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/ref/attention_util.h"
+#include "backends/cuda/lower.h"
+#include "infer_conv_util.h"
+#include "rlx/ops.h"
+
+typedef enum step_kind {
+  ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D, ST_CONV, ST_POOL, ST_CUMSUM, ST_SCATTER, ST_GATHER_EL, ST_ATTN, ST_ROPE
+} step_kind;
+
+typedef struct cu_step {
+  step_kind kind;
+  rlx_id node;
+  rlx_cu_ew ew;
+  rlx_cu_copy *copies; /* ST_COPIES: n_copies pieces */
+  uint32_t n_copies;
+  const void *src;
+  void *dst;
+  const void *aux[2];
+  int dtype, op, rank, esz, rms;
+  int64_t dims[RLX_CU_MAX_RANK];
+  uint32_t mask;
+  int64_t a, b, c2, d; /* outer / len / inner / count, or M N K batches */
+  double eps;
+  size_t bytes;
+  int64_t *a_off, *b_off; /* ST_MATMUL */
+  rlx_cu_conv_geom geom;  /* ST_CONV */
+  int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
+  rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
+  rlx_cu_attn at;               /* ST_ATTN */
+  rlx_cu_rope rope;             /* ST_ROPE */
+} cu_step;
+
+struct rlx_cu_prog {
+  rlx_cu_ctx *ctx;
+  const rlx_graph *g;
+  const rlx_plan *plan;
+  uint8_t *arena;
+  cu_step *steps;
+  uint32_t n_steps;
+};
+
+typedef struct lower_ctx {
+  rlx_cu_prog *p;
+  char why[256];
+} lower_ctx;
+
+typedef bool (*lower_fn)(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+
+/* ---- helpers ---- */
+
+static void *addr(const rlx_cu_prog *p, rlx_id id) { return p->arena + p->plan->offset[id]; }
+static const rlx_shape *shape_of(const rlx_cu_prog *p, rlx_id id) { return &rlx_graph_node(p->g, id)->shape; }
+
+static int64_t numel(const rlx_shape *s) {
+  int64_t n = 1;
+  for (uint32_t k = 0; k < s->rank; k++) n *= s->dims[k];
+  return n;
+}
+
+static void dense_strides(const rlx_shape *s, int64_t *st) {
+  int64_t acc = 1;
+  for (int k = (int)s->rank - 1; k >= 0; k--) {
+    st[k] = acc;
+    acc *= s->dims[k];
+  }
+}
+
+/* Strides (elements) reading operand shape s at the indices of output shape o (right-aligned
+ * broadcasting: a missing or size-1 axis gets stride 0). */
+static void bcast_strides(const rlx_shape *s, const rlx_shape *o, int64_t *st) {
+  int64_t ds[RLX_MAX_RANK];
+  dense_strides(s, ds);
+  int shift = (int)o->rank - (int)s->rank;
+  for (int k = 0; k < (int)o->rank; k++) {
+    int j = k - shift;
+    st[k] = (j < 0 || s->dims[j] == 1) ? 0 : ds[j];
+  }
+}
+
+static bool fail(lower_ctx *L, const char *fmt, const char *a) {
+  snprintf(L->why, sizeof L->why, fmt, a);
+  return false;
+}
+
+static bool is_complex(int t) { return t == RLX_C64 || t == RLX_C128; }
+
+/* ---- elementwise ---- */
+
+static bool ew_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int kind, int sub) {
+  rlx_cu_prog *p = L->p;
+  const rlx_shape *o = &n->shape;
+  if (o->rank > RLX_CU_MAX_RANK) return fail(L, "rank over %s", "8");
+  s->kind = ST_EW;
+  rlx_cu_ew *e = &s->ew;
+  e->kind = kind;
+  e->sub = sub;
+  e->rank = o->rank;
+  for (uint32_t k = 0; k < o->rank; k++) e->dims[k] = o->dims[k];
+  e->n = numel(o);
+  e->n_in = (int)n->n_inputs;
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    const rlx_shape *si = shape_of(p, n->inputs[i]);
+    e->in[i] = addr(p, n->inputs[i]);
+    e->in_dtype[i] = si->dtype;
+    if (numel(si) == e->n && si->rank != o->rank) dense_strides(o, e->stride[i]); /* same elements, other dims */
+    else bcast_strides(si, o, e->stride[i]);
+  }
+  e->out = addr(p, id);
+  e->out_dtype = o->dtype;
+  return true;
+}
+
+static bool lower_Activation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  int t = n->shape.dtype, k = n->attrs.Activation.kind;
+  if (t == RLX_BOOL) return fail(L, "activations need a numeric dtype, got %s", "bool");
+  if (is_complex(t)) {
+    static const int ok[] = {RLX_ACT_NEG, RLX_ACT_ABS, RLX_ACT_EXP, RLX_ACT_LOG, RLX_ACT_SQRT, RLX_ACT_RSQRT,
+                             RLX_ACT_RECIP, RLX_ACT_SIN, RLX_ACT_COS, RLX_ACT_TAN, RLX_ACT_TANH, RLX_ACT_SIGMOID};
+    bool found = false;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) found |= ok[i] == k;
+    if (!found) return fail(L, "this activation is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  }
+  return ew_setup(L, id, n, s, RLX_CU_EW_ACT, k);
+}
+static bool lower_Cast(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return ew_setup(L, id, n, s, RLX_CU_EW_CAST, 0);
+}
+static bool lower_StopGradient(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return ew_setup(L, id, n, s, RLX_CU_EW_COPY, 0);
+}
+static bool lower_Binary(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  int t = n->shape.dtype, op = n->attrs.Binary.op;
+  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR ||
+                 op == RLX_BINOP_SHL || op == RLX_BINOP_SHR;
+  if (is_complex(t) && op != RLX_BINOP_ADD && op != RLX_BINOP_SUB && op != RLX_BINOP_MUL && op != RLX_BINOP_DIV)
+    return fail(L, "only Add, Sub, Mul, Div are defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  if (bitwise && rlx_dtype_is_float((rlx_dtype)t))
+    return fail(L, "bitwise ops need integer (or bool) operands, got %s", rlx_dtype_name((rlx_dtype)t));
+  if (t == RLX_BOOL && (op == RLX_BINOP_SHL || op == RLX_BINOP_SHR)) return fail(L, "%s cannot be shifted", "bool");
+  return ew_setup(L, id, n, s, RLX_CU_EW_BINARY, op);
+}
+static bool lower_Compare(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  int t = shape_of(L->p, n->inputs[0])->dtype, op = n->attrs.Compare.op;
+  if (is_complex(t) && op != RLX_CMP_EQ && op != RLX_CMP_NE)
+    return fail(L, "only Eq and Ne are defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  return ew_setup(L, id, n, s, RLX_CU_EW_COMPARE, op);
+}
+static bool lower_Where(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return ew_setup(L, id, n, s, RLX_CU_EW_WHERE, 0);
+}
+static bool lower_Fma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return ew_setup(L, id, n, s, RLX_CU_EW_FMA, 0);
+}
+static bool lower_Clamp(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  double lo = n->attrs.Clamp.min, hi = n->attrs.Clamp.max;
+  if (lo != lo || hi != hi) return fail(L, "attributes min and max must not be %s", "NaN");
+  if (is_complex(n->shape.dtype)) return fail(L, "Clamp is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (!ew_setup(L, id, n, s, RLX_CU_EW_CLAMP, 0)) return false;
+  s->ew.lo = lo;
+  s->ew.hi = hi;
+  return true;
+}
+
+/* ---- shape ops ---- */
+
+static rlx_cu_copy *copies(cu_step *s, uint32_t n) {
+  s->kind = ST_COPIES;
+  s->copies = calloc(n ? n : 1, sizeof *s->copies);
+  s->n_copies = n;
+  return s->copies;
+}
+
+static bool lower_Reshape(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  s->kind = ST_D2D; /* only reached when the plan did not alias it */
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->bytes = L->p->plan->size[id];
+  return true;
+}
+
+static bool lower_Transpose(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  const rlx_ilist *perm = &n->attrs.Transpose.perm;
+  if (perm->n != x->rank) return fail(L, "perm length does not match rank%s", "");
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  int64_t xs[RLX_MAX_RANK];
+  dense_strides(x, xs);
+  c->rank = x->rank;
+  for (uint32_t k = 0; k < x->rank; k++) {
+    int64_t pk = perm->v[k] < 0 ? perm->v[k] + x->rank : perm->v[k];
+    c->dims[k] = x->dims[pk];
+    c->src_stride[k] = xs[pk];
+  }
+  dense_strides(&n->shape, c->dst_stride);
+  c->n = numel(&n->shape);
+  c->src = addr(L->p, n->inputs[0]);
+  c->dst = addr(L->p, id);
+  c->esz = (int)rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  return true;
+}
+
+static bool lower_Expand(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  c->rank = n->shape.rank;
+  for (uint32_t k = 0; k < n->shape.rank; k++) c->dims[k] = n->shape.dims[k];
+  bcast_strides(x, &n->shape, c->src_stride);
+  dense_strides(&n->shape, c->dst_stride);
+  c->n = numel(&n->shape);
+  c->src = addr(L->p, n->inputs[0]);
+  c->dst = addr(L->p, id);
+  c->esz = (int)rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  return true;
+}
+
+static bool lower_Narrow(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  int64_t axis = n->attrs.Narrow.axis < 0 ? n->attrs.Narrow.axis + x->rank : n->attrs.Narrow.axis;
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  size_t esz = rlx_dtype_size((rlx_dtype)x->dtype);
+  c->rank = n->shape.rank;
+  for (uint32_t k = 0; k < n->shape.rank; k++) c->dims[k] = n->shape.dims[k];
+  dense_strides(x, c->src_stride);
+  dense_strides(&n->shape, c->dst_stride);
+  c->n = numel(&n->shape);
+  c->src = (const uint8_t *)addr(L->p, n->inputs[0]) + (size_t)(n->attrs.Narrow.start * c->src_stride[axis]) * esz;
+  c->dst = addr(L->p, id);
+  c->esz = (int)esz;
+  return true;
+}
+
+static bool lower_Concat(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *o = &n->shape;
+  int64_t axis = n->attrs.Concat.axis < 0 ? n->attrs.Concat.axis + o->rank : n->attrs.Concat.axis;
+  rlx_cu_copy *c = copies(s, n->n_inputs);
+  if (!c) return fail(L, "out of %s", "memory");
+  int64_t os[RLX_MAX_RANK];
+  dense_strides(o, os);
+  size_t esz = rlx_dtype_size((rlx_dtype)o->dtype);
+  int64_t at = 0;
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    const rlx_shape *x = shape_of(L->p, n->inputs[i]);
+    c[i].rank = o->rank;
+    for (uint32_t k = 0; k < o->rank; k++) {
+      c[i].dims[k] = x->dims[k];
+      c[i].dst_stride[k] = os[k];
+    }
+    dense_strides(x, c[i].src_stride);
+    c[i].n = numel(x);
+    c[i].src = addr(L->p, n->inputs[i]);
+    c[i].dst = (uint8_t *)addr(L->p, id) + (size_t)(at * os[axis]) * esz;
+    c[i].esz = (int)esz;
+    at += x->dims[axis];
+  }
+  return true;
+}
+
+static bool lower_Gather(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]);
+  if (x->rank == 0) return fail(L, "operand 0 (table) is a scalar; Gather needs rank >= 1%s", "");
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL)
+    return fail(L, "indices must be an integer dtype or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  int64_t axis = n->attrs.Gather.axis < 0 ? n->attrs.Gather.axis + x->rank : n->attrs.Gather.axis;
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < axis; k++) outer *= x->dims[k];
+  for (uint32_t k = (uint32_t)axis + 1; k < x->rank; k++) inner *= x->dims[k];
+  s->kind = ST_GATHER;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  s->a = outer;
+  s->b = x->dims[axis];
+  s->c2 = inner;
+  s->d = numel(ix);
+  s->esz = (int)rlx_dtype_size((rlx_dtype)x->dtype);
+  s->dtype = ix->dtype;
+  return true;
+}
+
+/* ---- reductions and norms ---- */
+
+static bool lower_Reduce(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  const rlx_attrs_Reduce *a = &n->attrs.Reduce;
+  if (is_complex(x->dtype) && (a->op == RLX_REDUCE_MAX || a->op == RLX_REDUCE_MIN))
+    return fail(L, "Max / Min are not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  uint32_t mask = 0;
+  for (uint32_t k = 0; k < a->axes.n; k++) {
+    int64_t ax = a->axes.v[k] < 0 ? a->axes.v[k] + x->rank : a->axes.v[k];
+    if (ax < 0 || ax >= x->rank) return fail(L, "an axis is out of range%s", "");
+    mask |= 1u << ax;
+  }
+  if (a->axes.n == 0) mask = (1u << x->rank) - 1;
+  s->kind = ST_REDUCE;
+  s->op = a->op;
+  s->dtype = x->dtype;
+  s->rank = x->rank;
+  for (uint32_t k = 0; k < x->rank; k++) s->dims[k] = x->dims[k];
+  s->mask = mask;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+
+static bool lower_Softmax(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "Softmax needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  int64_t outer = 1, len = 1, inner = 1;
+  if (x->rank > 0) {
+    int64_t ax = n->attrs.Softmax.axis < 0 ? n->attrs.Softmax.axis + x->rank : n->attrs.Softmax.axis;
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute axis is out of range%s", "");
+    for (int64_t k = 0; k < ax; k++) outer *= x->dims[k];
+    len = x->dims[ax];
+    for (uint32_t k = (uint32_t)ax + 1; k < x->rank; k++) inner *= x->dims[k];
+  }
+  s->kind = ST_SOFTMAX;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->a = outer;
+  s->b = len;
+  s->c2 = inner;
+  return true;
+}
+
+static bool norm_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int rms, double eps) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank == 0) return fail(L, "x needs rank >= 1%s", "");
+  int64_t C = x->dims[x->rank - 1];
+  for (int i = 1; i <= 2; i++) {
+    const rlx_shape *gb = shape_of(L->p, n->inputs[i]);
+    if (gb->dtype != x->dtype || numel(gb) != C) return fail(L, "gamma / beta must hold one %s per channel", rlx_dtype_name((rlx_dtype)x->dtype));
+  }
+  s->kind = ST_NORM;
+  s->rms = rms;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->aux[1] = addr(L->p, n->inputs[2]);
+  s->dst = addr(L->p, id);
+  s->b = C;
+  s->a = C ? numel(x) / C : 0;
+  s->eps = eps;
+  return true;
+}
+static bool lower_LayerNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return norm_setup(L, id, n, s, 0, n->attrs.LayerNorm.eps);
+}
+static bool lower_RmsNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return norm_setup(L, id, n, s, 1, n->attrs.RmsNorm.eps);
+}
+
+/* ---- MatMul ---- */
+
+static bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *a = shape_of(L->p, n->inputs[0]), *b = shape_of(L->p, n->inputs[1]), *o = &n->shape;
+  if (a->rank < 2 || b->rank < 2) return fail(L, "MatMul needs rank >= 2 operands%s", "");
+  int64_t M = a->dims[a->rank - 2], K = a->dims[a->rank - 1], N = b->dims[b->rank - 1];
+  uint32_t br = o->rank - 2;
+  int64_t batches = 1;
+  for (uint32_t k = 0; k < br; k++) batches *= o->dims[k];
+  s->kind = ST_MATMUL;
+  s->dtype = o->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  s->a = M;
+  s->b = N;
+  s->c2 = K;
+  s->d = batches;
+  s->a_off = calloc((size_t)(batches ? batches : 1), sizeof(int64_t));
+  s->b_off = calloc((size_t)(batches ? batches : 1), sizeof(int64_t));
+  if (!s->a_off || !s->b_off) return fail(L, "out of %s", "memory");
+  /* batch shapes of a and b, right-aligned against the output's */
+  rlx_shape ob = *o, ab = *a, bb = *b;
+  ob.rank = (uint8_t)br;
+  ab.rank = (uint8_t)(a->rank - 2);
+  bb.rank = (uint8_t)(b->rank - 2);
+  int64_t as[RLX_MAX_RANK], bs[RLX_MAX_RANK];
+  bcast_strides(&ab, &ob, as);
+  bcast_strides(&bb, &ob, bs);
+  for (int64_t i = 0; i < batches; i++) {
+    int64_t rem = i, ao = 0, bo = 0;
+    for (int k = (int)br - 1; k >= 0; k--) {
+      int64_t c = rem % ob.dims[k];
+      rem /= ob.dims[k];
+      ao += c * as[k];
+      bo += c * bs[k];
+    }
+    s->a_off[i] = ao * M * K;
+    s->b_off[i] = bo * K * N;
+  }
+  return true;
+}
+
+static bool lower_Reverse(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  uint32_t flip = 0;
+  for (uint32_t k = 0; k < n->attrs.Reverse.axes.n; k++) {
+    int64_t ax = n->attrs.Reverse.axes.v[k] < 0 ? n->attrs.Reverse.axes.v[k] + x->rank : n->attrs.Reverse.axes.v[k];
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute axes: an axis is out of range%s", "");
+    flip |= 1u << ax;
+  }
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  size_t esz = rlx_dtype_size((rlx_dtype)x->dtype);
+  int64_t start = 0;
+  c->rank = x->rank;
+  dense_strides(x, c->src_stride);
+  for (uint32_t k = 0; k < x->rank; k++) {
+    c->dims[k] = x->dims[k];
+    if ((flip & (1u << k)) && x->dims[k] > 0) {
+      start += (x->dims[k] - 1) * c->src_stride[k];
+      c->src_stride[k] = -c->src_stride[k];
+    }
+  }
+  dense_strides(x, c->dst_stride);
+  c->n = numel(x);
+  c->src = (const uint8_t *)addr(L->p, n->inputs[0]) + (size_t)start * esz;
+  c->dst = addr(L->p, id);
+  c->esz = (int)esz;
+  return true;
+}
+
+/* Conv / Conv3d / ConvTranspose2d / ConvTranspose3d through one geometry. */
+static bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                       const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                       const rlx_ilist *output_padding, int64_t groups) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *w = shape_of(L->p, n->inputs[1]), *o = &n->shape;
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank != 2 + nsp || w->rank != 2 + nsp || o->rank != 2 + nsp) return fail(L, "x and weight need rank 2 + spatial axes%s", "");
+  if (groups < 1 || x->dims[1] % groups) return fail(L, "attribute groups must divide the input channels%s", "");
+  cu_geom cg;
+  if (cu_parse(nsp, stride, padding, dilation, output_padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  rlx_cu_conv_geom *g = &s->geom;
+  g->N = x->dims[0];
+  g->Cin = x->dims[1];
+  g->Cout = o->dims[1];
+  g->G = groups;
+  uint32_t off = 3 - nsp;
+  for (uint32_t i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    g->pb[i] = 0;
+  }
+  for (uint32_t i = 0; i < nsp; i++) {
+    g->in[off + i] = x->dims[2 + i];
+    g->out[off + i] = o->dims[2 + i];
+    g->k[off + i] = w->dims[2 + i];
+    g->s[off + i] = cg.s[i];
+    g->d[off + i] = cg.d[i];
+    g->pb[off + i] = cg.pb[i];
+  }
+  s->kind = ST_CONV;
+  s->rms = transposed;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_Conv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv *a = &n->attrs.Conv;
+  return conv_setup(L, id, n, s, 2, false, &a->stride, &a->padding, &a->dilation, NULL, a->groups);
+}
+static bool lower_Conv3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv3d *a = &n->attrs.Conv3d;
+  return conv_setup(L, id, n, s, 3, false, &a->stride, &a->padding, &a->dilation, NULL, a->groups);
+}
+static bool lower_ConvTranspose2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ConvTranspose2d *a = &n->attrs.ConvTranspose2d;
+  return conv_setup(L, id, n, s, 2, true, &a->stride, &a->padding, &a->dilation, &a->output_padding, a->groups);
+}
+static bool lower_ConvTranspose3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ConvTranspose3d *a = &n->attrs.ConvTranspose3d;
+  return conv_setup(L, id, n, s, 3, true, &a->stride, &a->padding, &a->dilation, &a->output_padding, a->groups);
+}
+
+static bool lower_Pool(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Pool *a = &n->attrs.Pool;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype) && !rlx_dtype_is_int((rlx_dtype)x->dtype))
+    return fail(L, "Pool needs a real dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (a->kind != RLX_REDUCE_MAX && a->kind != RLX_REDUCE_MEAN) return fail(L, "Pool supports Max and Mean only%s", "");
+  if (x->rank != 4) return fail(L, "operand 0 must be NCHW%s", "");
+  cu_geom cg;
+  if (cu_pool_geom(2, &a->kernel_size, &a->stride, &a->padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  s->kind = ST_POOL;
+  s->op = a->kind == RLX_REDUCE_MAX;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->dims[0] = x->dims[0] * x->dims[1];
+  s->dims[1] = x->dims[2];
+  s->dims[2] = x->dims[3];
+  s->dims[3] = n->shape.dims[2];
+  s->dims[4] = n->shape.dims[3];
+  for (int i = 0; i < 2; i++) {
+    s->pk[i] = cg.k[i];
+    s->ps[i] = cg.s[i];
+    s->ppb[i] = cg.pb[i];
+  }
+  return true;
+}
+
+static bool lower_Cumsum(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  int64_t outer = 1, len = 1, inner = 1;
+  if (x->rank > 0) {
+    int64_t ax = n->attrs.Cumsum.axis < 0 ? n->attrs.Cumsum.axis + x->rank : n->attrs.Cumsum.axis;
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute axis is out of range%s", "");
+    for (int64_t k = 0; k < ax; k++) outer *= x->dims[k];
+    len = x->dims[ax];
+    for (uint32_t k = (uint32_t)ax + 1; k < x->rank; k++) inner *= x->dims[k];
+  }
+  s->kind = ST_CUMSUM;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  s->a = outer;
+  s->b = len;
+  s->c2 = inner;
+  s->rms = n->attrs.Cumsum.exclusive;
+  return true;
+}
+
+static bool elem_addressing(lower_ctx *L, const rlx_node *n, rlx_cu_scatter *sc, int64_t axis_attr, uint32_t data_i,
+                            uint32_t index_i) {
+  const rlx_shape *d = shape_of(L->p, n->inputs[data_i]), *ix = shape_of(L->p, n->inputs[index_i]);
+  if (d->rank == 0) return fail(L, "operand 0 (data) is a scalar; it needs rank >= %s", "1");
+  if (ix->rank != d->rank) return fail(L, "indices need data's rank%s", "");
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  int64_t ax = axis_attr < 0 ? axis_attr + d->rank : axis_attr;
+  if (ax < 0 || ax >= d->rank) return fail(L, "attribute axis is out of range%s", "");
+  sc->mode = 0;
+  sc->wrap = 1;
+  sc->rank = d->rank;
+  sc->axis = (int)ax;
+  sc->axis_len = d->dims[ax];
+  for (uint32_t k = 0; k < d->rank; k++) sc->idx_dims[k] = ix->dims[k];
+  dense_strides(d, sc->data_stride);
+  sc->n_updates = numel(ix);
+  sc->index = addr(L->p, n->inputs[index_i]);
+  sc->idx_dtype = ix->dtype;
+  return true;
+}
+
+static bool scratch_for(lower_ctx *L, rlx_cu_scatter *sc) {
+  if (rlx_cu_malloc(L->p->ctx, (size_t)(sc->n_out ? sc->n_out : 1) * 32, &sc->scratch) != RLX_OK)
+    return fail(L, "no device memory for the scatter scratch: %s", rlx_last_error());
+  return true;
+}
+
+static bool lower_ScatterElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ScatterElements *a = &n->attrs.ScatterElements;
+  int t = n->shape.dtype;
+  if (is_complex(t) && (a->reduction == RLX_SCATTER_REDUCTION_MAX || a->reduction == RLX_SCATTER_REDUCTION_MIN))
+    return fail(L, "Max / Min are not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  rlx_cu_scatter *sc = &s->sc;
+  if (!elem_addressing(L, n, sc, a->axis, 0, 1)) return false;
+  sc->red = a->reduction;
+  sc->dtype = t;
+  sc->n_out = numel(&n->shape);
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->updates = addr(L->p, n->inputs[2]);
+  sc->out = addr(L->p, id);
+  s->kind = ST_SCATTER;
+  return scratch_for(L, sc);
+}
+
+static bool lower_ScatterAdd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *u = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]), *o = &n->shape;
+  if (u->rank == 0 || o->rank != u->rank) return fail(L, "updates and output need the same rank >= %s", "1");
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  int64_t ax = n->attrs.ScatterAdd.axis < 0 ? n->attrs.ScatterAdd.axis + u->rank : n->attrs.ScatterAdd.axis;
+  if (ax < 0 || ax >= u->rank) return fail(L, "attribute axis is out of range%s", "");
+  rlx_cu_scatter *sc = &s->sc;
+  sc->mode = 1;
+  sc->red = RLX_SCATTER_REDUCTION_ADD;
+  sc->dtype = o->dtype;
+  sc->idx_dtype = ix->dtype;
+  sc->outer = 1;
+  sc->inner = 1;
+  for (int64_t k = 0; k < ax; k++) sc->outer *= u->dims[k];
+  for (uint32_t k = (uint32_t)ax + 1; k < u->rank; k++) sc->inner *= u->dims[k];
+  sc->U = u->dims[ax];
+  sc->axis_len = o->dims[ax];
+  sc->n_updates = numel(u);
+  sc->n_out = numel(o);
+  sc->data = NULL;
+  sc->index = addr(L->p, n->inputs[1]);
+  sc->updates = addr(L->p, n->inputs[0]);
+  sc->out = addr(L->p, id);
+  s->kind = ST_SCATTER;
+  return scratch_for(L, sc);
+}
+
+static bool lower_GatherElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  rlx_cu_scatter *sc = &s->sc;
+  if (!elem_addressing(L, n, sc, n->attrs.GatherElements.axis, 0, 1)) return false;
+  sc->dtype = n->shape.dtype;
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->out = addr(L->p, id);
+  s->esz = (int)rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  s->kind = ST_GATHER_EL;
+  return true;
+}
+
+static rlx_cu_attn_view attn_view_of(const attn_view *v) {
+  return (rlx_cu_attn_view){.B = (int64_t)v->B, .S = (int64_t)v->S, .H = (int64_t)v->H, .D = (int64_t)v->D, .kind = v->kind};
+}
+
+/* Validation and layouts come from the CPU reference's checker (the same rules, one place). */
+static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  int mk = a->mask_kind;
+  bool has_mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS;
+  if (n->n_inputs != (has_mask ? 4u : 3u)) return fail(L, "wrong operand count for this mask kind%s", "");
+  rlx_tensor in[4];
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    in[i].shape = *shape_of(L->p, n->inputs[i]);
+    in[i].data = addr(L->p, n->inputs[i]);
+  }
+  int64_t Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
+  attn_params ap = {a->num_heads, a->head_dim, Dv, a->window, mk, a->score_scale, a->attn_logit_softcap};
+  static const char *const names[] = {"Q", "K", "V"};
+  attn_geom g;
+  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype)) return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (rlx_ref_attn_check(n, in, 3, (rlx_dtype)n->shape.dtype, &ap, names, &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  rlx_cu_attn *t = &s->at;
+  t->q = attn_view_of(&g.q);
+  t->k = attn_view_of(&g.k);
+  t->v = attn_view_of(&g.v);
+  t->o = t->q;
+  t->o.D = Dv;
+  t->B = (int64_t)g.B;
+  t->Sq = (int64_t)g.Sq;
+  t->Sk = (int64_t)g.Sk;
+  t->H = (int64_t)g.H;
+  t->group = (int64_t)g.group;
+  t->window = g.window;
+  t->mask = g.mask;
+  t->dtype = n->shape.dtype;
+  t->per_query = g.per_query;
+  t->capped = g.capped;
+  t->scale = g.scale;
+  t->cap = g.cap;
+  t->Q = in[0].data;
+  t->K = in[1].data;
+  t->V = in[2].data;
+  if (has_mask) {
+    t->M = in[3].data;
+    t->mask_dtype = in[3].shape.dtype;
+    if (mk == RLX_MASK_BIAS) bcast_strides(&in[3].shape, &g.full, t->bias_stride);
+  }
+  t->out = addr(L->p, id);
+  s->kind = ST_ATTN;
+  return true;
+}
+
+static bool lower_Rope(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Rope *a = &n->attrs.Rope;
+  rlx_tensor in[3], out = {.data = addr(L->p, id), .shape = n->shape};
+  for (uint32_t i = 0; i < 3; i++) {
+    in[i].shape = *shape_of(L->p, n->inputs[i]);
+    in[i].data = addr(L->p, n->inputs[i]);
+  }
+  rope_geom g;
+  if (rlx_ref_rope_check(n, in, &out, a->head_dim, a->n_rot, (int)a->style, "x", &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  rlx_cu_rope *r = &s->rope;
+  r->batch = (int64_t)g.batch;
+  r->S = (int64_t)g.S;
+  r->heads = (int64_t)g.heads;
+  r->hd = (int64_t)g.hd;
+  r->nr = (int64_t)g.nr;
+  r->width = (int64_t)g.width;
+  r->per_token = g.per_token;
+  r->neox = g.neox;
+  r->dtype = n->shape.dtype;
+  r->x = in[0].data;
+  r->cos = in[1].data;
+  r->sin = in[2].data;
+  r->out = out.data;
+  s->kind = ST_ROPE;
+  return true;
+}
+
+/* ---- the table ---- */
+
+static const lower_fn lower_table[RLX_OP_COUNT] = {
+    [RLX_OP_Activation] = lower_Activation,
+    [RLX_OP_Cast] = lower_Cast,
+    [RLX_OP_StopGradient] = lower_StopGradient,
+    [RLX_OP_Binary] = lower_Binary,
+    [RLX_OP_Compare] = lower_Compare,
+    [RLX_OP_Where] = lower_Where,
+    [RLX_OP_Fma] = lower_Fma,
+    [RLX_OP_Clamp] = lower_Clamp,
+    [RLX_OP_MatMul] = lower_MatMul,
+    [RLX_OP_Reshape] = lower_Reshape,
+    [RLX_OP_Transpose] = lower_Transpose,
+    [RLX_OP_Narrow] = lower_Narrow,
+    [RLX_OP_Concat] = lower_Concat,
+    [RLX_OP_Expand] = lower_Expand,
+    [RLX_OP_Gather] = lower_Gather,
+    [RLX_OP_Reduce] = lower_Reduce,
+    [RLX_OP_Softmax] = lower_Softmax,
+    [RLX_OP_LayerNorm] = lower_LayerNorm,
+    [RLX_OP_RmsNorm] = lower_RmsNorm,
+    [RLX_OP_Reverse] = lower_Reverse,
+    [RLX_OP_Conv] = lower_Conv,
+    [RLX_OP_Conv3d] = lower_Conv3d,
+    [RLX_OP_ConvTranspose2d] = lower_ConvTranspose2d,
+    [RLX_OP_ConvTranspose3d] = lower_ConvTranspose3d,
+    [RLX_OP_Pool] = lower_Pool,
+    [RLX_OP_Cumsum] = lower_Cumsum,
+    [RLX_OP_ScatterAdd] = lower_ScatterAdd,
+    [RLX_OP_ScatterElements] = lower_ScatterElements,
+    [RLX_OP_GatherElements] = lower_GatherElements,
+    [RLX_OP_Attention] = lower_Attention,
+    [RLX_OP_Rope] = lower_Rope,
+};
+
+static rlx_op claim_buf[RLX_OP_COUNT];
+static uint32_t n_claim_buf;
+
+const rlx_op *rlx_cu_claim_list(uint32_t *n) {
+  if (!n_claim_buf) {
+    uint32_t k = 0;
+    claim_buf[k++] = RLX_OP_Input;
+    claim_buf[k++] = RLX_OP_Param;
+    claim_buf[k++] = RLX_OP_Constant;
+    for (int op = 0; op < RLX_OP_COUNT; op++)
+      if (lower_table[op]) claim_buf[k++] = (rlx_op)op;
+    n_claim_buf = k;
+  }
+  *n = n_claim_buf;
+  return claim_buf;
+}
+
+void *rlx_cu_prog_addr(const rlx_cu_prog *p, rlx_id id) { return addr(p, id); }
+size_t rlx_cu_prog_size(const rlx_cu_prog *p, rlx_id id) { return p->plan->size[id]; }
+size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_size; }
+
+void rlx_cu_prog_destroy(rlx_cu_prog *p) {
+  if (!p) return;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
+    free(p->steps[i].copies);
+    free(p->steps[i].a_off);
+    free(p->steps[i].b_off);
+  }
+  free(p->steps);
+  rlx_cu_free(p->ctx, p->arena);
+  free(p);
+}
+
+rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, rlx_cu_prog **out) {
+  *out = NULL;
+  uint32_t n = rlx_graph_node_count(g);
+  if (plan->n_nodes != n) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the plan does not match the graph");
+  rlx_cu_prog *p = calloc(1, sizeof *p);
+  if (!p) return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
+  p->ctx = c;
+  p->g = g;
+  p->plan = plan;
+  p->steps = calloc(plan->n_schedule ? plan->n_schedule : 1, sizeof *p->steps);
+  if (!p->steps) {
+    free(p);
+    return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
+  }
+  rlx_status st = rlx_cu_malloc(c, plan->arena_size, (void **)&p->arena);
+  if (st != RLX_OK) {
+    free(p->steps);
+    free(p);
+    return rlx_error_context(st, "cuda: the arena of %zu bytes", plan->arena_size);
+  }
+  /* Constants, once. */
+  for (rlx_id id = 0; id < n && st == RLX_OK; id++) {
+    const rlx_node *nd = rlx_graph_node(g, id);
+    if (nd->op != RLX_OP_Constant) continue;
+    const rlx_bytes *d = &nd->attrs.Constant.data;
+    if (d->n != plan->size[id]) {
+      st = rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: constant %%%u holds %zu bytes but its shape needs %zu", id, d->n,
+                      plan->size[id]);
+      break;
+    }
+    st = rlx_cu_h2d(c, addr(p, id), d->p, d->n);
+  }
+  /* One step per non-view node, in schedule order; collect every failure. */
+  char msg[1024] = "";
+  size_t used = 0;
+  uint32_t n_bad = 0;
+  lower_ctx L = {.p = p};
+  for (uint32_t k = 0; k < plan->n_schedule && st == RLX_OK; k++) {
+    rlx_id id = plan->schedule[k];
+    const rlx_node *nd = rlx_graph_node(g, id);
+    if (rlx_op_has(nd->op, RLX_PROP_LEAF) || plan->root[id] != id) continue;
+    lower_fn f = lower_table[nd->op];
+    cu_step *s = &p->steps[p->n_steps];
+    s->node = id;
+    L.why[0] = 0;
+    bool ok = false;
+    if (!f) snprintf(L.why, sizeof L.why, "not claimed by the cuda backend");
+    else if (!rlx_shape_is_static(&nd->shape)) snprintf(L.why, sizeof L.why, "symbolic output shape");
+    else ok = f(&L, id, nd, s);
+    if (ok) {
+      p->n_steps++;
+      continue;
+    }
+    free(s->copies);
+    free(s->a_off);
+    free(s->b_off);
+    if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
+    memset(s, 0, sizeof *s);
+    n_bad++;
+    if (used < sizeof msg - 1) {
+      char sb[64];
+      rlx_shape_format(&nd->shape, sb, sizeof sb);
+      int w = snprintf(msg + used, sizeof msg - used, "%snode %%%u (%s%s%s, %s): %s", n_bad > 1 ? "; " : "", id,
+                       rlx_op_name(nd->op), nd->name ? " " : "", nd->name ? nd->name : "", sb, L.why);
+      used += w > 0 ? (size_t)w : 0;
+    }
+  }
+  if (st == RLX_OK && n_bad)
+    st = rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: %u node%s cannot be lowered: %s", n_bad, n_bad == 1 ? "" : "s", msg);
+  if (st != RLX_OK) {
+    rlx_cu_prog_destroy(p);
+    return st;
+  }
+  *out = p;
+  return RLX_OK;
+}
+
+rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
+  rlx_cu_ctx *c = p->ctx;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const cu_step *s = &p->steps[i];
+    rlx_status st = RLX_OK;
+    switch (s->kind) {
+    case ST_EW: st = rlx_cu_elementwise(c, &s->ew); break;
+    case ST_COPIES:
+      for (uint32_t k = 0; k < s->n_copies && st == RLX_OK; k++) st = rlx_cu_strided_copy(c, &s->copies[k]);
+      break;
+    case ST_GATHER: st = rlx_cu_gather(c, s->src, s->a, s->b, s->c2, s->esz, s->aux[0], s->dtype, s->d, s->dst); break;
+    case ST_REDUCE: st = rlx_cu_reduce(c, s->op, s->dtype, s->src, s->rank, s->dims, s->mask, s->dst); break;
+    case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
+    case ST_NORM: st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst); break;
+    case ST_MATMUL:
+      st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
+      break;
+    case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
+    case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+    case ST_POOL:
+      st = rlx_cu_pool(c, s->op, s->dtype, s->src, s->dst, s->dims[0], s->dims[1], s->dims[2], s->dims[3], s->dims[4],
+                       s->pk, s->ps, s->ppb);
+      break;
+    case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
+    case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
+    case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
+    case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
+    case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+    }
+    if (st != RLX_OK) {
+      const rlx_node *nd = rlx_graph_node(p->g, s->node);
+      return rlx_error_context(st, "cuda: node %%%u (%s)", s->node, rlx_op_name(nd->op));
+    }
+  }
+  return RLX_OK;
+}
+

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Reductions: Reduce (every dtype, CPU-reference semantics: floats summed in double with
+ * compensation, integers exact and saturating, NaN-propagating max/min), Softmax, and the
+ * row-wise LayerNorm / RmsNorm. One block per output line; threads split the line and combine
+ * through shared memory. */
+#include "backends/cuda/dev.cuh"
+#include "rlx/ops.h"
+
+#define RED_THREADS 256
+
+__device__ inline double nan_max(double a, double b) { return (a != a || b != b) ? nan("") : (a > b ? a : b); }
+__device__ inline double nan_min(double a, double b) { return (a != a || b != b) ? nan("") : (a < b ? a : b); }
+
+struct red_params {
+  int op, t;
+  const void *x;
+  int n_kept, n_red;
+  int64_t kept_dims[RLX_CU_MAX_RANK], kept_stride[RLX_CU_MAX_RANK];
+  int64_t red_dims[RLX_CU_MAX_RANK], red_stride[RLX_CU_MAX_RANK];
+  int64_t n_out, n_red_elems;
+  void *out;
+};
+
+/* Two doubles per thread (sum, compensation) or one int64 or one complex pair. */
+struct acc_t {
+  double a, b;
+  int64_t i;
+};
+
+__device__ inline void acc_fold(const red_params &p, acc_t &s, int64_t off) {
+  int t = p.t;
+  if (dt_is_complex(t)) {
+    double re, im;
+    ld_c(p.x, t, off, &re, &im);
+    if (p.op == RLX_REDUCE_PROD) {
+      double r = s.a * re - s.b * im, q = s.a * im + s.b * re;
+      s.a = r;
+      s.b = q;
+    } else {
+      s.a += re;
+      s.b += im;
+    }
+  } else if (dt_is_int(t)) {
+    int64_t v = ld_i(p.x, t, off);
+    switch (p.op) {
+    case RLX_REDUCE_PROD: s.i = sat_mul(s.i, v); break;
+    case RLX_REDUCE_MAX: s.i = v > s.i ? v : s.i; break;
+    case RLX_REDUCE_MIN: s.i = v < s.i ? v : s.i; break;
+    default: s.i = sat_add(s.i, v); break;
+    }
+  } else {
+    double v = ld_f(p.x, t, off);
+    switch (p.op) {
+    case RLX_REDUCE_PROD: s.a *= v; break;
+    case RLX_REDUCE_MAX: s.a = nan_max(s.a, v); break;
+    case RLX_REDUCE_MIN: s.a = nan_min(s.a, v); break;
+    default: { /* Neumaier */
+      double t2 = s.a + v;
+      if (fabs(s.a) >= fabs(v)) s.b += (s.a - t2) + v;
+      else s.b += (v - t2) + s.a;
+      s.a = t2;
+    }
+    }
+  }
+}
+
+__device__ inline void acc_merge(const red_params &p, acc_t &s, const acc_t &o) {
+  int t = p.t;
+  if (dt_is_complex(t)) {
+    if (p.op == RLX_REDUCE_PROD) {
+      double r = s.a * o.a - s.b * o.b, q = s.a * o.b + s.b * o.a;
+      s.a = r;
+      s.b = q;
+    } else {
+      s.a += o.a;
+      s.b += o.b;
+    }
+  } else if (dt_is_int(t)) {
+    switch (p.op) {
+    case RLX_REDUCE_PROD: s.i = sat_mul(s.i, o.i); break;
+    case RLX_REDUCE_MAX: s.i = o.i > s.i ? o.i : s.i; break;
+    case RLX_REDUCE_MIN: s.i = o.i < s.i ? o.i : s.i; break;
+    default: s.i = sat_add(s.i, o.i); break;
+    }
+  } else {
+    switch (p.op) {
+    case RLX_REDUCE_PROD: s.a *= o.a; break;
+    case RLX_REDUCE_MAX: s.a = nan_max(s.a, o.a); break;
+    case RLX_REDUCE_MIN: s.a = nan_min(s.a, o.a); break;
+    default: {
+      double t2 = s.a + o.a;
+      if (fabs(s.a) >= fabs(o.a)) s.b += (s.a - t2) + o.a;
+      else s.b += (o.a - t2) + s.a;
+      s.a = t2;
+      s.b += o.b;
+    }
+    }
+  }
+}
+
+__device__ inline int64_t int_min_of(int t) {
+  switch (t) {
+  case RLX_I8: return INT8_MIN;
+  case RLX_I16: return INT16_MIN;
+  case RLX_I32: return INT32_MIN;
+  case RLX_I64: return INT64_MIN;
+  default: return 0;
+  }
+}
+__device__ inline int64_t int_max_of(int t) {
+  switch (t) {
+  case RLX_I8: return INT8_MAX;
+  case RLX_I16: return INT16_MAX;
+  case RLX_I32: return INT32_MAX;
+  case RLX_U8: return UINT8_MAX;
+  case RLX_U32: return UINT32_MAX;
+  case RLX_BOOL: return 1;
+  default: return INT64_MAX;
+  }
+}
+
+__global__ void reduce_kernel(red_params p) {
+  __shared__ acc_t sh[RED_THREADS];
+  for (int64_t o = blockIdx.x; o < p.n_out; o += gridDim.x) {
+    int64_t base = 0, rem = o;
+    for (int d = p.n_kept - 1; d >= 0; d--) {
+      int64_t c = rem % p.kept_dims[d];
+      rem /= p.kept_dims[d];
+      base += c * p.kept_stride[d];
+    }
+    acc_t s;
+    bool cplx = dt_is_complex(p.t);
+    s.a = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? -INFINITY : p.op == RLX_REDUCE_MIN ? INFINITY : 0;
+    s.b = 0;
+    if (cplx) s.a = p.op == RLX_REDUCE_PROD ? 1 : 0;
+    s.i = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? int_min_of(p.t) : p.op == RLX_REDUCE_MIN ? int_max_of(p.t) : 0;
+    const acc_t init = s;
+    for (int64_t j = threadIdx.x; j < p.n_red_elems; j += blockDim.x) {
+      int64_t off = base, r2 = j;
+      for (int d = p.n_red - 1; d >= 0; d--) {
+        int64_t c = r2 % p.red_dims[d];
+        r2 /= p.red_dims[d];
+        off += c * p.red_stride[d];
+      }
+      acc_fold(p, s, off);
+    }
+    sh[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      acc_t tot = init;
+      for (int k = 0; k < (int)blockDim.x; k++) acc_merge(p, tot, sh[k]);
+      bool mean = p.op == RLX_REDUCE_MEAN;
+      double n = (double)p.n_red_elems;
+      if (cplx) {
+        if (mean) { tot.a /= n; tot.b /= n; }
+        st_c(p.out, p.t, o, tot.a, tot.b);
+      } else if (dt_is_int(p.t)) {
+        if (mean) tot.i = p.n_red_elems ? tot.i / p.n_red_elems : 0;
+        st_i(p.out, p.t, o, tot.i);
+      } else {
+        double v = tot.a;
+        if (p.op == RLX_REDUCE_SUM || mean) v = (isinf(tot.a) || tot.a != tot.a) ? tot.a : tot.a + tot.b;
+        if (mean) v /= n;
+        st_f(p.out, p.t, o, v);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int rank, const int64_t *dims,
+                                    uint32_t mask, void *out) {
+  red_params p;
+  memset(&p, 0, sizeof p);
+  p.op = op;
+  p.t = dtype;
+  p.x = x;
+  p.out = out;
+  int64_t st[RLX_CU_MAX_RANK], s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= dims[d];
+  }
+  p.n_out = 1;
+  p.n_red_elems = 1;
+  for (int d = 0; d < rank; d++) {
+    if (mask & (1u << d)) {
+      p.red_dims[p.n_red] = dims[d];
+      p.red_stride[p.n_red++] = st[d];
+      p.n_red_elems *= dims[d];
+    } else {
+      p.kept_dims[p.n_kept] = dims[d];
+      p.kept_stride[p.n_kept++] = st[d];
+      p.n_out *= dims[d];
+    }
+  }
+  if (p.n_out == 0) return RLX_OK;
+  int64_t blocks = p.n_out < 65535 * 4 ? p.n_out : 65535 * 4;
+  int threads = p.n_red_elems >= RED_THREADS ? RED_THREADS : 32;
+  reduce_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(p);
+  return cu_launch_status("reduce kernel");
+}
+
+/* ---- block-wide sum / max of doubles ---- */
+__device__ double block_sum(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = 0;
+  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
+  return r;
+}
+__device__ double block_max(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) v = nan_max(v, __shfl_down_sync(0xffffffffu, v, o));
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = -INFINITY;
+  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r = nan_max(r, sh[k]);
+  return r;
+}
+
+/* One block per (outer, inner) line of `len` elements at stride `inner`. */
+__global__ void softmax_kernel(int t, const void *x, int64_t outer, int64_t len, int64_t inner, void *out) {
+  __shared__ double sh[32];
+  for (int64_t line = blockIdx.x; line < outer * inner; line += gridDim.x) {
+    int64_t o = line / inner, i = line % inner, base = o * len * inner + i;
+    double m = -INFINITY;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m = nan_max(m, ld_f(x, t, base + k * inner));
+    m = block_max(m, sh);
+    double s = 0;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) s += exp(ld_f(x, t, base + k * inner) - m);
+    s = block_sum(s, sh);
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
+      st_f(out, t, base + k * inner, exp(ld_f(x, t, base + k * inner) - m) / s);
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_softmax(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
+                                     void *out) {
+  int64_t lines = outer * inner;
+  if (lines == 0 || len == 0) return RLX_OK;
+  int threads = len >= 1024 ? 256 : len >= 128 ? 128 : 32;
+  unsigned blocks = (unsigned)(lines < 65535 * 8 ? lines : 65535 * 8);
+  softmax_kernel<<<blocks, threads, 0, c->stream>>>(dtype, x, outer, len, inner, out);
+  return cu_launch_status("softmax kernel");
+}
+
+/* LayerNorm (two-pass mean / biased variance) or RmsNorm over rows of `len`. */
+__global__ void norm_kernel(int rms, int t, const void *x, const void *g, const void *b, int64_t rows, int64_t len,
+                            double eps, void *out) {
+  __shared__ double sh[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    int64_t base = r * len;
+    double m = 0;
+    if (!rms) {
+      for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m += ld_f(x, t, base + k);
+      m = block_sum(m, sh) / (double)len;
+    }
+    double v = 0;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+      double d = ld_f(x, t, base + k) - m;
+      v += d * d;
+    }
+    v = block_sum(v, sh) / (double)len;
+    double inv = 1.0 / sqrt(v + eps);
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
+      st_f(out, t, base + k, (ld_f(x, t, base + k) - m) * inv * ld_f(g, t, k) + ld_f(b, t, k));
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const void *gamma, const void *beta,
+                                  int64_t rows, int64_t len, double eps, void *out) {
+  if (rows == 0 || len == 0) return RLX_OK;
+  int threads = len >= 1024 ? 256 : len >= 128 ? 128 : 32;
+  unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
+  norm_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, gamma, beta, rows, len, eps, out);
+  return cu_launch_status("norm kernel");
+}

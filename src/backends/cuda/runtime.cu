@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The CUDA backend's device runtime: probe, context (device, stream, cuBLAS handle), memory,
+ * copies, and the kernel error flag. */
+#include <cublas_v2.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda/dev.cuh"
+
+static rlx_status cu_err(cudaError_t e, const char *what) {
+  return rlx_errorf(e == cudaErrorMemoryAllocation ? RLX_ERR_OOM : RLX_ERR_INTERNAL, "cuda: %s failed: %s (%s)", what,
+                    cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+rlx_status cu_launch_status(const char *what) {
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? RLX_OK : cu_err(e, what);
+}
+
+extern "C" int rlx_cu_available(const char **why) {
+  static char msg[256];
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    snprintf(msg, sizeof msg, "no CUDA device: the CUDA runtime reports %s (%s); the cuda backend needs an NVIDIA "
+             "GPU and its driver", cudaGetErrorName(e), cudaGetErrorString(e));
+    (void)cudaGetLastError();
+    if (why) *why = msg;
+    return 0;
+  }
+  if (n == 0) {
+    if (why) *why = "no CUDA device: the driver is present but lists no GPU";
+    return 0;
+  }
+  return 1;
+}
+
+extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision, rlx_cu_ctx **out) {
+  *out = NULL;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return cu_err(e, "cudaGetDeviceCount");
+  if (device < 0 || device >= n)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: option device = %d, but this machine has %d CUDA device%s", device, n,
+                      n == 1 ? "" : "s");
+  if ((e = cudaSetDevice(device)) != cudaSuccess) return cu_err(e, "cudaSetDevice");
+  rlx_cu_ctx *c = (rlx_cu_ctx *)calloc(1, sizeof *c);
+  if (!c) return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
+  c->device = device;
+  c->precision = precision;
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) snprintf(c->name, sizeof c->name, "%.120s", prop.name);
+  /* Without a stream of the caller's, every executable queues on the device's default stream:
+   * buffers pass between executables (a step's outputs are the next step's inputs) and stay
+   * ordered without extra synchronisation. */
+  c->stream = stream ? (cudaStream_t)stream : (cudaStream_t)0;
+  c->own_stream = 0;
+  cublasHandle_t h;
+  cublasStatus_t bs = cublasCreate(&h);
+  if (bs != CUBLAS_STATUS_SUCCESS) {
+    rlx_cu_ctx_destroy(c);
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cublasCreate failed: %s", cublasGetStatusString(bs));
+  }
+  c->blas = h;
+  if ((e = cudaMalloc((void **)&c->kerr, sizeof(int))) != cudaSuccess || (e = cudaMemset(c->kerr, 0, sizeof(int))) != cudaSuccess) {
+    rlx_cu_ctx_destroy(c);
+    return cu_err(e, "allocating the kernel error flag");
+  }
+  cublasSetStream(h, c->stream);
+  /* Pointer-mode host (alpha/beta on the host); math mode chosen per call by compute type. */
+  cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  *out = c;
+  return RLX_OK;
+}
+
+extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
+  if (!c) return;
+  if (c->blas) cublasDestroy((cublasHandle_t)c->blas);
+  if (c->kerr) cudaFree(c->kerr);
+  if (c->own_stream && c->stream) cudaStreamDestroy(c->stream);
+  free(c);
+}
+
+extern "C" rlx_status rlx_cu_malloc(rlx_cu_ctx *c, size_t bytes, void **out) {
+  (void)c;
+  *out = NULL;
+  cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return rlx_errorf(RLX_ERR_OOM, "cuda: cudaMalloc of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+  }
+  return RLX_OK;
+}
+
+extern "C" void rlx_cu_free(rlx_cu_ctx *c, void *p) {
+  (void)c;
+  if (p) cudaFree(p);
+}
+
+extern "C" rlx_status rlx_cu_h2d(rlx_cu_ctx *c, void *dst, const void *src, size_t n) {
+  if (!n) return RLX_OK;
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, c->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream); /* src may be reused at once */
+  return e == cudaSuccess ? RLX_OK : cu_err(e, "host-to-device copy");
+}
+
+extern "C" rlx_status rlx_cu_d2h(rlx_cu_ctx *c, void *dst, const void *src, size_t n) {
+  if (!n) return RLX_OK;
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, c->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+  return e == cudaSuccess ? RLX_OK : cu_err(e, "device-to-host copy");
+}
+
+extern "C" rlx_status rlx_cu_d2d(rlx_cu_ctx *c, void *dst, const void *src, size_t n) {
+  if (!n || dst == src) return RLX_OK;
+  cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, c->stream);
+  return e == cudaSuccess ? RLX_OK : cu_err(e, "device-to-device copy");
+}
+
+extern "C" rlx_status rlx_cu_memset(rlx_cu_ctx *c, void *dst, int value, size_t n) {
+  if (!n) return RLX_OK;
+  cudaError_t e = cudaMemsetAsync(dst, value, n, c->stream);
+  return e == cudaSuccess ? RLX_OK : cu_err(e, "memset");
+}
+
+extern "C" rlx_status rlx_cu_sync(rlx_cu_ctx *c) {
+  cudaError_t e = cudaStreamSynchronize(c->stream);
+  if (e != cudaSuccess) return cu_err(e, "stream synchronize (a kernel failed)");
+  int code = 0, zero = 0;
+  e = cudaMemcpy(&code, c->kerr, sizeof code, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return cu_err(e, "reading the kernel error flag");
+  if (code) {
+    cudaMemcpy(c->kerr, &zero, sizeof zero, cudaMemcpyHostToDevice);
+    switch (code) {
+    case RLX_CU_KERR_DIV_ZERO: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: integer division or modulo by zero");
+    case RLX_CU_KERR_POW_ZERO_NEG: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: integer Pow: 0 raised to a negative power");
+    case RLX_CU_KERR_INDEX: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: an index is out of range (Gather)");
+    default: return rlx_errorf(RLX_ERR_INTERNAL, "cuda: kernel error code %d", code);
+    }
+  }
+  return RLX_OK;
+}
+
+extern "C" const char *rlx_cu_device_name(rlx_cu_ctx *c) { return c->name; }
