@@ -60,7 +60,8 @@ void rlx_onnx_options_init(rlx_onnx_options *o);
 
 /* Imports a model file. External data is resolved relative to the model's folder with path
  * containment (relative paths only, no "..", the real path must stay inside the folder, regular
- * files with one link only, offset/length checked against the file). On failure the message
+ * files with one link only, a file extension from docs/onnx.md's allow-list or none,
+ * offset/length checked against the file). On failure the message
  * names the node (name + op_type) and field; RLX_ERR_UNSUPPORTED lists EVERY unsupported
  * op/opset/dtype of the model at once. */
 rlx_status rlx_onnx_import_file(const char *path, const rlx_onnx_options *opt,

@@ -7,7 +7,8 @@
  *
  * The reader is strict (docs/train.md lists every rule): header length 1..100 MB within the file,
  * valid UTF-8 JSON (nesting depth bounded) that is one object, at most RLX_SAFETENSORS_MAX_TENSORS
- * entries, unique names, string-only metadata, exactly the three fields per tensor, a known dtype,
+ * entries, unique names of at most RLX_SAFETENSORS_MAX_NAME bytes (tensor names and metadata
+ * keys; as the other formats), string-only metadata, exactly the three fields per tensor, a known dtype,
  * a shape whose byte size does not overflow and equals the entry's span, and spans that tile the
  * data section exactly (sorted by offset: first begin 0, no gap, no overlap, last end = data
  * length, so no trailing bytes). Violations give RLX_ERR_FORMAT naming the tensor or field;
@@ -30,6 +31,7 @@ extern "C" {
 #define RLX_SAFETENSORS_MAX_HEADER ((uint64_t)100 * 1000 * 1000)
 #define RLX_SAFETENSORS_MAX_TENSORS 65536u
 #define RLX_SAFETENSORS_MAX_DEPTH 16u
+#define RLX_SAFETENSORS_MAX_NAME 4096u /* bytes of a tensor name or metadata key (UTF-8) */
 
 typedef struct rlx_safetensors_kv {
   const char *key;

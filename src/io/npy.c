@@ -82,6 +82,12 @@ static rlx_status hdr_string(hdr *h, char *out, size_t cap, const char *what) {
   while (h->pos < h->len && h->s[h->pos] != q) {
     char c = h->s[h->pos];
     if (c == '\\' || c == '\n') return hdr_fail(h, "unsupported character in %s", what);
+    /* strcmp would stop at a NUL: '<f4\0junk' must not read as '<f4'. */
+    if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) {
+      char why[96];
+      snprintf(why, sizeof why, "%s contains byte 0x%02x", what, (unsigned char)c);
+      return hdr_fail(h, "%s; only printable ASCII is allowed in header strings (no NUL or trailing junk)", why);
+    }
     if (n + 1 >= cap) return hdr_fail(h, "%s is too long", what);
     out[n++] = c;
     h->pos++;

@@ -301,8 +301,12 @@ static rlx_status st_metadata(st_parser *p) {
   if (st_accept(p, '}')) return RLX_OK;
   for (;;) {
     const char *key, *value;
+    size_t at = p->pos;
     RLX_TRY(st_string(p, &key, "a metadata key"));
     RLX_TRY(st_expect(p, ':', "':' after a metadata key"));
+    if (strlen(key) > RLX_SAFETENSORS_MAX_NAME)
+      return rlx_errorf(RLX_ERR_FORMAT, "safetensors header, byte %zu: a __metadata__ key is %zu bytes long; the limit "
+                        "is %u", at, strlen(key), RLX_SAFETENSORS_MAX_NAME);
     st_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != '"')
       return st_fail(p, "__metadata__ value of '%s' is not a string (only string values are allowed)", key);
@@ -337,6 +341,9 @@ static rlx_status st_header(st_parser *p) {
       RLX_TRY(st_string(p, &name, "a tensor name"));
       RLX_TRY(st_expect(p, ':', "':' after a tensor name"));
       if (!name[0]) return st_fail(p, "a tensor has an empty name (the writer cannot write it back either)");
+      if (strlen(name) > RLX_SAFETENSORS_MAX_NAME)
+        return rlx_errorf(RLX_ERR_FORMAT, "safetensors header, byte %zu: a tensor name is %zu bytes long; the limit is %u",
+                          at, strlen(name), RLX_SAFETENSORS_MAX_NAME);
       if (strcmp(name, "__metadata__") == 0) {
         RLX_TRY(st_metadata(p));
       } else {
@@ -634,9 +641,13 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static rlx_status check_text(const char *s, const char *what, uint32_t i) {
+/* `max`: the longest allowed string in bytes (names and keys: RLX_SAFETENSORS_MAX_NAME). */
+static rlx_status check_text(const char *s, const char *what, uint32_t i, size_t max) {
   if (!s) return rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: %s %u is NULL", what, i);
   size_t n = strlen(s);
+  if (n > max)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: %s %u is %zu bytes long; the limit is %zu", what, i, n,
+                      max);
   if (utf8_check((const uint8_t *)s, n) != n)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: %s %u ('%s') is not valid UTF-8", what, i, s);
   return RLX_OK;
@@ -652,8 +663,8 @@ rlx_status rlx_safetensors_write(const rlx_named_tensor *tensors, uint32_t n, co
     return rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: more than %u tensors or metadata entries",
                       RLX_SAFETENSORS_MAX_TENSORS);
   for (uint32_t i = 0; i < n_metadata; i++) {
-    RLX_TRY(check_text(metadata[i].key, "metadata key", i));
-    RLX_TRY(check_text(metadata[i].value, "metadata value", i));
+    RLX_TRY(check_text(metadata[i].key, "metadata key", i, RLX_SAFETENSORS_MAX_NAME));
+    RLX_TRY(check_text(metadata[i].value, "metadata value", i, SIZE_MAX));
     for (uint32_t j = 0; j < i; j++)
       if (strcmp(metadata[j].key, metadata[i].key) == 0)
         return rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: duplicate metadata key '%s'", metadata[i].key);
@@ -669,7 +680,7 @@ rlx_status rlx_safetensors_write(const rlx_named_tensor *tensors, uint32_t n, co
   size_t data_len = 0;
   for (uint32_t i = 0; i < n && st == RLX_OK; i++) {
     const rlx_named_tensor *t = &tensors[i];
-    st = check_text(t->name, "tensor name", i);
+    st = check_text(t->name, "tensor name", i, RLX_SAFETENSORS_MAX_NAME);
     if (st != RLX_OK) break;
     if (!t->name[0] || strcmp(t->name, "__metadata__") == 0)
       st = rlx_errorf(RLX_ERR_INVALID_ARG, "safetensors write: tensor %u: the name '%s' is not allowed", i, t->name);

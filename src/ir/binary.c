@@ -35,7 +35,12 @@ static rlx_status put_str(rlx_strbuf *b, const char *s, const char *what) {
     return RLX_OK;
   }
   size_t n = strlen(s);
-  if (n >= STR_NONE) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is too long for the binary format (%zu bytes)", what, n);
+  if (n > RLX_FORMAT_MAX_NAME_BYTES)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is %zu bytes long; names and strings are limited to %d bytes", what, n,
+                      RLX_FORMAT_MAX_NAME_BYTES);
+  size_t bad = rlx_fmt_utf8_check(s, n);
+  if (bad != n)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is not valid UTF-8 (byte %zu of %zu)", what, bad, n);
   rlx_sb_u32(b, (uint32_t)n);
   rlx_sb_put(b, s, n);
   return RLX_OK;
@@ -303,10 +308,15 @@ static rlx_status rd_str(reader *R, rlx_graph *g, bool allow_none, const char **
     *out = NULL;
     return RLX_OK;
   }
+  if (n > RLX_FORMAT_MAX_NAME_BYTES)
+    return rd_fail(R, at, "%s has length %u; names and strings are limited to %d bytes", what, n,
+                   RLX_FORMAT_MAX_NAME_BYTES);
   if (n > R->len - R->pos)
     return rd_fail(R, at, "%s has length %u but only %zu bytes remain", what, n, R->len - R->pos);
   const uint8_t *nul = n ? memchr(R->d + R->pos, 0, n) : NULL;
   if (nul) return rd_fail(R, (size_t)(nul - R->d), "%s contains a NUL byte", what);
+  size_t bad = rlx_fmt_utf8_check((const char *)R->d + R->pos, n);
+  if (bad != n) return rd_fail(R, R->pos + bad, "%s is not valid UTF-8", what);
   char *c = rlx_arena_strndup(&g->arena, (const char *)R->d + R->pos, n);
   if (!c) return rd_oom();
   R->pos += n;

@@ -11,6 +11,15 @@
 /* Deepest body nesting any format accepts (the top graph is depth 0), as in the verifier. */
 #define RLX_FORMAT_MAX_DEPTH 64
 
+/* Longest string (node, graph, leaf and Custom names) any format reads or writes, in bytes of
+ * its decoded form; the ONNX importer has the same limit (RLX_ONNX_MAX_NAME_BYTES). Strings must
+ * also be well-formed UTF-8 (after escapes are decoded) without NUL bytes. */
+#define RLX_FORMAT_MAX_NAME_BYTES 4096
+
+/* Offset of the first byte of s[0..n) that does not start a well-formed UTF-8 sequence (no
+ * overlong forms, surrogates or code points above U+10FFFF), or n when all of it is UTF-8. */
+size_t rlx_fmt_utf8_check(const char *s, size_t n);
+
 /* Smallest dim value that still encodes a symbol ?k with k a u32. */
 #define RLX_FORMAT_MIN_DIM (-(int64_t)UINT32_MAX - 1)
 

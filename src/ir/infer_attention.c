@@ -99,7 +99,7 @@ rlx_status rlx_infer_Attention(const rlx_infer_ctx *c, rlx_shape *out) {
                              rlx_fmt_shape(q), D);
   } else {
     int64_t hd;
-    if (!iu_mul(H, D, &hd)) return rlx_shape_error("attributes num_heads * head_dim overflow");
+    if (!ck_mul(H, D, &hd)) return rlx_shape_error("attributes num_heads * head_dim overflow");
     if (q->dims[q->rank - 1] != hd)
       return rlx_shape_error("operand 0 (Q) has shape %s; its last dim must equal num_heads * head_dim = %" PRId64,
                              rlx_fmt_shape(q), hd);
@@ -162,7 +162,7 @@ rlx_status rlx_infer_Attention(const rlx_infer_ctx *c, rlx_shape *out) {
     out->dims[3] = Dv;
   } else {
     int64_t w;
-    if (!iu_mul(H, Dv, &w)) return rlx_shape_error("attributes num_heads * v_head_dim overflow");
+    if (!ck_mul(H, Dv, &w)) return rlx_shape_error("attributes num_heads * v_head_dim overflow");
     out->dims[q->rank - 1] = w;
   }
   return RLX_OK;
@@ -196,7 +196,7 @@ static rlx_status table_rows(const rlx_infer_ctx *c, uint32_t i, int64_t half, r
   int64_t r = 1;
   for (uint32_t k = 0; k + 1 < t->rank; k++) {
     if (t->dims[k] < 0) return RLX_OK;
-    if (!iu_mul(r, t->dims[k], &r)) return rlx_shape_error("operand %u (%s): row count overflows", i, names[i]);
+    if (!ck_mul(r, t->dims[k], &r)) return rlx_shape_error("operand %u (%s): row count overflows", i, names[i]);
   }
   *rows = r;
   return RLX_OK;
@@ -232,7 +232,7 @@ rlx_status rlx_infer_Rope(const rlx_infer_ctx *c, rlx_shape *out) {
   bool lead_known = true;
   int64_t tokens = 1;
   for (uint32_t i = 0; i + 1 < x->rank; i++) {
-    if (x->dims[i] < 0 || !iu_mul(tokens, x->dims[i], &tokens)) lead_known = false;
+    if (x->dims[i] < 0 || !ck_mul(tokens, x->dims[i], &tokens)) lead_known = false;
   }
   if (!rows_is_s && rows >= 0 && s >= 0 && rows < s && !(lead_known && rows == tokens))
     return rlx_shape_error("operand 1 (cos) has shape %s with %" PRId64 " rows; it needs a row per position (>= S "
@@ -261,9 +261,9 @@ rlx_status rlx_infer_AxialRope2d(const rlx_infer_ctx *c, rlx_shape *out) {
     return rlx_shape_error("operand 0 (x) has shape %s; expected [B, N, num_heads * head_dim]", rlx_fmt_shape(x));
   RLX_TRY(rlx_need_dtype_float(c, 0));
   int64_t n, w;
-  if (!iu_mul(at->end_x, at->end_y, &n) || !iu_mul(n, at->repeat_factor, &n))
+  if (!ck_mul(at->end_x, at->end_y, &n) || !ck_mul(n, at->repeat_factor, &n))
     return rlx_shape_error("attributes end_x * end_y * repeat_factor overflow");
-  if (!iu_mul(at->num_heads, at->head_dim, &w)) return rlx_shape_error("attributes num_heads * head_dim overflow");
+  if (!ck_mul(at->num_heads, at->head_dim, &w)) return rlx_shape_error("attributes num_heads * head_dim overflow");
   if (x->dims[1] >= 0 && x->dims[1] != n)
     return rlx_shape_error("operand 0 (x) has shape %s; its token axis must be end_x * end_y * repeat_factor = %" PRId64,
                            rlx_fmt_shape(x), n);

@@ -51,7 +51,7 @@ static rlx_status packed_output(const rlx_infer_ctx *c, const uint32_t *ops, uin
     int64_t e = 0;
     RLX_TRY(iu_numel(c->in[ops[i]], ops[i], &known, &e));
     if (!known) all_known = false;
-    else if (!iu_add(total, e, &total))
+    else if (!ck_add(total, e, &total))
       return rlx_errorf(RLX_ERR_OVERFLOW, "the packed gradient length overflows int64");
   }
   if (all_known) {
@@ -175,11 +175,7 @@ rlx_status rlx_infer_MaxPool3dBackward(const rlx_infer_ctx *c, rlx_shape *out) {
 /* Channels C_in = per_group * groups of a weight axis; symbolic with groups > 1 -> declared. */
 static rlx_status grouped_channels(const rlx_infer_ctx *c, rlx_dim per_group, int64_t groups, uint32_t operand,
                                    uint32_t out_rank, rlx_dim *out) {
-  if (per_group >= 0) {
-    if (!iu_mul(per_group, groups, out))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: channel count overflows", operand);
-    return RLX_OK;
-  }
+  if (per_group >= 0) return ck_mul_or(per_group, groups, out, "the channel count (channels per group * groups)");
   if (groups == 1) {
     *out = per_group;
     return RLX_OK;
@@ -249,7 +245,7 @@ static rlx_status conv_backward_input(const rlx_infer_ctx *c, uint32_t nsp, cons
       continue;
     }
     int64_t h;
-    if (!iu_add(ho, span, &h))
+    if (!ck_add(ho, span, &h))
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 (dy): input extent of axis %u overflows", 2 + i);
     h -= pads;
     if (h < 1)

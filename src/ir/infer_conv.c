@@ -24,7 +24,8 @@ rlx_status rlx_conv_forward_shape(const rlx_infer_ctx *c, uint32_t nsp, const rl
   RLX_TRY(cu_divisible(cin, groups, 0, "the input channels C_in (axis 1)"));
   RLX_TRY(cu_divisible(cout, groups, 1, "the output channels C_out (axis 0)"));
   bool wc_ok = true; /* unchecked when C_in or the weight's axis 1 is symbolic and groups > 1 */
-  if (cin >= 0 && wc >= 0) wc_ok = wc <= INT64_MAX / groups && wc * groups == cin;
+  int64_t wcg;
+  if (cin >= 0 && wc >= 0) wc_ok = ck_mul(wc, groups, &wcg) && wcg == cin;
   else if (groups == 1) wc_ok = rlx_dim_equal(wc, cin);
   if (!wc_ok)
     return rlx_shape_error("operand 1 (weight) has shape %s; its axis 1 must be C_in/groups = %s/%" PRId64
@@ -72,8 +73,7 @@ static rlx_status conv_transpose(const rlx_infer_ctx *c, uint32_t nsp, const rlx
   out->dims[0] = x->dims[0];
   rlx_dim per_group = w->dims[1];
   if (per_group >= 0) {
-    if (!iu_mul(per_group, groups, &out->dims[1]))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 1 (weight) %s: output channels overflow", rlx_fmt_shape(w));
+    RLX_TRY(ck_mul_or(per_group, groups, &out->dims[1], "the output channels (C_out / groups * groups)"));
   } else if (groups == 1) {
     out->dims[1] = per_group;
   } else if (c->declared && c->declared->rank == 2 + nsp) {
@@ -132,16 +132,15 @@ rlx_status rlx_infer_Im2Col(const rlx_infer_ctx *c, rlx_shape *out) {
   *out = iu_shape((rlx_dtype)x->dtype, 2);
   int64_t rows;
   if (kh && kw && x->dims[0] >= 0 && ho >= 0 && wo >= 0) {
-    if (!iu_mul(x->dims[0], ho, &rows) || !iu_mul(rows, wo, &rows))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch count N*Ho*Wo overflows", rlx_fmt_shape(x));
+    RLX_TRY(ck_mul_or(x->dims[0], ho, &rows, "the patch count N * Ho"));
+    RLX_TRY(ck_mul_or(rows, wo, &rows, "the patch count N * Ho * Wo"));
     out->dims[0] = rows;
   } else {
     out->dims[0] = RLX_DIM_SYM(RLX_SYM_ROWS);
   }
   int64_t cols = g.k[0] * g.k[1]; /* <= 2^62 */
   if (x->dims[1] >= 0) {
-    if (!iu_mul(x->dims[1], cols, &cols))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: patch width C*kH*kW overflows", rlx_fmt_shape(x));
+    RLX_TRY(ck_mul_or(x->dims[1], cols, &cols, "the patch width C * kH * kW"));
     out->dims[1] = cols;
   } else if (cols == 1) {
     out->dims[1] = x->dims[1];

@@ -152,8 +152,7 @@ static inline rlx_status cu_extent(const cu_geom *g, uint32_t i, bool transposed
   int64_t span = g->d[i] * (g->k[i] - 1); /* both <= 2^31: fits */
   if (!transposed) {
     int64_t padded;
-    if (!iu_add(in, g->pb[i] + g->pe[i], &padded))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: spatial extent %" PRId64 " plus padding overflows", operand, in);
+    RLX_TRY(ck_add_or(in, g->pb[i] + g->pe[i], &padded, "a spatial extent plus padding"));
     if (padded < span + 1)
       return rlx_shape_error("operand %u: spatial axis %u has extent %" PRId64 " (%" PRId64 " with padding), smaller "
                              "than the dilated kernel extent %" PRId64 " (attributes kernel_size, dilation, padding)",
@@ -165,7 +164,7 @@ static inline rlx_status cu_extent(const cu_geom *g, uint32_t i, bool transposed
     return rlx_shape_error("operand %u: spatial axis %u has extent 0; a transposed convolution needs at least 1",
                            operand, 2 + i);
   int64_t v;
-  if (!iu_mul(in - 1, g->s[i], &v) || !iu_add(v, span + g->op[i] + 1, &v))
+  if (!ck_mul(in - 1, g->s[i], &v) || !ck_add(v, span + g->op[i] + 1, &v))
     return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: transposed output extent of axis %u overflows", operand, 2 + i);
   v -= g->pb[i] + g->pe[i];
   if (v < 1)

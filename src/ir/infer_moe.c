@@ -75,8 +75,7 @@ static rlx_status need_bytes(const rlx_infer_ctx *c, uint32_t i, const char *wha
 static rlx_status byte_count(const rlx_infer_ctx *c, uint32_t i, bool *known, int64_t *bytes) {
   int64_t n = 0;
   RLX_TRY(iu_numel(c->in[i], i, known, &n));
-  if (*known && !iu_mul(n, (int64_t)rlx_dtype_size((rlx_dtype)c->in[i]->dtype), bytes))
-    return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: byte count overflows", i);
+  if (*known) RLX_TRY(ck_mul_or(n, (int64_t)rlx_dtype_size((rlx_dtype)c->in[i]->dtype), bytes, "the byte count"));
   return RLX_OK;
 }
 
@@ -152,8 +151,8 @@ static rlx_status gguf_bytes(int32_t scheme, rlx_dim k, rlx_dim n, bool *known, 
   if (!gguf_block(scheme, &be, &bb)) return rlx_shape_error("scheme %s is not a GGUF scheme", scheme_name(scheme));
   *known = k >= 0 && n >= 0;
   if (!*known) return RLX_OK;
-  if (!iu_mul(k / be, n, bytes) || !iu_mul(*bytes, bb, bytes))
-    return rlx_errorf(RLX_ERR_OVERFLOW, "the packed weight size overflows");
+  RLX_TRY(ck_mul_or(k / be, n, bytes, "the packed weight blocks (K / block) * N"));
+  RLX_TRY(ck_mul_or(*bytes, bb, bytes, "the packed weight size (K / block) * N * block bytes"));
   return RLX_OK;
 }
 
@@ -214,10 +213,10 @@ static rlx_status dequant_four(const rlx_infer_ctx *c, const rlx_attrs_DequantMa
     RLX_TRY(need_rank(c, 2, "scale", 2, "[ceil(K / block), N]"));
     if (nv) RLX_TRY(need_bytes(c, 2, "scale (E4M3 codes)", false, false));
     else RLX_TRY(rlx_need_dtype_float(c, 2));
-    if (k >= 0 && s->dims[0] >= 0 && s->dims[0] != (k + blk - 1) / blk)
+    if (k >= 0 && s->dims[0] >= 0 && s->dims[0] != ck_ceil_div(k, blk))
       return rlx_shape_error("operand 2 (scale) has shape %s; with K = %" PRId64 " and blocks of %" PRId64
                              " it needs %" PRId64 " rows",
-                             rlx_fmt_shape(s), k, blk, (k + blk - 1) / blk);
+                             rlx_fmt_shape(s), k, blk, ck_ceil_div(k, blk));
     n = s->dims[1];
   } else if (sc == RLX_QUANT_SCHEME_FP8_E4M3 || sc == RLX_QUANT_SCHEME_FP8_E5M2) {
     RLX_TRY(need_rank(c, 2, "scale", 1, "[N] (one scale per output column)"));
@@ -261,13 +260,13 @@ static rlx_status dequant_four(const rlx_infer_ctx *c, const rlx_attrs_DequantMa
   RLX_TRY(need_bytes(c, 1, "w_q", !mlx, mlx && sc == RLX_QUANT_SCHEME_MLX_AFFINE));
   if (k >= 0 && n >= 0) {
     int64_t kn, want;
-    if (!iu_mul(k, n, &kn)) return rlx_errorf(RLX_ERR_OVERFLOW, "the weight size K*N overflows");
+    RLX_TRY(ck_mul_or(k, n, &kn, "the weight size K * N"));
     if (bits == 8) {
       RLX_TRY(need_byte_count(c, 1, "w_q", kn, "K*N one-byte codes"));
     } else if (!mlx) {
       RLX_TRY(need_byte_count(c, 1, "w_q", kn / 2 + kn % 2, "ceil(K*N/2) bytes of 4-bit codes"));
     } else {
-      if (!iu_mul(kn, bits, &want)) return rlx_errorf(RLX_ERR_OVERFLOW, "the weight size K*N*bits overflows");
+      RLX_TRY(ck_mul_or(kn, bits, &want, "the weight size K * N * bits"));
       if (want % 8 != 0)
         return rlx_shape_error("K*N*bits = %" PRId64 " is not a whole number of bytes (attribute bits %" PRId64 ")",
                                want, bits);
@@ -291,15 +290,18 @@ static rlx_status dequant_mxfp4x2(const rlx_infer_ctx *c, int64_t gs, rlx_shape 
   int64_t sn = 0;
   RLX_TRY(iu_numel(c->in[2], 2, &known, &sn));
   if (k >= 0 && known) {
-    int64_t per_col = 2 * ((k + gs - 1) / gs);
+    int64_t per_col;
+    RLX_TRY(ck_mul_or(2, ck_ceil_div(k, gs), &per_col, "scale elements per column 2 * ceil(K / group_size)"));
+    if (per_col == 0) return rlx_shape_error("operand 0 (x) has K = 0; MxFp4x2Block needs K >= 1");
     if (sn % per_col != 0)
       return rlx_shape_error("operand 2 (scale) has shape %s; it must hold 2 * ceil(K / group_size) * N = %" PRId64
                              " * N elements",
                              rlx_fmt_shape(c->in[2]), per_col);
     n = sn / per_col;
-    int64_t kn;
-    if (!iu_mul(k, n, &kn)) return rlx_errorf(RLX_ERR_OVERFLOW, "the weight size K*N overflows");
-    RLX_TRY(need_byte_count(c, 1, "w_q", 2 * ((kn + 1) / 2), "two planes of ceil(K*N/2) bytes"));
+    int64_t kn, planes;
+    RLX_TRY(ck_mul_or(k, n, &kn, "the weight size K * N"));
+    RLX_TRY(ck_mul_or(2, ck_ceil_div(kn, 2), &planes, "the packed weight size 2 * ceil(K * N / 2)"));
+    RLX_TRY(need_byte_count(c, 1, "w_q", planes, "two planes of ceil(K*N/2) bytes"));
   } else if (c->declared && c->declared->rank == 2) {
     n = c->declared->dims[1];
   } else {
@@ -335,7 +337,7 @@ static rlx_status gguf_slabs(const rlx_infer_ctx *c, uint32_t i, int32_t scheme,
   if (!known || !bk || slab == 0) return RLX_OK;
   if (e_known && e >= 0) {
     int64_t want;
-    if (!iu_mul(e, slab, &want)) return rlx_errorf(RLX_ERR_OVERFLOW, "the packed expert size overflows");
+    RLX_TRY(ck_mul_or(e, slab, &want, "the packed expert size E * slab bytes"));
     return need_byte_count(c, i, "packed weights", want, "E slabs of (K / block) * N * block bytes, GGUF [N, K] order");
   }
   if (have == 0 || have % slab != 0)
@@ -409,8 +411,9 @@ rlx_status rlx_infer_DequantGroupedMatMulMlx(const rlx_infer_ctx *c, rlx_shape *
   RLX_TRY(need_expert_idx(c, 4, x->dims[0]));
   if (k >= 0 && s->dims[0] >= 0 && s->dims[1] >= 0) {
     int64_t total;
-    if (!iu_mul(s->dims[0], s->dims[1], &total) || !iu_mul(total, k, &total) || !iu_mul(total, bits, &total))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "the packed expert weight size overflows");
+    RLX_TRY(ck_mul_or(s->dims[0], s->dims[1], &total, "the packed expert weight size E * out"));
+    RLX_TRY(ck_mul_or(total, k, &total, "the packed expert weight size E * out * K"));
+    RLX_TRY(ck_mul_or(total, bits, &total, "the packed expert weight size E * out * K * bits"));
     if (total % 8 != 0)
       return rlx_shape_error("E*out*K*bits = %" PRId64 " is not a whole number of bytes", total);
     RLX_TRY(need_byte_count(c, 1, "weight", total / 8, "E*out*K*bits/8 bytes"));
@@ -447,7 +450,7 @@ static rlx_status scaled_scale(const rlx_infer_ctx *c, uint32_t i, const char *w
   RLX_TRY(need_bytes(c, i, what, false, false));
   if (!rows_known || k < 0) return RLX_OK;
   int64_t want;
-  if (!iu_mul(rows, (k + block - 1) / block, &want)) return rlx_errorf(RLX_ERR_OVERFLOW, "scale count overflows");
+  RLX_TRY(ck_mul_or(rows, ck_ceil_div(k, block), &want, "scale count rows * ceil(K / block)"));
   return need_numel(c, i, what, want, "rows * ceil(K / block)");
 }
 
@@ -484,7 +487,7 @@ rlx_status rlx_infer_ScaledGroupedMatMul(const rlx_infer_ctx *c, rlx_shape *out)
     return rlx_shape_error("operand 1 (w_codes) has shape %s; its axis 2 must be K = %s of operand 0 (in_codes) %s",
                            rlx_fmt_shape(w), iu_fmt_dim(k), rlx_fmt_shape(x));
   int64_t wrows = 0;
-  bool wk = w->dims[0] >= 0 && w->dims[1] >= 0 && iu_mul(w->dims[0], w->dims[1], &wrows);
+  bool wk = w->dims[0] >= 0 && w->dims[1] >= 0 && ck_mul(w->dims[0], w->dims[1], &wrows);
   RLX_TRY(scaled_scale(c, 2, "in_scale", a->layout, a->block, m >= 0, m, k));
   RLX_TRY(scaled_scale(c, 3, "w_scale", a->layout, a->block, wk, wrows, k));
   RLX_TRY(need_expert_idx(c, 4, m));

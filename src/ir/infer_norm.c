@@ -46,7 +46,7 @@ rlx_status rlx_infer_RmsNorm(const rlx_infer_ctx *c, rlx_shape *out) {
     int64_t lead = 1;
     bool known = true;
     for (uint32_t i = 0; i + 1 < x->rank && known; i++) {
-      if (x->dims[i] < 0 || !iu_mul(lead, x->dims[i], &lead)) known = false;
+      if (x->dims[i] < 0 || !ck_mul(lead, x->dims[i], &lead)) known = false;
     }
     if (known && d->dims[0] == lead) *out = *d;
   }

@@ -172,8 +172,8 @@ static rlx_status conv_axis(rlx_dim in, int64_t k, int64_t s, int64_t d, int64_t
                             const char *axis_name, rlx_dim *out) {
   if (in < 0 || k < 0) { *out = SP_UNKNOWN; return RLX_OK; }
   int64_t span, padded;
-  if (__builtin_mul_overflow(d, k - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
-      __builtin_add_overflow(in, pb, &padded) || __builtin_add_overflow(padded, pe, &padded))
+  if (!ck_mul(d, k - 1, &span) || !ck_add(span, 1, &span) ||
+      !ck_add(in, pb, &padded) || !ck_add(padded, pe, &padded))
     return sp_overflow("convolution geometry");
   if (padded < span)
     return rlx_shape_error("operand 0 (x): padded %s %lld is smaller than the dilated kernel extent %lld",
@@ -291,14 +291,14 @@ static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *r
   RLX_TRY(sp_dtype(c, si, role, RLX_U8));
   RLX_TRY(sp_min_rank(c, si, role, 1));
   if (!x->rank) return rlx_shape_error("operand %u is a scalar; block scale layouts need a last (K) axis", di);
-  rlx_dim k = x->dims[x->rank - 1], nblk = sp_static(k) ? sp_ceil_div(k, block) : SP_UNKNOWN;
+  rlx_dim k = x->dims[x->rank - 1], nblk = sp_static(k) ? ck_ceil_div(k, block) : SP_UNKNOWN;
   RLX_TRY(sp_dim_eq(c, si, role, s->rank - 1, nblk, "ceil(K / block) scale blocks per row"));
   rlx_shape rows = *x;
   rows.rank--;
   int64_t nrows = 0, want = 0;
   RLX_TRY(sp_numel(&rows, &nrows));
   if (nrows >= 0 && sp_static(nblk) && n >= 0) {
-    if (__builtin_mul_overflow(nrows, nblk, &want)) return sp_overflow("scale element count");
+    RLX_TRY(ck_mul_or(nrows, nblk, &want, "the scale element count rows * ceil(K / block)"));
     if (n != want)
       return rlx_shape_error("operand %u (%s) has shape %s; expected %lld rows x %lld blocks of scales for "
                              "operand %u %s", si, role, rlx_fmt_shape(s), (long long)nrows, (long long)nblk, di,
@@ -327,7 +327,7 @@ rlx_status rlx_infer_ScaledQuantScale(const rlx_infer_ctx *c, rlx_shape *out) {
   *out = *c->in[0];
   out->dtype = RLX_U8;
   rlx_dim k = out->dims[out->rank - 1];
-  out->dims[out->rank - 1] = sp_static(k) ? sp_ceil_div(k, a->block) : SP_UNKNOWN;
+  out->dims[out->rank - 1] = sp_static(k) ? ck_ceil_div(k, a->block) : SP_UNKNOWN;
   return sp_resolve(c, out);
 }
 

@@ -132,19 +132,19 @@ static rlx_status check_rnn(const rlx_infer_ctx *c, const rnn_spec *sp, int64_t 
   const rlx_dim *x = c->in[0]->dims;
   int64_t dirs = bidir ? 2 : 1, gh, dh, ld, per_layer, rest, want;
   /* gh = G*H; w_ih = D*gh*(I + (L-1)*D*H); w_hh = L*D*gh*H; bias = L*D*gh. */
-  if (__builtin_mul_overflow(sp->gates, hidden, &gh) || __builtin_mul_overflow(dirs, hidden, &dh) ||
-      __builtin_mul_overflow(layers, dirs, &ld))
+  if (!ck_mul(sp->gates, hidden, &gh) || !ck_mul(dirs, hidden, &dh) ||
+      !ck_mul(layers, dirs, &ld))
     return sp_overflow("recurrent weight size");
   if (sp_static(x[2])) {
-    if (__builtin_mul_overflow(layers - 1, dh, &rest) || __builtin_add_overflow(rest, x[2], &per_layer) ||
-        __builtin_mul_overflow(per_layer, gh, &want) || __builtin_mul_overflow(want, dirs, &want))
+    if (!ck_mul(layers - 1, dh, &rest) || !ck_add(rest, x[2], &per_layer) ||
+        !ck_mul(per_layer, gh, &want) || !ck_mul(want, dirs, &want))
       return sp_overflow("w_ih size");
     RLX_TRY(sp_count_eq(c, 1, "w_ih", want, "sum over layers and directions of [G*H, in_l], in_0 = I, in_l = D*H"));
   }
-  if (__builtin_mul_overflow(ld, gh, &want)) return sp_overflow("bias size");
+  RLX_TRY(ck_mul_or(ld, gh, &want, "the bias size num_layers * directions * G * hidden_size"));
   for (uint32_t i = 3; i < n; i++)
     RLX_TRY(sp_count_eq(c, i, names[i], want, "num_layers * directions * G * hidden_size"));
-  if (__builtin_mul_overflow(want, hidden, &want)) return sp_overflow("w_hh size");
+  RLX_TRY(ck_mul_or(want, hidden, &want, "the w_hh size"));
   RLX_TRY(sp_count_eq(c, 2, "w_hh", want, "num_layers * directions blocks of [G*H, H]"));
   rlx_dim st[3] = {ld, x[0], hidden};
   for (uint32_t i = n; i < n_total; i++)

@@ -119,8 +119,7 @@ static rlx_status operand_shape(const rlx_infer_ctx *c, uint32_t i, bool prologu
     if (s->dims[k] < 0)
       return rlx_shape_error("operand %u %s: the ResizeNearest2x prologue cannot double the symbolic axis %u", i,
                              rlx_fmt_shape(c->in[i]), k);
-    if (!iu_mul(s->dims[k], 2, &s->dims[k]))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u: doubling axis %u overflows", i, k);
+    RLX_TRY(ck_mul_or(s->dims[k], 2, &s->dims[k], "the ResizeNearest2x prologue's doubled extent"));
   }
   return RLX_OK;
 }
@@ -224,8 +223,7 @@ rlx_status rlx_infer_BatchElementwiseRegion(const rlx_infer_ctx *c, rlx_shape *o
       return rlx_shape_error("operand %u has shape %s; every batch operand must match operand 0 %s except on axis 0",
                              i, rlx_fmt_shape(s), rlx_fmt_shape(x));
     if (s->dims[0] < 0) sum_known = false;
-    else if (sum_known && !iu_add(sum, s->dims[0], &sum))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "the stacked axis-0 extent overflows");
+    else if (sum_known) RLX_TRY(ck_add_or(sum, s->dims[0], &sum, "the stacked axis-0 extent"));
   }
   rlx_dtype t;
   RLX_TRY(chain_dtype(c, &a->chain, &t));
@@ -246,8 +244,7 @@ rlx_status rlx_infer_BatchElementwiseRegion(const rlx_infer_ctx *c, rlx_shape *o
       if (out->dims[k] < 0)
         return rlx_shape_error("operand 0 %s: the ResizeNearest2x prologue cannot double the symbolic axis %u",
                                rlx_fmt_shape(x), k);
-      if (!iu_mul(out->dims[k], 2, &out->dims[k]))
-        return rlx_errorf(RLX_ERR_OVERFLOW, "doubling axis %u overflows", k);
+      RLX_TRY(ck_mul_or(out->dims[k], 2, &out->dims[k], "the ResizeNearest2x prologue's doubled extent"));
     }
   return RLX_OK;
 }
@@ -277,9 +274,7 @@ rlx_status rlx_infer_TransformRegion(const rlx_infer_ctx *c, rlx_shape *out) {
                              rlx_fmt_shape(x), k);
     }
     for (uint32_t i = 0; i < a->steps.n && out->dims[k] != 0; i++)
-      if (!iu_mul(out->dims[k], 2, &out->dims[k]))
-        return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: upsampling axis %u %u times overflows", rlx_fmt_shape(x), k,
-                          a->steps.n);
+      RLX_TRY(ck_mul_or(out->dims[k], 2, &out->dims[k], "an upsampling step's doubled extent"));
   }
   return RLX_OK;
 }

@@ -19,8 +19,8 @@ rlx_status rlx_infer_Reshape(const rlx_infer_ctx *c, rlx_shape *out) {
     } else if (d < 0) {
       return rlx_shape_error("attribute new_shape: entry %u is %" PRId64 "; extents must be >= 0 (or -1 = inferred)",
                              i, d);
-    } else if (!iu_mul(known, d, &known)) {
-      return rlx_errorf(RLX_ERR_OVERFLOW, "attribute new_shape: element count overflows int64");
+    } else {
+      RLX_TRY(ck_mul_or(known, d, &known, "attribute new_shape: element count"));
     }
   }
   *out = iu_shape((rlx_dtype)x->dtype, ns->n);
@@ -86,7 +86,7 @@ rlx_status rlx_infer_Narrow(const rlx_infer_ctx *c, rlx_shape *out) {
   if (at->len < 0) return rlx_shape_error("attribute len is %" PRId64 "; it must be >= 0", at->len);
   rlx_dim d = x->dims[at->axis];
   int64_t end;
-  if (!iu_add(at->start, at->len, &end) || (d >= 0 && end > d))
+  if (!ck_add(at->start, at->len, &end) || (d >= 0 && end > d))
     return rlx_shape_error("attributes start %" PRId64 " + len %" PRId64 " exceed axis %" PRId64 " of operand 0 %s",
                            at->start, at->len, at->axis, rlx_fmt_shape(x));
   *out = *x;
@@ -115,8 +115,8 @@ rlx_status rlx_infer_Concat(const rlx_infer_ctx *c, rlx_shape *out) {
     rlx_dim d = s->dims[ax];
     if (d < 0) {
       if (sym == 0) sym = d;
-    } else if (!iu_add(total, d, &total)) {
-      return rlx_errorf(RLX_ERR_OVERFLOW, "concatenated extent of axis %u overflows int64", ax);
+    } else {
+      RLX_TRY(ck_add_or(total, d, &total, "the concatenated extent of the axis"));
     }
   }
   *out = *x;
@@ -232,8 +232,8 @@ rlx_status rlx_infer_Pad(const rlx_infer_ctx *c, rlx_shape *out) {
                              k, d, most);
     if (at->mode == RLX_PAD_MODE_REPLICATE && d == 0)
       return rlx_shape_error("attribute pads: axis %u is empty; %s padding has no edge value to repeat", k, mode);
-    if (!iu_add(d, before, &d) || !iu_add(d, after, &d))
-      return rlx_errorf(RLX_ERR_OVERFLOW, "attribute pads: padded extent of axis %u overflows int64", k);
+    RLX_TRY(ck_add_or(d, before, &d, "attribute pads: extent + pad before"));
+    RLX_TRY(ck_add_or(d, after, &d, "attribute pads: extent + pad before + pad after"));
     out->dims[k] = d;
   }
   return RLX_OK;
@@ -249,7 +249,7 @@ rlx_status rlx_infer_Slice(const rlx_infer_ctx *c, rlx_shape *out) {
   if (at->len > 0) {
     rlx_dim d = x->dims[ax];
     int64_t span, last;
-    if (!iu_mul(at->len - 1, at->step, &span) || !iu_add(at->start, span, &last))
+    if (!ck_mul(at->len - 1, at->step, &span) || !ck_add(at->start, span, &last))
       return rlx_shape_error("attributes start %" PRId64 ", len %" PRId64 ", step %" PRId64 " overflow int64",
                              at->start, at->len, at->step);
     int64_t lo = at->start < last ? at->start : last, hi = at->start < last ? last : at->start;
@@ -295,8 +295,8 @@ rlx_status rlx_infer_Tile(const rlx_infer_ctx *c, rlx_shape *out) {
                                "times, got %" PRId64,
                                k, rlx_fmt_shape(x), rep);
       out->dims[k] = rep == 0 ? 0 : d;
-    } else if (!iu_mul(d, rep, &out->dims[k])) {
-      return rlx_errorf(RLX_ERR_OVERFLOW, "attribute reps: tiled extent of axis %u overflows int64", k);
+    } else {
+      RLX_TRY(ck_mul_or(d, rep, &out->dims[k], "attribute reps: tiled extent (extent * reps)"));
     }
   }
   return RLX_OK;
@@ -324,8 +324,8 @@ rlx_status rlx_infer_ResizeNearest2x(const rlx_infer_ctx *c, rlx_shape *out) {
         return rlx_shape_error("operand 0 %s has a symbolic spatial axis %u; declare the output shape", rlx_fmt_shape(x),
                                k);
       out->dims[k] = c->declared->dims[k];
-    } else if (!iu_mul(d, 2, &out->dims[k])) {
-      return rlx_errorf(RLX_ERR_OVERFLOW, "operand 0 %s: doubled axis %u overflows int64", rlx_fmt_shape(x), k);
+    } else {
+      RLX_TRY(ck_mul_or(d, 2, &out->dims[k], "operand 0: the doubled spatial extent"));
     }
   }
   return RLX_OK;

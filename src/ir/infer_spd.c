@@ -72,9 +72,9 @@ static rlx_status packed_eig_len(rlx_dim n, bool twice, rlx_dim *len) {
 static rlx_status eig_n_from_len(const rlx_infer_ctx *c, uint32_t i, const char *role, rlx_dim len, rlx_dim *n) {
   if (!sp_static(len)) { *n = SP_UNKNOWN; return RLX_OK; }
   int64_t r = (int64_t)sqrt((double)len), p;
-  while (r > 0 && (__builtin_mul_overflow(r, r + 1, &p) || p > len)) r--;
-  while (!__builtin_mul_overflow(r + 1, r + 2, &p) && p <= len) r++;
-  if (__builtin_mul_overflow(r, r + 1, &p) || p != len)
+  while (r > 0 && (!ck_mul(r, r + 1, &p) || p > len)) r--;
+  while (ck_mul(r + 1, r + 2, &p) && p <= len) r++;
+  if (!ck_mul(r, r + 1, &p) || p != len)
     return rlx_shape_error("operand %u (%s) has shape %s; a packed eigendecomposition has n^2 + n elements "
                            "(2, 6, 12, 20, ...), and %lld is not of that form", i, role, rlx_fmt_shape(c->in[i]),
                            (long long)len);

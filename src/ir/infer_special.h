@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "infer_checked.h"
 #include "ir_internal.h"
 
 #define SP_UNKNOWN INT64_MIN
@@ -42,22 +43,19 @@ static inline rlx_status sp_overflow(const char *what) {
 /* Checked dim arithmetic; a symbolic or unknown operand gives SP_UNKNOWN. */
 static inline rlx_status sp_mul(rlx_dim a, rlx_dim b, rlx_dim *out) {
   if (a < 0 || b < 0) { *out = SP_UNKNOWN; return RLX_OK; }
-  if (__builtin_mul_overflow(a, b, out)) return sp_overflow("output size");
-  return RLX_OK;
+  return ck_mul_or(a, b, out, "output size");
 }
 static inline rlx_status sp_add(rlx_dim a, rlx_dim b, rlx_dim *out) {
   if (a < 0 || b < 0) { *out = SP_UNKNOWN; return RLX_OK; }
-  if (__builtin_add_overflow(a, b, out)) return sp_overflow("output size");
-  return RLX_OK;
+  return ck_add_or(a, b, out, "output size");
 }
-static inline int64_t sp_ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 /* Element count of a shape: *n = -1 when a dim is symbolic; overflow is an error. */
 static inline rlx_status sp_numel(const rlx_shape *s, int64_t *n) {
   int64_t r = 1;
   for (uint32_t i = 0; i < s->rank; i++) {
     if (s->dims[i] < 0) { *n = -1; return RLX_OK; }
-    if (__builtin_mul_overflow(r, s->dims[i], &r)) return sp_overflow("element count");
+    if (!ck_mul(r, s->dims[i], &r)) return sp_overflow("element count");
   }
   *n = r;
   return RLX_OK;

@@ -37,7 +37,7 @@ static rlx_status check_splat_attrs(const splat_attrs *s) {
 
 /* The image: H*W*4 RGBA floats. */
 static rlx_status image_len(const splat_attrs *s, int64_t *n) {
-  if (__builtin_mul_overflow(s->width, s->height, n) || __builtin_mul_overflow(*n, 4, n))
+  if (!ck_mul(s->width, s->height, n) || !ck_mul(*n, 4, n))
     return sp_overflow("width * height * 4");
   return RLX_OK;
 }
@@ -123,10 +123,10 @@ rlx_status rlx_infer_GaussianSplatRenderBackward(const rlx_infer_ctx *c, rlx_sha
 /* Prepare buffer minus its 15N per-gaussian part: max_list + 2*tiles + 3*W*H + 11. */
 static rlx_status prepare_fixed(const splat_attrs *s, int64_t *fixed) {
   int64_t tiles, wh, t;
-  if (__builtin_mul_overflow(sp_ceil_div(s->width, s->tile_size), sp_ceil_div(s->height, s->tile_size), &tiles) ||
-      __builtin_mul_overflow(tiles, 2, &tiles) || __builtin_mul_overflow(s->width, s->height, &wh) ||
-      __builtin_mul_overflow(wh, 3, &wh) || __builtin_add_overflow(s->max_list_entries, tiles, &t) ||
-      __builtin_add_overflow(t, wh, &t) || __builtin_add_overflow(t, 11, &t))
+  if (!ck_mul(ck_ceil_div(s->width, s->tile_size), ck_ceil_div(s->height, s->tile_size), &tiles) ||
+      !ck_mul(tiles, 2, &tiles) || !ck_mul(s->width, s->height, &wh) ||
+      !ck_mul(wh, 3, &wh) || !ck_add(s->max_list_entries, tiles, &t) ||
+      !ck_add(t, wh, &t) || !ck_add(t, 11, &t))
     return sp_overflow("prepare buffer length");
   *fixed = t;
   return RLX_OK;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "infer_checked.h"
 #include "ir_internal.h"
 
 static inline const char *iu_dt(const rlx_shape *s) { return rlx_dtype_name((rlx_dtype)s->dtype); }
@@ -102,17 +103,13 @@ static inline rlx_status iu_axes_mask(const rlx_infer_ctx *c, const char *attr, 
   return RLX_OK;
 }
 
-/* Checked a*b for non-negative extents. */
-static inline bool iu_mul(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
-static inline bool iu_add(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
-
 /* Element count of a shape. *known = false (and *n untouched) when a dim is symbolic. */
 static inline rlx_status iu_numel(const rlx_shape *s, uint32_t operand, bool *known, int64_t *n) {
   int64_t p = 1;
   *known = false;
   for (uint32_t i = 0; i < s->rank; i++) {
     if (s->dims[i] < 0) return RLX_OK;
-    if (!iu_mul(p, s->dims[i], &p))
+    if (!ck_mul(p, s->dims[i], &p))
       return rlx_errorf(RLX_ERR_OVERFLOW, "operand %u %s: element count overflows int64", operand, rlx_fmt_shape(s));
   }
   *known = true;
@@ -129,7 +126,7 @@ static inline bool iu_is_vector_of(const rlx_shape *v, rlx_dim w) {
   if (w >= 0 && rlx_shape_is_static(v)) {
     int64_t n = 1;
     for (uint32_t i = 0; i < v->rank; i++)
-      if (!iu_mul(n, v->dims[i], &n)) return false;
+      if (!ck_mul(n, v->dims[i], &n)) return false;
     return n == w;
   }
   uint32_t non_unit = 0;

@@ -273,6 +273,17 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
   return len;
 }
 
+size_t rlx_fmt_utf8_check(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < n) {
+    size_t k = p[i] < 0x80 ? 1 : utf8_len(p + i, n - i);
+    if (!k) return i;
+    i += k;
+  }
+  return n;
+}
+
 rlx_status rlx_scan_string(rlx_text_scan *s) {
   rlx_scan_ws(s);
   size_t open = s->pos;
@@ -285,6 +296,9 @@ rlx_status rlx_scan_string(rlx_text_scan *s) {
                            i >= s->len ? "end of input" : "end of line");
     unsigned char c = (unsigned char)s->src[i];
     if (c == '"') break;
+    if (s->scratch.len > RLX_FORMAT_MAX_NAME_BYTES)
+      return rlx_scan_fail(s, open, "this string is longer than %d bytes, the limit for names and strings",
+                           RLX_FORMAT_MAX_NAME_BYTES);
     if (c == '\\') {
       if (i + 1 >= s->len) return rlx_scan_expected(s, i + 1, "an escape character");
       char e = s->src[i + 1];
@@ -315,6 +329,13 @@ rlx_status rlx_scan_string(rlx_text_scan *s) {
     if (!rlx_sb_put(&s->scratch, s->src + i, k)) return rlx_scan_oom(s);
     i += k;
   }
+  if (s->scratch.len > RLX_FORMAT_MAX_NAME_BYTES)
+    return rlx_scan_fail(s, open, "this string is %zu bytes long; names and strings are limited to %d bytes",
+                         s->scratch.len, RLX_FORMAT_MAX_NAME_BYTES);
+  size_t bad = rlx_fmt_utf8_check(s->scratch.p, s->scratch.len);
+  if (bad != s->scratch.len)
+    return rlx_scan_fail(s, open, "this string decodes to bytes that are not valid UTF-8 (at decoded byte %zu); "
+                         "names must be UTF-8 (\\xHH escapes must form whole UTF-8 sequences)", bad);
   s->pos = i + 1;
   if (!rlx_sb_put(&s->scratch, "", 0)) return rlx_scan_oom(s); /* makes scratch.p non-NULL */
   return RLX_OK;

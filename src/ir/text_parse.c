@@ -539,6 +539,9 @@ static rlx_status parse_graph_name(parser *P, const char **name_out) {
       s->pos++;
     }
     if (s->pos == start) return rlx_scan_expected(s, start, "a graph name ([A-Za-z0-9_.]+ or a string)");
+    if (s->pos - start > RLX_FORMAT_MAX_NAME_BYTES)
+      return rlx_scan_fail(s, start, "this graph name is %zu bytes long; names are limited to %d bytes",
+                           s->pos - start, RLX_FORMAT_MAX_NAME_BYTES);
     s->scratch.len = 0;
     if (!rlx_sb_put(&s->scratch, s->src + start, s->pos - start)) return rlx_scan_oom(s);
   }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "infer_checked.h"
 #include "ir_internal.h"
 #include "rlx/verify.h"
 
@@ -121,6 +122,27 @@ static bool check_fields(const rlx_graph *g, const rlx_node *n, char *msg, size_
   return true;
 }
 
+/* A static shape whose element count or byte size does not fit in int64 can never be allocated:
+ * the compile's memory plan would reject it, so the verifier does (with the numbers). */
+static bool check_size(const rlx_shape *s, const char *which, char *msg, size_t cap) {
+  if (!rlx_shape_is_static(s)) return true;
+  int64_t n = 1;
+  for (uint32_t i = 0; i < s->rank; i++) {
+    if (!ck_mul(n, s->dims[i], &n)) {
+      snprintf(msg, cap, "%s shape %s: the element count overflows int64 at axis %u (dim %lld)", which,
+               rlx_fmt_shape(s), i, (long long)s->dims[i]);
+      return false;
+    }
+  }
+  int64_t esz = (int64_t)rlx_dtype_size((rlx_dtype)s->dtype), nb;
+  if (!ck_mul(n, esz, &nb)) {
+    snprintf(msg, cap, "%s shape %s: %lld elements of %lld bytes; the byte size overflows int64", which,
+             rlx_fmt_shape(s), (long long)n, (long long)esz);
+    return false;
+  }
+  return true;
+}
+
 static void verify_graph(const rlx_graph *g, const char *path, report *r, unsigned depth) {
   char msg[2048];
   if (depth > 64) {
@@ -154,6 +176,10 @@ static void verify_graph(const rlx_graph *g, const char *path, report *r, unsign
     if (!ok) continue;
     if (n->shape.rank > RLX_MAX_RANK || n->shape.dtype >= RLX_DTYPE_COUNT) {
       add_problem(r, RLX_ERR_VERIFY, path, g, id, "declared shape is malformed");
+      continue;
+    }
+    if (!check_size(&n->shape, "declared", msg, sizeof msg)) {
+      add_problem(r, RLX_ERR_OVERFLOW, path, g, id, msg);
       continue;
     }
     if (!check_fields(g, n, msg, sizeof msg)) {
@@ -194,6 +220,10 @@ static void verify_graph(const rlx_graph *g, const char *path, report *r, unsign
     if (s) {
       snprintf(msg, sizeof msg, "%s", rlx_last_error());
       add_problem(r, s, path, g, id, msg);
+      continue;
+    }
+    if (!check_size(&inferred, "inferred", msg, sizeof msg)) {
+      add_problem(r, RLX_ERR_OVERFLOW, path, g, id, msg);
       continue;
     }
     if (!rlx_shape_compatible(&inferred, &n->shape)) {

@@ -682,6 +682,139 @@ static void test_report_all_gaps(void) {
   free(m.p);
 }
 
+/* Gaps downstream of a gap are listed too: Frobnicate (unknown) feeds Wibble (unknown), which
+ * feeds Relu at an unsupported opset 99 ... all three are reported, not only the first. */
+static void test_report_downstream_gaps(void) {
+  mw_buf nodes[4] = {mw_node_named("u1", "Frobnicate", "x", "a", NULL, 0),
+                     mw_node_named("u2", "Wibble", "a", "b", NULL, 0),
+                     mw_node_named("d1", "Foo", "b", "c", NULL, 0), mw_node("Neg", "c", "y", NULL, 0)};
+  mw_str(&nodes[2], 7, "com.example");
+  mw_buf ins[1] = {mw_tensor_value("x", MW_F32, 1, DIMS(2))};
+  mw_buf outs[1] = {mw_tensor_value("y", MW_F32, 1, DIMS(2))};
+  mw_buf m = mw_model(13, graph("chain", (gparts){nodes, NULL, ins, outs, 4, 0, 1, 1}));
+  rlx_graph *g = NULL;
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "3 unsupported op/opset/dtype gaps");
+  const char *msg = rlx_last_error();
+  CHECK_MSG(strstr(msg, "Frobnicate: no RLX mapping") != NULL, "%s", msg);
+  CHECK_MSG(strstr(msg, "Wibble: no RLX mapping") != NULL, "downstream gap missing: %s", msg);
+  CHECK_MSG(strstr(msg, "domain \"com.example\"") != NULL, "downstream domain gap missing: %s", msg);
+  CHECK_MSG(strstr(msg, "Neg") == NULL, "a supported node downstream of a gap is not a gap: %s", msg);
+  CHECK(g == NULL);
+  free(m.p);
+  /* an If whose condition comes from a gap: the unknown op inside its then-branch is listed too */
+  mw_buf zn = mw_node_named("z1", "Zorp", "x", "t", NULL, 0);
+  mw_buf bout = mw_tensor_value("t", MW_F32, 1, DIMS(2));
+  mw_buf then_g = mw_graph("then", &zn, 1, NULL, 0, &bout, 1);
+  mw_buf en = mw_node("Identity", "x", "e", NULL, 0);
+  mw_buf eout = mw_tensor_value("e", MW_F32, 1, DIMS(2));
+  mw_buf else_g = mw_graph("else", &en, 1, NULL, 0, &eout, 1);
+  mw_buf ia[2] = {mw_attr_graph("then_branch", then_g), mw_attr_graph("else_branch", else_g)};
+  mw_buf n2[2] = {mw_node_named("u1", "Frobnicate", "x", "c", NULL, 0), mw_node_named("if1", "If", "c", "y", ia, 2)};
+  ins[0] = mw_tensor_value("x", MW_F32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_F32, 1, DIMS(2));
+  m = mw_model(13, graph("ifgap", (gparts){n2, NULL, ins, outs, 2, 0, 1, 1}));
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_UNSUPPORTED, "2 unsupported op/opset/dtype gaps");
+  msg = rlx_last_error();
+  CHECK_MSG(strstr(msg, "Zorp: no RLX mapping for this op [1 node: node \"z1\" (Zorp)]") != NULL,
+            "gap inside the body of a poisoned If missing: %s", msg);
+  free(m.p);
+}
+
+/* opset_import is required; a node of a domain the model does not import is an error. */
+static void test_opset_import_required(void) {
+  mw_buf nd = mw_node("Relu", "x", "y", NULL, 0);
+  mw_buf ins[1] = {mw_tensor_value("x", MW_F32, 1, DIMS(2))};
+  mw_buf outs[1] = {mw_tensor_value("y", MW_F32, 1, DIMS(2))};
+  mw_buf gr = graph("noopset", (gparts){&nd, NULL, ins, outs, 1, 0, 1, 1});
+  mw_buf m = {0};
+  mw_int(&m, 1, 8);
+  mw_msg(&m, 7, &gr);
+  rlx_graph *g = NULL;
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "field opset_import is missing");
+  CHECK(g == NULL);
+  free(m.p);
+  /* only the training domain imported, but a node of the default domain */
+  nd = mw_node("Relu", "x", "y", NULL, 0);
+  ins[0] = mw_tensor_value("x", MW_F32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_F32, 1, DIMS(2));
+  gr = graph("noopset", (gparts){&nd, NULL, ins, outs, 1, 0, 1, 1});
+  mw_buf o = {0};
+  m = (mw_buf){0};
+  mw_int(&m, 1, 8);
+  mw_str(&o, 1, "ai.onnx.preview.training");
+  mw_int(&o, 2, 1);
+  mw_msg(&m, 8, &o);
+  mw_msg(&m, 7, &gr);
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "has no entry in the model's field opset_import");
+  free(m.p);
+  /* an import without a version */
+  nd = mw_node("Relu", "x", "y", NULL, 0);
+  ins[0] = mw_tensor_value("x", MW_F32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_F32, 1, DIMS(2));
+  gr = graph("noopset", (gparts){&nd, NULL, ins, outs, 1, 0, 1, 1});
+  o = (mw_buf){0};
+  m = (mw_buf){0};
+  mw_int(&m, 1, 8);
+  mw_str(&o, 1, "");
+  mw_msg(&m, 8, &o);
+  mw_msg(&m, 7, &gr);
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "opset_import[0] (domain \"\") has no field version");
+  free(m.p);
+}
+
+/* The main graph lists each output once. */
+static void test_duplicate_graph_output(void) {
+  mw_buf nd = mw_node("Relu", "x", "y", NULL, 0);
+  mw_buf ins[1] = {mw_tensor_value("x", MW_F32, 1, DIMS(2))};
+  mw_buf outs[2] = {mw_tensor_value("y", MW_F32, 1, DIMS(2)), mw_tensor_value("y", MW_F32, 1, DIMS(2))};
+  mw_buf m = mw_model(13, graph("dup", (gparts){&nd, NULL, ins, outs, 1, 0, 1, 2}));
+  rlx_graph *g = NULL;
+  CHECK_ERR(mw_import(&m, NULL, &g), RLX_ERR_FORMAT, "output[1] \"y\" repeats output[0]");
+  CHECK(g == NULL);
+  free(m.p);
+}
+
+/* Runtime hazards from untrusted models (CVE-2021-37687 / -37691 classes): a Gather index out of
+ * range and an integer division by zero are runtime errors, not reads out of bounds or a crash. */
+static rlx_status run_model_status(const mw_buf *m, const rlx_named_tensor *ins, uint32_t n) {
+  rlx_graph *g = NULL;
+  rlx_status s = mw_import(m, NULL, &g);
+  CHECK_MSG(s == RLX_OK, "import: %s", rlx_last_error());
+  if (s) return s;
+  rlx_executable *e = NULL;
+  s = rlx_compile(g, "cpu", NULL, &e);
+  CHECK_MSG(s == RLX_OK, "compile: %s", rlx_last_error());
+  const rlx_tensor *outs;
+  uint32_t no;
+  if (s == RLX_OK) s = rlx_executable_run(e, ins, n, &outs, &no);
+  rlx_executable_free(e);
+  rlx_graph_free(g);
+  return s;
+}
+
+static void test_runtime_hazards(void) {
+  mw_buf nd = mw_node("Gather", "x,i", "y", NULL, 0);
+  mw_buf ins[2] = {mw_tensor_value("x", MW_F32, 1, DIMS(3)), mw_tensor_value("i", MW_I64, 1, DIMS(2))};
+  mw_buf outs[1] = {mw_tensor_value("y", MW_F32, 1, DIMS(2))};
+  mw_buf m = mw_model(13, graph("gather", (gparts){&nd, NULL, ins, outs, 1, 0, 2, 1}));
+  float x[3] = {1, 2, 3};
+  int64_t idx[2] = {1, 3};
+  rlx_named_tensor in[2] = {tin("x", x, RLX_F32, 1, DIMS(3)), tin("i", idx, RLX_I64, 1, DIMS(2))};
+  CHECK_ERR(run_model_status(&m, in, 2), RLX_ERR_RUNTIME, "out of range");
+  idx[1] = -4; /* ONNX allows [-3, 2] here */
+  CHECK_ERR(run_model_status(&m, in, 2), RLX_ERR_RUNTIME, "out of range");
+  free(m.p);
+  nd = mw_node("Div", "a,b", "y", NULL, 0);
+  ins[0] = mw_tensor_value("a", MW_I32, 1, DIMS(2));
+  ins[1] = mw_tensor_value("b", MW_I32, 1, DIMS(2));
+  outs[0] = mw_tensor_value("y", MW_I32, 1, DIMS(2));
+  m = mw_model(13, graph("div", (gparts){&nd, NULL, ins, outs, 1, 0, 2, 1}));
+  int32_t a[2] = {4, 5}, b[2] = {2, 0};
+  rlx_named_tensor in2[2] = {tin("a", a, RLX_I32, 1, DIMS(2)), tin("b", b, RLX_I32, 1, DIMS(2))};
+  CHECK_ERR(run_model_status(&m, in2, 2), RLX_ERR_RUNTIME, "by zero");
+  free(m.p);
+}
+
 static void test_tensor_pb(void) {
   /* typed data: int32_data for BOOL (normalized to 0/1) and float_data */
   mw_buf t = {0};
@@ -1070,6 +1203,29 @@ static void test_external_data(void) {
   CHECK_ERR(import_ext(dir, "data.bin", 100, -1), RLX_ERR_FORMAT, "past the end of the file");
   CHECK_ERR(import_ext(dir, "data.bin", 0, 8), RLX_ERR_FORMAT, "length is 8 bytes but dims x dtype size = 12 bytes");
   CHECK_ERR(import_ext(dir, "model.onnx", 0, 12), RLX_ERR_FORMAT, "extension");
+  /* an allow-list of extensions: w.txt exists and holds the right bytes, but is not read */
+  const char *names_ok[] = {"w.data", "w.WEIGHTS", "w_noext", "w.onnx_data"};
+  const char *names_bad[] = {"w.txt", "w.json", "w.npy", "w.bin.txt", "w."};
+  for (size_t i = 0; i < sizeof names_ok / sizeof names_ok[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names_ok[i]);
+    f = fopen(p, "wb");
+    if (f) {
+      fwrite(data, 1, sizeof data, f);
+      fclose(f);
+    }
+    CHECK_OK(import_ext(dir, names_ok[i], 8, 12));
+    remove(p);
+  }
+  for (size_t i = 0; i < sizeof names_bad / sizeof names_bad[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names_bad[i]);
+    f = fopen(p, "wb");
+    if (f) {
+      fwrite(data, 1, sizeof data, f);
+      fclose(f);
+    }
+    CHECK_ERR(import_ext(dir, names_bad[i], 8, 12), RLX_ERR_FORMAT, "which is not an allowed tensor data extension");
+    remove(p);
+  }
   CHECK_ERR(import_ext(dir, "missing.bin", 0, 12), RLX_ERR_IO, "missing.bin");
   /* from memory without a folder */
   mw_buf m = ext_model("data.bin", 8, 12);
@@ -1154,6 +1310,10 @@ int main(void) {
   test_params();
   test_unsorted_nodes();
   test_report_all_gaps();
+  test_report_downstream_gaps();
+  test_opset_import_required();
+  test_duplicate_graph_output();
+  test_runtime_hazards();
   test_tensor_pb();
   test_truncation();
   test_wire_errors();

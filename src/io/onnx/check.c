@@ -346,10 +346,22 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
     }
   }
   al->free(al->ctx, deps);
-  /* graph outputs */
+  /* graph outputs: the model's graph lists each value once (a repeated output would give two
+   * results of one name, and the caller could not tell which it binds); a body may repeat one
+   * (a Loop value that is both carried and scanned) */
+  oi_map outs;
+  oi_map_init(&outs, al, false);
   for (size_t i = 0; i < g->n_output && s == RLX_OK; i++) {
     const Onnx__ValueInfoProto *v = g->output[i];
     s = check_value_info(v, false, "output", where); /* output types are optional: the import computes them */
+    if (s) break;
+    uint64_t first = 0;
+    if (depth == 0 && oi_map_get(&outs, v->name, &first)) {
+      s = rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" repeats output[%llu]; each graph output must be listed "
+                     "once", where, i, v->name, (unsigned long long)first);
+      break;
+    }
+    s = oi_map_put(&outs, v->name, i);
     if (s) break;
     s = oi_map_put(&k->info->used, v->name, 1);
     if (s) break;
@@ -374,6 +386,7 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
     }
     s = rlx_errorf(RLX_ERR_FORMAT, "%s: output \"%s\" is not produced by any node, graph input or initializer", where, v->name);
   }
+  oi_map_free(&outs);
   info = &k->info->graphs[gi]; /* the array may have moved while checking bodies */
   info->free = frees;
   info->n_free = n_free;
@@ -523,14 +536,32 @@ rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi
   oi_map_init(&info->used, al, false);
   info->strings.al = al;
   if (!m->graph) return rlx_errorf(RLX_ERR_FORMAT, "model: field graph is missing");
+  bool has_default = false;
+  int64_t default_version = 0; /* a second import of the default domain must agree */
   for (size_t i = 0; i < m->n_opset_import; i++) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if (o->domain && strlen(o->domain) > RLX_ONNX_MAX_NAME_BYTES)
       return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu].domain is too long", i);
-    if (o->has_version && o->version < 1)
+    if (!o->has_version)
+      return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] (domain \"%s\") has no field version", i,
+                        str(o->domain));
+    if (o->version < 1)
       return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] (domain \"%s\") has version %lld; versions start at 1", i,
                         str(o->domain), (long long)o->version);
+    if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) {
+      if (has_default && o->version != default_version)
+        return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] imports the default domain at version %lld, but an "
+                          "earlier entry imports it at %lld", i, (long long)o->version, (long long)default_version);
+      has_default = true;
+      default_version = o->version;
+    }
   }
+  /* Without it the operator versions are unknowable (guessing opset 1 silently picks the oldest
+   * semantics of every op); ONNX requires it since IR version 3. A model may leave the default
+   * domain out when no node uses it (the importer rejects a node of a domain not imported). */
+  if (m->n_opset_import == 0)
+    return rlx_errorf(RLX_ERR_FORMAT, "model: field opset_import is missing, so the operator set version is unknown "
+                      "(ONNX requires it since IR version 3; the exporter must record it)");
   uint32_t idx;
   chk k = {al, info};
   for (size_t i = 0; i < m->n_functions; i++) RLX_TRY(check_function(&k, m->functions[i], i));

@@ -310,6 +310,58 @@ static rlx_status gap(oi_imp *m, const Onnx__NodeProto *np, const char *fmt, ...
   return oi_gap_add(m, np, reason);
 }
 
+/* The checks of a node that need no operands: its domain is supported and imported, its op has a
+ * mapping at the model's opset. Records a gap (and sets *is_gap) for an unsupported one; a node of
+ * a domain the model does not import is an error. Model-local functions are not judged here. */
+static rlx_status check_op_support(oi_imp *m, const Onnx__NodeProto *np, bool *is_gap) {
+  const char *op_type = str(np->op_type);
+  *is_gap = false;
+  bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
+  if (oi_model_function(m, np)) return RLX_OK;
+  *is_gap = true;
+  if (!default_domain(np->domain) && !training)
+    return gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain and %s)", op_type, np->domain,
+               OI_TRAINING_DOMAIN);
+  const oi_op_entry *e = training ? oi_training_op_find(op_type) : oi_op_find(op_type);
+  if (!e) {
+    if (training) return gap(m, np, "%s: no RLX mapping for this op of domain \"%s\"", op_type, np->domain);
+    return gap(m, np, "%s: no RLX mapping for this op", op_type);
+  }
+  int64_t opset = training ? m->opset_training : m->opset;
+  if (opset == 0) {
+    char label[400];
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: its domain \"%s\" has no entry in the model's field opset_import, so the "
+                      "operator set version is unknown", oi_node_label(np, label, sizeof label),
+                      training ? OI_TRAINING_DOMAIN : "");
+  }
+  if (opset < e->min_opset || opset > e->max_opset)
+    return gap(m, np, "%s: opset %lld%s%s is not supported (supported: %d..%d)", op_type, (long long)opset,
+               training ? " of domain " : "", training ? OI_TRAINING_DOMAIN : "", e->min_opset, e->max_opset);
+  *is_gap = false;
+  return RLX_OK;
+}
+
+/* A node that is not imported (an upstream gap poisoned its inputs) still has its bodies' nodes
+ * checked with check_op_support, so gaps inside them are reported too (check.c bounds the
+ * nesting). */
+static rlx_status check_bodies(oi_imp *m, const Onnx__NodeProto *np) {
+  for (size_t a = 0; a < np->n_attribute; a++) {
+    const Onnx__AttributeProto *at = np->attribute[a];
+    size_t ng = at->g ? 1 : at->n_graphs;
+    for (size_t k = 0; k < ng; k++) {
+      const Onnx__GraphProto *b = at->g ? at->g : at->graphs[k];
+      for (size_t i = 0; b && i < b->n_node; i++) {
+        if (++m->visited > OI_MAX_WORK) /* the same bound as imports (bodies of unrolled loops repeat) */
+          return rlx_errorf(RLX_ERR_UNSUPPORTED, "the model expands beyond %u checked nodes", OI_MAX_WORK);
+        bool is_gap;
+        RLX_TRY(check_op_support(m, b->node[i], &is_gap));
+        if (!is_gap) RLX_TRY(check_bodies(m, b->node[i]));
+      }
+    }
+  }
+  return RLX_OK;
+}
+
 rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
   oi_imp *m = s->m;
   const char *op_type = str(np->op_type);
@@ -318,7 +370,10 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
                       "the model expands beyond %u imported nodes (bodies are imported once per use; unrolled loops "
                       "count every step)",
                       OI_MAX_WORK);
-  /* poisoned inputs: an upstream gap already explains this node */
+  /* Poisoned inputs: an upstream gap left this node without operands. It is not imported, but
+   * what can be judged without operands (domain, op, opset) is still checked, so the report
+   * lists the gaps downstream of a gap too. */
+  bool poisoned = false;
   for (size_t k = 0; k < np->n_input; k++) {
     if (!np->input[k][0]) continue;
     const oi_value *v = oi_scope_get(s, np->input[k]);
@@ -327,10 +382,11 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
       return rlx_errorf(RLX_ERR_INTERNAL, "%s: input \"%s\" is not defined", oi_node_label(np, label, sizeof label),
                         np->input[k]);
     }
-    if (v->state == OI_VAL_POISONED) return poison_outputs(s, np);
+    if (v->state == OI_VAL_POISONED) poisoned = true;
   }
   bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
   const Onnx__FunctionProto *fn = oi_model_function(m, np); /* ModelProto.functions (IR 8+) */
+  if (fn && poisoned) return poison_outputs(s, np); /* a function body is only judged on real operands */
   if (fn) {
     char why[512] = "";
     rlx_status st = oi_inline_function(s, np, fn, why, sizeof why);
@@ -338,21 +394,13 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
     RLX_TRY(gap(m, np, "%s: model-local function of domain \"%s\": %s", op_type, str(np->domain), why[0] ? why : rlx_last_error()));
     return poison_outputs(s, np);
   }
-  if (!default_domain(np->domain) && !training) {
-    RLX_TRY(gap(m, np, "%s: domain \"%s\" is not supported (only the default ONNX domain and %s)", op_type, np->domain,
-                OI_TRAINING_DOMAIN));
-    return poison_outputs(s, np);
-  }
+  bool is_gap;
+  RLX_TRY(check_op_support(m, np, &is_gap));
+  if (is_gap) return poison_outputs(s, np);
   const oi_op_entry *e = training ? oi_training_op_find(op_type) : oi_op_find(op_type);
-  if (!e) {
-    if (training) RLX_TRY(gap(m, np, "%s: no RLX mapping for this op of domain \"%s\"", op_type, np->domain));
-    else RLX_TRY(gap(m, np, "%s: no RLX mapping for this op", op_type));
-    return poison_outputs(s, np);
-  }
   int64_t opset = training ? m->opset_training : m->opset;
-  if (opset < e->min_opset || opset > e->max_opset) {
-    RLX_TRY(gap(m, np, "%s: opset %lld%s%s is not supported (supported: %d..%d)", op_type, (long long)opset,
-                training ? " of domain " : "", training ? OI_TRAINING_DOMAIN : "", e->min_opset, e->max_opset));
+  if (poisoned) { /* an upstream gap explains the rest; gaps inside its bodies are still listed */
+    RLX_TRY(check_bodies(m, np));
     return poison_outputs(s, np);
   }
   size_t nin = np->n_input, nout = np->n_output;
@@ -875,8 +923,8 @@ static rlx_status run_import(const uint8_t *data, size_t len, const char *base_d
   st = oi_check_model(model, al, &m.info);
   if (st) st = rlx_error_context(st, "%s", what);
   if (st == RLX_OK) {
-    m.opset = 1; /* models without an import of the default domain predate opset imports */
-    m.opset_training = 1;
+    m.opset = 0; /* 0: the domain is not imported; a node of it is an error (oi_import_node) */
+    m.opset_training = 0;
     for (size_t i = 0; i < model->n_opset_import; i++) {
       const Onnx__OperatorSetIdProto *o = model->opset_import[i];
       if (default_domain(o->domain)) m.opset = o->has_version ? o->version : 1;

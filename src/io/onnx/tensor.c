@@ -157,14 +157,19 @@ static bool parse_u64(const char *s, uint64_t *out) {
   return true;
 }
 
-/* Extensions that are never tensor data (code, keys, other models). */
-static bool ext_denied(const char *comp) {
-  static const char *const deny[] = {".onnx", ".so",  ".dll", ".dylib", ".exe", ".py",  ".sh",
-                                     ".pem",  ".key", ".crt", ".pyc",   ".bat", ".cmd", ".ps1"};
+/* External data files must have one of these extensions (compared case-insensitively) or none
+ * (the uuid / tensor-name files of onnx's and PyTorch's exporters); docs/onnx.md lists them.
+ * An allow-list, so that a model cannot make the importer read arbitrary files next to it
+ * (w.txt, a key, a script, another model) as weights. */
+static const char *const oi_ext_allowed[] = {".bin", ".data", ".dat", ".raw", ".weights", ".weight", ".bias",
+                                             ".onnx_data", ".onnxdata", ".tensor", ".tensors"};
+#define OI_EXT_ALLOWED_TEXT ".bin .data .dat .raw .weights .weight .bias .onnx_data .onnxdata .tensor .tensors, or none"
+
+static bool ext_allowed(const char *comp) {
   const char *dot = strrchr(comp, '.');
-  if (!dot) return false;
-  for (size_t i = 0; i < sizeof deny / sizeof deny[0]; i++)
-    if (strcasecmp(dot, deny[i]) == 0) return true;
+  if (!dot) return true;
+  for (size_t i = 0; i < sizeof oi_ext_allowed / sizeof oi_ext_allowed[0]; i++)
+    if (strcasecmp(dot, oi_ext_allowed[i]) == 0) return true;
   return false;
 }
 
@@ -193,9 +198,9 @@ rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t
     parts[np++] = tok;
   }
   if (!np) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' names no file", what, location);
-  if (ext_denied(parts[np - 1]))
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' has an extension that is not tensor data", what,
-                      location);
+  if (!ext_allowed(parts[np - 1]))
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' has extension '%s', which is not an allowed "
+                      "tensor data extension (" OI_EXT_ALLOWED_TEXT ")", what, location, strrchr(parts[np - 1], '.'));
   /* the real path must stay inside the (real) model folder */
   char rbase[PATH_MAX], joined[PATH_MAX * 2], rfile[PATH_MAX];
   if (!realpath(base_dir, rbase)) return rlx_errorf(RLX_ERR_IO, "%s: model folder '%s': %s", what, base_dir, strerror(errno));
