@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
-# The CPU fast kernels (src/backends/cpu/fast/): compiled at -O3 with the host's vector ISA
+# The CPU fast kernels (src/backends/cpu/fast/): compiled at -O3 (and -fno-math-errno, so that
+# sqrtf and friends vectorise; nothing reads errno) with the host's vector ISA
 # chosen at run time (the sources themselves stay portable C; see docs/cpu-backend.md), plus the
 # kernel benchmarks. Included by the root CMakeLists.txt after the rlx_objects target exists.
 file(GLOB RLX_FAST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/backends/cpu/fast/*.c)
-set_source_files_properties(${RLX_FAST_SOURCES} TARGET_DIRECTORY rlx_objects PROPERTIES COMPILE_OPTIONS "-O3")
+set_source_files_properties(${RLX_FAST_SOURCES} TARGET_DIRECTORY rlx_objects PROPERTIES COMPILE_OPTIONS "-O3;-fno-math-errno")
 
 option(RLX_BENCH "Build the kernel and CNN-step benchmarks (bench/)" ON)
 if(RLX_BENCH)
