@@ -20,26 +20,33 @@
 #include "rlx/autodiff.h"
 #include "rlx/rlx.h"
 
-#define TRY(expr)                                                                                  \
-  do {                                                                                             \
-    rlx_status s_ = (expr);                                                                        \
-    if (s_ != RLX_OK) {                                                                            \
+#define TRY(expr)                                                                                    \
+  do {                                                                                               \
+    rlx_status s_ = (expr);                                                                          \
+    if (s_ != RLX_OK) {                                                                              \
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, rlx_status_text(s_), rlx_last_error()); \
-      exit(1);                                                                                     \
-    }                                                                                              \
+      exit(1);                                                                                       \
+    }                                                                                                \
   } while (0)
 
 static rlx_shape f32s(uint32_t rank, const rlx_dim *d) { return rlx_shape_make(RLX_F32, rank, d); }
 
 static rlx_id conv_block(rlx_graph *g, rlx_id x, rlx_id w, rlx_id b, int64_t cout) {
   int64_t one[2] = {1, 1}, pad[2] = {1, 1}, k2[2] = {2, 2};
-  rlx_attrs_Conv ca = {.kernel_size = {.v = NULL, .n = 0}, .stride = {.v = one, .n = 2}, .padding = {.v = pad, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv ca = {.kernel_size = {.v = NULL, .n = 0},
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = pad, .n = 2},
+                       .dilation = {.v = one, .n = 2},
+                       .groups = 1};
   rlx_id c, br, r, p;
   TRY(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   TRY(rlx_reshape(g, b, 4, (int64_t[]){1, cout, 1, 1}, &br));
   TRY(rlx_binary(g, RLX_BINOP_ADD, c, br, &c));
   TRY(rlx_activation(g, RLX_ACT_RELU, c, &r));
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = k2, .n = 2}, .padding = {.v = NULL, .n = 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = k2, .n = 2},
+                       .stride = {.v = k2, .n = 2},
+                       .padding = {.v = NULL, .n = 0}};
   TRY(rlx_build_Pool(g, &r, 1, &pa, NULL, &p));
   return p;
 }

@@ -20,9 +20,10 @@
 #include "backends/cpu/fast/fast.h"
 #include "rlx/rlx.h"
 
-#define SHP(t, ...)                                                                                \
+#define SHP(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define IL(...) \
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
 
 static double now_s(void) {
@@ -167,8 +168,8 @@ int main(int argc, char **argv) {
   printf("threads: %d (OpenBLAS: 1 thread per call)\n\n", threads);
 
   printf("| sgemm M x N x K (OpenBLAS, one call) | ms | GFLOP/s |\n|---|---|---|\n");
-  int sizes[][3] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {32, 196, 144}, {16, 784, 9},
-                    {32, 12544, 144}, {64, 128, 1568}, {1568, 128, 64}, {144, 196, 32}};
+  int sizes[][3] = {{256, 256, 256},  {512, 512, 512}, {1024, 1024, 1024}, {32, 196, 144}, {16, 784, 9},
+                    {32, 12544, 144}, {64, 128, 1568}, {1568, 128, 64},    {144, 196, 32}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     gemm_arg g = {sizes[i][0], sizes[i][1], sizes[i][2], NULL, NULL, NULL};
     g.A = rand_buf((size_t)g.M * g.K);
@@ -198,19 +199,22 @@ int main(int argc, char **argv) {
     double flops = 2.0 * (double)(N * O * H * W) * (double)(C * 9);
     rlx_shape xs = SHP(F32, N, C, H, W), ws = SHP(F32, O, C, 3, 3), ys = SHP(F32, N, O, H, W);
     char name[96];
-    rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
+    rlx_attrs_Conv ca = {
+        .kernel_size = NOLIST, .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape fs[2] = {xs, ws};
     make_node(&a, RLX_OP_Conv, &ca, NULL, 2, fs, &ctx);
     snprintf(name, sizeof name, "Conv %s", layers[l].name);
     bench_node(name, &a, flops, 0, true);
     free_node(&a);
-    rlx_attrs_Conv2dBackwardInput bi = {.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
+    rlx_attrs_Conv2dBackwardInput bi = {
+        .kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape is[2] = {ys, ws};
     make_node(&a, RLX_OP_Conv2dBackwardInput, &bi, &xs, 2, is, &ctx);
     snprintf(name, sizeof name, "Conv2dBackwardInput %s", layers[l].name);
     bench_node(name, &a, flops, 0, true);
     free_node(&a);
-    rlx_attrs_Conv2dBackwardWeight bw = {.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
+    rlx_attrs_Conv2dBackwardWeight bw = {
+        .kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 1};
     rlx_shape wsh[2] = {xs, ys};
     make_node(&a, RLX_OP_Conv2dBackwardWeight, &bw, &ws, 2, wsh, &ctx);
     snprintf(name, sizeof name, "Conv2dBackwardWeight %s", layers[l].name);

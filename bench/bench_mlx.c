@@ -19,13 +19,13 @@
 
 #include "rlx/rlx.h"
 
-#define TRY(expr)                                                                                  \
-  do {                                                                                             \
-    rlx_status s_ = (expr);                                                                        \
-    if (s_ != RLX_OK) {                                                                            \
+#define TRY(expr)                                                                                    \
+  do {                                                                                               \
+    rlx_status s_ = (expr);                                                                          \
+    if (s_ != RLX_OK) {                                                                              \
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, rlx_status_text(s_), rlx_last_error()); \
-      exit(1);                                                                                     \
-    }                                                                                              \
+      exit(1);                                                                                       \
+    }                                                                                                \
   } while (0)
 
 static double now(void) {
@@ -82,7 +82,8 @@ static void time_graph(const rlx_graph *g, const char *backend, int reps, const 
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
   double med = t[reps / 2];
-  printf("%s %s median_ms %.3f best_ms %.3f gflops %.2f\n", what, backend, med * 1e3, t[0] * 1e3, flops ? flops / med / 1e9 : 0.0);
+  printf("%s %s median_ms %.3f best_ms %.3f gflops %.2f\n", what, backend, med * 1e3, t[0] * 1e3,
+         flops ? flops / med / 1e9 : 0.0);
   for (uint32_t i = 0; i < ni; i++) free(in[i].tensor.data);
   free(in);
   free(t);

@@ -107,7 +107,7 @@ def designate(inner, names, types):
         return None
     out, changed = [], False
     for k, p in enumerate(parts):
-        st = p.strip()
+        st = p.replace('\\\n', ' ').strip()  # macro continuation lines
         if st.startswith('.') or st.startswith('['):
             # already designated: only fix nested values
             m = re.match(r'\.(\w+)\s*=\s*(.*)$', st, re.S)

@@ -146,8 +146,7 @@ static rlx_status model_args_load(int argc, char **argv, model_args *a) {
   a->dim_names = calloc(cap, sizeof *a->dim_names);
   a->dim_name_copies = calloc(cap, sizeof *a->dim_name_copies);
   a->dim_values = calloc(cap, sizeof *a->dim_values);
-  if (!a->dim_names || !a->dim_name_copies || !a->dim_values)
-    return rlx_errorf(RLX_ERR_OOM, "out of memory");
+  if (!a->dim_names || !a->dim_name_copies || !a->dim_values) return rlx_errorf(RLX_ERR_OOM, "out of memory");
   for (int i = 1; i + 1 < argc; i++) {
     bool is_in = strcmp(argv[i], "--input") == 0, is_dim = strcmp(argv[i], "--dim") == 0;
     if (!is_in && !is_dim) continue;
@@ -206,8 +205,10 @@ int cli_cmd_import(const cli_command *self, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     if (cli_is_help(a)) return cli_help(self);
-    if (strcmp(a, "--binary") == 0) binary = true;
-    else if (strcmp(a, "--report") == 0) report = true;
+    if (strcmp(a, "--binary") == 0)
+      binary = true;
+    else if (strcmp(a, "--report") == 0)
+      report = true;
     else if (strcmp(a, "-o") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &out)) return CLI_USAGE;
     } else if (strcmp(a, "--input") == 0 || strcmp(a, "--dim") == 0) {
@@ -240,8 +241,10 @@ int cli_cmd_import(const cli_command *self, int argc, char **argv) {
     size_t len = 0;
     uint32_t gaps = 0;
     s = rlx_onnx_report(file, &o, NULL, &text, &len, &gaps);
-    if (s) rc = cli_fail_rlx(self, file);
-    else if (gaps == 0) printf("%s: every op is supported\n", file);
+    if (s)
+      rc = cli_fail_rlx(self, file);
+    else if (gaps == 0)
+      printf("%s: every op is supported\n", file);
     else {
       printf("%s: %s", file, text);
       rc = CLI_FAILED;
@@ -256,10 +259,14 @@ int cli_cmd_import(const cli_command *self, int argc, char **argv) {
   if (s) return cli_fail_rlx(self, file);
   void *buf = NULL;
   size_t len = 0;
-  if (binary) s = rlx_binary_write(g, NULL, (uint8_t **)&buf, &len);
-  else s = rlx_text_print(g, NULL, (char **)&buf, &len);
-  if (s) rc = cli_fail_rlx(self, file);
-  else rc = cli_write_output(self, out, buf, len);
+  if (binary)
+    s = rlx_binary_write(g, NULL, (uint8_t **)&buf, &len);
+  else
+    s = rlx_text_print(g, NULL, (char **)&buf, &len);
+  if (s)
+    rc = cli_fail_rlx(self, file);
+  else
+    rc = cli_write_output(self, out, buf, len);
   free(buf);
   rlx_graph_free(g);
   return rc;

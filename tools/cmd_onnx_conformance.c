@@ -339,8 +339,10 @@ static bool model_info_read(const char *path, model_info *mi) {
   char name[512];
   bool ok = graph.p != NULL;
   while (ok && graph.p < graph.end) {
-    if (!pb_next(&graph, &fld, &val, &pl)) ok = false;
-    else if (!pl.p) continue;
+    if (!pb_next(&graph, &fld, &val, &pl))
+      ok = false;
+    else if (!pl.p)
+      continue;
     else if (fld == 1) {
       ok = pb_string(pl, 4, name, sizeof name);
       add_op(mi->ops, sizeof mi->ops, name[0] ? name : "?");
@@ -443,8 +445,10 @@ static bool compare(const rlx_tensor *got, const rlx_tensor *want, uint32_t k, t
       rlx_elem_get_c(want->data, t, i, &b, &bi);
       if (part) a = ai, b = bi;
       bool ok;
-      if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
-      else if (isinf(a) || isinf(b)) ok = a == b;
+      if (isnan(a) || isnan(b))
+        ok = isnan(a) && isnan(b);
+      else if (isinf(a) || isinf(b))
+        ok = a == b;
       else {
         double d = fabs(a - b);
         if (d > r->max_abs) r->max_abs = d;
@@ -529,8 +533,10 @@ static rlx_status load_container(const uint8_t *data, size_t len, const char *na
     char *nm = NULL;
     if (sv.is_sequence) {
       size_t nl = strlen(name) + 16;
-      if ((nm = malloc(nl))) snprintf(nm, nl, "%s.%u", name, taken);
-      else s = rlx_errorf(RLX_ERR_OOM, "out of memory");
+      if ((nm = malloc(nl)))
+        snprintf(nm, nl, "%s.%u", name, taken);
+      else
+        s = rlx_errorf(RLX_ERR_OOM, "out of memory");
     }
     if (s != RLX_OK) break;
     if (!vs_push(vs, name, nm, sv.v[taken])) /* takes the tensor (and nm) either way */
@@ -566,8 +572,10 @@ static bool load_tensors(const char *tdir, const char *set, const char *prefix, 
     int kind = k < decl->n ? decl->kind[k] : KIND_TENSOR;
     const char *name = k < decl->n ? decl->v[k] : prefix;
     rlx_status s;
-    if (!data) s = rlx_errorf(RLX_ERR_IO, "cannot read the file");
-    else if (kind != KIND_TENSOR) s = load_container(data, len, name, kind == KIND_OPTIONAL, vs);
+    if (!data)
+      s = rlx_errorf(RLX_ERR_IO, "cannot read the file");
+    else if (kind != KIND_TENSOR)
+      s = load_container(data, len, name, kind == KIND_OPTIONAL, vs);
     else {
       rlx_tensor t;
       bf16_from_uint16(data, len, k < decl->n ? decl->elem[k] : 0);
@@ -732,8 +740,10 @@ static void run_test(const char *tdir, test_result *r, char *ops, size_t ops_cap
     rlx_graph *g = NULL;
     char buf[MAX_MSG];
     rlx_status s = rlx_onnx_import_file(model, NULL, NULL, &g);
-    if (s) set_result(r, status_of(s), "import: %s", last_error_in(tdir, buf, sizeof buf));
-    else set_result(r, ST_FAILED, "the runner cannot read the graph inputs of model.onnx, but the importer accepts it");
+    if (s)
+      set_result(r, status_of(s), "import: %s", last_error_in(tdir, buf, sizeof buf));
+    else
+      set_result(r, ST_FAILED, "the runner cannot read the graph inputs of model.onnx, but the importer accepts it");
     rlx_graph_free(g);
     free(model);
     return;
@@ -874,9 +884,12 @@ static void finish_child(child *c, conf_test *t, int wstatus) {
   } else {
     t->status = ST_CRASHED;
     int sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
-    if (sig) conf_sb_printf(&m, "killed by signal %d (%s)", sig, strsignal(sig));
-    else if (WIFEXITED(wstatus)) conf_sb_printf(&m, "exited with code %d without a result", WEXITSTATUS(wstatus));
-    else conf_sb_puts(&m, "ended without a result");
+    if (sig)
+      conf_sb_printf(&m, "killed by signal %d (%s)", sig, strsignal(sig));
+    else if (WIFEXITED(wstatus))
+      conf_sb_printf(&m, "exited with code %d without a result", WEXITSTATUS(wstatus));
+    else
+      conf_sb_puts(&m, "ended without a result");
     crash_summary(c->err.p, &m);
   }
   t->message = m.p ? m.p : conf_strdup("");
@@ -981,8 +994,10 @@ static bool run_all(conf_test *tests, size_t n, const run_opts *o) {
       for (size_t i = 0; k > 0 && i < np; i++) {
         if (!pf[i].revents) continue;
         child *c = &kids[owner[i]];
-        if (pf[i].fd == c->res_fd) drain(&c->res_fd, &c->res, (size_t)1 << 20);
-        else drain(&c->err_fd, &c->err, MAX_CHILD_ERR);
+        if (pf[i].fd == c->res_fd)
+          drain(&c->res_fd, &c->res, (size_t)1 << 20);
+        else
+          drain(&c->err_fd, &c->err, MAX_CHILD_ERR);
       }
     }
     double t = now_s();
@@ -1126,8 +1141,10 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
         rc = CLI_USAGE;
         break;
       }
-      if (strcmp(a, "--doc") == 0) doc = v;
-      else if (strcmp(a, "--filter") == 0) filter = v;
+      if (strcmp(a, "--doc") == 0)
+        doc = v;
+      else if (strcmp(a, "--filter") == 0)
+        filter = v;
       else if (strcmp(a, "--min-passed") == 0) {
         if (!parse_uint(v, 0, 1000000, &min_passed))
           rc = cli_usage_error(self, "--min-passed expects a count, got '%s'", v);
@@ -1160,7 +1177,8 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
   conf_test *tests = NULL;
   size_t n = 0, cap = 0;
   for (size_t d = 0; d < n_dirs && rc == CLI_OK; d++)
-    if (!is_dir(dirs[d])) rc = cli_fail(self, "%s is not a folder", dirs[d]);
+    if (!is_dir(dirs[d]))
+      rc = cli_fail(self, "%s is not a folder", dirs[d]);
     else if (!collect(dirs[d], filter, &tests, &n, &cap))
       rc = cli_fail(self, "cannot list %s: %s", dirs[d], strerror(errno));
   /* suites in the order first seen */

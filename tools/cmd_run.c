@@ -59,8 +59,10 @@ static void output_stem(const rlx_graph *g, uint32_t i, char stems[][128], char 
     for (const char *c = name; *c && ok; c++) ok = (unsigned char)*c >= 0x20 && *c != 0x7f;
     for (uint32_t k = 0; k < i && ok; k++) ok = strcmp(stems[k], name) != 0;
   }
-  if (ok) snprintf(out, cap, "%s", name);
-  else snprintf(out, cap, "output%u", i);
+  if (ok)
+    snprintf(out, cap, "%s", name);
+  else
+    snprintf(out, cap, "output%u", i);
   /* "output<i>" of a later output can still collide with an earlier node named "output<i>": then
    * append the index once more, which no earlier stem can equal. */
   for (uint32_t k = 0; k < i; k++)
@@ -165,8 +167,10 @@ static int bind_ir_dims(const cli_command *self, const char *file, int argc, cha
     st = rlx_pass_copy_node(rb.dst, &n, in, !rlx_op_has(n.op, RLX_PROP_LEAF), &rb.map[id]);
   }
   rlx_graph *bound = NULL;
-  if (st == RLX_OK) st = rlx_rebuild_finish(&rb, &bound);
-  else rlx_rebuild_abort(&rb);
+  if (st == RLX_OK)
+    st = rlx_rebuild_finish(&rb, &bound);
+  else
+    rlx_rebuild_abort(&rb);
   if (st == RLX_OK) st = rlx_verify(bound);
   int rc = CLI_OK;
   if (st != RLX_OK) {
@@ -232,8 +236,10 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
         rc = CLI_USAGE;
         goto done;
       }
-      if (is_in) n_in++;
-      else n_par++;
+      if (is_in)
+        n_in++;
+      else
+        n_par++;
     } else if (strcmp(a, "--dim") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &v) || !dim_arg_ok(self, v)) {
         rc = CLI_USAGE;
@@ -245,9 +251,12 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
         rc = CLI_USAGE;
         goto done;
       }
-      if (strcmp(a, "--params") == 0) params_dir = v;
-      else if (strcmp(a, "--output-dir") == 0) out_dir = v;
-      else if (strcmp(a, "--backend") == 0) backend = v;
+      if (strcmp(a, "--params") == 0)
+        params_dir = v;
+      else if (strcmp(a, "--output-dir") == 0)
+        out_dir = v;
+      else if (strcmp(a, "--backend") == 0)
+        backend = v;
       else {
         char *end;
         errno = 0;
@@ -257,8 +266,10 @@ int cli_cmd_run(const cli_command *self, int argc, char **argv) {
                                a[2] == 't' ? " up to 4096" : "", v);
           goto done;
         }
-        if (a[2] == 's') opt.rng_seed = x;
-        else cpu.threads = (int)x;
+        if (a[2] == 's')
+          opt.rng_seed = x;
+        else
+          cpu.threads = (int)x;
       }
     } else if (a[0] == '-' && a[1]) {
       rc = cli_usage_error(self, "unknown option '%s'", a);

@@ -95,9 +95,18 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 }
 
 static int parse_args(const cli_command *self, int argc, char **argv, train_opts *o) {
-  *o = (train_opts){.model = TRAIN_MODEL_CNN, .epochs = 1, .batch = 64, .threads = 0, .limit_train = -1,
-                    .limit_test = -1, .lr = 1e-3, .seed = 0, .data = NULL, .out = "rlx-train-out",
-                    .backend = "cpu", .json = false};
+  *o = (train_opts){.model = TRAIN_MODEL_CNN,
+                    .epochs = 1,
+                    .batch = 64,
+                    .threads = 0,
+                    .limit_train = -1,
+                    .limit_test = -1,
+                    .lr = 1e-3,
+                    .seed = 0,
+                    .data = NULL,
+                    .out = "rlx-train-out",
+                    .backend = "cpu",
+                    .json = false};
   o->deterministic = -1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = NULL;
@@ -116,11 +125,13 @@ static int parse_args(const cli_command *self, int argc, char **argv, train_opts
       if (!train_model_kind_from_name(v, &o->model))
         return cli_usage_error(self, "--model: unknown model '%s' (expected cnn or mlp)", v);
     } else if (strcmp(a, "--epochs") == 0) {
-      if (!parse_long(v, 1, 100000, &o->epochs)) return cli_usage_error(self, "--epochs: expected 1..100000, got '%s'", v);
+      if (!parse_long(v, 1, 100000, &o->epochs))
+        return cli_usage_error(self, "--epochs: expected 1..100000, got '%s'", v);
     } else if (strcmp(a, "--batch") == 0) {
       if (!parse_long(v, 1, 65536, &o->batch)) return cli_usage_error(self, "--batch: expected 1..65536, got '%s'", v);
     } else if (strcmp(a, "--threads") == 0) {
-      if (!parse_long(v, 0, 4096, &o->threads)) return cli_usage_error(self, "--threads: expected 0..4096, got '%s'", v);
+      if (!parse_long(v, 0, 4096, &o->threads))
+        return cli_usage_error(self, "--threads: expected 0..4096, got '%s'", v);
     } else if (strcmp(a, "--limit-train") == 0) {
       if (!parse_long(v, 1, 1L << 30, &o->limit_train))
         return cli_usage_error(self, "--limit-train: expected a positive count, got '%s'", v);
@@ -175,8 +186,7 @@ static rlx_status make_dirs(const char *path) {
     }
   }
   struct stat sb;
-  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-    return rlx_errorf(RLX_ERR_IO, "%s: not a folder", path);
+  if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rlx_errorf(RLX_ERR_IO, "%s: not a folder", path);
   return RLX_OK;
 }
 
@@ -357,10 +367,12 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
     for (uint32_t i = 0; i < nu && i < 4 * TRAIN_MAX_PARAMS; i++) outs[1 + i] = rlx_optim_graph_output(s.opt, i);
     if (rlx_graph_set_outputs(s.grad, outs, 1 + nu) != RLX_OK) return fail_rlx(self, &s, "the optimizer update");
   }
-  if (rlx_compile(s.grad, o.backend, &co, &s.step_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the training step");
+  if (rlx_compile(s.grad, o.backend, &co, &s.step_exe) != RLX_OK)
+    return fail_rlx(self, &s, "compiling the training step");
   int64_t eb = s.test.count < EVAL_BATCH ? (int64_t)s.test.count : EVAL_BATCH;
   if (train_build_graph(&s.model, eb, false, &s.eval_g) != RLX_OK) return fail_rlx(self, &s, NULL);
-  if (rlx_compile(s.eval_g, o.backend, &co, &s.eval_exe) != RLX_OK) return fail_rlx(self, &s, "compiling the evaluation");
+  if (rlx_compile(s.eval_g, o.backend, &co, &s.eval_exe) != RLX_OK)
+    return fail_rlx(self, &s, "compiling the evaluation");
   tc = now_seconds() - tc;
   if (set_params(s.step_exe, &s.model) != RLX_OK) return fail_rlx(self, &s, "setting the parameters");
   if (rlx_optim_graph_bind(s.opt, s.step_exe, 1) != RLX_OK) return fail_rlx(self, &s, "the optimizer state");
@@ -379,7 +391,6 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
     return cli_fail(self, "the loss is not one f32 value");
   }
 
-
   s.xb = malloc((size_t)o.batch * px * sizeof *s.xb);
   s.yb = malloc((size_t)o.batch * sizeof *s.yb);
   s.loss = malloc(total_steps * sizeof *s.loss);
@@ -397,7 +408,8 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   };
   if (rlx_executable_set_input(s.step_exe, "d_output", &inputs[2].tensor) != RLX_OK) /* stays resident */
     return fail_rlx(self, &s, "training step");
-  fprintf(info, "model %s: %zu parameters; %zu training images, %zu steps of %ld per epoch, %ld epoch%s, %zu test images\n",
+  fprintf(info,
+          "model %s: %zu parameters; %zu training images, %zu steps of %ld per epoch, %ld epoch%s, %zu test images\n",
           train_model_kind_name(o.model), n_weights, s.train.count, steps, o.batch, o.epochs, o.epochs == 1 ? "" : "s",
           s.test.count);
   fprintf(info, "compiled the training step (%u nodes) and the evaluation in %.2f s\n",
@@ -428,7 +440,8 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
       const rlx_tensor *out;
       if (rlx_executable_set_input(s.step_exe, "x", &inputs[0].tensor) != RLX_OK ||
           rlx_executable_set_input(s.step_exe, "y", &inputs[1].tensor) != RLX_OK ||
-          rlx_optim_graph_prepare_step(s.opt, s.step_exe) != RLX_OK || rlx_executable_run_resident(s.step_exe) != RLX_OK ||
+          rlx_optim_graph_prepare_step(s.opt, s.step_exe) != RLX_OK ||
+          rlx_executable_run_resident(s.step_exe) != RLX_OK ||
           rlx_executable_read_output(s.step_exe, 0, &out) != RLX_OK)
         return fail_rlx(self, &s, "training step");
       float l = *(const float *)out->data;
@@ -496,7 +509,8 @@ int cli_cmd_train(const cli_command *self, int argc, char **argv) {
   if (o.json)
     printf("{\"test_accuracy\": %.4f, \"train_images_per_second\": %.1f, \"epochs\": %ld, \"model\": \"%s\", "
            "\"batch\": %ld, \"threads\": %ld, \"train_images\": %zu, \"train_set_images\": %zu, \"test_images\": %zu, "
-           "\"train_seconds\": %.3f, \"final_loss\": %.4f, \"backend\": \"%s\", \"param_transfers_during_training\": %llu}\n",
+           "\"train_seconds\": %.3f, \"final_loss\": %.4f, \"backend\": \"%s\", \"param_transfers_during_training\": "
+           "%llu}\n",
            acc, ips, o.epochs, train_model_kind_name(o.model), o.batch, o.threads, total_steps * (size_t)o.batch,
            s.train.count, s.test.count, train_s, tail, o.backend, (unsigned long long)param_moves);
   fflush(stdout);

@@ -102,9 +102,10 @@ static const cli_command commands[] = {
      "  --input NAME=FILE   a value of graph input NAME: binds its symbolic dims and serves ops that\n"
      "                      need the value while importing (Reshape's shape, ...)\n"
      "  --dim NAME=SIZE     binds the symbolic dim (dim_param) NAME\n"},
-    {"onnx-conformance", cli_cmd_onnx_conformance, "run the ONNX backend test suite, report passed / failed / unsupported",
-     cli_onnx_conformance_usage},
-    {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy", cli_train_usage},
+    {"onnx-conformance", cli_cmd_onnx_conformance,
+     "run the ONNX backend test suite, report passed / failed / unsupported", cli_onnx_conformance_usage},
+    {"train", cli_cmd_train, "train a CNN/MLP on Fashion-MNIST (autodiff + Adam), report test accuracy",
+     cli_train_usage},
     {"splat-render", cli_cmd_splat_render, "render a 3D Gaussian splatting scene to a PNG (GaussianSplatRender)",
      cli_splat_usage},
 };
@@ -125,8 +126,7 @@ static void usage(FILE *f) {
     int n = (int)strlen(commands[i].name);
     if (n > width) width = n;
   }
-  for (size_t i = 0; i < N_COMMANDS; i++)
-    fprintf(f, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
+  for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-*s  %s\n", width, commands[i].name, commands[i].summary);
 }
 
 static const cli_command *find_command(const char *name) {

@@ -113,17 +113,23 @@ unsigned conf_failed_of(const conf_totals *s) { return s->n[ST_FAILED] + s->n[ST
 static void json_str(conf_sbuf *b, const char *s) {
   conf_sb_puts(b, "\"");
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') conf_sb_printf(b, "\\%c", *p);
-    else if (*p == '\n') conf_sb_puts(b, "\\n");
-    else if (*p < 0x20) conf_sb_printf(b, "\\u%04x", *p);
-    else conf_sb_add(b, (const char *)p, 1);
+    if (*p == '"' || *p == '\\')
+      conf_sb_printf(b, "\\%c", *p);
+    else if (*p == '\n')
+      conf_sb_puts(b, "\\n");
+    else if (*p < 0x20)
+      conf_sb_printf(b, "\\u%04x", *p);
+    else
+      conf_sb_add(b, (const char *)p, 1);
   }
   conf_sb_puts(b, "\"");
 }
 
 static void json_num(conf_sbuf *b, double v) {
-  if (isfinite(v)) conf_sb_printf(b, "%.6g", v);
-  else conf_sb_puts(b, "null");
+  if (isfinite(v))
+    conf_sb_printf(b, "%.6g", v);
+  else
+    conf_sb_puts(b, "null");
 }
 
 void conf_write_json(conf_sbuf *b, const conf_test *t, size_t n, char **suites, size_t n_suites) {
@@ -287,7 +293,8 @@ static void write_gaps(conf_sbuf *b, const conf_test *t, size_t n) {
   size_t ng;
   gap_entry *g = file_by_op(t, n, false, &ng);
   conf_sb_puts(b, "## Gaps by ONNX op\n\n");
-  if (!ng) conf_sb_puts(b, "None: every test passed.\n\n");
+  if (!ng)
+    conf_sb_puts(b, "None: every test passed.\n\n");
   else
     conf_sb_puts(b, "A test is filed under the op(s) the importer names as unsupported; otherwise under its model's op "
                     "(a function-expanded test under the op it expands, a model of several op types under all of them "
@@ -298,9 +305,12 @@ static void write_gaps(conf_sbuf *b, const conf_test *t, size_t n) {
     unsigned f = 0, c = 0, u = 0;
     for (size_t k = i; k < j; k++) {
       conf_status st = t[g[k].test].status;
-      if (st == ST_FAILED) f++;
-      else if (st == ST_UNSUPPORTED) u++;
-      else c++;
+      if (st == ST_FAILED)
+        f++;
+      else if (st == ST_UNSUPPORTED)
+        u++;
+      else
+        c++;
     }
     conf_sb_printf(b, "| %s | %zu | %u | %u | %u |\n", g[i].key, j - i, f, c, u);
   }
@@ -366,7 +376,8 @@ void conf_write_doc(conf_sbuf *b, const conf_test *t, size_t n, char **suites, s
          "expected values of Bernoulli come from numpy's random generator; bfloat16 tensors are stored as their "
          "uint16 bit patterns (numpy has no bfloat16; the runner reads them as bfloat16 where the model declares "
          "bfloat16), the expected FLOAT to BFLOAT16 casts truncate where RLX rounds to nearest even, and the "
-         "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4]; test_adam_multiple's "
+         "CastLike bfloat16 tests give a `like` tensor of shape [1] to a model input declared [3, 4]; "
+         "test_adam_multiple's "
          "expected values use epsilon 1e-2, which its model does not set (Adam's default is 1e-6).\n\n");
   conf_sb_puts(
       b, "## Totals per suite\n\n"

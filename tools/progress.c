@@ -41,9 +41,12 @@ void cli_progress_start(cli_progress *p, FILE *f, int tty, size_t total_steps, s
 void cli_progress_duration(double s, char *out, size_t cap) {
   if (!isfinite(s) || s < 0) s = 0;
   long t = (long)(s + 0.5);
-  if (t >= 3600) snprintf(out, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else if (t >= 60) snprintf(out, cap, "%ld:%02ld", t / 60, t % 60);
-  else snprintf(out, cap, "%lds", t);
+  if (t >= 3600)
+    snprintf(out, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else if (t >= 60)
+    snprintf(out, cap, "%ld:%02ld", t / 60, t % 60);
+  else
+    snprintf(out, cap, "%lds", t);
 }
 
 void cli_progress_update(cli_progress *p, size_t done, const char *label, const char *note, bool final) {
@@ -60,8 +63,10 @@ void cli_progress_update(cli_progress *p, size_t done, const char *label, const 
     cli_progress_duration(el, when, sizeof when);
     snprintf(tail, sizeof tail, "%s%s%.0f %s/s  took %s", note ? note : "", note ? "  " : "", rate, p->unit, when);
   } else {
-    if (done > 0) cli_progress_duration(el / (double)done * (double)(p->total - done), when, sizeof when);
-    else snprintf(when, sizeof when, "?");
+    if (done > 0)
+      cli_progress_duration(el / (double)done * (double)(p->total - done), when, sizeof when);
+    else
+      snprintf(when, sizeof when, "?");
     snprintf(tail, sizeof tail, "%s%s%.0f %s/s  ETA %s", note ? note : "", note ? "  " : "", rate, p->unit, when);
   }
   int pct = (int)(100.0 * (double)done / (double)p->total);

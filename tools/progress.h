@@ -12,13 +12,13 @@
 
 typedef struct cli_progress {
   FILE *f;
-  bool tty;          /* redraw one line in place */
-  size_t total;      /* steps of the whole run */
-  size_t per_step;   /* items (images) per step, for the rate */
-  const char *unit;  /* the items' unit for the rate, e.g. "img" */
-  size_t every;      /* not a terminal: a line every `every` steps */
-  double t0, last;   /* start, last redraw (seconds, monotonic) */
-  int width;         /* terminal columns */
+  bool tty;         /* redraw one line in place */
+  size_t total;     /* steps of the whole run */
+  size_t per_step;  /* items (images) per step, for the rate */
+  const char *unit; /* the items' unit for the rate, e.g. "img" */
+  size_t every;     /* not a terminal: a line every `every` steps */
+  double t0, last;  /* start, last redraw (seconds, monotonic) */
+  int width;        /* terminal columns */
 } cli_progress;
 
 /* Starts the clock. `tty` < 0 asks isatty(fileno(f)); 0 / 1 force plain lines / the bar. */

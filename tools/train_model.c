@@ -38,9 +38,12 @@ uint64_t train_rng_below(train_rng *r, uint64_t n) {
 /* ---- params ---- */
 
 bool train_model_kind_from_name(const char *s, train_model_kind *out) {
-  if (strcmp(s, "cnn") == 0) *out = TRAIN_MODEL_CNN;
-  else if (strcmp(s, "mlp") == 0) *out = TRAIN_MODEL_MLP;
-  else return false;
+  if (strcmp(s, "cnn") == 0)
+    *out = TRAIN_MODEL_CNN;
+  else if (strcmp(s, "mlp") == 0)
+    *out = TRAIN_MODEL_MLP;
+  else
+    return false;
   return true;
 }
 
@@ -129,12 +132,19 @@ static rlx_status conv_block(gb *b, rlx_id x, const char *layer, int64_t out_ch,
   RLX_TRY(param(b, wn, &w));
   RLX_TRY(param(b, bn, &bias));
   int64_t k[2] = {3, 3}, one[2] = {1, 1}, two[2] = {2, 2}, zero[2] = {0, 0};
-  rlx_attrs_Conv ca = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv ca = {.kernel_size = {.v = k, .n = 2},
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = one, .n = 2},
+                       .dilation = {.v = one, .n = 2},
+                       .groups = 1};
   RLX_TRY(rlx_build_Conv(b->g, (rlx_id[]){x, w}, 2, &ca, layer, &y));
   RLX_TRY(rlx_reshape(b->g, bias, 4, (int64_t[]){1, out_ch, 1, 1}, &bias4));
   RLX_TRY(rlx_binary(b->g, RLX_BINOP_ADD, y, bias4, &z));
   RLX_TRY(rlx_activation(b->g, RLX_ACT_RELU, z, &r));
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = two, .n = 2}, .stride = {.v = two, .n = 2}, .padding = {.v = zero, .n = 2}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = two, .n = 2},
+                       .stride = {.v = two, .n = 2},
+                       .padding = {.v = zero, .n = 2}};
   char pn[40];
   snprintf(pn, sizeof pn, "%s.pool", layer);
   return rlx_build_Pool(b->g, &r, 1, &pa, pn, out);

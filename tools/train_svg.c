@@ -43,7 +43,7 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
   ymax = ceil(ymax / ystep) * ystep;
   double xmax = n > 1 ? (double)(n - 1) : 1;
   double xstep = nice_step(xmax, 8);
-  if (xstep < 1) xstep = 1; /* steps are whole numbers */
+  if (xstep < 1) xstep = 1;          /* steps are whole numbers */
   xmax = ceil(xmax / xstep) * xstep; /* both axes end on a tick */
   double pw = W - ML - MR, ph = H - MT - MB;
 #define PX(i) (ML + (double)(i) / xmax * pw)
@@ -57,10 +57,14 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
   fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
   fprintf(f, "<text x=\"%.1f\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">", W / 2);
   for (const char *c = title; c && *c; c++) { /* XML-escape the title */
-    if (*c == '<') fputs("&lt;", f);
-    else if (*c == '>') fputs("&gt;", f);
-    else if (*c == '&') fputs("&amp;", f);
-    else fputc(*c, f);
+    if (*c == '<')
+      fputs("&lt;", f);
+    else if (*c == '>')
+      fputs("&gt;", f);
+    else if (*c == '&')
+      fputs("&amp;", f);
+    else
+      fputc(*c, f);
   }
   fprintf(f, "</text>\n");
 
@@ -102,8 +106,8 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
   fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML, MT + ph, ML + pw, MT + ph);
   fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML, MT, ML, MT + ph);
   fprintf(f, "</g>\n");
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"14\">training step</text>\n",
-          ML + pw / 2, H - 16);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"14\">training step</text>\n", ML + pw / 2,
+          H - 16);
   fprintf(f,
           "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"14\" transform=\"rotate(-90 18 %.1f)\">"
           "cross-entropy loss</text>\n",
@@ -138,8 +142,8 @@ rlx_status train_write_loss_svg(const char *path, const float *loss, size_t n, s
   /* Legend. */
   double lx = ML + pw - 220, ly = MT + 12;
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"210\" height=\"44\" fill=\"white\" stroke=\"#ccc\"/>\n", lx, ly - 2);
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9ecae1\" stroke-width=\"2\"/>\n",
-          lx + 8, ly + 10, lx + 36, ly + 10);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9ecae1\" stroke-width=\"2\"/>\n", lx + 8,
+          ly + 10, lx + 36, ly + 10);
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">loss per step (batch)</text>\n", lx + 44, ly + 14);
   fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#08519c\" stroke-width=\"2.5\"/>\n",
           lx + 8, ly + 30, lx + 36, ly + 30);

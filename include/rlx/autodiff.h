@@ -31,11 +31,11 @@ void rlx_grad_options_init(rlx_grad_options *o);
  * An op on the gradient path without a VJP rule is an RLX_ERR_UNSUPPORTED error naming the op
  * and node; non-differentiable operands (indices, predicates, integer tensors) get no gradient.
  * Fused ops, regions and If/While are differentiated through their shared decompositions. */
-rlx_status rlx_grad(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt,
-                    const rlx_grad_options *opt, rlx_graph **out);
+rlx_status rlx_grad(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, const rlx_grad_options *opt,
+                    rlx_graph **out);
 /* Same, with outputs [loss, d loss/d wrt...]. */
-rlx_status rlx_grad_with_loss(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt,
-                              const rlx_grad_options *opt, rlx_graph **out);
+rlx_status rlx_grad_with_loss(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, const rlx_grad_options *opt,
+                              rlx_graph **out);
 
 /* Forward mode (exact: built from reverse mode by linearity). The result has f's leaves plus one
  * Input "tangent_<name>" per wrt leaf and outputs [f's outputs..., their tangents...] (one
@@ -49,8 +49,7 @@ rlx_status rlx_hvp(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, r
 /* Batching over a new leading axis of size `batch` for the named Inputs (Params stay shared).
  * Every output gains the leading axis. Ops without a batching rule of their own are batched by
  * the generic fallback (one copy per batch element, then Concat). */
-rlx_status rlx_vmap(const rlx_graph *f, const char *const *batched_inputs, uint32_t n,
-                    int64_t batch, rlx_graph **out);
+rlx_status rlx_vmap(const rlx_graph *f, const char *const *batched_inputs, uint32_t n, int64_t batch, rlx_graph **out);
 
 /* Does op kind k have a VJP rule? (Used by the coverage doc and tests.) */
 bool rlx_has_vjp(rlx_op k);

@@ -14,8 +14,7 @@ extern "C" {
 
 /* Constants of dtype t and static dims: all `v`, or the values vals[0..numel) (converted like Cast). */
 rlx_status rlx_fill(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, double v, rlx_id *out);
-rlx_status rlx_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *vals,
-                      rlx_id *out);
+rlx_status rlx_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *vals, rlx_id *out);
 rlx_status rlx_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out);
 rlx_status rlx_i64s(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out); /* i64 [n] */
 

@@ -38,11 +38,10 @@ typedef struct rlx_dataset {
 
 /* Parses an in-memory IDX image file (already decompressed). `what` names it in errors (e.g. the
  * path). On success *out (malloc'ed, count * rows * cols floats = byte / 255) is the caller's. */
-rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *what, float **out,
-                                size_t *count, uint32_t *rows, uint32_t *cols);
+rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *what, float **out, size_t *count,
+                                uint32_t *rows, uint32_t *cols);
 /* Parses an in-memory IDX label file; *out (malloc'ed, count values 0..255) is the caller's. */
-rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *what, int32_t **out,
-                                size_t *count);
+rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *what, int32_t **out, size_t *count);
 
 /* Reads a whole file, gunzipping it when it is gzip-compressed (zlib reads plain files as they
  * are). Gives RLX_ERR_IO for a missing/unreadable or truncated/corrupt gzip file, RLX_ERR_FORMAT
@@ -50,8 +49,7 @@ rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *wha
 rlx_status rlx_read_gz_file(const char *path, size_t max_bytes, uint8_t **out, size_t *len);
 
 /* File variants of the parsers (path may name a .gz file). */
-rlx_status rlx_idx_load_images(const char *path, float **out, size_t *count, uint32_t *rows,
-                               uint32_t *cols);
+rlx_status rlx_idx_load_images(const char *path, float **out, size_t *count, uint32_t *rows, uint32_t *cols);
 rlx_status rlx_idx_load_labels(const char *path, int32_t **out, size_t *count);
 
 /* Loads split "train" or "t10k" of Fashion-MNIST (or MNIST) from folder `dir` (NULL = the Debian

@@ -15,8 +15,8 @@ extern "C" {
 rlx_status rlx_text_print(const rlx_graph *g, const rlx_allocator *al, char **out, size_t *len);
 /* Parses text into a new graph. Errors carry "line:col: expected ...". The parsed graph is
  * verified; `source_name` (may be NULL) prefixes error locations. */
-rlx_status rlx_text_parse(const char *text, size_t len, const char *source_name,
-                          const rlx_allocator *al, rlx_graph **out);
+rlx_status rlx_text_parse(const char *text, size_t len, const char *source_name, const rlx_allocator *al,
+                          rlx_graph **out);
 
 /* Binary: magic "RLXB", u32 version, then length-checked little-endian records. */
 #define RLX_BINARY_MAGIC "RLXB"

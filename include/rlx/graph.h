@@ -64,15 +64,13 @@ rlx_status rlx_graph_set_outputs(rlx_graph *g, const rlx_id *ids, uint32_t n);
  * bytes are deep-copied into the graph. `declared` is the output shape; NULL asks shape
  * inference for it (an error when the op has no rule). When both are available they must agree.
  * `name` may be NULL. Errors name the op, the node and the offending operand or attribute. */
-rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
-                         const void *attrs, const rlx_shape *declared, const char *name,
-                         rlx_id *out);
+rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                         const rlx_shape *declared, const char *name, rlx_id *out);
 
 /* Appends a node without inferring or checking its shape (importers and passes that already
  * know it). The verifier still checks it later. */
-rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs,
-                                   uint32_t n_inputs, const void *attrs, const rlx_shape *shape,
-                                   const char *name, rlx_id *out);
+rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                                   const rlx_shape *shape, const char *name, rlx_id *out);
 
 /* Looks up an Input/Param leaf by its binding name; RLX_NO_ID if absent. */
 rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *name);
@@ -81,8 +79,7 @@ rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *nam
  * shape inferred, before it is appended: it may give the node's value another way — e.g. fold
  * it into a Constant — by setting *done and *out (the importers fold constants this way). Nodes
  * the hook itself adds do not reach it. Child graphs created later inherit it. NULL removes it. */
-typedef rlx_status (*rlx_graph_add_hook)(void *ctx, rlx_graph *g, const rlx_node *proposed, bool *done,
-                                         rlx_id *out);
+typedef rlx_status (*rlx_graph_add_hook)(void *ctx, rlx_graph *g, const rlx_node *proposed, bool *done, rlx_id *out);
 void rlx_graph_set_add_hook(rlx_graph *g, rlx_graph_add_hook hook, void *ctx);
 
 /* Deep-copies `src` (and its child graphs) into a new graph with allocator `al` (NULL=default). */
@@ -95,12 +92,11 @@ bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b);
 /* ---- one builder per op kind (expanded from ops.def) ----
  * rlx_build_<Op>(g, inputs, n_inputs, attrs, name, &out) appends the op with an inferred shape.
  * Ops without an inference rule (leaves, Custom, ...) need rlx_graph_add with a declared shape. */
-#define RLX_OP(N, FAM, LO, HI, PROPS)                                                              \
-  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs,               \
+#define RLX_OP(N, FAM, LO, HI, PROPS) \
+  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs, const char *name, rlx_id *out);
+#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                                \
+  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs, const rlx_attrs_##N *attrs, \
                            const char *name, rlx_id *out);
-#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                     \
-  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs,               \
-                           const rlx_attrs_##N *attrs, const char *name, rlx_id *out);
 #include "rlx/ops.def"
 #undef RLX_OP
 #undef RLX_OPA
@@ -109,18 +105,16 @@ bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b);
 rlx_status rlx_input(rlx_graph *g, const char *name, rlx_shape shape, rlx_id *out);
 rlx_status rlx_param(rlx_graph *g, const char *name, rlx_shape shape, rlx_id *out);
 /* `data` holds numel * dtype-size bytes, little-endian row-major (copied). */
-rlx_status rlx_constant(rlx_graph *g, rlx_shape shape, const void *data, size_t nbytes,
-                        rlx_id *out);
+rlx_status rlx_constant(rlx_graph *g, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out);
 rlx_status rlx_scalar_f32(rlx_graph *g, float v, rlx_id *out);
 rlx_status rlx_activation(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out);
 rlx_status rlx_binary(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out);
 rlx_status rlx_compare(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out);
 rlx_status rlx_matmul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out);
-rlx_status rlx_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *new_shape,
-                       rlx_id *out);
+rlx_status rlx_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *new_shape, rlx_id *out);
 rlx_status rlx_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out);
-rlx_status rlx_reduce_axes(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes,
-                      bool keep_dim, rlx_id *out);
+rlx_status rlx_reduce_axes(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes, bool keep_dim,
+                           rlx_id *out);
 rlx_status rlx_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out);
 
 #ifdef __cplusplus

@@ -13,10 +13,10 @@ extern "C" {
 #endif
 
 /* Limits applied to every model (violations are RLX_ERR_FORMAT naming the field). */
-#define RLX_ONNX_MAX_FILE_BYTES ((size_t)1 << 31)  /* protobuf's own limit: 2 GiB */
-#define RLX_ONNX_MAX_MESSAGE_DEPTH 64              /* nested protobuf messages */
-#define RLX_ONNX_MAX_GRAPH_DEPTH 16                /* If/Loop/Scan bodies inside bodies */
-#define RLX_ONNX_MAX_NAME_BYTES 4096               /* value, node and op names */
+#define RLX_ONNX_MAX_FILE_BYTES ((size_t)1 << 31) /* protobuf's own limit: 2 GiB */
+#define RLX_ONNX_MAX_MESSAGE_DEPTH 64             /* nested protobuf messages */
+#define RLX_ONNX_MAX_GRAPH_DEPTH 16               /* If/Loop/Scan bodies inside bodies */
+#define RLX_ONNX_MAX_NAME_BYTES 4096              /* value, node and op names */
 
 /* Initializer values handed back when importing with initializers_as_constants = false. */
 typedef struct rlx_onnx_weights {
@@ -64,29 +64,27 @@ void rlx_onnx_options_init(rlx_onnx_options *o);
  * offset/length checked against the file). On failure the message
  * names the node (name + op_type) and field; RLX_ERR_UNSUPPORTED lists EVERY unsupported
  * op/opset/dtype of the model at once. */
-rlx_status rlx_onnx_import_file(const char *path, const rlx_onnx_options *opt,
-                                const rlx_allocator *al, rlx_graph **out);
+rlx_status rlx_onnx_import_file(const char *path, const rlx_onnx_options *opt, const rlx_allocator *al,
+                                rlx_graph **out);
 /* Same from memory; `base_dir` (may be NULL: then external data is an error) is the folder
  * external data paths are relative to. */
-rlx_status rlx_onnx_import_bytes(const uint8_t *data, size_t len, const char *base_dir,
-                                 const rlx_onnx_options *opt, const rlx_allocator *al,
-                                 rlx_graph **out);
+rlx_status rlx_onnx_import_bytes(const uint8_t *data, size_t len, const char *base_dir, const rlx_onnx_options *opt,
+                                 const rlx_allocator *al, rlx_graph **out);
 
 /* Lists every unsupported op / opset / dtype of a model (one per line, grouped by op and
  * reason, with the node names) without keeping the graph. *n_gaps = 0 means the model is fully
  * supported. `opt` may be NULL (defaults). The string is allocated with `al` (NULL = default).
  * Malformed models fail as in rlx_onnx_import_file. */
-rlx_status rlx_onnx_report(const char *path, const rlx_onnx_options *opt, const rlx_allocator *al,
-                           char **out, size_t *len, uint32_t *n_gaps);
+rlx_status rlx_onnx_report(const char *path, const rlx_onnx_options *opt, const rlx_allocator *al, char **out,
+                           size_t *len, uint32_t *n_gaps);
 
 /* ONNX TensorProto files (input_K.pb / output_K.pb of the ONNX test suite): one tensor
  * with raw or typed data. out->data is allocated with `al` (NULL = default); release it with
  * rlx_onnx_tensor_free. `name_out` (may be NULL) receives the tensor's name (allocated with `al`,
  * NULL when it has none). Malformed files give RLX_ERR_FORMAT naming the field. */
-rlx_status rlx_onnx_tensor_read(const uint8_t *data, size_t len, const rlx_allocator *al,
-                                rlx_tensor *out, char **name_out);
-rlx_status rlx_onnx_tensor_load(const char *path, const rlx_allocator *al, rlx_tensor *out,
+rlx_status rlx_onnx_tensor_read(const uint8_t *data, size_t len, const rlx_allocator *al, rlx_tensor *out,
                                 char **name_out);
+rlx_status rlx_onnx_tensor_load(const char *path, const rlx_allocator *al, rlx_tensor *out, char **name_out);
 void rlx_onnx_tensor_free(rlx_tensor *t, const rlx_allocator *al);
 
 /* ONNX SequenceProto / OptionalProto files (input_K.pb / output_K.pb of graph inputs and
@@ -101,8 +99,7 @@ typedef struct rlx_onnx_seq_value {
  * RLX_ERR_FORMAT naming the field; sparse, map and nested sequence elements RLX_ERR_UNSUPPORTED. */
 rlx_status rlx_onnx_sequence_read(const uint8_t *data, size_t len, bool optional, const rlx_allocator *al,
                                   rlx_onnx_seq_value *out);
-rlx_status rlx_onnx_sequence_load(const char *path, bool optional, const rlx_allocator *al,
-                                  rlx_onnx_seq_value *out);
+rlx_status rlx_onnx_sequence_load(const char *path, bool optional, const rlx_allocator *al, rlx_onnx_seq_value *out);
 void rlx_onnx_seq_value_free(rlx_onnx_seq_value *s, const rlx_allocator *al);
 
 #ifdef __cplusplus

@@ -70,9 +70,7 @@ typedef enum rlx_fft_norm { RLX_FFT_NORM_LIST(RLX_FFT_NORM_X) RLX_FFT_NORM_COUNT
 typedef enum rlx_fftq_scale { RLX_FFTQ_SCALE_LIST(RLX_FFTQ_SCALE_X) RLX_FFTQ_SCALE_COUNT } rlx_fftq_scale;
 #undef RLX_FFTQ_SCALE_X
 #define RLX_QUANT_SCHEME_X(S, T) RLX_QUANT_SCHEME_##S,
-typedef enum rlx_quant_scheme {
-  RLX_QUANT_SCHEME_LIST(RLX_QUANT_SCHEME_X) RLX_QUANT_SCHEME_COUNT
-} rlx_quant_scheme;
+typedef enum rlx_quant_scheme { RLX_QUANT_SCHEME_LIST(RLX_QUANT_SCHEME_X) RLX_QUANT_SCHEME_COUNT } rlx_quant_scheme;
 #undef RLX_QUANT_SCHEME_X
 #define RLX_SCALED_FORMAT_X(S, T) RLX_SCALED_FORMAT_##S,
 typedef enum rlx_scaled_format {
@@ -80,9 +78,7 @@ typedef enum rlx_scaled_format {
 } rlx_scaled_format;
 #undef RLX_SCALED_FORMAT_X
 #define RLX_SCALE_LAYOUT_X(S, T) RLX_SCALE_LAYOUT_##S,
-typedef enum rlx_scale_layout {
-  RLX_SCALE_LAYOUT_LIST(RLX_SCALE_LAYOUT_X) RLX_SCALE_LAYOUT_COUNT
-} rlx_scale_layout;
+typedef enum rlx_scale_layout { RLX_SCALE_LAYOUT_LIST(RLX_SCALE_LAYOUT_X) RLX_SCALE_LAYOUT_COUNT } rlx_scale_layout;
 #undef RLX_SCALE_LAYOUT_X
 #define RLX_SYNTH_KIND_X(S, T) RLX_SYNTH_KIND_##S,
 typedef enum rlx_synth_kind { RLX_SYNTH_KIND_LIST(RLX_SYNTH_KIND_X) RLX_SYNTH_KIND_COUNT } rlx_synth_kind;
@@ -94,15 +90,13 @@ typedef enum rlx_synth_wrt { RLX_SYNTH_WRT_LIST(RLX_SYNTH_WRT_X) RLX_SYNTH_WRT_C
 typedef enum rlx_prologue { RLX_PROLOGUE_LIST(RLX_PROLOGUE_X) RLX_PROLOGUE_COUNT } rlx_prologue;
 #undef RLX_PROLOGUE_X
 #define RLX_CHAIN_STEP_X(S, T) RLX_CHAIN_STEP_##S,
-typedef enum rlx_chain_step_kind {
-  RLX_CHAIN_STEP_LIST(RLX_CHAIN_STEP_X) RLX_CHAIN_STEP_COUNT
-} rlx_chain_step_kind;
+typedef enum rlx_chain_step_kind { RLX_CHAIN_STEP_LIST(RLX_CHAIN_STEP_X) RLX_CHAIN_STEP_COUNT } rlx_chain_step_kind;
 #undef RLX_CHAIN_STEP_X
 
 /* Name tables for every enum of enums.def, for printing and parsing. */
 typedef struct rlx_enum_desc {
-  const char *type_name;     /* "Activation" */
-  const char *const *names;  /* "Gelu", ... */
+  const char *type_name;    /* "Activation" */
+  const char *const *names; /* "Gelu", ... */
   int32_t count;
 } rlx_enum_desc;
 #define RLX_ENUM_DESC_DECL(c, T, L) extern const rlx_enum_desc rlx_enum_##c;
@@ -122,12 +116,12 @@ typedef enum rlx_op {
 #undef RLX_OPA
 
 /* Op families (one per section of ops.def; the coverage doc groups by them). */
-#define RLX_FAMILY_LIST(X)                                                                         \
-  X(LEAF, leaf) X(ELEMENTWISE, elementwise) X(QUANT, quant) X(REGION, region) X(LINALG, linalg)     \
-  X(NORM, norm) X(RESAMPLE, resample) X(ATTENTION, attention) X(SHAPE, shape) X(REDUCE, reduce)    \
-  X(RANDOM, random) X(CONV, conv) X(BACKWARD, backward) X(MOE, moe) X(SCATTER, scatter)            \
-  X(FUSED, fused) X(SYNTH, synth) X(RECURRENT, recurrent) X(CONTROL, control) X(SPLAT, splat)      \
-  X(CUSTOM, custom) X(SIGNAL, signal) X(SPD, spd)
+#define RLX_FAMILY_LIST(X)                                                                                            \
+  X(LEAF, leaf)                                                                                                       \
+  X(ELEMENTWISE, elementwise) X(QUANT, quant) X(REGION, region) X(LINALG, linalg) X(NORM, norm) X(RESAMPLE, resample) \
+      X(ATTENTION, attention) X(SHAPE, shape) X(REDUCE, reduce) X(RANDOM, random) X(CONV, conv) X(BACKWARD, backward) \
+          X(MOE, moe) X(SCATTER, scatter) X(FUSED, fused) X(SYNTH, synth) X(RECURRENT, recurrent) X(CONTROL, control) \
+              X(SPLAT, splat) X(CUSTOM, custom) X(SIGNAL, signal) X(SPD, spd)
 typedef enum rlx_family {
 #define RLX_X(E, n) RLX_FAMILY_##E,
   RLX_FAMILY_LIST(RLX_X)
@@ -136,20 +130,20 @@ typedef enum rlx_family {
 } rlx_family;
 
 /* Property bits of an op kind. */
-#define RLX_PROP_LIST(X)                                                                           \
-  X(LEAF, leaf, "graph input, weight or literal")                                                  \
-  X(ELEM, elementwise, "elementwise over its (broadcast) operands")                                \
-  X(BCAST, broadcasting, "operands broadcast NumPy-style")                                         \
-  X(REDUCTION, reduction, "reduces along axes")                                                    \
-  X(VIEW, view, "may alias its operand (reshape, same-dtype cast, axis-0 narrow)")                 \
-  X(DIFF, differentiable, "has a VJP rule")                                                        \
-  X(SUBGRAPH, subgraph, "carries nested graphs")                                                   \
-  X(RANDOM, random, "nondeterministic: never folded or merged")                                    \
-  X(BLAS, blas, "matrix-multiply-like; a fusion boundary")                                         \
-  X(FUSED, fused, "composite with a shared unfuse decomposition")                                  \
-  X(LOWER, lowerable, "primitive with a shared decomposition for backends without a kernel")       \
-  X(BACKWARD, backward, "emitted by autodiff")                                                     \
-  X(FOLD, foldable, "pure; constant-foldable")                                                     \
+#define RLX_PROP_LIST(X)                                                                     \
+  X(LEAF, leaf, "graph input, weight or literal")                                            \
+  X(ELEM, elementwise, "elementwise over its (broadcast) operands")                          \
+  X(BCAST, broadcasting, "operands broadcast NumPy-style")                                   \
+  X(REDUCTION, reduction, "reduces along axes")                                              \
+  X(VIEW, view, "may alias its operand (reshape, same-dtype cast, axis-0 narrow)")           \
+  X(DIFF, differentiable, "has a VJP rule")                                                  \
+  X(SUBGRAPH, subgraph, "carries nested graphs")                                             \
+  X(RANDOM, random, "nondeterministic: never folded or merged")                              \
+  X(BLAS, blas, "matrix-multiply-like; a fusion boundary")                                   \
+  X(FUSED, fused, "composite with a shared unfuse decomposition")                            \
+  X(LOWER, lowerable, "primitive with a shared decomposition for backends without a kernel") \
+  X(BACKWARD, backward, "emitted by autodiff")                                               \
+  X(FOLD, foldable, "pure; constant-foldable")                                               \
   X(INPLACE, inplace, "writes into an operand and aliases it")
 enum {
 #define RLX_X(E, n, d) RLX_PROP_BIT_##E,
@@ -163,33 +157,57 @@ enum rlx_prop { RLX_PROP_LIST(RLX_X) };
 
 #define RLX_ARITY_VARIADIC UINT32_MAX
 
-const char *rlx_op_name(rlx_op op);          /* "MatMul" */
+const char *rlx_op_name(rlx_op op); /* "MatMul" */
 bool rlx_op_from_name(const char *s, size_t len, rlx_op *out);
 rlx_family rlx_op_family(rlx_op op);
-const char *rlx_family_name(rlx_family f);   /* "linalg" */
+const char *rlx_family_name(rlx_family f); /* "linalg" */
 uint32_t rlx_op_props(rlx_op op);
 static inline bool rlx_op_has(rlx_op op, uint32_t prop) { return (rlx_op_props(op) & prop) != 0; }
 uint32_t rlx_op_min_inputs(rlx_op op);
-uint32_t rlx_op_max_inputs(rlx_op op);       /* RLX_ARITY_VARIADIC = unbounded */
+uint32_t rlx_op_max_inputs(rlx_op op); /* RLX_ARITY_VARIADIC = unbounded */
 const char *rlx_prop_name(uint32_t bit_index);
 
 /* ---- attribute value types ---- */
 struct rlx_graph;
-typedef struct rlx_ilist { int64_t *v; uint32_t n; } rlx_ilist;
-typedef struct rlx_flist { float *v; uint32_t n; } rlx_flist;
-typedef struct rlx_bytes { uint8_t *p; size_t n; } rlx_bytes;
-typedef struct rlx_of32 { bool has; float v; } rlx_of32;
-typedef struct rlx_oi64 { bool has; int64_t v; } rlx_oi64;
-typedef struct rlx_odtype { bool has; int32_t v; } rlx_odtype;
+typedef struct rlx_ilist {
+  int64_t *v;
+  uint32_t n;
+} rlx_ilist;
+typedef struct rlx_flist {
+  float *v;
+  uint32_t n;
+} rlx_flist;
+typedef struct rlx_bytes {
+  uint8_t *p;
+  size_t n;
+} rlx_bytes;
+typedef struct rlx_of32 {
+  bool has;
+  float v;
+} rlx_of32;
+typedef struct rlx_oi64 {
+  bool has;
+  int64_t v;
+} rlx_oi64;
+typedef struct rlx_odtype {
+  bool has;
+  int32_t v;
+} rlx_odtype;
 
 /* One operand of an ElementwiseRegion step: a region operand or an earlier step's result. */
-typedef struct rlx_chain_operand { uint8_t is_step; uint32_t index; } rlx_chain_operand;
+typedef struct rlx_chain_operand {
+  uint8_t is_step;
+  uint32_t index;
+} rlx_chain_operand;
 typedef struct rlx_chain_step {
-  int32_t kind;  /* rlx_chain_step_kind */
-  int32_t sub;   /* rlx_act / rlx_dtype / rlx_binop / rlx_cmp; unused for Where */
+  int32_t kind;              /* rlx_chain_step_kind */
+  int32_t sub;               /* rlx_act / rlx_dtype / rlx_binop / rlx_cmp; unused for Where */
   rlx_chain_operand a, b, c; /* operands used: 1 (Activation, Cast), 2 (Binary, Compare), 3 (Where) */
 } rlx_chain_step;
-typedef struct rlx_chain { rlx_chain_step *steps; uint32_t n; } rlx_chain;
+typedef struct rlx_chain {
+  rlx_chain_step *steps;
+  uint32_t n;
+} rlx_chain;
 
 typedef int64_t rlx_ft_i64;
 typedef uint64_t rlx_ft_u64;
@@ -212,7 +230,10 @@ typedef rlx_chain rlx_ft_chain;
 #define E(e, n, d) int32_t n;
 #define OE(e, n) int32_t n; /* -1 = none */
 #define RLX_OP(N, FAM, LO, HI, PROPS)
-#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) typedef struct rlx_attrs_##N { FIELDS } rlx_attrs_##N;
+#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) \
+  typedef struct rlx_attrs_##N {               \
+    FIELDS                                     \
+  } rlx_attrs_##N;
 #include "rlx/ops.def"
 #undef RLX_OPA
 #define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS) rlx_attrs_##N N;
@@ -229,17 +250,31 @@ typedef union rlx_attrs {
 
 /* ---- field descriptors: drive print, parse, equality, hash, binary I/O, range checks ---- */
 typedef enum rlx_field_type {
-  RLX_FT_I64, RLX_FT_U64, RLX_FT_F32, RLX_FT_BOOL, RLX_FT_DTYPE, RLX_FT_OI64, RLX_FT_OF32,
-  RLX_FT_ODTYPE, RLX_FT_ILIST, RLX_FT_FLIST, RLX_FT_STR, RLX_FT_BYTES, RLX_FT_GRAPH,
-  RLX_FT_OGRAPH, RLX_FT_CHAIN, RLX_FT_ENUM, RLX_FT_OENUM
+  RLX_FT_I64,
+  RLX_FT_U64,
+  RLX_FT_F32,
+  RLX_FT_BOOL,
+  RLX_FT_DTYPE,
+  RLX_FT_OI64,
+  RLX_FT_OF32,
+  RLX_FT_ODTYPE,
+  RLX_FT_ILIST,
+  RLX_FT_FLIST,
+  RLX_FT_STR,
+  RLX_FT_BYTES,
+  RLX_FT_GRAPH,
+  RLX_FT_OGRAPH,
+  RLX_FT_CHAIN,
+  RLX_FT_ENUM,
+  RLX_FT_OENUM
 } rlx_field_type;
 
 typedef struct rlx_field {
   const char *name;
   rlx_field_type type;
-  size_t offset;               /* inside rlx_attrs_<Op> */
-  const rlx_enum_desc *enm;    /* for ENUM / OENUM */
-  double def;                  /* default of scalar and enum fields */
+  size_t offset;            /* inside rlx_attrs_<Op> */
+  const rlx_enum_desc *enm; /* for ENUM / OENUM */
+  double def;               /* default of scalar and enum fields */
 } rlx_field;
 
 /* Field descriptors of an op's attribute struct (count 0 for ops without attributes). */

@@ -77,21 +77,21 @@ typedef enum rlx_muon_lr_adjust {
 
 typedef struct rlx_optim_config {
   rlx_optim_kind kind;
-  double lr;           /* base learning rate, >= 0 */
-  double weight_decay; /* >= 0. L2 (added to the gradient) for SGD, Adam, RMSProp, Adagrad;
+  double lr;                        /* base learning rate, >= 0 */
+  double weight_decay;              /* >= 0. L2 (added to the gradient) for SGD, Adam, RMSProp, Adagrad;
                           decoupled (p *= 1 - lr * weight_decay) for AdamW, Lion, Muon */
-  double eps;          /* > 0; denominator term of Adam/AdamW/RMSProp/Adagrad and of Muon's
+  double eps;                       /* > 0; denominator term of Adam/AdamW/RMSProp/Adagrad and of Muon's
                           AdamW fallback (unused by SGD and Lion) */
-  double beta1, beta2; /* in [0, 1): Adam/AdamW moments, Lion interpolation/momentum,
+  double beta1, beta2;              /* in [0, 1): Adam/AdamW moments, Lion interpolation/momentum,
                           Muon's AdamW fallback */
-  bool maximize;       /* ascend instead of descend (the gradient is negated) */
-  bool amsgrad;        /* Adam / AdamW: normalise by the running maximum of the 2nd moment */
-  double momentum;     /* SGD, RMSProp: >= 0; Muon: in [0, 1) */
-  double dampening;    /* SGD: in [0, 1] */
-  bool nesterov;       /* SGD (needs momentum > 0 and dampening 0), Muon */
-  double alpha;        /* RMSProp smoothing constant, in [0, 1] */
-  bool centered;       /* RMSProp: normalise by the estimated variance */
-  double lr_decay;     /* Adagrad: lr / (1 + (step - 1) * lr_decay), >= 0 */
+  bool maximize;                    /* ascend instead of descend (the gradient is negated) */
+  bool amsgrad;                     /* Adam / AdamW: normalise by the running maximum of the 2nd moment */
+  double momentum;                  /* SGD, RMSProp: >= 0; Muon: in [0, 1) */
+  double dampening;                 /* SGD: in [0, 1] */
+  bool nesterov;                    /* SGD (needs momentum > 0 and dampening 0), Muon */
+  double alpha;                     /* RMSProp smoothing constant, in [0, 1] */
+  bool centered;                    /* RMSProp: normalise by the estimated variance */
+  double lr_decay;                  /* Adagrad: lr / (1 + (step - 1) * lr_decay), >= 0 */
   double initial_accumulator_value; /* Adagrad: start of the sum of squares, >= 0 */
   uint32_t ns_steps;                /* Muon: Newton-Schulz iterations, 1..100 */
   rlx_muon_lr_adjust muon_lr_adjust;
@@ -128,8 +128,7 @@ void rlx_optim_free(rlx_optim *opt); /* NULL is a no-op */
  * to this optimizer; the state is keyed by it and zero-initialised here (Adagrad:
  * initial_accumulator_value). Params may be added between steps; a new param starts its own
  * step count at 0 (bias correction, Adagrad lr_decay) as in torch. */
-rlx_status rlx_optim_add_param(rlx_optim *opt, const char *name, float *data,
-                               const rlx_shape *shape);
+rlx_status rlx_optim_add_param(rlx_optim *opt, const char *name, float *data, const rlx_shape *shape);
 
 /* One optimisation step: grads[i] holds the gradient of the i-th param (add order) with the
  * param's element count; n_grads must equal the number of params. The gradients are not
@@ -154,8 +153,7 @@ uint32_t rlx_optim_param_count(const rlx_optim *opt);
  * momentum, RMSProp with momentum, Muon matrices), "exp_avg", "exp_avg_sq", "max_exp_avg_sq"
  * (Adam/AdamW, Muon's fallback), "exp_avg" (Lion), "square_avg", "grad_avg" (RMSProp), "sum"
  * (Adagrad). RLX_ERR_NOT_FOUND for an unknown param or a state the param does not have. */
-rlx_status rlx_optim_state(const rlx_optim *opt, const char *param, const char *state,
-                           const float **data, size_t *n);
+rlx_status rlx_optim_state(const rlx_optim *opt, const char *param, const char *state, const float **data, size_t *n);
 
 /* ---- in-graph updates (src/optim/graph_update.c; docs/optim.md) ----
  * The optimizer as graph ops, so that a compiled training step keeps parameters and optimizer
@@ -170,8 +168,8 @@ rlx_status rlx_optim_state(const rlx_optim *opt, const char *param, const char *
 typedef struct rlx_optim_graph rlx_optim_graph;
 /* params[i]: named f32 Param nodes of g; grads[i]: nodes of g holding their gradients. Adds the
  * Input "optim.hyper" f32[8] and one state Param per moment ("optim.<slot>.<param>"). */
-rlx_status rlx_optim_graph_build(const rlx_optim_config *c, rlx_graph *g, const rlx_id *params,
-                                 const rlx_id *grads, uint32_t n, rlx_optim_graph **out);
+rlx_status rlx_optim_graph_build(const rlx_optim_config *c, rlx_graph *g, const rlx_id *params, const rlx_id *grads,
+                                 uint32_t n, rlx_optim_graph **out);
 /* The new values (params and state), in the order they must follow as outputs. */
 uint32_t rlx_optim_graph_output_count(const rlx_optim_graph *og);
 rlx_id rlx_optim_graph_output(const rlx_optim_graph *og, uint32_t i);

@@ -12,16 +12,16 @@ extern "C" {
 #endif
 
 typedef struct rlx_plan {
-  size_t alignment;        /* of every slot (64) */
-  size_t arena_size;       /* bytes */
-  size_t tensor_bytes;     /* sum of the sizes of all non-view tensors (what no reuse would need) */
+  size_t alignment;    /* of every slot (64) */
+  size_t arena_size;   /* bytes */
+  size_t tensor_bytes; /* sum of the sizes of all non-view tensors (what no reuse would need) */
   uint32_t n_nodes;
   /* Per node id: */
-  size_t *offset;          /* byte offset of the node's tensor in the arena */
-  size_t *size;            /* bytes of the node's tensor */
-  rlx_id *root;            /* the node whose slot this node's tensor lives in (itself unless a view) */
-  uint32_t *first_use;     /* schedule step that produces it (leaves: 0) */
-  uint32_t *last_use;      /* last schedule step that reads it (graph outputs, leaves: n_nodes) */
+  size_t *offset;      /* byte offset of the node's tensor in the arena */
+  size_t *size;        /* bytes of the node's tensor */
+  rlx_id *root;        /* the node whose slot this node's tensor lives in (itself unless a view) */
+  uint32_t *first_use; /* schedule step that produces it (leaves: 0) */
+  uint32_t *last_use;  /* last schedule step that reads it (graph outputs, leaves: n_nodes) */
   /* Execution order: node ids, topological (here: the graph's own order). */
   rlx_id *schedule;
   uint32_t n_schedule;

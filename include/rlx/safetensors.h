@@ -62,9 +62,8 @@ const char *rlx_safetensors_meta(const rlx_safetensors *f, const char *key);
 /* Serializes tensors (static shapes, supported dtypes, unique non-empty names other than
  * "__metadata__") in the given order, contiguous, with optional metadata; the header is padded
  * with spaces so the data section starts at a multiple of 8. *out is malloc'ed. */
-rlx_status rlx_safetensors_write(const rlx_named_tensor *tensors, uint32_t n,
-                                 const rlx_safetensors_kv *metadata, uint32_t n_metadata,
-                                 uint8_t **out, size_t *len);
+rlx_status rlx_safetensors_write(const rlx_named_tensor *tensors, uint32_t n, const rlx_safetensors_kv *metadata,
+                                 uint32_t n_metadata, uint8_t **out, size_t *len);
 rlx_status rlx_safetensors_save(const char *path, const rlx_named_tensor *tensors, uint32_t n,
                                 const rlx_safetensors_kv *metadata, uint32_t n_metadata);
 

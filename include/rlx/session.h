@@ -26,12 +26,12 @@ typedef struct rlx_named_tensor {
 
 /* How each op kind of a compiled graph is executed. */
 typedef enum rlx_dispatch_path {
-  RLX_PATH_NONE = 0,     /* kind absent from the graph */
-  RLX_PATH_NATIVE,       /* claimed and run by a backend kernel */
-  RLX_PATH_DECOMPOSED,   /* rewritten into other ops by the shared decompositions */
-  RLX_PATH_HOST_STAGED,  /* claimed, run on the CPU reference kernel with copies in/out */
-  RLX_PATH_UNSUPPORTED,  /* no path: compilation fails */
-  RLX_PATH_RUNTIME       /* claimed control flow: the runtime runs its bodies on the backend */
+  RLX_PATH_NONE = 0,    /* kind absent from the graph */
+  RLX_PATH_NATIVE,      /* claimed and run by a backend kernel */
+  RLX_PATH_DECOMPOSED,  /* rewritten into other ops by the shared decompositions */
+  RLX_PATH_HOST_STAGED, /* claimed, run on the CPU reference kernel with copies in/out */
+  RLX_PATH_UNSUPPORTED, /* no path: compilation fails */
+  RLX_PATH_RUNTIME      /* claimed control flow: the runtime runs its bodies on the backend */
 } rlx_dispatch_path;
 
 typedef struct rlx_dispatch_report {
@@ -47,11 +47,11 @@ typedef struct rlx_dispatch_report {
 const char *rlx_dispatch_path_name(rlx_dispatch_path p); /* "native", ... */
 
 typedef struct rlx_compile_options {
-  bool fold_constants;  /* default true */
-  bool cse;             /* default true */
-  bool dce;             /* default true */
-  bool check_plan;      /* run the independent memory-plan checker (default true) */
-  uint64_t rng_seed;    /* mixed into RngNormal/RngUniform keys (default 0) */
+  bool fold_constants; /* default true */
+  bool cse;            /* default true */
+  bool dce;            /* default true */
+  bool check_plan;     /* run the independent memory-plan checker (default true) */
+  uint64_t rng_seed;   /* mixed into RngNormal/RngUniform keys (default 0) */
   /* Largest arena (bytes) one compile may plan; checked before anything is allocated, the error
    * names the largest tensor. 0 = the machine's available memory at compile time (default);
    * SIZE_MAX = no limit. */
@@ -67,8 +67,7 @@ typedef struct rlx_executable rlx_executable;
 
 /* Verifies, legalizes for `backend` ("cpu"; NULL = "cpu"), simplifies, plans memory and lowers.
  * On RLX_ERR_UNSUPPORTED the message lists every node no backend path can handle. */
-rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
-                       rlx_executable **out);
+rlx_status rlx_compile(const rlx_graph *g, const char *backend, const rlx_compile_options *opt, rlx_executable **out);
 /* Like rlx_compile, and also copies the dispatch report into *report (when not NULL) — on failure
  * too, so a caller can show which op kinds have no path (`rlx compile --report`). */
 rlx_status rlx_compile_with_report(const rlx_graph *g, const char *backend, const rlx_compile_options *opt,
@@ -120,18 +119,17 @@ rlx_status rlx_executable_get_param(rlx_executable *e, const char *name, rlx_ten
 
 /* Copies the runtime made between host and backend memory, and inside the backend. */
 typedef struct rlx_transfer_stats {
-  uint64_t uploads, upload_bytes;          /* host -> backend */
-  uint64_t downloads, download_bytes;      /* backend -> host */
-  uint64_t device_copies, device_bytes;    /* backend -> backend */
-  uint64_t staged_nodes;                   /* host-staged node executions */
-  uint64_t param_uploads;                  /* of which: parameter uploads */
-  uint64_t param_downloads;                /* of which: parameter downloads */
+  uint64_t uploads, upload_bytes;       /* host -> backend */
+  uint64_t downloads, download_bytes;   /* backend -> host */
+  uint64_t device_copies, device_bytes; /* backend -> backend */
+  uint64_t staged_nodes;                /* host-staged node executions */
+  uint64_t param_uploads;               /* of which: parameter uploads */
+  uint64_t param_downloads;             /* of which: parameter downloads */
 } rlx_transfer_stats;
 void rlx_executable_transfer_stats(const rlx_executable *e, rlx_transfer_stats *out);
 
 /* Writes a human-readable dispatch + memory report. */
-rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al,
-                                      char **out, size_t *len);
+rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al, char **out, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -11,19 +11,19 @@
 extern "C" {
 #endif
 
-#define RLX_STATUS_LIST(X)                                                                         \
-  X(RLX_OK, "ok")                                                                                  \
-  X(RLX_ERR_INVALID_ARG, "invalid argument")                                                       \
-  X(RLX_ERR_OOM, "out of memory")                                                                  \
-  X(RLX_ERR_PARSE, "parse error")                                                                  \
-  X(RLX_ERR_VERIFY, "verification failed")                                                         \
-  X(RLX_ERR_SHAPE, "shape error")                                                                  \
-  X(RLX_ERR_UNSUPPORTED, "unsupported")                                                            \
-  X(RLX_ERR_IO, "i/o error")                                                                       \
-  X(RLX_ERR_FORMAT, "malformed file")                                                              \
-  X(RLX_ERR_NOT_FOUND, "not found")                                                                \
-  X(RLX_ERR_OVERFLOW, "size overflow")                                                             \
-  X(RLX_ERR_RUNTIME, "runtime error")                                                              \
+#define RLX_STATUS_LIST(X)                   \
+  X(RLX_OK, "ok")                            \
+  X(RLX_ERR_INVALID_ARG, "invalid argument") \
+  X(RLX_ERR_OOM, "out of memory")            \
+  X(RLX_ERR_PARSE, "parse error")            \
+  X(RLX_ERR_VERIFY, "verification failed")   \
+  X(RLX_ERR_SHAPE, "shape error")            \
+  X(RLX_ERR_UNSUPPORTED, "unsupported")      \
+  X(RLX_ERR_IO, "i/o error")                 \
+  X(RLX_ERR_FORMAT, "malformed file")        \
+  X(RLX_ERR_NOT_FOUND, "not found")          \
+  X(RLX_ERR_OVERFLOW, "size overflow")       \
+  X(RLX_ERR_RUNTIME, "runtime error")        \
   X(RLX_ERR_INTERNAL, "internal error")
 
 typedef enum rlx_status {
@@ -58,10 +58,10 @@ rlx_status rlx_error_context(rlx_status code, const char *fmt, ...)
 
 void rlx_clear_error(void);
 
-#define RLX_TRY(expr)                                                                              \
-  do {                                                                                             \
-    rlx_status rlx_try_s_ = (expr);                                                                \
-    if (rlx_try_s_ != RLX_OK) return rlx_try_s_;                                                   \
+#define RLX_TRY(expr)                            \
+  do {                                           \
+    rlx_status rlx_try_s_ = (expr);              \
+    if (rlx_try_s_ != RLX_OK) return rlx_try_s_; \
   } while (0)
 
 #ifdef __cplusplus

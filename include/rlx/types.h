@@ -14,19 +14,19 @@ extern "C" {
 #endif
 
 /* X(ENUM, text name, bytes, class, promotion rank); order = RLX's declaration order. */
-#define RLX_DTYPE_LIST(X)                                                                          \
-  X(F32, f32, 4, RLX_CLASS_FLOAT, 6)                                                               \
-  X(F16, f16, 2, RLX_CLASS_FLOAT, 3)                                                               \
-  X(BF16, bf16, 2, RLX_CLASS_FLOAT, 2)                                                             \
-  X(F64, f64, 8, RLX_CLASS_FLOAT, 7)                                                               \
-  X(I8, i8, 1, RLX_CLASS_INT, 1)                                                                   \
-  X(I16, i16, 2, RLX_CLASS_INT, 2)                                                                 \
-  X(I32, i32, 4, RLX_CLASS_INT, 4)                                                                 \
-  X(I64, i64, 8, RLX_CLASS_INT, 5)                                                                 \
-  X(U8, u8, 1, RLX_CLASS_INT, 1)                                                                   \
-  X(U32, u32, 4, RLX_CLASS_INT, 4)                                                                 \
-  X(BOOL, bool, 1, RLX_CLASS_BOOL, 0)                                                              \
-  X(C64, c64, 8, RLX_CLASS_COMPLEX, 8)                                                             \
+#define RLX_DTYPE_LIST(X)              \
+  X(F32, f32, 4, RLX_CLASS_FLOAT, 6)   \
+  X(F16, f16, 2, RLX_CLASS_FLOAT, 3)   \
+  X(BF16, bf16, 2, RLX_CLASS_FLOAT, 2) \
+  X(F64, f64, 8, RLX_CLASS_FLOAT, 7)   \
+  X(I8, i8, 1, RLX_CLASS_INT, 1)       \
+  X(I16, i16, 2, RLX_CLASS_INT, 2)     \
+  X(I32, i32, 4, RLX_CLASS_INT, 4)     \
+  X(I64, i64, 8, RLX_CLASS_INT, 5)     \
+  X(U8, u8, 1, RLX_CLASS_INT, 1)       \
+  X(U32, u32, 4, RLX_CLASS_INT, 4)     \
+  X(BOOL, bool, 1, RLX_CLASS_BOOL, 0)  \
+  X(C64, c64, 8, RLX_CLASS_COMPLEX, 8) \
   X(C128, c128, 16, RLX_CLASS_COMPLEX, 9)
 
 typedef enum rlx_dtype {
@@ -36,12 +36,7 @@ typedef enum rlx_dtype {
       RLX_DTYPE_COUNT
 } rlx_dtype;
 
-typedef enum rlx_dtype_class {
-  RLX_CLASS_FLOAT,
-  RLX_CLASS_INT,
-  RLX_CLASS_BOOL,
-  RLX_CLASS_COMPLEX
-} rlx_dtype_class;
+typedef enum rlx_dtype_class { RLX_CLASS_FLOAT, RLX_CLASS_INT, RLX_CLASS_BOOL, RLX_CLASS_COMPLEX } rlx_dtype_class;
 
 size_t rlx_dtype_size(rlx_dtype t);
 const char *rlx_dtype_name(rlx_dtype t); /* "f32" */

@@ -15,8 +15,8 @@ rlx_status rlx_verify(const rlx_graph *g);
 
 /* Infers the output shape `op` would have for existing nodes `inputs` of `g`.
  * `attrs` is an rlx_attrs_<Op> (NULL = defaults); `declared` may be NULL. */
-rlx_status rlx_infer_shape(const rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
-                           const void *attrs, const rlx_shape *declared, rlx_shape *out);
+rlx_status rlx_infer_shape(const rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                           const rlx_shape *declared, rlx_shape *out);
 
 #ifdef __cplusplus
 }

@@ -18,20 +18,19 @@
 #include "passes/passes.h"
 
 typedef struct rlx_ad_ctx {
-  rlx_graph *dst;           /* graph being built (forward copy + backward nodes) */
-  const rlx_graph *fwd;     /* prepared forward graph: the node being differentiated lives here */
-  rlx_id *fmap;             /* fwd id -> dst id of its value (recomputed copy inside a checkpoint) */
-  bool use_backward_ops;    /* false: *Backward ops are replaced by their shared decompositions */
-  const bool *want;         /* want[i]: operand i of the current node needs a gradient */
-  rlx_id node;              /* fwd id of the node being differentiated (messages) */
+  rlx_graph *dst;        /* graph being built (forward copy + backward nodes) */
+  const rlx_graph *fwd;  /* prepared forward graph: the node being differentiated lives here */
+  rlx_id *fmap;          /* fwd id -> dst id of its value (recomputed copy inside a checkpoint) */
+  bool use_backward_ops; /* false: *Backward ops are replaced by their shared decompositions */
+  const bool *want;      /* want[i]: operand i of the current node needs a gradient */
+  rlx_id node;           /* fwd id of the node being differentiated (messages) */
   const rlx_allocator *al;
-  const rlx_graph *orig;    /* the user's graph, and origin[fwd id] = the node of `orig` that fwd */
-  const rlx_id *origin;     /* node came from (itself, or the fused node it was decomposed from) */
-  const int32_t *dep;       /* dep[fwd id] >= 0: the node depends on a differentiated leaf */
+  const rlx_graph *orig; /* the user's graph, and origin[fwd id] = the node of `orig` that fwd */
+  const rlx_id *origin;  /* node came from (itself, or the fused node it was decomposed from) */
+  const int32_t *dep;    /* dep[fwd id] >= 0: the node depends on a differentiated leaf */
 } rlx_ad_ctx;
 
-typedef rlx_status (*rlx_vjp_fn)(rlx_ad_ctx *c, const rlx_node *n, rlx_id y, const rlx_id *x, rlx_id dy,
-                                 rlx_id *dx);
+typedef rlx_status (*rlx_vjp_fn)(rlx_ad_ctx *c, const rlx_node *n, rlx_id y, const rlx_id *x, rlx_id dy, rlx_id *dx);
 /* [RLX_OP_X] = rlx_vjp_X (src/autodiff/vjp/table.c); NULL = no rule. */
 extern const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT];
 
@@ -41,8 +40,8 @@ extern const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT];
 #define RLX_AD_MAYBE_UNUSED
 #endif
 /* Rules need not use every parameter. */
-#define RLX_VJP_DECL(N)                                                                            \
-  rlx_status rlx_vjp_##N(rlx_ad_ctx *c, const rlx_node *n RLX_AD_MAYBE_UNUSED, rlx_id y RLX_AD_MAYBE_UNUSED,  \
+#define RLX_VJP_DECL(N)                                                                                      \
+  rlx_status rlx_vjp_##N(rlx_ad_ctx *c, const rlx_node *n RLX_AD_MAYBE_UNUSED, rlx_id y RLX_AD_MAYBE_UNUSED, \
                          const rlx_id *x RLX_AD_MAYBE_UNUSED, rlx_id dy, rlx_id *dx)
 
 /* vjp/elementwise.c */
@@ -165,16 +164,16 @@ rlx_status rlx_ad_prepare_scan(rlx_graph *dst, const rlx_node *n, const rlx_id *
 /* ---- the reverse-mode engine (grad.c), shared by grad, jvp and hvp ---- */
 
 typedef struct rlx_ad_request {
-  const rlx_graph *f;          /* forward graph */
-  const rlx_id *roots;         /* ids of f whose cotangents are seeded (usually f's one output) */
+  const rlx_graph *f;  /* forward graph */
+  const rlx_id *roots; /* ids of f whose cotangents are seeded (usually f's one output) */
   uint32_t n_roots;
-  const char *const *seeds;    /* name of the seed Input of each root */
-  const rlx_id *wrt;           /* leaves of f to differentiate with respect to */
+  const char *const *seeds; /* name of the seed Input of each root */
+  const rlx_id *wrt;        /* leaves of f to differentiate with respect to */
   uint32_t n_wrt;
-  const rlx_id *checkpoints;   /* ids of f that start recomputed segments (may be NULL) */
+  const rlx_id *checkpoints; /* ids of f that start recomputed segments (may be NULL) */
   uint32_t n_checkpoints;
   bool use_backward_ops;
-  bool keep_outputs;           /* result outputs = [f's outputs..., grads...] instead of [grads...] */
+  bool keep_outputs; /* result outputs = [f's outputs..., grads...] instead of [grads...] */
 } rlx_ad_request;
 
 /* Builds the gradient graph described by `r`. */
@@ -182,7 +181,6 @@ rlx_status rlx_ad_reverse(const rlx_ad_request *r, rlx_graph **out);
 
 /* Resolves a wrt name of f to its Param (preferred) or Input leaf. */
 rlx_status rlx_ad_find_leaf(const rlx_graph *f, const char *name, rlx_id *out);
-
 
 /* ---- emit helpers (ad_util.c); every node is built with shape inference ---- */
 

@@ -157,7 +157,8 @@ rlx_status ad_transpose(rlx_ad_ctx *c, rlx_id x, uint32_t rank, const int64_t *p
 
 rlx_status ad_mT(rlx_ad_ctx *c, rlx_id x, rlx_id *out) {
   rlx_shape s = ad_shape(c, x);
-  if (s.rank < 2) return rlx_errorf(RLX_ERR_INTERNAL, "autodiff: transposing the last two axes of a rank-%u value", s.rank);
+  if (s.rank < 2)
+    return rlx_errorf(RLX_ERR_INTERNAL, "autodiff: transposing the last two axes of a rank-%u value", s.rank);
   int64_t perm[RLX_MAX_RANK];
   for (uint32_t i = 0; i < s.rank; i++) perm[i] = i;
   perm[s.rank - 2] = s.rank - 1;
@@ -195,7 +196,9 @@ rlx_status ad_sum_all(rlx_ad_ctx *c, rlx_id x, rlx_id *out) { return rlx_sum_all
 
 rlx_status ad_matmul(rlx_ad_ctx *c, rlx_id a, rlx_id b, rlx_id *out) { return rlx_matmul(c->dst, a, b, out); }
 
-rlx_status ad_unsqueeze(rlx_ad_ctx *c, rlx_id x, uint32_t pos, rlx_id *out) { return rlx_unsqueeze(c->dst, x, pos, out); }
+rlx_status ad_unsqueeze(rlx_ad_ctx *c, rlx_id x, uint32_t pos, rlx_id *out) {
+  return rlx_unsqueeze(c->dst, x, pos, out);
+}
 
 /* ---- broadcasting ---- */
 

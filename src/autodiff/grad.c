@@ -46,7 +46,8 @@ rlx_status rlx_ad_find_leaf(const rlx_graph *f, const char *name, rlx_id *out) {
   rlx_id id = rlx_graph_find_leaf(f, RLX_OP_Param, name);
   if (id == RLX_NO_ID) id = rlx_graph_find_leaf(f, RLX_OP_Input, name);
   if (id == RLX_NO_ID)
-    return rlx_errorf(RLX_ERR_NOT_FOUND, "graph @%s has no Param or Input named \"%s\" to differentiate with respect to",
+    return rlx_errorf(RLX_ERR_NOT_FOUND,
+                      "graph @%s has no Param or Input named \"%s\" to differentiate with respect to",
                       rlx_graph_name(f), name);
   *out = id;
   return RLX_OK;
@@ -106,11 +107,11 @@ static bool wants_decomposition(const rlx_node *n) {
 }
 
 typedef struct ad_prep {
-  rlx_graph *g;       /* prepared forward */
-  rlx_id *map;        /* f id -> prepared id */
-  rlx_id *origin;     /* prepared id -> f id it stems from */
-  char **why;         /* prepared id -> why its decomposition was refused (or NULL) */
-  uint32_t n;         /* node count of g */
+  rlx_graph *g;   /* prepared forward */
+  rlx_id *map;    /* f id -> prepared id */
+  rlx_id *origin; /* prepared id -> f id it stems from */
+  char **why;     /* prepared id -> why its decomposition was refused (or NULL) */
+  uint32_t n;     /* node count of g */
 } ad_prep;
 
 static void prep_free(const rlx_allocator *al, ad_prep *p) {
@@ -191,8 +192,8 @@ static rlx_status prepare_round(const rlx_graph *cur, const rlx_id *cur_origin, 
     bool scan = rlx_ad_scan_needs_prepare(n);
     if (dep[id] >= 0 && live[id] && !cur_why[id] && (scan || wants_decomposition(n))) {
       rlx_id o = RLX_NO_ID;
-      rlx_status d = scan ? rlx_ad_prepare_scan(next->g, n, in, &o)
-                          : rlx_decompose_table[n->op](next->g, cur, n, in, &o);
+      rlx_status d =
+          scan ? rlx_ad_prepare_scan(next->g, n, in, &o) : rlx_decompose_table[n->op](next->g, cur, n, in, &o);
       if (d == RLX_OK) {
         const rlx_node *r = rlx_graph_node(next->g, o);
         if (!r || !rlx_shape_compatible(&r->shape, &n->shape)) {
@@ -254,8 +255,8 @@ static rlx_status prepare_round(const rlx_graph *cur, const rlx_id *cur_origin, 
 }
 
 /* Prepares f; p->map maps f ids to prepared ids. */
-static rlx_status prepare(const rlx_graph *f, const rlx_id *wrt, uint32_t n_wrt, const rlx_id *roots,
-                          uint32_t n_roots, ad_prep *p) {
+static rlx_status prepare(const rlx_graph *f, const rlx_id *wrt, uint32_t n_wrt, const rlx_id *roots, uint32_t n_roots,
+                          ad_prep *p) {
   const rlx_allocator *al = rlx_graph_allocator(f);
   uint32_t nf = rlx_graph_node_count(f);
   memset(p, 0, sizeof *p);
@@ -324,13 +325,13 @@ typedef struct ad_sweep {
   rlx_ad_ctx c;
   ad_prep prep;
   int32_t *dep;
-  rlx_id *ct;        /* prepared id -> dst id of its accumulated cotangent */
+  rlx_id *ct; /* prepared id -> dst id of its accumulated cotangent */
   /* checkpointing */
-  rlx_id *cps;       /* sorted prepared ids of the checkpoints */
+  rlx_id *cps; /* sorted prepared ids of the checkpoints */
   uint32_t n_cps;
-  int32_t *seg;      /* prepared id -> segment index or -1 */
+  int32_t *seg; /* prepared id -> segment index or -1 */
   uint8_t *recomputed;
-  rlx_id *boundary;  /* prepared id -> StopGradient copy for the current segment */
+  rlx_id *boundary; /* prepared id -> StopGradient copy for the current segment */
 } ad_sweep;
 
 static int cmp_id(const void *a, const void *b) {
@@ -485,8 +486,10 @@ static rlx_status vjp_node(ad_sweep *w, rlx_id id, const rlx_ad_request *r) {
         break;
       }
     }
-    if (w->ct[a] == RLX_NO_ID) w->ct[a] = dx[k];
-    else s = ad_add(&w->c, w->ct[a], dx[k], &w->ct[a]);
+    if (w->ct[a] == RLX_NO_ID)
+      w->ct[a] = dx[k];
+    else
+      s = ad_add(&w->c, w->ct[a], dx[k], &w->ct[a]);
   }
   w->c.al->free(w->c.al->ctx, x);
   w->c.al->free(w->c.al->ctx, dx);
@@ -509,19 +512,22 @@ static void sweep_free(ad_sweep *w) {
 static rlx_status check_request(const rlx_ad_request *r) {
   if (!r->f) return rlx_errorf(RLX_ERR_INVALID_ARG, "autodiff: the forward graph is NULL");
   uint32_t nf = rlx_graph_node_count(r->f);
-  if (r->n_roots == 0) return rlx_errorf(RLX_ERR_INVALID_ARG, "autodiff: graph @%s has no output", rlx_graph_name(r->f));
+  if (r->n_roots == 0)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "autodiff: graph @%s has no output", rlx_graph_name(r->f));
   for (uint32_t k = 0; k < r->n_roots; k++) {
     if (r->roots[k] >= nf) return rlx_errorf(RLX_ERR_INVALID_ARG, "autodiff: root %%%u does not exist", r->roots[k]);
     const rlx_shape *s = &rlx_graph_node(r->f, r->roots[k])->shape;
     if (!is_float(s)) {
       char b[128];
       rlx_shape_format(s, b, sizeof b);
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "the differentiated output %%%u of graph @%s is %s; it must be a "
+      return rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "the differentiated output %%%u of graph @%s is %s; it must be a "
                         "floating-point tensor",
                         r->roots[k], rlx_graph_name(r->f), b);
     }
     if (rlx_graph_find_leaf(r->f, RLX_OP_Input, r->seeds[k]) != RLX_NO_ID)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "graph @%s already has an Input named \"%s\"; autodiff needs that name for "
+      return rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "graph @%s already has an Input named \"%s\"; autodiff needs that name for "
                         "the seed of the output's cotangent",
                         rlx_graph_name(r->f), r->seeds[k]);
   }
@@ -534,7 +540,8 @@ static rlx_status check_request(const rlx_ad_request *r) {
     if (!is_float(&n->shape)) {
       char b[128];
       rlx_shape_format(&n->shape, b, sizeof b);
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot differentiate with respect to \"%s\": it is %s; only "
+      return rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "cannot differentiate with respect to \"%s\": it is %s; only "
                         "floating-point leaves have gradients",
                         n->op == RLX_OP_Param ? n->attrs.Param.name : n->attrs.Input.name, b);
     }
@@ -599,8 +606,10 @@ rlx_status rlx_ad_reverse(const rlx_ad_request *r, rlx_graph **out) {
     rlx_id root = w.prep.map[r->roots[k]], seed;
     s = rlx_input(w.c.dst, r->seeds[k], rlx_graph_node(w.prep.g, root)->shape, &seed);
     if (s) break;
-    if (w.ct[root] == RLX_NO_ID) w.ct[root] = seed;
-    else s = ad_add(&w.c, w.ct[root], seed, &w.ct[root]);
+    if (w.ct[root] == RLX_NO_ID)
+      w.ct[root] = seed;
+    else
+      s = ad_add(&w.c, w.ct[root], seed, &w.ct[root]);
   }
   /* sweep */
   for (uint32_t i = nn; i-- > 0 && !s;) {
@@ -632,7 +641,8 @@ rlx_status rlx_ad_reverse(const rlx_ad_request *r, rlx_graph **out) {
   }
   if (!s) {
     s = rlx_verify(w.c.dst);
-    if (s && s != RLX_ERR_OOM) s = rlx_error_context(RLX_ERR_INTERNAL, "autodiff produced a graph that does not verify");
+    if (s && s != RLX_ERR_OOM)
+      s = rlx_error_context(RLX_ERR_INTERNAL, "autodiff produced a graph that does not verify");
   }
   al->free(al->ctx, outs);
   al->free(al->ctx, wrt);
@@ -647,8 +657,8 @@ rlx_status rlx_ad_reverse(const rlx_ad_request *r, rlx_graph **out) {
 
 /* ---- public entry points ---- */
 
-static rlx_status grad_common(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt,
-                              const rlx_grad_options *opt, bool with_loss, rlx_graph **out) {
+static rlx_status grad_common(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, const rlx_grad_options *opt,
+                              bool with_loss, rlx_graph **out) {
   if (!out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_grad: NULL output pointer");
   *out = NULL;
   if (!f) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_grad: the graph is NULL");
@@ -673,8 +683,16 @@ static rlx_status grad_common(const rlx_graph *f, const char *const *wrt, uint32
     for (int k = 2; rlx_graph_find_leaf(f, RLX_OP_Input, seed_buf) != RLX_NO_ID && k < 1000; k++)
       snprintf(seed_buf, sizeof seed_buf, "d_output_%d", k);
     const char *seed = seed_buf;
-    rlx_ad_request r = {f, rlx_graph_outputs(f), 1, &seed, ids, n_wrt, opt->checkpoints, opt->n_checkpoints,
-                        opt->use_backward_ops, with_loss};
+    rlx_ad_request r = {f,
+                        rlx_graph_outputs(f),
+                        1,
+                        &seed,
+                        ids,
+                        n_wrt,
+                        opt->checkpoints,
+                        opt->n_checkpoints,
+                        opt->use_backward_ops,
+                        with_loss};
     s = rlx_ad_reverse(&r, out);
   }
   al->free(al->ctx, ids);
@@ -686,7 +704,7 @@ rlx_status rlx_grad(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, 
   return grad_common(f, wrt, n_wrt, opt, false, out);
 }
 
-rlx_status rlx_grad_with_loss(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt,
-                              const rlx_grad_options *opt, rlx_graph **out) {
+rlx_status rlx_grad_with_loss(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, const rlx_grad_options *opt,
+                              rlx_graph **out) {
   return grad_common(f, wrt, n_wrt, opt, true, out);
 }

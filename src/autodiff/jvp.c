@@ -68,8 +68,10 @@ static rlx_status inner_product(rlx_graph *g, const rlx_id *a, const rlx_id *b, 
     r = p;
     if (s.rank) RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, p, s.rank, axes, false, &r));
     RLX_TRY(dc_cast(g, r, t, &r));
-    if (acc == RLX_NO_ID) acc = r;
-    else RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, acc, r, &acc));
+    if (acc == RLX_NO_ID)
+      acc = r;
+    else
+      RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, acc, r, &acc));
   }
   *out = acc;
   return RLX_OK;
@@ -110,7 +112,7 @@ rlx_status rlx_jvp(const rlx_graph *f, const char *const *wrt, uint32_t n_wrt, r
   if (n_out > 64) return rlx_errorf(RLX_ERR_UNSUPPORTED, "rlx_jvp: more than 64 outputs");
   rlx_id *ids = ad_alloc(al, n_wrt, sizeof *ids), *tid = ad_alloc(al, n_wrt, sizeof *tid);
   rlx_id *gw = ad_alloc(al, n_wrt, sizeof *gw);
-  char (*seed)[32] = ad_alloc(al, n_out, sizeof *seed);
+  char(*seed)[32] = ad_alloc(al, n_out, sizeof *seed);
   const char **seeds = ad_alloc(al, n_out, sizeof *seeds);
   rlx_graph *G = NULL, *H = NULL;
   rlx_status s = RLX_OK;

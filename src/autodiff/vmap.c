@@ -21,8 +21,8 @@
 typedef struct vm_ctx {
   const rlx_graph *f;
   rlx_graph *g;
-  rlx_id *map;    /* f id -> g id */
-  uint8_t *bat;   /* f id -> batched */
+  rlx_id *map;  /* f id -> g id */
+  uint8_t *bat; /* f id -> batched */
   int64_t B;
   const rlx_allocator *al;
 } vm_ctx;
@@ -37,7 +37,8 @@ static rlx_status lift_rank(vm_ctx *v, rlx_id x, uint32_t rank, rlx_id *out) {
     *out = x;
     return RLX_OK;
   }
-  if (rank + 1u > RLX_MAX_RANK) return rlx_errorf(RLX_ERR_UNSUPPORTED, "vmap: rank %u + the batch axis is too large", rank);
+  if (rank + 1u > RLX_MAX_RANK)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "vmap: rank %u + the batch axis is too large", rank);
   rlx_dim d[RLX_MAX_RANK];
   d[0] = s.dims[0];
   uint32_t k = 1;
@@ -49,7 +50,8 @@ static rlx_status lift_rank(vm_ctx *v, rlx_id x, uint32_t rank, rlx_id *out) {
 /* An unbatched value broadcast to [B, *s]. */
 static rlx_status batch_expand(vm_ctx *v, rlx_id x, rlx_id *out) {
   rlx_shape s = gshape(v, x);
-  if (s.rank + 1u > RLX_MAX_RANK) return rlx_errorf(RLX_ERR_UNSUPPORTED, "vmap: rank %u + the batch axis is too large", s.rank);
+  if (s.rank + 1u > RLX_MAX_RANK)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "vmap: rank %u + the batch axis is too large", s.rank);
   rlx_id u;
   RLX_TRY(dc_unsqueeze(v->g, x, 0, &u));
   rlx_dim d[RLX_MAX_RANK];
@@ -110,8 +112,10 @@ static rlx_status rule_elementwise(vm_ctx *v, const rlx_node *n, const rlx_id *i
   rlx_id tmp[16];
   if (n->n_inputs > 16) return fallback(v, n, in, out);
   for (uint32_t i = 0; i < n->n_inputs; i++) {
-    if (v->bat[n->inputs[i]]) RLX_TRY(lift_rank(v, in[i], R, &tmp[i]));
-    else tmp[i] = in[i];
+    if (v->bat[n->inputs[i]])
+      RLX_TRY(lift_rank(v, in[i], R, &tmp[i]));
+    else
+      tmp[i] = in[i];
   }
   return emit(v, n, tmp, NULL, out);
 }
@@ -198,9 +202,9 @@ static rlx_status rule_axes(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_
     a.Reduce.axes = (rlx_ilist){.v = buf, .n = k};
     break;
   }
-#define AXIS_OP(OP, F)                                                                             \
-  case RLX_OP_##OP:                                                                                \
-    if (!shift_axis(n->attrs.OP.F, r, &a.OP.F)) return fallback(v, n, in, out);                    \
+#define AXIS_OP(OP, F)                                                          \
+  case RLX_OP_##OP:                                                             \
+    if (!shift_axis(n->attrs.OP.F, r, &a.OP.F)) return fallback(v, n, in, out); \
     break;
     AXIS_OP(Softmax, axis)
     AXIS_OP(Cumsum, axis)
@@ -234,8 +238,10 @@ static rlx_status rule_concat(vm_ctx *v, const rlx_node *n, const rlx_id *in, rl
   if (!tmp) return rlx_errorf(RLX_ERR_OOM, "out of memory in vmap");
   rlx_status s = RLX_OK;
   for (uint32_t i = 0; i < ni && !s; i++) {
-    if (v->bat[n->inputs[i]]) tmp[i] = in[i];
-    else s = batch_expand(v, in[i], &tmp[i]);
+    if (v->bat[n->inputs[i]])
+      tmp[i] = in[i];
+    else
+      s = batch_expand(v, in[i], &tmp[i]);
   }
   rlx_attrs a = n->attrs;
   if (!s && !shift_axis(n->attrs.Concat.axis, r, &a.Concat.axis)) s = rlx_errorf(RLX_ERR_INVALID_ARG, "Concat axis");
@@ -250,8 +256,10 @@ static rlx_status rule_matmul(vm_ctx *v, const rlx_node *n, const rlx_id *in, rl
   uint32_t r = ra > rb ? ra : rb;
   rlx_id t[2];
   for (uint32_t i = 0; i < 2; i++) {
-    if (v->bat[n->inputs[i]]) RLX_TRY(lift_rank(v, in[i], r, &t[i]));
-    else t[i] = in[i];
+    if (v->bat[n->inputs[i]])
+      RLX_TRY(lift_rank(v, in[i], r, &t[i]));
+    else
+      t[i] = in[i];
   }
   return emit(v, n, t, NULL, out);
 }
@@ -259,8 +267,10 @@ static rlx_status rule_matmul(vm_ctx *v, const rlx_node *n, const rlx_id *in, rl
 static rlx_status rule_solve(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_id *out) {
   rlx_id t[2];
   for (uint32_t i = 0; i < 2; i++) {
-    if (v->bat[n->inputs[i]]) t[i] = in[i];
-    else RLX_TRY(batch_expand(v, in[i], &t[i]));
+    if (v->bat[n->inputs[i]])
+      t[i] = in[i];
+    else
+      RLX_TRY(batch_expand(v, in[i], &t[i]));
   }
   return rlx_build_BatchedDenseSolve(v->g, t, 2, NULL, out);
 }
@@ -348,8 +358,7 @@ static rlx_status batch_node(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx
   }
 }
 
-rlx_status rlx_vmap(const rlx_graph *f, const char *const *batched_inputs, uint32_t n, int64_t batch,
-                    rlx_graph **out) {
+rlx_status rlx_vmap(const rlx_graph *f, const char *const *batched_inputs, uint32_t n, int64_t batch, rlx_graph **out) {
   if (!out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_vmap: NULL output pointer");
   *out = NULL;
   if (!f) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_vmap: the graph is NULL");
@@ -424,8 +433,10 @@ rlx_status rlx_vmap(const rlx_graph *f, const char *const *batched_inputs, uint3
   }
   for (uint32_t k = 0; k < no && !s; k++) {
     rlx_id o = rlx_graph_outputs(f)[k];
-    if (v.bat[o]) outs[k] = v.map[o];
-    else s = batch_expand(&v, v.map[o], &outs[k]);
+    if (v.bat[o])
+      outs[k] = v.map[o];
+    else
+      s = batch_expand(&v, v.map[o], &outs[k]);
   }
   if (!s) s = rlx_graph_set_outputs(v.g, outs, no);
   al->free(al->ctx, outs);

@@ -7,7 +7,8 @@
 float rlx_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
   if (exp == 0) {
-    if (mant == 0) bits = sign;
+    if (mant == 0)
+      bits = sign;
     else { /* subnormal: value = mant * 2^-24 */
       float v = (float)mant * 0x1p-24f;
       memcpy(&bits, &v, 4);
@@ -30,10 +31,10 @@ uint16_t rlx_f32_to_f16(float f) {
   uint32_t ax = x & 0x7fffffffu;
   if (ax >= 0x7f800000u) return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00 : 0x7c00));
   if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-  if (ax < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+  if (ax < 0x38800000u) {                                  /* below the smallest normal half: subnormal or zero */
     float a;
     memcpy(&a, &ax, 4);
-    float q = a * 0x1p24f; /* in units of 2^-24 */
+    float q = a * 0x1p24f;   /* in units of 2^-24 */
     float r = nearbyintf(q); /* default rounding mode: to nearest even */
     return (uint16_t)(sign | (uint16_t)r);
   }
@@ -107,13 +108,22 @@ void rlx_elem_set(void *b, rlx_dtype t, size_t i, double v) {
   case RLX_I16: ((int16_t *)b)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
   case RLX_I32: ((int32_t *)b)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;
   case RLX_I64:
-    ((int64_t *)b)[i] = isnan(v) ? 0 : v >= 9223372036854775807.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+    ((int64_t *)b)[i] = isnan(v)                      ? 0
+                        : v >= 9223372036854775807.0  ? INT64_MAX
+                        : v <= -9223372036854775808.0 ? INT64_MIN
+                                                      : (int64_t)v;
     break;
   case RLX_U8: ((uint8_t *)b)[i] = (uint8_t)sat_i64(v, 0, UINT8_MAX); break;
   case RLX_U32: ((uint32_t *)b)[i] = (uint32_t)sat_i64(v, 0, UINT32_MAX); break;
   case RLX_BOOL: ((uint8_t *)b)[i] = v != 0; break;
-  case RLX_C64: ((float *)b)[2 * i] = (float)v; ((float *)b)[2 * i + 1] = 0; break;
-  case RLX_C128: ((double *)b)[2 * i] = v; ((double *)b)[2 * i + 1] = 0; break;
+  case RLX_C64:
+    ((float *)b)[2 * i] = (float)v;
+    ((float *)b)[2 * i + 1] = 0;
+    break;
+  case RLX_C128:
+    ((double *)b)[2 * i] = v;
+    ((double *)b)[2 * i + 1] = 0;
+    break;
   default: break;
   }
 }
@@ -148,19 +158,34 @@ void rlx_elem_set_i64(void *b, rlx_dtype t, size_t i, int64_t v) {
 }
 
 void rlx_elem_get_c(const void *b, rlx_dtype t, size_t i, double *re, double *im) {
-  if (t == RLX_C64) { *re = ((const float *)b)[2 * i]; *im = ((const float *)b)[2 * i + 1]; }
-  else if (t == RLX_C128) { *re = ((const double *)b)[2 * i]; *im = ((const double *)b)[2 * i + 1]; }
-  else { *re = rlx_elem_get(b, t, i); *im = 0; }
+  if (t == RLX_C64) {
+    *re = ((const float *)b)[2 * i];
+    *im = ((const float *)b)[2 * i + 1];
+  } else if (t == RLX_C128) {
+    *re = ((const double *)b)[2 * i];
+    *im = ((const double *)b)[2 * i + 1];
+  } else {
+    *re = rlx_elem_get(b, t, i);
+    *im = 0;
+  }
 }
 
 void rlx_elem_set_c(void *b, rlx_dtype t, size_t i, double re, double im) {
-  if (t == RLX_C64) { ((float *)b)[2 * i] = (float)re; ((float *)b)[2 * i + 1] = (float)im; }
-  else if (t == RLX_C128) { ((double *)b)[2 * i] = re; ((double *)b)[2 * i + 1] = im; }
-  else rlx_elem_set(b, t, i, re);
+  if (t == RLX_C64) {
+    ((float *)b)[2 * i] = (float)re;
+    ((float *)b)[2 * i + 1] = (float)im;
+  } else if (t == RLX_C128) {
+    ((double *)b)[2 * i] = re;
+    ((double *)b)[2 * i + 1] = im;
+  } else
+    rlx_elem_set(b, t, i, re);
 }
 
 void rlx_elem_convert(const void *src, rlx_dtype st, void *dst, rlx_dtype dt, size_t n) {
-  if (st == dt) { memcpy(dst, src, n * rlx_dtype_size(st)); return; }
+  if (st == dt) {
+    memcpy(dst, src, n * rlx_dtype_size(st));
+    return;
+  }
   bool sc = rlx_dtype_class_of(st) == RLX_CLASS_COMPLEX, dc = rlx_dtype_class_of(dt) == RLX_CLASS_COMPLEX;
   bool si = rlx_dtype_class_of(st) != RLX_CLASS_FLOAT && !sc;
   bool di = rlx_dtype_class_of(dt) != RLX_CLASS_FLOAT && !dc;

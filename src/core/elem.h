@@ -10,9 +10,9 @@
 #include "rlx/types.h"
 
 float rlx_f16_to_f32(uint16_t h);
-uint16_t rlx_f32_to_f16(float f);     /* round to nearest even; overflow -> inf */
+uint16_t rlx_f32_to_f16(float f); /* round to nearest even; overflow -> inf */
 float rlx_bf16_to_f32(uint16_t h);
-uint16_t rlx_f32_to_bf16(float f);    /* round to nearest even; NaN stays NaN */
+uint16_t rlx_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 
 /* Element i of `base` as double (complex: real part; bool: 0/1). */
 double rlx_elem_get(const void *base, rlx_dtype t, size_t i);

@@ -16,15 +16,11 @@ static const struct {
 };
 
 size_t rlx_dtype_size(rlx_dtype t) { return (unsigned)t < RLX_DTYPE_COUNT ? dtype_info[t].size : 0; }
-const char *rlx_dtype_name(rlx_dtype t) {
-  return (unsigned)t < RLX_DTYPE_COUNT ? dtype_info[t].name : "?";
-}
+const char *rlx_dtype_name(rlx_dtype t) { return (unsigned)t < RLX_DTYPE_COUNT ? dtype_info[t].name : "?"; }
 rlx_dtype_class rlx_dtype_class_of(rlx_dtype t) { return dtype_info[t].cls; }
 bool rlx_dtype_is_float(rlx_dtype t) { return dtype_info[t].cls == RLX_CLASS_FLOAT; }
 bool rlx_dtype_is_int(rlx_dtype t) { return dtype_info[t].cls == RLX_CLASS_INT; }
-bool rlx_dtype_is_signed_int(rlx_dtype t) {
-  return t == RLX_I8 || t == RLX_I16 || t == RLX_I32 || t == RLX_I64;
-}
+bool rlx_dtype_is_signed_int(rlx_dtype t) { return t == RLX_I8 || t == RLX_I16 || t == RLX_I32 || t == RLX_I64; }
 
 bool rlx_dtype_from_name(const char *s, size_t len, rlx_dtype *out) {
   for (int i = 0; i < RLX_DTYPE_COUNT; i++) {
@@ -110,12 +106,12 @@ rlx_status rlx_shape_nbytes(const rlx_shape *s, size_t *out) {
 int rlx_shape_format(const rlx_shape *s, char *buf, size_t cap) {
   size_t used = 0;
   int total = 0;
-#define PUT(...)                                                                                   \
-  do {                                                                                             \
-    int k_ = snprintf(buf ? buf + used : NULL, buf && used < cap ? cap - used : 0, __VA_ARGS__);   \
-    if (k_ < 0) return k_;                                                                         \
-    total += k_;                                                                                   \
-    used = (size_t)total < cap ? (size_t)total : cap;                                              \
+#define PUT(...)                                                                                 \
+  do {                                                                                           \
+    int k_ = snprintf(buf ? buf + used : NULL, buf && used < cap ? cap - used : 0, __VA_ARGS__); \
+    if (k_ < 0) return k_;                                                                       \
+    total += k_;                                                                                 \
+    used = (size_t)total < cap ? (size_t)total : cap;                                            \
   } while (0)
   PUT("[");
   for (uint32_t i = 0; i < s->rank; i++) {
@@ -139,13 +135,17 @@ rlx_status rlx_broadcast(const rlx_shape *a, const rlx_shape *b, rlx_shape *out)
     int ia = (int)a->rank - (int)r + (int)i, ib = (int)b->rank - (int)r + (int)i;
     rlx_dim da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
     rlx_dim d;
-    if (da == db) d = da;
-    else if (da == 1) d = db;
-    else if (db == 1) d = da;
+    if (da == db)
+      d = da;
+    else if (da == 1)
+      d = db;
+    else if (db == 1)
+      d = da;
     else if (da >= 0 && db >= 0)
-      return rlx_errorf(RLX_ERR_SHAPE, "cannot broadcast %lld with %lld at output axis %u",
-                        (long long)da, (long long)db, i);
-    else d = da; /* a dynamic dim against another: the left operand wins (spec §4) */
+      return rlx_errorf(RLX_ERR_SHAPE, "cannot broadcast %lld with %lld at output axis %u", (long long)da,
+                        (long long)db, i);
+    else
+      d = da; /* a dynamic dim against another: the left operand wins (spec §4) */
     o.dims[i] = d;
   }
   *out = o;

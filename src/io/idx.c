@@ -33,8 +33,7 @@ rlx_status rlx_read_gz_file(const char *path, size_t max_bytes, uint8_t **out, s
   for (;;) {
     if (n == cap) {
       if (cap >= max_bytes + 1) {
-        st = rlx_errorf(RLX_ERR_FORMAT, "%s: more than %zu bytes of data (too large for this reader)",
-                        path, max_bytes);
+        st = rlx_errorf(RLX_ERR_FORMAT, "%s: more than %zu bytes of data (too large for this reader)", path, max_bytes);
         break;
       }
       size_t ncap = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
@@ -66,8 +65,7 @@ rlx_status rlx_read_gz_file(const char *path, size_t max_bytes, uint8_t **out, s
     n += (size_t)got;
   }
   if (st == RLX_OK && n > max_bytes)
-    st = rlx_errorf(RLX_ERR_FORMAT, "%s: more than %zu bytes of data (too large for this reader)", path,
-                    max_bytes);
+    st = rlx_errorf(RLX_ERR_FORMAT, "%s: more than %zu bytes of data (too large for this reader)", path, max_bytes);
   gzclose(gz);
   if (st != RLX_OK) {
     free(buf);
@@ -84,8 +82,8 @@ static uint32_t be32(const uint8_t *p) {
 
 /* Checks magic and dims of an IDX file of `rank` dimensions; dims[] receives them and *numel
  * their product (checked). */
-static rlx_status idx_header(const uint8_t *data, size_t len, const char *what, uint32_t magic,
-                             const char *kind, uint32_t rank, uint32_t *dims, size_t *numel) {
+static rlx_status idx_header(const uint8_t *data, size_t len, const char *what, uint32_t magic, const char *kind,
+                             uint32_t rank, uint32_t *dims, size_t *numel) {
   if (!what) what = "idx data";
   if (len < 4)
     return rlx_errorf(RLX_ERR_FORMAT, "%s: truncated: %zu bytes, too short for the 4-byte IDX magic", what, len);
@@ -93,8 +91,8 @@ static rlx_status idx_header(const uint8_t *data, size_t len, const char *what, 
   if (m != magic) {
     if ((m >> 16) != 0 || ((m >> 8) & 0xff) != 0x08)
       return rlx_errorf(RLX_ERR_FORMAT,
-                        "%s: wrong magic 0x%08x: not an IDX file of unsigned bytes (expected 0x%08x for %s)",
-                        what, m, magic, kind);
+                        "%s: wrong magic 0x%08x: not an IDX file of unsigned bytes (expected 0x%08x for %s)", what, m,
+                        magic, kind);
     return rlx_errorf(RLX_ERR_FORMAT, "%s: wrong magic 0x%08x: an IDX file of rank %u, expected 0x%08x (%s, rank %u)",
                       what, m, m & 0xff, magic, kind, rank);
   }
@@ -110,17 +108,17 @@ static rlx_status idx_header(const uint8_t *data, size_t len, const char *what, 
   }
   size_t body = len - hdr;
   if (body < n)
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: truncated: the header announces %zu bytes of %s but only %zu follow",
-                      what, n, kind, body);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: truncated: the header announces %zu bytes of %s but only %zu follow", what,
+                      n, kind, body);
   if (body > n)
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: %zu unexpected trailing bytes after the %zu bytes of %s", what,
-                      body - n, n, kind);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: %zu unexpected trailing bytes after the %zu bytes of %s", what, body - n, n,
+                      kind);
   *numel = n;
   return RLX_OK;
 }
 
-rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *what, float **out,
-                                size_t *count, uint32_t *rows, uint32_t *cols) {
+rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *what, float **out, size_t *count,
+                                uint32_t *rows, uint32_t *cols) {
   if ((!data && len) || !out || !count || !rows || !cols)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_idx_parse_images: NULL argument");
   *out = NULL;
@@ -141,8 +139,7 @@ rlx_status rlx_idx_parse_images(const uint8_t *data, size_t len, const char *wha
   return RLX_OK;
 }
 
-rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *what, int32_t **out,
-                                size_t *count) {
+rlx_status rlx_idx_parse_labels(const uint8_t *data, size_t len, const char *what, int32_t **out, size_t *count) {
   if ((!data && len) || !out || !count) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_idx_parse_labels: NULL argument");
   *out = NULL;
   uint32_t d[1] = {0};
@@ -214,8 +211,8 @@ rlx_status rlx_fashion_mnist_load(const char *dir, const char *split, rlx_datase
   rlx_status st = rlx_idx_load_images(ipath, &d.images, &d.count, &d.rows, &d.cols);
   if (st == RLX_OK) st = rlx_idx_load_labels(lpath, &d.labels, &nl);
   if (st == RLX_OK && nl != d.count)
-    st = rlx_errorf(RLX_ERR_FORMAT, "%s holds %zu labels but %s holds %zu images: the counts must match",
-                    lpath, nl, ipath, d.count);
+    st = rlx_errorf(RLX_ERR_FORMAT, "%s holds %zu labels but %s holds %zu images: the counts must match", lpath, nl,
+                    ipath, d.count);
   d.n_classes = 10;
   for (size_t i = 0; st == RLX_OK && i < nl; i++)
     if (d.labels[i] >= 10)

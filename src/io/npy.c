@@ -22,16 +22,16 @@ typedef struct npy_code {
 } npy_code;
 
 static const npy_code npy_codes[] = {
-    {"f2", RLX_F16}, {"f4", RLX_F32}, {"f8", RLX_F64}, {"i1", RLX_I8},  {"i2", RLX_I16},   {"i4", RLX_I32},
+    {"f2", RLX_F16}, {"f4", RLX_F32}, {"f8", RLX_F64}, {"i1", RLX_I8},   {"i2", RLX_I16}, {"i4", RLX_I32},
     {"i8", RLX_I64}, {"u1", RLX_U8},  {"u4", RLX_U32}, {"b1", RLX_BOOL}, {"c8", RLX_C64}, {"c16", RLX_C128},
 };
 #define N_CODES (sizeof npy_codes / sizeof npy_codes[0])
 
 const char *rlx_npy_descr(rlx_dtype t) {
   static const char *const descr[RLX_DTYPE_COUNT] = {
-      [RLX_F32] = "<f4", [RLX_F16] = "<f2", [RLX_F64] = "<f8", [RLX_I8] = "|i1",   [RLX_I16] = "<i2",
-      [RLX_I32] = "<i4", [RLX_I64] = "<i8", [RLX_U8] = "|u1",  [RLX_U32] = "<u4",  [RLX_BOOL] = "|b1",
-      [RLX_C64] = "<c8", [RLX_C128] = "<c16",
+      [RLX_F32] = "<f4", [RLX_F16] = "<f2",  [RLX_F64] = "<f8", [RLX_I8] = "|i1",
+      [RLX_I16] = "<i2", [RLX_I32] = "<i4",  [RLX_I64] = "<i8", [RLX_U8] = "|u1",
+      [RLX_U32] = "<u4", [RLX_BOOL] = "|b1", [RLX_C64] = "<c8", [RLX_C128] = "<c16",
   };
   return (unsigned)t < RLX_DTYPE_COUNT ? descr[t] : NULL;
 }
@@ -58,8 +58,8 @@ static rlx_status hdr_fail(const hdr *h, const char *fmt, const char *what) {
 }
 
 static void hdr_ws(hdr *h) {
-  while (h->pos < h->len && (h->s[h->pos] == ' ' || h->s[h->pos] == '\t' || h->s[h->pos] == '\n' ||
-                             h->s[h->pos] == '\r'))
+  while (h->pos < h->len &&
+         (h->s[h->pos] == ' ' || h->s[h->pos] == '\t' || h->s[h->pos] == '\n' || h->s[h->pos] == '\r'))
     h->pos++;
 }
 
@@ -156,8 +156,7 @@ static rlx_status parse_descr(hdr *h, const char *d, rlx_dtype *out) {
   }
   if (strcmp(code, "V2") == 0 || strcmp(code, "bf16") == 0)
     return hdr_fail(h, "descr '%s' is not a NumPy number type (bf16 has no .npy code; store f32)", d);
-  return hdr_fail(h,
-                  "unsupported descr '%s' (expected one of <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u4 |b1 <c8 <c16)", d);
+  return hdr_fail(h, "unsupported descr '%s' (expected one of <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u4 |b1 <c8 <c16)", d);
 }
 
 static rlx_status parse_header(hdr *h, rlx_shape *shape) {
@@ -178,9 +177,12 @@ static rlx_status parse_header(hdr *h, rlx_shape *shape) {
     } else if (strcmp(key, "fortran_order") == 0) {
       if (seen_order) return hdr_fail(h, "duplicate key '%s'", key);
       seen_order = true;
-      if (hdr_word(h, "True")) fortran = true;
-      else if (hdr_word(h, "False")) fortran = false;
-      else return hdr_fail(h, "%s must be True or False", key);
+      if (hdr_word(h, "True"))
+        fortran = true;
+      else if (hdr_word(h, "False"))
+        fortran = false;
+      else
+        return hdr_fail(h, "%s must be True or False", key);
       if (fortran) return hdr_fail(h, "%s is True; only C-order arrays are supported", key);
     } else if (strcmp(key, "shape") == 0) {
       if (seen_shape) return hdr_fail(h, "duplicate key '%s'", key);
@@ -223,21 +225,22 @@ rlx_status rlx_npy_read(const uint8_t *data, size_t len, const rlx_allocator *al
     hlen = rd_u32le(data + 8);
     start = 12;
   } else {
-    return rlx_errorf(RLX_ERR_FORMAT, "npy, byte 6: unsupported format version %u.%u (expected 1.0, 2.0 or 3.0)",
-                      major, minor);
+    return rlx_errorf(RLX_ERR_FORMAT, "npy, byte 6: unsupported format version %u.%u (expected 1.0, 2.0 or 3.0)", major,
+                      minor);
   }
   if (hlen > RLX_NPY_MAX_HEADER)
     return rlx_errorf(RLX_ERR_FORMAT, "npy, byte 8: header length %zu exceeds the limit of %u bytes", hlen,
                       (unsigned)RLX_NPY_MAX_HEADER);
   if (hlen > len - start)
-    return rlx_errorf(RLX_ERR_FORMAT, "npy, byte 8: header length %zu runs past the end of the file (%zu bytes)",
-                      hlen, len);
+    return rlx_errorf(RLX_ERR_FORMAT, "npy, byte 8: header length %zu runs past the end of the file (%zu bytes)", hlen,
+                      len);
   hdr h = {(const char *)data + start, hlen, 0, start};
   rlx_shape shape = {0};
   RLX_TRY(parse_header(&h, &shape));
 
   size_t numel, nbytes;
-  if (rlx_shape_numel(&shape, &numel) != RLX_OK || !rlx_mul_size(numel, rlx_dtype_size((rlx_dtype)shape.dtype), &nbytes))
+  if (rlx_shape_numel(&shape, &numel) != RLX_OK ||
+      !rlx_mul_size(numel, rlx_dtype_size((rlx_dtype)shape.dtype), &nbytes))
     return rlx_errorf(RLX_ERR_FORMAT, "npy, byte %zu: shape is too large (element count overflows)", start);
   size_t data_off = start + hlen, have = len - data_off;
   if (have < nbytes)

@@ -28,10 +28,10 @@ typedef struct st_dtype {
 } st_dtype;
 
 static const st_dtype st_dtypes[] = {
-    {"BOOL", RLX_BOOL}, {"U8", RLX_U8},   {"I8", RLX_I8},     {"I16", RLX_I16},   {"I32", RLX_I32},
-    {"I64", RLX_I64},   {"U32", RLX_U32}, {"F16", RLX_F16},   {"BF16", RLX_BF16}, {"F32", RLX_F32},
-    {"F64", RLX_F64},   {"C64", RLX_C64}, {"U16", -1},        {"U64", -1},        {"F8_E5M2", -1},
-    {"F8_E4M3", -1},    {"F8_E8M0", -1},  {"F4", -1},         {"F6_E2M3", -1},    {"F6_E3M2", -1},
+    {"BOOL", RLX_BOOL}, {"U8", RLX_U8},   {"I8", RLX_I8},   {"I16", RLX_I16},   {"I32", RLX_I32},
+    {"I64", RLX_I64},   {"U32", RLX_U32}, {"F16", RLX_F16}, {"BF16", RLX_BF16}, {"F32", RLX_F32},
+    {"F64", RLX_F64},   {"C64", RLX_C64}, {"U16", -1},      {"U64", -1},        {"F8_E5M2", -1},
+    {"F8_E4M3", -1},    {"F8_E8M0", -1},  {"F4", -1},       {"F6_E2M3", -1},    {"F6_E3M2", -1},
 };
 #define N_ST_DTYPES (sizeof st_dtypes / sizeof st_dtypes[0])
 
@@ -55,10 +55,14 @@ static size_t utf8_check(const uint8_t *s, size_t len) {
     }
     size_t n;
     uint32_t cp, min;
-    if (c >= 0xc2 && c <= 0xdf) n = 1, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef) n = 2, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4) n = 3, cp = c & 0x07, min = 0x10000;
-    else return i;
+    if (c >= 0xc2 && c <= 0xdf)
+      n = 1, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 2, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 3, cp = c & 0x07, min = 0x10000;
+    else
+      return i;
     if (len - i <= n) return i;
     for (size_t k = 1; k <= n; k++) {
       if ((s[i + k] & 0xc0) != 0x80) return i;
@@ -187,15 +191,16 @@ static rlx_status st_string(st_parser *p, const char **out, const char *what) {
       if (cp >= 0xdc00 && cp <= 0xdfff) return st_fail(p, "lone low surrogate in \\u escape (%s)", what);
       if (cp >= 0xd800 && cp <= 0xdbff) {
         uint32_t lo;
-        if (p->len - p->pos < 6 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' ||
-            !read_hex4(p, p->pos + 2, &lo) || lo < 0xdc00 || lo > 0xdfff)
+        if (p->len - p->pos < 6 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u' || !read_hex4(p, p->pos + 2, &lo) ||
+            lo < 0xdc00 || lo > 0xdfff)
           return st_fail(p, "high surrogate without a low surrogate in \\u escape (%s)", what);
         p->pos += 6;
         cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
       }
       if (cp == 0) return st_fail(p, "NUL character (\\u0000) in %s", what);
       /* At most 4 bytes from 6 (or 12) source bytes: stays behind the read position. */
-      if (cp < 0x80) *dst++ = (char)cp;
+      if (cp < 0x80)
+        *dst++ = (char)cp;
       else if (cp < 0x800) {
         *dst++ = (char)(0xc0 | cp >> 6);
         *dst++ = (char)(0x80 | (cp & 0x3f));
@@ -288,7 +293,9 @@ static rlx_status st_tensor_info(st_parser *p, st_entry *e) {
   }
   if (!e->has_dtype || !e->has_shape || !e->has_offsets)
     return st_fail(p, "tensor '%s': missing field %s", e->name,
-                   !e->has_dtype ? "dtype" : !e->has_shape ? "shape" : "data_offsets");
+                   !e->has_dtype   ? "dtype"
+                   : !e->has_shape ? "shape"
+                                   : "data_offsets");
   return RLX_OK;
 }
 
@@ -305,8 +312,10 @@ static rlx_status st_metadata(st_parser *p) {
     RLX_TRY(st_string(p, &key, "a metadata key"));
     RLX_TRY(st_expect(p, ':', "':' after a metadata key"));
     if (strlen(key) > RLX_SAFETENSORS_MAX_NAME)
-      return rlx_errorf(RLX_ERR_FORMAT, "safetensors header, byte %zu: a __metadata__ key is %zu bytes long; the limit "
-                        "is %u", at, strlen(key), RLX_SAFETENSORS_MAX_NAME);
+      return rlx_errorf(RLX_ERR_FORMAT,
+                        "safetensors header, byte %zu: a __metadata__ key is %zu bytes long; the limit "
+                        "is %u",
+                        at, strlen(key), RLX_SAFETENSORS_MAX_NAME);
     st_ws(p);
     if (p->pos >= p->len || p->s[p->pos] != '"')
       return st_fail(p, "__metadata__ value of '%s' is not a string (only string values are allowed)", key);
@@ -331,8 +340,7 @@ static rlx_status st_metadata(st_parser *p) {
 }
 
 static rlx_status st_header(st_parser *p) {
-  if (p->len == 0 || p->s[0] != '{')
-    return st_fail(p, "the header must be a JSON object starting with '{'");
+  if (p->len == 0 || p->s[0] != '{') return st_fail(p, "the header must be a JSON object starting with '{'");
   p->pos = 1;
   if (!st_accept(p, '}')) {
     for (;;) {
@@ -342,8 +350,9 @@ static rlx_status st_header(st_parser *p) {
       RLX_TRY(st_expect(p, ':', "':' after a tensor name"));
       if (!name[0]) return st_fail(p, "a tensor has an empty name (the writer cannot write it back either)");
       if (strlen(name) > RLX_SAFETENSORS_MAX_NAME)
-        return rlx_errorf(RLX_ERR_FORMAT, "safetensors header, byte %zu: a tensor name is %zu bytes long; the limit is %u",
-                          at, strlen(name), RLX_SAFETENSORS_MAX_NAME);
+        return rlx_errorf(RLX_ERR_FORMAT,
+                          "safetensors header, byte %zu: a tensor name is %zu bytes long; the limit is %u", at,
+                          strlen(name), RLX_SAFETENSORS_MAX_NAME);
       if (strcmp(name, "__metadata__") == 0) {
         RLX_TRY(st_metadata(p));
       } else {
@@ -423,8 +432,8 @@ static rlx_status st_validate(st_parser *p, uint64_t data_len, const st_entry **
       bytes *= e->dims[k];
     }
     if (e->end < e->begin)
-      return rlx_errorf(RLX_ERR_FORMAT, "safetensors: tensor '%s': data_offsets end %llu is before begin %llu",
-                        e->name, (unsigned long long)e->end, (unsigned long long)e->begin);
+      return rlx_errorf(RLX_ERR_FORMAT, "safetensors: tensor '%s': data_offsets end %llu is before begin %llu", e->name,
+                        (unsigned long long)e->end, (unsigned long long)e->begin);
     if (e->end - e->begin != bytes)
       return rlx_errorf(RLX_ERR_FORMAT,
                         "safetensors: tensor '%s': data_offsets span %llu bytes but %s of its shape needs %llu",
@@ -450,7 +459,8 @@ static rlx_status st_validate(st_parser *p, uint64_t data_len, const st_entry **
       return rlx_errorf(RLX_ERR_FORMAT, "safetensors: tensor '%s': gap of %llu unused bytes before its data at %llu",
                         e->name, (unsigned long long)(e->begin - at), (unsigned long long)e->begin);
     if (e->begin < at)
-      return rlx_errorf(RLX_ERR_FORMAT, "safetensors: tensor '%s': its data at %llu overlaps the previous tensor (ending at %llu)",
+      return rlx_errorf(RLX_ERR_FORMAT,
+                        "safetensors: tensor '%s': its data at %llu overlaps the previous tensor (ending at %llu)",
                         e->name, (unsigned long long)e->begin, (unsigned long long)at);
     at = e->end;
   }
@@ -546,7 +556,8 @@ done:
   free(p.entries);
   free(p.meta);
   if (st != RLX_OK) {
-    if (f) rlx_safetensors_free(f);
+    if (f)
+      rlx_safetensors_free(f);
     else if (stor) {
       free(stor->header);
       free(stor);
@@ -626,20 +637,21 @@ static void sb_fmt_u64(st_buf *b, uint64_t v) {
 static void sb_json_string(st_buf *b, const char *s) {
   sb_put(b, "\"", 1);
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"') sb_put(b, "\\\"", 2);
-    else if (*c == '\\') sb_put(b, "\\\\", 2);
+    if (*c == '"')
+      sb_put(b, "\\\"", 2);
+    else if (*c == '\\')
+      sb_put(b, "\\\\", 2);
     else if (*c < 0x20) {
       char esc[8];
       snprintf(esc, sizeof esc, "\\u%04x", *c);
       sb_put(b, esc, 6);
-    } else sb_put(b, (const char *)c, 1);
+    } else
+      sb_put(b, (const char *)c, 1);
   }
   sb_put(b, "\"", 1);
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* `max`: the longest allowed string in bytes (names and keys: RLX_SAFETENSORS_MAX_NAME). */
 static rlx_status check_text(const char *s, const char *what, uint32_t i, size_t max) {

@@ -16,7 +16,6 @@
 /* Smallest chain step: kind, sub-op, one operand (Activation, Cast). */
 #define MIN_CHAIN_STEP_BYTES (1u + 4u + 5u)
 
-
 /* ======================================================================================== */
 /* writer                                                                                    */
 /* ======================================================================================== */
@@ -39,8 +38,7 @@ static rlx_status put_str(rlx_strbuf *b, const char *s, const char *what) {
     return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is %zu bytes long; names and strings are limited to %d bytes", what, n,
                       RLX_FORMAT_MAX_NAME_BYTES);
   size_t bad = rlx_fmt_utf8_check(s, n);
-  if (bad != n)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is not valid UTF-8 (byte %zu of %zu)", what, bad, n);
+  if (bad != n) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s is not valid UTF-8 (byte %zu of %zu)", what, bad, n);
   rlx_sb_u32(b, (uint32_t)n);
   rlx_sb_put(b, s, n);
   return RLX_OK;
@@ -48,8 +46,8 @@ static rlx_status put_str(rlx_strbuf *b, const char *s, const char *what) {
 
 static rlx_status write_graph(rlx_strbuf *b, const rlx_graph *g, unsigned depth);
 
-static rlx_status write_field(rlx_strbuf *b, const rlx_graph *g, rlx_id id, const rlx_field *f,
-                              const void *p, unsigned depth) {
+static rlx_status write_field(rlx_strbuf *b, const rlx_graph *g, rlx_id id, const rlx_field *f, const void *p,
+                              unsigned depth) {
   switch (f->type) {
   case RLX_FT_I64: put_i64(b, *(const int64_t *)p); break;
   case RLX_FT_U64: rlx_sb_u64(b, *(const uint64_t *)p); break;
@@ -102,9 +100,11 @@ static rlx_status write_field(rlx_strbuf *b, const rlx_graph *g, rlx_id id, cons
   case RLX_FT_GRAPH:
   case RLX_FT_OGRAPH: {
     const rlx_graph *body = *(rlx_graph *const *)p;
-    if (f->type == RLX_FT_OGRAPH) rlx_sb_u8(b, body ? 1 : 0);
+    if (f->type == RLX_FT_OGRAPH)
+      rlx_sb_u8(b, body ? 1 : 0);
     else if (!body)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s %%%u: attribute %s has no body graph", g->name, id, f->name);
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s %%%u: attribute %s has no body graph", g->name, id,
+                        f->name);
     if (body) return write_graph(b, body, depth + 1);
     break;
   }
@@ -129,7 +129,8 @@ static rlx_status write_field(rlx_strbuf *b, const rlx_graph *g, rlx_id id, cons
 
 static rlx_status write_graph(rlx_strbuf *b, const rlx_graph *g, unsigned depth) {
   if (depth > RLX_FORMAT_MAX_DEPTH)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s: bodies nested deeper than %d levels", g->name, RLX_FORMAT_MAX_DEPTH);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s: bodies nested deeper than %d levels", g->name,
+                      RLX_FORMAT_MAX_DEPTH);
   RLX_TRY(put_str(b, g->name, "a graph name"));
   rlx_sb_u32(b, g->n_nodes);
   for (rlx_id id = 0; id < g->n_nodes; id++) {
@@ -141,8 +142,10 @@ static rlx_status write_graph(rlx_strbuf *b, const rlx_graph *g, unsigned depth)
     uint32_t nf;
     const rlx_field *f = rlx_op_fields(n->op, &nf);
     bool ok = rlx_fmt_check_shape(&n->shape, why, sizeof why);
-    for (uint32_t i = 0; ok && i < nf; i++) ok = rlx_fmt_check_value(&f[i], (const char *)&n->attrs + f[i].offset, why, sizeof why);
-    if (!ok) return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s %%%u (%s): %s", g->name, id, rlx_op_name(n->op), why);
+    for (uint32_t i = 0; ok && i < nf; i++)
+      ok = rlx_fmt_check_value(&f[i], (const char *)&n->attrs + f[i].offset, why, sizeof why);
+    if (!ok)
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s %%%u (%s): %s", g->name, id, rlx_op_name(n->op), why);
     if (n->n_inputs && !n->inputs)
       return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot write @%s %%%u: operands missing", g->name, id);
     rlx_sb_u16(b, (uint16_t)n->op);
@@ -225,8 +228,7 @@ static rlx_status rd_oom(void) { return rlx_errorf(RLX_ERR_OOM, "out of memory w
 /* Requires `n` more bytes for `what`. */
 static rlx_status need(const reader *R, size_t n, const char *what) {
   if (R->len - R->pos < n)
-    return rd_fail(R, R->pos, "truncated: %s needs %zu byte%s, %zu left", what, n, n == 1 ? "" : "s",
-                   R->len - R->pos);
+    return rd_fail(R, R->pos, "truncated: %s needs %zu byte%s, %zu left", what, n, n == 1 ? "" : "s", R->len - R->pos);
   return RLX_OK;
 }
 
@@ -293,8 +295,8 @@ static rlx_status rd_count(reader *R, size_t item_size, uint32_t *n, const char 
   RLX_TRY(rd_u32(R, n, what));
   size_t bytes;
   if (!rlx_mul_size(*n, item_size, &bytes) || bytes > R->len - R->pos)
-    return rd_fail(R, at, "%s %u needs %llu bytes but only %zu remain", what, *n,
-                   (unsigned long long)*n * item_size, R->len - R->pos);
+    return rd_fail(R, at, "%s %u needs %llu bytes but only %zu remain", what, *n, (unsigned long long)*n * item_size,
+                   R->len - R->pos);
   return RLX_OK;
 }
 
@@ -334,7 +336,8 @@ static rlx_status rd_enum(reader *R, const rlx_enum_desc *e, bool optional, int3
 static rlx_status rd_dtype(reader *R, int32_t *v, const char *what) {
   size_t at = R->pos;
   RLX_TRY(rd_i32(R, v, what));
-  if (*v < 0 || *v >= RLX_DTYPE_COUNT) return rd_fail(R, at, "%s %d is not a dtype (0..%d)", what, *v, RLX_DTYPE_COUNT - 1);
+  if (*v < 0 || *v >= RLX_DTYPE_COUNT)
+    return rd_fail(R, at, "%s %d is not a dtype (0..%d)", what, *v, RLX_DTYPE_COUNT - 1);
   return RLX_OK;
 }
 
@@ -429,7 +432,8 @@ static rlx_status read_field(reader *R, rlx_graph *g, const rlx_field *f, void *
     uint64_t n;
     RLX_TRY(rd_uint(R, 8, &n, "byte string length"));
     if (n > R->len - R->pos)
-      return rd_fail(R, at, "byte string has length %llu but only %zu bytes remain", (unsigned long long)n, R->len - R->pos);
+      return rd_fail(R, at, "byte string has length %llu but only %zu bytes remain", (unsigned long long)n,
+                     R->len - R->pos);
     by->n = (size_t)n;
     by->p = NULL;
     if (n) {
@@ -484,9 +488,12 @@ static rlx_status read_node(reader *R, rlx_graph *g, rlx_id id, unsigned depth) 
   uint32_t lo = rlx_op_min_inputs(op), hi = rlx_op_max_inputs(op);
   if (n_in < lo || n_in > hi) {
     char range[64];
-    if (lo == hi) snprintf(range, sizeof range, "%u", lo);
-    else if (hi == RLX_ARITY_VARIADIC) snprintf(range, sizeof range, "at least %u", lo);
-    else snprintf(range, sizeof range, "%u to %u", lo, hi);
+    if (lo == hi)
+      snprintf(range, sizeof range, "%u", lo);
+    else if (hi == RLX_ARITY_VARIADIC)
+      snprintf(range, sizeof range, "at least %u", lo);
+    else
+      snprintf(range, sizeof range, "%u to %u", lo, hi);
     bool one = lo == 1 && (hi == 1 || hi == RLX_ARITY_VARIADIC);
     return rd_fail(R, at, "%s takes %s operand%s, found %u", rlx_op_name(op), range, one ? "" : "s", n_in);
   }
@@ -509,7 +516,8 @@ static rlx_status read_node(reader *R, rlx_graph *g, rlx_id id, unsigned depth) 
   if (shape.rank > RLX_MAX_RANK) return rd_fail(R, at, "shape rank %u exceeds %d", shape.rank, RLX_MAX_RANK);
   at = R->pos;
   RLX_TRY(rd_u8(R, &shape.dtype, "shape dtype"));
-  if (shape.dtype >= RLX_DTYPE_COUNT) return rd_fail(R, at, "shape dtype %u is not a dtype (0..%d)", shape.dtype, RLX_DTYPE_COUNT - 1);
+  if (shape.dtype >= RLX_DTYPE_COUNT)
+    return rd_fail(R, at, "shape dtype %u is not a dtype (0..%d)", shape.dtype, RLX_DTYPE_COUNT - 1);
   for (uint32_t i = 0; i < shape.rank; i++) {
     at = R->pos;
     RLX_TRY(rd_i64(R, &shape.dims[i], "shape dim"));
@@ -557,7 +565,8 @@ static rlx_status read_graph(reader *R, rlx_graph *g, unsigned depth) {
   for (uint32_t i = 0; i < n_out; i++) {
     size_t at = R->pos;
     RLX_TRY(rd_u32(R, &outs[i], "output id"));
-    if (outs[i] >= n_nodes) return rd_fail(R, at, "output %u refers to node %u, but the graph has %u nodes", i, outs[i], n_nodes);
+    if (outs[i] >= n_nodes)
+      return rd_fail(R, at, "output %u refers to node %u, but the graph has %u nodes", i, outs[i], n_nodes);
   }
   rlx_status s = rlx_graph_set_outputs(g, outs, n_out);
   return s == RLX_ERR_OOM ? rd_oom() : s;
@@ -574,7 +583,8 @@ rlx_status rlx_binary_read(const uint8_t *data, size_t len, const rlx_allocator 
   uint32_t version, flags;
   RLX_TRY(rd_u32(&R, &version, "format version"));
   if (version != RLX_BINARY_VERSION)
-    return rd_fail(&R, 4, "format version %u is not supported (this build reads version %u)", version, RLX_BINARY_VERSION);
+    return rd_fail(&R, 4, "format version %u is not supported (this build reads version %u)", version,
+                   RLX_BINARY_VERSION);
   RLX_TRY(rd_u32(&R, &flags, "flags"));
   if (flags != 0) return rd_fail(&R, 8, "flags 0x%x: no flags are defined, expected 0", flags);
 

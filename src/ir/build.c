@@ -33,12 +33,13 @@ rlx_status rlx_fill(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dim
   return make_const(g, t, rank, dims, NULL, v, out);
 }
 
-rlx_status rlx_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *v,
-                           rlx_id *out) {
+rlx_status rlx_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *v, rlx_id *out) {
   return make_const(g, t, rank, dims, v, 0.0, out);
 }
 
-rlx_status rlx_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) { return make_const(g, t, 0, NULL, NULL, v, out); }
+rlx_status rlx_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) {
+  return make_const(g, t, 0, NULL, NULL, v, out);
+}
 
 rlx_status rlx_i64s(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out) {
   rlx_dim d = n;
@@ -140,7 +141,8 @@ rlx_status rlx_reshape_dims(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim
     char b[160], c[160];
     rlx_shape_format(&want, b, sizeof b);
     rlx_shape_format(&got, c, sizeof c);
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "a reshape to %s comes out as %s (symbolic extents cannot be matched)", b, c);
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "a reshape to %s comes out as %s (symbolic extents cannot be matched)", b,
+                      c);
   }
   return RLX_OK;
 }
@@ -191,7 +193,8 @@ rlx_status rlx_gather_axis(rlx_graph *g, rlx_id table, rlx_id idx, uint32_t axis
 
 rlx_status rlx_unsqueeze(rlx_graph *g, rlx_id x, uint32_t pos, rlx_id *out) {
   rlx_shape s = shape_of(g, x);
-  if (s.rank >= RLX_MAX_RANK) return rlx_errorf(RLX_ERR_UNSUPPORTED, "inserting an axis would exceed rank %d", RLX_MAX_RANK);
+  if (s.rank >= RLX_MAX_RANK)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "inserting an axis would exceed rank %d", RLX_MAX_RANK);
   rlx_dim d[RLX_MAX_RANK];
   uint32_t k = 0;
   for (uint32_t i = 0; i <= s.rank; i++) {

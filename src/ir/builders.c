@@ -4,15 +4,14 @@
 
 #include "ir_internal.h"
 
-#define RLX_OP(N, FAM, LO, HI, PROPS)                                                              \
-  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs,               \
-                           const char *name, rlx_id *out) {                                        \
-    return rlx_graph_add(g, RLX_OP_##N, inputs, n_inputs, NULL, NULL, name, out);                  \
+#define RLX_OP(N, FAM, LO, HI, PROPS)                                                                              \
+  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs, const char *name, rlx_id *out) { \
+    return rlx_graph_add(g, RLX_OP_##N, inputs, n_inputs, NULL, NULL, name, out);                                  \
   }
-#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                     \
-  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs,               \
-                           const rlx_attrs_##N *attrs, const char *name, rlx_id *out) {            \
-    return rlx_graph_add(g, RLX_OP_##N, inputs, n_inputs, attrs, NULL, name, out);                 \
+#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                                \
+  rlx_status rlx_build_##N(rlx_graph *g, const rlx_id *inputs, uint32_t n_inputs, const rlx_attrs_##N *attrs, \
+                           const char *name, rlx_id *out) {                                                   \
+    return rlx_graph_add(g, RLX_OP_##N, inputs, n_inputs, attrs, NULL, name, out);                            \
   }
 #include "rlx/ops.def"
 #undef RLX_OP
@@ -21,11 +20,14 @@
 static rlx_status leaf(rlx_graph *g, rlx_op op, const char *name, rlx_shape shape, rlx_id *out) {
   if (!name || !*name) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s needs a non-empty name", rlx_op_name(op));
   if (rlx_graph_find_leaf(g, op, name) != RLX_NO_ID)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "graph @%s already has an %s named \"%s\"", rlx_graph_name(g), rlx_op_name(op), name);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "graph @%s already has an %s named \"%s\"", rlx_graph_name(g),
+                      rlx_op_name(op), name);
   rlx_attrs a;
   rlx_attrs_init(op, &a);
-  if (op == RLX_OP_Input) a.Input.name = name;
-  else a.Param.name = name;
+  if (op == RLX_OP_Input)
+    a.Input.name = name;
+  else
+    a.Param.name = name;
   return rlx_graph_add(g, op, NULL, 0, &a, &shape, NULL, out);
 }
 
@@ -78,8 +80,8 @@ rlx_status rlx_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *p
   return rlx_build_Transpose(g, &x, 1, &a, NULL, out);
 }
 
-rlx_status rlx_reduce_axes(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes,
-                      bool keep_dim, rlx_id *out) {
+rlx_status rlx_reduce_axes(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes, bool keep_dim,
+                           rlx_id *out) {
   rlx_attrs_Reduce a = {.op = op, .axes = {.v = (int64_t *)axes, .n = n_axes}, .keep_dim = keep_dim};
   return rlx_build_Reduce(g, &x, 1, &a, NULL, out);
 }

@@ -71,7 +71,8 @@ static rlx_status emit_graph(dot_ctx *c, const rlx_graph *g, unsigned gid, unsig
   rlx_strbuf *b = c->out;
   unsigned ind = 2 * (depth + 1);
   if (depth > RLX_FORMAT_MAX_DEPTH)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot render @%s: bodies nested deeper than %d levels", g->name, RLX_FORMAT_MAX_DEPTH);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot render @%s: bodies nested deeper than %d levels", g->name,
+                      RLX_FORMAT_MAX_DEPTH);
   for (rlx_id id = 0; id < g->n_nodes; id++) {
     RLX_TRY(build_label(c, g, id));
     if (c->label.failed) return rlx_errorf(RLX_ERR_OOM, "out of memory while rendering dot");

@@ -50,8 +50,7 @@ bool rlx_fmt_check_shape(const rlx_shape *s, char *why, size_t cap);
 /* Appends the text form of the (checked) value of field `f` at `p`. A body graph is printed in
  * full as a graph at nesting `depth` unless `brief`, which writes bodies as "@name" and long
  * byte strings as "<N bytes>" (for labels). Fails only for a body that fails its own checks. */
-rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, unsigned depth,
-                             bool brief);
+rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, unsigned depth, bool brief);
 
 /* Prints one graph at nesting `depth` (0 = top): its nodes and return line are indented
  * 4*depth+2 spaces, its closing brace 4*depth. Sets rlx_last_error() and returns its code on an

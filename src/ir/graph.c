@@ -16,9 +16,7 @@ static void std_free(void *ctx, void *p) {
 static const rlx_allocator std_allocator = {std_alloc, std_free, NULL};
 const rlx_allocator *rlx_default_allocator(void) { return &std_allocator; }
 
-static rlx_status oom(const char *what) {
-  return rlx_errorf(RLX_ERR_OOM, "out of memory while allocating %s", what);
-}
+static rlx_status oom(const char *what) { return rlx_errorf(RLX_ERR_OOM, "out of memory while allocating %s", what); }
 
 rlx_status rlx_graph_create(const rlx_allocator *al, const char *name, rlx_graph **out) {
   if (!out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_graph_create: out is NULL");
@@ -77,9 +75,7 @@ void rlx_graph_free(rlx_graph *g) {
 
 const char *rlx_graph_name(const rlx_graph *g) { return g->name; }
 uint32_t rlx_graph_node_count(const rlx_graph *g) { return g->n_nodes; }
-const rlx_node *rlx_graph_node(const rlx_graph *g, rlx_id id) {
-  return id < g->n_nodes ? &g->nodes[id] : NULL;
-}
+const rlx_node *rlx_graph_node(const rlx_graph *g, rlx_id id) { return id < g->n_nodes ? &g->nodes[id] : NULL; }
 uint32_t rlx_graph_output_count(const rlx_graph *g) { return g->n_outputs; }
 const rlx_id *rlx_graph_outputs(const rlx_graph *g) { return g->outputs; }
 rlx_graph *rlx_graph_parent(const rlx_graph *g) { return g->parent; }
@@ -112,13 +108,15 @@ rlx_status rlx_graph_set_outputs(rlx_graph *g, const rlx_id *ids, uint32_t n) {
 /* Copies attribute payloads into g's arena. Graph fields go through `map` (NULL = must already be
  * children of g). */
 typedef rlx_graph *(*graph_map_fn)(void *ctx, const rlx_graph *old);
-static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs *dst,
-                             graph_map_fn map, void *map_ctx) {
+static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs *dst, graph_map_fn map,
+                             void *map_ctx) {
   size_t sz = rlx_op_attrs_size(op);
   memset(dst, 0, sizeof *dst);
   if (!sz) return RLX_OK;
-  if (src) memcpy(dst, src, sz);
-  else rlx_attrs_init(op, dst);
+  if (src)
+    memcpy(dst, src, sz);
+  else
+    rlx_attrs_init(op, dst);
   uint32_t n;
   const rlx_field *f = rlx_op_fields(op, &n);
   for (uint32_t i = 0; i < n; i++) {
@@ -126,8 +124,13 @@ static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs
     switch (f[i].type) {
     case RLX_FT_ILIST: {
       rlx_ilist *l = (rlx_ilist *)p;
-      if (!l->n) { l->v = NULL; break; }
-      if (!l->v) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op), f[i].name, l->n);
+      if (!l->n) {
+        l->v = NULL;
+        break;
+      }
+      if (!l->v)
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op),
+                          f[i].name, l->n);
       int64_t *v = rlx_arena_alloc(&g->arena, l->n * sizeof *v, 8);
       if (!v) return oom("an attribute list");
       memcpy(v, l->v, l->n * sizeof *v);
@@ -136,8 +139,13 @@ static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs
     }
     case RLX_FT_FLIST: {
       rlx_flist *l = (rlx_flist *)p;
-      if (!l->n) { l->v = NULL; break; }
-      if (!l->v) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op), f[i].name, l->n);
+      if (!l->n) {
+        l->v = NULL;
+        break;
+      }
+      if (!l->v)
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op),
+                          f[i].name, l->n);
       float *v = rlx_arena_alloc(&g->arena, l->n * sizeof *v, 4);
       if (!v) return oom("an attribute list");
       memcpy(v, l->v, l->n * sizeof *v);
@@ -154,8 +162,13 @@ static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs
     }
     case RLX_FT_BYTES: {
       rlx_bytes *b = (rlx_bytes *)p;
-      if (!b->n) { b->p = NULL; break; }
-      if (!b->p) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %zu bytes but no data", rlx_op_name(op), f[i].name, b->n);
+      if (!b->n) {
+        b->p = NULL;
+        break;
+      }
+      if (!b->p)
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %zu bytes but no data", rlx_op_name(op), f[i].name,
+                          b->n);
       uint8_t *c = rlx_arena_alloc(&g->arena, b->n, 16);
       if (!c) return oom("attribute bytes");
       memcpy(c, b->p, b->n);
@@ -164,8 +177,12 @@ static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs
     }
     case RLX_FT_CHAIN: {
       rlx_chain *ch = (rlx_chain *)p;
-      if (!ch->n) { ch->steps = NULL; break; }
-      if (!ch->steps) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: chain has %u steps but no data", rlx_op_name(op), ch->n);
+      if (!ch->n) {
+        ch->steps = NULL;
+        break;
+      }
+      if (!ch->steps)
+        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: chain has %u steps but no data", rlx_op_name(op), ch->n);
       rlx_chain_step *s = rlx_arena_alloc(&g->arena, ch->n * sizeof *s, 8);
       if (!s) return oom("a region chain");
       memcpy(s, ch->steps, ch->n * sizeof *s);
@@ -201,8 +218,7 @@ rlx_status rlx_attrs_copy_into(rlx_graph *g, rlx_op op, const void *src, rlx_att
 }
 
 static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
-                              const rlx_attrs *attrs_copied, const rlx_shape *shape,
-                              const char *name, rlx_id *out) {
+                              const rlx_attrs *attrs_copied, const rlx_shape *shape, const char *name, rlx_id *out) {
   if (g->n_nodes == UINT32_MAX - 1) return rlx_errorf(RLX_ERR_OVERFLOW, "graph @%s is full", g->name);
   if (g->n_nodes == g->cap_nodes) {
     uint32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 16;
@@ -241,13 +257,15 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
 static rlx_status check_call(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs) {
   if (!g) return rlx_errorf(RLX_ERR_INVALID_ARG, "graph is NULL");
   if ((unsigned)op >= RLX_OP_COUNT) return rlx_errorf(RLX_ERR_INVALID_ARG, "op kind %d is not an RLX op", (int)op);
-  if (n_inputs && !inputs) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: %u inputs but no input array", rlx_op_name(op), n_inputs);
+  if (n_inputs && !inputs)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: %u inputs but no input array", rlx_op_name(op), n_inputs);
   uint32_t lo = rlx_op_min_inputs(op), hi = rlx_op_max_inputs(op);
   if (n_inputs < lo || n_inputs > hi) {
     if (hi == RLX_ARITY_VARIADIC)
       return rlx_errorf(RLX_ERR_VERIFY, "%s takes at least %u operands, got %u", rlx_op_name(op), lo, n_inputs);
     if (lo == hi)
-      return rlx_errorf(RLX_ERR_VERIFY, "%s takes %u operand%s, got %u", rlx_op_name(op), lo, lo == 1 ? "" : "s", n_inputs);
+      return rlx_errorf(RLX_ERR_VERIFY, "%s takes %u operand%s, got %u", rlx_op_name(op), lo, lo == 1 ? "" : "s",
+                        n_inputs);
     return rlx_errorf(RLX_ERR_VERIFY, "%s takes %u to %u operands, got %u", rlx_op_name(op), lo, hi, n_inputs);
   }
   for (uint32_t i = 0; i < n_inputs; i++)
@@ -257,9 +275,8 @@ static rlx_status check_call(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint
   return RLX_OK;
 }
 
-rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
-                         const void *attrs, const rlx_shape *declared, const char *name,
-                         rlx_id *out) {
+rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                         const rlx_shape *declared, const char *name, rlx_id *out) {
   RLX_TRY(check_call(g, op, inputs, n_inputs));
   /* Copy first: the rule reads the same arena-owned attributes the node will keep. The arena
    * space of a rejected node is reclaimed when the graph is freed. */
@@ -268,17 +285,20 @@ rlx_status rlx_graph_add(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t
   if (s) return rlx_error_context(s, "building %s%s%s", rlx_op_name(op), name ? " " : "", name ? name : "");
   const rlx_shape *in_shapes[RLX_INFER_MAX_INPUTS];
   if (n_inputs > RLX_INFER_MAX_INPUTS)
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: %u operands exceed the limit of %d", rlx_op_name(op), n_inputs, RLX_INFER_MAX_INPUTS);
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: %u operands exceed the limit of %d", rlx_op_name(op), n_inputs,
+                      RLX_INFER_MAX_INPUTS);
   for (uint32_t i = 0; i < n_inputs; i++) in_shapes[i] = &g->nodes[inputs[i]].shape;
   rlx_shape shape;
   s = rlx_infer(g, op, in_shapes, n_inputs, &a, declared, &shape);
   if (s)
-    return rlx_error_context(s, "node %%%u%s%s%s (%s)", g->n_nodes, name ? " \"" : "", name ? name : "", name ? "\"" : "", rlx_op_name(op));
+    return rlx_error_context(s, "node %%%u%s%s%s (%s)", g->n_nodes, name ? " \"" : "", name ? name : "",
+                             name ? "\"" : "", rlx_op_name(op));
   if (declared && !rlx_shape_compatible(declared, &shape)) {
     char d[128], i[128];
     rlx_shape_format(declared, d, sizeof d);
     rlx_shape_format(&shape, i, sizeof i);
-    return rlx_errorf(RLX_ERR_SHAPE, "node %%%u (%s): declared shape %s differs from inferred %s", g->n_nodes, rlx_op_name(op), d, i);
+    return rlx_errorf(RLX_ERR_SHAPE, "node %%%u (%s): declared shape %s differs from inferred %s", g->n_nodes,
+                      rlx_op_name(op), d, i);
   }
   if (g->add_hook && !g->in_hook) {
     rlx_node tmp;
@@ -304,9 +324,8 @@ void rlx_graph_set_add_hook(rlx_graph *g, rlx_graph_add_hook hook, void *ctx) {
   g->add_hook_ctx = ctx;
 }
 
-rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs,
-                                   uint32_t n_inputs, const void *attrs, const rlx_shape *shape,
-                                   const char *name, rlx_id *out) {
+rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                                   const rlx_shape *shape, const char *name, rlx_id *out) {
   if (!shape) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_graph_add_unchecked needs a shape");
   if (!g) return rlx_errorf(RLX_ERR_INVALID_ARG, "graph is NULL");
   if ((unsigned)op >= RLX_OP_COUNT) return rlx_errorf(RLX_ERR_INVALID_ARG, "op kind %d is not an RLX op", (int)op);
@@ -320,7 +339,9 @@ rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *nam
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     const rlx_node *n = &g->nodes[i];
     if (n->op != leaf_kind) continue;
-    const char *nm = leaf_kind == RLX_OP_Input ? n->attrs.Input.name : leaf_kind == RLX_OP_Param ? n->attrs.Param.name : NULL;
+    const char *nm = leaf_kind == RLX_OP_Input   ? n->attrs.Input.name
+                     : leaf_kind == RLX_OP_Param ? n->attrs.Param.name
+                                                 : NULL;
     if (nm && strcmp(nm, name) == 0) return i;
   }
   return RLX_NO_ID;

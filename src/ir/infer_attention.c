@@ -8,9 +8,9 @@
  * heads in the last axis; `heads` is then derived from its width. */
 typedef struct attn_layout {
   uint32_t rank;
-  bool bhsd;       /* rank 4 only: [B, H, S, D] (else [B, S, H, D]) */
-  int seq_axis;    /* axis holding S */
-  int head_axis;   /* rank 4: axis holding H; -1 for packed layouts */
+  bool bhsd;     /* rank 4 only: [B, H, S, D] (else [B, S, H, D]) */
+  int seq_axis;  /* axis holding S */
+  int head_axis; /* rank 4: axis holding H; -1 for packed layouts */
 } attn_layout;
 
 static attn_layout layout_of(const rlx_shape *q, int64_t num_heads) {
@@ -40,7 +40,8 @@ static rlx_status heads_of(const rlx_infer_ctx *c, uint32_t i, const attn_layout
     if (h < 1)
       return rlx_shape_error("operand %u (%s) has shape %s; its head axis %d must be a static extent >= 1 (layout "
                              "%s)",
-                             i, qkv_names[i], rlx_fmt_shape(s), l->head_axis, l->bhsd ? "[B, H, S, D]" : "[B, S, H, D]");
+                             i, qkv_names[i], rlx_fmt_shape(s), l->head_axis,
+                             l->bhsd ? "[B, H, S, D]" : "[B, S, H, D]");
     *heads = h;
   } else {
     if (last < 1 || last % width != 0)
@@ -108,8 +109,8 @@ rlx_status rlx_infer_Attention(const rlx_infer_ctx *c, rlx_shape *out) {
   RLX_TRY(heads_of(c, 1, &l, D, "head_dim", &hk));
   RLX_TRY(heads_of(c, 2, &l, Dv, at->v_head_dim.has ? "v_head_dim" : "head_dim (v_head_dim unset)", &hv));
   if (hk != hv)
-    return rlx_shape_error("operand 2 (V) has %" PRId64 " heads but operand 1 (K) has %" PRId64 "; they must match",
-                           hv, hk);
+    return rlx_shape_error("operand 2 (V) has %" PRId64 " heads but operand 1 (K) has %" PRId64 "; they must match", hv,
+                           hk);
   if (H % hk != 0)
     return rlx_shape_error("operand 1 (K) has %" PRId64 " heads; it must divide attribute num_heads = %" PRId64
                            " (grouped-query attention)",
@@ -247,7 +248,8 @@ rlx_status rlx_infer_AxialRope2d(const rlx_infer_ctx *c, rlx_shape *out) {
   struct {
     const char *name;
     int64_t v;
-  } pos[] = {{"end_x", at->end_x}, {"end_y", at->end_y}, {"num_heads", at->num_heads}, {"repeat_factor", at->repeat_factor}};
+  } pos[] = {
+      {"end_x", at->end_x}, {"end_y", at->end_y}, {"num_heads", at->num_heads}, {"repeat_factor", at->repeat_factor}};
   for (size_t i = 0; i < sizeof pos / sizeof *pos; i++)
     if (pos[i].v < 1) return rlx_shape_error("attribute %s is %" PRId64 "; it must be >= 1", pos[i].name, pos[i].v);
   if (at->head_dim < 4 || at->head_dim % 4 != 0)
@@ -265,8 +267,9 @@ rlx_status rlx_infer_AxialRope2d(const rlx_infer_ctx *c, rlx_shape *out) {
     return rlx_shape_error("attributes end_x * end_y * repeat_factor overflow");
   if (!ck_mul(at->num_heads, at->head_dim, &w)) return rlx_shape_error("attributes num_heads * head_dim overflow");
   if (x->dims[1] >= 0 && x->dims[1] != n)
-    return rlx_shape_error("operand 0 (x) has shape %s; its token axis must be end_x * end_y * repeat_factor = %" PRId64,
-                           rlx_fmt_shape(x), n);
+    return rlx_shape_error(
+        "operand 0 (x) has shape %s; its token axis must be end_x * end_y * repeat_factor = %" PRId64, rlx_fmt_shape(x),
+        n);
   if (x->dims[2] != w)
     return rlx_shape_error("operand 0 (x) has shape %s; its last dim must be num_heads * head_dim = %" PRId64,
                            rlx_fmt_shape(x), w);

@@ -42,15 +42,15 @@ static rlx_shape vec_shape(rlx_dtype t, rlx_dim n) {
 
 /* 1-D packed output: the sum of the element counts of `ops`, or the declared 1-D length when a
  * count is symbolic. */
-static rlx_status packed_output(const rlx_infer_ctx *c, const uint32_t *ops, uint32_t n, rlx_dtype t,
-                                rlx_shape *out) {
+static rlx_status packed_output(const rlx_infer_ctx *c, const uint32_t *ops, uint32_t n, rlx_dtype t, rlx_shape *out) {
   int64_t total = 0;
   bool all_known = true;
   for (uint32_t i = 0; i < n; i++) {
     bool known;
     int64_t e = 0;
     RLX_TRY(iu_numel(c->in[ops[i]], ops[i], &known, &e));
-    if (!known) all_known = false;
+    if (!known)
+      all_known = false;
     else if (!ck_add(total, e, &total))
       return rlx_errorf(RLX_ERR_OVERFLOW, "the packed gradient length overflows int64");
   }
@@ -69,9 +69,12 @@ static rlx_status packed_output(const rlx_infer_ctx *c, const uint32_t *ops, uin
 /* Real dtype whose complex counterpart operand i has (c64 -> f32, c128 -> f64). */
 static rlx_status complex_operand(const rlx_infer_ctx *c, uint32_t i, const char *what, rlx_dtype *real) {
   rlx_dtype t = (rlx_dtype)c->in[i]->dtype;
-  if (t == RLX_C64) *real = RLX_F32;
-  else if (t == RLX_C128) *real = RLX_F64;
-  else return rlx_shape_error("operand %u (%s) has dtype %s; expected c64 or c128", i, what, rlx_dtype_name(t));
+  if (t == RLX_C64)
+    *real = RLX_F32;
+  else if (t == RLX_C128)
+    *real = RLX_F64;
+  else
+    return rlx_shape_error("operand %u (%s) has dtype %s; expected c64 or c128", i, what, rlx_dtype_name(t));
   return RLX_OK;
 }
 
@@ -286,9 +289,12 @@ static rlx_status conv_backward_weight(const rlx_infer_ctx *c, uint32_t nsp, con
   *out = iu_shape((rlx_dtype)x->dtype, 2 + nsp);
   out->dims[0] = dy->dims[1];
   rlx_dim cin = x->dims[1];
-  if (cin >= 0) out->dims[1] = cin / groups;
-  else if (groups == 1) out->dims[1] = cin;
-  else if (c->declared && c->declared->rank == 2 + nsp) out->dims[1] = c->declared->dims[1];
+  if (cin >= 0)
+    out->dims[1] = cin / groups;
+  else if (groups == 1)
+    out->dims[1] = cin;
+  else if (c->declared && c->declared->rank == 2 + nsp)
+    out->dims[1] = c->declared->dims[1];
   else
     return rlx_shape_error("operand 0 (x) %s: C_in is symbolic and attribute groups is %" PRId64
                            "; give the output shape explicitly",
@@ -368,7 +374,8 @@ rlx_status rlx_infer_SoftmaxCrossEntropyBackward(const rlx_infer_ctx *c, rlx_sha
  * gets the forward's mask rules here (it is operand 4, not 3), and dy must have q's shape. k and v
  * share head_dim (the backward ops have no v_head_dim attribute; score_scale and softcap are carried). */
 static rlx_status attention_backward(const rlx_infer_ctx *c, int64_t heads, int64_t hd, int32_t mask, int64_t window) {
-  if (mask < 0 || mask >= RLX_MASK_COUNT) return rlx_shape_error("attribute mask_kind: %d is not a MaskKind", (int)mask);
+  if (mask < 0 || mask >= RLX_MASK_COUNT)
+    return rlx_shape_error("attribute mask_kind: %d is not a MaskKind", (int)mask);
   bool has_mask = mask == RLX_MASK_CUSTOM || mask == RLX_MASK_BIAS;
   RLX_TRY(rlx_need_inputs(c, has_mask ? 5 : 4,
                           has_mask ? "q, k, v, dy and the mask, since attribute mask_kind is Custom or Bias"
@@ -560,8 +567,7 @@ rlx_status rlx_infer_GroupNormBackwardBeta(const rlx_infer_ctx *c, rlx_shape *ou
 
 /* Features are x's last axis. */
 static rlx_status features_x(const rlx_infer_ctx *c, const char *what) {
-  if (c->in[0]->rank == 0)
-    return rlx_shape_error("operand 0 (%s) is a scalar; its last axis holds the features", what);
+  if (c->in[0]->rank == 0) return rlx_shape_error("operand 0 (%s) is a scalar; its last axis holds the features", what);
   return rlx_need_dtype_float(c, 0);
 }
 
@@ -616,8 +622,8 @@ rlx_status rlx_infer_GatherBackward(const rlx_infer_ctx *c, rlx_shape *out) {
     return rlx_shape_error("attribute axis is %" PRId64 "; the table has rank %u", c->a->GatherBackward.axis, rank);
   for (uint32_t i = 0; i < idx->rank; i++)
     if (!rlx_dim_equal(dy->dims[ax + i], idx->dims[i]))
-      return rlx_shape_error("operand 0 (dy) has shape %s; axes %u.. must repeat operand 1 (indices) %s", rlx_fmt_shape(dy),
-                             ax, rlx_fmt_shape(idx));
+      return rlx_shape_error("operand 0 (dy) has shape %s; axes %u.. must repeat operand 1 (indices) %s",
+                             rlx_fmt_shape(dy), ax, rlx_fmt_shape(idx));
   if (!d)
     return rlx_shape_error("the output (table) shape must be declared: the table's extent along attribute axis "
                            "cannot be recovered from dy");

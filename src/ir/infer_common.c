@@ -13,8 +13,8 @@ const rlx_infer_fn rlx_infer_table[RLX_OP_COUNT] = {
 #undef RLX_OPA
 };
 
-rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, uint32_t n_in,
-                     const rlx_attrs *attrs, const rlx_shape *declared, rlx_shape *out) {
+rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, uint32_t n_in, const rlx_attrs *attrs,
+                     const rlx_shape *declared, rlx_shape *out) {
   rlx_infer_ctx c = {g, op, attrs, in, n_in, declared};
   memset(out, 0, sizeof *out);
   /* Rules read c->in[k] for k below the op's arity: check the range once for every rule. */
@@ -52,8 +52,7 @@ const char *rlx_fmt_shape(const rlx_shape *s) {
 }
 
 rlx_status rlx_need_inputs(const rlx_infer_ctx *c, uint32_t n, const char *why) {
-  if (c->n_in != n)
-    return rlx_errorf(RLX_ERR_VERIFY, "needs exactly %u operands (%s), got %u", n, why, c->n_in);
+  if (c->n_in != n) return rlx_errorf(RLX_ERR_VERIFY, "needs exactly %u operands (%s), got %u", n, why, c->n_in);
   return RLX_OK;
 }
 

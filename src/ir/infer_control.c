@@ -10,16 +10,15 @@ static bool one_element(const rlx_shape *s) {
   return true;
 }
 
-static bool predicate_dtype(const rlx_shape *s) {
-  return rlx_dtype_class_of((rlx_dtype)s->dtype) != RLX_CLASS_COMPLEX;
-}
+static bool predicate_dtype(const rlx_shape *s) { return rlx_dtype_class_of((rlx_dtype)s->dtype) != RLX_CLASS_COMPLEX; }
 
 rlx_status rlx_infer_If(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_If *a = &c->a->If;
   if (c->n_in < 1) return rlx_errorf(RLX_ERR_VERIFY, "needs a predicate operand (then captures), got no operands");
   const rlx_shape *p = c->in[0];
   if (!one_element(p) || !predicate_dtype(p))
-    return rlx_shape_error("operand 0 (predicate) has shape %s; expected one bool or numeric element", rlx_fmt_shape(p));
+    return rlx_shape_error("operand 0 (predicate) has shape %s; expected one bool or numeric element",
+                           rlx_fmt_shape(p));
   uint32_t ncap = c->n_in - 1;
   sp_body t, e;
   RLX_TRY(sp_open_body(c, "then_branch", a->then_branch, &t));
@@ -99,7 +98,8 @@ static rlx_status check_xs(const rlx_infer_ctx *c, uint32_t first, uint32_t nx, 
 /* [rows, ...carry] */
 static rlx_status stacked(const rlx_shape *carry, int64_t rows, rlx_shape *out) {
   if (carry->rank >= RLX_MAX_RANK)
-    return rlx_shape_error("operand 0 (init) has rank %u; a trajectory would exceed rank %d", carry->rank, RLX_MAX_RANK);
+    return rlx_shape_error("operand 0 (init) has rank %u; a trajectory would exceed rank %d", carry->rank,
+                           RLX_MAX_RANK);
   *out = *carry;
   out->rank++;
   out->dims[0] = rows;
@@ -199,4 +199,3 @@ rlx_status rlx_infer_ScanBackwardXs(const rlx_infer_ctx *c, rlx_shape *out) {
   *out = *c->in[3 + a->xs_idx];
   return RLX_OK;
 }
-

@@ -25,8 +25,10 @@ rlx_status rlx_conv_forward_shape(const rlx_infer_ctx *c, uint32_t nsp, const rl
   RLX_TRY(cu_divisible(cout, groups, 1, "the output channels C_out (axis 0)"));
   bool wc_ok = true; /* unchecked when C_in or the weight's axis 1 is symbolic and groups > 1 */
   int64_t wcg;
-  if (cin >= 0 && wc >= 0) wc_ok = ck_mul(wc, groups, &wcg) && wcg == cin;
-  else if (groups == 1) wc_ok = rlx_dim_equal(wc, cin);
+  if (cin >= 0 && wc >= 0)
+    wc_ok = ck_mul(wc, groups, &wcg) && wcg == cin;
+  else if (groups == 1)
+    wc_ok = rlx_dim_equal(wc, cin);
   if (!wc_ok)
     return rlx_shape_error("operand 1 (weight) has shape %s; its axis 1 must be C_in/groups = %s/%" PRId64
                            " (operand 0 is %s)",
@@ -112,7 +114,8 @@ rlx_status rlx_infer_Pool(const rlx_infer_ctx *c, rlx_shape *out) {
   RLX_TRY(cu_pool_geom(2, &a->kernel_size, &a->stride, &a->padding, &g));
   const rlx_shape *x = c->in[0];
   *out = *x;
-  for (uint32_t i = 0; i < 2; i++) RLX_TRY(cu_extent_or_declared(c, &g, i, false, 0, 2 + i, 4, 2 + i, &out->dims[2 + i]));
+  for (uint32_t i = 0; i < 2; i++)
+    RLX_TRY(cu_extent_or_declared(c, &g, i, false, 0, 2 + i, 4, 2 + i, &out->dims[2 + i]));
   return RLX_OK;
 }
 

@@ -20,10 +20,10 @@
 #define CU_MAX_ATTR ((int64_t)1 << 31)
 
 typedef struct cu_geom {
-  uint32_t nsp;               /* number of spatial axes: 2 or 3 */
-  int64_t k[3], s[3], d[3];   /* kernel, stride, dilation */
-  int64_t pb[3], pe[3];       /* padding at the begin / end of each axis */
-  int64_t op[3];              /* output padding (transposed convs only; 0 otherwise) */
+  uint32_t nsp;             /* number of spatial axes: 2 or 3 */
+  int64_t k[3], s[3], d[3]; /* kernel, stride, dilation */
+  int64_t pb[3], pe[3];     /* padding at the begin / end of each axis */
+  int64_t op[3];            /* output padding (transposed convs only; 0 otherwise) */
 } cu_geom;
 
 /* Reads a per-axis list attribute: empty -> every entry `dflt`; otherwise exactly nsp entries in
@@ -178,8 +178,8 @@ static inline rlx_status cu_extent(const cu_geom *g, uint32_t i, bool transposed
 /* Like cu_extent, but an unknown result falls back to the declared output shape (rank out_rank,
  * dim out_axis) and is an error without one. */
 static inline rlx_status cu_extent_or_declared(const rlx_infer_ctx *c, const cu_geom *g, uint32_t i, bool transposed,
-                                               uint32_t operand, uint32_t in_axis, uint32_t out_rank,
-                                               uint32_t out_axis, rlx_dim *out) {
+                                               uint32_t operand, uint32_t in_axis, uint32_t out_rank, uint32_t out_axis,
+                                               rlx_dim *out) {
   bool known;
   RLX_TRY(cu_extent(g, i, transposed, c->in[operand]->dims[in_axis], operand, &known, out));
   if (known) return RLX_OK;

@@ -73,7 +73,8 @@ static rlx_status check_vjp_body(const rlx_infer_ctx *c, const sp_body *v, uint3
   }
   if (!seen_out || !seen_d || primal != n)
     return rlx_shape_error("attribute vjp_body: body @%s needs %u primal Inputs plus Inputs named \"primal_output\" "
-                           "and \"d_output\"", rlx_graph_name(v->g), n);
+                           "and \"d_output\"",
+                           rlx_graph_name(v->g), n);
   RLX_TRY(sp_body_outputs(v, n, "one gradient per primal input"));
   for (uint32_t k = 0; k < n; k++) {
     snprintf(what, sizeof what, "the gradient of operand %u", k);
@@ -121,7 +122,8 @@ static rlx_status check_jvp_body(const rlx_infer_ctx *c, const sp_body *v, uint3
 rlx_status rlx_infer_CustomFn(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_CustomFn *a = &c->a->CustomFn;
   if (a->num_inputs < 0 || a->num_inputs > RLX_INFER_MAX_INPUTS)
-    return rlx_shape_error("attribute num_inputs: %lld must be in 0..%d", (long long)a->num_inputs, RLX_INFER_MAX_INPUTS);
+    return rlx_shape_error("attribute num_inputs: %lld must be in 0..%d", (long long)a->num_inputs,
+                           RLX_INFER_MAX_INPUTS);
   uint32_t n = (uint32_t)a->num_inputs;
   RLX_TRY(sp_arity(c, n, "attribute num_inputs"));
   sp_body f;

@@ -28,15 +28,15 @@ rlx_status rlx_infer_StopGradient(const rlx_infer_ctx *c, rlx_shape *out) { retu
 rlx_status rlx_infer_Binary(const rlx_infer_ctx *c, rlx_shape *out) {
   rlx_binop op = (rlx_binop)c->a->Binary.op;
   rlx_dtype t = (rlx_dtype)c->in[0]->dtype;
-  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR ||
-                 op == RLX_BINOP_SHL || op == RLX_BINOP_SHR;
+  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR || op == RLX_BINOP_SHL ||
+                 op == RLX_BINOP_SHR;
   if (bitwise && (rlx_dtype_is_float(t) || rlx_dtype_class_of(t) == RLX_CLASS_COMPLEX) &&
       !(op != RLX_BINOP_SHL && op != RLX_BINOP_SHR && t == RLX_BOOL))
     return rlx_shape_error("attribute op: %s needs integer (or bool) operands, operand 0 is %s",
                            rlx_enum_binop.names[op], rlx_dtype_name(t));
   if (c->in[0]->dtype != c->in[1]->dtype)
-    return rlx_shape_error("operands have different dtypes (%s and %s); insert a Cast",
-                           rlx_dtype_name(t), rlx_dtype_name((rlx_dtype)c->in[1]->dtype));
+    return rlx_shape_error("operands have different dtypes (%s and %s); insert a Cast", rlx_dtype_name(t),
+                           rlx_dtype_name((rlx_dtype)c->in[1]->dtype));
   return rlx_broadcast(c->in[0], c->in[1], out);
 }
 
@@ -72,6 +72,7 @@ rlx_status rlx_infer_Fma(const rlx_infer_ctx *c, rlx_shape *out) {
 
 rlx_status rlx_infer_Clamp(const rlx_infer_ctx *c, rlx_shape *out) {
   if (!(c->a->Clamp.min <= c->a->Clamp.max))
-    return rlx_shape_error("attribute min (%g) must not exceed attribute max (%g)", (double)c->a->Clamp.min, (double)c->a->Clamp.max);
+    return rlx_shape_error("attribute min (%g) must not exceed attribute max (%g)", (double)c->a->Clamp.min,
+                           (double)c->a->Clamp.max);
   return same_as_operand0(c, out);
 }

@@ -36,7 +36,8 @@ static rlx_status need_dims(const rlx_infer_ctx *c, uint32_t i, const char *what
   if (!ok) {
     rlx_shape want = iu_shape((rlx_dtype)s->dtype, n);
     memcpy(want.dims, dims, n * sizeof *dims);
-    return rlx_shape_error("operand %u (%s) has shape %s; expected %s", i, what, rlx_fmt_shape(s), rlx_fmt_shape(&want));
+    return rlx_shape_error("operand %u (%s) has shape %s; expected %s", i, what, rlx_fmt_shape(s),
+                           rlx_fmt_shape(&want));
   }
   return RLX_OK;
 }
@@ -61,8 +62,8 @@ static rlx_status matmul_shape(const rlx_infer_ctx *c, uint32_t ia, uint32_t ib,
                            a->rank < 2 ? ia : ib, rlx_fmt_shape(a->rank < 2 ? a : b));
   RLX_TRY(iu_same_dtype(c, ia, ib));
   if (!rlx_dim_equal(a->dims[a->rank - 1], b->dims[b->rank - 2]))
-    return rlx_shape_error("operand %u has shape %s; its row count must equal the column count %s of operand %u %s",
-                           ib, rlx_fmt_shape(b), iu_fmt_dim(a->dims[a->rank - 1]), ia, rlx_fmt_shape(a));
+    return rlx_shape_error("operand %u has shape %s; its row count must equal the column count %s of operand %u %s", ib,
+                           rlx_fmt_shape(b), iu_fmt_dim(a->dims[a->rank - 1]), ia, rlx_fmt_shape(a));
   rlx_shape ba = iu_shape((rlx_dtype)a->dtype, a->rank - 2u), bb = iu_shape((rlx_dtype)a->dtype, b->rank - 2u);
   memcpy(ba.dims, a->dims, ba.rank * sizeof(rlx_dim));
   memcpy(bb.dims, b->dims, bb.rank * sizeof(rlx_dim));
@@ -206,8 +207,9 @@ static rlx_status need_key_mask(const rlx_infer_ctx *c, uint32_t i) {
 rlx_status rlx_infer_FusedAttentionBlock(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_FusedAttentionBlock *a = &c->a->FusedAttentionBlock;
   uint32_t n = 4u + (a->has_bias ? 2u : 0u) + (a->has_rope ? 2u : 0u);
-  RLX_TRY(rlx_need_inputs(c, n, "hidden, qkv_w, out_w, mask, then qkv_b and out_b if has_bias, then cos and sin if "
-                                "has_rope"));
+  RLX_TRY(rlx_need_inputs(c, n,
+                          "hidden, qkv_w, out_w, mask, then qkv_b and out_b if has_bias, then cos and sin if "
+                          "has_rope"));
   int64_t h;
   RLX_TRY(attention_hidden(c, a->num_heads, a->head_dim, &h));
   RLX_TRY(need_matrix(c, 1, "qkv_w", h, 3 * h));

@@ -185,9 +185,12 @@ rlx_status rlx_infer_ArgSort(const rlx_infer_ctx *c, rlx_shape *out) {
  * same symbol; otherwise it is taken from the declared shape at position `decl_axis`. */
 static rlx_status thin_k(const rlx_infer_ctx *c, uint32_t out_rank, uint32_t decl_axis, rlx_dim *k) {
   rlx_dim m = c->in[0]->dims[0], n = c->in[0]->dims[1];
-  if (rlx_dim_equal(m, n)) *k = m;
-  else if (m >= 0 && n >= 0) *k = m < n ? m : n;
-  else if (c->declared && c->declared->rank == out_rank) *k = c->declared->dims[decl_axis];
+  if (rlx_dim_equal(m, n))
+    *k = m;
+  else if (m >= 0 && n >= 0)
+    *k = m < n ? m : n;
+  else if (c->declared && c->declared->rank == out_rank)
+    *k = c->declared->dims[decl_axis];
   else
     return rlx_shape_error("operand 0 has shape %s; min(m, n) is unknown with symbolic dims: declare the output "
                            "shape",

@@ -56,7 +56,6 @@ static const char *scheme_name(int32_t scheme) { return rlx_enum_quant_scheme.na
 
 /* ---- operand helpers ---- */
 
-
 static rlx_status need_rank(const rlx_infer_ctx *c, uint32_t i, const char *what, uint32_t rank, const char *layout) {
   if (c->in[i]->rank != rank)
     return rlx_shape_error("operand %u (%s) has shape %s; expected %s", i, what, rlx_fmt_shape(c->in[i]), layout);
@@ -126,8 +125,7 @@ static rlx_shape f32_matrix(rlx_dim m, rlx_dim n) {
 
 /* The declared output, required where packed bytes hide a dim; it must have rank `rank`. */
 static rlx_status need_declared(const rlx_infer_ctx *c, uint32_t rank, const char *layout, const char *why) {
-  if (!c->declared)
-    return rlx_shape_error("the output shape %s must be declared: %s", layout, why);
+  if (!c->declared) return rlx_shape_error("the output shape %s must be declared: %s", layout, why);
   if (c->declared->rank != rank)
     return rlx_shape_error("the declared shape %s must have rank %u (%s)", rlx_fmt_shape(c->declared), rank, layout);
   return RLX_OK;
@@ -136,7 +134,8 @@ static rlx_status need_declared(const rlx_infer_ctx *c, uint32_t rank, const cha
 /* K (from `where`) must be a whole number of GGUF blocks when static. */
 static rlx_status need_gguf_k(int32_t scheme, rlx_dim k, const char *where) {
   int64_t be = 1, bb = 1;
-  if (!gguf_block(scheme, &be, &bb)) return rlx_shape_error("%s: scheme %s is not a GGUF scheme", where, scheme_name(scheme));
+  if (!gguf_block(scheme, &be, &bb))
+    return rlx_shape_error("%s: scheme %s is not a GGUF scheme", where, scheme_name(scheme));
   if (k >= 0 && k % be != 0)
     return rlx_shape_error("%s has K = %" PRId64 "; scheme %s packs K in blocks of %" PRId64
                            " elements, so K must be a multiple of that",
@@ -211,8 +210,10 @@ static rlx_status dequant_four(const rlx_infer_ctx *c, const rlx_attrs_DequantMa
     bits = (sc == RLX_QUANT_SCHEME_INT4_BLOCK || nv) ? 4 : 8;
     if (blk < 1) return rlx_shape_error("attribute block_size is %" PRId64 "; it must be >= 1", blk);
     RLX_TRY(need_rank(c, 2, "scale", 2, "[ceil(K / block), N]"));
-    if (nv) RLX_TRY(need_bytes(c, 2, "scale (E4M3 codes)", false, false));
-    else RLX_TRY(rlx_need_dtype_float(c, 2));
+    if (nv)
+      RLX_TRY(need_bytes(c, 2, "scale (E4M3 codes)", false, false));
+    else
+      RLX_TRY(rlx_need_dtype_float(c, 2));
     if (k >= 0 && s->dims[0] >= 0 && s->dims[0] != ck_ceil_div(k, blk))
       return rlx_shape_error("operand 2 (scale) has shape %s; with K = %" PRId64 " and blocks of %" PRId64
                              " it needs %" PRId64 " rows",
@@ -234,8 +235,10 @@ static rlx_status dequant_four(const rlx_infer_ctx *c, const rlx_attrs_DequantMa
       return rlx_shape_error("operand 0 (x) has K = %" PRId64 "; attribute group_size %" PRId64 " must divide it", k,
                              gs);
     RLX_TRY(need_rank(c, 2, "scales", 2, "[N, K / group_size]"));
-    if (sc == RLX_QUANT_SCHEME_MLX_AFFINE) RLX_TRY(rlx_need_dtype_float(c, 2));
-    else RLX_TRY(need_bytes(c, 2, "scales (E8M0 codes)", false, false));
+    if (sc == RLX_QUANT_SCHEME_MLX_AFFINE)
+      RLX_TRY(rlx_need_dtype_float(c, 2));
+    else
+      RLX_TRY(need_bytes(c, 2, "scales (E8M0 codes)", false, false));
     if (k >= 0 && s->dims[1] >= 0 && s->dims[1] != k / gs)
       return rlx_shape_error("operand 2 (scales) has shape %s; with K = %" PRId64 " and group_size %" PRId64
                              " its axis 1 must be %" PRId64,
@@ -394,8 +397,10 @@ rlx_status rlx_infer_DequantGroupedMatMulMlx(const rlx_infer_ctx *c, rlx_shape *
     return rlx_shape_error("operand 0 (x) has K = %" PRId64 "; attribute group_size %" PRId64 " must divide it", k, gs);
   RLX_TRY(need_bytes(c, 1, "weight", false, true));
   RLX_TRY(need_rank(c, 2, "scales", 3, "[E, out, K / group_size]"));
-  if (affine) RLX_TRY(rlx_need_dtype_float(c, 2));
-  else RLX_TRY(need_bytes(c, 2, "scales (E8M0 codes)", false, false));
+  if (affine)
+    RLX_TRY(rlx_need_dtype_float(c, 2));
+  else
+    RLX_TRY(need_bytes(c, 2, "scales (E8M0 codes)", false, false));
   if (k >= 0 && s->dims[2] >= 0 && s->dims[2] != k / gs)
     return rlx_shape_error("operand 2 (scales) has shape %s; with K = %" PRId64 " and group_size %" PRId64
                            " its axis 2 must be %" PRId64,
@@ -405,8 +410,8 @@ rlx_status rlx_infer_DequantGroupedMatMulMlx(const rlx_infer_ctx *c, rlx_shape *
     bool ok = b->rank == 3 && b->dtype == s->dtype;
     for (uint32_t i = 0; ok && i < 3; i++) ok = rlx_dim_equal(b->dims[i], s->dims[i]);
     if (!ok)
-      return rlx_shape_error("operand 3 (biases) has shape %s; it must match operand 2 (scales) %s",
-                             rlx_fmt_shape(b), rlx_fmt_shape(s));
+      return rlx_shape_error("operand 3 (biases) has shape %s; it must match operand 2 (scales) %s", rlx_fmt_shape(b),
+                             rlx_fmt_shape(s));
   }
   RLX_TRY(need_expert_idx(c, 4, x->dims[0]));
   if (k >= 0 && s->dims[0] >= 0 && s->dims[1] >= 0) {
@@ -414,8 +419,7 @@ rlx_status rlx_infer_DequantGroupedMatMulMlx(const rlx_infer_ctx *c, rlx_shape *
     RLX_TRY(ck_mul_or(s->dims[0], s->dims[1], &total, "the packed expert weight size E * out"));
     RLX_TRY(ck_mul_or(total, k, &total, "the packed expert weight size E * out * K"));
     RLX_TRY(ck_mul_or(total, bits, &total, "the packed expert weight size E * out * K * bits"));
-    if (total % 8 != 0)
-      return rlx_shape_error("E*out*K*bits = %" PRId64 " is not a whole number of bytes", total);
+    if (total % 8 != 0) return rlx_shape_error("E*out*K*bits = %" PRId64 " is not a whole number of bytes", total);
     RLX_TRY(need_byte_count(c, 1, "weight", total / 8, "E*out*K*bits/8 bytes"));
   }
   *out = f32_matrix(x->dims[0], s->dims[1]);
@@ -473,10 +477,11 @@ rlx_status rlx_infer_ScaledGroupedMatMul(const rlx_infer_ctx *c, rlx_shape *out)
   if (a->layout != RLX_SCALE_LAYOUT_PER_TENSOR && (a->block < 1 || a->block > ((int64_t)1 << 31)))
     return rlx_shape_error("attribute block is %" PRId64 "; a block scale layout needs a block length >= 1", a->block);
   RLX_TRY(rlx_need_inputs(c, a->has_bias ? 6 : 5,
-                          a->has_bias ? "in_codes, w_codes, in_scale, w_scale, expert_idx and bias: attribute has_bias "
-                                        "is set"
-                                      : "in_codes, w_codes, in_scale, w_scale and expert_idx: attribute has_bias is not "
-                                        "set"));
+                          a->has_bias
+                              ? "in_codes, w_codes, in_scale, w_scale, expert_idx and bias: attribute has_bias "
+                                "is set"
+                              : "in_codes, w_codes, in_scale, w_scale and expert_idx: attribute has_bias is not "
+                                "set"));
   RLX_TRY(need_rank(c, 0, "in_codes", 2, "[M, K]"));
   RLX_TRY(need_bytes(c, 0, "in_codes", false, false));
   RLX_TRY(need_rank(c, 1, "w_codes", 3, "[E, N, K]"));
@@ -493,8 +498,7 @@ rlx_status rlx_infer_ScaledGroupedMatMul(const rlx_infer_ctx *c, rlx_shape *out)
   RLX_TRY(need_expert_idx(c, 4, m));
   if (a->has_bias) {
     const rlx_shape *b = c->in[5];
-    if (b->dtype != RLX_F32)
-      return rlx_shape_error("operand 5 (bias) has dtype %s; expected f32", iu_dt(b));
+    if (b->dtype != RLX_F32) return rlx_shape_error("operand 5 (bias) has dtype %s; expected f32", iu_dt(b));
     if (b->rank != 2 || !rlx_dim_equal(b->dims[0], w->dims[0]) || !rlx_dim_equal(b->dims[1], w->dims[1]))
       return rlx_shape_error("operand 5 (bias) has shape %s; expected [E, N] = [%s, %s]", rlx_fmt_shape(b),
                              iu_fmt_dim(w->dims[0]), iu_fmt_dim(w->dims[1]));

@@ -6,8 +6,7 @@
 
 /* scales: 1 (per tensor) or dim(axis) finite positive values; zero_points: none, 1 or one per
  * scale, each an i8 value. */
-static rlx_status check_qparams(const rlx_shape *x, int64_t axis, const rlx_flist *scales,
-                                const rlx_ilist *zps) {
+static rlx_status check_qparams(const rlx_shape *x, int64_t axis, const rlx_flist *scales, const rlx_ilist *zps) {
   if (!scales->n) return rlx_shape_error("attribute scales: needs 1 (per-tensor) or dim(axis) entries, got none");
   for (uint32_t i = 0; i < scales->n; i++)
     if (!sp_finite(scales->v[i]) || !(scales->v[i] > 0))
@@ -16,20 +15,20 @@ static rlx_status check_qparams(const rlx_shape *x, int64_t axis, const rlx_flis
   if (scales->n > 1) {
     uint32_t ax;
     if (!rlx_norm_axis(axis, x->rank, &ax))
-      return rlx_shape_error("attribute axis: %lld is out of range for operand 0 of shape %s",
-                             (long long)axis, rlx_fmt_shape(x));
+      return rlx_shape_error("attribute axis: %lld is out of range for operand 0 of shape %s", (long long)axis,
+                             rlx_fmt_shape(x));
     if (sp_conflict(x->dims[ax], (rlx_dim)scales->n))
       return rlx_shape_error("attribute scales: has %u entries but operand 0 %s has %s channels along "
                              "axis %u (use 1 scale or one per channel)",
                              scales->n, rlx_fmt_shape(x), sp_dim(x->dims[ax]), ax);
   }
   if (zps->n != 0 && zps->n != 1 && zps->n != scales->n)
-    return rlx_shape_error("attribute zero_points: has %u entries; expected none, 1 or %u (one per scale)",
-                           zps->n, scales->n);
+    return rlx_shape_error("attribute zero_points: has %u entries; expected none, 1 or %u (one per scale)", zps->n,
+                           scales->n);
   for (uint32_t i = 0; i < zps->n; i++)
     if (zps->v[i] < -128 || zps->v[i] > 127)
-      return rlx_shape_error("attribute zero_points: entry %u is %lld; an i8 zero point must be in -128..127",
-                             i, (long long)zps->v[i]);
+      return rlx_shape_error("attribute zero_points: entry %u is %lld; an i8 zero point must be in -128..127", i,
+                             (long long)zps->v[i]);
   return RLX_OK;
 }
 
@@ -66,8 +65,8 @@ static rlx_status check_fq_x(const rlx_infer_ctx *c, int64_t axis, rlx_dim *chan
   RLX_TRY(sp_float(c, 0, "x"));
   uint32_t ax;
   if (!rlx_norm_axis(axis, c->in[0]->rank, &ax))
-    return rlx_shape_error("attribute axis: %lld is out of range for operand 0 (x) of shape %s",
-                           (long long)axis, rlx_fmt_shape(c->in[0]));
+    return rlx_shape_error("attribute axis: %lld is out of range for operand 0 (x) of shape %s", (long long)axis,
+                           rlx_fmt_shape(c->in[0]));
   *chan = c->in[0]->dims[ax];
   return RLX_OK;
 }
@@ -78,8 +77,8 @@ static rlx_status check_chan_operand(const rlx_infer_ctx *c, uint32_t i, const c
   int64_t n = 0;
   RLX_TRY(sp_numel(c->in[i], &n));
   if (n >= 0 && n != 1 && sp_conflict(n, chan))
-    return rlx_shape_error("operand %u (%s) has shape %s; expected 1 element or one per channel (%s)", i,
-                           role, rlx_fmt_shape(c->in[i]), sp_dim(chan));
+    return rlx_shape_error("operand %u (%s) has shape %s; expected 1 element or one per channel (%s)", i, role,
+                           rlx_fmt_shape(c->in[i]), sp_dim(chan));
   return RLX_OK;
 }
 
@@ -88,8 +87,7 @@ rlx_status rlx_infer_FakeQuantize(const rlx_infer_ctx *c, rlx_shape *out) {
   RLX_TRY(check_bits(a->bits));
   if (a->scale_mode < 0 || a->scale_mode >= RLX_SCALE_MODE_COUNT)
     return rlx_shape_error("attribute scale_mode: %d is not a ScaleMode", a->scale_mode);
-  if (a->ste < 0 || a->ste >= RLX_STE_COUNT)
-    return rlx_shape_error("attribute ste: %d is not a SteKind", a->ste);
+  if (a->ste < 0 || a->ste >= RLX_STE_COUNT) return rlx_shape_error("attribute ste: %d is not a SteKind", a->ste);
   bool stateful = a->scale_mode != RLX_SCALE_MODE_PER_BATCH;
   RLX_TRY(sp_arity(c, stateful ? 2 : 1, stateful ? "x, state for scale_mode EMA/Fixed" : "x for scale_mode PerBatch"));
   rlx_dim chan;
@@ -168,27 +166,33 @@ rlx_status rlx_infer_QMatMul(const rlx_infer_ctx *c, rlx_shape *out) {
 }
 
 /* One spatial axis of a convolution: out = floor((in + pb + pe - d(k-1) - 1) / s) + 1. */
-static rlx_status conv_axis(rlx_dim in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
-                            const char *axis_name, rlx_dim *out) {
-  if (in < 0 || k < 0) { *out = SP_UNKNOWN; return RLX_OK; }
+static rlx_status conv_axis(rlx_dim in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe, const char *axis_name,
+                            rlx_dim *out) {
+  if (in < 0 || k < 0) {
+    *out = SP_UNKNOWN;
+    return RLX_OK;
+  }
   int64_t span, padded;
-  if (!ck_mul(d, k - 1, &span) || !ck_add(span, 1, &span) ||
-      !ck_add(in, pb, &padded) || !ck_add(padded, pe, &padded))
+  if (!ck_mul(d, k - 1, &span) || !ck_add(span, 1, &span) || !ck_add(in, pb, &padded) || !ck_add(padded, pe, &padded))
     return sp_overflow("convolution geometry");
   if (padded < span)
-    return rlx_shape_error("operand 0 (x): padded %s %lld is smaller than the dilated kernel extent %lld",
-                           axis_name, (long long)padded, (long long)span);
+    return rlx_shape_error("operand 0 (x): padded %s %lld is smaller than the dilated kernel extent %lld", axis_name,
+                           (long long)padded, (long long)span);
   *out = (padded - span) / s + 1;
   return RLX_OK;
 }
 
 /* A 2-entry geometry list: empty = `def`; entries >= lo. */
 static rlx_status geom2(const rlx_ilist *l, const char *name, int64_t def, int64_t lo, int64_t v[2]) {
-  if (l->n == 0) { v[0] = v[1] = def; return RLX_OK; }
+  if (l->n == 0) {
+    v[0] = v[1] = def;
+    return RLX_OK;
+  }
   if (l->n != 2) return rlx_shape_error("attribute %s: has %u entries; expected 2 (h, w) or none", name, l->n);
   for (int i = 0; i < 2; i++) {
     if (l->v[i] < lo)
-      return rlx_shape_error("attribute %s: entry %d is %lld; must be >= %lld", name, i, (long long)l->v[i], (long long)lo);
+      return rlx_shape_error("attribute %s: entry %d is %lld; must be >= %lld", name, i, (long long)l->v[i],
+                             (long long)lo);
     v[i] = l->v[i];
   }
   return RLX_OK;
@@ -209,8 +213,8 @@ rlx_status rlx_infer_QConv2d(const rlx_infer_ctx *c, rlx_shape *out) {
   if (g < 1) return rlx_shape_error("attribute groups: %lld must be >= 1", (long long)g);
   rlx_dim cin = x->dims[1], cout = w->dims[0];
   if (sp_static(cin) && cin % g)
-    return rlx_shape_error("operand 0 (x) has %lld channels, not divisible by attribute groups (%lld)",
-                           (long long)cin, (long long)g);
+    return rlx_shape_error("operand 0 (x) has %lld channels, not divisible by attribute groups (%lld)", (long long)cin,
+                           (long long)g);
   if (sp_static(cout) && cout % g)
     return rlx_shape_error("operand 1 (w) has %lld output channels, not divisible by attribute groups (%lld)",
                            (long long)cout, (long long)g);
@@ -222,8 +226,8 @@ rlx_status rlx_infer_QConv2d(const rlx_infer_ctx *c, rlx_shape *out) {
     RLX_TRY(geom2(&a->kernel_size, "kernel_size", 1, 1, ks));
     for (int i = 0; i < 2; i++) {
       if (sp_conflict(k[i], ks[i]))
-        return rlx_shape_error("attribute kernel_size: [%lld, %lld] disagrees with operand 1 (w) %s",
-                               (long long)ks[0], (long long)ks[1], rlx_fmt_shape(w));
+        return rlx_shape_error("attribute kernel_size: [%lld, %lld] disagrees with operand 1 (w) %s", (long long)ks[0],
+                               (long long)ks[1], rlx_fmt_shape(w));
       k[i] = ks[i];
     }
   }
@@ -235,11 +239,15 @@ rlx_status rlx_infer_QConv2d(const rlx_infer_ctx *c, rlx_shape *out) {
     for (uint32_t i = 0; i < a->padding.n; i++)
       if (a->padding.v[i] < 0)
         return rlx_shape_error("attribute padding: entry %u is %lld; must be >= 0", i, (long long)a->padding.v[i]);
-    if (a->padding.n == 2) { p[0] = p[2] = a->padding.v[0]; p[1] = p[3] = a->padding.v[1]; }
-    else memcpy(p, a->padding.v, sizeof p);
+    if (a->padding.n == 2) {
+      p[0] = p[2] = a->padding.v[0];
+      p[1] = p[3] = a->padding.v[1];
+    } else
+      memcpy(p, a->padding.v, sizeof p);
   } else if (a->padding.n) {
     return rlx_shape_error("attribute padding: has %u entries; expected none, 2 (h, w) or 4 "
-                           "(begin_h, begin_w, end_h, end_w)", a->padding.n);
+                           "(begin_h, begin_w, end_h, end_w)",
+                           a->padding.n);
   }
   rlx_dim o[4] = {x->dims[0], sp_pick(cout, c->in[2]->dims[0]), 0, 0};
   RLX_TRY(conv_axis(x->dims[2], k[0], s[0], d[0], p[0], p[2], "height", &o[2]));
@@ -256,7 +264,8 @@ static rlx_status check_format(const char *name, int32_t fmt, bool custom_ok, in
   if (fmt != RLX_SCALED_FORMAT_CUSTOM) return RLX_OK;
   if (!custom_ok)
     return rlx_shape_error("attribute %s: Custom formats need custom_exp/custom_mant/custom_bias, which this "
-                           "op does not carry; decode with ScaledDequantize first", name);
+                           "op does not carry; decode with ScaledDequantize first",
+                           name);
   if (e < 1 || e > 7) return rlx_shape_error("attribute custom_exp: %lld must be in 1..7", (long long)e);
   if (m < 0 || m > 7 - e)
     return rlx_shape_error("attribute custom_mant: %lld must be in 0..%lld (1 + custom_exp + custom_mant <= 8)",
@@ -276,16 +285,16 @@ static rlx_status check_layout(int32_t layout, int64_t block) {
 
 /* Scale operand `si` for data operand `di` viewed as [rows, K] (K = last axis):
  * PerTensor: one f32; block layouts: u8 with last axis ceil(K/block) and rows * that many elements. */
-static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *role, uint32_t di,
-                              int32_t layout, int64_t block) {
+static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *role, uint32_t di, int32_t layout,
+                              int64_t block) {
   const rlx_shape *s = c->in[si], *x = c->in[di];
   int64_t n = 0;
   RLX_TRY(sp_numel(s, &n));
   if (layout == RLX_SCALE_LAYOUT_PER_TENSOR) {
     RLX_TRY(sp_dtype(c, si, role, RLX_F32));
     if (n != 1)
-      return rlx_shape_error("operand %u (%s) has shape %s; a PerTensor scale holds exactly 1 element", si,
-                             role, rlx_fmt_shape(s));
+      return rlx_shape_error("operand %u (%s) has shape %s; a PerTensor scale holds exactly 1 element", si, role,
+                             rlx_fmt_shape(s));
     return RLX_OK;
   }
   RLX_TRY(sp_dtype(c, si, role, RLX_U8));
@@ -301,8 +310,8 @@ static rlx_status check_scale(const rlx_infer_ctx *c, uint32_t si, const char *r
     RLX_TRY(ck_mul_or(nrows, nblk, &want, "the scale element count rows * ceil(K / block)"));
     if (n != want)
       return rlx_shape_error("operand %u (%s) has shape %s; expected %lld rows x %lld blocks of scales for "
-                             "operand %u %s", si, role, rlx_fmt_shape(s), (long long)nrows, (long long)nblk, di,
-                             rlx_fmt_shape(x));
+                             "operand %u %s",
+                             si, role, rlx_fmt_shape(s), (long long)nrows, (long long)nblk, di, rlx_fmt_shape(x));
   }
   return RLX_OK;
 }
@@ -358,8 +367,9 @@ rlx_status rlx_infer_ScaledMatMul(const rlx_infer_ctx *c, rlx_shape *out) {
   RLX_TRY(check_format("lhs_format", a->lhs_format, false, 0, 0, 0));
   RLX_TRY(check_format("rhs_format", a->rhs_format, false, 0, 0, 0));
   RLX_TRY(check_layout(a->layout, a->block));
-  RLX_TRY(sp_arity(c, a->has_bias ? 5 : 4,
-                   a->has_bias ? "lhs, rhs, lhs_scale, rhs_scale, bias for has_bias" : "lhs, rhs, lhs_scale, rhs_scale"));
+  RLX_TRY(
+      sp_arity(c, a->has_bias ? 5 : 4,
+               a->has_bias ? "lhs, rhs, lhs_scale, rhs_scale, bias for has_bias" : "lhs, rhs, lhs_scale, rhs_scale"));
   RLX_TRY(sp_dtype(c, 0, "lhs", RLX_U8));
   RLX_TRY(sp_dtype(c, 1, "rhs", RLX_U8));
   RLX_TRY(sp_rank(c, 0, "lhs", 2));

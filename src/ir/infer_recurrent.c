@@ -62,8 +62,10 @@ static rlx_status check_gdn(const rlx_infer_ctx *c, int64_t n, bool carry, bool 
   rlx_dim bshn[4] = {q[0], q[1], q[2], n}, bsh[3] = {q[0], q[1], q[2]}, bhnn[4] = {q[0], q[2], n, n};
   RLX_TRY(sp_expect(c, 1, "k", "[B, S, H, state_size]", 4, bshn));
   RLX_TRY(sp_expect(c, 2, "v", "[B, S, H, state_size]", 4, bshn));
-  if (per_channel) RLX_TRY(sp_expect(c, 3, "g", "[B, S, H, state_size] (gate_per_channel)", 4, bshn));
-  else RLX_TRY(sp_expect(c, 3, "g", "[B, S, H]", 3, bsh));
+  if (per_channel)
+    RLX_TRY(sp_expect(c, 3, "g", "[B, S, H, state_size] (gate_per_channel)", 4, bshn));
+  else
+    RLX_TRY(sp_expect(c, 3, "g", "[B, S, H]", 3, bsh));
   RLX_TRY(sp_expect(c, 4, "beta", "[B, S, H]", 3, bsh));
   if (carry) RLX_TRY(sp_expect(c, 5, "state", "[B, H, state_size, state_size]", 4, bhnn));
   return RLX_OK;
@@ -111,12 +113,12 @@ rlx_status rlx_infer_GatedDeltaNetBackward(const rlx_infer_ctx *c, rlx_shape *ou
  * layers, so the packed operands are checked by element count (any rank). */
 typedef struct rnn_spec {
   int64_t gates;
-  uint32_t n_bias;   /* 1 combined bias (Lstm, Rnn) or 2 (Gru: b_ih, b_hh) */
-  uint32_t n_state;  /* initial states when carrying: 2 (h0, c0) or 1 (h0) */
+  uint32_t n_bias;  /* 1 combined bias (Lstm, Rnn) or 2 (Gru: b_ih, b_hh) */
+  uint32_t n_state; /* initial states when carrying: 2 (h0, c0) or 1 (h0) */
 } rnn_spec;
 
-static rlx_status check_rnn(const rlx_infer_ctx *c, const rnn_spec *sp, int64_t hidden, int64_t layers,
-                            bool bidir, bool carry, rlx_shape *out) {
+static rlx_status check_rnn(const rlx_infer_ctx *c, const rnn_spec *sp, int64_t hidden, int64_t layers, bool bidir,
+                            bool carry, rlx_shape *out) {
   static const char *const lstm_rnn[] = {"x", "w_ih", "w_hh", "bias", "h0", "c0"};
   static const char *const gru[] = {"x", "w_ih", "w_hh", "b_ih", "b_hh", "h0"};
   const char *const *names = sp->n_bias == 2 ? gru : lstm_rnn;
@@ -132,12 +134,11 @@ static rlx_status check_rnn(const rlx_infer_ctx *c, const rnn_spec *sp, int64_t 
   const rlx_dim *x = c->in[0]->dims;
   int64_t dirs = bidir ? 2 : 1, gh, dh, ld, per_layer, rest, want;
   /* gh = G*H; w_ih = D*gh*(I + (L-1)*D*H); w_hh = L*D*gh*H; bias = L*D*gh. */
-  if (!ck_mul(sp->gates, hidden, &gh) || !ck_mul(dirs, hidden, &dh) ||
-      !ck_mul(layers, dirs, &ld))
+  if (!ck_mul(sp->gates, hidden, &gh) || !ck_mul(dirs, hidden, &dh) || !ck_mul(layers, dirs, &ld))
     return sp_overflow("recurrent weight size");
   if (sp_static(x[2])) {
-    if (!ck_mul(layers - 1, dh, &rest) || !ck_add(rest, x[2], &per_layer) ||
-        !ck_mul(per_layer, gh, &want) || !ck_mul(want, dirs, &want))
+    if (!ck_mul(layers - 1, dh, &rest) || !ck_add(rest, x[2], &per_layer) || !ck_mul(per_layer, gh, &want) ||
+        !ck_mul(want, dirs, &want))
       return sp_overflow("w_ih size");
     RLX_TRY(sp_count_eq(c, 1, "w_ih", want, "sum over layers and directions of [G*H, in_l], in_0 = I, in_l = D*H"));
   }

@@ -8,8 +8,10 @@
 static void reduce_axes(const rlx_shape *x, uint32_t mask, bool keep, rlx_shape *out) {
   *out = iu_shape((rlx_dtype)x->dtype, 0);
   for (uint32_t i = 0; i < x->rank; i++) {
-    if (!(mask & (1u << i))) out->dims[out->rank++] = x->dims[i];
-    else if (keep) out->dims[out->rank++] = 1;
+    if (!(mask & (1u << i)))
+      out->dims[out->rank++] = x->dims[i];
+    else if (keep)
+      out->dims[out->rank++] = 1;
   }
 }
 
@@ -118,7 +120,9 @@ rlx_status rlx_infer_Sample(const rlx_infer_ctx *c, rlx_shape *out) {
 
 /* RngNormal / RngUniform: no operand -> the declared shape; one operand -> its dims. */
 static rlx_status rng(const rlx_infer_ctx *c, rlx_shape *out) {
-  if (c->n_in > 1) return rlx_errorf(RLX_ERR_VERIFY, "has %u operands; %s takes 0 or 1 (a shape template)", c->n_in, rlx_op_name(c->op));
+  if (c->n_in > 1)
+    return rlx_errorf(RLX_ERR_VERIFY, "has %u operands; %s takes 0 or 1 (a shape template)", c->n_in,
+                      rlx_op_name(c->op));
   if (c->n_in == 0) {
     if (!c->declared)
       return rlx_shape_error("%s without a shape-template operand needs a declared output shape", rlx_op_name(c->op));

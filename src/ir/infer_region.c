@@ -38,7 +38,7 @@ static rlx_status chain_dtype(const rlx_infer_ctx *c, const rlx_chain *ch, rlx_d
     if (s->kind < 0 || s->kind >= RLX_CHAIN_STEP_COUNT)
       return rlx_shape_error("attribute chain: step %u has unknown kind %d", i, (int)s->kind);
     const char *kind = rlx_enum_chain_step.names[s->kind];
-    uint32_t used = s->kind == RLX_CHAIN_STEP_WHERE                                          ? 3
+    uint32_t used = s->kind == RLX_CHAIN_STEP_WHERE                                           ? 3
                     : (s->kind == RLX_CHAIN_STEP_BINARY || s->kind == RLX_CHAIN_STEP_COMPARE) ? 2
                                                                                               : 1;
     const rlx_chain_operand *ops[3] = {&s->a, &s->b, &s->c};
@@ -220,10 +220,12 @@ rlx_status rlx_infer_BatchElementwiseRegion(const rlx_infer_ctx *c, rlx_shape *o
     bool ok = s->rank == x->rank;
     for (uint32_t k = 1; ok && k < x->rank; k++) ok = rlx_dim_equal(s->dims[k], x->dims[k]);
     if (!ok)
-      return rlx_shape_error("operand %u has shape %s; every batch operand must match operand 0 %s except on axis 0",
-                             i, rlx_fmt_shape(s), rlx_fmt_shape(x));
-    if (s->dims[0] < 0) sum_known = false;
-    else if (sum_known) RLX_TRY(ck_add_or(sum, s->dims[0], &sum, "the stacked axis-0 extent"));
+      return rlx_shape_error("operand %u has shape %s; every batch operand must match operand 0 %s except on axis 0", i,
+                             rlx_fmt_shape(s), rlx_fmt_shape(x));
+    if (s->dims[0] < 0)
+      sum_known = false;
+    else if (sum_known)
+      RLX_TRY(ck_add_or(sum, s->dims[0], &sum, "the stacked axis-0 extent"));
   }
   rlx_dtype t;
   RLX_TRY(chain_dtype(c, &a->chain, &t));
@@ -233,9 +235,12 @@ rlx_status rlx_infer_BatchElementwiseRegion(const rlx_infer_ctx *c, rlx_shape *o
                            a->input_modulus.n, n);
   *out = *x;
   out->dtype = (uint8_t)t;
-  if (sum_known) out->dims[0] = sum;
-  else if (n == 1) out->dims[0] = x->dims[0];
-  else if (c->declared && c->declared->rank == x->rank) out->dims[0] = c->declared->dims[0];
+  if (sum_known)
+    out->dims[0] = sum;
+  else if (n == 1)
+    out->dims[0] = x->dims[0];
+  else if (c->declared && c->declared->rank == x->rank)
+    out->dims[0] = c->declared->dims[0];
   else
     return rlx_shape_error("an operand's axis 0 is symbolic, so the stacked extent is unknown; give the output shape "
                            "explicitly");
@@ -260,8 +265,7 @@ rlx_status rlx_infer_TransformRegion(const rlx_infer_ctx *c, rlx_shape *out) {
                              a->steps.v[i], a->num_inputs - 1);
   const rlx_shape *x = c->in[0];
   if (x->rank < 2)
-    return rlx_shape_error("operand 0 has shape %s; nearest 2x resizing needs rank >= 2 (..., H, W)",
-                           rlx_fmt_shape(x));
+    return rlx_shape_error("operand 0 has shape %s; nearest 2x resizing needs rank >= 2 (..., H, W)", rlx_fmt_shape(x));
   *out = *x;
   for (uint32_t k = x->rank - 2; k < x->rank; k++) {
     if (x->dims[k] < 0) {

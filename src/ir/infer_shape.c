@@ -17,8 +17,8 @@ rlx_status rlx_infer_Reshape(const rlx_infer_ctx *c, rlx_shape *out) {
                                infer_at, i);
       infer_at = (int)i;
     } else if (d < 0) {
-      return rlx_shape_error("attribute new_shape: entry %u is %" PRId64 "; extents must be >= 0 (or -1 = inferred)",
-                             i, d);
+      return rlx_shape_error("attribute new_shape: entry %u is %" PRId64 "; extents must be >= 0 (or -1 = inferred)", i,
+                             d);
     } else {
       RLX_TRY(ck_mul_or(known, d, &known, "attribute new_shape: element count"));
     }
@@ -69,7 +69,8 @@ rlx_status rlx_infer_Transpose(const rlx_infer_ctx *c, rlx_shape *out) {
     int64_t a = p->v[i];
     if (a < 0 || a >= (int64_t)x->rank)
       return rlx_shape_error("attribute perm: entry %u is %" PRId64 "; it must be an axis in [0, %u)", i, a, x->rank);
-    if (seen & (1u << a)) return rlx_shape_error("attribute perm: axis %" PRId64 " appears twice; perm must be a permutation", a);
+    if (seen & (1u << a))
+      return rlx_shape_error("attribute perm: axis %" PRId64 " appears twice; perm must be a permutation", a);
     seen |= 1u << a;
     out->dims[i] = x->dims[a];
   }
@@ -154,8 +155,9 @@ rlx_status rlx_infer_Expand(const rlx_infer_ctx *c, rlx_shape *out) {
   if (t->n > RLX_MAX_RANK)
     return rlx_shape_error("attribute target_shape has %u entries; at most %d axes are supported", t->n, RLX_MAX_RANK);
   if (t->n < x->rank)
-    return rlx_shape_error("attribute target_shape has %u entries; operand 0 %s has rank %u and Expand cannot drop axes",
-                           t->n, rlx_fmt_shape(x), x->rank);
+    return rlx_shape_error(
+        "attribute target_shape has %u entries; operand 0 %s has rank %u and Expand cannot drop axes", t->n,
+        rlx_fmt_shape(x), x->rank);
   uint32_t lead = t->n - x->rank;
   *out = iu_shape((rlx_dtype)x->dtype, t->n);
   for (uint32_t i = 0; i < t->n; i++) {
@@ -165,8 +167,10 @@ rlx_status rlx_infer_Expand(const rlx_infer_ctx *c, rlx_shape *out) {
       return rlx_shape_error("attribute target_shape: entry %u is %" PRId64 "; extents must be >= 0, or -1 to keep an "
                              "existing axis of operand 0",
                              i, want);
-    if (want == -1 || want == have) out->dims[i] = have;
-    else if (have == 1 || have < 0) out->dims[i] = want; /* a symbolic extent is trusted to broadcast */
+    if (want == -1 || want == have)
+      out->dims[i] = have;
+    else if (have == 1 || have < 0)
+      out->dims[i] = want; /* a symbolic extent is trusted to broadcast */
     else
       return rlx_shape_error("attribute target_shape: entry %u is %" PRId64 ", but operand 0 %s has extent %" PRId64
                              " there; only size-1 axes can grow",
@@ -214,8 +218,8 @@ rlx_status rlx_infer_Pad(const rlx_infer_ctx *c, rlx_shape *out) {
   for (uint32_t k = 0; k < x->rank; k++) {
     int64_t before = at->pads.v[2 * k], after = at->pads.v[2 * k + 1];
     if (before < 0 || after < 0)
-      return rlx_shape_error("attribute pads: axis %u has pads (%" PRId64 ", %" PRId64 "); pads must be >= 0", k, before,
-                             after);
+      return rlx_shape_error("attribute pads: axis %u has pads (%" PRId64 ", %" PRId64 "); pads must be >= 0", k,
+                             before, after);
     if (before == 0 && after == 0) continue;
     rlx_dim d = x->dims[k];
     if (d < 0)
@@ -267,8 +271,8 @@ rlx_status rlx_infer_Roll(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_Roll *at = &c->a->Roll;
   const rlx_shape *x = c->in[0];
   if (at->shifts.n != at->dims.n)
-    return rlx_shape_error("attribute shifts has %u entries; it must pair with the %u of attribute dims",
-                           at->shifts.n, at->dims.n);
+    return rlx_shape_error("attribute shifts has %u entries; it must pair with the %u of attribute dims", at->shifts.n,
+                           at->dims.n);
   for (uint32_t k = 0; k < at->dims.n; k++) {
     uint32_t ax;
     if (!rlx_norm_axis(at->dims.v[k], x->rank, &ax))
@@ -321,8 +325,8 @@ rlx_status rlx_infer_ResizeNearest2x(const rlx_infer_ctx *c, rlx_shape *out) {
     if (d < 0) {
       /* 2 * ?s is not expressible; only a declared shape can name the doubled extent. */
       if (!c->declared || c->declared->rank != 4)
-        return rlx_shape_error("operand 0 %s has a symbolic spatial axis %u; declare the output shape", rlx_fmt_shape(x),
-                               k);
+        return rlx_shape_error("operand 0 %s has a symbolic spatial axis %u; declare the output shape",
+                               rlx_fmt_shape(x), k);
       out->dims[k] = c->declared->dims[k];
     } else {
       RLX_TRY(ck_mul_or(d, 2, &out->dims[k], "operand 0: the doubled spatial extent"));
@@ -335,11 +339,11 @@ rlx_status rlx_infer_Interpolate3d(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_ilist *sz = &c->a->Interpolate3d.size;
   const rlx_shape *x = c->in[0];
   if (x->rank != 5) return rlx_shape_error("operand 0 has shape %s; expected NCDHW (rank 5)", rlx_fmt_shape(x));
-  if (sz->n != 3)
-    return rlx_shape_error("attribute size has %u entries; expected 3 ([D', H', W'])", sz->n);
+  if (sz->n != 3) return rlx_shape_error("attribute size has %u entries; expected 3 ([D', H', W'])", sz->n);
   *out = *x;
   for (uint32_t k = 0; k < 3; k++) {
-    if (sz->v[k] < 1) return rlx_shape_error("attribute size: entry %u is %" PRId64 "; sizes must be >= 1", k, sz->v[k]);
+    if (sz->v[k] < 1)
+      return rlx_shape_error("attribute size: entry %u is %" PRId64 "; sizes must be >= 1", k, sz->v[k]);
     if (x->dims[2 + k] == 0)
       return rlx_shape_error("operand 0 %s has an empty spatial axis %u; there is nothing to sample", rlx_fmt_shape(x),
                              2 + k);

@@ -69,8 +69,10 @@ rlx_status rlx_infer_FftButterflyStage(const rlx_infer_ctx *c, rlx_shape *out) {
   for (uint32_t i = 0; i < 5; i++) RLX_TRY(sp_float(c, i, roles[i]));
   const rlx_shape *s = c->in[0];
   rlx_dim flat[2] = {s->dims[0], 2 * a->n_fft}, pairs[3] = {s->dims[0], a->n_fft, 2};
-  if (s->rank == 3) RLX_TRY(sp_expect(c, 0, "state", "[B, n_fft, 2]", 3, pairs));
-  else RLX_TRY(sp_expect(c, 0, "state", "[B, 2 * n_fft] interleaved (re, im)", 2, flat));
+  if (s->rank == 3)
+    RLX_TRY(sp_expect(c, 0, "state", "[B, n_fft, 2]", 3, pairs));
+  else
+    RLX_TRY(sp_expect(c, 0, "state", "[B, 2 * n_fft] interleaved (re, im)", 2, flat));
   rlx_dim half = a->n_fft / 2;
   for (uint32_t i = 1; i < 5; i++) RLX_TRY(sp_expect(c, i, roles[i], "[n_fft / 2]", 1, &half));
   *out = *s;
@@ -154,7 +156,8 @@ rlx_status rlx_infer_PartitionedConv(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_shape *x = c->in[0];
   rlx_dim l = x->dims[x->rank - 1], m = c->in[1]->dims[0], len;
   if (l == 0) return rlx_shape_error("operand 0 (x) has shape %s; the signal axis is empty", rlx_fmt_shape(x));
-  if (m == 0) return rlx_shape_error("operand 1 (ir) has shape %s; the impulse response is empty", rlx_fmt_shape(c->in[1]));
+  if (m == 0)
+    return rlx_shape_error("operand 1 (ir) has shape %s; the impulse response is empty", rlx_fmt_shape(c->in[1]));
   RLX_TRY(sp_add(l, m, &len));
   if (len != SP_UNKNOWN) len -= 1;
   *out = *x;

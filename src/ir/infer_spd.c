@@ -70,14 +70,17 @@ static rlx_status packed_eig_len(rlx_dim n, bool twice, rlx_dim *len) {
 
 /* Recovers n from a packed length L = n^2 + n; error when L has another form. */
 static rlx_status eig_n_from_len(const rlx_infer_ctx *c, uint32_t i, const char *role, rlx_dim len, rlx_dim *n) {
-  if (!sp_static(len)) { *n = SP_UNKNOWN; return RLX_OK; }
+  if (!sp_static(len)) {
+    *n = SP_UNKNOWN;
+    return RLX_OK;
+  }
   int64_t r = (int64_t)sqrt((double)len), p;
   while (r > 0 && (!ck_mul(r, r + 1, &p) || p > len)) r--;
   while (ck_mul(r + 1, r + 2, &p) && p <= len) r++;
   if (!ck_mul(r, r + 1, &p) || p != len)
     return rlx_shape_error("operand %u (%s) has shape %s; a packed eigendecomposition has n^2 + n elements "
-                           "(2, 6, 12, 20, ...), and %lld is not of that form", i, role, rlx_fmt_shape(c->in[i]),
-                           (long long)len);
+                           "(2, 6, 12, 20, ...), and %lld is not of that form",
+                           i, role, rlx_fmt_shape(c->in[i]), (long long)len);
   *n = r;
   return RLX_OK;
 }
@@ -106,8 +109,12 @@ static rlx_status eig_forward(const rlx_infer_ctx *c, float eps, bool strict_eps
   return sp_resolve(c, out);
 }
 
-rlx_status rlx_infer_ReEig(const rlx_infer_ctx *c, rlx_shape *out) { return eig_forward(c, c->a->ReEig.eps, false, out); }
-rlx_status rlx_infer_LogEig(const rlx_infer_ctx *c, rlx_shape *out) { return eig_forward(c, c->a->LogEig.eps, true, out); }
+rlx_status rlx_infer_ReEig(const rlx_infer_ctx *c, rlx_shape *out) {
+  return eig_forward(c, c->a->ReEig.eps, false, out);
+}
+rlx_status rlx_infer_LogEig(const rlx_infer_ctx *c, rlx_shape *out) {
+  return eig_forward(c, c->a->LogEig.eps, true, out);
+}
 
 /* [lambda [n], U [n^2 elements], dY [n^2 elements]] -> [n, n]. */
 static rlx_status eig_backward(const rlx_infer_ctx *c, float eps, bool strict_eps, rlx_shape *out) {
@@ -211,7 +218,9 @@ static rlx_status squares(const rlx_infer_ctx *c, uint32_t count, const char *co
 static const char *const map_roles[] = {"p", "x", "dy"};
 static const char *const transport_roles[] = {"p", "q", "v", "dy"};
 
-rlx_status rlx_infer_SpdLogMap(const rlx_infer_ctx *c, rlx_shape *out) { return squares(c, 2, map_roles, "p, x", 0, out); }
+rlx_status rlx_infer_SpdLogMap(const rlx_infer_ctx *c, rlx_shape *out) {
+  return squares(c, 2, map_roles, "p, x", 0, out);
+}
 rlx_status rlx_infer_SpdExpMap(const rlx_infer_ctx *c, rlx_shape *out) {
   static const char *const roles[] = {"p", "v"};
   return squares(c, 2, roles, "p, v", 0, out);

@@ -30,9 +30,12 @@ static inline const char *sp_dim(rlx_dim d) {
   static _Thread_local char bufs[8][32];
   static _Thread_local unsigned k;
   char *b = bufs[k++ & 7];
-  if (d >= 0) snprintf(b, sizeof bufs[0], "%lld", (long long)d);
-  else if (d == SP_UNKNOWN) snprintf(b, sizeof bufs[0], "?");
-  else snprintf(b, sizeof bufs[0], "?%u", rlx_dim_symbol(d));
+  if (d >= 0)
+    snprintf(b, sizeof bufs[0], "%lld", (long long)d);
+  else if (d == SP_UNKNOWN)
+    snprintf(b, sizeof bufs[0], "?");
+  else
+    snprintf(b, sizeof bufs[0], "?%u", rlx_dim_symbol(d));
   return b;
 }
 
@@ -42,11 +45,17 @@ static inline rlx_status sp_overflow(const char *what) {
 
 /* Checked dim arithmetic; a symbolic or unknown operand gives SP_UNKNOWN. */
 static inline rlx_status sp_mul(rlx_dim a, rlx_dim b, rlx_dim *out) {
-  if (a < 0 || b < 0) { *out = SP_UNKNOWN; return RLX_OK; }
+  if (a < 0 || b < 0) {
+    *out = SP_UNKNOWN;
+    return RLX_OK;
+  }
   return ck_mul_or(a, b, out, "output size");
 }
 static inline rlx_status sp_add(rlx_dim a, rlx_dim b, rlx_dim *out) {
-  if (a < 0 || b < 0) { *out = SP_UNKNOWN; return RLX_OK; }
+  if (a < 0 || b < 0) {
+    *out = SP_UNKNOWN;
+    return RLX_OK;
+  }
   return ck_add_or(a, b, out, "output size");
 }
 
@@ -54,7 +63,10 @@ static inline rlx_status sp_add(rlx_dim a, rlx_dim b, rlx_dim *out) {
 static inline rlx_status sp_numel(const rlx_shape *s, int64_t *n) {
   int64_t r = 1;
   for (uint32_t i = 0; i < s->rank; i++) {
-    if (s->dims[i] < 0) { *n = -1; return RLX_OK; }
+    if (s->dims[i] < 0) {
+      *n = -1;
+      return RLX_OK;
+    }
     if (!ck_mul(r, s->dims[i], &r)) return sp_overflow("element count");
   }
   *n = r;
@@ -86,7 +98,8 @@ static inline rlx_status sp_resolve(const rlx_infer_ctx *c, rlx_shape *out) {
     if (out->dims[i] != SP_UNKNOWN) continue;
     if (!c->declared || c->declared->rank != out->rank)
       return rlx_shape_error("output axis %u of %s depends on a symbolic dimension; give the output "
-                             "shape explicitly (rank %u)", i, rlx_op_name(c->op), out->rank);
+                             "shape explicitly (rank %u)",
+                             i, rlx_op_name(c->op), out->rank);
     out->dims[i] = c->declared->dims[i];
   }
   return RLX_OK;
@@ -98,48 +111,44 @@ static inline rlx_status sp_arity(const rlx_infer_ctx *c, uint32_t n, const char
 }
 static inline rlx_status sp_rank(const rlx_infer_ctx *c, uint32_t i, const char *role, uint32_t rank) {
   if (c->in[i]->rank != rank)
-    return rlx_shape_error("operand %u (%s) has shape %s; expected rank %u", i, role,
-                           rlx_fmt_shape(c->in[i]), rank);
+    return rlx_shape_error("operand %u (%s) has shape %s; expected rank %u", i, role, rlx_fmt_shape(c->in[i]), rank);
   return RLX_OK;
 }
 static inline rlx_status sp_min_rank(const rlx_infer_ctx *c, uint32_t i, const char *role, uint32_t rank) {
   if (c->in[i]->rank < rank)
-    return rlx_shape_error("operand %u (%s) has shape %s; expected rank >= %u", i, role,
-                           rlx_fmt_shape(c->in[i]), rank);
+    return rlx_shape_error("operand %u (%s) has shape %s; expected rank >= %u", i, role, rlx_fmt_shape(c->in[i]), rank);
   return RLX_OK;
 }
 static inline rlx_status sp_float(const rlx_infer_ctx *c, uint32_t i, const char *role) {
   if (!rlx_dtype_is_float((rlx_dtype)c->in[i]->dtype))
-    return rlx_shape_error("operand %u (%s) has dtype %s; expected a floating-point dtype", i, role,
-                           sp_dt(c->in[i]));
+    return rlx_shape_error("operand %u (%s) has dtype %s; expected a floating-point dtype", i, role, sp_dt(c->in[i]));
   return RLX_OK;
 }
 static inline rlx_status sp_dtype(const rlx_infer_ctx *c, uint32_t i, const char *role, rlx_dtype t) {
   if (c->in[i]->dtype != t)
-    return rlx_shape_error("operand %u (%s) has dtype %s; expected %s", i, role, sp_dt(c->in[i]),
-                           rlx_dtype_name(t));
+    return rlx_shape_error("operand %u (%s) has dtype %s; expected %s", i, role, sp_dt(c->in[i]), rlx_dtype_name(t));
   return RLX_OK;
 }
 static inline rlx_status sp_same_dtype(const rlx_infer_ctx *c, uint32_t i, const char *role, uint32_t j) {
   if (c->in[i]->dtype != c->in[j]->dtype)
-    return rlx_shape_error("operand %u (%s) has dtype %s; expected %s like operand %u", i, role,
-                           sp_dt(c->in[i]), sp_dt(c->in[j]), j);
+    return rlx_shape_error("operand %u (%s) has dtype %s; expected %s like operand %u", i, role, sp_dt(c->in[i]),
+                           sp_dt(c->in[j]), j);
   return RLX_OK;
 }
 /* Operand i's axis `ax` must agree with `want`; `what` explains where `want` comes from. */
-static inline rlx_status sp_dim_eq(const rlx_infer_ctx *c, uint32_t i, const char *role, uint32_t ax,
-                                   rlx_dim want, const char *what) {
+static inline rlx_status sp_dim_eq(const rlx_infer_ctx *c, uint32_t i, const char *role, uint32_t ax, rlx_dim want,
+                                   const char *what) {
   if (sp_conflict(c->in[i]->dims[ax], want))
-    return rlx_shape_error("operand %u (%s) has shape %s; axis %u must be %s (%s)", i, role,
-                           rlx_fmt_shape(c->in[i]), ax, sp_dim(want), what);
+    return rlx_shape_error("operand %u (%s) has shape %s; axis %u must be %s (%s)", i, role, rlx_fmt_shape(c->in[i]),
+                           ax, sp_dim(want), what);
   return RLX_OK;
 }
 /* Operand i must agree with shape `want` (dtype included). */
-static inline rlx_status sp_shape_eq(const rlx_infer_ctx *c, uint32_t i, const char *role,
-                                     const rlx_shape *want, const char *what) {
+static inline rlx_status sp_shape_eq(const rlx_infer_ctx *c, uint32_t i, const char *role, const rlx_shape *want,
+                                     const char *what) {
   if (!sp_agree(c->in[i], want))
-    return rlx_shape_error("operand %u (%s) has shape %s; expected %s (%s)", i, role,
-                           rlx_fmt_shape(c->in[i]), rlx_fmt_shape(want), what);
+    return rlx_shape_error("operand %u (%s) has shape %s; expected %s (%s)", i, role, rlx_fmt_shape(c->in[i]),
+                           rlx_fmt_shape(want), what);
   return RLX_OK;
 }
 /* Operand i must hold exactly `want` elements (any rank), when both are known. */
@@ -148,8 +157,8 @@ static inline rlx_status sp_count_eq(const rlx_infer_ctx *c, uint32_t i, const c
   int64_t n = 0;
   RLX_TRY(sp_numel(c->in[i], &n));
   if (n >= 0 && want >= 0 && n != want)
-    return rlx_shape_error("operand %u (%s) has shape %s (%lld elements); expected %lld elements (%s)",
-                           i, role, rlx_fmt_shape(c->in[i]), (long long)n, (long long)want, what);
+    return rlx_shape_error("operand %u (%s) has shape %s (%lld elements); expected %lld elements (%s)", i, role,
+                           rlx_fmt_shape(c->in[i]), (long long)n, (long long)want, what);
   return RLX_OK;
 }
 static inline bool sp_finite(float v) { return isfinite(v); }
@@ -256,7 +265,8 @@ static inline rlx_status sp_body_outputs(const sp_body *v, uint32_t n, const cha
 }
 
 /* Body Input k must agree with `want` (dims only when `dims_only`). */
-static inline rlx_status sp_bind_input(const sp_body *v, uint32_t k, const rlx_shape *want, bool dims_only, const char *what) {
+static inline rlx_status sp_bind_input(const sp_body *v, uint32_t k, const rlx_shape *want, bool dims_only,
+                                       const char *what) {
   if (k >= v->n_inputs || k >= SP_MAX_BODY_INPUTS)
     return rlx_errorf(RLX_ERR_INTERNAL, "attribute %s: body Input %u is out of range", v->attr, k);
   const rlx_shape *s = &v->inputs[k]->shape;
@@ -266,11 +276,12 @@ static inline rlx_status sp_bind_input(const sp_body *v, uint32_t k, const rlx_s
   return RLX_OK;
 }
 
-static inline rlx_status sp_check_output(const sp_body *v, uint32_t k, const rlx_shape *want, bool dims_only, const char *what) {
+static inline rlx_status sp_check_output(const sp_body *v, uint32_t k, const rlx_shape *want, bool dims_only,
+                                         const char *what) {
   const rlx_shape *s = sp_body_out(v, k);
   if (dims_only ? !sp_agree_dims(s, want) : !sp_agree(s, want))
-    return rlx_shape_error("attribute %s: body output %u has shape %s; expected %s (%s)", v->attr, k,
-                           rlx_fmt_shape(s), rlx_fmt_shape(want), what);
+    return rlx_shape_error("attribute %s: body output %u has shape %s; expected %s (%s)", v->attr, k, rlx_fmt_shape(s),
+                           rlx_fmt_shape(want), what);
   return RLX_OK;
 }
 

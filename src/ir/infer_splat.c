@@ -25,20 +25,22 @@ static rlx_status check_splat_attrs(const splat_attrs *s) {
   if (!(s->alpha_cutoff >= 0.0f && s->alpha_cutoff <= 1.0f))
     return rlx_shape_error("attribute alpha_cutoff: %g must be in [0, 1]", (double)s->alpha_cutoff);
   if (!(s->transmittance_threshold >= 0.0f && s->transmittance_threshold <= 1.0f))
-    return rlx_shape_error("attribute transmittance_threshold: %g must be in [0, 1]", (double)s->transmittance_threshold);
+    return rlx_shape_error("attribute transmittance_threshold: %g must be in [0, 1]",
+                           (double)s->transmittance_threshold);
   if (s->has_radius && (!sp_finite(s->radius_scale) || !(s->radius_scale > 0)))
     return rlx_shape_error("attribute radius_scale: %g must be finite and positive", (double)s->radius_scale);
   return RLX_OK;
 }
 
-#define SPLAT_FROM(A, RADIUS)                                                                      \
-  {(A)->width, (A)->height, (A)->tile_size, (A)->max_splat_steps, (A)->max_list_entries,          \
-   (A)->alpha_cutoff, (A)->transmittance_threshold, RADIUS}
+#define SPLAT_FROM(A, RADIUS)                                                                                \
+  {                                                                                                          \
+    (A)->width, (A)->height, (A)->tile_size, (A)->max_splat_steps, (A)->max_list_entries, (A)->alpha_cutoff, \
+        (A)->transmittance_threshold, RADIUS                                                                 \
+  }
 
 /* The image: H*W*4 RGBA floats. */
 static rlx_status image_len(const splat_attrs *s, int64_t *n) {
-  if (!ck_mul(s->width, s->height, n) || !ck_mul(*n, 4, n))
-    return sp_overflow("width * height * 4");
+  if (!ck_mul(s->width, s->height, n) || !ck_mul(*n, 4, n)) return sp_overflow("width * height * 4");
   return RLX_OK;
 }
 
@@ -64,8 +66,8 @@ static rlx_status check_scene(const rlx_infer_ctx *c, int64_t *N, int64_t *sh) {
     *N = pos / 3;
   }
   static const int64_t per[5] = {3, 3, 4, 1, 3};
-  static const char *const what[5] = {"3N positions", "3N log-scales", "4N quaternion components",
-                                      "N opacity logits", "3N colors"};
+  static const char *const what[5] = {"3N positions", "3N log-scales", "4N quaternion components", "N opacity logits",
+                                      "3N colors"};
   for (uint32_t i = 1; *N >= 0 && i < 5; i++) {
     rlx_dim want;
     RLX_TRY(sp_mul(per[i], *N, &want));
@@ -124,9 +126,8 @@ rlx_status rlx_infer_GaussianSplatRenderBackward(const rlx_infer_ctx *c, rlx_sha
 static rlx_status prepare_fixed(const splat_attrs *s, int64_t *fixed) {
   int64_t tiles, wh, t;
   if (!ck_mul(ck_ceil_div(s->width, s->tile_size), ck_ceil_div(s->height, s->tile_size), &tiles) ||
-      !ck_mul(tiles, 2, &tiles) || !ck_mul(s->width, s->height, &wh) ||
-      !ck_mul(wh, 3, &wh) || !ck_add(s->max_list_entries, tiles, &t) ||
-      !ck_add(t, wh, &t) || !ck_add(t, 11, &t))
+      !ck_mul(tiles, 2, &tiles) || !ck_mul(s->width, s->height, &wh) || !ck_mul(wh, 3, &wh) ||
+      !ck_add(s->max_list_entries, tiles, &t) || !ck_add(t, wh, &t) || !ck_add(t, 11, &t))
     return sp_overflow("prepare buffer length");
   *fixed = t;
   return RLX_OK;
@@ -163,7 +164,8 @@ rlx_status rlx_infer_GaussianSplatRasterize(const rlx_infer_ctx *c, rlx_shape *o
   RLX_TRY(prepare_fixed(&s, &fixed));
   if (len >= 0 && (len - fixed < 15 || (len - fixed) % 15))
     return rlx_shape_error("operand 0 (prepared) has %lld elements; a prepare buffer for these attributes holds "
-                           "15N + %lld with N >= 1", (long long)len, (long long)fixed);
+                           "15N + %lld with N >= 1",
+                           (long long)len, (long long)fixed);
   RLX_TRY(sp_count_eq(c, 1, "meta", SPLAT_META_LEN, "camera and render settings"));
   RLX_TRY(image_len(&s, &img));
   *out = flat_f32(img);

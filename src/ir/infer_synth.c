@@ -36,8 +36,8 @@ static rlx_status check_synth_x(const rlx_infer_ctx *c, int64_t entry_dim) {
   rlx_dim k = c->in[0]->dims[1];
   if (!sp_static(k)) return RLX_OK;
   if (k % entry_dim)
-    return rlx_shape_error("operand 0 (x) has K = %lld, not a multiple of attribute entry_dim (%lld)",
-                           (long long)k, (long long)entry_dim);
+    return rlx_shape_error("operand 0 (x) has K = %lld, not a multiple of attribute entry_dim (%lld)", (long long)k,
+                           (long long)entry_dim);
   return sp_dim_eq(c, 1, "codes", 0, k / entry_dim, "K / entry_dim code rows");
 }
 
@@ -84,15 +84,14 @@ rlx_status rlx_infer_SynthReconstruct(const rlx_infer_ctx *c, rlx_shape *out) {
 static rlx_status check_spline(const rlx_infer_ctx *c, int64_t knots, float lo, float hi) {
   if (knots < 2) return rlx_shape_error("attribute num_knots: %lld must be >= 2", (long long)knots);
   if (!sp_finite(lo) || !sp_finite(hi) || !(lo < hi))
-    return rlx_shape_error("attribute grid_min (%g) must be finite and below attribute grid_max (%g)",
-                           (double)lo, (double)hi);
+    return rlx_shape_error("attribute grid_min (%g) must be finite and below attribute grid_max (%g)", (double)lo,
+                           (double)hi);
   RLX_TRY(sp_float(c, 0, "x"));
   RLX_TRY(sp_float(c, 1, "coeffs"));
   const rlx_shape *x = c->in[0], *k = c->in[1];
   if (k->rank == 1) return sp_dim_eq(c, 1, "coeffs", 0, knots, "attribute num_knots");
   if (k->rank != 2)
-    return rlx_shape_error("operand 1 (coeffs) has shape %s; expected [num_knots] or [C, num_knots]",
-                           rlx_fmt_shape(k));
+    return rlx_shape_error("operand 1 (coeffs) has shape %s; expected [num_knots] or [C, num_knots]", rlx_fmt_shape(k));
   RLX_TRY(sp_dim_eq(c, 1, "coeffs", 1, knots, "attribute num_knots"));
   if (!x->rank)
     return rlx_shape_error("operand 0 (x) is a scalar; per-channel coeffs [C, num_knots] need a channel (last) axis");

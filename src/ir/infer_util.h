@@ -25,8 +25,10 @@ static inline const char *iu_fmt_dim(rlx_dim d) {
   static _Thread_local char bufs[4][24];
   static _Thread_local unsigned k;
   char *b = bufs[k++ & 3];
-  if (d >= 0) snprintf(b, sizeof bufs[0], "%" PRId64, d);
-  else snprintf(b, sizeof bufs[0], "?%u", rlx_dim_symbol(d));
+  if (d >= 0)
+    snprintf(b, sizeof bufs[0], "%" PRId64, d);
+  else
+    snprintf(b, sizeof bufs[0], "?%u", rlx_dim_symbol(d));
   return b;
 }
 
@@ -74,13 +76,12 @@ static inline rlx_dtype iu_index_out_dtype(const rlx_infer_ctx *c) {
 }
 
 /* Normalises a possibly negative axis attribute against operand `i`'s rank. */
-static inline rlx_status iu_axis(const rlx_infer_ctx *c, const char *attr, int64_t axis, uint32_t i,
-                                 uint32_t *out) {
+static inline rlx_status iu_axis(const rlx_infer_ctx *c, const char *attr, int64_t axis, uint32_t i, uint32_t *out) {
   uint32_t r = c->in[i]->rank;
   if (!rlx_norm_axis(axis, r, out)) {
     if (r == 0)
-      return rlx_shape_error("attribute %s is %" PRId64 ", but operand %u is a scalar (rank 0) and has no axes",
-                             attr, axis, i);
+      return rlx_shape_error("attribute %s is %" PRId64 ", but operand %u is a scalar (rank 0) and has no axes", attr,
+                             axis, i);
     return rlx_shape_error("attribute %s is %" PRId64 "; operand %u %s has rank %u, so it must be in [%d, %u]", attr,
                            axis, i, rlx_fmt_shape(c->in[i]), r, -(int)r, r - 1);
   }
@@ -96,8 +97,7 @@ static inline rlx_status iu_axes_mask(const rlx_infer_ctx *c, const char *attr, 
     if (!rlx_norm_axis(l->v[k], c->in[i]->rank, &ax))
       return rlx_shape_error("attribute %s: entry %u is %" PRId64 ", out of range for operand %u %s (rank %u)", attr, k,
                              l->v[k], i, rlx_fmt_shape(c->in[i]), c->in[i]->rank);
-    if (*mask & (1u << ax))
-      return rlx_shape_error("attribute %s: axis %u appears more than once", attr, ax);
+    if (*mask & (1u << ax)) return rlx_shape_error("attribute %s: axis %u appears more than once", attr, ax);
     *mask |= 1u << ax;
   }
   return RLX_OK;

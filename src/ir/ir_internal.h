@@ -41,12 +41,12 @@ bool rlx_graph_owns_child(const rlx_graph *g, const rlx_graph *child);
 /* ---- shape inference ---- */
 #define RLX_INFER_MAX_INPUTS 64
 typedef struct rlx_infer_ctx {
-  const rlx_graph *g;           /* graph the node lives in (for leaf/body lookups) */
+  const rlx_graph *g; /* graph the node lives in (for leaf/body lookups) */
   rlx_op op;
-  const rlx_attrs *a;           /* attributes (member named after op) */
-  const rlx_shape *const *in;   /* operand shapes */
+  const rlx_attrs *a;         /* attributes (member named after op) */
+  const rlx_shape *const *in; /* operand shapes */
   uint32_t n_in;
-  const rlx_shape *declared;    /* declared shape, or NULL while building without one */
+  const rlx_shape *declared; /* declared shape, or NULL while building without one */
 } rlx_infer_ctx;
 
 /* Computes the output shape of one node or rejects its operands/attributes with a message that
@@ -63,8 +63,8 @@ typedef rlx_status (*rlx_infer_fn)(const rlx_infer_ctx *c, rlx_shape *out);
 extern const rlx_infer_fn rlx_infer_table[RLX_OP_COUNT];
 
 /* Runs the rule for (op, operand shapes, attrs, declared) without touching the graph. */
-rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, uint32_t n_in,
-                     const rlx_attrs *attrs, const rlx_shape *declared, rlx_shape *out);
+rlx_status rlx_infer(const rlx_graph *g, rlx_op op, const rlx_shape *const *in, uint32_t n_in, const rlx_attrs *attrs,
+                     const rlx_shape *declared, rlx_shape *out);
 
 /* ---- helpers for rules (infer_common.c) ---- */
 /* Error with code RLX_ERR_SHAPE; message prefixed by nothing (the caller adds node context). */

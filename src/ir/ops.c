@@ -9,10 +9,9 @@
 
 /* ---- enum name tables ---- */
 #define NAME_X(S, T) #T,
-#define ENUM_DESC(c, T, L)                                                                         \
-  static const char *const enum_names_##c[] = {L(NAME_X)};                                         \
-  const rlx_enum_desc rlx_enum_##c = {#T, enum_names_##c,                                          \
-                                      (int32_t)(sizeof enum_names_##c / sizeof *enum_names_##c)};
+#define ENUM_DESC(c, T, L)                                 \
+  static const char *const enum_names_##c[] = {L(NAME_X)}; \
+  const rlx_enum_desc rlx_enum_##c = {#T, enum_names_##c, (int32_t)(sizeof enum_names_##c / sizeof *enum_names_##c)};
 RLX_ENUM_LIST(ENUM_DESC)
 #undef ENUM_DESC
 #undef NAME_X
@@ -110,12 +109,12 @@ const char *rlx_prop_name(uint32_t bit) {
 #define E(e, n, d) {#n, RLX_FT_ENUM, offsetof(CUR, n), &rlx_enum_##e, (double)(d)},
 #define OE(e, n) {#n, RLX_FT_OENUM, offsetof(CUR, n), &rlx_enum_##e, -1.0},
 #define RLX_OP(N, FAM, LO, HI, PROPS)
-#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                     \
-  static const rlx_field *fields_of_##N(uint32_t *count) {                                         \
-    typedef rlx_attrs_##N CUR;                                                                     \
-    static const rlx_field f[] = {FIELDS};                                                         \
-    *count = (uint32_t)(sizeof f / sizeof *f);                                                     \
-    return f;                                                                                      \
+#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)             \
+  static const rlx_field *fields_of_##N(uint32_t *count) { \
+    typedef rlx_attrs_##N CUR;                             \
+    static const rlx_field f[] = {FIELDS};                 \
+    *count = (uint32_t)(sizeof f / sizeof *f);             \
+    return f;                                              \
   }
 #include "rlx/ops.def"
 #undef RLX_OP
@@ -173,13 +172,23 @@ bool rlx_attrs_equal(rlx_op op, const void *a, const void *b) {
   for (uint32_t i = 0; i < n; i++) {
     const char *pa = (const char *)a + f[i].offset, *pb = (const char *)b + f[i].offset;
     switch (f[i].type) {
-    case RLX_FT_I64: if (*(const int64_t *)pa != *(const int64_t *)pb) return false; break;
-    case RLX_FT_U64: if (*(const uint64_t *)pa != *(const uint64_t *)pb) return false; break;
-    case RLX_FT_F32: if (!bits_equal_f32(*(const float *)pa, *(const float *)pb)) return false; break;
-    case RLX_FT_BOOL: if (*(const bool *)pa != *(const bool *)pb) return false; break;
+    case RLX_FT_I64:
+      if (*(const int64_t *)pa != *(const int64_t *)pb) return false;
+      break;
+    case RLX_FT_U64:
+      if (*(const uint64_t *)pa != *(const uint64_t *)pb) return false;
+      break;
+    case RLX_FT_F32:
+      if (!bits_equal_f32(*(const float *)pa, *(const float *)pb)) return false;
+      break;
+    case RLX_FT_BOOL:
+      if (*(const bool *)pa != *(const bool *)pb) return false;
+      break;
     case RLX_FT_DTYPE:
     case RLX_FT_ENUM:
-    case RLX_FT_OENUM: if (*(const int32_t *)pa != *(const int32_t *)pb) return false; break;
+    case RLX_FT_OENUM:
+      if (*(const int32_t *)pa != *(const int32_t *)pb) return false;
+      break;
     case RLX_FT_OI64: {
       const rlx_oi64 *x = (const rlx_oi64 *)pa, *y = (const rlx_oi64 *)pb;
       if (x->has != y->has || (x->has && x->v != y->v)) return false;
@@ -207,8 +216,10 @@ bool rlx_attrs_equal(rlx_op op, const void *a, const void *b) {
     }
     case RLX_FT_STR: {
       const char *x = *(const char *const *)pa, *y = *(const char *const *)pb;
-      if (!x || !y) { if (x != y && ((x && *x) || (y && *y))) return false; }
-      else if (strcmp(x, y)) return false;
+      if (!x || !y) {
+        if (x != y && ((x && *x) || (y && *y))) return false;
+      } else if (strcmp(x, y))
+        return false;
       break;
     }
     case RLX_FT_BYTES: {
@@ -219,8 +230,10 @@ bool rlx_attrs_equal(rlx_op op, const void *a, const void *b) {
     case RLX_FT_GRAPH:
     case RLX_FT_OGRAPH: {
       const rlx_graph *x = *(rlx_graph *const *)pa, *y = *(rlx_graph *const *)pb;
-      if (!x || !y) { if (x != y) return false; }
-      else if (!rlx_graph_equal(x, y)) return false;
+      if (!x || !y) {
+        if (x != y) return false;
+      } else if (!rlx_graph_equal(x, y))
+        return false;
       break;
     }
     case RLX_FT_CHAIN: {
@@ -228,9 +241,9 @@ bool rlx_attrs_equal(rlx_op op, const void *a, const void *b) {
       if (x->n != y->n) return false;
       for (uint32_t k = 0; k < x->n; k++) {
         const rlx_chain_step *s = &x->steps[k], *t = &y->steps[k];
-        if (s->kind != t->kind || s->sub != t->sub || s->a.is_step != t->a.is_step ||
-            s->a.index != t->a.index || s->b.is_step != t->b.is_step || s->b.index != t->b.index ||
-            s->c.is_step != t->c.is_step || s->c.index != t->c.index)
+        if (s->kind != t->kind || s->sub != t->sub || s->a.is_step != t->a.is_step || s->a.index != t->a.index ||
+            s->b.is_step != t->b.is_step || s->b.index != t->b.index || s->c.is_step != t->c.is_step ||
+            s->c.index != t->c.index)
           return false;
       }
       break;
@@ -253,19 +266,71 @@ uint64_t rlx_attrs_hash(rlx_op op, const void *a) {
   for (uint32_t i = 0; i < n; i++) {
     const char *p = (const char *)a + f[i].offset;
     switch (f[i].type) {
-    case RLX_FT_I64: case RLX_FT_U64: h = mix(h, p, 8); break;
+    case RLX_FT_I64:
+    case RLX_FT_U64: h = mix(h, p, 8); break;
     case RLX_FT_F32: h = mix(h, p, 4); break;
     case RLX_FT_BOOL: h = mix(h, p, 1); break;
-    case RLX_FT_DTYPE: case RLX_FT_ENUM: case RLX_FT_OENUM: h = mix(h, p, 4); break;
-    case RLX_FT_OI64: { const rlx_oi64 *x = (const rlx_oi64 *)p; h = mix(h, &x->has, 1); if (x->has) h = mix(h, &x->v, 8); break; }
-    case RLX_FT_OF32: { const rlx_of32 *x = (const rlx_of32 *)p; h = mix(h, &x->has, 1); if (x->has) h = mix(h, &x->v, 4); break; }
-    case RLX_FT_ODTYPE: { const rlx_odtype *x = (const rlx_odtype *)p; h = mix(h, &x->has, 1); if (x->has) h = mix(h, &x->v, 4); break; }
-    case RLX_FT_ILIST: { const rlx_ilist *x = (const rlx_ilist *)p; h = mix(h, &x->n, 4); if (x->n) h = mix(h, x->v, x->n * 8); break; }
-    case RLX_FT_FLIST: { const rlx_flist *x = (const rlx_flist *)p; h = mix(h, &x->n, 4); if (x->n) h = mix(h, x->v, x->n * 4); break; }
-    case RLX_FT_STR: { const char *x = *(const char *const *)p; if (x) h = mix(h, x, strlen(x)); break; }
-    case RLX_FT_BYTES: { const rlx_bytes *x = (const rlx_bytes *)p; h = mix(h, &x->n, sizeof x->n); if (x->n) h = mix(h, x->p, x->n); break; }
-    case RLX_FT_GRAPH: case RLX_FT_OGRAPH: { const rlx_graph *x = *(rlx_graph *const *)p; uint32_t c = x ? rlx_graph_node_count(x) : 0; h = mix(h, &c, 4); break; }
-    case RLX_FT_CHAIN: { const rlx_chain *x = (const rlx_chain *)p; h = mix(h, &x->n, 4); for (uint32_t k = 0; k < x->n; k++) { const rlx_chain_step *s = &x->steps[k]; int64_t v[8] = {s->kind, s->sub, s->a.is_step, s->a.index, s->b.is_step, s->b.index, s->c.is_step, s->c.index}; h = mix(h, v, sizeof v); } break; }
+    case RLX_FT_DTYPE:
+    case RLX_FT_ENUM:
+    case RLX_FT_OENUM: h = mix(h, p, 4); break;
+    case RLX_FT_OI64: {
+      const rlx_oi64 *x = (const rlx_oi64 *)p;
+      h = mix(h, &x->has, 1);
+      if (x->has) h = mix(h, &x->v, 8);
+      break;
+    }
+    case RLX_FT_OF32: {
+      const rlx_of32 *x = (const rlx_of32 *)p;
+      h = mix(h, &x->has, 1);
+      if (x->has) h = mix(h, &x->v, 4);
+      break;
+    }
+    case RLX_FT_ODTYPE: {
+      const rlx_odtype *x = (const rlx_odtype *)p;
+      h = mix(h, &x->has, 1);
+      if (x->has) h = mix(h, &x->v, 4);
+      break;
+    }
+    case RLX_FT_ILIST: {
+      const rlx_ilist *x = (const rlx_ilist *)p;
+      h = mix(h, &x->n, 4);
+      if (x->n) h = mix(h, x->v, x->n * 8);
+      break;
+    }
+    case RLX_FT_FLIST: {
+      const rlx_flist *x = (const rlx_flist *)p;
+      h = mix(h, &x->n, 4);
+      if (x->n) h = mix(h, x->v, x->n * 4);
+      break;
+    }
+    case RLX_FT_STR: {
+      const char *x = *(const char *const *)p;
+      if (x) h = mix(h, x, strlen(x));
+      break;
+    }
+    case RLX_FT_BYTES: {
+      const rlx_bytes *x = (const rlx_bytes *)p;
+      h = mix(h, &x->n, sizeof x->n);
+      if (x->n) h = mix(h, x->p, x->n);
+      break;
+    }
+    case RLX_FT_GRAPH:
+    case RLX_FT_OGRAPH: {
+      const rlx_graph *x = *(rlx_graph *const *)p;
+      uint32_t c = x ? rlx_graph_node_count(x) : 0;
+      h = mix(h, &c, 4);
+      break;
+    }
+    case RLX_FT_CHAIN: {
+      const rlx_chain *x = (const rlx_chain *)p;
+      h = mix(h, &x->n, 4);
+      for (uint32_t k = 0; k < x->n; k++) {
+        const rlx_chain_step *s = &x->steps[k];
+        int64_t v[8] = {s->kind, s->sub, s->a.is_step, s->a.index, s->b.is_step, s->b.index, s->c.is_step, s->c.index};
+        h = mix(h, v, sizeof v);
+      }
+      break;
+    }
     }
   }
   return h;

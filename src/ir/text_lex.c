@@ -28,8 +28,7 @@ void rlx_scan_line_col(const rlx_text_scan *s, size_t at, unsigned *line, unsign
 }
 
 static bool is_word_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
 }
 
 const char *rlx_scan_describe(const rlx_text_scan *s, size_t at, char *buf, size_t cap) {
@@ -50,9 +49,12 @@ const char *rlx_scan_describe(const rlx_text_scan *s, size_t at, char *buf, size
              end < s->len && is_word_char((unsigned char)s->src[end]) ? "..." : "");
     return buf;
   }
-  if (c >= 0x20 && c < 0x7f) snprintf(buf, cap, "'%c'", c);
-  else if (c == '\n') snprintf(buf, cap, "end of line");
-  else snprintf(buf, cap, "byte 0x%02x", c);
+  if (c >= 0x20 && c < 0x7f)
+    snprintf(buf, cap, "'%c'", c);
+  else if (c == '\n')
+    snprintf(buf, cap, "end of line");
+  else
+    snprintf(buf, cap, "byte 0x%02x", c);
   return buf;
 }
 
@@ -132,8 +134,7 @@ bool rlx_scan_at_word(rlx_text_scan *s, const char *kw) {
 /* ---- integers ---- */
 
 /* Reads the digits at pos as an unsigned magnitude; false (after an error) on overflow. */
-static rlx_status scan_magnitude(rlx_text_scan *s, size_t at, uint64_t limit, uint64_t *out,
-                                 const char *what) {
+static rlx_status scan_magnitude(rlx_text_scan *s, size_t at, uint64_t limit, uint64_t *out, const char *what) {
   if (s->pos >= s->len || !is_digit((unsigned char)s->src[s->pos])) return rlx_scan_expected(s, at, what);
   uint64_t v = 0;
   while (s->pos < s->len && is_digit((unsigned char)s->src[s->pos])) {
@@ -158,8 +159,10 @@ rlx_status rlx_scan_i64(rlx_text_scan *s, int64_t *out, const char *what) {
   if (neg) s->pos++;
   uint64_t m = 0;
   RLX_TRY(scan_magnitude(s, at, neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, &m, what));
-  if (neg) *out = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
-  else *out = (int64_t)m;
+  if (neg)
+    *out = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+  else
+    *out = (int64_t)m;
   return RLX_OK;
 }
 
@@ -241,7 +244,9 @@ rlx_status rlx_scan_f32(rlx_text_scan *s, float *out) {
   }
   if (i < s->len && is_ident_char((unsigned char)s->src[i])) return rlx_scan_expected(s, at, F32_WHAT);
   char buf[80];
-  if (i - at >= sizeof buf) return rlx_scan_fail(s, at, "expected %s, found a literal of %zu characters (at most %zu)", F32_WHAT, i - at, sizeof buf - 1);
+  if (i - at >= sizeof buf)
+    return rlx_scan_fail(s, at, "expected %s, found a literal of %zu characters (at most %zu)", F32_WHAT, i - at,
+                         sizeof buf - 1);
   memcpy(buf, s->src + at, i - at);
   buf[i - at] = 0;
   errno = 0;
@@ -260,10 +265,14 @@ static size_t utf8_len(const unsigned char *p, size_t n) {
   unsigned char c = p[0];
   size_t len;
   uint32_t min, cp;
-  if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80, cp = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800, cp = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2, min = 0x80, cp = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    len = 3, min = 0x800, cp = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    len = 4, min = 0x10000, cp = c & 0x07;
+  else
+    return 0;
   if (n < len) return 0;
   for (size_t k = 1; k < len; k++) {
     if ((p[k] & 0xc0) != 0x80) return 0;
@@ -303,9 +312,12 @@ rlx_status rlx_scan_string(rlx_text_scan *s) {
       if (i + 1 >= s->len) return rlx_scan_expected(s, i + 1, "an escape character");
       char e = s->src[i + 1];
       char outc;
-      if (e == '"' || e == '\\') outc = e;
-      else if (e == 'n') outc = '\n';
-      else if (e == 't') outc = '\t';
+      if (e == '"' || e == '\\')
+        outc = e;
+      else if (e == 'n')
+        outc = '\n';
+      else if (e == 't')
+        outc = '\t';
       else if (e == 'x') {
         int h1 = i + 2 < s->len ? hex_value((unsigned char)s->src[i + 2]) : -1;
         int h2 = i + 3 < s->len ? hex_value((unsigned char)s->src[i + 3]) : -1;
@@ -334,8 +346,10 @@ rlx_status rlx_scan_string(rlx_text_scan *s) {
                          s->scratch.len, RLX_FORMAT_MAX_NAME_BYTES);
   size_t bad = rlx_fmt_utf8_check(s->scratch.p, s->scratch.len);
   if (bad != s->scratch.len)
-    return rlx_scan_fail(s, open, "this string decodes to bytes that are not valid UTF-8 (at decoded byte %zu); "
-                         "names must be UTF-8 (\\xHH escapes must form whole UTF-8 sequences)", bad);
+    return rlx_scan_fail(s, open,
+                         "this string decodes to bytes that are not valid UTF-8 (at decoded byte %zu); "
+                         "names must be UTF-8 (\\xHH escapes must form whole UTF-8 sequences)",
+                         bad);
   s->pos = i + 1;
   if (!rlx_sb_put(&s->scratch, "", 0)) return rlx_scan_oom(s); /* makes scratch.p non-NULL */
   return RLX_OK;

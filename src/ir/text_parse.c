@@ -141,9 +141,12 @@ static rlx_status parse_bool(parser *P, bool *out) {
   rlx_text_scan *s = &P->sc;
   rlx_scan_ws(s);
   size_t at = s->pos;
-  if (rlx_scan_at_word(s, "true")) *out = true;
-  else if (rlx_scan_at_word(s, "false")) *out = false;
-  else return rlx_scan_expected(s, at, "true or false");
+  if (rlx_scan_at_word(s, "true"))
+    *out = true;
+  else if (rlx_scan_at_word(s, "false"))
+    *out = false;
+  else
+    return rlx_scan_expected(s, at, "true or false");
   const char *w;
   size_t n;
   rlx_scan_ident(s, &w, &n);
@@ -158,8 +161,7 @@ static bool accept_none(parser *P) {
 }
 
 /* '[' (item (',' item)*)? ']' with items appended to scratch by `item`. */
-static rlx_status parse_list(parser *P, size_t item_size, rlx_status (*item)(parser *P, void *out),
-                             uint32_t *count) {
+static rlx_status parse_list(parser *P, size_t item_size, rlx_status (*item)(parser *P, void *out), uint32_t *count) {
   rlx_text_scan *s = &P->sc;
   RLX_TRY(rlx_scan_expect(s, '[', "'['"));
   s->scratch.len = 0;
@@ -202,9 +204,12 @@ static rlx_status parse_chain_operand(parser *P, rlx_chain_operand *o) {
   size_t at = s->pos;
   static const char *const what = "a chain operand (inN = region operand N, stepN = earlier step N)";
   size_t pre;
-  if (s->len - at >= 4 && memcmp(s->src + at, "step", 4) == 0) pre = 4, o->is_step = 1;
-  else if (s->len - at >= 2 && memcmp(s->src + at, "in", 2) == 0) pre = 2, o->is_step = 0;
-  else return rlx_scan_expected(s, at, what);
+  if (s->len - at >= 4 && memcmp(s->src + at, "step", 4) == 0)
+    pre = 4, o->is_step = 1;
+  else if (s->len - at >= 2 && memcmp(s->src + at, "in", 2) == 0)
+    pre = 2, o->is_step = 0;
+  else
+    return rlx_scan_expected(s, at, what);
   s->pos = at + pre;
   if (s->pos >= s->len || s->src[s->pos] < '0' || s->src[s->pos] > '9') {
     s->pos = at;
@@ -222,8 +227,14 @@ static rlx_status parse_chain_step(parser *P, rlx_chain_step *st) {
   switch (st->kind) {
   case RLX_CHAIN_STEP_ACTIVATION: RLX_TRY(parse_enum(P, &rlx_enum_act, &st->sub)); break;
   case RLX_CHAIN_STEP_CAST: RLX_TRY(parse_dtype(P, &st->sub)); break;
-  case RLX_CHAIN_STEP_BINARY: RLX_TRY(parse_enum(P, &rlx_enum_binop, &st->sub)); arity = 2; break;
-  case RLX_CHAIN_STEP_COMPARE: RLX_TRY(parse_enum(P, &rlx_enum_cmp, &st->sub)); arity = 2; break;
+  case RLX_CHAIN_STEP_BINARY:
+    RLX_TRY(parse_enum(P, &rlx_enum_binop, &st->sub));
+    arity = 2;
+    break;
+  case RLX_CHAIN_STEP_COMPARE:
+    RLX_TRY(parse_enum(P, &rlx_enum_cmp, &st->sub));
+    arity = 2;
+    break;
   default: arity = 3; break; /* Where: no sub-op */
   }
   rlx_chain_operand *ops[3] = {&st->a, &st->b, &st->c};
@@ -431,7 +442,8 @@ static rlx_status parse_ref(parser *P, const rlx_graph *g, const id_map *ids, rl
   RLX_TRY(rlx_scan_u32(s, &key, "a node number below 2^32"));
   rlx_id id = id_get(ids, key);
   if (id == RLX_NO_ID)
-    return rlx_scan_fail(s, at, "expected a node defined earlier in @%s, found %%%u, which is not defined yet", g->name, key);
+    return rlx_scan_fail(s, at, "expected a node defined earlier in @%s, found %%%u, which is not defined yet", g->name,
+                         key);
   *out = id;
   return RLX_OK;
 }
@@ -445,7 +457,8 @@ static rlx_status parse_node(parser *P, rlx_graph *g, unsigned depth, id_map *id
     return rlx_scan_expected(s, at, "a node definition (%N = ...)");
   RLX_TRY(rlx_scan_u32(s, &key, "a node number below 2^32"));
   if (id_get(ids, key) != RLX_NO_ID)
-    return rlx_scan_fail(s, at, "expected a new node number, found %%%u, which is already defined in @%s", key, g->name);
+    return rlx_scan_fail(s, at, "expected a new node number, found %%%u, which is already defined in @%s", key,
+                         g->name);
   RLX_TRY(rlx_scan_expect(s, '=', "'='"));
 
   rlx_scan_ws(s);
@@ -477,12 +490,15 @@ static rlx_status parse_node(parser *P, rlx_graph *g, unsigned depth, id_map *id
   uint32_t lo = rlx_op_min_inputs(op), hi = rlx_op_max_inputs(op);
   if (n_in < lo || n_in > hi) {
     char range[64];
-    if (lo == hi) snprintf(range, sizeof range, "%u", lo);
-    else if (hi == RLX_ARITY_VARIADIC) snprintf(range, sizeof range, "at least %u", lo);
-    else snprintf(range, sizeof range, "%u to %u", lo, hi);
+    if (lo == hi)
+      snprintf(range, sizeof range, "%u", lo);
+    else if (hi == RLX_ARITY_VARIADIC)
+      snprintf(range, sizeof range, "at least %u", lo);
+    else
+      snprintf(range, sizeof range, "%u to %u", lo, hi);
     bool one = lo == 1 && (hi == 1 || hi == RLX_ARITY_VARIADIC);
-    return rlx_scan_fail(s, op_at, "expected %s operand%s for %s, found %u", range, one ? "" : "s",
-                         rlx_op_name(op), n_in);
+    return rlx_scan_fail(s, op_at, "expected %s operand%s for %s, found %u", range, one ? "" : "s", rlx_op_name(op),
+                         n_in);
   }
 
   rlx_attrs a;
@@ -540,8 +556,8 @@ static rlx_status parse_graph_name(parser *P, const char **name_out) {
     }
     if (s->pos == start) return rlx_scan_expected(s, start, "a graph name ([A-Za-z0-9_.]+ or a string)");
     if (s->pos - start > RLX_FORMAT_MAX_NAME_BYTES)
-      return rlx_scan_fail(s, start, "this graph name is %zu bytes long; names are limited to %d bytes",
-                           s->pos - start, RLX_FORMAT_MAX_NAME_BYTES);
+      return rlx_scan_fail(s, start, "this graph name is %zu bytes long; names are limited to %d bytes", s->pos - start,
+                           RLX_FORMAT_MAX_NAME_BYTES);
     s->scratch.len = 0;
     if (!rlx_sb_put(&s->scratch, s->src + start, s->pos - start)) return rlx_scan_oom(s);
   }
@@ -584,8 +600,8 @@ static rlx_status parse_graph(parser *P, rlx_graph *parent, unsigned depth, rlx_
       unsigned line, col;
       rlx_scan_line_col(s, at, &line, &col);
       char what[160];
-      snprintf(what, sizeof what, "a node (%%N = ...), 'return' or '}' to close graph @%s (opened at %u:%u)",
-               g->name, line, col);
+      snprintf(what, sizeof what, "a node (%%N = ...), 'return' or '}' to close graph @%s (opened at %u:%u)", g->name,
+               line, col);
       st = rlx_scan_expected(s, s->pos, what);
     }
     if (st) break;
@@ -594,8 +610,8 @@ static rlx_status parse_graph(parser *P, rlx_graph *parent, unsigned depth, rlx_
   return st;
 }
 
-rlx_status rlx_text_parse(const char *text, size_t len, const char *source_name,
-                          const rlx_allocator *al, rlx_graph **out) {
+rlx_status rlx_text_parse(const char *text, size_t len, const char *source_name, const rlx_allocator *al,
+                          rlx_graph **out) {
   if (!out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_text_parse: out is NULL");
   *out = NULL;
   if (!text && len) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_text_parse: text is NULL");

@@ -38,8 +38,10 @@ void rlx_fmt_put_f32(rlx_strbuf *b, float v) {
   uint32_t bits;
   memcpy(&bits, &v, sizeof bits);
   if (isnan(v)) {
-    if (bits == 0x7fc00000u) rlx_sb_puts(b, "nan");
-    else rlx_sb_printf(b, "nan(0x%08x)", (unsigned)bits);
+    if (bits == 0x7fc00000u)
+      rlx_sb_puts(b, "nan");
+    else
+      rlx_sb_printf(b, "nan(0x%08x)", (unsigned)bits);
     return;
   }
   if (isinf(v)) {
@@ -58,8 +60,7 @@ void rlx_fmt_put_f32(rlx_strbuf *b, float v) {
 }
 
 static bool is_bare_char(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
 }
 
 void rlx_fmt_put_graph_name(rlx_strbuf *b, const char *name) {
@@ -67,16 +68,20 @@ void rlx_fmt_put_graph_name(rlx_strbuf *b, const char *name) {
   bool bare = n > 0;
   for (size_t i = 0; i < n && bare; i++) bare = is_bare_char((unsigned char)name[i]);
   rlx_sb_putc(b, '@');
-  if (bare) rlx_sb_put(b, name, n);
-  else rlx_fmt_put_string(b, name, n);
+  if (bare)
+    rlx_sb_put(b, name, n);
+  else
+    rlx_fmt_put_string(b, name, n);
 }
 
 void rlx_fmt_put_shape(rlx_strbuf *b, const rlx_shape *s) {
   rlx_sb_putc(b, '[');
   for (uint32_t i = 0; i < s->rank; i++) {
     if (i) rlx_sb_puts(b, ", ");
-    if (s->dims[i] >= 0) rlx_sb_printf(b, "%lld", (long long)s->dims[i]);
-    else rlx_sb_printf(b, "?%u", rlx_dim_symbol(s->dims[i]));
+    if (s->dims[i] >= 0)
+      rlx_sb_printf(b, "%lld", (long long)s->dims[i]);
+    else
+      rlx_sb_printf(b, "?%u", rlx_dim_symbol(s->dims[i]));
   }
   rlx_sb_printf(b, "] %s", rlx_dtype_name((rlx_dtype)s->dtype));
 }
@@ -164,8 +169,8 @@ bool rlx_fmt_check_value(const rlx_field *f, const void *p, char *why, size_t ca
       }
       const rlx_enum_desc *e = chain_sub_enum(s->kind);
       bool sub_ok = s->kind == RLX_CHAIN_STEP_WHERE ? true
-                    : e ? enum_ok(e, s->sub, false)
-                        : (s->sub >= 0 && s->sub < RLX_DTYPE_COUNT);
+                    : e                             ? enum_ok(e, s->sub, false)
+                                                    : (s->sub >= 0 && s->sub < RLX_DTYPE_COUNT);
       if (!sub_ok) {
         snprintf(why, cap, "attribute %s: step %u has out-of-range sub-op %d", f->name, i, s->sub);
         return false;
@@ -221,8 +226,10 @@ static void put_chain(rlx_strbuf *b, const rlx_chain *ch) {
     if (i) rlx_sb_puts(b, ", ");
     rlx_sb_printf(b, "%s(", rlx_enum_chain_step.names[s->kind]);
     const rlx_enum_desc *e = chain_sub_enum(s->kind);
-    if (e) rlx_sb_printf(b, "%s, ", e->names[s->sub]);
-    else if (s->kind == RLX_CHAIN_STEP_CAST) rlx_sb_printf(b, "%s, ", rlx_dtype_name((rlx_dtype)s->sub));
+    if (e)
+      rlx_sb_printf(b, "%s, ", e->names[s->sub]);
+    else if (s->kind == RLX_CHAIN_STEP_CAST)
+      rlx_sb_printf(b, "%s, ", rlx_dtype_name((rlx_dtype)s->sub));
     const rlx_chain_operand ops[3] = {s->a, s->b, s->c};
     unsigned n = rlx_fmt_chain_arity(s->kind);
     for (unsigned k = 0; k < n; k++) {
@@ -247,8 +254,7 @@ static void put_bytes(rlx_strbuf *b, const rlx_bytes *by, bool brief) {
   }
 }
 
-rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, unsigned depth,
-                             bool brief) {
+rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, unsigned depth, bool brief) {
   switch (f->type) {
   case RLX_FT_I64: rlx_sb_printf(b, "%lld", (long long)*(const int64_t *)p); break;
   case RLX_FT_U64: rlx_sb_printf(b, "%llu", (unsigned long long)*(const uint64_t *)p); break;
@@ -263,14 +269,18 @@ rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, u
   }
   case RLX_FT_OI64: {
     const rlx_oi64 *o = p;
-    if (o->has) rlx_sb_printf(b, "%lld", (long long)o->v);
-    else rlx_sb_puts(b, "none");
+    if (o->has)
+      rlx_sb_printf(b, "%lld", (long long)o->v);
+    else
+      rlx_sb_puts(b, "none");
     break;
   }
   case RLX_FT_OF32: {
     const rlx_of32 *o = p;
-    if (o->has) rlx_fmt_put_f32(b, o->v);
-    else rlx_sb_puts(b, "none");
+    if (o->has)
+      rlx_fmt_put_f32(b, o->v);
+    else
+      rlx_sb_puts(b, "none");
     break;
   }
   case RLX_FT_ODTYPE: {
@@ -305,9 +315,12 @@ rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, u
   case RLX_FT_GRAPH:
   case RLX_FT_OGRAPH: {
     const rlx_graph *body = *(rlx_graph *const *)p;
-    if (!body) rlx_sb_puts(b, "none");
-    else if (brief) rlx_fmt_put_graph_name(b, body->name);
-    else return rlx_fmt_put_graph(b, body, depth);
+    if (!body)
+      rlx_sb_puts(b, "none");
+    else if (brief)
+      rlx_fmt_put_graph_name(b, body->name);
+    else
+      return rlx_fmt_put_graph(b, body, depth);
     break;
   }
   case RLX_FT_CHAIN: put_chain(b, p); break;
@@ -318,8 +331,7 @@ rlx_status rlx_fmt_put_value(rlx_strbuf *b, const rlx_field *f, const void *p, u
 /* ---- graphs ---- */
 
 static rlx_status node_error(const rlx_graph *g, rlx_id id, const rlx_node *n, const char *why) {
-  return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot print @%s %%%u (%s): %s", g->name, id,
-                    rlx_op_name(n->op), why);
+  return rlx_errorf(RLX_ERR_INVALID_ARG, "cannot print @%s %%%u (%s): %s", g->name, id, rlx_op_name(n->op), why);
 }
 
 /* A node of a graph at nesting `depth` is indented 4*depth+2 spaces; its body values are graphs

@@ -17,17 +17,16 @@ typedef struct report {
   rlx_status first;
 } report;
 
-static void add_problem(report *r, rlx_status code, const char *path, const rlx_graph *g,
-                        uint32_t id, const char *msg) {
+static void add_problem(report *r, rlx_status code, const char *path, const rlx_graph *g, uint32_t id,
+                        const char *msg) {
   if (!r->count) r->first = code;
   r->count++;
   if (r->count > MAX_REPORTED) return;
   const rlx_node *n = rlx_graph_node(g, id);
   int k;
   if (n)
-    k = snprintf(r->buf + r->len, sizeof r->buf - r->len, "%s%s%%%u%s%s%s (%s): %s", r->len ? "\n" : "",
-                 path, id, n->name ? " \"" : "", n->name ? n->name : "", n->name ? "\"" : "",
-                 rlx_op_name(n->op), msg);
+    k = snprintf(r->buf + r->len, sizeof r->buf - r->len, "%s%s%%%u%s%s%s (%s): %s", r->len ? "\n" : "", path, id,
+                 n->name ? " \"" : "", n->name ? n->name : "", n->name ? "\"" : "", rlx_op_name(n->op), msg);
   else
     k = snprintf(r->buf + r->len, sizeof r->buf - r->len, "%s%s%s", r->len ? "\n" : "", path, msg);
   if (k > 0) r->len = (size_t)k + r->len < sizeof r->buf ? r->len + (size_t)k : sizeof r->buf - 1;
@@ -40,7 +39,9 @@ static bool check_chain(const rlx_chain *ch, uint32_t n_operands, char *msg, siz
       snprintf(msg, cap, "attribute chain: step %u has unknown kind %d", i, s->kind);
       return false;
     }
-    uint32_t used = s->kind == RLX_CHAIN_STEP_WHERE ? 3 : (s->kind == RLX_CHAIN_STEP_BINARY || s->kind == RLX_CHAIN_STEP_COMPARE) ? 2 : 1;
+    uint32_t used = s->kind == RLX_CHAIN_STEP_WHERE                                           ? 3
+                    : (s->kind == RLX_CHAIN_STEP_BINARY || s->kind == RLX_CHAIN_STEP_COMPARE) ? 2
+                                                                                              : 1;
     const rlx_chain_operand *ops[3] = {&s->a, &s->b, &s->c};
     for (uint32_t k = 0; k < used; k++) {
       if (ops[k]->is_step ? ops[k]->index >= i : ops[k]->index >= n_operands) {
@@ -203,8 +204,11 @@ static void verify_graph(const rlx_graph *g, const char *path, report *r, unsign
       size_t nb;
       rlx_status s = rlx_shape_nbytes(&n->shape, &nb);
       if (s || nb != n->attrs.Constant.data.n) {
-        if (s) snprintf(msg, sizeof msg, "attribute data: %s", rlx_last_error());
-        else snprintf(msg, sizeof msg, "attribute data: has %zu bytes; shape %s needs %zu", n->attrs.Constant.data.n, rlx_fmt_shape(&n->shape), nb);
+        if (s)
+          snprintf(msg, sizeof msg, "attribute data: %s", rlx_last_error());
+        else
+          snprintf(msg, sizeof msg, "attribute data: has %zu bytes; shape %s needs %zu", n->attrs.Constant.data.n,
+                   rlx_fmt_shape(&n->shape), nb);
         add_problem(r, s ? s : RLX_ERR_VERIFY, path, g, id, msg);
         continue;
       }
@@ -227,7 +231,8 @@ static void verify_graph(const rlx_graph *g, const char *path, report *r, unsign
       continue;
     }
     if (!rlx_shape_compatible(&inferred, &n->shape)) {
-      snprintf(msg, sizeof msg, "declared shape %s differs from inferred %s", rlx_fmt_shape(&n->shape), rlx_fmt_shape(&inferred));
+      snprintf(msg, sizeof msg, "declared shape %s differs from inferred %s", rlx_fmt_shape(&n->shape),
+               rlx_fmt_shape(&inferred));
       add_problem(r, RLX_ERR_SHAPE, path, g, id, msg);
     }
   }
@@ -254,20 +259,21 @@ rlx_status rlx_verify(const rlx_graph *g) {
   verify_graph(g, root, r, 0);
   rlx_status s = RLX_OK;
   if (r->count) {
-    s = rlx_errorf(r->first, "graph @%s has %u problem%s:\n%s%s", g->name, r->count, r->count == 1 ? "" : "s",
-                   r->buf, r->count > MAX_REPORTED ? "\n..." : "");
+    s = rlx_errorf(r->first, "graph @%s has %u problem%s:\n%s%s", g->name, r->count, r->count == 1 ? "" : "s", r->buf,
+                   r->count > MAX_REPORTED ? "\n..." : "");
   }
   g->al.free(g->al.ctx, r);
   return s;
 }
 
-rlx_status rlx_infer_shape(const rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
-                           const void *attrs, const rlx_shape *declared, rlx_shape *out) {
+rlx_status rlx_infer_shape(const rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs, const void *attrs,
+                           const rlx_shape *declared, rlx_shape *out) {
   if ((unsigned)op >= RLX_OP_COUNT) return rlx_errorf(RLX_ERR_INVALID_ARG, "unknown op %d", (int)op);
   if (n_inputs > RLX_INFER_MAX_INPUTS) return rlx_errorf(RLX_ERR_UNSUPPORTED, "too many operands");
   const rlx_shape *in[RLX_INFER_MAX_INPUTS];
   for (uint32_t i = 0; i < n_inputs; i++) {
-    if (inputs[i] >= g->n_nodes) return rlx_errorf(RLX_ERR_INVALID_ARG, "operand %u: %%%u does not exist", i, inputs[i]);
+    if (inputs[i] >= g->n_nodes)
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "operand %u: %%%u does not exist", i, inputs[i]);
     in[i] = &g->nodes[inputs[i]].shape;
   }
   rlx_attrs a;

@@ -98,8 +98,8 @@ static rlx_status add_update(rlx_optim_graph *og, const char *target, rlx_id nod
 }
 
 /* A state Param "optim.<slot>.<param>" of the param's shape, recorded as an update target. */
-static rlx_status state_param(og_builder *b, const char *slot, const char *param, const rlx_shape *shape,
-                              rlx_id *out, char *name, size_t cap) {
+static rlx_status state_param(og_builder *b, const char *slot, const char *param, const rlx_shape *shape, rlx_id *out,
+                              char *name, size_t cap) {
   snprintf(name, cap, "optim.%s.%s", slot, param);
   return rlx_param(b->g, name, *shape, out);
 }
@@ -215,8 +215,10 @@ static rlx_status update_param(og_builder *b, const char *pname, rlx_id p, rlx_i
     break;
   }
   default:
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "the %s optimizer has no in-graph update yet; use the host optimizer "
-                      "(rlx_optim_step) for it", rlx_optim_kind_name(c->kind));
+    return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                      "the %s optimizer has no in-graph update yet; use the host optimizer "
+                      "(rlx_optim_step) for it",
+                      rlx_optim_kind_name(c->kind));
   }
   return add_update(b->og, pname, np, false, 0.0f, sh);
 }
@@ -239,8 +241,10 @@ static rlx_status prepare_grads(og_builder *b, const rlx_id *params, rlx_id *gra
       for (uint32_t k = 0; k < gn->shape.rank; k++) axes[k] = k;
       RLX_TRY(bin(b, RLX_BINOP_MUL, grads[i], grads[i], &sq));
       RLX_TRY(rlx_reduce_axes(b->g, RLX_REDUCE_SUM, sq, gn->shape.rank, axes, false, &s));
-      if (ss == RLX_NO_ID) ss = s;
-      else RLX_TRY(bin(b, RLX_BINOP_ADD, ss, s, &ss));
+      if (ss == RLX_NO_ID)
+        ss = s;
+      else
+        RLX_TRY(bin(b, RLX_BINOP_ADD, ss, s, &ss));
     }
     rlx_id norm, den, coef, one;
     RLX_TRY(rlx_activation(b->g, RLX_ACT_SQRT, ss, &norm));
@@ -294,8 +298,10 @@ rlx_status rlx_optim_graph_build(const rlx_optim_config *c, rlx_graph *g, const 
       st = rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_graph_build: params[%u] (%%%u) is not a named Param", i,
                       params[i]);
     else if (!d || !rlx_shape_equal(&p->shape, &d->shape) || p->shape.dtype != RLX_F32)
-      st = rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_graph_build: param '%s' and its gradient must both be f32 "
-                      "of one shape", p->attrs.Param.name);
+      st = rlx_errorf(RLX_ERR_INVALID_ARG,
+                      "rlx_optim_graph_build: param '%s' and its gradient must both be f32 "
+                      "of one shape",
+                      p->attrs.Param.name);
     gr[i] = grads[i];
   }
   rlx_id hv = RLX_NO_ID;

@@ -8,8 +8,8 @@
 
 #include "optim/optim_internal.h"
 
-void rlx_optim_prepare_grad(float *restrict out, const float *restrict g, const float *restrict p,
-                            size_t n, float clip, float scale, float l2) {
+void rlx_optim_prepare_grad(float *restrict out, const float *restrict g, const float *restrict p, size_t n, float clip,
+                            float scale, float l2) {
   if (clip > 0) {
     const float lo = -clip;
     for (size_t i = 0; i < n; i++) {
@@ -50,8 +50,8 @@ void rlx_optim_axpy(float *restrict p, const float *restrict u, size_t n, float 
   for (size_t i = 0; i < n; i++) p[i] = p[i] + a * u[i];
 }
 
-void rlx_optim_sgd(float *restrict p, const float *restrict d, float *restrict buf, size_t n,
-                   float lr, float momentum, float one_minus_dampening, bool nesterov, bool first) {
+void rlx_optim_sgd(float *restrict p, const float *restrict d, float *restrict buf, size_t n, float lr, float momentum,
+                   float one_minus_dampening, bool nesterov, bool first) {
   const float a = -lr;
   if (!buf) {
     for (size_t i = 0; i < n; i++) p[i] = p[i] + a * d[i];
@@ -72,9 +72,9 @@ void rlx_optim_sgd(float *restrict p, const float *restrict d, float *restrict b
   }
 }
 
-void rlx_optim_adam(float *restrict p, const float *restrict g, float *restrict m,
-                    float *restrict v, float *restrict vmax, size_t n, float beta1, float c1,
-                    float beta2, float c2, float step_size, float bc2_sqrt, float eps) {
+void rlx_optim_adam(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+                    float *restrict vmax, size_t n, float beta1, float c1, float beta2, float c2, float step_size,
+                    float bc2_sqrt, float eps) {
   const float a = -step_size;
   for (size_t i = 0; i < n; i++) {
     m[i] = m[i] * beta1 + c1 * g[i];
@@ -94,8 +94,8 @@ void rlx_optim_adam(float *restrict p, const float *restrict g, float *restrict 
   }
 }
 
-void rlx_optim_lion(float *restrict p, const float *restrict g, float *restrict m, size_t n,
-                    float lr, float decay, float beta1, float c1, float beta2, float c2) {
+void rlx_optim_lion(float *restrict p, const float *restrict g, float *restrict m, size_t n, float lr, float decay,
+                    float beta1, float c1, float beta2, float c2) {
   for (size_t i = 0; i < n; i++) {
     float c = m[i] * beta1 + c1 * g[i];
     float s = (float)(c > 0) - (float)(c < 0); /* sign, 0 at 0 */
@@ -105,9 +105,8 @@ void rlx_optim_lion(float *restrict p, const float *restrict g, float *restrict 
   }
 }
 
-void rlx_optim_rmsprop(float *restrict p, const float *restrict g, float *restrict sq,
-                       float *restrict ga, float *restrict buf, size_t n, float lr, float alpha,
-                       float c, float eps, float momentum) {
+void rlx_optim_rmsprop(float *restrict p, const float *restrict g, float *restrict sq, float *restrict ga,
+                       float *restrict buf, size_t n, float lr, float alpha, float c, float eps, float momentum) {
   const float a = -lr;
   for (size_t i = 0; i < n; i++) sq[i] = sq[i] * alpha + c * (g[i] * g[i]);
   if (ga) {
@@ -140,8 +139,8 @@ void rlx_optim_rmsprop(float *restrict p, const float *restrict g, float *restri
   }
 }
 
-void rlx_optim_adagrad(float *restrict p, const float *restrict g, float *restrict sum, size_t n,
-                       float clr, float eps) {
+void rlx_optim_adagrad(float *restrict p, const float *restrict g, float *restrict sum, size_t n, float clr,
+                       float eps) {
   const float a = -clr;
   for (size_t i = 0; i < n; i++) {
     sum[i] = sum[i] + g[i] * g[i];
@@ -150,8 +149,8 @@ void rlx_optim_adagrad(float *restrict p, const float *restrict g, float *restri
   }
 }
 
-void rlx_optim_muon_momentum(float *restrict u, const float *restrict g, float *restrict buf,
-                             size_t n, float beta, float w, bool nesterov) {
+void rlx_optim_muon_momentum(float *restrict u, const float *restrict g, float *restrict buf, size_t n, float beta,
+                             float w, bool nesterov) {
   for (size_t i = 0; i < n; i++) buf[i] = buf[i] + w * (g[i] - buf[i]);
   if (nesterov) {
     for (size_t i = 0; i < n; i++) u[i] = g[i] + beta * (buf[i] - g[i]);

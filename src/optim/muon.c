@@ -10,8 +10,7 @@
 
 #include "optim/optim_internal.h"
 
-float *rlx_muon_orthogonalize(float *x, float *y, float *g, float *h, size_t rows, size_t cols,
-                              unsigned steps) {
+float *rlx_muon_orthogonalize(float *x, float *y, float *g, float *h, size_t rows, size_t cols, unsigned steps) {
   const size_t n = rows * cols;
   double ss = 0;
   for (size_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
@@ -29,16 +28,13 @@ float *rlx_muon_orthogonalize(float *x, float *y, float *g, float *h, size_t row
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, k, r, 1.0f, x, c, x, c, 0.0f, g, k);
     /* H = b G + c G G */
     memcpy(h, g, (size_t)k * (size_t)k * sizeof *h);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, k, k, RLX_MUON_NS_C, g, k, g, k,
-                RLX_MUON_NS_B, h, k);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, k, k, k, RLX_MUON_NS_C, g, k, g, k, RLX_MUON_NS_B, h, k);
     /* Y = a X + H X (wide) or a X + X H (tall; H is symmetric) */
     memcpy(y, x, n * sizeof *y);
     if (wide)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r, c, r, 1.0f, h, k, x, c,
-                  RLX_MUON_NS_A, y, c);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r, c, r, 1.0f, h, k, x, c, RLX_MUON_NS_A, y, c);
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r, c, c, 1.0f, x, c, h, k,
-                  RLX_MUON_NS_A, y, c);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r, c, c, 1.0f, x, c, h, k, RLX_MUON_NS_A, y, c);
     float *t = x;
     x = y;
     y = t;

@@ -44,9 +44,7 @@ struct rlx_optim {
 static const char *const kind_names[RLX_OPTIM_KIND_COUNT] = {"sgd",     "adam",    "adamw", "lion",
                                                              "rmsprop", "adagrad", "muon"};
 
-const char *rlx_optim_kind_name(rlx_optim_kind k) {
-  return (unsigned)k < RLX_OPTIM_KIND_COUNT ? kind_names[k] : NULL;
-}
+const char *rlx_optim_kind_name(rlx_optim_kind k) { return (unsigned)k < RLX_OPTIM_KIND_COUNT ? kind_names[k] : NULL; }
 
 bool rlx_optim_kind_from_name(const char *s, rlx_optim_kind *out) {
   if (!s) return false;
@@ -102,8 +100,7 @@ void rlx_optim_config_init(rlx_optim_config *c, rlx_optim_kind kind) {
 /* ---- configuration checks ---- */
 
 static rlx_status bad_field(const char *field, const char *want, double got) {
-  return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: %s must be %s, got %g", field, want,
-                    got);
+  return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: %s must be %s, got %g", field, want, got);
 }
 /* The negated comparisons also reject NaN. */
 static rlx_status check_nonneg(const char *field, double v) {
@@ -125,23 +122,19 @@ static rlx_status check_unit_closed(const char *field, double v) {
 
 static rlx_status check_schedule(const rlx_lr_schedule *s) {
   if ((unsigned)s->kind >= RLX_LR_SCHEDULE_COUNT)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: schedule.kind %d is not a schedule",
-                      (int)s->kind);
-  if (s->warmup_steps > 0)
-    RLX_TRY(check_unit_closed("schedule.warmup_start_factor", s->warmup_start_factor));
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: schedule.kind %d is not a schedule", (int)s->kind);
+  if (s->warmup_steps > 0) RLX_TRY(check_unit_closed("schedule.warmup_start_factor", s->warmup_start_factor));
   switch (s->kind) {
   case RLX_LR_COSINE:
   case RLX_LR_LINEAR:
     if (s->decay_steps == 0)
-      return rlx_errorf(RLX_ERR_INVALID_ARG,
-                        "optimizer config: schedule.decay_steps must be >= 1 for a %s schedule",
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: schedule.decay_steps must be >= 1 for a %s schedule",
                         s->kind == RLX_LR_COSINE ? "cosine" : "linear");
     RLX_TRY(check_nonneg("schedule.min_lr", s->min_lr));
     break;
   case RLX_LR_STEP:
     if (s->step_size == 0)
-      return rlx_errorf(RLX_ERR_INVALID_ARG,
-                        "optimizer config: schedule.step_size must be >= 1 for a step schedule");
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: schedule.step_size must be >= 1 for a step schedule");
     RLX_TRY(check_nonneg("schedule.gamma", s->gamma));
     break;
   default: break;
@@ -152,8 +145,7 @@ static rlx_status check_schedule(const rlx_lr_schedule *s) {
 rlx_status rlx_optim_config_check(const rlx_optim_config *c) {
   if (!c) return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config is NULL");
   if ((unsigned)c->kind >= RLX_OPTIM_KIND_COUNT)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: kind %d is not an optimizer",
-                      (int)c->kind);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: kind %d is not an optimizer", (int)c->kind);
   RLX_TRY(check_nonneg("lr", c->lr));
   RLX_TRY(check_nonneg("weight_decay", c->weight_decay));
   RLX_TRY(check_nonneg("clip_grad_value", c->clip_grad_value));
@@ -191,11 +183,9 @@ rlx_status rlx_optim_config_check(const rlx_optim_config *c) {
   case RLX_OPTIM_MUON:
     RLX_TRY(check_unit_open("momentum", c->momentum));
     if (c->ns_steps < 1 || c->ns_steps > MAX_NS_STEPS)
-      return rlx_errorf(RLX_ERR_INVALID_ARG,
-                        "optimizer config: ns_steps must be in [1, %u], got %u", MAX_NS_STEPS,
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: ns_steps must be in [1, %u], got %u", MAX_NS_STEPS,
                         c->ns_steps);
-    if (c->muon_lr_adjust != RLX_MUON_LR_ORIGINAL &&
-        c->muon_lr_adjust != RLX_MUON_LR_MATCH_RMS_ADAMW)
+    if (c->muon_lr_adjust != RLX_MUON_LR_ORIGINAL && c->muon_lr_adjust != RLX_MUON_LR_MATCH_RMS_ADAMW)
       return rlx_errorf(RLX_ERR_INVALID_ARG, "optimizer config: muon_lr_adjust %d is not a mode",
                         (int)c->muon_lr_adjust);
     RLX_TRY(check_nonneg("muon_aux_lr", c->muon_aux_lr));
@@ -220,8 +210,7 @@ double rlx_lr_schedule_at(const rlx_lr_schedule *s, double lr, uint64_t t) {
   switch (s->kind) {
   case RLX_LR_COSINE:
     if (t >= s->decay_steps) return s->min_lr;
-    return s->min_lr +
-           (lr - s->min_lr) * (1.0 + cos(RLX_OPTIM_PI * (double)t / (double)s->decay_steps)) / 2.0;
+    return s->min_lr + (lr - s->min_lr) * (1.0 + cos(RLX_OPTIM_PI * (double)t / (double)s->decay_steps)) / 2.0;
   case RLX_LR_LINEAR:
     if (t >= s->decay_steps) return s->min_lr;
     return lr + (s->min_lr - lr) * (double)t / (double)s->decay_steps;
@@ -302,8 +291,7 @@ static void state_layout(const rlx_optim_config *c, bool matrix, const char *nam
 }
 
 /* Makes *buf hold at least n floats (old contents are not kept). */
-static rlx_status grow(const rlx_allocator *al, float **buf, size_t *have, size_t n,
-                       const char *what) {
+static rlx_status grow(const rlx_allocator *al, float **buf, size_t *have, size_t n, const char *what) {
   if (n <= *have) return RLX_OK;
   size_t bytes;
   if (!rlx_mul_size(n, sizeof(float), &bytes))
@@ -316,35 +304,27 @@ static rlx_status grow(const rlx_allocator *al, float **buf, size_t *have, size_
   return RLX_OK;
 }
 
-rlx_status rlx_optim_add_param(rlx_optim *o, const char *name, float *data,
-                               const rlx_shape *shape) {
+rlx_status rlx_optim_add_param(rlx_optim *o, const char *name, float *data, const rlx_shape *shape) {
   if (!o) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: optimizer is NULL");
   if (!name || !name[0])
-    return rlx_errorf(RLX_ERR_INVALID_ARG,
-                      "rlx_optim_add_param: param name must be a non-empty string");
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param name must be a non-empty string");
   for (uint32_t i = 0; i < o->n_params; i++)
     if (strcmp(o->params[i].name, name) == 0)
-      return rlx_errorf(RLX_ERR_INVALID_ARG,
-                        "rlx_optim_add_param: param '%s' is already registered", name);
-  if (!data)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s': data is NULL", name);
-  if (!shape)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s': shape is NULL", name);
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s' is already registered", name);
+  if (!data) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s': data is NULL", name);
+  if (!shape) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s': shape is NULL", name);
   if (shape->rank > RLX_MAX_RANK)
-    return rlx_errorf(RLX_ERR_SHAPE, "rlx_optim_add_param: param '%s': rank %u exceeds %d", name,
-                      (unsigned)shape->rank, RLX_MAX_RANK);
+    return rlx_errorf(RLX_ERR_SHAPE, "rlx_optim_add_param: param '%s': rank %u exceeds %d", name, (unsigned)shape->rank,
+                      RLX_MAX_RANK);
   if (shape->dtype != RLX_F32) {
-    const char *dn =
-        shape->dtype < RLX_DTYPE_COUNT ? rlx_dtype_name((rlx_dtype)shape->dtype) : "invalid";
-    return rlx_errorf(RLX_ERR_INVALID_ARG,
-                      "rlx_optim_add_param: param '%s': dtype must be f32, got %s", name, dn);
+    const char *dn = shape->dtype < RLX_DTYPE_COUNT ? rlx_dtype_name((rlx_dtype)shape->dtype) : "invalid";
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_add_param: param '%s': dtype must be f32, got %s", name, dn);
   }
   size_t n, bytes;
   rlx_status st = rlx_shape_numel(shape, &n);
   if (st != RLX_OK) return rlx_error_context(st, "rlx_optim_add_param: param '%s'", name);
   if (!rlx_mul_size(n, sizeof(float), &bytes))
-    return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param '%s': byte size overflows",
-                      name);
+    return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param '%s': byte size overflows", name);
 
   optim_param p;
   memset(&p, 0, sizeof p);
@@ -364,29 +344,24 @@ rlx_status rlx_optim_add_param(rlx_optim *o, const char *name, float *data,
     size_t k = p.rows < p.cols ? p.rows : p.cols, kk, n2, kk2;
     if (!rlx_mul_size(k, k, &kk) || !rlx_mul_size(kk, 2, &kk2) || !rlx_mul_size(n, 2, &n2) ||
         !rlx_add_size(n2, kk2, &ws_need))
-      return rlx_errorf(RLX_ERR_OVERFLOW,
-                        "rlx_optim_add_param: param '%s': Muon workspace overflows", name);
+      return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param '%s': Muon workspace overflows", name);
   }
   state_layout(&o->cfg, p.matrix, p.slot_name);
   size_t n_slots = 0;
   for (int i = 0; i < MAX_SLOTS; i++) n_slots += p.slot_name[i] != NULL;
   size_t state_bytes;
   if (!rlx_mul_size(bytes, n_slots, &state_bytes))
-    return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param '%s': state size overflows",
-                      name);
+    return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param '%s': state size overflows", name);
 
   /* Take every buffer first, so a failure leaves the optimizer as it was. */
   if (o->n_params == o->cap_params) {
-    if (o->n_params == UINT32_MAX)
-      return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: too many params");
-    uint32_t cap =
-        o->cap_params ? (o->cap_params > UINT32_MAX / 2 ? UINT32_MAX : o->cap_params * 2) : 8;
+    if (o->n_params == UINT32_MAX) return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: too many params");
+    uint32_t cap = o->cap_params ? (o->cap_params > UINT32_MAX / 2 ? UINT32_MAX : o->cap_params * 2) : 8;
     size_t pb;
     if (!rlx_mul_size(cap, sizeof(optim_param), &pb))
       return rlx_errorf(RLX_ERR_OVERFLOW, "rlx_optim_add_param: param table overflows");
     optim_param *np = xalloc(o->al, pb);
-    if (!np)
-      return rlx_errorf(RLX_ERR_OOM, "out of memory while growing the optimizer's param table");
+    if (!np) return rlx_errorf(RLX_ERR_OOM, "out of memory while growing the optimizer's param table");
     if (o->n_params) memcpy(np, o->params, (size_t)o->n_params * sizeof *np);
     xfree(o->al, o->params);
     o->params = np;
@@ -402,9 +377,8 @@ rlx_status rlx_optim_add_param(rlx_optim *o, const char *name, float *data,
     p.block = xalloc(o->al, state_bytes);
     if (!p.block) {
       xfree(o->al, p.name);
-      return rlx_errorf(RLX_ERR_OOM,
-                        "out of memory while allocating the optimizer state of '%s' (%zu bytes)",
-                        name, state_bytes);
+      return rlx_errorf(RLX_ERR_OOM, "out of memory while allocating the optimizer state of '%s' (%zu bytes)", name,
+                        state_bytes);
     }
     memset(p.block, 0, state_bytes);
     float *next = p.block;
@@ -425,18 +399,16 @@ rlx_status rlx_optim_add_param(rlx_optim *o, const char *name, float *data,
 /* ---- the step ---- */
 
 static bool uses_l2(rlx_optim_kind k) {
-  return k == RLX_OPTIM_SGD || k == RLX_OPTIM_ADAM || k == RLX_OPTIM_RMSPROP ||
-         k == RLX_OPTIM_ADAGRAD;
+  return k == RLX_OPTIM_SGD || k == RLX_OPTIM_ADAM || k == RLX_OPTIM_RMSPROP || k == RLX_OPTIM_ADAGRAD;
 }
 
-static void adam_update(const rlx_optim_config *c, optim_param *p, const float *g, double lr,
-                        bool decoupled, bool amsgrad) {
-  if (decoupled && c->weight_decay != 0)
-    rlx_optim_scale(p->data, p->n, (float)(1.0 - lr * c->weight_decay));
+static void adam_update(const rlx_optim_config *c, optim_param *p, const float *g, double lr, bool decoupled,
+                        bool amsgrad) {
+  if (decoupled && c->weight_decay != 0) rlx_optim_scale(p->data, p->n, (float)(1.0 - lr * c->weight_decay));
   double bc1 = 1.0 - pow(c->beta1, (double)p->steps), bc2 = 1.0 - pow(c->beta2, (double)p->steps);
-  rlx_optim_adam(p->data, g, p->slot[0], p->slot[1], amsgrad ? p->slot[2] : NULL, p->n,
-                 (float)c->beta1, (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2),
-                 (float)(lr / bc1), (float)sqrt(bc2), (float)c->eps);
+  rlx_optim_adam(p->data, g, p->slot[0], p->slot[1], amsgrad ? p->slot[2] : NULL, p->n, (float)c->beta1,
+                 (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2), (float)(lr / bc1), (float)sqrt(bc2),
+                 (float)c->eps);
 }
 
 static void muon_update(rlx_optim *o, optim_param *p, const float *g, double lr, double aux_lr) {
@@ -447,8 +419,7 @@ static void muon_update(rlx_optim *o, optim_param *p, const float *g, double lr,
   }
   size_t k = p->rows < p->cols ? p->rows : p->cols;
   float *x = o->ws, *y = x + p->n, *gm = y + p->n, *h = gm + k * k;
-  rlx_optim_muon_momentum(x, g, p->slot[0], p->n, (float)c->momentum, (float)(1.0 - c->momentum),
-                          c->nesterov);
+  rlx_optim_muon_momentum(x, g, p->slot[0], p->n, (float)c->momentum, (float)(1.0 - c->momentum), c->nesterov);
   float *u = rlx_muon_orthogonalize(x, y, gm, h, p->rows, p->cols, c->ns_steps);
   double r = (double)p->rows, cl = (double)p->cols, adj;
   if (c->muon_lr_adjust == RLX_MUON_LR_MATCH_RMS_ADAMW)
@@ -464,8 +435,8 @@ static inline const float *grad_ptr(const float *const *ptrs, const rlx_tensor *
   return ptrs ? ptrs[i] : (const float *)tens[i].data;
 }
 
-static rlx_status step_impl(rlx_optim *o, const char *fn, const float *const *ptrs,
-                            const rlx_tensor *tens, uint32_t n_grads) {
+static rlx_status step_impl(rlx_optim *o, const char *fn, const float *const *ptrs, const rlx_tensor *tens,
+                            uint32_t n_grads) {
   if (!o) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: optimizer is NULL", fn);
   if (o->n_params == 0)
     return rlx_errorf(RLX_ERR_INVALID_ARG,
@@ -474,24 +445,22 @@ static rlx_status step_impl(rlx_optim *o, const char *fn, const float *const *pt
                       fn);
   if (!ptrs && !tens) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: grads is NULL", fn);
   if (n_grads != o->n_params)
-    return rlx_errorf(RLX_ERR_INVALID_ARG,
-                      "%s: got %u gradients for %u params (one per param, in add order)", fn,
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: got %u gradients for %u params (one per param, in add order)", fn,
                       n_grads, o->n_params);
   for (uint32_t i = 0; i < o->n_params; i++) {
     const optim_param *p = &o->params[i];
     if (tens && tens[i].shape.rank > RLX_MAX_RANK)
-      return rlx_errorf(RLX_ERR_SHAPE, "%s: gradient %u (param '%s') has rank %u > %d", fn, i,
-                        p->name, (unsigned)tens[i].shape.rank, RLX_MAX_RANK);
+      return rlx_errorf(RLX_ERR_SHAPE, "%s: gradient %u (param '%s') has rank %u > %d", fn, i, p->name,
+                        (unsigned)tens[i].shape.rank, RLX_MAX_RANK);
     if (tens && !rlx_shape_equal(&tens[i].shape, &p->shape)) {
       char want[160], got[160];
       rlx_shape_format(&p->shape, want, sizeof want);
       rlx_shape_format(&tens[i].shape, got, sizeof got);
-      return rlx_errorf(RLX_ERR_SHAPE, "%s: gradient %u (param '%s') has shape %s, expected %s", fn,
-                        i, p->name, got, want);
+      return rlx_errorf(RLX_ERR_SHAPE, "%s: gradient %u (param '%s') has shape %s, expected %s", fn, i, p->name, got,
+                        want);
     }
     if (!grad_ptr(ptrs, tens, i) && p->n > 0)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: gradient %u (param '%s') is NULL", fn, i,
-                        p->name);
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: gradient %u (param '%s') is NULL", fn, i, p->name);
   }
 
   const rlx_optim_config *c = &o->cfg;
@@ -535,20 +504,18 @@ static rlx_status step_impl(rlx_optim *o, const char *fn, const float *const *pt
     p->steps++;
     switch (c->kind) {
     case RLX_OPTIM_SGD:
-      rlx_optim_sgd(p->data, g, p->slot[0], p->n, (float)lr, (float)c->momentum,
-                    (float)(1.0 - c->dampening), c->nesterov, p->steps == 1);
+      rlx_optim_sgd(p->data, g, p->slot[0], p->n, (float)lr, (float)c->momentum, (float)(1.0 - c->dampening),
+                    c->nesterov, p->steps == 1);
       break;
     case RLX_OPTIM_ADAM: adam_update(c, p, g, lr, false, c->amsgrad); break;
     case RLX_OPTIM_ADAMW: adam_update(c, p, g, lr, true, c->amsgrad); break;
     case RLX_OPTIM_LION:
-      rlx_optim_lion(p->data, g, p->slot[0], p->n, (float)lr, (float)(1.0 - lr * c->weight_decay),
-                     (float)c->beta1, (float)(1.0 - c->beta1), (float)c->beta2,
-                     (float)(1.0 - c->beta2));
+      rlx_optim_lion(p->data, g, p->slot[0], p->n, (float)lr, (float)(1.0 - lr * c->weight_decay), (float)c->beta1,
+                     (float)(1.0 - c->beta1), (float)c->beta2, (float)(1.0 - c->beta2));
       break;
     case RLX_OPTIM_RMSPROP:
-      rlx_optim_rmsprop(p->data, g, p->slot[0], p->slot[1], p->slot[2], p->n, (float)lr,
-                        (float)c->alpha, (float)(1.0 - c->alpha), (float)c->eps,
-                        (float)c->momentum);
+      rlx_optim_rmsprop(p->data, g, p->slot[0], p->slot[1], p->slot[2], p->n, (float)lr, (float)c->alpha,
+                        (float)(1.0 - c->alpha), (float)c->eps, (float)c->momentum);
       break;
     case RLX_OPTIM_ADAGRAD: {
       double clr = lr / (1.0 + (double)(p->steps - 1) * c->lr_decay);
@@ -564,14 +531,12 @@ static rlx_status step_impl(rlx_optim *o, const char *fn, const float *const *pt
 }
 
 rlx_status rlx_optim_step(rlx_optim *o, const float *const *grads, uint32_t n_grads) {
-  if (!grads && o && o->n_params)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_step: grads is NULL");
+  if (!grads && o && o->n_params) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_step: grads is NULL");
   return step_impl(o, "rlx_optim_step", grads, NULL, n_grads);
 }
 
 rlx_status rlx_optim_step_tensors(rlx_optim *o, const rlx_tensor *grads, uint32_t n_grads) {
-  if (!grads && o && o->n_params)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_step_tensors: grads is NULL");
+  if (!grads && o && o->n_params) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_step_tensors: grads is NULL");
   return step_impl(o, "rlx_optim_step_tensors", NULL, grads, n_grads);
 }
 
@@ -584,11 +549,9 @@ uint64_t rlx_optim_step_count(const rlx_optim *o) { return o ? o->t : 0; }
 double rlx_optim_last_grad_norm(const rlx_optim *o) { return o ? o->last_norm : NAN; }
 uint32_t rlx_optim_param_count(const rlx_optim *o) { return o ? o->n_params : 0; }
 
-rlx_status rlx_optim_state(const rlx_optim *o, const char *param, const char *state,
-                           const float **data, size_t *n) {
+rlx_status rlx_optim_state(const rlx_optim *o, const char *param, const char *state, const float **data, size_t *n) {
   if (!o || !param || !state || !data)
-    return rlx_errorf(RLX_ERR_INVALID_ARG,
-                      "rlx_optim_state: optimizer, param, state and data must not be NULL");
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_optim_state: optimizer, param, state and data must not be NULL");
   for (uint32_t i = 0; i < o->n_params; i++) {
     const optim_param *p = &o->params[i];
     if (strcmp(p->name, param) != 0) continue;
@@ -598,8 +561,8 @@ rlx_status rlx_optim_state(const rlx_optim *o, const char *param, const char *st
         if (n) *n = p->n;
         return RLX_OK;
       }
-    return rlx_errorf(RLX_ERR_NOT_FOUND, "rlx_optim_state: param '%s' has no state '%s' under %s",
-                      param, state, kind_names[o->cfg.kind]);
+    return rlx_errorf(RLX_ERR_NOT_FOUND, "rlx_optim_state: param '%s' has no state '%s' under %s", param, state,
+                      kind_names[o->cfg.kind]);
   }
   return rlx_errorf(RLX_ERR_NOT_FOUND, "rlx_optim_state: no param named '%s'", param);
 }

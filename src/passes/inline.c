@@ -16,8 +16,8 @@ static bool dims_bindable(const rlx_shape *arg, const rlx_shape *param) {
   return true;
 }
 
-rlx_status rlx_inline_graph(rlx_graph *dst, const rlx_graph *body, const rlx_id *args, uint32_t n_args,
-                            rlx_id *outs, uint32_t n_outs) {
+rlx_status rlx_inline_graph(rlx_graph *dst, const rlx_graph *body, const rlx_id *args, uint32_t n_args, rlx_id *outs,
+                            uint32_t n_outs) {
   if (!dst || !body || (n_args && !args) || (n_outs && !outs))
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_inline_graph: NULL argument");
   uint32_t nn = rlx_graph_node_count(body), n_inputs = 0;
@@ -68,8 +68,8 @@ rlx_status rlx_inline_graph(rlx_graph *dst, const rlx_graph *body, const rlx_id 
         char a[128], b[128];
         rlx_shape_format(&rlx_graph_node(dst, p)->shape, a, sizeof a);
         rlx_shape_format(&n->shape, b, sizeof b);
-        s = rlx_errorf(RLX_ERR_SHAPE, "inlining body @%s: Param \"%s\" is %s there but %s in @%s",
-                       rlx_graph_name(body), name, b, a, rlx_graph_name(dst));
+        s = rlx_errorf(RLX_ERR_SHAPE, "inlining body @%s: Param \"%s\" is %s there but %s in @%s", rlx_graph_name(body),
+                       name, b, a, rlx_graph_name(dst));
       } else {
         map[id] = p;
       }

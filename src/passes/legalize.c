@@ -66,7 +66,8 @@ static bool wants_rewrite(const lg_ctx *c, const rlx_node *n) {
 
 /* Moves the stuck marks of `st` (ids of the old graph) to `next` (ids of the rebuilt graph, through
  * `map`): a node whose decomposition refused is not tried again in later rounds. */
-static rlx_status carry_stuck(const rlx_allocator *al, lg_stuck *st, const rlx_id *map, uint32_t n_new, lg_stuck *next) {
+static rlx_status carry_stuck(const rlx_allocator *al, lg_stuck *st, const rlx_id *map, uint32_t n_new,
+                              lg_stuck *next) {
   RLX_TRY(stuck_init(al, next, n_new));
   for (uint32_t id = 0; id < st->n; id++)
     if (st->flag[id] && map[id] < n_new) stuck_set(al, next, map[id], st->reason[id] ? st->reason[id] : "");
@@ -154,8 +155,7 @@ static const char *why_unclaimed(const lg_stuck *st, rlx_id id, rlx_op op) {
 
 /* Copies `cur` into the result: claimed nodes with bodies get legalized bodies, unclaimed nodes
  * are reported (with the reason their decomposition gave, if any). */
-static rlx_status finish_graph(lg_ctx *c, const rlx_graph *cur, const lg_stuck *st, const char *path,
-                               rlx_graph **out) {
+static rlx_status finish_graph(lg_ctx *c, const rlx_graph *cur, const lg_stuck *st, const char *path, rlx_graph **out) {
   rlx_rebuild rb;
   RLX_TRY(rlx_rebuild_begin(cur, &rb));
   rlx_status s = RLX_OK;
@@ -273,8 +273,10 @@ rlx_status rlx_legalize(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT],
     for (int k = 0; k < RLX_OP_COUNT; k++) {
       rep->count[k] = before[k];
       if (!before[k]) continue;
-      if (claimed[k]) rep->path[k] = host_staged && host_staged[k] ? RLX_PATH_HOST_STAGED : RLX_PATH_NATIVE;
-      else rep->path[k] = after[k] ? RLX_PATH_UNSUPPORTED : RLX_PATH_DECOMPOSED;
+      if (claimed[k])
+        rep->path[k] = host_staged && host_staged[k] ? RLX_PATH_HOST_STAGED : RLX_PATH_NATIVE;
+      else
+        rep->path[k] = after[k] ? RLX_PATH_UNSUPPORTED : RLX_PATH_DECOMPOSED;
     }
     rep->nodes_before = rlx_graph_node_count(g);
     rep->nodes_after = rlx_graph_node_count(res);
@@ -282,10 +284,13 @@ rlx_status rlx_legalize(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT],
   if (!s && c.n_problems) {
     char *list = NULL;
     size_t len = 0;
-    if (c.n_problems > LEGALIZE_MAX_LISTED) rlx_sb_printf(&c.problems, "\n  ... and %u more", c.n_problems - LEGALIZE_MAX_LISTED);
+    if (c.n_problems > LEGALIZE_MAX_LISTED)
+      rlx_sb_printf(&c.problems, "\n  ... and %u more", c.n_problems - LEGALIZE_MAX_LISTED);
     if (rlx_sb_finish(&c.problems, &list, &len) != RLX_OK) list = NULL;
-    s = rlx_errorf(RLX_ERR_UNSUPPORTED, "%u node%s ha%s no path on this backend (not claimed, no applicable decomposition):%s",
-                   c.n_problems, c.n_problems == 1 ? "" : "s", c.n_problems == 1 ? "s" : "ve", list ? list : " (list lost: out of memory)");
+    s = rlx_errorf(RLX_ERR_UNSUPPORTED,
+                   "%u node%s ha%s no path on this backend (not claimed, no applicable decomposition):%s", c.n_problems,
+                   c.n_problems == 1 ? "" : "s", c.n_problems == 1 ? "s" : "ve",
+                   list ? list : " (list lost: out of memory)");
     if (list) c.al->free(c.al->ctx, list);
   }
   rlx_sb_free(&c.problems);

@@ -10,21 +10,20 @@
  * Emits into `dst` nodes computing node `n` of `src`, whose operands have already been mapped to
  * dst ids `in`; writes the replacing dst id to *out. Bodies of `n` (If, While, Scan, CustomFn)
  * live in `src`. Decompositions build with the typed builders, so shapes are inferred. */
-typedef rlx_status (*rlx_decompose_fn)(rlx_graph *dst, const rlx_graph *src, const rlx_node *n,
-                                       const rlx_id *in, rlx_id *out);
+typedef rlx_status (*rlx_decompose_fn)(rlx_graph *dst, const rlx_graph *src, const rlx_node *n, const rlx_id *in,
+                                       rlx_id *out);
 extern const rlx_decompose_fn rlx_decompose_table[RLX_OP_COUNT];
 
 /* Copies `body`'s nodes into `dst`, binding its Inputs positionally to `args` and its Params by
  * name to dst's Params (creating missing ones); writes the body's output ids to outs. */
-rlx_status rlx_inline_graph(rlx_graph *dst, const rlx_graph *body, const rlx_id *args,
-                            uint32_t n_args, rlx_id *outs, uint32_t n_outs);
+rlx_status rlx_inline_graph(rlx_graph *dst, const rlx_graph *body, const rlx_id *args, uint32_t n_args, rlx_id *outs,
+                            uint32_t n_outs);
 
 /* Legalize: rewrites every node whose kind is not claimed with its decomposition, repeating until
  * every node is claimed or nothing changes. Fails with RLX_ERR_UNSUPPORTED and one message listing
  * every remaining node (id, op, name). Fills rep->path/count for the input graph's kinds. */
 rlx_status rlx_legalize(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT],
-                        const uint8_t host_staged[RLX_OP_COUNT], rlx_dispatch_report *rep,
-                        rlx_graph **out);
+                        const uint8_t host_staged[RLX_OP_COUNT], rlx_dispatch_report *rep, rlx_graph **out);
 
 /* Simplify: constant folding (evaluating pure ops on constant operands with the CPU reference
  * kernels), algebraic identities, CSE and DCE. Returns a new graph. */

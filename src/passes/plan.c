@@ -34,8 +34,7 @@ bool rlx_plan_is_view(const rlx_graph *g, rlx_id id, size_t *byte_offset) {
   if (!x || !rlx_shape_is_static(&n->shape) || !rlx_shape_is_static(&x->shape)) return false;
   if (n->shape.dtype != x->shape.dtype) return false;
   size_t nb, xb;
-  if (rlx_shape_nbytes(&n->shape, &nb) != RLX_OK || rlx_shape_nbytes(&x->shape, &xb) != RLX_OK)
-    return false;
+  if (rlx_shape_nbytes(&n->shape, &nb) != RLX_OK || rlx_shape_nbytes(&x->shape, &xb) != RLX_OK) return false;
   switch (n->op) {
   case RLX_OP_Reshape:
   case RLX_OP_Cast:
@@ -140,8 +139,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
   slot_key *keys = al_array(al, n, sizeof *keys);
   placed *live = al_array(al, n, sizeof *live);
   rlx_status st = RLX_OK;
-  if (!p->offset || !p->size || !p->root || !p->first_use || !p->last_use || !p->schedule || !keys ||
-      !live) {
+  if (!p->offset || !p->size || !p->root || !p->first_use || !p->last_use || !p->schedule || !keys || !live) {
     st = rlx_errorf(RLX_ERR_OOM, "memory plan: out of memory for %u nodes", n);
     goto done;
   }
@@ -152,8 +150,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     const rlx_node *nd = rlx_graph_node(g, i);
     p->schedule[i] = i;
     if (rlx_shape_nbytes(&nd->shape, &p->size[i]) != RLX_OK) {
-      st = rlx_errorf(RLX_ERR_OVERFLOW, "memory plan: node %%%u (%s) is too large to address", i,
-                      rlx_op_name(nd->op));
+      st = rlx_errorf(RLX_ERR_OVERFLOW, "memory plan: node %%%u (%s) is too large to address", i, rlx_op_name(nd->op));
       goto done;
     }
     size_t off = 0;
@@ -217,9 +214,12 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
       for (uint32_t j = 0; j < n_live && ok; j++) {
         if (live[j].end <= cand) continue;
         size_t cend;
-        if (!rlx_add_size(cand, size, &cend)) ok = false;
-        else if (live[j].off >= cend) break; /* the gap before this slot fits */
-        else cand = align_up(live[j].end, PLAN_ALIGN, &ok);
+        if (!rlx_add_size(cand, size, &cend))
+          ok = false;
+        else if (live[j].off >= cend)
+          break; /* the gap before this slot fits */
+        else
+          cand = align_up(live[j].end, PLAN_ALIGN, &ok);
       }
     }
     size_t end;

@@ -47,8 +47,10 @@ static int slot_by_offset(const void *pa, const void *pb) {
 
 static const char *node_label(const rlx_graph *g, rlx_id id, char *buf, size_t cap) {
   const rlx_node *n = rlx_graph_node(g, id);
-  if (n->name) snprintf(buf, cap, "%%%u (%s '%s')", id, rlx_op_name(n->op), n->name);
-  else snprintf(buf, cap, "%%%u (%s)", id, rlx_op_name(n->op));
+  if (n->name)
+    snprintf(buf, cap, "%%%u (%s '%s')", id, rlx_op_name(n->op), n->name);
+  else
+    snprintf(buf, cap, "%%%u (%s)", id, rlx_op_name(n->op));
   return buf;
 }
 
@@ -63,8 +65,7 @@ static rlx_status check_structure(const rlx_graph *g, const rlx_plan *p, uint32_
   for (uint32_t s = 0; s < n; s++) {
     rlx_id id = p->schedule[s];
     if (id >= n) return plan_bad("schedule step %u names node %%%u, which does not exist", s, id);
-    if (step[id] != UINT32_MAX)
-      return plan_bad("node %%%u is scheduled twice (steps %u and %u)", id, step[id], s);
+    if (step[id] != UINT32_MAX) return plan_bad("node %%%u is scheduled twice (steps %u and %u)", id, step[id], s);
     step[id] = s;
   }
   for (uint32_t s = 0; s < n; s++) {
@@ -83,8 +84,8 @@ static rlx_status check_structure(const rlx_graph *g, const rlx_plan *p, uint32_
     if (rlx_shape_nbytes(&nd->shape, &want) != RLX_OK)
       return plan_bad("%s has no static size", node_label(g, i, a, sizeof a));
     if (p->size[i] != want)
-      return plan_bad("%s has a slot of %zu bytes but its shape needs %zu", node_label(g, i, a, sizeof a),
-                      p->size[i], want);
+      return plan_bad("%s has a slot of %zu bytes but its shape needs %zu", node_label(g, i, a, sizeof a), p->size[i],
+                      want);
     rlx_id r = p->root[i];
     if (r >= n) return plan_bad("%s has root %%%u, which does not exist", node_label(g, i, a, sizeof a), r);
     if (r == i) {
@@ -101,11 +102,12 @@ static rlx_status check_structure(const rlx_graph *g, const rlx_plan *p, uint32_
     size_t voff;
     if (!rlx_plan_is_view(g, i, &voff))
       return plan_bad("%s aliases %%%u but is not a view (only Reshape, same-dtype Cast and contiguous "
-                      "Narrow may alias)", node_label(g, i, a, sizeof a), r);
+                      "Narrow may alias)",
+                      node_label(g, i, a, sizeof a), r);
     rlx_id x = nd->inputs[0];
     if (p->root[x] != r || (p->root[r] != r))
-      return plan_bad("view %s has root %%%u but its operand %%%u lives in %%%u", node_label(g, i, a, sizeof a), r,
-                      x, p->root[x]);
+      return plan_bad("view %s has root %%%u but its operand %%%u lives in %%%u", node_label(g, i, a, sizeof a), r, x,
+                      p->root[x]);
     size_t want_off, end, root_end;
     if (!rlx_add_size(p->offset[x], voff, &want_off) || p->offset[i] != want_off)
       return plan_bad("view %s is at offset %zu but its window starts at %zu", node_label(g, i, a, sizeof a),
@@ -120,8 +122,7 @@ static rlx_status check_structure(const rlx_graph *g, const rlx_plan *p, uint32_
 rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p) {
   if (!g || !p) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_plan_check: graph and plan must not be NULL");
   uint32_t n = rlx_graph_node_count(g);
-  if (p->n_nodes != n)
-    return plan_bad("the plan covers %u nodes but the graph has %u", p->n_nodes, n);
+  if (p->n_nodes != n) return plan_bad("the plan covers %u nodes but the graph has %u", p->n_nodes, n);
   if (n > 0 && (!p->offset || !p->size || !p->root || !p->schedule))
     return plan_bad("the plan is missing its per-node arrays");
   if (p->alignment == 0 || (p->alignment & (p->alignment - 1)) != 0)

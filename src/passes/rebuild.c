@@ -35,8 +35,8 @@ const char *rlx_pass_body_name(rlx_op op, uint32_t i) {
   return f ? f->name : "?";
 }
 
-rlx_status rlx_pass_copy_node_bodies(rlx_graph *dst, const rlx_node *n, const rlx_id *inputs,
-                                     rlx_graph *const *bodies, rlx_id *out) {
+rlx_status rlx_pass_copy_node_bodies(rlx_graph *dst, const rlx_node *n, const rlx_id *inputs, rlx_graph *const *bodies,
+                                     rlx_id *out) {
   rlx_attrs a = n->attrs;
   uint32_t nb = rlx_pass_body_count(n->op);
   for (uint32_t i = 0; i < nb; i++) *rlx_pass_body_slot(n->op, &a, i) = bodies[i];

@@ -102,8 +102,8 @@ static bool identity(const smp *s, rlx_node *w, rlx_id *in, rlx_id *res) {
     return false;
   case RLX_OP_Activation: {
     const rlx_node *x = dnode(s, in[0]);
-    if (w->attrs.Activation.kind == RLX_ACT_NEG && x->op == RLX_OP_Activation && x->attrs.Activation.kind == RLX_ACT_NEG &&
-        same_shape(s, x->inputs[0], S))
+    if (w->attrs.Activation.kind == RLX_ACT_NEG && x->op == RLX_OP_Activation &&
+        x->attrs.Activation.kind == RLX_ACT_NEG && same_shape(s, x->inputs[0], S))
       return *res = x->inputs[0], true;
     return false;
   }

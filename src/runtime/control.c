@@ -87,7 +87,8 @@ static rlx_status rb_calloc(const rlx_node *n, size_t count, size_t size, void *
  * executor). */
 static rlx_status ru_prologue(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, uint32_t lo, uint32_t hi,
                               const rlx_tensor *out) {
-  if (n_in < lo || n_in > hi) return ru_error(RLX_ERR_INVALID_ARG, n, "got %u operands, expected %u to %u", n_in, lo, hi);
+  if (n_in < lo || n_in > hi)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "got %u operands, expected %u to %u", n_in, lo, hi);
   if ((n_in && !in) || !out) return ru_error(RLX_ERR_INTERNAL, n, "operands or output missing");
   if (out->shape.dtype != n->shape.dtype || out->shape.rank != n->shape.rank)
     return ru_error(RLX_ERR_INTERNAL, n, "output tensor %s does not match the node's shape %s", ru_fmt(&out->shape),
@@ -98,7 +99,8 @@ static rlx_status ru_prologue(const rlx_node *n, const rlx_tensor *in, uint32_t 
 static rlx_status ru_need_out_dims(const rlx_node *n, const rlx_tensor *out, uint32_t rank, const int64_t *dims) {
   bool ok = out->shape.rank == rank;
   for (uint32_t k = 0; ok && k < rank; k++) ok = out->shape.dims[k] == dims[k];
-  if (!ok) return ru_error(RLX_ERR_INVALID_ARG, n, "the output is %s, which does not match the operands", ru_fmt(&out->shape));
+  if (!ok)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "the output is %s, which does not match the operands", ru_fmt(&out->shape));
   return RLX_OK;
 }
 
@@ -272,7 +274,8 @@ static rlx_status run_Scan(const rlx_node *n, const rlx_tensor *in, uint32_t n_i
   const rlx_attrs_Scan *a = &n->attrs.Scan;
   if (a->length < 0 || a->num_bcast < 0 || a->num_xs < 0 || a->num_checkpoints < 0 ||
       (uint64_t)a->num_bcast + (uint64_t)a->num_xs + 1 != n_in)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes length = %lld, num_bcast = %lld, num_xs = %lld, num_checkpoints "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes length = %lld, num_bcast = %lld, num_xs = %lld, num_checkpoints "
                     "= %lld do not fit %u operands (1 + num_bcast + num_xs)",
                     (long long)a->length, (long long)a->num_bcast, (long long)a->num_xs, (long long)a->num_checkpoints,
                     n_in);
@@ -290,7 +293,8 @@ static rlx_status run_Scan(const rlx_node *n, const rlx_tensor *in, uint32_t n_i
   }
   /* The output: the carry, or [rows, ...carry]. */
   if (a->save_trajectory) {
-    if (init->rank >= RLX_MAX_RANK) return ru_error(RLX_ERR_INVALID_ARG, n, "a trajectory of %s exceeds rank %d", ru_fmt(init), RLX_MAX_RANK);
+    if (init->rank >= RLX_MAX_RANK)
+      return ru_error(RLX_ERR_INVALID_ARG, n, "a trajectory of %s exceeds rank %d", ru_fmt(init), RLX_MAX_RANK);
     int64_t dims[RLX_MAX_RANK];
     dims[0] = (int64_t)rows;
     for (uint32_t k = 0; k < init->rank; k++) dims[k + 1] = init->dims[k];
@@ -420,7 +424,8 @@ static rlx_status carry_before(sweep *w, size_t t, void *dst) {
     return RLX_OK;
   }
   if (!w->fwd)
-    return ru_error(RLX_ERR_INVALID_ARG, w->n, "attribute forward_body: needed to recompute the carry after step %lld "
+    return ru_error(RLX_ERR_INVALID_ARG, w->n,
+                    "attribute forward_body: needed to recompute the carry after step %lld "
                     "between checkpoints",
                     (long long)want);
   if (w->cache_base != base || (size_t)(want - base) >= w->cache_m) {
@@ -430,8 +435,10 @@ static rlx_status carry_before(sweep *w, size_t t, void *dst) {
     w->cache = NULL;
     w->cache_m = 0;
     RLX_TRY(rb_alloc(w->n, m, w->carry_bytes ? w->carry_bytes : 1, &w->cache));
-    if (base < 0) copy_bytes(w->cache, init->data, w->carry_bytes);
-    else copy_bytes(w->cache, (const char *)traj->data + base_row * w->carry_bytes, w->carry_bytes);
+    if (base < 0)
+      copy_bytes(w->cache, init->data, w->carry_bytes);
+    else
+      copy_bytes(w->cache, (const char *)traj->data + base_row * w->carry_bytes, w->carry_bytes);
     for (size_t i = 1; i < m; i++) {
       w->args[0].shape = init->shape;
       w->args[0].data = w->cache + (i - 1) * w->carry_bytes;
@@ -450,11 +457,12 @@ static rlx_status carry_before(sweep *w, size_t t, void *dst) {
 }
 
 /* The sweep; xs_idx < 0 computes dinit, else the stacked gradient of xs[xs_idx]. */
-static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out,
-                                ctl_ctx *ctx, const rlx_graph *vjp, const rlx_graph *fwd, int64_t length,
-                                bool save_traj, int64_t num_xs, int64_t num_ckpt, int64_t xs_idx) {
+static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, ctl_ctx *ctx,
+                                const rlx_graph *vjp, const rlx_graph *fwd, int64_t length, bool save_traj,
+                                int64_t num_xs, int64_t num_ckpt, int64_t xs_idx) {
   if (length < 0 || num_xs < 0 || num_ckpt < 0 || num_ckpt > length || (uint64_t)num_xs + 3 != n_in)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes length = %lld, num_xs = %lld, num_checkpoints = %lld do not fit "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes length = %lld, num_xs = %lld, num_checkpoints = %lld do not fit "
                     "%u operands (3 + num_xs)",
                     (long long)length, (long long)num_xs, (long long)num_ckpt, n_in);
   RLX_TRY(ru_prologue(n, in, n_in, n_in, n_in, out));
@@ -462,9 +470,10 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
   size_t L = (size_t)length, rows = num_ckpt > 0 && num_ckpt < length ? (size_t)num_ckpt : L;
   size_t carry_n = rlx_tensor_numel(init), carry_bytes = carry_n * ru_esz(init);
   if (init->shape.rank >= RLX_MAX_RANK)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (init) %s: a trajectory would exceed rank %d", ru_fmt(&init->shape),
-                    RLX_MAX_RANK);
-  bool ok = ru_dt(traj) == ru_dt(init) && traj->shape.rank == init->shape.rank + 1 && (size_t)traj->shape.dims[0] == rows;
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (init) %s: a trajectory would exceed rank %d",
+                    ru_fmt(&init->shape), RLX_MAX_RANK);
+  bool ok =
+      ru_dt(traj) == ru_dt(init) && traj->shape.rank == init->shape.rank + 1 && (size_t)traj->shape.dims[0] == rows;
   for (uint32_t k = 0; ok && k < init->shape.rank; k++) ok = traj->shape.dims[k + 1] == init->shape.dims[k];
   if (!ok)
     return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (trajectory) has shape %s; expected [%zu, ...init %s]",
@@ -517,8 +526,10 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
     args[num_xs + 1].shape = init->shape;
     args[num_xs + 1].shape.dtype = (uint8_t)dt;
     args[num_xs + 1].data = dcarry;
-    if (save_traj) memset(dcarry, 0, carry_n * rlx_dtype_size(dt)); /* all-zero bytes are 0 in every real dtype */
-    else convert(dcarry, dt, up->data, ru_dt(up), carry_n);
+    if (save_traj)
+      memset(dcarry, 0, carry_n * rlx_dtype_size(dt)); /* all-zero bytes are 0 in every real dtype */
+    else
+      convert(dcarry, dt, up->data, ru_dt(up), carry_n);
   }
   for (size_t t = L; !s && t-- > 0;) {
     if (save_traj && row_at[t] >= 0)
@@ -550,13 +561,15 @@ static rlx_status scan_backward(const rlx_node *n, const rlx_tensor *in, uint32_
   return s;
 }
 
-static rlx_status run_ScanBackward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, ctl_ctx *ctx) {
+static rlx_status run_ScanBackward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out,
+                                   ctl_ctx *ctx) {
   const rlx_attrs_ScanBackward *a = &n->attrs.ScanBackward;
   return scan_backward(n, in, n_in, out, ctx, a->body_vjp, a->forward_body, a->length, a->save_trajectory, a->num_xs,
                        a->num_checkpoints, -1);
 }
 
-static rlx_status run_ScanBackwardXs(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, ctl_ctx *ctx) {
+static rlx_status run_ScanBackwardXs(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out,
+                                     ctl_ctx *ctx) {
   const rlx_attrs_ScanBackwardXs *a = &n->attrs.ScanBackwardXs;
   if (a->xs_idx < 0)
     return ru_error(RLX_ERR_INVALID_ARG, n, "attribute xs_idx is %lld; it must be >= 0", (long long)a->xs_idx);

@@ -52,7 +52,8 @@ static rlx_status run_segment(rt_step *s) {
 
 /* Downloads a staged/control node's operands into its host copies. */
 static rlx_status stage_in(rlx_executable *e, rt_step *s) {
-  for (uint32_t k = 0; k < s->n_in; k++) RLX_TRY(rlx_rt_download(e, s->in[k], s->host_in[k].data, s->in[k]->bytes, false));
+  for (uint32_t k = 0; k < s->n_in; k++)
+    RLX_TRY(rlx_rt_download(e, s->in[k], s->host_in[k].data, s->in[k]->bytes, false));
   return RLX_OK;
 }
 

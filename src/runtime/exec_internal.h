@@ -51,14 +51,14 @@ typedef struct rt_step {
   exe_leaf **par;     /* their leaves */
   uint64_t *par_seen; /* version last bound (0 = never) */
   /* STEP_STAGED / STEP_CONTROL */
-  const rlx_node *node;     /* in the executable's graph */
+  const rlx_node *node; /* in the executable's graph */
   rlx_id node_id;
-  rlx_executable *cpu;      /* staged: the node as a one-node executable on "cpu" */
+  rlx_executable *cpu; /* staged: the node as a one-node executable on "cpu" */
   uint32_t n_bodies;
   const rlx_graph **body_graphs;
-  rlx_executable **bodies;  /* control: compiled for the same backend */
-  rlx_tensor *host_in;      /* host copies of the operands */
-  rlx_tensor host_out;      /* host copy of the result (data owned) */
+  rlx_executable **bodies; /* control: compiled for the same backend */
+  rlx_tensor *host_in;     /* host copies of the operands */
+  rlx_tensor host_out;     /* host copy of the result (data owned) */
 } rt_step;
 
 struct rlx_executable {
@@ -76,11 +76,11 @@ struct rlx_executable {
   rlx_backend_exe *dev; /* the executable that allocates and copies buffers (a segment's) */
   rt_buf *pool;         /* every buffer this executable owns */
   uint32_t n_pool, cap_pool;
-  rt_buf **outs;        /* value of each graph output */
+  rt_buf **outs; /* value of each graph output */
   uint32_t n_outputs;
-  rlx_tensor *outputs;  /* host views of the outputs (read_output) */
-  void **out_host;      /* host memory of outputs[i] (owned; NULL for host-memory backends) */
-  bool *out_fresh;      /* outputs[i] holds the last run's value */
+  rlx_tensor *outputs; /* host views of the outputs (read_output) */
+  void **out_host;     /* host memory of outputs[i] (owned; NULL for host-memory backends) */
+  bool *out_fresh;     /* outputs[i] holds the last run's value */
   bool ran;
   uint32_t n_bind;
   uint32_t *bind_out;

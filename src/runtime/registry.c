@@ -36,8 +36,8 @@ static rlx_status add_locked(const rlx_backend *b) {
     }
   }
   if (n_registered == MAX_BACKENDS)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "backend registry is full (%d backends); cannot register '%s'",
-                      MAX_BACKENDS, b->name);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "backend registry is full (%d backends); cannot register '%s'", MAX_BACKENDS,
+                      b->name);
   registry[n_registered++] = b;
   return RLX_OK;
 }
@@ -83,9 +83,10 @@ rlx_status rlx_backend_register(const rlx_backend *b) {
     rlx_op op = b->runtime_control[i];
     if (op != RLX_OP_If && op != RLX_OP_While && op != RLX_OP_Scan && op != RLX_OP_ScanBackward &&
         op != RLX_OP_ScanBackwardXs)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_backend_register: backend '%s' lists %s in runtime_control; only "
-                        "If, While, Scan, ScanBackward and ScanBackwardXs have runtime drivers", b->name,
-                        rlx_op_name(op));
+      return rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "rlx_backend_register: backend '%s' lists %s in runtime_control; only "
+                        "If, While, Scan, ScanBackward and ScanBackwardXs have runtime drivers",
+                        b->name, rlx_op_name(op));
   }
   ensure_builtins();
   pthread_mutex_lock(&registry_lock);

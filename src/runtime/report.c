@@ -19,8 +19,7 @@ const char *rlx_dispatch_path_name(rlx_dispatch_path p) {
   return "unknown";
 }
 
-rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al, char **out,
-                                      size_t *len) {
+rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_allocator *al, char **out, size_t *len) {
   if (!r || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_dispatch_report_format: NULL argument");
   *out = NULL;
   if (len) *len = 0;
@@ -41,16 +40,17 @@ rlx_status rlx_dispatch_report_format(const rlx_dispatch_report *r, const rlx_al
     rlx_sb_printf(&b, "control flow: %u nodes whose bodies the runtime runs on the backend\n",
                   per_path[RLX_PATH_RUNTIME]);
   if (r->steps > 1) rlx_sb_printf(&b, "steps: %u (segments, host-staged nodes, control flow)\n", r->steps);
-  if (r->nodes_after > 0) rlx_sb_printf(&b, "nodes: %u before, %u after\n", r->nodes_before, r->nodes_after);
-  else rlx_sb_printf(&b, "nodes: %u before (compilation did not finish)\n", r->nodes_before);
+  if (r->nodes_after > 0)
+    rlx_sb_printf(&b, "nodes: %u before, %u after\n", r->nodes_before, r->nodes_after);
+  else
+    rlx_sb_printf(&b, "nodes: %u before (compilation did not finish)\n", r->nodes_before);
   if (r->arena_bytes == 0 && r->tensor_bytes == 0)
     rlx_sb_printf(&b, "memory: not planned\n");
   else if (r->tensor_bytes > 0)
-    rlx_sb_printf(&b, "memory: arena %zu bytes, tensors %zu bytes without reuse (arena is %.1f%%)\n",
-                  r->arena_bytes, r->tensor_bytes, 100.0 * (double)r->arena_bytes / (double)r->tensor_bytes);
+    rlx_sb_printf(&b, "memory: arena %zu bytes, tensors %zu bytes without reuse (arena is %.1f%%)\n", r->arena_bytes,
+                  r->tensor_bytes, 100.0 * (double)r->arena_bytes / (double)r->tensor_bytes);
   else
-    rlx_sb_printf(&b, "memory: arena %zu bytes, tensors %zu bytes without reuse\n", r->arena_bytes,
-                  r->tensor_bytes);
+    rlx_sb_printf(&b, "memory: arena %zu bytes, tensors %zu bytes without reuse\n", r->arena_bytes, r->tensor_bytes);
   rlx_sb_printf(&b, "compile-ready: %s\n", per_path[RLX_PATH_UNSUPPORTED] ? "no" : "yes");
   size_t n;
   rlx_status st = rlx_sb_finish(&b, out, &n);

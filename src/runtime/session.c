@@ -241,8 +241,10 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   if (!g || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_compile: graph and out must not be NULL");
   *out = NULL;
   rlx_compile_options opt;
-  if (user_opt) opt = *user_opt;
-  else rlx_compile_options_init(&opt);
+  if (user_opt)
+    opt = *user_opt;
+  else
+    rlx_compile_options_init(&opt);
   const char *why = NULL;
   if (be->available && !be->available(&why))
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "backend '%s' is not available on this machine%s%s", be->name,
@@ -250,8 +252,10 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   if (opt.backend_options) {
     const rlx_backend_options_header *h = opt.backend_options;
     if (!h->backend || strcmp(h->backend, be->name) != 0)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "compile: the backend options are for '%s', but the graph is compiled "
-                        "for '%s'", h->backend ? h->backend : "(no name)", be->name);
+      return rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "compile: the backend options are for '%s', but the graph is compiled "
+                        "for '%s'",
+                        h->backend ? h->backend : "(no name)", be->name);
   }
 
   const rlx_allocator *al = rlx_graph_allocator(g);
@@ -324,8 +328,10 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
       for (uint32_t k = 0; k < root->n_params && !rp; k++)
         if (strcmp(root->params[k].name, f.params[i].name) == 0) rp = &root->params[k];
       if (!rp || !rlx_shape_equal(&rp->shape, &f.params[i].shape)) {
-        st = rlx_errorf(RLX_ERR_INVALID_ARG, "body '%s' reads param '%s', which the enclosing graph does not have "
-                        "with that shape", rlx_graph_name(g), f.params[i].name);
+        st = rlx_errorf(RLX_ERR_INVALID_ARG,
+                        "body '%s' reads param '%s', which the enclosing graph does not have "
+                        "with that shape",
+                        rlx_graph_name(g), f.params[i].name);
         goto fail;
       }
       f.params[i].buf = rp->buf;
@@ -449,21 +455,23 @@ static rlx_status check_tensor(const char *what, const char *name, const rlx_sha
                       fmt_shape(&t->shape, b, sizeof b));
   size_t nb;
   if (rlx_shape_nbytes(want, &nb) != RLX_OK)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': shape %s has no static size", what, name, fmt_shape(want, a, sizeof a));
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': shape %s has no static size", what, name,
+                      fmt_shape(want, a, sizeof a));
   if (nb && !t->data) return rlx_errorf(RLX_ERR_INVALID_ARG, "%s '%s': the tensor has no data", what, name);
   return RLX_OK;
 }
 
 static rlx_status no_such_param(const rlx_executable *e, const char *name) {
   char *list = list_leaves(e->params, e->n_params, NULL);
-  rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "no param named '%s'; the graph's params are: %s", name,
-                             list ? list : "?");
+  rlx_status st =
+      rlx_errorf(RLX_ERR_INVALID_ARG, "no param named '%s'; the graph's params are: %s", name, list ? list : "?");
   free(list);
   return st;
 }
 
 rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value) {
-  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
+  if (!e || !name)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
   int k = find_leaf(e->params, e->n_params, name);
   if (k < 0) return no_such_param(e, name);
   exe_leaf *p = &e->params[k];
@@ -487,7 +495,8 @@ rlx_status rlx_executable_get_param(rlx_executable *e, const char *name, rlx_ten
 
 rlx_status rlx_executable_bind_output_to_param(rlx_executable *e, uint32_t output, const char *param) {
   if (!e || !param)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_bind_output_to_param: executable and param must not be NULL");
+    return rlx_errorf(RLX_ERR_INVALID_ARG,
+                      "rlx_executable_bind_output_to_param: executable and param must not be NULL");
   if (output >= e->n_outputs)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u does not exist: the graph has %u outputs", output, e->n_outputs);
   int k = find_leaf(e->params, e->n_params, param);
@@ -535,12 +544,13 @@ static rlx_status set_input_at(rlx_executable *e, uint32_t k, const rlx_tensor *
 }
 
 rlx_status rlx_executable_set_input(rlx_executable *e, const char *name, const rlx_tensor *value) {
-  if (!e || !name) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_input: executable and name must not be NULL");
+  if (!e || !name)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_input: executable and name must not be NULL");
   int k = find_leaf(e->inputs, e->n_inputs, name);
   if (k < 0) {
     char *list = list_leaves(e->inputs, e->n_inputs, NULL);
-    rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name,
-                               list ? list : "?");
+    rlx_status st =
+        rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name, list ? list : "?");
     free(list);
     return st;
   }
@@ -567,8 +577,9 @@ rlx_status rlx_executable_run_resident(rlx_executable *e) {
   if (!e) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_run_resident: executable must not be NULL");
   RLX_TRY(check_all_set(e, e->inputs, e->n_inputs, "input", "every input must be given once"));
   if (e->root == e)
-    RLX_TRY(check_all_set(e, e->params, e->n_params, "param", "set every param with rlx_executable_set_param "
-                                                               "before running"));
+    RLX_TRY(check_all_set(e, e->params, e->n_params, "param",
+                          "set every param with rlx_executable_set_param "
+                          "before running"));
   for (uint32_t i = 0; i < e->n_outputs; i++) e->out_fresh[i] = false;
   e->ran = false;
   RLX_TRY(rlx_rt_run_steps(e));
@@ -583,7 +594,8 @@ rlx_status rlx_executable_run_resident(rlx_executable *e) {
 }
 
 rlx_status rlx_executable_read_output(rlx_executable *e, uint32_t i, const rlx_tensor **out) {
-  if (!e || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_read_output: executable and out must not be NULL");
+  if (!e || !out)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_read_output: executable and out must not be NULL");
   if (i >= e->n_outputs)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u does not exist: the graph has %u outputs", i, e->n_outputs);
   if (!e->ran) return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u: the executable has not run yet", i);
@@ -625,8 +637,8 @@ rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs,
     int k = find_leaf(e->inputs, e->n_inputs, name);
     if (k < 0) {
       char *list = list_leaves(e->inputs, e->n_inputs, NULL);
-      rlx_status st = rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name,
-                                 list ? list : "?");
+      rlx_status st =
+          rlx_errorf(RLX_ERR_INVALID_ARG, "unknown input '%s'; the graph's inputs are: %s", name, list ? list : "?");
       free(list);
       return st;
     }

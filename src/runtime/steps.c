@@ -33,8 +33,10 @@ static const char *node_label(const rlx_graph *g, rlx_id id, char *buf, size_t c
   const rlx_node *n = rlx_graph_node(g, id);
   char sh[96];
   rlx_shape_format(&n->shape, sh, sizeof sh);
-  if (n->name) snprintf(buf, cap, "%%%u (%s '%s', %s)", id, rlx_op_name(n->op), n->name, sh);
-  else snprintf(buf, cap, "%%%u (%s, %s)", id, rlx_op_name(n->op), sh);
+  if (n->name)
+    snprintf(buf, cap, "%%%u (%s '%s', %s)", id, rlx_op_name(n->op), n->name, sh);
+  else
+    snprintf(buf, cap, "%%%u (%s, %s)", id, rlx_op_name(n->op), sh);
   return buf;
 }
 
@@ -84,8 +86,8 @@ typedef struct seg_builder {
   rlx_executable *e;
   const rlx_graph *g;
   rlx_graph *dst;
-  rlx_id *map;      /* g id -> dst id (per segment) */
-  rt_buf **val;     /* g id -> buffer holding its value (cross-step values and leaves) */
+  rlx_id *map;  /* g id -> dst id (per segment) */
+  rt_buf **val; /* g id -> buffer holding its value (cross-step values and leaves) */
   rt_step *step;
   uint32_t cap_in, cap_par;
 } seg_builder;
@@ -180,8 +182,9 @@ static rlx_status segment_params(rlx_executable *e, rt_step *s) {
     const rlx_node *nd = rlx_graph_node(s->graph, i);
     if (nd->op != RLX_OP_Param) continue;
     exe_leaf *p = find_param(e, nd->attrs.Param.name ? nd->attrs.Param.name : "");
-    if (!p) return rlx_errorf(RLX_ERR_INTERNAL, "runtime: segment param '%s' is not a param of the executable",
-                              nd->attrs.Param.name ? nd->attrs.Param.name : "");
+    if (!p)
+      return rlx_errorf(RLX_ERR_INTERNAL, "runtime: segment param '%s' is not a param of the executable",
+                        nd->attrs.Param.name ? nd->attrs.Param.name : "");
     s->par_node[s->n_par] = i;
     s->par[s->n_par] = p;
     s->n_par++;
@@ -274,8 +277,10 @@ static rlx_status check_memory(rlx_executable *e, const rlx_compile_options *opt
   size_t limit = opt->memory_limit ? opt->memory_limit : available_memory();
   size_t total = e->report.arena_bytes, bufs = 0;
   for (uint32_t i = 0; i < e->n_pool; i++) bufs += e->pool[i].bytes;
-  if (total + bufs >= total) total += bufs;
-  else total = SIZE_MAX;
+  if (total + bufs >= total)
+    total += bufs;
+  else
+    total = SIZE_MAX;
   if (total <= limit) return RLX_OK;
   /* name the largest tensor */
   rlx_id big = RLX_NO_ID;
@@ -286,7 +291,8 @@ static rlx_status check_memory(rlx_executable *e, const rlx_compile_options *opt
   }
   char lb[192] = "(none)";
   if (big != RLX_NO_ID) node_label(e->graph, big, lb, sizeof lb);
-  return rlx_errorf(RLX_ERR_OOM, "graph '%s' needs %zu bytes (arena %zu + buffers %zu), over the memory limit of %zu "
+  return rlx_errorf(RLX_ERR_OOM,
+                    "graph '%s' needs %zu bytes (arena %zu + buffers %zu), over the memory limit of %zu "
                     "bytes (%s); its largest tensor is %s with %zu bytes — reduce the shapes, or raise "
                     "rlx_compile_options.memory_limit",
                     rlx_graph_name(e->graph), total, e->report.arena_bytes, bufs, limit,
@@ -335,7 +341,8 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
   e->steps = st_alloc(al, total_steps, sizeof *e->steps);
   e->cap_pool = n + e->n_inputs + e->n_params + e->n_outputs + 1;
   e->pool = st_alloc(al, e->cap_pool, sizeof *e->pool);
-  if (!e->steps || !e->pool) st = rlx_errorf(RLX_ERR_OOM, "out of memory cutting graph '%s' into steps", rlx_graph_name(g));
+  if (!e->steps || !e->pool)
+    st = rlx_errorf(RLX_ERR_OOM, "out of memory cutting graph '%s' into steps", rlx_graph_name(g));
   e->n_steps = total_steps;
 
   /* Buffers of the interface. */
@@ -446,8 +453,8 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
   for (uint32_t si = 0; st == RLX_OK && si < e->n_steps; si++) {
     rt_step *s = &e->steps[si];
     if (s->kind != STEP_SEGMENT) continue;
-    rlx_backend_compile_args args = {.graph = s->graph, .plan = s->plan, .options = opt,
-                                     .backend_options = opt->backend_options};
+    rlx_backend_compile_args args = {
+        .graph = s->graph, .plan = s->plan, .options = opt, .backend_options = opt->backend_options};
     st = be->compile(be, &args, &s->bx);
     if (st != RLX_OK) {
       s->bx = NULL;
@@ -462,8 +469,10 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
   /* Allocate every buffer, then fill the handle lists and upload constants read across steps. */
   for (uint32_t i = 0; st == RLX_OK && i < e->n_pool; i++) {
     st = e->dev->vt->buffer_alloc(e->dev, e->pool[i].bytes, &e->pool[i].h);
-    if (st == RLX_OK) e->pool[i].live = true;
-    else st = rlx_error_context(st, "allocating a buffer of %zu bytes on '%s'", e->pool[i].bytes, be->name);
+    if (st == RLX_OK)
+      e->pool[i].live = true;
+    else
+      st = rlx_error_context(st, "allocating a buffer of %zu bytes on '%s'", e->pool[i].bytes, be->name);
   }
   for (uint32_t si = 0; st == RLX_OK && si < e->n_steps; si++) {
     rt_step *s = &e->steps[si];
@@ -477,7 +486,8 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
       if (nd->attrs.Constant.data.n != val[i]->bytes)
         st = rlx_errorf(RLX_ERR_INVALID_ARG, "constant %%%u holds %zu bytes but its shape needs %zu", i,
                         nd->attrs.Constant.data.n, val[i]->bytes);
-      else st = e->dev->vt->upload(e->dev, val[i]->h, 0, nd->attrs.Constant.data.p, val[i]->bytes);
+      else
+        st = e->dev->vt->upload(e->dev, val[i]->h, 0, nd->attrs.Constant.data.p, val[i]->bytes);
     }
   }
 
@@ -527,8 +537,11 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
     for (uint32_t k = 0; k < nb && k < 8 && st == RLX_OK; k++) {
       s->body_graphs[k] = bodies[k];
       st = rlx_rt_compile_body(bodies[k], be, &bo, e->root, &s->bodies[k]);
-      if (st == RLX_OK) s->n_bodies++;
-      else st = rlx_error_context(st, "body '%s' of %s", rlx_graph_name(bodies[k]), node_label(g, s->node_id, lb, sizeof lb));
+      if (st == RLX_OK)
+        s->n_bodies++;
+      else
+        st = rlx_error_context(st, "body '%s' of %s", rlx_graph_name(bodies[k]),
+                               node_label(g, s->node_id, lb, sizeof lb));
     }
   }
   e->report.steps = e->n_steps;

@@ -69,32 +69,41 @@ typedef struct conf_case {
    * an index dtype): dtype + dims; rank 0 with has_out = 1 is a scalar. */
   int has_out;
   conf_operand out;
-  conf_build_fn build;  /* NULL: rlx_build_<Op> (or rlx_graph_add with `out` when has_out) */
-  const char *body;     /* control flow: which body the build hook made (the reference keys on it) */
+  conf_build_fn build; /* NULL: rlx_build_<Op> (or rlx_graph_add with `out` when has_out) */
+  const char *body;    /* control flow: which body the build hook made (the reference keys on it) */
   conf_check check;
-  double tol;           /* tolerance multiplier (0 = 1) */
+  double tol; /* tolerance multiplier (0 = 1) */
 } conf_case;
 
 /* ---- helpers for writing rows ---- */
 #define CONF_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
 #define CONF_NARGS(...) CONF_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 /* Operand of dtype DT with the listed dims, normal fill. */
-#define IN(DT, ...) {.dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = {__VA_ARGS__}}
+#define IN(DT, ...)                                                             \
+  {                                                                             \
+    .dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = { __VA_ARGS__ } \
+  }
 /* Operand with an explicit fill. */
-#define INF(DT, FILL, A, B, ...)                                                                   \
-  {.dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = {__VA_ARGS__}, .fill = FILL, .a = A, .b = B}
+#define INF(DT, FILL, A, B, ...) \
+  { .dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = {__VA_ARGS__}, .fill = FILL, .a = A, .b = B }
 /* Operand bound as a graph Param (a weight) rather than an Input. */
-#define PARAM(DT, ...) {.dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = {__VA_ARGS__}, .param = 1}
+#define PARAM(DT, ...) \
+  { .dtype = RLX_##DT, .rank = CONF_NARGS(__VA_ARGS__), .dims = {__VA_ARGS__}, .param = 1 }
 /* Rank-0 operands. */
-#define IN0(DT) {.dtype = RLX_##DT, .rank = 0}
-#define INF0(DT, FILL, A, B) {.dtype = RLX_##DT, .rank = 0, .fill = FILL, .a = A, .b = B}
+#define IN0(DT) \
+  { .dtype = RLX_##DT, .rank = 0 }
+#define INF0(DT, FILL, A, B) \
+  { .dtype = RLX_##DT, .rank = 0, .fill = FILL, .a = A, .b = B }
 /* Declared output (has_out must be set too): OUT(DT, dims...). */
 #define OUT(DT, ...) .has_out = 1, .out = IN(DT, __VA_ARGS__)
 #define OUT0(DT) .has_out = 1, .out = IN0(DT)
 /* An attribute integer list. */
-#define IL(...) {(int64_t[]){__VA_ARGS__}, CONF_NARGS(__VA_ARGS__)}
-#define IL0 {0, 0}
-#define FL(...) {(float[]){__VA_ARGS__}, CONF_NARGS(__VA_ARGS__)}
+#define IL(...) \
+  { (int64_t[]){__VA_ARGS__}, CONF_NARGS(__VA_ARGS__) }
+#define IL0 \
+  { 0, 0 }
+#define FL(...) \
+  { (float[]){__VA_ARGS__}, CONF_NARGS(__VA_ARGS__) }
 /* Typed attributes of one op: AT(Conv, .groups = 2, ...). */
 #define AT(OP, ...) ((const void *)&(const rlx_attrs_##OP){__VA_ARGS__})
 

@@ -111,7 +111,11 @@ static const conf_case conf_cases_shape[] = {
     {"kv_append_pos0", RLX_OP_KvAppend, AT(KvAppend, .axis = 0, .pos = 0), 2, {IN(F32, 6, 3), IN(F32, 1, 3)}},
     {"kv_append_last_pos", RLX_OP_KvAppend, AT(KvAppend, .axis = 0, .pos = 5), 2, {IN(F32, 6, 3), IN(F32, 1, 3)}},
     {"kv_append_batched", RLX_OP_KvAppend, AT(KvAppend, .axis = 1, .pos = 2), 2, {IN(F32, 2, 5, 3), IN(F32, 2, 1, 3)}},
-    {"kv_append_neg_axis", RLX_OP_KvAppend, AT(KvAppend, .axis = -2, .pos = 1), 2, {IN(F16, 1, 2, 4, 2), IN(F16, 1, 2, 1, 2)}},
+    {"kv_append_neg_axis",
+     RLX_OP_KvAppend,
+     AT(KvAppend, .axis = -2, .pos = 1),
+     2,
+     {IN(F16, 1, 2, 4, 2), IN(F16, 1, 2, 1, 2)}},
 };
 
 #undef PAD

@@ -45,9 +45,7 @@ static size_t shape_numel(const rlx_shape *s) {
   return n;
 }
 
-static rlx_shape operand_shape(const conf_operand *o) {
-  return rlx_shape_make(o->dtype, o->rank, o->dims);
-}
+static rlx_shape operand_shape(const conf_operand *o) { return rlx_shape_make(o->dtype, o->rank, o->dims); }
 
 static bool is_intlike(rlx_dtype t) { return rlx_dtype_is_int(t) || t == RLX_BOOL; }
 
@@ -189,12 +187,14 @@ static void *make_operand(const conf_case *c, uint32_t i) {
   }
   }
   for (size_t k = 0; k < count; k++) {
-    if (rlx_dtype_class_of(o->dtype) == RLX_CLASS_COMPLEX) rlx_elem_set_c(data, o->dtype, k, v[k], im[k]);
-    else if (is_intlike(o->dtype)) rlx_elem_set_i64(data, o->dtype, k, (int64_t)v[k]);
-    else rlx_elem_set(data, o->dtype, k, v[k]);
+    if (rlx_dtype_class_of(o->dtype) == RLX_CLASS_COMPLEX)
+      rlx_elem_set_c(data, o->dtype, k, v[k], im[k]);
+    else if (is_intlike(o->dtype))
+      rlx_elem_set_i64(data, o->dtype, k, (int64_t)v[k]);
+    else
+      rlx_elem_set(data, o->dtype, k, v[k]);
   }
   free(v);
   free(im);
   return data;
 }
-

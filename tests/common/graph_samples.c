@@ -12,8 +12,8 @@
 /* ---- construction helpers ---- */
 
 typedef struct sctx {
-  rlx_graph *g;   /* graph receiving the op node */
-  rlx_status st;  /* first failure (sticky) */
+  rlx_graph *g;  /* graph receiving the op node */
+  rlx_status st; /* first failure (sticky) */
 } sctx;
 
 static void fail(sctx *c, rlx_status s) {
@@ -59,8 +59,10 @@ static rlx_shape parse_shape(const char **p) {
   while (*q && *q != ']') {
     while (*q == ',' || *q == ' ') q++;
     if (*q == ']') break;
-    if (*q == '?') s.dims[s.rank++] = RLX_DIM_SYM(strtoll(q + 1, (char **)&q, 10));
-    else s.dims[s.rank++] = strtoll(q, (char **)&q, 10);
+    if (*q == '?')
+      s.dims[s.rank++] = RLX_DIM_SYM(strtoll(q + 1, (char **)&q, 10));
+    else
+      s.dims[s.rank++] = strtoll(q, (char **)&q, 10);
   }
   *p = *q ? q + 1 : q;
   return s;
@@ -76,8 +78,8 @@ static rlx_graph *body(sctx *c, rlx_graph *parent, const char *name) {
   return b;
 }
 
-static rlx_id add(sctx *c, rlx_graph *g, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs,
-                  const char *shape, const char *name) {
+static rlx_id add(sctx *c, rlx_graph *g, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs, const char *shape,
+                  const char *name) {
   if (c->st || !g) return 0;
   rlx_shape sh = S(shape);
   rlx_id id = 0;
@@ -140,7 +142,9 @@ static rlx_chain chain_(sctx *c, uint32_t n, const rlx_chain_step *s) {
   if (!ch.steps) ch.n = 0;
   return ch;
 }
-#define CHAIN(...) chain_(c, (uint32_t)(sizeof((rlx_chain_step[]){__VA_ARGS__}) / sizeof(rlx_chain_step)), (rlx_chain_step[]){__VA_ARGS__})
+#define CHAIN(...)                                                                        \
+  chain_(c, (uint32_t)(sizeof((rlx_chain_step[]){__VA_ARGS__}) / sizeof(rlx_chain_step)), \
+         (rlx_chain_step[]){__VA_ARGS__})
 
 /* ---- the per-op specs ----
  * Fills the operand shapes (space separated), the expected output shape and the attributes. */
@@ -177,7 +181,8 @@ static rlx_graph *scan_vjp_body(sctx *c, const char *name, int nx) {
 static rlx_graph *scan_forward_body(sctx *c, const char *name, int nx) {
   rlx_graph *b = body(c, c->g, name);
   rlx_id acc = input(c, b, "carry", "f32[4]");
-  for (int k = 0; k < nx; k++) acc = binop(c, b, RLX_BINOP_ADD, acc, input(c, b, k ? "x_t1" : "x_t0", "f32[4]"), "f32[4]");
+  for (int k = 0; k < nx; k++)
+    acc = binop(c, b, RLX_BINOP_ADD, acc, input(c, b, k ? "x_t1" : "x_t0", "f32[4]"), "f32[4]");
   ret1(c, b, acc);
   return b;
 }
@@ -186,21 +191,43 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   static const float const_data[2] = {1.0f, -2.5f};
   switch (op) {
   /* ---- leaves ---- */
-  case RLX_OP_Input: A->Input.name = "x \"in\"\n\t\x01/\xc3\xa9"; SPEC("", "f32[4,?0]"); sp->name = "in\\put"; break;
-  case RLX_OP_Param: A->Param.name = "w.0"; SPEC("", "f32[8,4]"); break;
+  case RLX_OP_Input:
+    A->Input.name = "x \"in\"\n\t\x01/\xc3\xa9";
+    SPEC("", "f32[4,?0]");
+    sp->name = "in\\put";
+    break;
+  case RLX_OP_Param:
+    A->Param.name = "w.0";
+    SPEC("", "f32[8,4]");
+    break;
   case RLX_OP_Constant:
     A->Constant.data = (rlx_bytes){.p = arena_copy(c, const_data, sizeof const_data), .n = sizeof const_data};
     SPEC("", "f32[2]");
     break;
   /* ---- elementwise ---- */
-  case RLX_OP_Activation: A->Activation.kind = RLX_ACT_SILU; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_Cast: A->Cast.to = RLX_F16; SPEC("f32[2,3]", "f16[2,3]"); break;
+  case RLX_OP_Activation:
+    A->Activation.kind = RLX_ACT_SILU;
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_Cast:
+    A->Cast.to = RLX_F16;
+    SPEC("f32[2,3]", "f16[2,3]");
+    break;
   case RLX_OP_StopGradient: SPEC("f32[3]", "f32[3]"); break;
-  case RLX_OP_Binary: A->Binary.op = RLX_BINOP_MUL; SPEC("f32[2,3] f32[3]", "f32[2,3]"); break;
-  case RLX_OP_Compare: A->Compare.op = RLX_CMP_LT; SPEC("f32[2,3] f32[2,3]", "bool[2,3]"); break;
+  case RLX_OP_Binary:
+    A->Binary.op = RLX_BINOP_MUL;
+    SPEC("f32[2,3] f32[3]", "f32[2,3]");
+    break;
+  case RLX_OP_Compare:
+    A->Compare.op = RLX_CMP_LT;
+    SPEC("f32[2,3] f32[2,3]", "bool[2,3]");
+    break;
   case RLX_OP_Where: SPEC("bool[2,3] f32[2,3] f32[3]", "f32[2,3]"); break;
   case RLX_OP_Fma: SPEC("f32[2,3] f32[2,3] f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_Clamp: A->Clamp.min = -1.0f, A->Clamp.max = 2.5f; SPEC("f32[3]", "f32[3]"); break;
+  case RLX_OP_Clamp:
+    A->Clamp.min = -1.0f, A->Clamp.max = 2.5f;
+    SPEC("f32[3]", "f32[3]");
+    break;
   /* ---- quantization ---- */
   case RLX_OP_Quantize:
     A->Quantize.axis = 1, A->Quantize.scales = FL(0.5f, 0.25f, 2.0f), A->Quantize.zero_points = IL(1, -2, 3);
@@ -211,10 +238,14 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("i8[2,3]", "f32[2,3]");
     break;
   case RLX_OP_FakeQuantize:
-    A->FakeQuantize = (rlx_attrs_FakeQuantize){.bits = 4, .axis = 0, .ste = RLX_STE_TANH, .scale_mode = RLX_SCALE_MODE_EMA, .decay = 0.9f};
+    A->FakeQuantize = (rlx_attrs_FakeQuantize){
+        .bits = 4, .axis = 0, .ste = RLX_STE_TANH, .scale_mode = RLX_SCALE_MODE_EMA, .decay = 0.9f};
     SPEC("f32[3,4] f32[3]", "f32[3,4]");
     break;
-  case RLX_OP_FakeQuantizeLSQ: A->FakeQuantizeLSQ = (rlx_attrs_FakeQuantizeLSQ){.bits = 4, .axis = 0}; SPEC("f32[3,4] f32[3]", "f32[3,4]"); break;
+  case RLX_OP_FakeQuantizeLSQ:
+    A->FakeQuantizeLSQ = (rlx_attrs_FakeQuantizeLSQ){.bits = 4, .axis = 0};
+    SPEC("f32[3,4] f32[3]", "f32[3,4]");
+    break;
   case RLX_OP_FakeQuantizeLSQBackwardX:
     A->FakeQuantizeLSQBackwardX = (rlx_attrs_FakeQuantizeLSQBackwardX){.bits = 2, .axis = 0};
     SPEC("f32[3,4] f32[3] f32[3,4]", "f32[3,4]");
@@ -228,27 +259,55 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("i8[2,3] i8[3,4] i32[4]", "i8[2,4]");
     break;
   case RLX_OP_QConv2d:
-    A->QConv2d = (rlx_attrs_QConv2d){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2, .x_zp = 3, .w_zp = -4, .out_zp = 5, .mult = 0.125f};
+    A->QConv2d = (rlx_attrs_QConv2d){.kernel_size = IL(3, 3),
+                                     .stride = IL(1, 1),
+                                     .padding = IL(1, 1),
+                                     .dilation = IL(1, 1),
+                                     .groups = 2,
+                                     .x_zp = 3,
+                                     .w_zp = -4,
+                                     .out_zp = 5,
+                                     .mult = 0.125f};
     SPEC("i8[1,4,5,5] i8[6,2,3,3] i32[6]", "i8[1,6,5,5]");
     break;
   case RLX_OP_ScaledMatMul:
-    A->ScaledMatMul = (rlx_attrs_ScaledMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2, .rhs_format = RLX_SCALED_FORMAT_F4E2M1, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .has_bias = true};
+    A->ScaledMatMul = (rlx_attrs_ScaledMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2,
+                                               .rhs_format = RLX_SCALED_FORMAT_F4E2M1,
+                                               .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0,
+                                               .block = 16,
+                                               .has_bias = true};
     SPEC("u8[2,32] u8[4,32] u8[2,2] u8[4,2] f32[4]", "f32[2,4]");
     break;
   case RLX_OP_ScaledQuantize:
-    A->ScaledQuantize = (rlx_attrs_ScaledQuantize){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
+    A->ScaledQuantize = (rlx_attrs_ScaledQuantize){.format = RLX_SCALED_FORMAT_CUSTOM,
+                                                   .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0,
+                                                   .block = 16,
+                                                   .custom_exp = 3,
+                                                   .custom_mant = 2,
+                                                   .custom_bias = 4};
     SPEC("f32[2,32] u8[2,2]", "u8[2,32]");
     break;
   case RLX_OP_ScaledQuantScale:
-    A->ScaledQuantScale = (rlx_attrs_ScaledQuantScale){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
+    A->ScaledQuantScale = (rlx_attrs_ScaledQuantScale){.format = RLX_SCALED_FORMAT_CUSTOM,
+                                                       .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0,
+                                                       .block = 16,
+                                                       .custom_exp = 3,
+                                                       .custom_mant = 2,
+                                                       .custom_bias = 4};
     SPEC("f32[2,32]", "u8[2,2]");
     break;
   case RLX_OP_ScaledDequantize:
-    A->ScaledDequantize = (rlx_attrs_ScaledDequantize){.format = RLX_SCALED_FORMAT_CUSTOM, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .custom_exp = 3, .custom_mant = 2, .custom_bias = 4};
+    A->ScaledDequantize = (rlx_attrs_ScaledDequantize){.format = RLX_SCALED_FORMAT_CUSTOM,
+                                                       .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0,
+                                                       .block = 16,
+                                                       .custom_exp = 3,
+                                                       .custom_mant = 2,
+                                                       .custom_bias = 4};
     SPEC("u8[2,32] u8[2,2]", "f32[2,32]");
     break;
   case RLX_OP_DequantMatMul:
-    A->DequantMatMul = (rlx_attrs_DequantMatMul){.scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 16, .bits = 8, .group_size = 32};
+    A->DequantMatMul = (rlx_attrs_DequantMatMul){
+        .scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[2,32] i8[32,4] f32[2,4] f32[2,4]", "f32[2,4]");
     break;
   /* ---- fusion regions ---- */
@@ -277,28 +336,56 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   /* ---- linear algebra ---- */
   case RLX_OP_MatMul: SPEC("f32[5,2,3] f32[3,4]", "f32[5,2,4]"); break;
   case RLX_OP_DotGeneral:
-    A->DotGeneral = (rlx_attrs_DotGeneral){.lhs_contracting = IL(2), .rhs_contracting = IL(1), .lhs_batch = IL(0), .rhs_batch = IL(0)};
+    A->DotGeneral = (rlx_attrs_DotGeneral){
+        .lhs_contracting = IL(2), .rhs_contracting = IL(1), .lhs_batch = IL(0), .rhs_batch = IL(0)};
     SPEC("f32[5,2,3] f32[5,3,4]", "f32[5,2,4]");
     break;
   case RLX_OP_DenseSolve: SPEC("f32[3,3] f32[3,2]", "f32[3,2]"); break;
   case RLX_OP_BatchedDenseSolve: SPEC("f32[2,3,3] f32[2,3]", "f32[2,3]"); break;
   case RLX_OP_Cholesky: SPEC("f32[3,3]", "f32[3,3]"); break;
-  case RLX_OP_TriangularSolve: A->TriangularSolve = (rlx_attrs_TriangularSolve){.lower = false, .transpose = true}; SPEC("f32[3,3] f32[3]", "f32[3]"); break;
+  case RLX_OP_TriangularSolve:
+    A->TriangularSolve = (rlx_attrs_TriangularSolve){.lower = false, .transpose = true};
+    SPEC("f32[3,3] f32[3]", "f32[3]");
+    break;
   case RLX_OP_Det: SPEC("f64[3,3]", "f64[]"); break;
   case RLX_OP_LogDet: SPEC("f32[3,3]", "f32[]"); break;
-  case RLX_OP_Sort: A->Sort = (rlx_attrs_Sort){.axis = 0, .descending = true}; SPEC("f32[4,5]", "f32[4,5]"); break;
-  case RLX_OP_ArgSort: A->ArgSort = (rlx_attrs_ArgSort){.axis = 0, .descending = true}; SPEC("f32[4,5]", "f32[4,5]"); break;
-  case RLX_OP_Svd: A->Svd.part = RLX_SVD_PART_U; SPEC("f32[4,3]", "f32[4,3]"); break;
-  case RLX_OP_Qr: A->Qr.part = RLX_QR_PART_R; SPEC("f32[4,3]", "f32[3,3]"); break;
+  case RLX_OP_Sort:
+    A->Sort = (rlx_attrs_Sort){.axis = 0, .descending = true};
+    SPEC("f32[4,5]", "f32[4,5]");
+    break;
+  case RLX_OP_ArgSort:
+    A->ArgSort = (rlx_attrs_ArgSort){.axis = 0, .descending = true};
+    SPEC("f32[4,5]", "f32[4,5]");
+    break;
+  case RLX_OP_Svd:
+    A->Svd.part = RLX_SVD_PART_U;
+    SPEC("f32[4,3]", "f32[4,3]");
+    break;
+  case RLX_OP_Qr:
+    A->Qr.part = RLX_QR_PART_R;
+    SPEC("f32[4,3]", "f32[3,3]");
+    break;
   /* ---- normalization ---- */
-  case RLX_OP_LayerNorm: A->LayerNorm = (rlx_attrs_LayerNorm){.axis = 1, .eps = 1e-3f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
-  case RLX_OP_LayerNorm2d: A->LayerNorm2d.eps = 1e-3f; SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]"); break;
-  case RLX_OP_GroupNorm: A->GroupNorm = (rlx_attrs_GroupNorm){.num_groups = 2, .eps = 1e-3f}; SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]"); break;
+  case RLX_OP_LayerNorm:
+    A->LayerNorm = (rlx_attrs_LayerNorm){.axis = 1, .eps = 1e-3f};
+    SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]");
+    break;
+  case RLX_OP_LayerNorm2d:
+    A->LayerNorm2d.eps = 1e-3f;
+    SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]");
+    break;
+  case RLX_OP_GroupNorm:
+    A->GroupNorm = (rlx_attrs_GroupNorm){.num_groups = 2, .eps = 1e-3f};
+    SPEC("f32[1,4,2,2] f32[4] f32[4]", "f32[1,4,2,2]");
+    break;
   case RLX_OP_BatchNormInference:
     A->BatchNormInference.eps = 1e-3f;
     SPEC("f32[2,4] f32[4] f32[4] f32[4] f32[4]", "f32[2,4]");
     break;
-  case RLX_OP_RmsNorm: A->RmsNorm = (rlx_attrs_RmsNorm){.axis = 1, .eps = 1e-5f}; SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]"); break;
+  case RLX_OP_RmsNorm:
+    A->RmsNorm = (rlx_attrs_RmsNorm){.axis = 1, .eps = 1e-5f};
+    SPEC("f32[2,4] f32[4] f32[4]", "f32[2,4]");
+    break;
   case RLX_OP_AdaLayerNorm:
     A->AdaLayerNorm = (rlx_attrs_AdaLayerNorm){.norm = RLX_ADA_NORM_RMS_NORM, .eps = 1e-5f};
     SPEC("f32[2,3,4] f32[2,1,4] f32[2,1,4]", "f32[2,3,4]");
@@ -306,10 +393,19 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_GatedResidual: SPEC("f32[2,3,4] f32[2,3,4] f32[2,1,4]", "f32[2,3,4]"); break;
   /* ---- resampling ---- */
   case RLX_OP_ResizeNearest2x: SPEC("f32[1,2,3,3]", "f32[1,2,6,6]"); break;
-  case RLX_OP_Interpolate3d: A->Interpolate3d.size = IL(4, 6, 8); SPEC("f32[1,2,2,3,4]", "f32[1,2,4,6,8]"); break;
+  case RLX_OP_Interpolate3d:
+    A->Interpolate3d.size = IL(4, 6, 8);
+    SPEC("f32[1,2,2,3,4]", "f32[1,2,4,6,8]");
+    break;
   /* ---- attention ---- */
   case RLX_OP_Attention:
-    A->Attention = (rlx_attrs_Attention){.num_heads = 2, .head_dim = 4, .v_head_dim = OI(8), .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .score_scale = OF(0.5f), .attn_logit_softcap = OF(30.0f)};
+    A->Attention = (rlx_attrs_Attention){.num_heads = 2,
+                                         .head_dim = 4,
+                                         .v_head_dim = OI(8),
+                                         .mask_kind = RLX_MASK_SLIDING_WINDOW,
+                                         .window = 2,
+                                         .score_scale = OF(0.5f),
+                                         .attn_logit_softcap = OF(30.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,16]", "f32[1,3,16]");
     break;
   case RLX_OP_Rope:
@@ -317,50 +413,130 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[1,3,16] f32[3,2] f32[3,2]", "f32[1,3,16]");
     break;
   case RLX_OP_AxialRope2d:
-    A->AxialRope2d = (rlx_attrs_AxialRope2d){.end_x = 2, .end_y = 3, .head_dim = 8, .num_heads = 2, .theta = 100.0f, .repeat_factor = 2};
+    A->AxialRope2d = (rlx_attrs_AxialRope2d){
+        .end_x = 2, .end_y = 3, .head_dim = 8, .num_heads = 2, .theta = 100.0f, .repeat_factor = 2};
     SPEC("f32[1,12,16]", "f32[1,12,16]");
     break;
   /* ---- shape ---- */
-  case RLX_OP_Reshape: A->Reshape.new_shape = IL(3, -1); SPEC("f32[2,6]", "f32[3,4]"); break;
-  case RLX_OP_Transpose: A->Transpose.perm = IL(1, 0, 2); SPEC("f32[2,3,4]", "f32[3,2,4]"); break;
-  case RLX_OP_Narrow: A->Narrow = (rlx_attrs_Narrow){.axis = 1, .start = 1, .len = 2}; SPEC("f32[2,5]", "f32[2,2]"); break;
-  case RLX_OP_Concat: A->Concat.axis = 1; SPEC("f32[2,3] f32[2,4]", "f32[2,7]"); break;
-  case RLX_OP_KvAppend: A->KvAppend = (rlx_attrs_KvAppend){.axis = 1, .pos = 3}; SPEC("f32[1,8,4] f32[1,1,4]", "f32[1,4,4]"); break;
-  case RLX_OP_Expand: A->Expand.target_shape = IL(2, 3, 4); SPEC("f32[3,1]", "f32[2,3,4]"); break;
-  case RLX_OP_Gather: A->Gather.axis = 1; SPEC("f32[4,5] i64[2,3]", "f32[4,2,3]"); break;
-  case RLX_OP_Reverse: A->Reverse.axes = IL(0, 1); SPEC("f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_Reshape:
+    A->Reshape.new_shape = IL(3, -1);
+    SPEC("f32[2,6]", "f32[3,4]");
+    break;
+  case RLX_OP_Transpose:
+    A->Transpose.perm = IL(1, 0, 2);
+    SPEC("f32[2,3,4]", "f32[3,2,4]");
+    break;
+  case RLX_OP_Narrow:
+    A->Narrow = (rlx_attrs_Narrow){.axis = 1, .start = 1, .len = 2};
+    SPEC("f32[2,5]", "f32[2,2]");
+    break;
+  case RLX_OP_Concat:
+    A->Concat.axis = 1;
+    SPEC("f32[2,3] f32[2,4]", "f32[2,7]");
+    break;
+  case RLX_OP_KvAppend:
+    A->KvAppend = (rlx_attrs_KvAppend){.axis = 1, .pos = 3};
+    SPEC("f32[1,8,4] f32[1,1,4]", "f32[1,4,4]");
+    break;
+  case RLX_OP_Expand:
+    A->Expand.target_shape = IL(2, 3, 4);
+    SPEC("f32[3,1]", "f32[2,3,4]");
+    break;
+  case RLX_OP_Gather:
+    A->Gather.axis = 1;
+    SPEC("f32[4,5] i64[2,3]", "f32[4,2,3]");
+    break;
+  case RLX_OP_Reverse:
+    A->Reverse.axes = IL(0, 1);
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
   case RLX_OP_Pad:
     A->Pad = (rlx_attrs_Pad){.pads = IL(1, 2, 0, 1), .mode = RLX_PAD_MODE_REFLECT, .value = 1.5f};
     SPEC("f32[3,4]", "f32[6,5]");
     break;
-  case RLX_OP_Slice: A->Slice = (rlx_attrs_Slice){.axis = 1, .start = 4, .len = 2, .step = -2}; SPEC("f32[2,6]", "f32[2,2]"); break;
-  case RLX_OP_Roll: A->Roll = (rlx_attrs_Roll){.shifts = IL(1, -2), .dims = IL(0, 1)}; SPEC("f32[3,4]", "f32[3,4]"); break;
-  case RLX_OP_Tile: A->Tile.reps = IL(2, 1, 3); SPEC("f32[2,3,4]", "f32[4,3,12]"); break;
-  case RLX_OP_Trilu: A->Trilu = (rlx_attrs_Trilu){.upper = true, .diagonal = 1}; SPEC("f32[3,3]", "f32[3,3]"); break;
+  case RLX_OP_Slice:
+    A->Slice = (rlx_attrs_Slice){.axis = 1, .start = 4, .len = 2, .step = -2};
+    SPEC("f32[2,6]", "f32[2,2]");
+    break;
+  case RLX_OP_Roll:
+    A->Roll = (rlx_attrs_Roll){.shifts = IL(1, -2), .dims = IL(0, 1)};
+    SPEC("f32[3,4]", "f32[3,4]");
+    break;
+  case RLX_OP_Tile:
+    A->Tile.reps = IL(2, 1, 3);
+    SPEC("f32[2,3,4]", "f32[4,3,12]");
+    break;
+  case RLX_OP_Trilu:
+    A->Trilu = (rlx_attrs_Trilu){.upper = true, .diagonal = 1};
+    SPEC("f32[3,3]", "f32[3,3]");
+    break;
   /* ---- reductions ---- */
-  case RLX_OP_Reduce: A->Reduce = (rlx_attrs_Reduce){.op = RLX_REDUCE_MEAN, .axes = IL(1), .keep_dim = true}; SPEC("f32[2,3,4]", "f32[2,1,4]"); break;
-  case RLX_OP_Histogram: A->Histogram = (rlx_attrs_Histogram){.bins = 5, .min = -1.0f, .max = 2.0f}; SPEC("f32[10]", "f32[5]"); break;
-  case RLX_OP_Softmax: A->Softmax.axis = 0; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_Cumsum: A->Cumsum = (rlx_attrs_Cumsum){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_CumProd: A->CumProd = (rlx_attrs_CumProd){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_CumMax: A->CumMax = (rlx_attrs_CumMax){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_ArgMax: A->ArgMax = (rlx_attrs_ArgMax){.axis = 1, .keep_dim = true}; SPEC("f32[2,3]", "f32[2,1]"); break;
-  case RLX_OP_ArgMin: A->ArgMin = (rlx_attrs_ArgMin){.axis = 1, .keep_dim = true}; SPEC("f32[2,3]", "f32[2,1]"); break;
-  case RLX_OP_TopK: A->TopK.k = 2; SPEC("f32[2,5]", "f32[2,2]"); break;
-  case RLX_OP_Sample: A->Sample = (rlx_attrs_Sample){.top_k = 5, .top_p = 0.9f, .temperature = 0.7f, .seed = 42}; SPEC("f32[2,10]", "f32[2]"); break;
-  case RLX_OP_RngNormal: A->RngNormal = (rlx_attrs_RngNormal){.mean = 1.0f, .scale = 2.0f, .key = 7, .op_seed = OF(3.0f)}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_RngUniform: A->RngUniform = (rlx_attrs_RngUniform){.low = -1.0f, .high = 3.0f, .key = 9, .op_seed = OF(1.5f)}; SPEC("", "f32[4]"); break;
+  case RLX_OP_Reduce:
+    A->Reduce = (rlx_attrs_Reduce){.op = RLX_REDUCE_MEAN, .axes = IL(1), .keep_dim = true};
+    SPEC("f32[2,3,4]", "f32[2,1,4]");
+    break;
+  case RLX_OP_Histogram:
+    A->Histogram = (rlx_attrs_Histogram){.bins = 5, .min = -1.0f, .max = 2.0f};
+    SPEC("f32[10]", "f32[5]");
+    break;
+  case RLX_OP_Softmax:
+    A->Softmax.axis = 0;
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_Cumsum:
+    A->Cumsum = (rlx_attrs_Cumsum){.axis = 0, .exclusive = true};
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_CumProd:
+    A->CumProd = (rlx_attrs_CumProd){.axis = 0, .exclusive = true};
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_CumMax:
+    A->CumMax = (rlx_attrs_CumMax){.axis = 0, .exclusive = true};
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_ArgMax:
+    A->ArgMax = (rlx_attrs_ArgMax){.axis = 1, .keep_dim = true};
+    SPEC("f32[2,3]", "f32[2,1]");
+    break;
+  case RLX_OP_ArgMin:
+    A->ArgMin = (rlx_attrs_ArgMin){.axis = 1, .keep_dim = true};
+    SPEC("f32[2,3]", "f32[2,1]");
+    break;
+  case RLX_OP_TopK:
+    A->TopK.k = 2;
+    SPEC("f32[2,5]", "f32[2,2]");
+    break;
+  case RLX_OP_Sample:
+    A->Sample = (rlx_attrs_Sample){.top_k = 5, .top_p = 0.9f, .temperature = 0.7f, .seed = 42};
+    SPEC("f32[2,10]", "f32[2]");
+    break;
+  case RLX_OP_RngNormal:
+    A->RngNormal = (rlx_attrs_RngNormal){.mean = 1.0f, .scale = 2.0f, .key = 7, .op_seed = OF(3.0f)};
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_RngUniform:
+    A->RngUniform = (rlx_attrs_RngUniform){.low = -1.0f, .high = 3.0f, .key = 9, .op_seed = OF(1.5f)};
+    SPEC("", "f32[4]");
+    break;
   /* ---- convolution ---- */
   case RLX_OP_Conv:
-    A->Conv = (rlx_attrs_Conv){.kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 1), .dilation = IL(2, 2), .groups = 2};
+    A->Conv = (rlx_attrs_Conv){
+        .kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 1), .dilation = IL(2, 2), .groups = 2};
     SPEC("f32[1,4,8,8] f32[6,2,3,3]", "f32[1,6,3,3]");
     break;
   case RLX_OP_Im2Col:
-    A->Im2Col = (rlx_attrs_Im2Col){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0), .dilation = IL(1, 1)};
+    A->Im2Col =
+        (rlx_attrs_Im2Col){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0), .dilation = IL(1, 1)};
     SPEC("f32[1,3,4,4]", "f32[4,12]");
     break;
   case RLX_OP_ConvTranspose2d:
-    A->ConvTranspose2d = (rlx_attrs_ConvTranspose2d){.kernel_size = IL(3, 3), .stride = IL(2, 2), .padding = IL(1, 1), .dilation = IL(1, 1), .output_padding = IL(1, 1), .groups = 2};
+    A->ConvTranspose2d = (rlx_attrs_ConvTranspose2d){.kernel_size = IL(3, 3),
+                                                     .stride = IL(2, 2),
+                                                     .padding = IL(1, 1),
+                                                     .dilation = IL(1, 1),
+                                                     .output_padding = IL(1, 1),
+                                                     .groups = 2};
     SPEC("f32[1,4,3,3] f32[4,3,3,3]", "f32[1,6,6,6]");
     break;
   case RLX_OP_Conv3d:
@@ -368,17 +544,28 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[1,4,4,4,4] f32[6,2,3,3,3]", "f32[1,6,4,4,4]");
     break;
   case RLX_OP_ConvTranspose3d:
-    A->ConvTranspose3d = (rlx_attrs_ConvTranspose3d){.stride = IL(2, 2, 2), .padding = IL(0, 0, 0), .dilation = IL(1, 1, 1), .output_padding = IL(1, 1, 1), .groups = 2};
+    A->ConvTranspose3d = (rlx_attrs_ConvTranspose3d){.stride = IL(2, 2, 2),
+                                                     .padding = IL(0, 0, 0),
+                                                     .dilation = IL(1, 1, 1),
+                                                     .output_padding = IL(1, 1, 1),
+                                                     .groups = 2};
     SPEC("f32[1,4,2,2,2] f32[4,1,2,2,2]", "f32[1,2,5,5,5]");
     break;
   case RLX_OP_Pool:
-    A->Pool = (rlx_attrs_Pool){.kind = RLX_REDUCE_MEAN, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(1, 1)};
+    A->Pool =
+        (rlx_attrs_Pool){.kind = RLX_REDUCE_MEAN, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(1, 1)};
     SPEC("f32[1,2,4,4]", "f32[1,2,3,3]");
     break;
-  case RLX_OP_PartitionedConv: A->PartitionedConv.block = 32; SPEC("f32[2,16] f32[5]", "f32[2,20]"); break;
+  case RLX_OP_PartitionedConv:
+    A->PartitionedConv.block = 32;
+    SPEC("f32[2,16] f32[5]", "f32[2,20]");
+    break;
   /* ---- backward ---- */
   case RLX_OP_ReluBackward: SPEC("f32[2,3] f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_ActivationBackward: A->ActivationBackward.kind = RLX_ACT_TANH; SPEC("f32[2,3] f32[2,3]", "f32[2,3]"); break;
+  case RLX_OP_ActivationBackward:
+    A->ActivationBackward.kind = RLX_ACT_TANH;
+    SPEC("f32[2,3] f32[2,3]", "f32[2,3]");
+    break;
   case RLX_OP_FakeQuantizeBackward:
     A->FakeQuantizeBackward = (rlx_attrs_FakeQuantizeBackward){.bits = 4, .axis = 0, .ste = RLX_STE_CLIPPED_IDENTITY};
     SPEC("f32[3,4] f32[3,4]", "f32[3,4]");
@@ -387,38 +574,61 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_ComplexNormSqBackward: SPEC("c64[3] f32[3]", "c64[3]"); break;
   case RLX_OP_Conjugate: SPEC("c64[3]", "c64[3]"); break;
   case RLX_OP_MaxPool2dBackward:
-    A->MaxPool2dBackward = (rlx_attrs_MaxPool2dBackward){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0)};
+    A->MaxPool2dBackward =
+        (rlx_attrs_MaxPool2dBackward){.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(0, 0)};
     SPEC("f32[1,2,4,4] f32[1,2,2,2]", "f32[1,2,4,4]");
     break;
   case RLX_OP_Conv2dBackwardInput:
-    A->Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
+    A->Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){
+        .kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
     SPEC("f32[1,6,4,4] f32[6,2,3,3]", "f32[1,4,4,4]");
     break;
   case RLX_OP_Conv2dBackwardWeight:
-    A->Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
+    A->Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){
+        .kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2};
     SPEC("f32[1,4,4,4] f32[1,6,4,4]", "f32[6,2,3,3]");
     break;
   case RLX_OP_MaxPool3dBackward:
-    A->MaxPool3dBackward = (rlx_attrs_MaxPool3dBackward){.kernel_size = IL(2, 2, 2), .stride = IL(2, 2, 2), .padding = IL(0, 0, 0)};
+    A->MaxPool3dBackward =
+        (rlx_attrs_MaxPool3dBackward){.kernel_size = IL(2, 2, 2), .stride = IL(2, 2, 2), .padding = IL(0, 0, 0)};
     SPEC("f32[1,1,4,4,4] f32[1,1,2,2,2]", "f32[1,1,4,4,4]");
     break;
   case RLX_OP_Conv3dBackwardInput:
-    A->Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = IL(3, 3, 3), .stride = IL(1, 1, 1), .padding = IL(1, 1, 1), .dilation = IL(1, 1, 1), .groups = 2};
+    A->Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = IL(3, 3, 3),
+                                                             .stride = IL(1, 1, 1),
+                                                             .padding = IL(1, 1, 1),
+                                                             .dilation = IL(1, 1, 1),
+                                                             .groups = 2};
     SPEC("f32[1,6,4,4,4] f32[6,2,3,3,3]", "f32[1,4,4,4,4]");
     break;
   case RLX_OP_Conv3dBackwardWeight:
-    A->Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = IL(3, 3, 3), .stride = IL(1, 1, 1), .padding = IL(1, 1, 1), .dilation = IL(1, 1, 1), .groups = 2};
+    A->Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = IL(3, 3, 3),
+                                                               .stride = IL(1, 1, 1),
+                                                               .padding = IL(1, 1, 1),
+                                                               .dilation = IL(1, 1, 1),
+                                                               .groups = 2};
     SPEC("f32[1,4,4,4,4] f32[1,6,4,4,4]", "f32[6,2,3,3,3]");
     break;
   case RLX_OP_SoftmaxCrossEntropy: SPEC("f32[4,10] f32[4,10]", "f32[4]"); break;
   case RLX_OP_SoftmaxCrossEntropyWithLogits: SPEC("f32[4,10] f32[4]", "f32[4]"); break;
   case RLX_OP_SoftmaxCrossEntropyBackward: SPEC("f32[4,10] f32[4] f32[4]", "f32[4,10]"); break;
   case RLX_OP_AttentionBackward:
-    A->AttentionBackward = (rlx_attrs_AttentionBackward){.num_heads = 2, .head_dim = 4, .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .wrt = RLX_ATTN_WRT_KEY, .score_scale = OF(0.5f), .attn_logit_softcap = OF(20.0f)};
+    A->AttentionBackward = (rlx_attrs_AttentionBackward){.num_heads = 2,
+                                                         .head_dim = 4,
+                                                         .mask_kind = RLX_MASK_SLIDING_WINDOW,
+                                                         .window = 2,
+                                                         .wrt = RLX_ATTN_WRT_KEY,
+                                                         .score_scale = OF(0.5f),
+                                                         .attn_logit_softcap = OF(20.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,8] f32[1,3,8]", "f32[1,5,8]");
     break;
   case RLX_OP_AttentionBackwardAll:
-    A->AttentionBackwardAll = (rlx_attrs_AttentionBackwardAll){.num_heads = 2, .head_dim = 4, .mask_kind = RLX_MASK_SLIDING_WINDOW, .window = 2, .score_scale = OF(0.5f), .attn_logit_softcap = OF(20.0f)};
+    A->AttentionBackwardAll = (rlx_attrs_AttentionBackwardAll){.num_heads = 2,
+                                                               .head_dim = 4,
+                                                               .mask_kind = RLX_MASK_SLIDING_WINDOW,
+                                                               .window = 2,
+                                                               .score_scale = OF(0.5f),
+                                                               .attn_logit_softcap = OF(20.0f)};
     SPEC("f32[1,3,8] f32[1,5,8] f32[1,5,8] f32[1,3,8]", "f32[104]");
     break;
   case RLX_OP_LayerNormBackwardInput:
@@ -466,8 +676,14 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[2,4] f32[4] f32[4] f32[2,4]", "f32[4]");
     break;
   case RLX_OP_BatchNormInferenceBackwardBeta: SPEC("f32[2,4]", "f32[4]"); break;
-  case RLX_OP_CumsumBackward: A->CumsumBackward = (rlx_attrs_CumsumBackward){.axis = 0, .exclusive = true}; SPEC("f32[2,3]", "f32[2,3]"); break;
-  case RLX_OP_GatherBackward: A->GatherBackward.axis = 1; SPEC("f32[4,2,3] i64[2,3]", "f32[4,7]"); break;
+  case RLX_OP_CumsumBackward:
+    A->CumsumBackward = (rlx_attrs_CumsumBackward){.axis = 0, .exclusive = true};
+    SPEC("f32[2,3]", "f32[2,3]");
+    break;
+  case RLX_OP_GatherBackward:
+    A->GatherBackward.axis = 1;
+    SPEC("f32[4,2,3] i64[2,3]", "f32[4,7]");
+    break;
   case RLX_OP_AdaLayerNormBackward:
     A->AdaLayerNormBackward = (rlx_attrs_AdaLayerNormBackward){.norm = RLX_ADA_NORM_RMS_NORM, .eps = 1e-5f};
     SPEC("f32[2,3,4] f32[2,1,4] f32[2,1,4] f32[2,3,4]", "f32[40]");
@@ -476,37 +692,71 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   /* ---- MoE ---- */
   case RLX_OP_GroupedMatMul: SPEC("f32[6,4] f32[3,4,5] f32[6]", "f32[6,5]"); break;
   case RLX_OP_DequantGroupedMatMul:
-    A->DequantGroupedMatMul = (rlx_attrs_DequantGroupedMatMul){.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
+    A->DequantGroupedMatMul = (rlx_attrs_DequantGroupedMatMul){
+        .scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[6,32] u8[3,272] f32[6]", "f32[6,8]");
     break;
   case RLX_OP_DequantGroupedMatMulMlx:
-    A->DequantGroupedMatMulMlx = (rlx_attrs_DequantGroupedMatMulMlx){.scheme = RLX_QUANT_SCHEME_MLX_MXFP8, .block_size = 16, .bits = 8, .group_size = 32};
+    A->DequantGroupedMatMulMlx = (rlx_attrs_DequantGroupedMatMulMlx){
+        .scheme = RLX_QUANT_SCHEME_MLX_MXFP8, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("f32[6,64] u8[3,4,64] u8[3,4,2] u8[3,4,2] f32[6]", "f32[6,4]");
     break;
   case RLX_OP_DequantMoEWeights:
-    A->DequantMoEWeights = (rlx_attrs_DequantMoEWeights){.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
+    A->DequantMoEWeights = (rlx_attrs_DequantMoEWeights){
+        .scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 16, .bits = 8, .group_size = 32};
     SPEC("u8[3,272]", "f32[3,32,8]");
     break;
   case RLX_OP_ScaledGroupedMatMul:
-    A->ScaledGroupedMatMul = (rlx_attrs_ScaledGroupedMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2, .rhs_format = RLX_SCALED_FORMAT_F8E5M2, .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0, .block = 16, .has_bias = true};
+    A->ScaledGroupedMatMul = (rlx_attrs_ScaledGroupedMatMul){.lhs_format = RLX_SCALED_FORMAT_F8E5M2,
+                                                             .rhs_format = RLX_SCALED_FORMAT_F8E5M2,
+                                                             .layout = RLX_SCALE_LAYOUT_BLOCK_MX_E8M0,
+                                                             .block = 16,
+                                                             .has_bias = true};
     SPEC("u8[6,32] u8[3,4,32] u8[6,2] u8[3,4,2] f32[6] f32[3,4]", "f32[6,4]");
     break;
   /* ---- scatter / gather ---- */
-  case RLX_OP_ScatterAdd: A->ScatterAdd.axis = 1; SPEC("f32[2,5] f32[5]", "f32[2,7]"); break;
-  case RLX_OP_ScatterNd: A->ScatterNd.reduction = RLX_SCATTER_REDUCTION_ADD; SPEC("f32[4,3] i64[2,1] f32[2,3]", "f32[4,3]"); break;
+  case RLX_OP_ScatterAdd:
+    A->ScatterAdd.axis = 1;
+    SPEC("f32[2,5] f32[5]", "f32[2,7]");
+    break;
+  case RLX_OP_ScatterNd:
+    A->ScatterNd.reduction = RLX_SCATTER_REDUCTION_ADD;
+    SPEC("f32[4,3] i64[2,1] f32[2,3]", "f32[4,3]");
+    break;
   case RLX_OP_ScatterElements:
     A->ScatterElements = (rlx_attrs_ScatterElements){.axis = 1, .reduction = RLX_SCATTER_REDUCTION_MAX};
     SPEC("f32[3,4] i64[3,2] f32[3,2]", "f32[3,4]");
     break;
-  case RLX_OP_GatherNd: A->GatherNd.batch_dims = 1; SPEC("f32[2,3,4] i64[2,1]", "f32[2,4]"); break;
-  case RLX_OP_GatherElements: A->GatherElements.axis = 1; SPEC("f32[3,4] i64[3,2]", "f32[3,2]"); break;
+  case RLX_OP_GatherNd:
+    A->GatherNd.batch_dims = 1;
+    SPEC("f32[2,3,4] i64[2,1]", "f32[2,4]");
+    break;
+  case RLX_OP_GatherElements:
+    A->GatherElements.axis = 1;
+    SPEC("f32[3,4] i64[3,2]", "f32[3,2]");
+    break;
   /* ---- fused ---- */
-  case RLX_OP_LoraMatMul: A->LoraMatMul.scale = 0.5f; SPEC("f32[2,4] f32[4,5] f32[4,2] f32[2,5]", "f32[2,5]"); break;
-  case RLX_OP_FusedSwiGLU: A->FusedSwiGLU = (rlx_attrs_FusedSwiGLU){.cast_to = {.has = true, .v = RLX_F16}, .gate_first = true}; SPEC("f32[2,8]", "f16[2,4]"); break;
-  case RLX_OP_FusedMatMulBiasAct: A->FusedMatMulBiasAct.activation = RLX_ACT_GELU; SPEC("f32[2,3] f32[3,4] f32[4]", "f32[2,4]"); break;
+  case RLX_OP_LoraMatMul:
+    A->LoraMatMul.scale = 0.5f;
+    SPEC("f32[2,4] f32[4,5] f32[4,2] f32[2,5]", "f32[2,5]");
+    break;
+  case RLX_OP_FusedSwiGLU:
+    A->FusedSwiGLU = (rlx_attrs_FusedSwiGLU){.cast_to = {.has = true, .v = RLX_F16}, .gate_first = true};
+    SPEC("f32[2,8]", "f16[2,4]");
+    break;
+  case RLX_OP_FusedMatMulBiasAct:
+    A->FusedMatMulBiasAct.activation = RLX_ACT_GELU;
+    SPEC("f32[2,3] f32[3,4] f32[4]", "f32[2,4]");
+    break;
   case RLX_OP_FusedMatMulResidual: SPEC("f32[2,3] f32[3,4] f32[2,4]", "f32[2,4]"); break;
   case RLX_OP_FusedConvBiasAct:
-    A->FusedConvBiasAct = (rlx_attrs_FusedConvBiasAct){.kernel_size = IL(3, 3), .stride = IL(1, 1), .padding = IL(1, 1), .dilation = IL(1, 1), .groups = 2, .activation = RLX_ACT_RELU, .has_residual = true};
+    A->FusedConvBiasAct = (rlx_attrs_FusedConvBiasAct){.kernel_size = IL(3, 3),
+                                                       .stride = IL(1, 1),
+                                                       .padding = IL(1, 1),
+                                                       .dilation = IL(1, 1),
+                                                       .groups = 2,
+                                                       .activation = RLX_ACT_RELU,
+                                                       .has_residual = true};
     SPEC("f32[1,4,5,5] f32[6,2,3,3] f32[6] f32[1,6,5,5]", "f32[1,6,5,5]");
     break;
   case RLX_OP_FusedResidualLN:
@@ -518,11 +768,18 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[2,4] f32[2,4] f32[4] f32[4] f32[4]", "f32[2,4]");
     break;
   case RLX_OP_FusedAttentionBlock:
-    A->FusedAttentionBlock = (rlx_attrs_FusedAttentionBlock){.num_heads = 2, .head_dim = 4, .has_bias = true, .has_rope = true};
+    A->FusedAttentionBlock =
+        (rlx_attrs_FusedAttentionBlock){.num_heads = 2, .head_dim = 4, .has_bias = true, .has_rope = true};
     SPEC("f32[1,3,8] f32[8,24] f32[8,8] f32[1,3] f32[24] f32[8] f32[3,2] f32[3,2]", "f32[1,3,8]");
     break;
   case RLX_OP_FusedTransformerLayer:
-    A->FusedTransformerLayer = (rlx_attrs_FusedTransformerLayer){.num_heads = 2, .head_dim = 4, .intermediate_size = 16, .eps1 = 1e-5f, .eps2 = 1e-6f, .activation = RLX_ACT_RELU, .has_bias = false};
+    A->FusedTransformerLayer = (rlx_attrs_FusedTransformerLayer){.num_heads = 2,
+                                                                 .head_dim = 4,
+                                                                 .intermediate_size = 16,
+                                                                 .eps1 = 1e-5f,
+                                                                 .eps2 = 1e-6f,
+                                                                 .activation = RLX_ACT_RELU,
+                                                                 .has_bias = false};
     SPEC("f32[1,3,8] f32[8,24] f32[8,8] f32[8] f32[8,16] f32[16,8] f32[8] f32[1,3]", "f32[1,3,8]");
     break;
   /* ---- synth ---- */
@@ -531,7 +788,8 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[2,8] u8[2,4] f32[8,4]", "f32[2,4]");
     break;
   case RLX_OP_SynthMatMulBackward:
-    A->SynthMatMulBackward = (rlx_attrs_SynthMatMulBackward){.kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 4, .num_entries = 8, .wrt = RLX_SYNTH_WRT_CODEBOOK};
+    A->SynthMatMulBackward = (rlx_attrs_SynthMatMulBackward){
+        .kind = RLX_SYNTH_KIND_CODEBOOK, .entry_dim = 4, .num_entries = 8, .wrt = RLX_SYNTH_WRT_CODEBOOK};
     SPEC("f32[2,8] u8[2,4] f32[8,4] f32[2,4]", "f32[8,4]");
     break;
   case RLX_OP_SynthReconstruct:
@@ -543,11 +801,13 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[2,3] f32[3,6]", "f32[2,3]");
     break;
   case RLX_OP_SplineActivationBackwardX:
-    A->SplineActivationBackwardX = (rlx_attrs_SplineActivationBackwardX){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
+    A->SplineActivationBackwardX =
+        (rlx_attrs_SplineActivationBackwardX){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
     SPEC("f32[2,3] f32[3,6] f32[2,3]", "f32[2,3]");
     break;
   case RLX_OP_SplineActivationBackwardCoeff:
-    A->SplineActivationBackwardCoeff = (rlx_attrs_SplineActivationBackwardCoeff){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
+    A->SplineActivationBackwardCoeff =
+        (rlx_attrs_SplineActivationBackwardCoeff){.num_knots = 6, .grid_min = -2.0f, .grid_max = 2.0f};
     SPEC("f32[2,3] f32[3,6] f32[2,3]", "f32[3,6]");
     break;
   /* ---- recurrent ---- */
@@ -560,7 +820,8 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     SPEC("f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2] f32[1,2,4,4]", "f32[1,3,2,4]");
     break;
   case RLX_OP_GatedDeltaNetBackward:
-    A->GatedDeltaNetBackward = (rlx_attrs_GatedDeltaNetBackward){.state_size = 4, .carry_state = true, .gate_per_channel = true};
+    A->GatedDeltaNetBackward =
+        (rlx_attrs_GatedDeltaNetBackward){.state_size = 4, .carry_state = true, .gate_per_channel = true};
     SPEC("f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2,4] f32[1,3,2] f32[1,2,4,4] f32[1,3,2,4]", "f32[134]");
     break;
   case RLX_OP_Lstm:
@@ -604,39 +865,85 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     break;
   }
   case RLX_OP_Scan:
-    A->Scan = (rlx_attrs_Scan){.body = scan_body(c, "scan_body", true), .length = 3, .save_trajectory = true, .num_bcast = 1, .num_xs = 1, .num_checkpoints = 2};
+    A->Scan = (rlx_attrs_Scan){.body = scan_body(c, "scan_body", true),
+                               .length = 3,
+                               .save_trajectory = true,
+                               .num_bcast = 1,
+                               .num_xs = 1,
+                               .num_checkpoints = 2};
     SPEC("f32[4] f32[4] f32[3,4]", "f32[2,4]");
     break;
   case RLX_OP_ScanBackward:
-    A->ScanBackward = (rlx_attrs_ScanBackward){.body_vjp = scan_vjp_body(c, "vjp", 1), .length = 3, .save_trajectory = true, .num_xs = 1, .num_checkpoints = 2, .forward_body = scan_forward_body(c, "fwd", 1)};
+    A->ScanBackward = (rlx_attrs_ScanBackward){.body_vjp = scan_vjp_body(c, "vjp", 1),
+                                               .length = 3,
+                                               .save_trajectory = true,
+                                               .num_xs = 1,
+                                               .num_checkpoints = 2,
+                                               .forward_body = scan_forward_body(c, "fwd", 1)};
     SPEC("f32[4] f32[2,4] f32[2,4] f32[3,4]", "f32[4]");
     break;
   case RLX_OP_ScanBackwardXs:
-    A->ScanBackwardXs = (rlx_attrs_ScanBackwardXs){.body_vjp = scan_vjp_body(c, "vjp", 2), .length = 3, .save_trajectory = true, .num_xs = 2, .num_checkpoints = 2, .forward_body = scan_forward_body(c, "fwd", 2), .xs_idx = 1};
+    A->ScanBackwardXs = (rlx_attrs_ScanBackwardXs){.body_vjp = scan_vjp_body(c, "vjp", 2),
+                                                   .length = 3,
+                                                   .save_trajectory = true,
+                                                   .num_xs = 2,
+                                                   .num_checkpoints = 2,
+                                                   .forward_body = scan_forward_body(c, "fwd", 2),
+                                                   .xs_idx = 1};
     SPEC("f32[4] f32[2,4] f32[2,4] f32[3,4] f32[3,4]", "f32[3,4]");
     break;
   /* ---- splatting ---- */
   case RLX_OP_GaussianSplatRender:
-    A->GaussianSplatRender = (rlx_attrs_GaussianSplatRender){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
+    A->GaussianSplatRender = (rlx_attrs_GaussianSplatRender){.width = 8,
+                                                             .height = 4,
+                                                             .tile_size = 4,
+                                                             .radius_scale = 2.0f,
+                                                             .alpha_cutoff = 0.01f,
+                                                             .max_splat_steps = 16,
+                                                             .transmittance_threshold = 0.02f,
+                                                             .max_list_entries = 100};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23]", "f32[128]");
     break;
   case RLX_OP_GaussianSplatRenderBackward:
-    A->GaussianSplatRenderBackward =
-        (rlx_attrs_GaussianSplatRenderBackward){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100, .loss_grad_clip = 0.5f, .sh_band = 1, .max_anisotropy = 5.0f};
+    A->GaussianSplatRenderBackward = (rlx_attrs_GaussianSplatRenderBackward){.width = 8,
+                                                                             .height = 4,
+                                                                             .tile_size = 4,
+                                                                             .radius_scale = 2.0f,
+                                                                             .alpha_cutoff = 0.01f,
+                                                                             .max_splat_steps = 16,
+                                                                             .transmittance_threshold = 0.02f,
+                                                                             .max_list_entries = 100,
+                                                                             .loss_grad_clip = 0.5f,
+                                                                             .sh_band = 1,
+                                                                             .max_anisotropy = 5.0f};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23] f32[128]", "f32[34]");
     break;
   case RLX_OP_GaussianSplatPrepare:
-    A->GaussianSplatPrepare = (rlx_attrs_GaussianSplatPrepare){.width = 8, .height = 4, .tile_size = 4, .radius_scale = 2.0f, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
+    A->GaussianSplatPrepare = (rlx_attrs_GaussianSplatPrepare){.width = 8,
+                                                               .height = 4,
+                                                               .tile_size = 4,
+                                                               .radius_scale = 2.0f,
+                                                               .alpha_cutoff = 0.01f,
+                                                               .max_splat_steps = 16,
+                                                               .transmittance_threshold = 0.02f,
+                                                               .max_list_entries = 100};
     SPEC("f32[6] f32[6] f32[8] f32[2] f32[6] f32[6] f32[23]", "f32[241]");
     break;
   case RLX_OP_GaussianSplatRasterize:
-    A->GaussianSplatRasterize = (rlx_attrs_GaussianSplatRasterize){.width = 8, .height = 4, .tile_size = 4, .alpha_cutoff = 0.01f, .max_splat_steps = 16, .transmittance_threshold = 0.02f, .max_list_entries = 100};
+    A->GaussianSplatRasterize = (rlx_attrs_GaussianSplatRasterize){.width = 8,
+                                                                   .height = 4,
+                                                                   .tile_size = 4,
+                                                                   .alpha_cutoff = 0.01f,
+                                                                   .max_splat_steps = 16,
+                                                                   .transmittance_threshold = 0.02f,
+                                                                   .max_list_entries = 100};
     SPEC("f32[241] f32[23]", "f32[128]");
     break;
   /* ---- extension surface ---- */
   case RLX_OP_Custom: {
     static const uint8_t blob[3] = {0x01, 0x02, 0xff};
-    A->Custom = (rlx_attrs_Custom){.name = "my.ext_op", .num_inputs = 2, .attrs = {.p = arena_copy(c, blob, 3), .n = 3}};
+    A->Custom =
+        (rlx_attrs_Custom){.name = "my.ext_op", .num_inputs = 2, .attrs = {.p = arena_copy(c, blob, 3), .n = 3}};
     SPEC("f32[3] f32[3]", "f32[3]");
     break;
   }
@@ -657,7 +964,10 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     break;
   }
   /* ---- signal ---- */
-  case RLX_OP_Fft: A->Fft = (rlx_attrs_Fft){.inverse = true, .norm = RLX_FFT_NORM_ORTHO}; SPEC("f32[2,16]", "f32[2,16]"); break;
+  case RLX_OP_Fft:
+    A->Fft = (rlx_attrs_Fft){.inverse = true, .norm = RLX_FFT_NORM_ORTHO};
+    SPEC("f32[2,16]", "f32[2,16]");
+    break;
   case RLX_OP_FftQ:
     A->FftQ = (rlx_attrs_FftQ){.inverse = true, .norm = RLX_FFT_NORM_FORWARD, .scale = RLX_FFTQ_SCALE_SATURATING};
     SPEC("i16[2,16]", "i16[2,16]");
@@ -668,15 +978,36 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
     break;
   case RLX_OP_LogMel: SPEC("f32[3,16] f32[5,5]", "f32[3,5]"); break;
   case RLX_OP_LogMelBackward: SPEC("f32[3,16] f32[5,5] f32[3,5]", "f32[3,16]"); break;
-  case RLX_OP_WelchPeaks: A->WelchPeaks = (rlx_attrs_WelchPeaks){.k = 2, .n_segments = 2}; SPEC("f32[4,16]", "f32[2,4]"); break;
+  case RLX_OP_WelchPeaks:
+    A->WelchPeaks = (rlx_attrs_WelchPeaks){.k = 2, .n_segments = 2};
+    SPEC("f32[4,16]", "f32[2,4]");
+    break;
   /* ---- SPD and eigen ---- */
   case RLX_OP_BiMap: SPEC("f64[2,3] f64[3,3]", "f64[2,2]"); break;
-  case RLX_OP_ReEig: A->ReEig.eps = 1e-3f; SPEC("f64[3,3]", "f64[21]"); break;
-  case RLX_OP_LogEig: A->LogEig.eps = 1e-3f; SPEC("f64[3,3]", "f64[21]"); break;
-  case RLX_OP_SpdBatchNorm: A->SpdBatchNorm.eps = 1e-3f; SPEC("f64[2,3,3] f64[3,3] f64[3,3]", "f64[2,3,3]"); break;
-  case RLX_OP_SpdKarcherMean: A->SpdKarcherMean = (rlx_attrs_SpdKarcherMean){.iters = 5, .tol = 1e-3f}; SPEC("f64[2,3,3]", "f64[3,3]"); break;
-  case RLX_OP_ReEigBackward: A->ReEigBackward.eps = 1e-3f; SPEC("f64[3] f64[9] f64[9]", "f64[3,3]"); break;
-  case RLX_OP_LogEigBackward: A->LogEigBackward.eps = 1e-3f; SPEC("f64[3] f64[9] f64[9]", "f64[3,3]"); break;
+  case RLX_OP_ReEig:
+    A->ReEig.eps = 1e-3f;
+    SPEC("f64[3,3]", "f64[21]");
+    break;
+  case RLX_OP_LogEig:
+    A->LogEig.eps = 1e-3f;
+    SPEC("f64[3,3]", "f64[21]");
+    break;
+  case RLX_OP_SpdBatchNorm:
+    A->SpdBatchNorm.eps = 1e-3f;
+    SPEC("f64[2,3,3] f64[3,3] f64[3,3]", "f64[2,3,3]");
+    break;
+  case RLX_OP_SpdKarcherMean:
+    A->SpdKarcherMean = (rlx_attrs_SpdKarcherMean){.iters = 5, .tol = 1e-3f};
+    SPEC("f64[2,3,3]", "f64[3,3]");
+    break;
+  case RLX_OP_ReEigBackward:
+    A->ReEigBackward.eps = 1e-3f;
+    SPEC("f64[3] f64[9] f64[9]", "f64[3,3]");
+    break;
+  case RLX_OP_LogEigBackward:
+    A->LogEigBackward.eps = 1e-3f;
+    SPEC("f64[3] f64[9] f64[9]", "f64[3,3]");
+    break;
   case RLX_OP_SpdBatchNormBackwardX:
     A->SpdBatchNormBackwardX.eps = 1e-3f;
     SPEC("f64[3,3] f64[3,3] f64[2,3,3]", "f64[2,3,3]");
@@ -692,7 +1023,10 @@ static void spec_op(sctx *c, rlx_op op, rlx_attrs *A, op_spec *sp) {
   case RLX_OP_SpdLogMap: SPEC("f64[3,3] f64[3,3]", "f64[3,3]"); break;
   case RLX_OP_SpdExpMap: SPEC("f64[3,3] f64[3,3]", "f64[3,3]"); break;
   case RLX_OP_SpdParallelTransport: SPEC("f64[3,3] f64[3,3] f64[3,3]", "f64[3,3]"); break;
-  case RLX_OP_SpdMatrixFnBatch: A->SpdMatrixFnBatch.kind = RLX_SPD_FN_EXPM; SPEC("f64[2,3,3]", "f64[2,3,3]"); break;
+  case RLX_OP_SpdMatrixFnBatch:
+    A->SpdMatrixFnBatch.kind = RLX_SPD_FN_EXPM;
+    SPEC("f64[2,3,3]", "f64[2,3,3]");
+    break;
   case RLX_OP_SpdLogMapBackward: SPEC("f64[3,3] f64[3,3] f64[3,3]", "f64[2,3,3]"); break;
   case RLX_OP_SpdExpMapBackward: SPEC("f64[3,3] f64[3,3] f64[3,3]", "f64[2,3,3]"); break;
   case RLX_OP_SpdParallelTransportBackward: SPEC("f64[3,3] f64[3,3] f64[3,3] f64[3,3]", "f64[3,3,3]"); break;
@@ -753,9 +1087,7 @@ rlx_status sample_op_graph(rlx_op op, const rlx_allocator *al, rlx_graph **out) 
   return finish(c, out);
 }
 
-rlx_id sample_op_node(const rlx_graph *g) {
-  return rlx_graph_output_count(g) ? rlx_graph_outputs(g)[0] : RLX_NO_ID;
-}
+rlx_id sample_op_node(const rlx_graph *g) { return rlx_graph_output_count(g) ? rlx_graph_outputs(g)[0] : RLX_NO_ID; }
 
 bool sample_all_fields_set(rlx_op op, const void *attrs, char *which, size_t cap) {
   rlx_attrs def;
@@ -766,7 +1098,8 @@ bool sample_all_fields_set(rlx_op op, const void *attrs, char *which, size_t cap
     const char *p = (const char *)attrs + f[i].offset, *d = (const char *)&def + f[i].offset;
     bool is_def;
     switch (f[i].type) {
-    case RLX_FT_I64: case RLX_FT_U64: is_def = memcmp(p, d, 8) == 0; break;
+    case RLX_FT_I64:
+    case RLX_FT_U64: is_def = memcmp(p, d, 8) == 0; break;
     case RLX_FT_F32: is_def = memcmp(p, d, 4) == 0; break;
     case RLX_FT_BOOL: is_def = *(const bool *)p == *(const bool *)d; break;
     case RLX_FT_DTYPE: is_def = *(const int32_t *)p == *(const int32_t *)d; break;
@@ -779,7 +1112,8 @@ bool sample_all_fields_set(rlx_op op, const void *attrs, char *which, size_t cap
     case RLX_FT_FLIST: is_def = ((const rlx_flist *)p)->n == 0; break;
     case RLX_FT_STR: is_def = !*(const char *const *)p || !**(const char *const *)p; break;
     case RLX_FT_BYTES: is_def = ((const rlx_bytes *)p)->n == 0; break;
-    case RLX_FT_GRAPH: case RLX_FT_OGRAPH: is_def = *(rlx_graph *const *)p == NULL; break;
+    case RLX_FT_GRAPH:
+    case RLX_FT_OGRAPH: is_def = *(rlx_graph *const *)p == NULL; break;
     case RLX_FT_CHAIN: is_def = ((const rlx_chain *)p)->n == 0; break;
     default: is_def = true; break;
     }
@@ -839,7 +1173,8 @@ static void extra_nested(sctx *c) {
   rlx_id chosen = add(&inner, sb, RLX_OP_If, iin, 2, &ifa, "f32[?0,4]", NULL);
   ret1(&inner, sb, binop(&inner, sb, RLX_BINOP_ADD, carry, chosen, "f32[?0,4]"));
   fail(c, inner.st);
-  rlx_attrs_Scan sa = {.body = sb, .length = 3, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
+  rlx_attrs_Scan sa = {
+      .body = sb, .length = 3, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   rlx_id scan_in[2] = {sx, sxs};
   rlx_id sc = add(c, step, RLX_OP_Scan, scan_in, 2, &sa, "f32[?0,4]", NULL);
   rlx_id outs[2] = {sc, sxs};
@@ -860,7 +1195,9 @@ static void extra_floats(sctx *c) {
   rlx_id a = add(c, g, RLX_OP_Clamp, &x, 1, &cl, "f32[2,3]", NULL);
   rlx_attrs_Pad pd = {.pads = IL(0, 0, 1, 1), .mode = RLX_PAD_MODE_CONSTANT, .value = -0.0f};
   rlx_id b = add(c, g, RLX_OP_Pad, &a, 1, &pd, "f32[2,5]", NULL);
-  rlx_attrs_Quantize q = {.axis = -1, .scales = FL(1e-45f, 3.4028235e38f, 0.1f, 16777216.0f, 1.17549435e-38f), .zero_points = IL(-128, 127, 0, 1, -1)};
+  rlx_attrs_Quantize q = {.axis = -1,
+                          .scales = FL(1e-45f, 3.4028235e38f, 0.1f, 16777216.0f, 1.17549435e-38f),
+                          .zero_points = IL(-128, 127, 0, 1, -1)};
   rlx_id b3 = add(c, g, RLX_OP_Reshape, &b, 1, &(rlx_attrs_Reshape){.new_shape = IL(2, 5)}, "f32[2,5]", NULL);
   rlx_id qn = add(c, g, RLX_OP_Quantize, &b3, 1, &q, "i8[2,5]", NULL);
   uint32_t bits = 0x7fc12345u;
@@ -909,11 +1246,8 @@ static const struct {
   const char *graph_name;
   void (*build)(sctx *c);
 } extras[] = {
-    {"nested", "nested", extra_nested},
-    {"floats", "floats", extra_floats},
-    {"deep", "deep", extra_deep},
-    {"empty", "an empty graph!", extra_empty},
-    {"dims", "dims", extra_dims},
+    {"nested", "nested", extra_nested},        {"floats", "floats", extra_floats}, {"deep", "deep", extra_deep},
+    {"empty", "an empty graph!", extra_empty}, {"dims", "dims", extra_dims},
 };
 
 int sample_extra_count(void) { return (int)(sizeof extras / sizeof *extras); }

@@ -8,8 +8,8 @@
 struct ob_model {
   Onnx__ModelProto model;
   Onnx__GraphProto graph;
-  Onnx__GraphProto *cur;       /* where inputs, outputs, initializers and nodes go */
-  Onnx__GraphProto *outer[8];  /* enclosing graphs of the subgraph being built */
+  Onnx__GraphProto *cur;      /* where inputs, outputs, initializers and nodes go */
+  Onnx__GraphProto *outer[8]; /* enclosing graphs of the subgraph being built */
   int depth;
   void **allocs; /* everything allocated for the model */
   size_t n_allocs, cap_allocs;

@@ -11,8 +11,15 @@
 
 /* ONNX TensorProto.DataType values used by the tests. */
 enum {
-  OB_FLOAT = 1, OB_UINT8 = 2, OB_INT8 = 3, OB_INT32 = 6, OB_INT64 = 7, OB_STRING = 8, OB_BOOL = 9,
-  OB_DOUBLE = 11, OB_COMPLEX64 = 14
+  OB_FLOAT = 1,
+  OB_UINT8 = 2,
+  OB_INT8 = 3,
+  OB_INT32 = 6,
+  OB_INT64 = 7,
+  OB_STRING = 8,
+  OB_BOOL = 9,
+  OB_DOUBLE = 11,
+  OB_COMPLEX64 = 14
 };
 
 typedef struct ob_model ob_model;

@@ -42,12 +42,21 @@ void rlx_fail_alloc_init(rlx_fail_alloc *fa, long fail_at) {
 char *rlx_test_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
-  if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return NULL; }
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fclose(f);
+    return NULL;
+  }
   long n = ftell(f);
-  if (n < 0) { fclose(f); return NULL; }
+  if (n < 0) {
+    fclose(f);
+    return NULL;
+  }
   rewind(f);
   char *buf = malloc((size_t)n + 1);
-  if (!buf) { fclose(f); return NULL; }
+  if (!buf) {
+    fclose(f);
+    return NULL;
+  }
   size_t got = fread(buf, 1, (size_t)n, f);
   fclose(f);
   buf[got] = 0;

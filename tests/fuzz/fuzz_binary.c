@@ -8,12 +8,12 @@
 
 #include "rlx/rlx.h"
 
-#define REQUIRE(cond)                                                                              \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "fuzz_binary: property failed: %s (%s)\n", #cond, rlx_last_error());        \
-      abort();                                                                                     \
-    }                                                                                              \
+#define REQUIRE(cond)                                                                      \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      fprintf(stderr, "fuzz_binary: property failed: %s (%s)\n", #cond, rlx_last_error()); \
+      abort();                                                                             \
+    }                                                                                      \
   } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -93,8 +93,10 @@ static long replay_path(const char *path) {
     snprintf(full, sizeof full, "%s/%s", path, names[i]);
     struct stat fs;
     if (names[i] && stat(full, &fs) == 0 && S_ISREG(fs.st_mode)) {
-      if (replay_file(full) < 0) done = -1;
-      else if (done >= 0) done++;
+      if (replay_file(full) < 0)
+        done = -1;
+      else if (done >= 0)
+        done++;
     }
     free(names[i]);
   }

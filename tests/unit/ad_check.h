@@ -59,7 +59,8 @@ static inline rlx_status adt_set_params(adt_exe *x, const adt_value *vals, uint3
   uint32_t np = rlx_executable_param_count(x->e);
   for (uint32_t i = 0; i < n; i++) {
     bool is_param = false;
-    for (uint32_t k = 0; k < np && !is_param; k++) is_param = strcmp(rlx_executable_param_name(x->e, k), vals[i].name) == 0;
+    for (uint32_t k = 0; k < np && !is_param; k++)
+      is_param = strcmp(rlx_executable_param_name(x->e, k), vals[i].name) == 0;
     if (!is_param) continue;
     void *buf = adt_pack(&vals[i]);
     rlx_tensor t = {buf, vals[i].shape};

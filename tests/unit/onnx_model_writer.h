@@ -80,8 +80,10 @@ static inline mw_buf mw_tensor_type(int elem, int rank, const int64_t *dims) {
   mw_int(&tt, 1, elem);
   for (int i = 0; i < rank; i++) {
     mw_buf d = {0};
-    if (dims[i] >= 0) mw_int(&d, 1, dims[i]);
-    else mw_str(&d, 2, dims[i] == -1 ? "N" : "M");
+    if (dims[i] >= 0)
+      mw_int(&d, 1, dims[i]);
+    else
+      mw_str(&d, 2, dims[i] == -1 ? "N" : "M");
     mw_msg(&shape, 1, &d);
   }
   if (rank >= 0) mw_msg(&tt, 2, &shape);
@@ -102,8 +104,10 @@ static inline mw_buf mw_opt_type(mw_buf elem_type) { return mw_wrap_type(9, elem
 static inline mw_buf mw_value(const char *name, mw_buf type) {
   mw_buf v = {0};
   mw_str(&v, 1, name);
-  if (type.n) mw_msg(&v, 2, &type);
-  else mw_free(&type);
+  if (type.n)
+    mw_msg(&v, 2, &type);
+  else
+    mw_free(&type);
   return v;
 }
 static inline mw_buf mw_untyped(void) { return (mw_buf){0}; }
@@ -216,8 +220,8 @@ static inline mw_buf mw_const_i64(const char *out, int64_t v, int rank) {
 }
 
 /* GraphProto with initializers (TensorProtos); consumes the parts. */
-static inline mw_buf mw_graph_inits(const char *name, mw_buf *nodes, int nn, mw_buf *inits, int ni, mw_buf *ins, int nin,
-                                    mw_buf *outs, int nout) {
+static inline mw_buf mw_graph_inits(const char *name, mw_buf *nodes, int nn, mw_buf *inits, int ni, mw_buf *ins,
+                                    int nin, mw_buf *outs, int nout) {
   mw_buf g = {0};
   for (int i = 0; i < nn; i++) mw_msg(&g, 1, &nodes[i]);
   mw_str(&g, 2, name);

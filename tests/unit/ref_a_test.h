@@ -12,14 +12,15 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "rlx_test.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define SCALAR(t) rlx_shape_scalar(RLX_##t)
-#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define IL(...) \
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define IL0 ((rlx_ilist){.v = NULL, .n = 0})
 #define T(ptr, shape) ((rlx_tensor){(void *)(ptr), (shape)})
 #define NT(...) ((uint32_t)(sizeof((rlx_tensor[]){__VA_ARGS__}) / sizeof(rlx_tensor)))
-#define RUN(Op, attrs, out, ...)                                                                   \
+#define RUN(Op, attrs, out, ...) \
   ra_run(rlx_cpu_ref_##Op, RLX_OP_##Op, (attrs), (out), NT(__VA_ARGS__), (rlx_tensor[]){__VA_ARGS__})
 
 /* The graph the test's nodes live in (created by the test's main). */

@@ -15,9 +15,10 @@
 #include "rlx_test.h"
 #include "core/elem.h"
 
-#define SHP(t, ...)                                                                                \
+#define SHP(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define ILIST(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define ILIST(...) \
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define VALS(...) ((const double[]){__VA_ARGS__})
 
 #define RT_MAX_IN 8
@@ -72,8 +73,10 @@ static inline rlx_status rt_build(rt *c, rlx_op op, const void *attrs, const rlx
     c->in[i].data = rt_tensor_data(&args[i].shape, args[i].v);
     c->n_in = i + 1;
   }
-  if (unchecked) RLX_TRY(rlx_graph_add_unchecked(c->g, op, ids, n, attrs, declared, "node", &id));
-  else RLX_TRY(rlx_graph_add(c->g, op, ids, n, attrs, declared, "node", &id));
+  if (unchecked)
+    RLX_TRY(rlx_graph_add_unchecked(c->g, op, ids, n, attrs, declared, "node", &id));
+  else
+    RLX_TRY(rlx_graph_add(c->g, op, ids, n, attrs, declared, "node", &id));
   c->node = rlx_graph_node(c->g, id);
   c->out.shape = c->node->shape;
   c->out.data = rt_tensor_data(&c->out.shape, NULL);
@@ -86,15 +89,17 @@ static inline rlx_status rt_exec(rt *c) {
   return rlx_cpu_ref_table[c->node->op](c->node, c->in, c->n_in, &c->out, &c->ctx);
 }
 
-static inline double rt_out(const rt *c, size_t i) { return rlx_elem_get(c->out.data, (rlx_dtype)c->out.shape.dtype, i); }
+static inline double rt_out(const rt *c, size_t i) {
+  return rlx_elem_get(c->out.data, (rlx_dtype)c->out.shape.dtype, i);
+}
 static inline size_t rt_out_n(const rt *c) { return rt_numel(&c->out.shape); }
 
 /* Build + run; a build failure is reported and returned as RLX_ERR_INTERNAL so kernel-status
  * checks fail too. */
 #define RT_NARGS(...) ((uint32_t)(sizeof((rt_arg[]){__VA_ARGS__}) / sizeof(rt_arg)))
-#define RT_RUN(c, op, attrs, declared, ...)                                                        \
+#define RT_RUN(c, op, attrs, declared, ...) \
   rt_run_((c), RLX_OP_##op, (attrs), (declared), false, RT_NARGS(__VA_ARGS__), (rt_arg[]){__VA_ARGS__}, __LINE__)
-#define RT_RUN_UNCHECKED(c, op, attrs, declared, ...)                                              \
+#define RT_RUN_UNCHECKED(c, op, attrs, declared, ...) \
   rt_run_((c), RLX_OP_##op, (attrs), (declared), true, RT_NARGS(__VA_ARGS__), (rt_arg[]){__VA_ARGS__}, __LINE__)
 
 static inline rlx_status rt_run_(rt *c, rlx_op op, const void *attrs, const rlx_shape *declared, bool unchecked,

@@ -139,13 +139,14 @@ int main(void) {
     snprintf(w, sizeof w, "%s (builders)", name);
     exhaust(w, build_cycle, &i, 0);
     rlx_graph *g = NULL;
-    rlx_status s = i < RLX_OP_COUNT ? sample_op_graph((rlx_op)i, NULL, &g) : sample_extra_graph(i - RLX_OP_COUNT, NULL, &g);
+    rlx_status s =
+        i < RLX_OP_COUNT ? sample_op_graph((rlx_op)i, NULL, &g) : sample_extra_graph(i - RLX_OP_COUNT, NULL, &g);
     CHECK_MSG(s == RLX_OK, "%s: %s", name, rlx_last_error());
     if (g) exhaust_graph(name, g);
     rlx_graph_free(g);
   }
-  static const char *const files[] = {"tests/graphs/mlp.rlx", "tests/graphs/conv_block.rlx", "tests/graphs/attention.rlx",
-                                      "tests/graphs/control_flow.rlx"};
+  static const char *const files[] = {"tests/graphs/mlp.rlx", "tests/graphs/conv_block.rlx",
+                                      "tests/graphs/attention.rlx", "tests/graphs/control_flow.rlx"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     size_t len = 0;
     char *text = rlx_test_read_file(rlx_test_src_path(files[i]), &len);
@@ -160,7 +161,8 @@ int main(void) {
   }
   exhaust("convenience builders", convenience_cycle, NULL, 0);
   /* Malformed input under allocation failure still frees everything. */
-  static const char broken[] = "graph @g {\n  %0 = Input {name = \"x\"} : [2] f32\n  %1 = If(%0) {then_branch = graph @t {\n";
+  static const char broken[] =
+      "graph @g {\n  %0 = Input {name = \"x\"} : [2] f32\n  %1 = If(%0) {then_branch = graph @t {\n";
   exhaust_to("broken text", text_cycle, broken, sizeof broken - 1, RLX_ERR_PARSE);
   static const uint8_t broken_bin[] = {'R', 'L', 'X', 'B', 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'g', 1, 0, 0, 0, 0, 0};
   exhaust_to("truncated binary", binary_cycle, broken_bin, sizeof broken_bin, RLX_ERR_FORMAT);

@@ -164,8 +164,10 @@ static void test_semantics(void) {
     if (!gr) continue;
     CHECK(rlx_graph_output_count(gr) == 4);
     double Tv[6] = {1, 2, 3, 4, 5, 6}, xv[3] = {0.3, 1.7, -0.4}, uv[4] = {1, 2, 3, 4}, one = 1;
-    adt_value vals[4] = {{"T", f64s(2, (rlx_dim[]){3, 2}), Tv}, {"x", f64s(1, (rlx_dim[]){3}), xv},
-                         {"u", f64s(2, (rlx_dim[]){2, 2}), uv}, {"d_output", f64s(0, NULL), &one}};
+    adt_value vals[4] = {{"T", f64s(2, (rlx_dim[]){3, 2}), Tv},
+                         {"x", f64s(1, (rlx_dim[]){3}), xv},
+                         {"u", f64s(2, (rlx_dim[]){2, 2}), uv},
+                         {"d_output", f64s(0, NULL), &one}};
     double loss, dT[6], dx[3], du[4], *outs[4] = {&loss, dT, dx, du};
     CHECK(run_graph(gr, vals, 4, outs, 4));
     /* loss: gather row 1 (argmax of x) of T: 3*0.25 + 4*-2 = -7.25; sum(x^2) = 3.14; round: 0*1.5 + 2*-0.5 + 0*3 */
@@ -215,9 +217,12 @@ static void test_fake_quantize(void) {
       for (int i = 0; i < 6; i++) {
         int col = i % 3;
         double amax = fmax(fabs(xv[col]), fabs(xv[col + 3])), s = amax / 7.0, want;
-        if (stes[k] == RLX_STE_TANH) want = wv[i] * (1 - tanh(xv[i] / s) * tanh(xv[i] / s));
-        else if (stes[k] == RLX_STE_HARD_TANH) want = wv[i] * fmax(0.0, 1 - fabs(xv[i]) / amax);
-        else want = fabs(xv[i]) <= 0.5 ? wv[i] : 0.0;
+        if (stes[k] == RLX_STE_TANH)
+          want = wv[i] * (1 - tanh(xv[i] / s) * tanh(xv[i] / s));
+        else if (stes[k] == RLX_STE_HARD_TANH)
+          want = wv[i] * fmax(0.0, 1 - fabs(xv[i]) / amax);
+        else
+          want = fabs(xv[i]) <= 0.5 ? wv[i] : 0.0;
         CHECK_MSG(adt_close(dx[i], want, 1e-12), "FakeQuantize ste %d: dx[%d] = %g, want %g", stes[k], i, dx[i], want);
       }
     } else {
@@ -260,7 +265,11 @@ static rlx_status f_conv(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 2, 3}, &r));
   RLX_TRY(rlx_constant(g, f64s(4, (rlx_dim[]){1, 1, 2, 2}), wv, sizeof wv, &w));
   int64_t k[2] = {2, 2}, one[2] = {1, 1}, pad[2] = {1, 1};
-  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = pad, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2},
+                      .stride = {.v = one, .n = 2},
+                      .padding = {.v = pad, .n = 2},
+                      .dilation = {.v = one, .n = 2},
+                      .groups = 1};
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){r, w}, 2, &a, NULL, &c));
   RLX_TRY(rlx_activation(g, RLX_ACT_TANH, c, &c));
   return rlx_binary(g, RLX_BINOP_MUL, c, c, y);
@@ -294,7 +303,10 @@ static rlx_status f_maxpool_ce(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 2, 3}, &r));
   RLX_TRY(rlx_activation(g, RLX_ACT_SIN, r, &r));
   int64_t k[2] = {1, 2}, one[2] = {1, 1};
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = k, .n = 2},
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = NULL, .n = 0}};
   RLX_TRY(rlx_build_Pool(g, &r, 1, &pa, NULL, &p));
   RLX_TRY(rlx_reshape(g, p, 2, (int64_t[]){2, 2}, &p));
   float lv[2] = {1, 0};
@@ -386,8 +398,8 @@ static void check_second_order(const char *name, scalar_fn fn) {
     d2 = g2 ? directional(g2, w2, 6) : NULL;
     if (d2) CHECK_OK(rlx_grad(d2, wx, 1, &o, &g3)); /* third derivative contracted with w, w2 */
     if (g2 && g3) {
-      adt_value vals[3] = {{"x", f64s(1, (rlx_dim[]){6}), xv}, {"d_output", f64s(0, NULL), &one},
-                           {"d_output_2", f64s(0, NULL), &one}};
+      adt_value vals[3] = {
+          {"x", f64s(1, (rlx_dim[]){6}), xv}, {"d_output", f64s(0, NULL), &one}, {"d_output_2", f64s(0, NULL), &one}};
       adt_value v3[4] = {vals[0], vals[1], vals[2], {"d_output_3", f64s(0, NULL), &one}};
       double hw[6], t3[6], *o2[1] = {hw}, *o3[1] = {t3};
       bool ok = run_graph(g2, vals, 3, o2, 1) && run_graph(g3, v3, 4, o3, 1);
@@ -475,8 +487,10 @@ static void test_jvp(void) {
   CHECK(rlx_graph_find_leaf(j, RLX_OP_Input, "tangent_x") != RLX_NO_ID &&
         rlx_graph_find_leaf(j, RLX_OP_Input, "tangent_A") != RLX_NO_ID);
   double *xv = rand_vec(6, -1, 1), *Av = rand_vec(6, -1, 1), *tx = rand_vec(6, -1, 1), *tA = rand_vec(6, -1, 1);
-  adt_value vals[4] = {{"x", f64s(2, (rlx_dim[]){2, 3}), xv}, {"A", f64s(2, (rlx_dim[]){3, 2}), Av},
-                       {"tangent_x", f64s(2, (rlx_dim[]){2, 3}), tx}, {"tangent_A", f64s(2, (rlx_dim[]){3, 2}), tA}};
+  adt_value vals[4] = {{"x", f64s(2, (rlx_dim[]){2, 3}), xv},
+                       {"A", f64s(2, (rlx_dim[]){3, 2}), Av},
+                       {"tangent_x", f64s(2, (rlx_dim[]){2, 3}), tx},
+                       {"tangent_A", f64s(2, (rlx_dim[]){3, 2}), tA}};
   double y1[4], y2, t1[4], t2, *outs[4] = {y1, &y2, t1, &t2};
   CHECK(run_graph(j, vals, 4, outs, 4));
   /* FD along (tx, tA) */
@@ -523,9 +537,12 @@ static void test_hvp(void) {
   CHECK_OK(rlx_hvp(f, wrt, 2, &hv));
   CHECK_OK(rlx_grad(f, wrt, 2, NULL, &gr));
   if (hv && gr) {
-    double *xv = rand_vec(6, -1, 1), *Av = rand_vec(6, -1, 1), *vx = rand_vec(6, -1, 1), *vA = rand_vec(6, -1, 1), one = 1;
-    adt_value vals[5] = {{"x", f64s(2, (rlx_dim[]){2, 3}), xv}, {"A", f64s(2, (rlx_dim[]){3, 2}), Av},
-                         {"v_x", f64s(2, (rlx_dim[]){2, 3}), vx}, {"v_A", f64s(2, (rlx_dim[]){3, 2}), vA},
+    double *xv = rand_vec(6, -1, 1), *Av = rand_vec(6, -1, 1), *vx = rand_vec(6, -1, 1), *vA = rand_vec(6, -1, 1),
+           one = 1;
+    adt_value vals[5] = {{"x", f64s(2, (rlx_dim[]){2, 3}), xv},
+                         {"A", f64s(2, (rlx_dim[]){3, 2}), Av},
+                         {"v_x", f64s(2, (rlx_dim[]){2, 3}), vx},
+                         {"v_A", f64s(2, (rlx_dim[]){3, 2}), vA},
                          {"d_output", f64s(0, NULL), &one}};
     double hx[6], hA[6], *ho[2] = {hx, hA};
     CHECK(run_graph(hv, vals, 4, ho, 2));
@@ -589,10 +606,17 @@ static rlx_status vm_conv(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_reshape(g, x, 4, (int64_t[]){1, 1, 3, 4}, &r));
   RLX_TRY(rlx_param(g, "w", f64s(4, (rlx_dim[]){2, 1, 2, 2}), &w));
   int64_t k[2] = {2, 2}, one[2] = {1, 1};
-  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2},
+                      .stride = {.v = one, .n = 2},
+                      .padding = {.v = NULL, .n = 0},
+                      .dilation = {.v = one, .n = 2},
+                      .groups = 1};
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){r, w}, 2, &a, NULL, &c));
   int64_t pk[2] = {2, 3};
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = pk, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = NULL, .n = 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = pk, .n = 2},
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = NULL, .n = 0}};
   RLX_TRY(rlx_build_Pool(g, &c, 1, &pa, NULL, &p));
   return rlx_transpose(g, p, 4, (int64_t[]){0, 2, 3, 1}, y);
 }
@@ -670,7 +694,8 @@ static rlx_status vm_misc(rlx_graph *g, rlx_id x, rlx_id *y) {
   RLX_TRY(rlx_graph_set_outputs(body, &o, 1));
   RLX_TRY(rlx_reshape(g, att, 2, (int64_t[]){2, 10}, &c1));
   RLX_TRY(narrow_row0(g, c1, &c2));
-  rlx_attrs_Scan sa = {.body = body, .length = 2, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
+  rlx_attrs_Scan sa = {
+      .body = body, .length = 2, .save_trajectory = false, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   return rlx_build_Scan(g, (rlx_id[]){c2, c1}, 2, &sa, NULL, y);
 }
 
@@ -738,7 +763,8 @@ static void test_vmap(void) {
   if (vg) {
     double X[15], Y[30], y1[6];
     for (int i = 0; i < 15; i++) X[i] = adt_uniform(-1, 1);
-    adt_value vals[3] = {{"x", f64s(2, (rlx_dim[]){5, 3}), X}, {"W", f64s(2, (rlx_dim[]){3, 4}), Wb},
+    adt_value vals[3] = {{"x", f64s(2, (rlx_dim[]){5, 3}), X},
+                         {"W", f64s(2, (rlx_dim[]){3, 4}), Wb},
                          {"b", f64s(1, (rlx_dim[]){4}), Wb + 12}};
     double *o[1] = {Y};
     CHECK(rlx_graph_node(vg, rlx_graph_outputs(vg)[0])->shape.dims[0] == 5);
@@ -874,7 +900,8 @@ static void test_symbolic(void) {
   const char *wrt[3] = {"W", "b", "x"};
   CHECK_OK(rlx_grad(f, wrt, 3, NULL, &g));
   if (g) {
-    rlx_shape gw = rlx_graph_node(g, rlx_graph_outputs(g)[0])->shape, gx = rlx_graph_node(g, rlx_graph_outputs(g)[2])->shape;
+    rlx_shape gw = rlx_graph_node(g, rlx_graph_outputs(g)[0])->shape,
+              gx = rlx_graph_node(g, rlx_graph_outputs(g)[2])->shape;
     CHECK(rlx_shape_equal(&gw, &rlx_graph_node(f, W)->shape) && rlx_shape_equal(&gx, &rlx_graph_node(f, x)->shape));
   }
   rlx_graph_free(g);
@@ -896,8 +923,9 @@ static void test_primitive_mode(void) {
   rlx_graph_set_outputs(f, &l, 1);
   const char *wx[1] = {"x"};
   CHECK_OK(rlx_grad(f, wx, 1, NULL, &g));
-  if (g) CHECK(count_op(g, RLX_OP_ReluBackward) == 1 && count_op(g, RLX_OP_ActivationBackward) == 1 &&
-               count_op(g, RLX_OP_CumsumBackward) == 1);
+  if (g)
+    CHECK(count_op(g, RLX_OP_ReluBackward) == 1 && count_op(g, RLX_OP_ActivationBackward) == 1 &&
+          count_op(g, RLX_OP_CumsumBackward) == 1);
   rlx_graph_free(g);
   g = NULL;
   rlx_grad_options o;
@@ -906,7 +934,8 @@ static void test_primitive_mode(void) {
   CHECK_OK(rlx_grad(f, wx, 1, &o, &g));
   if (g) {
     uint32_t bw = 0;
-    for (uint32_t i = 0; i < rlx_graph_node_count(g); i++) bw += rlx_op_has(rlx_graph_node(g, i)->op, RLX_PROP_BACKWARD);
+    for (uint32_t i = 0; i < rlx_graph_node_count(g); i++)
+      bw += rlx_op_has(rlx_graph_node(g, i)->op, RLX_PROP_BACKWARD);
     CHECK_MSG(bw == 0, "%u backward ops in primitive mode", bw);
   }
   rlx_graph_free(g);

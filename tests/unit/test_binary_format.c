@@ -76,8 +76,8 @@ static void expect_format_error(const uint8_t *data, size_t len, const char *sub
   if (len) memcpy(copy, data, len);
   rlx_graph *g = (rlx_graph *)&g;
   rlx_status s = rlx_binary_read(copy, len, NULL, &g);
-  CHECK_MSG(s == RLX_ERR_FORMAT && g == NULL && strstr(rlx_last_error(), substr), "%s: expected a format error with \"%s\", got %s: %s",
-            what, substr, rlx_status_text(s), rlx_last_error());
+  CHECK_MSG(s == RLX_ERR_FORMAT && g == NULL && strstr(rlx_last_error(), substr),
+            "%s: expected a format error with \"%s\", got %s: %s", what, substr, rlx_status_text(s), rlx_last_error());
   if (s == RLX_OK) rlx_graph_free(g);
   free(copy);
 }
@@ -117,7 +117,8 @@ static void check_layout_and_corruption(void) {
       {4, 2, 4, "byte offset 4: format version 2 is not supported"},
       {8, 1, 4, "byte offset 8: flags 0x1"},
       {o.name_len, 0xFFFFFFFFu, 4, "byte offset 12: graph name is required"},
-      {o.name_len, 0x7FFFFFFFu, 4, "byte offset 12: graph name has length 2147483647; names and strings are limited to 4096 bytes"},
+      {o.name_len, 0x7FFFFFFFu, 4,
+       "byte offset 12: graph name has length 2147483647; names and strings are limited to 4096 bytes"},
       {o.name_len, 4097, 4, "byte offset 12: graph name has length 4097; names and strings are limited to 4096 bytes"},
       {o.name_len, 4096, 4, "byte offset 12: graph name has length 4096 but only"},
       {o.node_count, 0xFFFFFFFFu, 4, "byte offset 17 in graph @h: node count 4294967295 needs"},
@@ -165,7 +166,8 @@ static void check_layout_and_corruption(void) {
   patch(&v, o.list_count1 + 4, 5, 8); /* new_shape [5, 2] does not preserve 6 elements */
   g = NULL;
   rlx_status s = rlx_binary_read(v.b, v.n, NULL, &g);
-  CHECK_MSG(s == RLX_ERR_SHAPE || s == RLX_ERR_VERIFY, "unverifiable graph read as %s: %s", rlx_status_text(s), rlx_last_error());
+  CHECK_MSG(s == RLX_ERR_SHAPE || s == RLX_ERR_VERIFY, "unverifiable graph read as %s: %s", rlx_status_text(s),
+            rlx_last_error());
   CHECK(g == NULL);
 }
 
@@ -204,7 +206,8 @@ static void check_attribute_values(void) {
 
   /* Sort {axis = i64, descending = bool}: bool byte 2 is rejected */
   rlx_graph *s = NULL;
-  const char *txt = "graph @s {\n  %0 = Input {name = \"x\"} : [3] f32\n  %1 = Sort(%0) {descending = true} : [3] f32\n  return %1\n}\n";
+  const char *txt = "graph @s {\n  %0 = Input {name = \"x\"} : [3] f32\n  %1 = Sort(%0) {descending = true} : [3] "
+                    "f32\n  return %1\n}\n";
   CHECK_OK(rlx_text_parse(txt, strlen(txt), NULL, NULL, &s));
   uint8_t *bin = NULL;
   size_t n = 0;
@@ -219,12 +222,11 @@ static void check_attribute_values(void) {
   rlx_graph_free(s);
 
   /* optional f32 (presence byte then bits), chain steps and cast sub-ops */
-  const char *txt2 =
-      "graph @c {\n"
-      "  %0 = Input {name = \"x\"} : [3] f32\n"
-      "  %1 = ElementwiseRegion(%0) {chain = [Activation(Relu, in0)]} : [3] f32\n"
-      "  return %1\n"
-      "}\n";
+  const char *txt2 = "graph @c {\n"
+                     "  %0 = Input {name = \"x\"} : [3] f32\n"
+                     "  %1 = ElementwiseRegion(%0) {chain = [Activation(Relu, in0)]} : [3] f32\n"
+                     "  return %1\n"
+                     "}\n";
   CHECK_OK(rlx_text_parse(txt2, strlen(txt2), NULL, NULL, &s));
   bin = NULL;
   if (s) CHECK_OK(rlx_binary_write(s, NULL, &bin, &n));

@@ -54,18 +54,18 @@
 #include "../cases/cases_signal.c"
 #include "../cases/cases_quant.c" /* quantization family */
 #include "../cases/cases_recurrent.c"
-#include "../cases/cases_spd.c" /* issue 11: SPD / eigen */
+#include "../cases/cases_spd.c"    /* issue 11: SPD / eigen */
 #include "../cases/cases_custom.c" /* issue 11: Custom registry */
-#include "../cases/cases_splat.c" /* issue 11: Gaussian splatting */
+#include "../cases/cases_splat.c"  /* issue 11: Gaussian splatting */
 #include "../cases/conf_fill.c"
 
-#define TABLE(f) {#f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0]}
+#define TABLE(f) \
+  { #f, conf_cases_##f, sizeof conf_cases_##f / sizeof conf_cases_##f[0] }
 static const conf_table conf_tables[] = {
-    TABLE(elementwise), TABLE(shape), TABLE(reduce),  TABLE(linalg), TABLE(norm),
-    TABLE(attention),   TABLE(conv),  TABLE(scatter), TABLE(fused),  TABLE(control), TABLE(backward),
-    TABLE(signal), TABLE(recurrent),
-    TABLE(quant), /* quantization family */
-    TABLE(spd), TABLE(custom), TABLE(splat), /* issue 11: SPD / eigen, Custom, splatting */
+    TABLE(elementwise), TABLE(shape),  TABLE(reduce),    TABLE(linalg), TABLE(norm),
+    TABLE(attention),   TABLE(conv),   TABLE(scatter),   TABLE(fused),  TABLE(control),
+    TABLE(backward),    TABLE(signal), TABLE(recurrent), TABLE(quant), /* quantization family */
+    TABLE(spd),         TABLE(custom), TABLE(splat),                   /* issue 11: SPD / eigen, Custom, splatting */
 };
 #undef TABLE
 #define N_TABLES (sizeof conf_tables / sizeof conf_tables[0])
@@ -78,14 +78,14 @@ static const char *filter;
  * ====================================================================================== */
 
 typedef rlx_status (*conf_builder)(rlx_graph *g, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out);
-#define RLX_OP(N, FAM, LO, HI, PROPS)                                                              \
+#define RLX_OP(N, FAM, LO, HI, PROPS)                                                                    \
   static rlx_status cb_##N(rlx_graph *g, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out) { \
-    (void)attrs;                                                                                   \
-    return rlx_build_##N(g, in, n, NULL, out);                                                     \
+    (void)attrs;                                                                                         \
+    return rlx_build_##N(g, in, n, NULL, out);                                                           \
   }
-#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                     \
+#define RLX_OPA(N, FAM, LO, HI, PROPS, FIELDS)                                                           \
   static rlx_status cb_##N(rlx_graph *g, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out) { \
-    return rlx_build_##N(g, in, n, (const rlx_attrs_##N *)attrs, NULL, out);                       \
+    return rlx_build_##N(g, in, n, (const rlx_attrs_##N *)attrs, NULL, out);                             \
   }
 #include "rlx/ops.def"
 #undef RLX_OP
@@ -110,8 +110,10 @@ static rlx_status build_case(const conf_case *c, rlx_graph **out) {
   for (uint32_t i = 0; i < c->n_in && st == RLX_OK; i++) {
     char nm[16];
     snprintf(nm, sizeof nm, "in%u", i);
-    if (c->in[i].param) st = rlx_param(g, nm, operand_shape(&c->in[i]), &ids[i]);
-    else st = rlx_input(g, nm, operand_shape(&c->in[i]), &ids[i]);
+    if (c->in[i].param)
+      st = rlx_param(g, nm, operand_shape(&c->in[i]), &ids[i]);
+    else
+      st = rlx_input(g, nm, operand_shape(&c->in[i]), &ids[i]);
   }
   if (st == RLX_OK) {
     if (c->build) {
@@ -182,8 +184,8 @@ typedef enum run_state { RS_NONE = 0, RS_PASS, RS_FAIL, RS_UNSUPPORTED } run_sta
 
 typedef struct run_result {
   run_state state;
-  uint8_t path;      /* dispatch path of the case's op kind */
-  rlx_tensor out;    /* owned copy of the output (data NULL when the run failed) */
+  uint8_t path;   /* dispatch path of the case's op kind */
+  rlx_tensor out; /* owned copy of the output (data NULL when the run failed) */
   char msg[1024];
 } run_result;
 
@@ -193,8 +195,7 @@ static void result_clear(run_result *r) {
 }
 
 /* Compiles g for `backend` and runs it; copies the output. Fails with the pipeline's status. */
-static rlx_status run_on(const rlx_graph *g, const char *backend, const case_inputs *ci, uint64_t seed,
-                         run_result *r) {
+static rlx_status run_on(const rlx_graph *g, const char *backend, const case_inputs *ci, uint64_t seed, run_result *r) {
   rlx_compile_options opt;
   rlx_compile_options_init(&opt);
   opt.rng_seed = seed;
@@ -225,8 +226,10 @@ static rlx_status run_on(const rlx_graph *g, const char *backend, const case_inp
   size_t bytes = shape_numel(&outs[0].shape) * rlx_dtype_size((rlx_dtype)outs[0].shape.dtype);
   r->out.shape = outs[0].shape;
   r->out.data = malloc(bytes ? bytes : 1);
-  if (!r->out.data) st = rlx_errorf(RLX_ERR_OOM, "out of memory copying the output");
-  else if (bytes) memcpy(r->out.data, outs[0].data, bytes);
+  if (!r->out.data)
+    st = rlx_errorf(RLX_ERR_OOM, "out of memory copying the output");
+  else if (bytes)
+    memcpy(r->out.data, outs[0].data, bytes);
   rlx_executable_free(exe);
   return st;
 }
@@ -288,8 +291,8 @@ static bool compare_outputs(const rlx_tensor *ref, const rlx_tensor *got, double
       double x = xr[part], y = yr[part];
       bool ok = isnan(x) ? isnan(y) : isinf(x) ? x == y : (isfinite(y) && fabs(x - y) <= tol * scale + tol * fabs(x));
       if (!ok) {
-        snprintf(why, cap, "element %zu%s: got %.9g, reference %.9g (tolerance %.3g)", i, part ? " (imag)" : "", y,
-                 x, tol * scale + tol * fabs(x));
+        snprintf(why, cap, "element %zu%s: got %.9g, reference %.9g (tolerance %.3g)", i, part ? " (imag)" : "", y, x,
+                 tol * scale + tol * fabs(x));
         return false;
       }
     }
@@ -367,8 +370,10 @@ static rlx_status rekey(const conf_case *c, uint64_t key, rlx_graph **out) {
   rlx_attrs a;
   rlx_attrs_init(c->op, &a);
   if (c->attrs) memcpy(&a, c->attrs, rlx_op_attrs_size(c->op));
-  if (c->op == RLX_OP_RngNormal) a.RngNormal.key = key;
-  else a.RngUniform.key = key;
+  if (c->op == RLX_OP_RngNormal)
+    a.RngNormal.key = key;
+  else
+    a.RngUniform.key = key;
   k.attrs = &a;
   return build_case(&k, out);
 }
@@ -397,7 +402,8 @@ static bool check_rng(const conf_case *c, const rlx_graph *g, const char *backen
   /* 2. another key and another compile seed give other numbers */
   uint64_t key = c->op == RLX_OP_RngNormal ? a.RngNormal.key : a.RngUniform.key;
   if (rekey(c, key + 1, &g2) != RLX_OK || run_on(g2, backend, ci, 0, &other) != RLX_OK) {
-    if (snprintf(why, cap, "run with another key failed: %s", other.msg[0] ? other.msg : rlx_last_error()) < 0) why[0] = 0;
+    if (snprintf(why, cap, "run with another key failed: %s", other.msg[0] ? other.msg : rlx_last_error()) < 0)
+      why[0] = 0;
     goto done;
   }
   if (m.n > 1 && tensors_equal(t, &other.out)) {
@@ -422,8 +428,8 @@ static bool check_rng(const conf_case *c, const rlx_graph *g, const char *backen
     mean = 0.5 * ((double)a.RngUniform.low + (double)a.RngUniform.high);
     sd = ((double)a.RngUniform.high - (double)a.RngUniform.low) / sqrt(12.0);
     if (m.lo < (double)a.RngUniform.low || m.hi >= (double)a.RngUniform.high) {
-      snprintf(why, cap, "values span [%g, %g], outside [low, high) = [%g, %g)", m.lo, m.hi,
-               (double)a.RngUniform.low, (double)a.RngUniform.high);
+      snprintf(why, cap, "values span [%g, %g], outside [low, high) = [%g, %g)", m.lo, m.hi, (double)a.RngUniform.low,
+               (double)a.RngUniform.high);
       goto done;
     }
   }
@@ -431,8 +437,8 @@ static bool check_rng(const conf_case *c, const rlx_graph *g, const char *backen
   double se_mean = sd / sqrt((double)m.n) * 5 + half * fabs(mean) + 1e-12;
   double se_std = sd * (5 / sqrt(2.0 * (double)m.n) + half) + 1e-12;
   if (m.n >= 1000 && (fabs(m.mean - mean) > se_mean || fabs(m.std - sd) > se_std)) {
-    snprintf(why, cap, "mean %.5g std %.5g over %zu values; expected %.5g +- %.3g and %.5g +- %.3g", m.mean, m.std,
-             m.n, mean, se_mean, sd, se_std);
+    snprintf(why, cap, "mean %.5g std %.5g over %zu values; expected %.5g +- %.3g and %.5g +- %.3g", m.mean, m.std, m.n,
+             mean, se_mean, sd, se_std);
     goto done;
   }
   ok = true;
@@ -661,7 +667,9 @@ static void run_all(void) {
       outcome[k * MAX_BACKENDS + b] = state;
       if (verbose)
         printf("%-44s %s %s (%s)\n", c->name, be->name,
-               state == RS_PASS ? "ok" : state == RS_FAIL ? "FAIL" : "unsupported",
+               state == RS_PASS   ? "ok"
+               : state == RS_FAIL ? "FAIL"
+                                  : "unsupported",
                rlx_dispatch_path_name((rlx_dispatch_path)r.path));
       result_clear(&r);
     }
@@ -678,17 +686,23 @@ static void run_all(void) {
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", (unsigned char)*s);
-    else fputc(*s, f);
+    if (*s == '"' || *s == '\\')
+      fprintf(f, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(f, "\\u%04x", (unsigned char)*s);
+    else
+      fputc(*s, f);
   }
   fputc('"', f);
 }
 
 static void json_num(FILE *f, double v) {
-  if (isnan(v)) fputs("NaN", f);
-  else if (isinf(v)) fputs(v > 0 ? "Infinity" : "-Infinity", f);
-  else fprintf(f, "%.17g", v);
+  if (isnan(v))
+    fputs("NaN", f);
+  else if (isinf(v))
+    fputs(v > 0 ? "Infinity" : "-Infinity", f);
+  else
+    fprintf(f, "%.17g", v);
 }
 
 static void json_shape(FILE *f, const rlx_shape *s) {
@@ -705,8 +719,10 @@ static void json_chain_operand(FILE *f, const char *key, const rlx_chain_operand
 static void json_attrs(FILE *f, const conf_case *c, const rlx_attrs *node_attrs) {
   rlx_attrs a;
   rlx_attrs_init(c->op, &a);
-  if (node_attrs) memcpy(&a, node_attrs, rlx_op_attrs_size(c->op));
-  else if (c->attrs) memcpy(&a, c->attrs, rlx_op_attrs_size(c->op));
+  if (node_attrs)
+    memcpy(&a, node_attrs, rlx_op_attrs_size(c->op));
+  else if (c->attrs)
+    memcpy(&a, c->attrs, rlx_op_attrs_size(c->op));
   uint32_t nf;
   const rlx_field *fd = rlx_op_fields(c->op, &nf);
   fputc('{', f);
@@ -721,20 +737,26 @@ static void json_attrs(FILE *f, const conf_case *c, const rlx_attrs *node_attrs)
     case RLX_FT_DTYPE: fprintf(f, "\"%s\"", rlx_dtype_name((rlx_dtype) * (const int32_t *)p)); break;
     case RLX_FT_OI64: {
       const rlx_oi64 *o = p;
-      if (o->has) fprintf(f, "%lld", (long long)o->v);
-      else fputs("null", f);
+      if (o->has)
+        fprintf(f, "%lld", (long long)o->v);
+      else
+        fputs("null", f);
       break;
     }
     case RLX_FT_OF32: {
       const rlx_of32 *o = p;
-      if (o->has) json_num(f, o->v);
-      else fputs("null", f);
+      if (o->has)
+        json_num(f, o->v);
+      else
+        fputs("null", f);
       break;
     }
     case RLX_FT_ODTYPE: {
       const rlx_odtype *o = p;
-      if (o->has) fprintf(f, "\"%s\"", rlx_dtype_name((rlx_dtype)o->v));
-      else fputs("null", f);
+      if (o->has)
+        fprintf(f, "\"%s\"", rlx_dtype_name((rlx_dtype)o->v));
+      else
+        fputs("null", f);
       break;
     }
     case RLX_FT_ILIST: {
@@ -758,8 +780,10 @@ static void json_attrs(FILE *f, const conf_case *c, const rlx_attrs *node_attrs)
     case RLX_FT_BYTES: fprintf(f, "%zu", ((const rlx_bytes *)p)->n); break;
     case RLX_FT_GRAPH:
     case RLX_FT_OGRAPH:
-      if (*(rlx_graph *const *)p || c->build) json_str(f, c->body ? c->body : "");
-      else fputs("null", f);
+      if (*(rlx_graph *const *)p || c->build)
+        json_str(f, c->body ? c->body : "");
+      else
+        fputs("null", f);
       break;
     case RLX_FT_CHAIN: {
       const rlx_chain *ch = p;
@@ -785,8 +809,10 @@ static void json_attrs(FILE *f, const conf_case *c, const rlx_attrs *node_attrs)
     case RLX_FT_ENUM: fprintf(f, "\"%s\"", fd[i].enm->names[*(const int32_t *)p]); break;
     case RLX_FT_OENUM: {
       int32_t v = *(const int32_t *)p;
-      if (v >= 0) fprintf(f, "\"%s\"", fd[i].enm->names[v]);
-      else fputs("null", f);
+      if (v >= 0)
+        fprintf(f, "\"%s\"", fd[i].enm->names[v]);
+      else
+        fputs("null", f);
       break;
     }
     }
@@ -977,10 +1003,11 @@ static op_cell cell_for(rlx_op op, uint32_t b) {
   }
   if (path == RLX_PATH_NONE) {
     if (claimed[op])
-      path = rlx_backend_host_stages(be, op)       ? RLX_PATH_HOST_STAGED
+      path = rlx_backend_host_stages(be, op)        ? RLX_PATH_HOST_STAGED
              : rlx_backend_runtime_controls(be, op) ? RLX_PATH_RUNTIME
                                                     : RLX_PATH_NATIVE;
-    else path = rlx_decompose_table[op] ? RLX_PATH_DECOMPOSED : RLX_PATH_UNSUPPORTED;
+    else
+      path = rlx_decompose_table[op] ? RLX_PATH_DECOMPOSED : RLX_PATH_UNSUPPORTED;
   }
   cell.path = rlx_dispatch_path_name((rlx_dispatch_path)path);
   return cell;
@@ -988,10 +1015,14 @@ static op_cell cell_for(rlx_op op, uint32_t b) {
 
 static void write_cell(FILE *f, const op_cell *cell) {
   fprintf(f, " %s · %s · ", cell->claimed, cell->path);
-  if (cell->cases == 0) fputs("—", f);
-  else if (cell->passed == cell->cases) fprintf(f, "✅ %u/%u", cell->passed, cell->cases);
-  else if (cell->failed) fprintf(f, "❌ %u/%u failed", cell->failed, cell->cases);
-  else fprintf(f, "unsupported %u/%u", cell->unsupported, cell->cases);
+  if (cell->cases == 0)
+    fputs("—", f);
+  else if (cell->passed == cell->cases)
+    fprintf(f, "✅ %u/%u", cell->passed, cell->cases);
+  else if (cell->failed)
+    fprintf(f, "❌ %u/%u failed", cell->failed, cell->cases);
+  else
+    fprintf(f, "unsupported %u/%u", cell->unsupported, cell->cases);
   fputs(" |", f);
 }
 
@@ -1043,7 +1074,8 @@ static int write_coverage(const char *file) {
         "scripts/gpu-test.sh in its own document (docs/cuda.md, with the date and the GPU).\n\n",
         f);
   /* summary */
-  fputs("## Summary\n\n| backend | kinds claimed | kinds with cases, all passing | kinds with a failing case | cases passed |\n"
+  fputs("## Summary\n\n| backend | kinds claimed | kinds with cases, all passing | kinds with a failing case | cases "
+        "passed |\n"
         "|---|---|---|---|---|\n",
         f);
   for (uint32_t b = 0; b < n_backends; b++) {
@@ -1118,12 +1150,18 @@ int main(int argc, char **argv) {
   const char *dump_dir = NULL, *coverage_file = NULL;
   bool list = false, no_test_backend = false;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc) dump_dir = argv[++i];
-    else if (strcmp(argv[i], "--coverage") == 0 && i + 1 < argc) coverage_file = argv[++i];
-    else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc) filter = argv[++i];
-    else if (strcmp(argv[i], "--list") == 0) list = true;
-    else if (strcmp(argv[i], "-v") == 0) verbose = 1;
-    else if (strcmp(argv[i], "--no-test-backend") == 0) no_test_backend = true;
+    if (strcmp(argv[i], "--dump") == 0 && i + 1 < argc)
+      dump_dir = argv[++i];
+    else if (strcmp(argv[i], "--coverage") == 0 && i + 1 < argc)
+      coverage_file = argv[++i];
+    else if (strcmp(argv[i], "--filter") == 0 && i + 1 < argc)
+      filter = argv[++i];
+    else if (strcmp(argv[i], "--list") == 0)
+      list = true;
+    else if (strcmp(argv[i], "-v") == 0)
+      verbose = 1;
+    else if (strcmp(argv[i], "--no-test-backend") == 0)
+      no_test_backend = true;
     else {
       fprintf(stderr, "usage: %s [--dump DIR | --coverage FILE | --list] [--filter SUBSTR] [--no-test-backend] [-v]\n",
               argv[0]);
@@ -1142,7 +1180,8 @@ int main(int argc, char **argv) {
   CHECK(dups == 0);
   int rc;
   if (list) {
-    for (uint32_t k = 0; k < n_cases; k++) printf("%s %s %s\n", all_cases[k].family, all_cases[k].c->name, rlx_op_name(all_cases[k].c->op));
+    for (uint32_t k = 0; k < n_cases; k++)
+      printf("%s %s %s\n", all_cases[k].family, all_cases[k].c->name, rlx_op_name(all_cases[k].c->op));
     rc = 0;
   } else if (dump_dir) {
     rc = dump_all(dump_dir);
@@ -1166,7 +1205,8 @@ int main(int argc, char **argv) {
     for (uint32_t b = 0; b < n_backends; b++)
       for (uint32_t k = 0; k < n_cases; k++)
         if (outcome[k * MAX_BACKENDS + b] == RS_UNSUPPORTED)
-          printf("  unsupported on %s: %s (%s)\n", backends[b]->name, all_cases[k].c->name, rlx_op_name(all_cases[k].c->op));
+          printf("  unsupported on %s: %s (%s)\n", backends[b]->name, all_cases[k].c->name,
+                 rlx_op_name(all_cases[k].c->op));
     rc = rlx_test_finish("conformance");
   }
   free(outcome);

@@ -135,7 +135,8 @@ static void attention_and_conv(void) {
   CHECK_OK(rlx_build_Attention(g, (rlx_id[]){q, k, v}, 3, &aa, NULL, &at));
   CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){8, 3, 28, 28}), &x));
   CHECK_OK(rlx_input(g, "w", rlx_shape_make(RLX_F32, 4, (rlx_dim[]){16, 3, 5, 5}), &w));
-  rlx_attrs_Conv ca = {.stride = {.v = (int64_t[]){2, 1}, .n = 2}, .padding = {.v = (int64_t[]){2, 1}, .n = 2}, .groups = 1};
+  rlx_attrs_Conv ca = {
+      .stride = {.v = (int64_t[]){2, 1}, .n = 2}, .padding = {.v = (int64_t[]){2, 1}, .n = 2}, .groups = 1};
   CHECK_OK(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &cv));
   rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = (int64_t[]){2, 2}, .n = 2}};
   CHECK_OK(rlx_build_Pool(g, &cv, 1, &pa, NULL, &pl));

@@ -12,7 +12,7 @@
 #include "rlx_test.h"
 #include "core/elem.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define OPS(...) (rlx_op[]){__VA_ARGS__}, (uint32_t)(sizeof((rlx_op[]){__VA_ARGS__}) / sizeof(rlx_op))
 
@@ -198,7 +198,10 @@ static void test_dot_general(void) {
       }
   rlx_graph *g = G();
   rlx_id in[2] = {inp(g, "l", SH(F32, 3, 2, 4)), inp(g, "r", SH(F32, 4, 2, 5))};
-  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){2}, .n = 1}, .rhs_contracting = {.v = (int64_t[]){0}, .n = 1}, .lhs_batch = {.v = (int64_t[]){1}, .n = 1}, .rhs_batch = {.v = (int64_t[]){1}, .n = 1}};
+  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){2}, .n = 1},
+                             .rhs_contracting = {.v = (int64_t[]){0}, .n = 1},
+                             .lhs_batch = {.v = (int64_t[]){1}, .n = 1},
+                             .rhs_batch = {.v = (int64_t[]){1}, .n = 1}};
   out1(g, op(g, RLX_OP_DotGeneral, in, 2, &da));
   check_run("DotGeneral batched", g, OPS(RLX_OP_DotGeneral),
             (tin[]){{"l", SH(F32, 3, 2, 4), l}, {"r", SH(F32, 4, 2, 5), r}}, 2, want, 30, 1e-5);
@@ -217,7 +220,10 @@ static void test_dot_general(void) {
     }
   g = G();
   rlx_id in2[2] = {inp(g, "l", SH(F32, 2, 3, 4)), inp(g, "r", SH(F32, 4, 5, 2))};
-  rlx_attrs_DotGeneral db = {.lhs_contracting = {.v = (int64_t[]){0, 2}, .n = 2}, .rhs_contracting = {.v = (int64_t[]){2, 0}, .n = 2}, .lhs_batch = {.v = NULL, .n = 0}, .rhs_batch = {.v = NULL, .n = 0}};
+  rlx_attrs_DotGeneral db = {.lhs_contracting = {.v = (int64_t[]){0, 2}, .n = 2},
+                             .rhs_contracting = {.v = (int64_t[]){2, 0}, .n = 2},
+                             .lhs_batch = {.v = NULL, .n = 0},
+                             .rhs_batch = {.v = NULL, .n = 0}};
   out1(g, op(g, RLX_OP_DotGeneral, in2, 2, &db));
   check_run("DotGeneral two contractions", g, OPS(RLX_OP_DotGeneral),
             (tin[]){{"l", SH(F32, 2, 3, 4), l}, {"r", SH(F32, 4, 5, 2), r2}}, 2, w2, 15, 1e-5);
@@ -263,8 +269,7 @@ static void test_batch_norm(void) {
   for (int c = 0; c < 4; c++) p[3][c] = fabsf(p[3][c]) + 0.1f; /* variances */
   double want[12];
   for (int r = 0; r < 3; r++)
-    for (int c = 0; c < 4; c++)
-      want[r * 4 + c] = p[0][c] * (x[r * 4 + c] - p[2][c]) / sqrt(p[3][c] + 1e-3) + p[1][c];
+    for (int c = 0; c < 4; c++) want[r * 4 + c] = p[0][c] * (x[r * 4 + c] - p[2][c]) / sqrt(p[3][c] + 1e-3) + p[1][c];
   rlx_graph *g = G();
   /* gamma as [1, 4] (any shape holding C values is accepted) */
   rlx_id in[5] = {inp(g, "x", SH(F32, 3, 4)), inp(g, "g", SH(F32, 1, 4)), inp(g, "b", SH(F32, 4)),
@@ -302,8 +307,8 @@ static void test_ada_layer_norm(void) {
     rlx_attrs_AdaLayerNorm aa = {.norm = kind == 0 ? RLX_ADA_NORM_LAYER_NORM : RLX_ADA_NORM_RMS_NORM, .eps = 1e-6f};
     out1(g, op(g, RLX_OP_AdaLayerNorm, in, 3, &aa));
     check_run(kind == 0 ? "AdaLayerNorm LN" : "AdaLayerNorm RMS", g, OPS(RLX_OP_AdaLayerNorm),
-              (tin[]){{"x", SH(F32, 2, 3, 4), x}, {"sc", SH(F32, 2, 1, 4), sc}, {"sh", SH(F32, 2, 1, 4), sh}}, 3,
-              want, 24, 1e-5);
+              (tin[]){{"x", SH(F32, 2, 3, 4), x}, {"sc", SH(F32, 2, 1, 4), sc}, {"sh", SH(F32, 2, 1, 4), sh}}, 3, want,
+              24, 1e-5);
   }
 }
 
@@ -370,9 +375,10 @@ static void test_fused_matmuls(void) {
                    inp(g, "b", SH(F32, 2, 4))};
   rlx_attrs_LoraMatMul la = {.scale = 0.5f};
   out1(g, op(g, RLX_OP_LoraMatMul, in3, 4, &la));
-  check_run("LoraMatMul", g, OPS(RLX_OP_LoraMatMul),
-            (tin[]){{"x", SH(F32, 2, 3), x}, {"w", SH(F32, 3, 4), w}, {"a", SH(F32, 3, 2), a}, {"b", SH(F32, 2, 4), bb}},
-            4, lora, 8, 1e-5);
+  check_run(
+      "LoraMatMul", g, OPS(RLX_OP_LoraMatMul),
+      (tin[]){{"x", SH(F32, 2, 3), x}, {"w", SH(F32, 3, 4), w}, {"a", SH(F32, 3, 2), a}, {"b", SH(F32, 2, 4), bb}}, 4,
+      lora, 8, 1e-5);
 }
 
 /* SwiGLU on [2, 6]: default up = low half, gate = high half; gate_first swaps; cast_to F64. */
@@ -418,7 +424,10 @@ static void test_residual_norms(void) {
                   inp(g, "g", SH(F32, 4)), inp(g, "t", SH(F32, 4))};
   rlx_attrs_FusedResidualLN la = {.has_bias = true, .eps = 1e-5f};
   out1(g, op(g, RLX_OP_FusedResidualLN, in, 5, &la));
-  tin t5[5] = {{"x", SH(F32, 2, 4), x}, {"r", SH(F32, 2, 4), r}, {"b", SH(F32, 4), b}, {"g", SH(F32, 4), gm},
+  tin t5[5] = {{"x", SH(F32, 2, 4), x},
+               {"r", SH(F32, 2, 4), r},
+               {"b", SH(F32, 4), b},
+               {"g", SH(F32, 4), gm},
                {"t", SH(F32, 4), bt}};
   check_run("FusedResidualLN", g, OPS(RLX_OP_FusedResidualLN), t5, 5, want, 8, 1e-5);
 
@@ -483,7 +492,7 @@ static int64_t pad_src(int mode, int64_t t, int64_t d, int64_t before) {
 
 static void test_pad(void) {
   float x[6] = {1, 2, 3, 4, 5, 6}; /* [2, 3] */
-  int64_t pads[4] = {1, 1, 2, 1};   /* axis 0: 1 before, 1 after; axis 1: 2 before, 1 after */
+  int64_t pads[4] = {1, 1, 2, 1};  /* axis 0: 1 before, 1 after; axis 1: 2 before, 1 after */
   const char *names[4] = {"Pad Constant", "Pad Reflect", "Pad Replicate", "Pad Circular"};
   for (int mode = 0; mode < 4; mode++) {
     double want[4 * 6];
@@ -715,7 +724,12 @@ static void test_conv_transpose(void) {
   conv_t_ref(x, w, want, 4, 3, 3, 3, 3, 2, 2, (int[]){2, 1}, (int[]){1, 0}, (int[]){1, 2}, 6, 5);
   rlx_graph *g = G();
   rlx_id in[2] = {inp(g, "x", SH(F32, 1, 4, 3, 3)), inp(g, "w", SH(F32, 4, 3, 3, 2))};
-  rlx_attrs_ConvTranspose2d ca = {.kernel_size = {.v = (int64_t[]){3, 2}, .n = 2}, .stride = {.v = (int64_t[]){2, 1}, .n = 2}, .padding = {.v = (int64_t[]){1, 0}, .n = 2}, .dilation = {.v = (int64_t[]){1, 2}, .n = 2}, .output_padding = {.v = (int64_t[]){1, 0}, .n = 2}, .groups = 2};
+  rlx_attrs_ConvTranspose2d ca = {.kernel_size = {.v = (int64_t[]){3, 2}, .n = 2},
+                                  .stride = {.v = (int64_t[]){2, 1}, .n = 2},
+                                  .padding = {.v = (int64_t[]){1, 0}, .n = 2},
+                                  .dilation = {.v = (int64_t[]){1, 2}, .n = 2},
+                                  .output_padding = {.v = (int64_t[]){1, 0}, .n = 2},
+                                  .groups = 2};
   rlx_id y = op(g, RLX_OP_ConvTranspose2d, in, 2, &ca);
   rlx_shape want_shape = SH(F32, 1, 6, 6, 5);
   CHECK(rlx_shape_equal(&rlx_graph_node(g, y)->shape, &want_shape));
@@ -731,7 +745,12 @@ static void test_conv_transpose(void) {
   conv_t_ref(x2, w2, want2, 1, 2, 2, 2, 2, 2, 1, (int[]){2, 2}, (int[]){1, 0}, (int[]){1, 1}, 3, 3);
   g = G();
   rlx_id in2[2] = {inp(g, "x", SH(F32, 1, 1, 2, 2)), inp(g, "w", SH(F32, 1, 2, 2, 2))};
-  rlx_attrs_ConvTranspose2d cb = {.kernel_size = {.v = NULL, .n = 0}, .stride = {.v = (int64_t[]){2, 2}, .n = 2}, .padding = {.v = (int64_t[]){1, 0, 0, 1}, .n = 4}, .dilation = {.v = NULL, .n = 0}, .output_padding = {.v = NULL, .n = 0}, .groups = 1};
+  rlx_attrs_ConvTranspose2d cb = {.kernel_size = {.v = NULL, .n = 0},
+                                  .stride = {.v = (int64_t[]){2, 2}, .n = 2},
+                                  .padding = {.v = (int64_t[]){1, 0, 0, 1}, .n = 4},
+                                  .dilation = {.v = NULL, .n = 0},
+                                  .output_padding = {.v = NULL, .n = 0},
+                                  .groups = 1};
   out1(g, op(g, RLX_OP_ConvTranspose2d, in2, 2, &cb));
   check_run("ConvTranspose2d asymmetric", g, OPS(RLX_OP_ConvTranspose2d, RLX_OP_Pad),
             (tin[]){{"x", SH(F32, 1, 1, 2, 2), x2}, {"w", SH(F32, 1, 2, 2, 2), w2}}, 2, want2, 18, 1e-5);
@@ -754,7 +773,13 @@ static void test_conv_bias_act(void) {
   rlx_graph *g = G();
   rlx_id in[4] = {inp(g, "x", SH(F32, 1, 2, 4, 4)), inp(g, "w", SH(F32, 3, 2, 3, 3)), inp(g, "b", SH(F32, 3)),
                   inp(g, "r", SH(F32, 1, 3, 2, 2))};
-  rlx_attrs_FusedConvBiasAct fa = {.kernel_size = {.v = (int64_t[]){3, 3}, .n = 2}, .stride = {.v = NULL, .n = 0}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = NULL, .n = 0}, .groups = 1, .activation = RLX_ACT_TANH, .has_residual = true};
+  rlx_attrs_FusedConvBiasAct fa = {.kernel_size = {.v = (int64_t[]){3, 3}, .n = 2},
+                                   .stride = {.v = NULL, .n = 0},
+                                   .padding = {.v = NULL, .n = 0},
+                                   .dilation = {.v = NULL, .n = 0},
+                                   .groups = 1,
+                                   .activation = RLX_ACT_TANH,
+                                   .has_residual = true};
   out1(g, op(g, RLX_OP_FusedConvBiasAct, in, 4, &fa));
   check_run("FusedConvBiasAct", g, OPS(RLX_OP_FusedConvBiasAct),
             (tin[]){{"x", SH(F32, 1, 2, 4, 4), x},
@@ -785,15 +810,16 @@ static void test_axial_rope(void) {
   }
   rlx_graph *g = G();
   rlx_id xi = inp(g, "x", SH(F32, 1, N, D));
-  rlx_attrs_AxialRope2d aa = {.end_x = 2, .end_y = 2, .head_dim = D, .num_heads = 1, .theta = (float)theta, .repeat_factor = 2};
+  rlx_attrs_AxialRope2d aa = {
+      .end_x = 2, .end_y = 2, .head_dim = D, .num_heads = 1, .theta = (float)theta, .repeat_factor = 2};
   out1(g, op(g, RLX_OP_AxialRope2d, &xi, 1, &aa));
   check_run("AxialRope2d", g, OPS(RLX_OP_AxialRope2d), (tin[]){{"x", SH(F32, 1, N, D), x}}, 1, want, N * D, 1e-5);
 }
 
 /* Reference multi-head self-attention block on one batch row h [S, H*D] (packed heads). */
 static void attn_block_ref(const float *h, int S, int H, int D, const float *qkv_w, const float *qkv_b,
-                           const float *out_w, const float *out_b, const float *mask, const float *cs,
-                           const float *sn, double *out) {
+                           const float *out_w, const float *out_b, const float *mask, const float *cs, const float *sn,
+                           double *out) {
   int W = H * D;
   double qkv[8][24], o[8][8];
   for (int s = 0; s < S; s++)
@@ -845,8 +871,8 @@ static void test_attention_block(void) {
   double want[S * W];
   attn_block_ref(h, S, H, D, qw, qb, ow, ob, mask, cs, sn, want);
   rlx_graph *g = G();
-  rlx_id in[8] = {inp(g, "h", SH(F32, 1, S, W)),      inp(g, "qw", SH(F32, W, 3 * W)), inp(g, "ow", SH(F32, W, W)),
-                  inp(g, "m", SH(F32, 1, S)),         inp(g, "qb", SH(F32, 3 * W)),    inp(g, "ob", SH(F32, W)),
+  rlx_id in[8] = {inp(g, "h", SH(F32, 1, S, W)),    inp(g, "qw", SH(F32, W, 3 * W)), inp(g, "ow", SH(F32, W, W)),
+                  inp(g, "m", SH(F32, 1, S)),       inp(g, "qb", SH(F32, 3 * W)),    inp(g, "ob", SH(F32, W)),
                   inp(g, "cos", SH(F32, S, D / 2)), inp(g, "sin", SH(F32, S, D / 2))};
   rlx_attrs_FusedAttentionBlock fa = {.num_heads = H, .head_dim = D, .has_bias = true, .has_rope = true};
   out1(g, op(g, RLX_OP_FusedAttentionBlock, in, 8, &fa));
@@ -866,8 +892,8 @@ static void test_attention_block(void) {
  * hidden, qkv_w, qkv_b, out_w, out_b, ln1_g, ln1_b, fc1_w, fc1_b, fc2_w, fc2_b, ln2_g, ln2_b, mask). */
 static void test_transformer_layer(void) {
   enum { S = 2, H = 2, D = 2, W = 4, I = 3 };
-  float h[S * W], qw[W * 3 * W], qb[3 * W], ow[W * W], ob[W], g1[W], b1[W], f1[W * I], c1[I], f2[I * W], c2[W],
-      g2[W], b2[W], mask[S] = {1, 1};
+  float h[S * W], qw[W * 3 * W], qb[3 * W], ow[W * W], ob[W], g1[W], b1[W], f1[W * I], c1[I], f2[I * W], c2[W], g2[W],
+      b2[W], mask[S] = {1, 1};
   fill(h, S * W, 90), fill(qw, W * 3 * W, 91), fill(ow, W * W, 92), fill(g1, W, 93), fill(f1, W * I, 94);
   fill(f2, I * W, 95), fill(g2, W, 96), fill(qb, 3 * W, 97), fill(ob, W, 98), fill(b1, W, 99), fill(c1, I, 100);
   fill(c2, W, 101), fill(b2, W, 102);
@@ -889,11 +915,11 @@ static void test_transformer_layer(void) {
       }
       for (int d = 0; d < W; d++) want[s * W + d] = layer_norm_row(y, d, W, 1e-5, g2, with_bias ? b2 : NULL);
     }
-    tin all[14] = {{"h", SH(F32, 1, S, W), h},   {"qw", SH(F32, W, 3 * W), qw}, {"qb", SH(F32, 3 * W), qb},
-                   {"ow", SH(F32, W, W), ow},    {"ob", SH(F32, W), ob},        {"g1", SH(F32, W), g1},
-                   {"b1", SH(F32, W), b1},       {"f1", SH(F32, W, I), f1},     {"c1", SH(F32, I), c1},
-                   {"f2", SH(F32, I, W), f2},    {"c2", SH(F32, W), c2},        {"g2", SH(F32, W), g2},
-                   {"b2", SH(F32, W), b2},       {"m", SH(F32, 1, S), mask}};
+    tin all[14] = {{"h", SH(F32, 1, S, W), h}, {"qw", SH(F32, W, 3 * W), qw}, {"qb", SH(F32, 3 * W), qb},
+                   {"ow", SH(F32, W, W), ow},  {"ob", SH(F32, W), ob},        {"g1", SH(F32, W), g1},
+                   {"b1", SH(F32, W), b1},     {"f1", SH(F32, W, I), f1},     {"c1", SH(F32, I), c1},
+                   {"f2", SH(F32, I, W), f2},  {"c2", SH(F32, W), c2},        {"g2", SH(F32, W), g2},
+                   {"b2", SH(F32, W), b2},     {"m", SH(F32, 1, S), mask}};
     static const int no_bias[8] = {0, 1, 3, 5, 7, 9, 11, 13};
     tin used[14];
     uint32_t n = 0;
@@ -903,7 +929,13 @@ static void test_transformer_layer(void) {
     rlx_graph *g = G();
     rlx_id in[14];
     for (uint32_t i = 0; i < n; i++) in[i] = inp(g, used[i].name, used[i].shape);
-    rlx_attrs_FusedTransformerLayer ta = {.num_heads = H, .head_dim = D, .intermediate_size = I, .eps1 = 1e-5f, .eps2 = 1e-5f, .activation = RLX_ACT_GELU, .has_bias = with_bias != 0};
+    rlx_attrs_FusedTransformerLayer ta = {.num_heads = H,
+                                          .head_dim = D,
+                                          .intermediate_size = I,
+                                          .eps1 = 1e-5f,
+                                          .eps2 = 1e-5f,
+                                          .activation = RLX_ACT_GELU,
+                                          .has_bias = with_bias != 0};
     out1(g, op(g, RLX_OP_FusedTransformerLayer, in, n, &ta));
     check_run(with_bias ? "FusedTransformerLayer with biases" : "FusedTransformerLayer", g,
               OPS(RLX_OP_FusedTransformerLayer), used, n, want, S * W, 1e-4);
@@ -977,7 +1009,8 @@ static void test_regions(void) {
   xi = inp(g, "x", SH(F32, 2, 2, 1));
   rlx_attrs_TransformRegion tb = {.steps = {.v = (int64_t[]){0}, .n = 1}, .num_inputs = 1};
   out1(g, op(g, RLX_OP_TransformRegion, &xi, 1, &tb));
-  check_run("TransformRegion rank 3", g, OPS(RLX_OP_TransformRegion), (tin[]){{"x", SH(F32, 2, 2, 1), p}}, 1, w4, 16, 0);
+  check_run("TransformRegion rank 3", g, OPS(RLX_OP_TransformRegion), (tin[]){{"x", SH(F32, 2, 2, 1), p}}, 1, w4, 16,
+            0);
 
   /* BatchElementwiseRegion: |x| = max(-x, x) on slices [1, 3] and [2, 3], stacked to [3, 3] */
   float s0[3], s1[6];
@@ -1006,8 +1039,10 @@ static rlx_graph *body2(rlx_graph *parent, const char *name, rlx_shape sa, rlx_b
   CHECK_OK(rlx_graph_create_child(parent, name, &b));
   rlx_id x, y, o;
   CHECK_OK(rlx_input(b, "a", sa, &x));
-  if (const_b) CHECK_OK(rlx_scalar_f32(b, k, &y));
-  else CHECK_OK(rlx_input(b, "b", sa, &y));
+  if (const_b)
+    CHECK_OK(rlx_scalar_f32(b, k, &y));
+  else
+    CHECK_OK(rlx_input(b, "b", sa, &y));
   CHECK_OK(rlx_binary(b, bop, x, y, &o));
   CHECK_OK(rlx_graph_set_outputs(b, &o, 1));
   return b;
@@ -1021,7 +1056,8 @@ static void test_if(void) {
     for (int i = 0; i < 3; i++) want[i] = pred ? x[i] * 2.0 : x[i] + 10.0;
     rlx_graph *g = G();
     rlx_id in[2] = {inp(g, "p", rlx_shape_scalar(RLX_BOOL)), inp(g, "x", SH(F32, 3))};
-    rlx_attrs_If ia = {.then_branch = body2(g, "then", SH(F32, 3), RLX_BINOP_MUL, true, 2.0f), .else_branch = body2(g, "else", SH(F32, 3), RLX_BINOP_ADD, true, 10.0f)};
+    rlx_attrs_If ia = {.then_branch = body2(g, "then", SH(F32, 3), RLX_BINOP_MUL, true, 2.0f),
+                       .else_branch = body2(g, "else", SH(F32, 3), RLX_BINOP_ADD, true, 10.0f)};
     out1(g, op(g, RLX_OP_If, in, 2, &ia));
     check_run(pred ? "If true" : "If false", g, OPS(RLX_OP_If),
               (tin[]){{"p", rlx_shape_scalar(RLX_BOOL), &pred}, {"x", SH(F32, 3), x}}, 2, want, 3, 0);
@@ -1081,7 +1117,12 @@ static void test_scan(void) {
     CHECK_OK(rlx_binary(b, RLX_BINOP_MUL, c, bb, &o));
     CHECK_OK(rlx_binary(b, RLX_BINOP_ADD, o, xt, &o));
     CHECK_OK(rlx_graph_set_outputs(b, &o, 1));
-    rlx_attrs_Scan sa = {.body = b, .length = 4, .save_trajectory = mode != 0, .num_bcast = 1, .num_xs = 1, .num_checkpoints = mode == 2 ? 2 : 0};
+    rlx_attrs_Scan sa = {.body = b,
+                         .length = 4,
+                         .save_trajectory = mode != 0,
+                         .num_bcast = 1,
+                         .num_xs = 1,
+                         .num_checkpoints = mode == 2 ? 2 : 0};
     out1(g, op(g, RLX_OP_Scan, in, 3, &sa));
     const char *names[3] = {"Scan final carry", "Scan trajectory", "Scan checkpoints"};
     check_run(names[mode], g, OPS(RLX_OP_Scan),

@@ -16,9 +16,10 @@
 #include "rlx_test.h"
 #include "core/elem.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define IL(...) \
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define NONE_LIST ((rlx_ilist){.v = NULL, .n = 0})
 #define MAX_IN 6
 
@@ -235,14 +236,52 @@ static void test_attention(void) {
   fill(bias_b, 12, 98, 0.7);
   rlx_shape nos = SH(F32, 1);
   attn_cfg cfgs[] = {
-      {"BHSD none", SH(F32, 1, 2, 3, 4), SH(F32, 1, 2, 3, 4), SH(F32, 1, 2, 3, 4), 2, 4, RLX_MASK_NONE, 0, none, none, nos, NULL},
-      {"BSHD causal Sk>Sq", SH(F32, 2, 3, 2, 3), SH(F32, 2, 4, 2, 3), SH(F32, 2, 4, 2, 3), 2, 3, RLX_MASK_CAUSAL, 0, none, none, nos, NULL},
-      {"packed sliding GQA", SH(F32, 1, 4, 8), SH(F32, 1, 4, 4), SH(F32, 1, 4, 4), 4, 2, RLX_MASK_SLIDING_WINDOW, 1, none, none, nos, NULL},
-      {"rank2 custom [B,Sk] MQA", SH(F32, 3, 6), SH(F32, 5, 2), SH(F32, 5, 2), 3, 2, RLX_MASK_CUSTOM, 0, none, none, SH(F32, 1, 5), custom2},
-      {"BHSD custom [B,Sq,Sk] scale", SH(F32, 1, 2, 3, 2), SH(F32, 1, 2, 4, 2), SH(F32, 1, 2, 4, 2), 2, 2, RLX_MASK_CUSTOM, 0, {true, 0.8f}, none, SH(F32, 1, 3, 4), custom3},
-      {"BSHD bool custom", SH(F32, 2, 3, 2, 2), SH(F32, 2, 4, 2, 2), SH(F32, 2, 4, 2, 2), 2, 2, RLX_MASK_CUSTOM, 0, none, none, SH(BOOL, 2, 4), cbool},
-      {"BHSD bias softcap GQA", SH(F32, 2, 2, 3, 2), SH(F32, 2, 1, 4, 2), SH(F32, 2, 1, 4, 2), 2, 2, RLX_MASK_BIAS, 0, none, {true, 1.5f}, SH(F32, 2, 2, 3, 4), bias},
-      {"BSHD broadcast bias scale softcap", SH(F32, 1, 3, 2, 2), SH(F32, 1, 4, 2, 2), SH(F32, 1, 4, 2, 2), 2, 2, RLX_MASK_BIAS, 0, {true, 1.7f}, {true, 0.9f}, SH(F32, 3, 4), bias_b},
+      {"BHSD none", SH(F32, 1, 2, 3, 4), SH(F32, 1, 2, 3, 4), SH(F32, 1, 2, 3, 4), 2, 4, RLX_MASK_NONE, 0, none, none,
+       nos, NULL},
+      {"BSHD causal Sk>Sq", SH(F32, 2, 3, 2, 3), SH(F32, 2, 4, 2, 3), SH(F32, 2, 4, 2, 3), 2, 3, RLX_MASK_CAUSAL, 0,
+       none, none, nos, NULL},
+      {"packed sliding GQA", SH(F32, 1, 4, 8), SH(F32, 1, 4, 4), SH(F32, 1, 4, 4), 4, 2, RLX_MASK_SLIDING_WINDOW, 1,
+       none, none, nos, NULL},
+      {"rank2 custom [B,Sk] MQA", SH(F32, 3, 6), SH(F32, 5, 2), SH(F32, 5, 2), 3, 2, RLX_MASK_CUSTOM, 0, none, none,
+       SH(F32, 1, 5), custom2},
+      {"BHSD custom [B,Sq,Sk] scale",
+       SH(F32, 1, 2, 3, 2),
+       SH(F32, 1, 2, 4, 2),
+       SH(F32, 1, 2, 4, 2),
+       2,
+       2,
+       RLX_MASK_CUSTOM,
+       0,
+       {true, 0.8f},
+       none,
+       SH(F32, 1, 3, 4),
+       custom3},
+      {"BSHD bool custom", SH(F32, 2, 3, 2, 2), SH(F32, 2, 4, 2, 2), SH(F32, 2, 4, 2, 2), 2, 2, RLX_MASK_CUSTOM, 0,
+       none, none, SH(BOOL, 2, 4), cbool},
+      {"BHSD bias softcap GQA",
+       SH(F32, 2, 2, 3, 2),
+       SH(F32, 2, 1, 4, 2),
+       SH(F32, 2, 1, 4, 2),
+       2,
+       2,
+       RLX_MASK_BIAS,
+       0,
+       none,
+       {true, 1.5f},
+       SH(F32, 2, 2, 3, 4),
+       bias},
+      {"BSHD broadcast bias scale softcap",
+       SH(F32, 1, 3, 2, 2),
+       SH(F32, 1, 4, 2, 2),
+       SH(F32, 1, 4, 2, 2),
+       2,
+       2,
+       RLX_MASK_BIAS,
+       0,
+       {true, 1.7f},
+       {true, 0.9f},
+       SH(F32, 3, 4),
+       bias_b},
   };
   for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) attention_case(&cfgs[i], 200 + 10 * (uint32_t)i);
 }
@@ -258,8 +297,8 @@ static void test_rope(void) {
     check_op(style ? "RopeBackward GptJ" : "RopeBackward NeoX", RLX_OP_RopeBackward, &a, NULL, ins, 3, 1e-6);
     rlx_attrs_RopeBackward b = {.head_dim = 6, .n_rot = 4, .style = style};
     tin ins2[3] = {{SH(F32, 2, 3, 12), dy}, {SH(F32, 6, 2), ct}, {SH(F32, 6, 2), st}};
-    check_op(style ? "RopeBackward GptJ per-token n_rot<hd" : "RopeBackward NeoX per-token n_rot<hd", RLX_OP_RopeBackward,
-             &b, NULL, ins2, 3, 1e-6);
+    check_op(style ? "RopeBackward GptJ per-token n_rot<hd" : "RopeBackward NeoX per-token n_rot<hd",
+             RLX_OP_RopeBackward, &b, NULL, ins2, 3, 1e-6);
   }
 }
 
@@ -315,7 +354,8 @@ static void test_norms(void) {
   tin bi[5] = {{xs, x}, {vs, g}, {vs, m}, {vs, var}, {xs, dy}}, bg[4] = {{xs, x}, {vs, m}, {vs, var}, {xs, dy}};
   check_op("BatchNormInferenceBackwardInput", RLX_OP_BatchNormInferenceBackwardInput, &bbi, NULL, bi, 5, 1e-5);
   check_op("BatchNormInferenceBackwardGamma", RLX_OP_BatchNormInferenceBackwardGamma, &bbg, NULL, bg, 4, 1e-5);
-  check_op("BatchNormInferenceBackwardBeta", RLX_OP_BatchNormInferenceBackwardBeta, NULL, NULL, (tin[]){{xs, dy}}, 1, 1e-6);
+  check_op("BatchNormInferenceBackwardBeta", RLX_OP_BatchNormInferenceBackwardBeta, NULL, NULL, (tin[]){{xs, dy}}, 1,
+           1e-6);
   /* AdaLayerNorm with [B, 1, D] and [D] modulation. */
   for (int kind = 0; kind < 2; kind++) {
     rlx_attrs_AdaLayerNormBackward a = {.norm = kind, .eps = 1e-3f};
@@ -323,8 +363,8 @@ static void test_norms(void) {
     check_op(kind ? "AdaLayerNormBackward Rms [B,1,D]" : "AdaLayerNormBackward LN [B,1,D]", RLX_OP_AdaLayerNormBackward,
              &a, NULL, ai, 4, 1e-5);
     tin ai2[4] = {{xs, x}, {vs, sc}, {vs, sh}, {xs, dy}};
-    check_op(kind ? "AdaLayerNormBackward Rms [D]" : "AdaLayerNormBackward LN [D]", RLX_OP_AdaLayerNormBackward, &a, NULL,
-             ai2, 4, 1e-5);
+    check_op(kind ? "AdaLayerNormBackward Rms [D]" : "AdaLayerNormBackward LN [D]", RLX_OP_AdaLayerNormBackward, &a,
+             NULL, ai2, 4, 1e-5);
   }
   tin gr[4] = {{xs, x}, {xs, y}, {SH(F32, 2, 1, 5), gt}, {xs, dy}};
   check_op("GatedResidualBackward [B,1,D]", RLX_OP_GatedResidualBackward, NULL, NULL, gr, 4, 1e-6);
@@ -353,12 +393,17 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
     rlx_attrs_Conv3d a = {.stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     CHECK_OK(rlx_build_Conv3d(probe, ids, 2, &a, NULL, &yid));
   } else {
-    rlx_attrs_Conv a = {.kernel_size = NONE_LIST, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
+    rlx_attrs_Conv a = {.kernel_size = NONE_LIST,
+                        .stride = c->stride,
+                        .padding = c->padding,
+                        .dilation = c->dilation,
+                        .groups = c->groups};
     CHECK_OK(rlx_build_Conv(probe, ids, 2, &a, NULL, &yid));
   }
   rlx_shape ys = rlx_graph_node(probe, yid)->shape;
   rlx_graph_free(probe);
-  double *x = malloc(numel(&c->x) * sizeof *x), *w = malloc(numel(&c->w) * sizeof *w), *dy = malloc(numel(&ys) * sizeof *dy);
+  double *x = malloc(numel(&c->x) * sizeof *x), *w = malloc(numel(&c->w) * sizeof *w),
+         *dy = malloc(numel(&ys) * sizeof *dy);
   fill(x, numel(&c->x), seed, 1);
   fill(w, numel(&c->w), seed + 1, 1);
   fill(dy, numel(&ys), seed + 2, 1);
@@ -369,18 +414,22 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
   tin ii[2] = {{ys, dy}, {c->w, w}}, wi[2] = {{c->x, x}, {ys, dy}};
   snprintf(what, sizeof what, "%s backward input", c->name);
   if (three) {
-    rlx_attrs_Conv3dBackwardInput a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
+    rlx_attrs_Conv3dBackwardInput a = {
+        .kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv3dBackwardInput, &a, &c->x, ii, 2, 1e-5);
   } else {
-    rlx_attrs_Conv2dBackwardInput a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
+    rlx_attrs_Conv2dBackwardInput a = {
+        .kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv2dBackwardInput, &a, &c->x, ii, 2, 1e-5);
   }
   snprintf(what, sizeof what, "%s backward weight", c->name);
   if (three) {
-    rlx_attrs_Conv3dBackwardWeight a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
+    rlx_attrs_Conv3dBackwardWeight a = {
+        .kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv3dBackwardWeight, &a, NULL, wi, 2, 1e-5);
   } else {
-    rlx_attrs_Conv2dBackwardWeight a = {.kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
+    rlx_attrs_Conv2dBackwardWeight a = {
+        .kernel_size = kl, .stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     check_op(what, RLX_OP_Conv2dBackwardWeight, &a, NULL, wi, 2, 1e-5);
   }
   free(x);
@@ -392,9 +441,11 @@ static void test_conv(void) {
   conv_cfg cfgs[] = {
       {"conv2d plain", SH(F32, 1, 2, 4, 4), SH(F32, 3, 2, 3, 3), NONE_LIST, NONE_LIST, NONE_LIST, 1},
       {"conv2d stride2 pad1 groups2", SH(F32, 2, 4, 5, 6), SH(F32, 4, 2, 3, 2), IL(2, 2), IL(1, 1), NONE_LIST, 2},
-      {"conv2d asym pad dilation groups3", SH(F32, 1, 6, 5, 5), SH(F32, 3, 2, 2, 3), IL(2, 1), IL(1, 0, 2, 1), IL(1, 2), 3},
+      {"conv2d asym pad dilation groups3", SH(F32, 1, 6, 5, 5), SH(F32, 3, 2, 2, 3), IL(2, 1), IL(1, 0, 2, 1), IL(1, 2),
+       3},
       {"conv2d depthwise dil2 stride3", SH(F32, 2, 3, 7, 5), SH(F32, 3, 1, 2, 2), IL(3, 1), NONE_LIST, IL(2, 2), 3},
-      {"conv3d stride asym pad dil groups2", SH(F32, 2, 4, 4, 5, 4), SH(F32, 2, 2, 2, 2, 3), IL(2, 1, 2), IL(1, 0, 1, 0, 1, 1), IL(1, 2, 1), 2},
+      {"conv3d stride asym pad dil groups2", SH(F32, 2, 4, 4, 5, 4), SH(F32, 2, 2, 2, 2, 3), IL(2, 1, 2),
+       IL(1, 0, 1, 0, 1, 1), IL(1, 2, 1), 2},
       {"conv3d plain f64", SH(F64, 1, 1, 3, 3, 3), SH(F64, 2, 1, 2, 2, 2), NONE_LIST, IL(1, 1, 1), NONE_LIST, 1},
   };
   for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) conv_case(&cfgs[i], 400 + 10 * (uint32_t)i);
@@ -410,7 +461,8 @@ static void test_maxpool(void) {
   check_op("MaxPool2dBackward overlapping asym pad", RLX_OP_MaxPool2dBackward, &a, NULL, ins, 2, 0);
   tin tie[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 3, 3), dy}};
   check_op("MaxPool2dBackward ties", RLX_OP_MaxPool2dBackward, &a, NULL, tie, 2, 0);
-  rlx_attrs_MaxPool2dBackward d = {.kernel_size = IL(2, 2), .stride = NONE_LIST, .padding = NONE_LIST}; /* stride = kernel */
+  rlx_attrs_MaxPool2dBackward d = {
+      .kernel_size = IL(2, 2), .stride = NONE_LIST, .padding = NONE_LIST}; /* stride = kernel */
   tin dd[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 2, 3), dy}};
   check_op("MaxPool2dBackward default stride ties", RLX_OP_MaxPool2dBackward, &d, NULL, dd, 2, 0);
   double neg[16];

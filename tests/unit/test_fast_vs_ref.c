@@ -20,9 +20,10 @@
 #include "rlx_test.h"
 #include "core/elem.h"
 
-#define SHP(t, ...)                                                                                \
+#define SHP(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
+#define IL(...) \
+  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
 
 #define MAX_IN 4
@@ -36,12 +37,12 @@ static double urand(void) {
 }
 
 typedef enum fill_kind {
-  FILL_UNIFORM,  /* uniform in [-1, 1] */
-  FILL_TIES,     /* a few distinct values: many exact ties */
-  FILL_SPECIAL,  /* uniform with some NaN, +-inf, -0 */
-  FILL_LABELS,   /* integers in [0, classes) */
-  FILL_BOOL,     /* 0 / 1 */
-  FILL_WIDE      /* uniform in [-40, 40] (saturating activations) */
+  FILL_UNIFORM, /* uniform in [-1, 1] */
+  FILL_TIES,    /* a few distinct values: many exact ties */
+  FILL_SPECIAL, /* uniform with some NaN, +-inf, -0 */
+  FILL_LABELS,  /* integers in [0, classes) */
+  FILL_BOOL,    /* 0 / 1 */
+  FILL_WIDE     /* uniform in [-40, 40] (saturating activations) */
 } fill_kind;
 
 static size_t numel(const rlx_shape *s) {
@@ -208,9 +209,9 @@ static void test_matmul(void) {
   matmul_case(SHP(F32, 1, 1), SHP(F32, 1, 1));
   matmul_case(SHP(F32, 7, 5), SHP(F32, 5, 3));
   matmul_case(SHP(F32, 64, 1568), SHP(F32, 1568, 128));
-  matmul_case(SHP(F32, 3, 33), SHP(F32, 33, 300));  /* one batch, columns split over threads */
-  matmul_case(SHP(F32, 1568, 64), SHP(F32, 64, 128)); /* one tall batch, rows split over threads */
-  matmul_case(SHP(F32, 4, 5, 6), SHP(F32, 4, 6, 7)); /* batched */
+  matmul_case(SHP(F32, 3, 33), SHP(F32, 33, 300));      /* one batch, columns split over threads */
+  matmul_case(SHP(F32, 1568, 64), SHP(F32, 64, 128));   /* one tall batch, rows split over threads */
+  matmul_case(SHP(F32, 4, 5, 6), SHP(F32, 4, 6, 7));    /* batched */
   matmul_case(SHP(F32, 2, 1, 5, 6), SHP(F32, 3, 6, 2)); /* broadcast batches */
   matmul_case(SHP(F32, 5, 6), SHP(F32, 2, 6, 3));
   matmul_case(SHP(F32, 2, 3, 0), SHP(F32, 2, 0, 4)); /* K = 0: zeros */
@@ -219,76 +220,78 @@ static void test_matmul(void) {
      small-matrix kernels of sgemm with a transpose flag round differently from the plain call */
   static const int64_t mkn[3][3] = {{5, 9, 11}, {5, 54, 16}, {16, 54, 5}};
   for (int sz = 0; sz < 3; sz++)
-  for (int ta = 0; ta < 2; ta++)
-    for (int tb = 0; tb < 2; tb++) {
-      rlx_graph *g;
-      CHECK_OK(rlx_graph_create(NULL, "mm_t", &g));
-      int64_t M = mkn[sz][0], K = mkn[sz][1], N = mkn[sz][2];
-      rlx_shape as = ta ? SHP(F32, 2, K, M) : SHP(F32, 2, M, K), bs = tb ? SHP(F32, N, K) : SHP(F32, K, N);
-      rlx_id a, b, at, bt, m;
-      CHECK_OK(rlx_input(g, "a", as, &a));
-      CHECK_OK(rlx_input(g, "b", bs, &b));
-      at = a;
-      bt = b;
-      if (ta) CHECK_OK(rlx_transpose(g, a, 3, (int64_t[]){0, 2, 1}, &at));
-      if (tb) CHECK_OK(rlx_transpose(g, b, 2, (int64_t[]){1, 0}, &bt));
-      CHECK_OK(rlx_matmul(g, at, bt, &m));
-      const rlx_node *mn = rlx_graph_node(g, m);
-      rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
-      fill(&A, FILL_UNIFORM, 0);
-      fill(&B, FILL_UNIFORM, 0);
-      /* reference: materialise the transposes with the ref kernels, then ref MatMul */
-      rlx_cpu_ctx c1 = {.threads = 1};
-      rlx_tensor ops[2] = {A, B};
-      for (int k = 0; k < 2; k++) {
-        bool t = k == 0 ? ta : tb;
-        if (!t) continue;
-        const rlx_node *tn = rlx_graph_node(g, k == 0 ? at : bt);
-        rlx_tensor o = {malloc(numel(&tn->shape) * 4), tn->shape};
-        CHECK_OK(rlx_cpu_ref_table[RLX_OP_Transpose](tn, &ops[k], 1, &o, &c1));
-        ops[k] = o;
-      }
-      size_t cnt = numel(&mn->shape);
-      rlx_tensor r = {malloc(cnt * 4), mn->shape}, f = {malloc(cnt * 4), mn->shape};
-      CHECK_OK(rlx_cpu_ref_table[RLX_OP_MatMul](mn, ops, 2, &r, &c1));
-      CHECK(rlx_fast_matmul_ex_applies(mn, &as, ta, &bs, tb));
-      CHECK(!rlx_fast_matmul_ex_applies(mn, &as, !ta, &bs, tb) || as.dims[1] == as.dims[2]);
-      rlx_tensor u = {malloc(cnt * 4), mn->shape};
-      for (int t = 1; t <= 2; t++) {
-        rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t]};
-        CHECK_OK(rlx_fast_matmul_ex(mn, &A, ta, &B, tb, &f, &ctx));
-        /* Both are f32 sums of K products (the reference MatMul is sgemm too), each within
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        rlx_graph *g;
+        CHECK_OK(rlx_graph_create(NULL, "mm_t", &g));
+        int64_t M = mkn[sz][0], K = mkn[sz][1], N = mkn[sz][2];
+        rlx_shape as = ta ? SHP(F32, 2, K, M) : SHP(F32, 2, M, K), bs = tb ? SHP(F32, N, K) : SHP(F32, K, N);
+        rlx_id a, b, at, bt, m;
+        CHECK_OK(rlx_input(g, "a", as, &a));
+        CHECK_OK(rlx_input(g, "b", bs, &b));
+        at = a;
+        bt = b;
+        if (ta) CHECK_OK(rlx_transpose(g, a, 3, (int64_t[]){0, 2, 1}, &at));
+        if (tb) CHECK_OK(rlx_transpose(g, b, 2, (int64_t[]){1, 0}, &bt));
+        CHECK_OK(rlx_matmul(g, at, bt, &m));
+        const rlx_node *mn = rlx_graph_node(g, m);
+        rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
+        fill(&A, FILL_UNIFORM, 0);
+        fill(&B, FILL_UNIFORM, 0);
+        /* reference: materialise the transposes with the ref kernels, then ref MatMul */
+        rlx_cpu_ctx c1 = {.threads = 1};
+        rlx_tensor ops[2] = {A, B};
+        for (int k = 0; k < 2; k++) {
+          bool t = k == 0 ? ta : tb;
+          if (!t) continue;
+          const rlx_node *tn = rlx_graph_node(g, k == 0 ? at : bt);
+          rlx_tensor o = {malloc(numel(&tn->shape) * 4), tn->shape};
+          CHECK_OK(rlx_cpu_ref_table[RLX_OP_Transpose](tn, &ops[k], 1, &o, &c1));
+          ops[k] = o;
+        }
+        size_t cnt = numel(&mn->shape);
+        rlx_tensor r = {malloc(cnt * 4), mn->shape}, f = {malloc(cnt * 4), mn->shape};
+        CHECK_OK(rlx_cpu_ref_table[RLX_OP_MatMul](mn, ops, 2, &r, &c1));
+        CHECK(rlx_fast_matmul_ex_applies(mn, &as, ta, &bs, tb));
+        CHECK(!rlx_fast_matmul_ex_applies(mn, &as, !ta, &bs, tb) || as.dims[1] == as.dims[2]);
+        rlx_tensor u = {malloc(cnt * 4), mn->shape};
+        for (int t = 1; t <= 2; t++) {
+          rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t]};
+          CHECK_OK(rlx_fast_matmul_ex(mn, &A, ta, &B, tb, &f, &ctx));
+          /* Both are f32 sums of K products (the reference MatMul is sgemm too), each within
            gamma_K * sum_k |a_ik||b_kj| of the exact value (gamma_K = K u / (1 - K u), u = 2^-24), so
            they differ by at most twice that per element. */
-        double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
-        const float *opa = ops[0].data, *opb = ops[1].data; /* [2][M][K], [K][N] */
-        size_t bad = 0;
-        for (size_t i = 0; i < cnt; i++) {
-          size_t bi = i / (size_t)(M * N), row = i / (size_t)N % (size_t)M, col = i % (size_t)N;
-          double mag = 0;
-          for (int64_t k = 0; k < K; k++)
-            mag += fabs((double)opa[(bi * (size_t)M + row) * (size_t)K + (size_t)k]) *
-                   fabs((double)opb[(size_t)k * (size_t)N + col]);
-          bad += !(fabs((double)((float *)f.data)[i] - (double)((float *)r.data)[i]) <= 2 * gamma * mag);
+          double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+          const float *opa = ops[0].data, *opb = ops[1].data; /* [2][M][K], [K][N] */
+          size_t bad = 0;
+          for (size_t i = 0; i < cnt; i++) {
+            size_t bi = i / (size_t)(M * N), row = i / (size_t)N % (size_t)M, col = i % (size_t)N;
+            double mag = 0;
+            for (int64_t k = 0; k < K; k++)
+              mag += fabs((double)opa[(bi * (size_t)M + row) * (size_t)K + (size_t)k]) *
+                     fabs((double)opb[(size_t)k * (size_t)N + col]);
+            bad += !(fabs((double)((float *)f.data)[i] - (double)((float *)r.data)[i]) <= 2 * gamma * mag);
+          }
+          CHECK_MSG(bad == 0,
+                    "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): %zu elements differ by more than "
+                    "2 gamma_K sum|a||b|",
+                    (long long)M, (long long)K, (long long)N, ta, tb, t, bad);
+          /* the fused entry point gives the bits of the unfused fast MatMul on the transposed copies */
+          CHECK_OK(rlx_fast_MatMul(mn, ops, 2, &u, &ctx));
+          CHECK_MSG(memcmp(u.data, f.data, cnt * 4) == 0,
+                    "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): the transposed read differs from the unfused "
+                    "MatMul",
+                    (long long)M, (long long)K, (long long)N, ta, tb, t);
         }
-        CHECK_MSG(bad == 0, "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): %zu elements differ by more than "
-                  "2 gamma_K sum|a||b|", (long long)M, (long long)K, (long long)N, ta, tb, t, bad);
-        /* the fused entry point gives the bits of the unfused fast MatMul on the transposed copies */
-        CHECK_OK(rlx_fast_MatMul(mn, ops, 2, &u, &ctx));
-        CHECK_MSG(memcmp(u.data, f.data, cnt * 4) == 0,
-                  "MatMul %lldx%lldx%lld with ta=%d tb=%d (threads %d): the transposed read differs from the unfused "
-                  "MatMul",
-                  (long long)M, (long long)K, (long long)N, ta, tb, t);
+        free(u.data);
+        for (int k = 0; k < 2; k++)
+          if (ops[k].data != (k ? B.data : A.data)) free(ops[k].data);
+        free(A.data);
+        free(B.data);
+        free(r.data);
+        free(f.data);
+        rlx_graph_free(g);
       }
-      free(u.data);
-      for (int k = 0; k < 2; k++)
-        if (ops[k].data != (k ? B.data : A.data)) free(ops[k].data);
-      free(A.data);
-      free(B.data);
-      free(r.data);
-      free(f.data);
-      rlx_graph_free(g);
-    }
   /* declined: integer operands */
   tcase c;
   targ ia[2] = {{SHP(I32, 3, 4), FILL_LABELS}, {SHP(I32, 4, 2), FILL_LABELS}};
@@ -319,7 +322,7 @@ static void test_transpose(void) {
   transpose_case(SHP(F32, 2, 3, 4, 5), IL(3, 2, 1, 0));
   transpose_case(SHP(F32, 2, 3, 4, 5), IL(1, 0, 3, 2));
   transpose_case(SHP(F32, 2, 1, 4, 1), IL(3, 2, 1, 0)); /* unit axes */
-  transpose_case(SHP(F32, 4, 5), IL(0, 1));            /* identity */
+  transpose_case(SHP(F32, 4, 5), IL(0, 1));             /* identity */
   transpose_case(SHP(F64, 6, 7, 3), IL(2, 0, 1));
   transpose_case(SHP(I64, 9, 4), IL(1, 0));
   transpose_case(SHP(I8, 9, 40), IL(1, 0));
@@ -341,7 +344,8 @@ static void conv_family(const char *name, conv_geo g) {
   rlx_shape xs = SHP(F32, g.N, g.Cin, g.H, g.W), ws = SHP(F32, g.Cout, g.Cin / g.groups, g.kh, g.kw);
   tcase c;
   targ fa[2] = {{xs, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
-  rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
+  rlx_attrs_Conv ca = {
+      .kernel_size = NOLIST, .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
   snprintf(what, sizeof what, "Conv %s", name);
   CHECK(build(&c, RLX_OP_Conv, &ca, NULL, 2, fa, 0));
   if (!c.node) return;
@@ -350,14 +354,22 @@ static void conv_family(const char *name, conv_geo g) {
   case_free(&c);
 
   targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
-  rlx_attrs_Conv2dBackwardInput ba = {.kernel_size = IL(g.kh, g.kw), .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
+  rlx_attrs_Conv2dBackwardInput ba = {.kernel_size = IL(g.kh, g.kw),
+                                      .stride = g.stride,
+                                      .padding = g.padding,
+                                      .dilation = g.dilation,
+                                      .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardInput %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardInput, &ba, &xs, 2, bi, 0));
   if (c.node) run_case(what, &c, F32_RTOL, 1e-5);
   case_free(&c);
 
   targ bw[2] = {{xs, FILL_UNIFORM}, {ys, FILL_UNIFORM}};
-  rlx_attrs_Conv2dBackwardWeight wa = {.kernel_size = IL(g.kh, g.kw), .stride = g.stride, .padding = g.padding, .dilation = g.dilation, .groups = g.groups};
+  rlx_attrs_Conv2dBackwardWeight wa = {.kernel_size = IL(g.kh, g.kw),
+                                       .stride = g.stride,
+                                       .padding = g.padding,
+                                       .dilation = g.dilation,
+                                       .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardWeight %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardWeight, &wa, &ws, 2, bw, 0));
   if (c.node) run_case(what, &c, 1e-4, 1e-4); /* long f32 sums over N * P */
@@ -410,7 +422,8 @@ static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s
     for (int kind = 0; kind < 2; kind++) {
       tcase c;
       targ a[1] = {{xs, fills[f]}};
-      rlx_attrs_Pool pa = {.kind = kind ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, .kernel_size = k, .stride = s, .padding = p};
+      rlx_attrs_Pool pa = {
+          .kind = kind ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, .kernel_size = k, .stride = s, .padding = p};
       snprintf(what, sizeof what, "Pool %s %s fill %d", kind ? "mean" : "max", name, f);
       CHECK(build(&c, RLX_OP_Pool, &pa, NULL, 1, a, 0));
       if (!c.node) continue;
@@ -484,9 +497,9 @@ static void test_binary(void) {
 }
 
 static void test_activation(void) {
-  rlx_act kinds[] = {RLX_ACT_RELU,    RLX_ACT_NEG,  RLX_ACT_ABS,  RLX_ACT_SQRT, RLX_ACT_RECIP,
-                     RLX_ACT_EXP,     RLX_ACT_LOG,  RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU,
-                     RLX_ACT_GELU,    RLX_ACT_GELU_APPROX, RLX_ACT_SOFTPLUS};
+  rlx_act kinds[] = {RLX_ACT_RELU, RLX_ACT_NEG,         RLX_ACT_ABS,     RLX_ACT_SQRT, RLX_ACT_RECIP,
+                     RLX_ACT_EXP,  RLX_ACT_LOG,         RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU,
+                     RLX_ACT_GELU, RLX_ACT_GELU_APPROX, RLX_ACT_SOFTPLUS};
   fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     for (int f = 0; f < 3; f++) {
@@ -633,16 +646,16 @@ static void test_reduce(void) {
     rlx_reduce r = op ? RLX_REDUCE_MEAN : RLX_REDUCE_SUM;
     reduce_case(SHP(F32, 6, 16, 28, 28), IL(0, 2, 3), true, r, FILL_UNIFORM); /* conv bias gradient */
     reduce_case(SHP(F32, 6, 16, 28, 28), IL(0, 2, 3), false, r, FILL_UNIFORM);
-    reduce_case(SHP(F32, 64, 130), IL(0), true, r, FILL_UNIFORM);             /* dense bias gradient */
-    reduce_case(SHP(F32, 64, 1300), IL(0), false, r, FILL_UNIFORM);           /* several column blocks */
-    reduce_case(SHP(F32, 13, 1001), IL(-1), false, r, FILL_UNIFORM);          /* last axis */
-    reduce_case(SHP(F32, 5, 7, 9), IL(1), true, r, FILL_UNIFORM);             /* middle */
-    reduce_case(SHP(F32, 5, 7, 9), NOLIST, false, r, FILL_UNIFORM);           /* everything */
+    reduce_case(SHP(F32, 64, 130), IL(0), true, r, FILL_UNIFORM);    /* dense bias gradient */
+    reduce_case(SHP(F32, 64, 1300), IL(0), false, r, FILL_UNIFORM);  /* several column blocks */
+    reduce_case(SHP(F32, 13, 1001), IL(-1), false, r, FILL_UNIFORM); /* last axis */
+    reduce_case(SHP(F32, 5, 7, 9), IL(1), true, r, FILL_UNIFORM);    /* middle */
+    reduce_case(SHP(F32, 5, 7, 9), NOLIST, false, r, FILL_UNIFORM);  /* everything */
     reduce_case(SHP(F32, 64), IL(0), false, r, FILL_UNIFORM);
-    reduce_case(SHP(F32, 5, 1, 7, 1), IL(1, 2), false, r, FILL_UNIFORM);      /* unit axes */
-    reduce_case(SHP(F32, 4, 1, 6), IL(1), false, r, FILL_UNIFORM);           /* only a unit axis */
+    reduce_case(SHP(F32, 5, 1, 7, 1), IL(1, 2), false, r, FILL_UNIFORM); /* unit axes */
+    reduce_case(SHP(F32, 4, 1, 6), IL(1), false, r, FILL_UNIFORM);       /* only a unit axis */
     reduce_case(SHP(F32, 3, 40000), IL(1), false, r, FILL_SPECIAL);
-    reduce_case(SHP(F32, 3, 0, 4), IL(1), false, r, FILL_UNIFORM);            /* empty reduction */
+    reduce_case(SHP(F32, 3, 0, 4), IL(1), false, r, FILL_UNIFORM); /* empty reduction */
   }
   tcase c;
   targ a[1] = {{SHP(F32, 2, 3, 4, 5), FILL_UNIFORM}};
@@ -726,13 +739,18 @@ static void test_softmax(void) {
 
 static rlx_status conv_block(rlx_graph *g, rlx_id x, rlx_id w, rlx_id b, int64_t cout, rlx_id *out) {
   int64_t one[2] = {1, 1}, k2[2] = {2, 2};
-  rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv ca = {.kernel_size = NOLIST,
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = one, .n = 2},
+                       .dilation = {.v = one, .n = 2},
+                       .groups = 1};
   rlx_id c, br, r;
   RLX_TRY(rlx_build_Conv(g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   RLX_TRY(rlx_reshape(g, b, 4, (int64_t[]){1, cout, 1, 1}, &br));
   RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, c, br, &c));
   RLX_TRY(rlx_activation(g, RLX_ACT_RELU, c, &r));
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = k2, .n = 2}, .padding = NOLIST};
+  rlx_attrs_Pool pa = {
+      .kind = RLX_REDUCE_MAX, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = k2, .n = 2}, .padding = NOLIST};
   return rlx_build_Pool(g, &r, 1, &pa, NULL, out);
 }
 
@@ -847,7 +865,8 @@ static void test_executor(bool torch_layout) {
     uint64_t before = rlx_cpu_fusion_count();
     float **fast = run_step(gr, t, B, &n_fast);
     /* conv + bias + relu (2), max-pool backward + relu backward (2), transpose -> matmul */
-    CHECK_MSG(rlx_cpu_fusion_count() - before >= 6, "only %llu fusions", (unsigned long long)(rlx_cpu_fusion_count() - before));
+    CHECK_MSG(rlx_cpu_fusion_count() - before >= 6, "only %llu fusions",
+              (unsigned long long)(rlx_cpu_fusion_count() - before));
     CHECK(fast && n_fast == n_ref);
     for (uint32_t i = 0; fast && i < n_ref; i++) {
       const rlx_node *on = rlx_graph_node(gr, outs[i]);
@@ -881,9 +900,9 @@ static void test_executor(bool torch_layout) {
 static void test_fft(void) {
   /* last axis 2N: N = 1, 2, 8, 512 (radix-2), 3, 5, 12, 400, 1000, 1001 = 7 * 11 * 13, 6 (mixed
    * radix) and 17, 4099 (primes past 13: Bluestein) */
-  rlx_shape shapes[13] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),   SHP(F32, 2, 3, 16), SHP(F32, 9, 1024), SHP(F32, 4, 6),
-                          SHP(F32, 2, 10), SHP(F32, 7, 24),  SHP(F32, 5, 800),   SHP(F32, 3, 2000), SHP(F32, 2, 2002),
-                          SHP(F32, 4, 12), SHP(F32, 3, 34),  SHP(F32, 2, 8198)};
+  rlx_shape shapes[13] = {SHP(F32, 3, 2),  SHP(F32, 5, 4),  SHP(F32, 2, 3, 16), SHP(F32, 9, 1024), SHP(F32, 4, 6),
+                          SHP(F32, 2, 10), SHP(F32, 7, 24), SHP(F32, 5, 800),   SHP(F32, 3, 2000), SHP(F32, 2, 2002),
+                          SHP(F32, 4, 12), SHP(F32, 3, 34), SHP(F32, 2, 8198)};
   for (int s = 0; s < 13; s++)
     for (int v = 0; v < 6; v++) {
       tcase c;

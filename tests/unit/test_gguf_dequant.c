@@ -170,7 +170,8 @@ static void check_formats(void) {
       for (size_t c = 0; c < ncodes; c++) {
         double v = rq_fmt_decode(&fm, (uint8_t)c);
         bool ok = isnan(dec[c]) ? isnan(v) : (v == (double)dec[c] && !signbit(v) == !signbit(dec[c]));
-        if (!ok && bad_dec++ < 3) fprintf(stderr, "  %s decode 0x%02zx: got %g, ml_dtypes %g\n", name, c, v, (double)dec[c]);
+        if (!ok && bad_dec++ < 3)
+          fprintf(stderr, "  %s decode 0x%02zx: got %g, ml_dtypes %g\n", name, c, v, (double)dec[c]);
       }
       for (size_t i = 0; i < nenc; i++) {
         uint8_t c = rq_fmt_encode(&fm, (double)xin[i]);
@@ -194,8 +195,10 @@ static void check_formats(void) {
 int main(void) {
   const char *venv = getenv("RLX_GGUF_VENV"), *home = getenv("HOME"), *src = getenv("RLX_SOURCE_DIR");
   char py[512], cmd[2048];
-  if (venv) snprintf(py, sizeof py, "%s/bin/python", venv);
-  else snprintf(py, sizeof py, "%s/.cache/rlx/gguf-0.19.0/bin/python", home ? home : "");
+  if (venv)
+    snprintf(py, sizeof py, "%s/bin/python", venv);
+  else
+    snprintf(py, sizeof py, "%s/.cache/rlx/gguf-0.19.0/bin/python", home ? home : "");
   snprintf(dir, sizeof dir, "/tmp/rlx_gguf_vectors_XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   snprintf(cmd, sizeof cmd, "'%s' '%s/tests/reference/gguf_vectors.py' '%s'", py, src ? src : ".", dir);

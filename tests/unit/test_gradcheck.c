@@ -14,10 +14,10 @@
 #include "backends/cpu/cpu_backend.h"
 #include "passes/passes.h"
 
-#define TRY(x)                                                                                     \
-  do {                                                                                             \
-    rlx_status s_ = (x);                                                                           \
-    if (s_ != RLX_OK) return s_;                                                                   \
+#define TRY(x)                   \
+  do {                           \
+    rlx_status s_ = (x);         \
+    if (s_ != RLX_OK) return s_; \
   } while (0)
 
 typedef rlx_status (*gc_build)(rlx_graph *g, const rlx_id *p, rlx_id *y);
@@ -34,8 +34,8 @@ typedef struct gc_case {
   rlx_op op;
   gc_build build;
   gc_param p[6];
-  double h, tol;     /* 0 = defaults (1e-5, 1e-6) */
-  rlx_dtype dt;      /* 0 (F32 enum value) is treated as "f64 default" unless f32 is set */
+  double h, tol; /* 0 = defaults (1e-5, 1e-6) */
+  rlx_dtype dt;  /* 0 (F32 enum value) is treated as "f64 default" unless f32 is set */
   bool f32;
 } gc_case;
 
@@ -65,7 +65,9 @@ static rlx_status cstv(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *
   return st;
 }
 
-static rlx_status bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(g, op, a, b, out); }
+static rlx_status bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
+  return rlx_binary(g, op, a, b, out);
+}
 
 /* A + k I for a square matrix A [.., n, n] (keeps it well conditioned). */
 static rlx_status plus_diag(rlx_graph *g, rlx_id a, double k, rlx_id *out) {
@@ -84,7 +86,9 @@ static int g_act;
 static rlx_status b_act(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_activation(g, (rlx_act)g_act, p[0], y); }
 
 static int g_binop;
-static rlx_status b_binary(rlx_graph *g, const rlx_id *p, rlx_id *y) { return bin(g, (rlx_binop)g_binop, p[0], p[1], y); }
+static rlx_status b_binary(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return bin(g, (rlx_binop)g_binop, p[0], p[1], y);
+}
 
 static rlx_status b_mod(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id d;
@@ -120,7 +124,10 @@ static rlx_status b_matmul(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rl
 
 static rlx_status b_dotgeneral(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t lc = 2, rc = 1, lb = 0, rb = 0;
-  rlx_attrs_DotGeneral a = {.lhs_contracting = {.v = &lc, .n = 1}, .rhs_contracting = {.v = &rc, .n = 1}, .lhs_batch = {.v = &lb, .n = 1}, .rhs_batch = {.v = &rb, .n = 1}};
+  rlx_attrs_DotGeneral a = {.lhs_contracting = {.v = &lc, .n = 1},
+                            .rhs_contracting = {.v = &rc, .n = 1},
+                            .lhs_batch = {.v = &lb, .n = 1},
+                            .rhs_batch = {.v = &rb, .n = 1}};
   return rlx_build_DotGeneral(g, p, 2, &a, NULL, y);
 }
 
@@ -182,7 +189,10 @@ static rlx_status b_svd(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 
 static rlx_status b_im2col(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {2, 3}, s[2] = {2, 1}, pad[4] = {1, 0, 0, 1}, d[2] = {1, 2};
-  rlx_attrs_Im2Col a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = s, .n = 2}, .padding = {.v = pad, .n = 4}, .dilation = {.v = d, .n = 2}};
+  rlx_attrs_Im2Col a = {.kernel_size = {.v = k, .n = 2},
+                        .stride = {.v = s, .n = 2},
+                        .padding = {.v = pad, .n = 4},
+                        .dilation = {.v = d, .n = 2}};
   return rlx_build_Im2Col(g, p, 1, &a, NULL, y);
 }
 
@@ -224,11 +234,15 @@ static rlx_status b_adaln(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_AdaLayerNorm(g, p, 3, &a, NULL, y);
 }
 
-static rlx_status b_gatedres(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_build_GatedResidual(g, p, 3, NULL, y); }
+static rlx_status b_gatedres(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return rlx_build_GatedResidual(g, p, 3, NULL, y);
+}
 
 /* ---- resampling ---- */
 
-static rlx_status b_resize(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_build_ResizeNearest2x(g, p, 1, NULL, y); }
+static rlx_status b_resize(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return rlx_build_ResizeNearest2x(g, p, 1, NULL, y);
+}
 
 static rlx_status b_interp3d(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t sz[3] = {3, 2, 5};
@@ -296,13 +310,16 @@ static rlx_status b_rope(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 }
 
 static rlx_status b_axialrope(rlx_graph *g, const rlx_id *p, rlx_id *y) {
-  rlx_attrs_AxialRope2d a = {.end_x = 2, .end_y = 2, .head_dim = 4, .num_heads = 1, .theta = 100.0f, .repeat_factor = 1};
+  rlx_attrs_AxialRope2d a = {
+      .end_x = 2, .end_y = 2, .head_dim = 4, .num_heads = 1, .theta = 100.0f, .repeat_factor = 1};
   return rlx_build_AxialRope2d(g, p, 1, &a, NULL, y);
 }
 
 /* ---- shape ---- */
 
-static rlx_status b_reshape(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_reshape(g, p[0], 2, (int64_t[]){3, -1}, y); }
+static rlx_status b_reshape(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return rlx_reshape(g, p[0], 2, (int64_t[]){3, -1}, y);
+}
 
 static rlx_status b_transpose(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_transpose(g, p[0], 3, (int64_t[]){2, 0, 1}, y);
@@ -328,8 +345,10 @@ static rlx_status b_expand(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 static int g_gather;
 static rlx_status b_gather(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id idx;
-  if (g_gather == 0) TRY(cstv(g, RLX_I64, 2, (rlx_dim[]){2, 2}, (double[]){2, 0, 2, 1}, &idx));
-  else TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){3}, (double[]){3, 0, 3}, &idx));
+  if (g_gather == 0)
+    TRY(cstv(g, RLX_I64, 2, (rlx_dim[]){2, 2}, (double[]){2, 0, 2, 1}, &idx));
+  else
+    TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){3}, (double[]){3, 0, 3}, &idx));
   rlx_attrs_Gather a = {.axis = g_gather};
   rlx_id in[2] = {p[0], idx};
   return rlx_build_Gather(g, in, 2, &a, NULL, y);
@@ -423,38 +442,57 @@ static rlx_status b_cummax(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 static int g_conv; /* 0: stride 2 + asymmetric padding; 1: dilation 2 + groups 2 */
 static rlx_status b_conv(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {3, 2}, s2[2] = {2, 1}, pad4[4] = {1, 0, 0, 1}, one[2] = {1, 1}, d2[2] = {2, 1}, pad2[2] = {1, 1};
-  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = g_conv ? one : s2, .n = 2}, .padding = g_conv ? (rlx_ilist){.v = pad2, .n = 2} : (rlx_ilist){.v = pad4, .n = 4}, .dilation = {.v = g_conv ? d2 : one, .n = 2}, .groups = g_conv ? 2 : 1};
+  rlx_attrs_Conv a = {.kernel_size = {.v = k, .n = 2},
+                      .stride = {.v = g_conv ? one : s2, .n = 2},
+                      .padding = g_conv ? (rlx_ilist){.v = pad2, .n = 2} : (rlx_ilist){.v = pad4, .n = 4},
+                      .dilation = {.v = g_conv ? d2 : one, .n = 2},
+                      .groups = g_conv ? 2 : 1};
   return rlx_build_Conv(g, p, 2, &a, NULL, y);
 }
 
 static rlx_status b_conv3d(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t s[3] = {1, 2, 1}, pad[3] = {1, 0, 1}, d[3] = {1, 1, 1};
-  rlx_attrs_Conv3d a = {.stride = {.v = s, .n = 3}, .padding = {.v = pad, .n = 3}, .dilation = {.v = d, .n = 3}, .groups = 1};
+  rlx_attrs_Conv3d a = {
+      .stride = {.v = s, .n = 3}, .padding = {.v = pad, .n = 3}, .dilation = {.v = d, .n = 3}, .groups = 1};
   return rlx_build_Conv3d(g, p, 2, &a, NULL, y);
 }
 
 static rlx_status b_convt2d(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {2, 3}, s[2] = {2, 1}, pad[2] = {0, 1}, d[2] = {1, 1}, op[2] = {1, 0};
-  rlx_attrs_ConvTranspose2d a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = s, .n = 2}, .padding = {.v = pad, .n = 2}, .dilation = {.v = d, .n = 2}, .output_padding = {.v = op, .n = 2}, .groups = 2};
+  rlx_attrs_ConvTranspose2d a = {.kernel_size = {.v = k, .n = 2},
+                                 .stride = {.v = s, .n = 2},
+                                 .padding = {.v = pad, .n = 2},
+                                 .dilation = {.v = d, .n = 2},
+                                 .output_padding = {.v = op, .n = 2},
+                                 .groups = 2};
   return rlx_build_ConvTranspose2d(g, p, 2, &a, NULL, y);
 }
 
 static rlx_status b_convt3d(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t s[3] = {2, 1, 1}, pad[3] = {0, 0, 1}, d[3] = {1, 1, 1}, op[3] = {0, 0, 0};
-  rlx_attrs_ConvTranspose3d a = {.stride = {.v = s, .n = 3}, .padding = {.v = pad, .n = 3}, .dilation = {.v = d, .n = 3}, .output_padding = {.v = op, .n = 3}, .groups = 1};
+  rlx_attrs_ConvTranspose3d a = {.stride = {.v = s, .n = 3},
+                                 .padding = {.v = pad, .n = 3},
+                                 .dilation = {.v = d, .n = 3},
+                                 .output_padding = {.v = op, .n = 3},
+                                 .groups = 1};
   return rlx_build_ConvTranspose3d(g, p, 2, &a, NULL, y);
 }
 
 static int g_pool; /* 0 max, 1 mean, 2 max with padding and overlap, 3 mean with padding */
 static rlx_status b_pool(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {2, 2}, k3[2] = {3, 2}, s[2] = {2, 1}, pad[2] = {1, 1};
-  rlx_attrs_Pool a = {.kind = g_pool % 2 ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX, .kernel_size = {.v = g_pool < 2 ? k : k3, .n = 2}, .stride = g_pool < 2 ? (rlx_ilist){.v = NULL, .n = 0} : (rlx_ilist){.v = s, .n = 2}, .padding = g_pool < 2 ? (rlx_ilist){.v = NULL, .n = 0} : (rlx_ilist){.v = pad, .n = 2}};
+  rlx_attrs_Pool a = {.kind = g_pool % 2 ? RLX_REDUCE_MEAN : RLX_REDUCE_MAX,
+                      .kernel_size = {.v = g_pool < 2 ? k : k3, .n = 2},
+                      .stride = g_pool < 2 ? (rlx_ilist){.v = NULL, .n = 0} : (rlx_ilist){.v = s, .n = 2},
+                      .padding = g_pool < 2 ? (rlx_ilist){.v = NULL, .n = 0} : (rlx_ilist){.v = pad, .n = 2}};
   return rlx_build_Pool(g, p, 1, &a, NULL, y);
 }
 
 /* ---- losses ---- */
 
-static rlx_status b_sce(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_build_SoftmaxCrossEntropy(g, p, 2, NULL, y); }
+static rlx_status b_sce(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return rlx_build_SoftmaxCrossEntropy(g, p, 2, NULL, y);
+}
 
 static rlx_status b_scel(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id lab;
@@ -520,11 +558,19 @@ static rlx_status b_mmbiasact(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_FusedMatMulBiasAct(g, p, 3, &a, NULL, y);
 }
 
-static rlx_status b_mmres(rlx_graph *g, const rlx_id *p, rlx_id *y) { return rlx_build_FusedMatMulResidual(g, p, 3, NULL, y); }
+static rlx_status b_mmres(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  return rlx_build_FusedMatMulResidual(g, p, 3, NULL, y);
+}
 
 static rlx_status b_convbiasact(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {3, 3}, one[2] = {1, 1};
-  rlx_attrs_FusedConvBiasAct a = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1, .activation = RLX_ACT_SILU, .has_residual = true};
+  rlx_attrs_FusedConvBiasAct a = {.kernel_size = {.v = k, .n = 2},
+                                  .stride = {.v = one, .n = 2},
+                                  .padding = {.v = one, .n = 2},
+                                  .dilation = {.v = one, .n = 2},
+                                  .groups = 1,
+                                  .activation = RLX_ACT_SILU,
+                                  .has_residual = true};
   return rlx_build_FusedConvBiasAct(g, p, 4, &a, NULL, y);
 }
 
@@ -554,7 +600,13 @@ static rlx_status b_attnblock(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 static rlx_status b_txlayer(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id mask;
   TRY(cstv(g, RLX_F64, 2, (rlx_dim[]){1, 3}, (double[]){1, 1, 1}, &mask));
-  rlx_attrs_FusedTransformerLayer a = {.num_heads = 2, .head_dim = 2, .intermediate_size = 6, .eps1 = 1e-5f, .eps2 = 1e-5f, .activation = RLX_ACT_GELU, .has_bias = false};
+  rlx_attrs_FusedTransformerLayer a = {.num_heads = 2,
+                                       .head_dim = 2,
+                                       .intermediate_size = 6,
+                                       .eps1 = 1e-5f,
+                                       .eps2 = 1e-5f,
+                                       .activation = RLX_ACT_GELU,
+                                       .has_bias = false};
   rlx_id in[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[3], mask};
   return rlx_build_FusedTransformerLayer(g, in, 8, &a, NULL, y);
 }
@@ -669,7 +721,8 @@ static rlx_status b_scan(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   TRY(rlx_activation(body, RLX_ACT_TANH, t, &u));
   TRY(bin(body, RLX_BINOP_ADD, u, b, &o));
   TRY(rlx_graph_set_outputs(body, &o, 1));
-  rlx_attrs_Scan a = {.body = body, .length = 4, .save_trajectory = g_scan == 1, .num_bcast = 1, .num_xs = 1, .num_checkpoints = 0};
+  rlx_attrs_Scan a = {
+      .body = body, .length = 4, .save_trajectory = g_scan == 1, .num_bcast = 1, .num_xs = 1, .num_checkpoints = 0};
   rlx_id in[3] = {p[0], p[1], p[2]};
   return rlx_build_Scan(g, in, 3, &a, NULL, y);
 }
@@ -714,12 +767,30 @@ typedef struct raw_op {
 static const raw_op *g_raw;
 static int g_raw_index;
 
-static int64_t k22[2] = {2, 2}, one2[2] = {1, 1}, two2[2] = {2, 2}, pad1[2] = {1, 1}, k222[3] = {2, 2, 2}, one3[3] = {1, 1, 1};
-static const rlx_attrs_ActivationBackward ab_gelu = {.kind = RLX_ACT_GELU}, ab_tanh = {.kind = RLX_ACT_TANH}, ab_rsqrt = {.kind = RLX_ACT_RSQRT};
-static const rlx_attrs_Conv2dBackwardInput cbi = {.kernel_size = {.v = k22, .n = 2}, .stride = {.v = two2, .n = 2}, .padding = {.v = pad1, .n = 2}, .dilation = {.v = one2, .n = 2}, .groups = 1};
-static const rlx_attrs_Conv2dBackwardWeight cbw = {.kernel_size = {.v = k22, .n = 2}, .stride = {.v = two2, .n = 2}, .padding = {.v = pad1, .n = 2}, .dilation = {.v = one2, .n = 2}, .groups = 1};
-static const rlx_attrs_Conv3dBackwardInput c3i = {.kernel_size = {.v = k222, .n = 3}, .stride = {.v = one3, .n = 3}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = one3, .n = 3}, .groups = 1};
-static const rlx_attrs_Conv3dBackwardWeight c3w = {.kernel_size = {.v = k222, .n = 3}, .stride = {.v = one3, .n = 3}, .padding = {.v = NULL, .n = 0}, .dilation = {.v = one3, .n = 3}, .groups = 1};
+static int64_t k22[2] = {2, 2}, one2[2] = {1, 1}, two2[2] = {2, 2}, pad1[2] = {1, 1}, k222[3] = {2, 2, 2},
+               one3[3] = {1, 1, 1};
+static const rlx_attrs_ActivationBackward ab_gelu = {.kind = RLX_ACT_GELU}, ab_tanh = {.kind = RLX_ACT_TANH},
+                                          ab_rsqrt = {.kind = RLX_ACT_RSQRT};
+static const rlx_attrs_Conv2dBackwardInput cbi = {.kernel_size = {.v = k22, .n = 2},
+                                                  .stride = {.v = two2, .n = 2},
+                                                  .padding = {.v = pad1, .n = 2},
+                                                  .dilation = {.v = one2, .n = 2},
+                                                  .groups = 1};
+static const rlx_attrs_Conv2dBackwardWeight cbw = {.kernel_size = {.v = k22, .n = 2},
+                                                   .stride = {.v = two2, .n = 2},
+                                                   .padding = {.v = pad1, .n = 2},
+                                                   .dilation = {.v = one2, .n = 2},
+                                                   .groups = 1};
+static const rlx_attrs_Conv3dBackwardInput c3i = {.kernel_size = {.v = k222, .n = 3},
+                                                  .stride = {.v = one3, .n = 3},
+                                                  .padding = {.v = NULL, .n = 0},
+                                                  .dilation = {.v = one3, .n = 3},
+                                                  .groups = 1};
+static const rlx_attrs_Conv3dBackwardWeight c3w = {.kernel_size = {.v = k222, .n = 3},
+                                                   .stride = {.v = one3, .n = 3},
+                                                   .padding = {.v = NULL, .n = 0},
+                                                   .dilation = {.v = one3, .n = 3},
+                                                   .groups = 1};
 static const rlx_attrs_LayerNormBackwardInput lni = {.axis = -1, .eps = 1e-5f};
 static const rlx_attrs_LayerNormBackwardGamma lng = {.axis = -1, .eps = 1e-5f};
 static const rlx_attrs_RmsNormBackwardInput rmi = {.axis = -1, .eps = 1e-6f};
@@ -727,9 +798,16 @@ static const rlx_attrs_GroupNormBackwardInput gni = {.num_groups = 2, .eps = 1e-
 static const rlx_attrs_BatchNormInferenceBackwardInput bni = {.eps = 1e-5f};
 static const rlx_attrs_BatchNormInferenceBackwardGamma bng = {.eps = 1e-5f};
 static const rlx_attrs_CumsumBackward csb = {.axis = 1, .exclusive = true};
-static const rlx_attrs_MaxPool2dBackward mpb = {.kernel_size = {.v = k22, .n = 2}, .stride = {.v = one2, .n = 2}, .padding = {.v = NULL, .n = 0}};
+static const rlx_attrs_MaxPool2dBackward mpb = {
+    .kernel_size = {.v = k22, .n = 2}, .stride = {.v = one2, .n = 2}, .padding = {.v = NULL, .n = 0}};
 static const rlx_attrs_AdaLayerNormBackward alb = {.norm = RLX_ADA_NORM_LAYER_NORM, .eps = 1e-6f};
-static const rlx_attrs_AttentionBackward atb = {.num_heads = 1, .head_dim = 4, .mask_kind = RLX_MASK_CAUSAL, .window = 0, .wrt = RLX_ATTN_WRT_KEY, .score_scale = {.has = false, .v = 0}, .attn_logit_softcap = {.has = false, .v = 0}};
+static const rlx_attrs_AttentionBackward atb = {.num_heads = 1,
+                                                .head_dim = 4,
+                                                .mask_kind = RLX_MASK_CAUSAL,
+                                                .window = 0,
+                                                .wrt = RLX_ATTN_WRT_KEY,
+                                                .score_scale = {.has = false, .v = 0},
+                                                .attn_logit_softcap = {.has = false, .v = 0}};
 static const raw_op raw_ops[] = {
     {RLX_OP_ReluBackward, NULL, 2, false, 0, {0}},
     {RLX_OP_ActivationBackward, &ab_gelu, 2, false, 0, {0}},
@@ -823,7 +901,8 @@ static rlx_status spd_diag(rlx_graph *g, rlx_dim n, const double *d, rlx_id *out
 static rlx_status b_eigh(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id a;
   TRY(spd_symm(g, p[0], &a));
-  return rlx_graph_node(g, a)->shape.rank == 3 ? rlx_build_EighBatch(g, &a, 1, NULL, y) : rlx_build_Eigh(g, &a, 1, NULL, y);
+  return rlx_graph_node(g, a)->shape.rank == 3 ? rlx_build_EighBatch(g, &a, 1, NULL, y)
+                                               : rlx_build_Eigh(g, &a, 1, NULL, y);
 }
 
 static rlx_status b_bimap(rlx_graph *g, const rlx_id *p, rlx_id *y) {
@@ -962,8 +1041,13 @@ static rlx_status b_splat(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   TRY(bin(g, RLX_BINOP_ADD, p[0], off, &ops[0]));
   TRY(rlx_constant(g, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){23}), meta, sizeof meta, &m));
   ops[6] = m;
-  rlx_attrs_GaussianSplatRender a = {.width = 12, .height = 10, .tile_size = 16, .radius_scale = 1.6f,
-                                     .alpha_cutoff = 0.0f, .max_splat_steps = 64, .transmittance_threshold = 0.0f,
+  rlx_attrs_GaussianSplatRender a = {.width = 12,
+                                     .height = 10,
+                                     .tile_size = 16,
+                                     .radius_scale = 1.6f,
+                                     .alpha_cutoff = 0.0f,
+                                     .max_splat_steps = 64,
+                                     .transmittance_threshold = 0.0f,
                                      .max_list_entries = 64};
   (void)g_splat_sh;
   return rlx_build_GaussianSplatRender(g, ops, 7, &a, NULL, y);
@@ -978,18 +1062,25 @@ static rlx_status b_splat(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 static int g_rnn;
 static int64_t rnn_hidden(void) { return (g_rnn & 7) == 0 ? 3 : 2; }
 static rlx_status b_lstm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
-  rlx_attrs_Lstm a = {.hidden_size = rnn_hidden(), .num_layers = g_rnn & 4 ? 2 : 1, .bidirectional = g_rnn & 1,
+  rlx_attrs_Lstm a = {.hidden_size = rnn_hidden(),
+                      .num_layers = g_rnn & 4 ? 2 : 1,
+                      .bidirectional = g_rnn & 1,
                       .carry = (g_rnn & 2) != 0};
   return rlx_build_Lstm(g, p, a.carry ? 6 : 4, &a, NULL, y);
 }
 static rlx_status b_gru(rlx_graph *g, const rlx_id *p, rlx_id *y) {
-  rlx_attrs_Gru a = {.hidden_size = rnn_hidden(), .num_layers = g_rnn & 4 ? 2 : 1, .bidirectional = g_rnn & 1,
+  rlx_attrs_Gru a = {.hidden_size = rnn_hidden(),
+                     .num_layers = g_rnn & 4 ? 2 : 1,
+                     .bidirectional = g_rnn & 1,
                      .carry = (g_rnn & 2) != 0};
   return rlx_build_Gru(g, p, a.carry ? 6 : 5, &a, NULL, y);
 }
 static rlx_status b_rnn(rlx_graph *g, const rlx_id *p, rlx_id *y) {
-  rlx_attrs_Rnn a = {.hidden_size = rnn_hidden(), .num_layers = g_rnn & 4 ? 2 : 1, .bidirectional = g_rnn & 1,
-                     .carry = (g_rnn & 2) != 0, .relu = (g_rnn & 8) != 0};
+  rlx_attrs_Rnn a = {.hidden_size = rnn_hidden(),
+                     .num_layers = g_rnn & 4 ? 2 : 1,
+                     .bidirectional = g_rnn & 1,
+                     .carry = (g_rnn & 2) != 0,
+                     .relu = (g_rnn & 8) != 0};
   return rlx_build_Rnn(g, p, a.carry ? 5 : 4, &a, NULL, y);
 }
 static rlx_status b_selscan(rlx_graph *g, const rlx_id *p, rlx_id *y) {
@@ -1023,7 +1114,8 @@ static rlx_status b_logmel(rlx_graph *g, const rlx_id *p, rlx_id *y) {
 }
 /* ---- end of sequence models and signal ops ---- */
 
-#define P1(n, lo, hi, r, ...) {n, r, {__VA_ARGS__}, lo, hi}
+#define P1(n, lo, hi, r, ...) \
+  { n, r, {__VA_ARGS__}, lo, hi }
 
 typedef struct gc_entry {
   gc_case c;
@@ -1061,7 +1153,8 @@ static rlx_status b_dqmm_int8(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id wq, zp;
   TRY(cstv(g, RLX_I8, 2, (rlx_dim[]){8, 3}, q, &wq));
   TRY(cstv(g, RLX_F32, 2, (rlx_dim[]){2, 3}, z, &zp));
-  rlx_attrs_DequantMatMul a = {.scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 4, .bits = 4, .group_size = 64};
+  rlx_attrs_DequantMatMul a = {
+      .scheme = RLX_QUANT_SCHEME_INT8_BLOCK_ASYM, .block_size = 4, .bits = 4, .group_size = 64};
   rlx_id in[4] = {p[0], wq, p[1], zp};
   return rlx_build_DequantMatMul(g, in, 4, &a, NULL, y);
 }
@@ -1086,7 +1179,8 @@ static rlx_status b_dgmm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   rlx_id w, idx;
   TRY(q8_0_bytes(g, 4, &w)); /* 2 experts of [N = 2, K = 32] */
   TRY(cstv(g, RLX_I64, 1, (rlx_dim[]){3}, (double[]){1, 0, 1}, &idx));
-  rlx_attrs_DequantGroupedMatMul a = {.scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 32, .bits = 4, .group_size = 64};
+  rlx_attrs_DequantGroupedMatMul a = {
+      .scheme = RLX_QUANT_SCHEME_GGUF_Q8_0, .block_size = 32, .bits = 4, .group_size = 64};
   rlx_shape decl = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){3, 2});
   rlx_id in[3] = {p[0], w, idx};
   return rlx_graph_add(g, RLX_OP_DequantGroupedMatMul, in, 3, &a, &decl, NULL, y);
@@ -1105,8 +1199,11 @@ static rlx_status b_smm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   TRY(fp8_codes(g, 2, (rlx_dim[]){3, 4}, 2, &r));
   TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.01}, &sl));
   TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.02}, &sr));
-  rlx_attrs_ScaledMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3, .rhs_format = RLX_SCALED_FORMAT_F8E5M2,
-                              .layout = RLX_SCALE_LAYOUT_PER_TENSOR, .block = 32, .has_bias = true};
+  rlx_attrs_ScaledMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3,
+                              .rhs_format = RLX_SCALED_FORMAT_F8E5M2,
+                              .layout = RLX_SCALE_LAYOUT_PER_TENSOR,
+                              .block = 32,
+                              .has_bias = true};
   rlx_id in[5] = {l, r, sl, sr, p[0]};
   return rlx_build_ScaledMatMul(g, in, 5, &a, NULL, y);
 }
@@ -1117,32 +1214,66 @@ static rlx_status b_sgmm(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.05}, &sx));
   TRY(cstv(g, RLX_F32, 1, (rlx_dim[]){1}, (double[]){0.03}, &sw));
   TRY(cstv(g, RLX_I32, 1, (rlx_dim[]){3}, (double[]){0, 1, 1}, &idx));
-  rlx_attrs_ScaledGroupedMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3, .rhs_format = RLX_SCALED_FORMAT_F8E4M3,
-                                     .layout = RLX_SCALE_LAYOUT_PER_TENSOR, .block = 32, .has_bias = true};
+  rlx_attrs_ScaledGroupedMatMul a = {.lhs_format = RLX_SCALED_FORMAT_F8E4M3,
+                                     .rhs_format = RLX_SCALED_FORMAT_F8E4M3,
+                                     .layout = RLX_SCALE_LAYOUT_PER_TENSOR,
+                                     .block = 32,
+                                     .has_bias = true};
   rlx_id in[6] = {xc, wc, sx, sw, idx, p[0]};
   return rlx_build_ScaledGroupedMatMul(g, in, 6, &a, NULL, y);
 }
 /* ---- end of the quantization family builders ---- */
 
-#define CASE(NAME, OP, B, ...) {{NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, NULL, 0}
-#define CASEK(NAME, OP, B, K, V, ...) {{NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, &K, V}
+#define CASE(NAME, OP, B, ...) \
+  { {NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, NULL, 0 }
+#define CASEK(NAME, OP, B, K, V, ...) \
+  { {NAME, RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, false}, &K, V }
 
 static const gc_entry cases[] = {
-    /* activations: one per kind */
+/* activations: one per kind */
 #define ACT(K, lo, hi) CASEK("Activation " #K, Activation, b_act, g_act, RLX_ACT_##K, P1("x", lo, hi, 2, 2, 3))
-    ACT(GELU, -2, 2), ACT(GELU_APPROX, -2, 2), ACT(SILU, -2, 2), ACT(RELU, -1, 1), ACT(SIGMOID, -2, 2), ACT(TANH, -2, 2),
-    ACT(EXP, -1, 1), ACT(LOG, 0.3, 2), ACT(SQRT, 0.3, 2), ACT(RSQRT, 0.3, 2), ACT(NEG, -1, 1), ACT(ABS, -1, 1),
-    ACT(SIN, -2, 2), ACT(COS, -2, 2), ACT(TAN, -1, 1), ACT(ATAN, -2, 2), ACT(RECIP, 0.5, 2), ACT(FLOOR, 0.1, 0.9),
-    ACT(CEIL, 0.1, 0.9), ACT(SIGN, 0.2, 0.9), ACT(SOFTPLUS, -2, 2), ACT(ELU, -2, 2), ACT(ERF, -2, 2),
-    ACT(HARD_SWISH, -4, 4), ACT(HARD_SIGMOID, -4, 4), ACT(MISH, -2, 2), ACT(SOFTSIGN, -2, 2), ACT(LOG_SIGMOID, -2, 2),
+    ACT(GELU, -2, 2),
+    ACT(GELU_APPROX, -2, 2),
+    ACT(SILU, -2, 2),
+    ACT(RELU, -1, 1),
+    ACT(SIGMOID, -2, 2),
+    ACT(TANH, -2, 2),
+    ACT(EXP, -1, 1),
+    ACT(LOG, 0.3, 2),
+    ACT(SQRT, 0.3, 2),
+    ACT(RSQRT, 0.3, 2),
+    ACT(NEG, -1, 1),
+    ACT(ABS, -1, 1),
+    ACT(SIN, -2, 2),
+    ACT(COS, -2, 2),
+    ACT(TAN, -1, 1),
+    ACT(ATAN, -2, 2),
+    ACT(RECIP, 0.5, 2),
+    ACT(FLOOR, 0.1, 0.9),
+    ACT(CEIL, 0.1, 0.9),
+    ACT(SIGN, 0.2, 0.9),
+    ACT(SOFTPLUS, -2, 2),
+    ACT(ELU, -2, 2),
+    ACT(ERF, -2, 2),
+    ACT(HARD_SWISH, -4, 4),
+    ACT(HARD_SIGMOID, -4, 4),
+    ACT(MISH, -2, 2),
+    ACT(SOFTSIGN, -2, 2),
+    ACT(LOG_SIGMOID, -2, 2),
 #undef ACT
     /* Round: the straight-through gradient is not the derivative; checked in test_autodiff */
     /* an f32 intermediate: coarser step and tolerance */
     {{"Cast f64->f32->f64", RLX_OP_Cast, b_cast, {P1("x", -1, 1, 2, 2, 3)}, 1e-3, 1e-4, 0, false}, NULL, 0},
-#define BIN(K, lo, hi, blo, bhi)                                                                   \
+#define BIN(K, lo, hi, blo, bhi) \
   CASEK("Binary " #K, Binary, b_binary, g_binop, RLX_BINOP_##K, P1("a", lo, hi, 2, 2, 3), P1("b", blo, bhi, 2, 2, 1))
-    BIN(ADD, -1, 1, -1, 1), BIN(SUB, -1, 1, -1, 1), BIN(MUL, -1, 1, -1, 1), BIN(DIV, -1, 1, 0.5, 1.5),
-    BIN(MAX, -1, 1, -1, 1), BIN(MIN, -1, 1, -1, 1), BIN(POW, 0.5, 2, -1, 2), BIN(ATAN2, -1, 1, -1, 1),
+    BIN(ADD, -1, 1, -1, 1),
+    BIN(SUB, -1, 1, -1, 1),
+    BIN(MUL, -1, 1, -1, 1),
+    BIN(DIV, -1, 1, 0.5, 1.5),
+    BIN(MAX, -1, 1, -1, 1),
+    BIN(MIN, -1, 1, -1, 1),
+    BIN(POW, 0.5, 2, -1, 2),
+    BIN(ATAN2, -1, 1, -1, 1),
 #undef BIN
     CASE("Binary MOD (dividend only)", Binary, b_mod, P1("a", 0.1, 3, 2, 2, 3)),
     CASE("Where", Where, b_where, P1("z", -1, 1, 2, 2, 3), P1("t", -1, 1, 2, 2, 3), P1("f", -1, 1, 1, 3)),
@@ -1158,20 +1289,27 @@ static const gc_entry cases[] = {
     CASE("Det", Det, b_det, P1("A", -1, 1, 2, 3, 3)),
     CASE("LogDet", LogDet, b_logdet, P1("A", -1, 1, 2, 3, 3)),
     CASE("Cholesky", Cholesky, b_cholesky, P1("M", -1, 1, 2, 3, 3)),
-    CASEK("TriangularSolve upper", TriangularSolve, b_trisolve, g_tri, 0, P1("A", -1, 1, 2, 3, 3), P1("b", -1, 1, 1, 3)),
-    CASEK("TriangularSolve lower", TriangularSolve, b_trisolve, g_tri, 1, P1("A", -1, 1, 2, 3, 3), P1("b", -1, 1, 2, 3, 2)),
-    CASEK("TriangularSolve lower^T", TriangularSolve, b_trisolve, g_tri, 3, P1("A", -1, 1, 2, 3, 3), P1("b", -1, 1, 2, 3, 2)),
+    CASEK("TriangularSolve upper", TriangularSolve, b_trisolve, g_tri, 0, P1("A", -1, 1, 2, 3, 3),
+          P1("b", -1, 1, 1, 3)),
+    CASEK("TriangularSolve lower", TriangularSolve, b_trisolve, g_tri, 1, P1("A", -1, 1, 2, 3, 3),
+          P1("b", -1, 1, 2, 3, 2)),
+    CASEK("TriangularSolve lower^T", TriangularSolve, b_trisolve, g_tri, 3, P1("A", -1, 1, 2, 3, 3),
+          P1("b", -1, 1, 2, 3, 2)),
     CASE("GroupedMatMul", GroupedMatMul, b_grouped, P1("x", -1, 1, 2, 4, 3), P1("w", -1, 1, 3, 2, 3, 5)),
     CASE("Sort descending", Sort, b_sort, P1("x", -1, 1, 2, 2, 5)),
     CASE("Svd singular values (wide)", Svd, b_svd, P1("A", -1, 1, 2, 2, 4)),
     CASE("Svd singular values (tall)", Svd, b_svd, P1("A", -1, 1, 2, 4, 3)),
     /* normalisation */
-    CASE("LayerNorm", LayerNorm, b_layernorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
-    CASE("RmsNorm", RmsNorm, b_rmsnorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
-    CASE("GroupNorm N=2", GroupNorm, b_groupnorm, P1("x", -1, 1, 4, 2, 4, 2, 2), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
+    CASE("LayerNorm", LayerNorm, b_layernorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4),
+         P1("beta", -1, 1, 1, 4)),
+    CASE("RmsNorm", RmsNorm, b_rmsnorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4),
+         P1("beta", -1, 1, 1, 4)),
+    CASE("GroupNorm N=2", GroupNorm, b_groupnorm, P1("x", -1, 1, 4, 2, 4, 2, 2), P1("gamma", 0.5, 1.5, 1, 4),
+         P1("beta", -1, 1, 1, 4)),
     CASE("BatchNormInference", BatchNormInference, b_batchnorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4),
          P1("beta", -1, 1, 1, 4), P1("mean", -0.5, 0.5, 1, 4), P1("var", 0.5, 2, 1, 4)),
-    CASE("LayerNorm2d", LayerNorm2d, b_layernorm2d, P1("x", -1, 1, 4, 2, 3, 2, 2), P1("gamma", 0.5, 1.5, 1, 3), P1("beta", -1, 1, 1, 3)),
+    CASE("LayerNorm2d", LayerNorm2d, b_layernorm2d, P1("x", -1, 1, 4, 2, 3, 2, 2), P1("gamma", 0.5, 1.5, 1, 3),
+         P1("beta", -1, 1, 1, 3)),
     CASEK("AdaLayerNorm LN", AdaLayerNorm, b_adaln, g_ada, RLX_ADA_NORM_LAYER_NORM, P1("x", -1, 1, 3, 2, 3, 4),
           P1("scale", -0.5, 0.5, 3, 2, 1, 4), P1("shift", -1, 1, 3, 2, 1, 4)),
     CASEK("AdaLayerNorm RMS", AdaLayerNorm, b_adaln, g_ada, RLX_ADA_NORM_RMS_NORM, P1("x", -1, 1, 3, 2, 3, 4),
@@ -1191,8 +1329,8 @@ static const gc_entry cases[] = {
           P1("k", -1, 1, 4, 1, 4, 2, 3), P1("v", -1, 1, 4, 1, 4, 2, 3)),
     CASEK("Attention custom mask", Attention, b_attention, g_attn, 3, P1("q", -1, 1, 3, 2, 3, 6),
           P1("k", -1, 1, 3, 2, 4, 6), P1("v", -1, 1, 3, 2, 4, 6)),
-    CASEK("Attention GQA", Attention, b_attention, g_attn, 4, P1("q", -1, 1, 4, 1, 3, 2, 3), P1("k", -1, 1, 4, 1, 3, 1, 3),
-          P1("v", -1, 1, 4, 1, 3, 1, 3)),
+    CASEK("Attention GQA", Attention, b_attention, g_attn, 4, P1("q", -1, 1, 4, 1, 3, 2, 3),
+          P1("k", -1, 1, 4, 1, 3, 1, 3), P1("v", -1, 1, 4, 1, 3, 1, 3)),
     CASEK("Attention bias (differentiated)", Attention, b_attention, g_attn, 5, P1("q", -1, 1, 4, 1, 2, 3, 3),
           P1("k", -1, 1, 4, 1, 2, 4, 3), P1("v", -1, 1, 4, 1, 2, 4, 3), P1("bias", -1, 1, 4, 1, 1, 3, 4)),
     CASEK("Attention v_head_dim 2, GQA, softcap", Attention, b_attention, g_attn, 6, P1("q", -1, 1, 4, 1, 3, 2, 3),
@@ -1221,9 +1359,18 @@ static const gc_entry cases[] = {
     CASE("Trilu", Trilu, b_trilu, P1("x", -1, 1, 3, 2, 3, 3)),
     CASE("Roll", Roll, b_roll, P1("x", -1, 1, 3, 3, 2, 4)),
     CASE("KvAppend", KvAppend, b_kvappend, P1("cache", -1, 1, 2, 4, 3), P1("row", -1, 1, 2, 1, 3)),
-    /* reductions */
-#define RED(K, keep) CASEK("Reduce " #K " keep=" #keep, Reduce, b_reduce, g_red, RLX_REDUCE_##K * 2 + keep, P1("x", -1, 1, 3, 2, 3, 2))
-    RED(SUM, 0), RED(SUM, 1), RED(MEAN, 0), RED(MEAN, 1), RED(MAX, 0), RED(MAX, 1), RED(MIN, 0), RED(MIN, 1), RED(PROD, 0),
+/* reductions */
+#define RED(K, keep) \
+  CASEK("Reduce " #K " keep=" #keep, Reduce, b_reduce, g_red, RLX_REDUCE_##K * 2 + keep, P1("x", -1, 1, 3, 2, 3, 2))
+    RED(SUM, 0),
+    RED(SUM, 1),
+    RED(MEAN, 0),
+    RED(MEAN, 1),
+    RED(MAX, 0),
+    RED(MAX, 1),
+    RED(MIN, 0),
+    RED(MIN, 1),
+    RED(PROD, 0),
     RED(PROD, 1),
 #undef RED
     CASE("Softmax axis 1", Softmax, b_softmax, P1("x", -1, 1, 3, 2, 3, 2)),
@@ -1235,10 +1382,12 @@ static const gc_entry cases[] = {
     /* convolution and pooling */
     CASEK("Conv stride 2, asymmetric padding", Conv, b_conv, g_conv, 0, P1("x", -1, 1, 4, 2, 2, 5, 4),
           P1("w", -1, 1, 4, 3, 2, 3, 2)),
-    CASEK("Conv dilation 2, groups 2", Conv, b_conv, g_conv, 1, P1("x", -1, 1, 4, 1, 4, 6, 4), P1("w", -1, 1, 4, 2, 2, 3, 2)),
+    CASEK("Conv dilation 2, groups 2", Conv, b_conv, g_conv, 1, P1("x", -1, 1, 4, 1, 4, 6, 4),
+          P1("w", -1, 1, 4, 2, 2, 3, 2)),
     CASE("Conv3d", Conv3d, b_conv3d, P1("x", -1, 1, 5, 1, 2, 3, 4, 3), P1("w", -1, 1, 5, 2, 2, 2, 2, 2)),
     CASE("ConvTranspose2d", ConvTranspose2d, b_convt2d, P1("x", -1, 1, 4, 1, 4, 3, 3), P1("w", -1, 1, 4, 4, 1, 2, 3)),
-    CASE("ConvTranspose3d", ConvTranspose3d, b_convt3d, P1("x", -1, 1, 5, 1, 2, 2, 2, 2), P1("w", -1, 1, 5, 2, 2, 2, 1, 2)),
+    CASE("ConvTranspose3d", ConvTranspose3d, b_convt3d, P1("x", -1, 1, 5, 1, 2, 2, 2, 2),
+         P1("w", -1, 1, 5, 2, 2, 2, 1, 2)),
     CASEK("Pool max", Pool, b_pool, g_pool, 0, P1("x", -1, 1, 4, 1, 2, 4, 4)),
     CASEK("Pool mean", Pool, b_pool, g_pool, 1, P1("x", -1, 1, 4, 1, 2, 4, 5)),
     CASEK("Pool max padded overlapping", Pool, b_pool, g_pool, 2, P1("x", -1, 1, 4, 1, 2, 5, 4)),
@@ -1265,27 +1414,28 @@ static const gc_entry cases[] = {
          P1("b", -1, 1, 1, 4)),
     CASE("FusedMatMulResidual", FusedMatMulResidual, b_mmres, P1("a", -1, 1, 2, 2, 3), P1("b", -1, 1, 2, 3, 4),
          P1("r", -1, 1, 2, 2, 4)),
-    CASE("FusedConvBiasAct", FusedConvBiasAct, b_convbiasact, P1("x", -1, 1, 4, 1, 2, 3, 3), P1("w", -1, 1, 4, 2, 2, 3, 3),
-         P1("b", -1, 1, 1, 2), P1("r", -1, 1, 4, 1, 2, 3, 3)),
+    CASE("FusedConvBiasAct", FusedConvBiasAct, b_convbiasact, P1("x", -1, 1, 4, 1, 2, 3, 3),
+         P1("w", -1, 1, 4, 2, 2, 3, 3), P1("b", -1, 1, 1, 2), P1("r", -1, 1, 4, 1, 2, 3, 3)),
     CASE("FusedResidualLN", FusedResidualLN, b_resln, P1("x", -1, 1, 3, 1, 2, 4), P1("res", -1, 1, 3, 1, 2, 4),
          P1("bias", -1, 1, 1, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
-    CASE("FusedResidualRmsNorm", FusedResidualRmsNorm, b_resrms, P1("x", -1, 1, 3, 1, 2, 4), P1("res", -1, 1, 3, 1, 2, 4),
-         P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
+    CASE("FusedResidualRmsNorm", FusedResidualRmsNorm, b_resrms, P1("x", -1, 1, 3, 1, 2, 4),
+         P1("res", -1, 1, 3, 1, 2, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4)),
     CASE("LoraMatMul", LoraMatMul, b_lora, P1("x", -1, 1, 2, 2, 3), P1("W", -1, 1, 2, 3, 4), P1("A", -1, 1, 2, 3, 2),
          P1("B", -1, 1, 2, 2, 4)),
-    CASE("FusedAttentionBlock", FusedAttentionBlock, b_attnblock, P1("h", -1, 1, 3, 1, 3, 4), P1("qkv", -1, 1, 2, 4, 12),
-         P1("out", -1, 1, 2, 4, 4)),
+    CASE("FusedAttentionBlock", FusedAttentionBlock, b_attnblock, P1("h", -1, 1, 3, 1, 3, 4),
+         P1("qkv", -1, 1, 2, 4, 12), P1("out", -1, 1, 2, 4, 4)),
     CASE("FusedTransformerLayer", FusedTransformerLayer, b_txlayer, P1("h", -1, 1, 3, 1, 3, 4),
          P1("qkv", -0.5, 0.5, 2, 4, 12), P1("out", -0.5, 0.5, 2, 4, 4), P1("ln_g", 0.5, 1.5, 1, 4),
          P1("fc1", -0.5, 0.5, 2, 4, 6), P1("fc2", -0.5, 0.5, 2, 6, 4)),
     CASE("ElementwiseRegion", ElementwiseRegion, b_ewregion, P1("a", -1, 1, 2, 2, 3), P1("b", -1, 1, 2, 2, 3)),
     CASE("TransformRegion", TransformRegion, b_tfregion, P1("x", -1, 1, 4, 1, 1, 2, 2)),
-    CASE("BatchElementwiseRegion", BatchElementwiseRegion, b_bewregion, P1("a", -1, 1, 2, 2, 3), P1("b", -1, 1, 2, 1, 3)),
+    CASE("BatchElementwiseRegion", BatchElementwiseRegion, b_bewregion, P1("a", -1, 1, 2, 2, 3),
+         P1("b", -1, 1, 2, 1, 3)),
     /* control flow */
     CASE("If", If, b_if, P1("a", -1, 1, 1, 3), P1("b", -1, 1, 1, 3)),
     CASE("While", While, b_while, P1("x", -1, 1, 1, 3), P1("w", 0.5, 1.5, 1, 3)),
-    CASEK("Scan final carry (bcast + body Param)", Scan, b_scan, g_scan, 0, P1("h0", -1, 1, 1, 3), P1("b", -0.5, 0.5, 1, 3),
-          P1("xs", -1, 1, 2, 4, 3), P1("w", -1, 1, 1, 3)),
+    CASEK("Scan final carry (bcast + body Param)", Scan, b_scan, g_scan, 0, P1("h0", -1, 1, 1, 3),
+          P1("b", -0.5, 0.5, 1, 3), P1("xs", -1, 1, 2, 4, 3), P1("w", -1, 1, 1, 3)),
     CASEK("Scan trajectory", Scan, b_scan, g_scan, 1, P1("h0", -1, 1, 1, 3), P1("b", -0.5, 0.5, 1, 3),
           P1("xs", -1, 1, 2, 4, 3), P1("w", -1, 1, 1, 3)),
     CASEK("CustomFn (fwd body)", CustomFn, b_customfn, g_cfn, 0, P1("a", -1, 1, 1, 3), P1("b", -1, 1, 1, 3)),
@@ -1294,9 +1444,12 @@ static const gc_entry cases[] = {
     CASEK("Fft N=4 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 2, 8)),
     CASEK("Fft N=3 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 2, 2, 6)),
     CASEK("Fft N=5 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 1, 10)),
-    CASEK("Fft inverse N=8 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_FORWARD, P1("x", -1, 1, 2, 2, 16)),
-    CASEK("Fft inverse N=5 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_ORTHO, P1("x", -1, 1, 3, 2, 1, 10)),
-    CASEK("Fft inverse N=1 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_BACKWARD, P1("x", -1, 1, 2, 3, 2)),
+    CASEK("Fft inverse N=8 Forward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_FORWARD,
+          P1("x", -1, 1, 2, 2, 16)),
+    CASEK("Fft inverse N=5 Ortho", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_ORTHO,
+          P1("x", -1, 1, 3, 2, 1, 10)),
+    CASEK("Fft inverse N=1 Backward", Fft, b_fft, g_fft, RLX_FFT_NORM_COUNT + RLX_FFT_NORM_BACKWARD,
+          P1("x", -1, 1, 2, 3, 2)),
     /* ---- SPD manifold and eigen (issue 11: SPD / eigen); repeated / near-repeated spectra use the
      * derivative branch of the Daleckii-Krein quotient (a zero-width param range = the base point) ---- */
     CASE("Eigh", Eigh, b_eigh, P1("a", -1, 1, 2, 3, 3)),
@@ -1314,7 +1467,8 @@ static const gc_entry cases[] = {
     CASEK("SpdMatrixFnBatch Logm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_LOGM, P1("x", -1, 1, 3, 2, 3, 3)),
     CASEK("SpdMatrixFnBatch Expm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_EXPM, P1("x", -1, 1, 3, 2, 3, 3)),
     CASEK("SpdMatrixFnBatch Sqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_SQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
-    CASEK("SpdMatrixFnBatch Invsqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_INVSQRTM, P1("x", -1, 1, 3, 2, 3, 3)),
+    CASEK("SpdMatrixFnBatch Invsqrtm", SpdMatrixFnBatch, b_spdfn, g_spd_fn, RLX_SPD_FN_INVSQRTM,
+          P1("x", -1, 1, 3, 2, 3, 3)),
     CASEK("SpdMatrixFnBatch Logm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_LOGM,
           P1("x", 0, 0, 3, 1, 3, 3)),
     CASEK("SpdMatrixFnBatch Sqrtm repeated eigenvalue", SpdMatrixFnBatch, b_spdfn, g_spd_fn, 8 + RLX_SPD_FN_SQRTM,
@@ -1340,8 +1494,8 @@ static const gc_entry cases[] = {
           P1("w_hh", -0.5, 0.5, 1, 9), P1("bias", -0.5, 0.5, 1, 3)),
     CASE("SelectiveScan", SelectiveScan, b_selscan, P1("x", -1, 1, 3, 1, 4, 2), P1("delta", 0.1, 1, 3, 1, 4, 2),
          P1("a", -1, -0.1, 2, 2, 3), P1("b", -1, 1, 3, 1, 4, 3), P1("c", -1, 1, 3, 1, 4, 3)),
-    CASE("Mamba2", Mamba2, b_mamba2, P1("x", -1, 1, 4, 1, 3, 2, 2), P1("dt", 0.1, 1, 3, 1, 3, 2), P1("a", -1, -0.1, 1, 2),
-         P1("b", -1, 1, 4, 1, 3, 2, 3), P1("c", -1, 1, 4, 1, 3, 2, 3)),
+    CASE("Mamba2", Mamba2, b_mamba2, P1("x", -1, 1, 4, 1, 3, 2, 2), P1("dt", 0.1, 1, 3, 1, 3, 2),
+         P1("a", -1, -0.1, 1, 2), P1("b", -1, 1, 4, 1, 3, 2, 3), P1("c", -1, 1, 4, 1, 3, 2, 3)),
     /* GatedDeltaNet: its rule emits GatedDeltaNetBackward (backward-op mode) or the reverse sweep
      * in primitives (primitive mode) */
     CASEK("GatedDeltaNet", GatedDeltaNet, b_gdn, g_gdn, 0, P1("q", -0.5, 0.5, 4, 1, 3, 2, 3),
@@ -1354,40 +1508,47 @@ static const gc_entry cases[] = {
     CASE("GatedDeltaNetBackward", GatedDeltaNetBackward, b_gdnbw, P1("q", -0.5, 0.5, 4, 1, 2, 1, 3),
          P1("k", -0.5, 0.5, 4, 1, 2, 1, 3), P1("v", -1, 1, 4, 1, 2, 1, 3), P1("g", -0.6, 0, 3, 1, 2, 1),
          P1("beta", 0.1, 0.9, 3, 1, 2, 1), P1("dy", -1, 1, 4, 1, 2, 1, 3)),
-    CASE("PartitionedConv block 2, 3 partitions", PartitionedConv, b_pconv, P1("x", -1, 1, 2, 2, 9), P1("ir", -1, 1, 1, 5)),
+    CASE("PartitionedConv block 2, 3 partitions", PartitionedConv, b_pconv, P1("x", -1, 1, 2, 2, 9),
+         P1("ir", -1, 1, 1, 5)),
     CASE("LogMel", LogMel, b_logmel, P1("spectrum", -1, 1, 2, 2, 16)),
-    /* ---- end of sequence models and signal ops ---- */
-    /* backward ops as forward ops: first derivatives of backward ops = second derivatives */
-#define RAW(OP, NAME, I, ...) {{NAME, RLX_OP_##OP, b_raw, {__VA_ARGS__}, 0, 0, 0, false}, &g_raw_index, I}
+/* ---- end of sequence models and signal ops ---- */
+/* backward ops as forward ops: first derivatives of backward ops = second derivatives */
+#define RAW(OP, NAME, I, ...) \
+  { {NAME, RLX_OP_##OP, b_raw, {__VA_ARGS__}, 0, 0, 0, false}, &g_raw_index, I }
     RAW(ReluBackward, "ReluBackward", 0, P1("x", -1, 1, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),
     RAW(ActivationBackward, "ActivationBackward Gelu", 1, P1("x", -2, 2, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),
     RAW(ActivationBackward, "ActivationBackward Tanh", 2, P1("x", -2, 2, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),
     RAW(ActivationBackward, "ActivationBackward Rsqrt", 3, P1("x", 0.5, 2, 2, 2, 3), P1("dy", -1, 1, 2, 2, 3)),
     RAW(Conv2dBackwardInput, "Conv2dBackwardInput", 4, P1("dy", -1, 1, 4, 1, 3, 3, 3), P1("w", -1, 1, 4, 3, 2, 2, 2)),
     RAW(Conv2dBackwardWeight, "Conv2dBackwardWeight", 5, P1("x", -1, 1, 4, 1, 2, 4, 4), P1("dy", -1, 1, 4, 1, 3, 3, 3)),
-    RAW(Conv3dBackwardInput, "Conv3dBackwardInput", 6, P1("dy", -1, 1, 5, 1, 2, 2, 2, 2), P1("w", -1, 1, 5, 2, 2, 2, 2, 2)),
-    RAW(Conv3dBackwardWeight, "Conv3dBackwardWeight", 7, P1("x", -1, 1, 5, 1, 2, 3, 3, 3), P1("dy", -1, 1, 5, 1, 2, 2, 2, 2)),
-    RAW(LayerNormBackwardInput, "LayerNormBackwardInput", 8, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("dy", -1, 1, 2, 2, 4)),
+    RAW(Conv3dBackwardInput, "Conv3dBackwardInput", 6, P1("dy", -1, 1, 5, 1, 2, 2, 2, 2),
+        P1("w", -1, 1, 5, 2, 2, 2, 2, 2)),
+    RAW(Conv3dBackwardWeight, "Conv3dBackwardWeight", 7, P1("x", -1, 1, 5, 1, 2, 3, 3, 3),
+        P1("dy", -1, 1, 5, 1, 2, 2, 2, 2)),
+    RAW(LayerNormBackwardInput, "LayerNormBackwardInput", 8, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4),
+        P1("dy", -1, 1, 2, 2, 4)),
     RAW(LayerNormBackwardGamma, "LayerNormBackwardGamma", 9, P1("x", -1, 1, 2, 3, 4), P1("dy", -1, 1, 2, 3, 4)),
-    RAW(RmsNormBackwardInput, "RmsNormBackwardInput", 10, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4),
-        P1("dy", -1, 1, 2, 2, 4)),
-    RAW(RmsNormBackwardGamma, "RmsNormBackwardGamma", 11, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4),
-        P1("dy", -1, 1, 2, 2, 4)),
-    RAW(RmsNormBackwardBeta, "RmsNormBackwardBeta", 12, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4),
-        P1("dy", -1, 1, 2, 2, 4)),
-    RAW(GroupNormBackwardInput, "GroupNormBackwardInput", 13, P1("x", -1, 1, 4, 2, 4, 1, 2), P1("gamma", 0.5, 1.5, 1, 4),
-        P1("beta", -1, 1, 1, 4), P1("dy", -1, 1, 4, 2, 4, 1, 2)),
-    RAW(GroupNormBackwardGamma, "GroupNormBackwardGamma", 14, P1("x", -1, 1, 4, 2, 4, 1, 2), P1("dy", -1, 1, 4, 2, 4, 1, 2)),
-    RAW(GroupNormBackwardBeta, "GroupNormBackwardBeta", 15, P1("x", -1, 1, 4, 2, 4, 1, 2), P1("dy", -1, 1, 4, 2, 4, 1, 2)),
-    RAW(BatchNormInferenceBackwardInput, "BatchNormInferenceBackwardInput", 16, P1("x", -1, 1, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4),
+    RAW(RmsNormBackwardInput, "RmsNormBackwardInput", 10, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4),
+        P1("beta", -1, 1, 1, 4), P1("dy", -1, 1, 2, 2, 4)),
+    RAW(RmsNormBackwardGamma, "RmsNormBackwardGamma", 11, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4),
+        P1("beta", -1, 1, 1, 4), P1("dy", -1, 1, 2, 2, 4)),
+    RAW(RmsNormBackwardBeta, "RmsNormBackwardBeta", 12, P1("x", -1, 1, 2, 2, 4), P1("gamma", 0.5, 1.5, 1, 4),
+        P1("beta", -1, 1, 1, 4), P1("dy", -1, 1, 2, 2, 4)),
+    RAW(GroupNormBackwardInput, "GroupNormBackwardInput", 13, P1("x", -1, 1, 4, 2, 4, 1, 2),
+        P1("gamma", 0.5, 1.5, 1, 4), P1("beta", -1, 1, 1, 4), P1("dy", -1, 1, 4, 2, 4, 1, 2)),
+    RAW(GroupNormBackwardGamma, "GroupNormBackwardGamma", 14, P1("x", -1, 1, 4, 2, 4, 1, 2),
+        P1("dy", -1, 1, 4, 2, 4, 1, 2)),
+    RAW(GroupNormBackwardBeta, "GroupNormBackwardBeta", 15, P1("x", -1, 1, 4, 2, 4, 1, 2),
+        P1("dy", -1, 1, 4, 2, 4, 1, 2)),
+    RAW(BatchNormInferenceBackwardInput, "BatchNormInferenceBackwardInput", 16, P1("x", -1, 1, 2, 3, 4),
+        P1("gamma", 0.5, 1.5, 1, 4), P1("mean", -0.5, 0.5, 1, 4), P1("var", 0.5, 2, 1, 4), P1("dy", -1, 1, 2, 3, 4)),
+    RAW(BatchNormInferenceBackwardGamma, "BatchNormInferenceBackwardGamma", 17, P1("x", -1, 1, 2, 3, 4),
         P1("mean", -0.5, 0.5, 1, 4), P1("var", 0.5, 2, 1, 4), P1("dy", -1, 1, 2, 3, 4)),
-    RAW(BatchNormInferenceBackwardGamma, "BatchNormInferenceBackwardGamma", 17, P1("x", -1, 1, 2, 3, 4), P1("mean", -0.5, 0.5, 1, 4),
-        P1("var", 0.5, 2, 1, 4), P1("dy", -1, 1, 2, 3, 4)),
     RAW(BatchNormInferenceBackwardBeta, "BatchNormInferenceBackwardBeta", 18, P1("dy", -1, 1, 2, 3, 4)),
     RAW(CumsumBackward, "CumsumBackward exclusive", 19, P1("dy", -1, 1, 2, 2, 4)),
     RAW(MaxPool2dBackward, "MaxPool2dBackward", 20, P1("x", -1, 1, 4, 1, 1, 3, 3), P1("dy", -1, 1, 4, 1, 1, 2, 2)),
-    RAW(AdaLayerNormBackward, "AdaLayerNormBackward", 21, P1("x", -1, 1, 3, 1, 2, 4), P1("scale", -0.5, 0.5, 3, 1, 1, 4),
-        P1("shift", -1, 1, 3, 1, 1, 4), P1("dy", -1, 1, 3, 1, 2, 4)),
+    RAW(AdaLayerNormBackward, "AdaLayerNormBackward", 21, P1("x", -1, 1, 3, 1, 2, 4),
+        P1("scale", -0.5, 0.5, 3, 1, 1, 4), P1("shift", -1, 1, 3, 1, 1, 4), P1("dy", -1, 1, 3, 1, 2, 4)),
     RAW(GatedResidualBackward, "GatedResidualBackward", 22, P1("x", -1, 1, 3, 1, 2, 4), P1("y", -1, 1, 3, 1, 2, 4),
         P1("gate", -1, 1, 3, 1, 1, 4), P1("dy", -1, 1, 3, 1, 2, 4)),
     RAW(AttentionBackward, "AttentionBackward (dK, causal)", 23, P1("q", -1, 1, 3, 1, 3, 4), P1("k", -1, 1, 3, 1, 3, 4),
@@ -1397,8 +1558,9 @@ static const gc_entry cases[] = {
     CASE("GatherBackward", GatherBackward, b_gatherbw, P1("dy", -1, 1, 2, 2, 3)),
     CASE("SoftmaxCrossEntropyBackward", SoftmaxCrossEntropyBackward, b_scebw, P1("logits", -2, 2, 2, 3, 4),
          P1("dloss", -1, 1, 1, 3)),
-    /* a few cases in f32 (coarser step, looser tolerance) */
-#define F32CASE(NAME, OP, B, K, V, ...) {{NAME " (f32)", RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, true}, K, V}
+/* a few cases in f32 (coarser step, looser tolerance) */
+#define F32CASE(NAME, OP, B, K, V, ...) \
+  { {NAME " (f32)", RLX_OP_##OP, B, {__VA_ARGS__}, 0, 0, 0, true}, K, V }
     F32CASE("MatMul", MatMul, b_matmul, NULL, 0, P1("a", -1, 1, 3, 2, 3, 4), P1("b", -1, 1, 2, 4, 5)),
     F32CASE("Activation Gelu", Activation, b_act, &g_act, RLX_ACT_GELU, P1("x", -2, 2, 2, 2, 3)),
     F32CASE("Softmax", Softmax, b_softmax, NULL, 0, P1("x", -1, 1, 3, 2, 3, 2)),
@@ -1410,14 +1572,22 @@ static const gc_entry cases[] = {
     F32CASE("Attention causal", Attention, b_attention, &g_attn, 1, P1("q", -1, 1, 4, 1, 2, 3, 3),
             P1("k", -1, 1, 4, 1, 2, 3, 3), P1("v", -1, 1, 4, 1, 2, 3, 3)),
     /* issue 11: splatting, FD on means, log-scales, quaternions, opacity logits, colours, SH (f32) */
-    {{"GaussianSplatRender (f32)", RLX_OP_GaussianSplatRender, b_splat,
+    {{"GaussianSplatRender (f32)",
+      RLX_OP_GaussianSplatRender,
+      b_splat,
       {P1("pos", -0.6, 0.6, 1, 9), P1("scale", -0.7, -0.3, 1, 9), P1("rot", -1, 1, 1, 12), P1("opac", -1, 1.5, 1, 3),
        P1("col", 0, 1, 1, 9), P1("sh", -0.3, 0.3, 1, 36)},
-      1e-2, 1e-2, 0, true},
-     &g_splat_sh, 4},
+      1e-2,
+      1e-2,
+      0,
+      true},
+     &g_splat_sh,
+     4},
     /* quantization family: real derivatives (the STE rules are listed in no_case) */
-    CASE("SplineActivation per channel", SplineActivation, b_spline, P1("x", -1.4, 1.4, 2, 3, 4), P1("coeffs", -1, 1, 2, 4, 6)),
-    CASE("SplineActivation shared", SplineActivation, b_spline5, P1("x", -0.8, 1.8, 2, 2, 3), P1("coeffs", -1, 1, 1, 5)),
+    CASE("SplineActivation per channel", SplineActivation, b_spline, P1("x", -1.4, 1.4, 2, 3, 4),
+         P1("coeffs", -1, 1, 2, 4, 6)),
+    CASE("SplineActivation shared", SplineActivation, b_spline5, P1("x", -0.8, 1.8, 2, 2, 3),
+         P1("coeffs", -1, 1, 1, 5)),
     CASE("SynthReconstruct", SynthReconstruct, b_synth_rec, P1("codebook", -1, 1, 2, 4, 3)),
     F32CASE("SynthMatMul", SynthMatMul, b_synth, NULL, 0, P1("x", -1, 1, 2, 2, 6), P1("codebook", -1, 1, 2, 4, 2)),
     F32CASE("DequantMatMul Int8BlockAsym", DequantMatMul, b_dqmm_int8, NULL, 0, P1("x", -1, 1, 2, 2, 8),
@@ -1588,7 +1758,8 @@ static const struct {
     /* quantization family */
     {RLX_OP_Quantize, "straight-through estimator (dx = dy), not a derivative; i8 output"},
     {RLX_OP_ScaledQuantize, "straight-through estimator (dx = dy), not a derivative; u8 codes"},
-    {RLX_OP_FakeQuantizeLSQ, "straight-through estimators (LSQ), not derivatives; the backward kernels are conformance cases"},
+    {RLX_OP_FakeQuantizeLSQ,
+     "straight-through estimators (LSQ), not derivatives; the backward kernels are conformance cases"},
     {RLX_OP_Dequantize, "its only operand is i8 codes, which get no gradient"},
     {RLX_OP_QMatMul, "integer operands only (i8 / i32), which get no gradient"},
     {RLX_OP_QConv2d, "integer operands only (i8 / i32), which get no gradient"},
@@ -1633,9 +1804,11 @@ int main(void) {
   for (int k = 0; k < RLX_OP_COUNT && !only; k++) {
     if (!rlx_op_has((rlx_op)k, RLX_PROP_DIFF)) continue;
     bool listed = false;
-    for (size_t j = 0; j < sizeof no_case / sizeof no_case[0]; j++) listed |= no_case[j].op == (rlx_op)k && no_case[j].why;
+    for (size_t j = 0; j < sizeof no_case / sizeof no_case[0]; j++)
+      listed |= no_case[j].op == (rlx_op)k && no_case[j].why;
     if (!cpu[k] && !rlx_decompose_table[k]) continue; /* the CPU cannot run it at all */
-    CHECK_MSG(has_case[k] || listed, "differentiable op %s runs on the CPU but has no gradient check", rlx_op_name((rlx_op)k));
+    CHECK_MSG(has_case[k] || listed, "differentiable op %s runs on the CPU but has no gradient check",
+              rlx_op_name((rlx_op)k));
   }
   return rlx_test_finish("gradcheck");
 }

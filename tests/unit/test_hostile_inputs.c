@@ -176,7 +176,8 @@ static void test_name_limits_text(void) {
                     "not valid UTF-8", NULL);
   expect_text_error("graph @g {\n  %0 = Input {name = \"x\"} : [2] f32 \"\\xc3\"\n  return %0\n}\n", RLX_ERR_PARSE,
                     "not valid UTF-8", NULL);
-  CHECK_OK(parse("graph @g {\n  %0 = Input {name = \"x\\xc3\\xa9\"} : [2] f32 \"caf\\xc3\\xa9\"\n  return %0\n}\n", &g));
+  CHECK_OK(
+      parse("graph @g {\n  %0 = Input {name = \"x\\xc3\\xa9\"} : [2] f32 \"caf\\xc3\\xa9\"\n  return %0\n}\n", &g));
   rlx_graph_free(g);
 }
 
@@ -210,8 +211,12 @@ static uint8_t *st_image(const char *name, const char *key, size_t *len) {
   size_t hcap = strlen(name) + (key ? strlen(key) : 0) + 128;
   char *h = malloc(hcap);
   int hn;
-  if (key) hn = snprintf(h, hcap, "{\"__metadata__\":{\"%s\":\"v\"},\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", key, name);
-  else hn = snprintf(h, hcap, "{\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", name);
+  if (key)
+    hn = snprintf(h, hcap,
+                  "{\"__metadata__\":{\"%s\":\"v\"},\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                  key, name);
+  else
+    hn = snprintf(h, hcap, "{\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", name);
   *len = 8 + (size_t)hn + 4;
   uint8_t *b = calloc(1, *len);
   uint64_t n = (uint64_t)hn;
@@ -239,14 +244,17 @@ static void test_name_limits_safetensors(void) {
   free(b);
   b = st_image(big, NULL, &len);
   f = NULL;
-  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT, "byte 1: a tensor name is 4097 bytes long; the limit is 4096");
+  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT,
+            "byte 1: a tensor name is 4097 bytes long; the limit is 4096");
   CHECK(f == NULL);
   free(b);
   b = st_image(huge, NULL, &len); /* the 50 MB name of the issue */
-  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT, "a tensor name is 50000000 bytes long; the limit is 4096");
+  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT,
+            "a tensor name is 50000000 bytes long; the limit is 4096");
   free(b);
   b = st_image("w", big, &len);
-  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT, "a __metadata__ key is 4097 bytes long; the limit is 4096");
+  CHECK_ERR(rlx_safetensors_read(b, len, &f), RLX_ERR_FORMAT,
+            "a __metadata__ key is 4097 bytes long; the limit is 4096");
   free(b);
   /* the writer refuses what the reader would refuse */
   float v = 1;

@@ -12,8 +12,7 @@
 #include "rlx/datasets.h"
 #include "rlx_test.h"
 
-static size_t make_idx(uint8_t *b, uint32_t magic, uint32_t rank, const uint32_t *dims, const uint8_t *body,
-                       size_t n) {
+static size_t make_idx(uint8_t *b, uint32_t magic, uint32_t rank, const uint32_t *dims, const uint8_t *body, size_t n) {
   size_t p = 0;
   for (int i = 3; i >= 0; i--) b[p++] = (uint8_t)(magic >> (8 * i));
   for (uint32_t d = 0; d < rank; d++)
@@ -61,14 +60,12 @@ static void test_parse(void) {
   len = make_idx(b, 0x803, 3, (uint32_t[]){2, 3, 2}, px, 12);
   CHECK_ERR(rlx_idx_parse_labels(b, len, "labs.idx", &l, &count), RLX_ERR_FORMAT, "wrong magic 0x00000803");
   b[0] = 0x1f;
-  CHECK_ERR(rlx_idx_parse_images(b, len, "imgs.idx", &img, &count, &rows, &cols), RLX_ERR_FORMAT,
-            "not an IDX file");
+  CHECK_ERR(rlx_idx_parse_images(b, len, "imgs.idx", &img, &count, &rows, &cols), RLX_ERR_FORMAT, "not an IDX file");
   len = make_idx(b, 0xd03, 3, (uint32_t[]){2, 3, 2}, px, 12); /* floats, not bytes */
   CHECK_ERR(rlx_idx_parse_images(b, len, "imgs.idx", &img, &count, &rows, &cols), RLX_ERR_FORMAT,
             "not an IDX file of unsigned bytes");
   len = make_idx(b, 0x803, 3, (uint32_t[]){0, 3, 2}, px, 0);
-  CHECK_ERR(rlx_idx_parse_images(b, len, "imgs.idx", &img, &count, &rows, &cols), RLX_ERR_FORMAT,
-            "dimension 0 is 0");
+  CHECK_ERR(rlx_idx_parse_images(b, len, "imgs.idx", &img, &count, &rows, &cols), RLX_ERR_FORMAT, "dimension 0 is 0");
   CHECK(img == NULL && l == NULL);
 }
 
@@ -157,8 +154,10 @@ static void test_folder(void) {
 static void test_real(void) {
   FILE *f = fopen(RLX_FASHION_MNIST_DIR "/t10k-labels-idx1-ubyte.gz", "rb");
   if (!f) { /* a requirement (scripts/setup.sh installs it), not a reason to skip */
-    CHECK_MSG(false, "%s/t10k-labels-idx1-ubyte.gz cannot be read: install Debian's dataset-fashion-mnist (scripts/setup.sh does)",
-              RLX_FASHION_MNIST_DIR);
+    CHECK_MSG(
+        false,
+        "%s/t10k-labels-idx1-ubyte.gz cannot be read: install Debian's dataset-fashion-mnist (scripts/setup.sh does)",
+        RLX_FASHION_MNIST_DIR);
     return;
   }
   fclose(f);

@@ -40,8 +40,8 @@ static void test_attention_layouts(void) {
   /* symbolic batch and sequence lengths */
   EXPECT(Attention, &a, NULL, SH(F32, SYM(0), SYM(1), 32), SH(F32, SYM(0), SYM(1), 32), SH(F32, SYM(0), SYM(3), 32),
          SH(F32, SYM(0), SYM(3), 32));
-  EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "operand 2 (V)", SH(F32, SYM(0), SYM(1), 32),
-             SH(F32, SYM(0), SYM(3), 32), SH(F32, SYM(0), SYM(4), 32));
+  EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "operand 2 (V)", SH(F32, SYM(0), SYM(1), 32), SH(F32, SYM(0), SYM(3), 32),
+             SH(F32, SYM(0), SYM(4), 32));
 }
 
 static void test_attention_errors(void) {
@@ -120,8 +120,7 @@ static void test_attention_masks(void) {
          SH(F32, 2, 4, 5, 7));
   EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 32),
          SH(F32, 1, 1, 5, 7));
-  EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 32),
-         SH(F32, 7));
+  EXPECT(Attention, &a, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 7, 32), SH(F32, 2, 7, 32), SH(F32, 7));
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "operand 3 (mask)", SH(F32, 2, 5, 32), SH(F32, 2, 7, 32),
              SH(F32, 2, 7, 32), SH(F32, 2, 3, 5, 7));
   EXPECT_ERR(Attention, &a, NULL, SHAPE_ERR, "operand 3 has dtype f16", SH(F32, 2, 5, 32), SH(F32, 2, 7, 32),
@@ -140,10 +139,10 @@ static void test_rope(void) {
   rlx_attrs_Rope r = rope(8, 8);
   EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 5, 4), SH(F32, 5, 4));
   EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 5, 8), SH(F32, 5, 8));
-  EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 20), SH(F32, 20));      /* rank 1: 5 rows of 4 */
+  EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 20), SH(F32, 20)); /* rank 1: 5 rows of 4 */
   EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 10, 4), SH(F32, 10, 4)); /* per token */
   EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 2, 5, 4), SH(F32, 2, 5, 4));
-  EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 64, 4), SH(F32, 64, 4)); /* longer table */
+  EXPECT(Rope, &r, NULL, SH(F32, 2, 5, 32), SH(F32, 2, 5, 32), SH(F32, 64, 4), SH(F32, 64, 4));   /* longer table */
   EXPECT(Rope, &r, NULL, SH(F32, 2, 4, 5, 8), SH(F32, 2, 4, 5, 8), SH(F32, 5, 4), SH(F32, 5, 4)); /* BHSD rows */
   EXPECT(Rope, &r, NULL, SH(F32, 5, 8), SH(F32, 5, 8), SH(F32, 5, 4), SH(F32, 5, 4));
   EXPECT(Rope, &r, NULL, SH(F32, 1, SYM(1), 32), SH(F32, 1, SYM(1), 32), SH(F32, SYM(1), 4), SH(F32, SYM(1), 4));

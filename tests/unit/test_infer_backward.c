@@ -71,8 +71,7 @@ static void test_maxpool_backward(void) {
   EXPECT_ERR(MaxPool2dBackward, &a, NULL, SHAPE_ERR, "attribute padding", SH(F32, 2, 3, 7, 7), SH(F32, 2, 3, 4, 4));
   a.padding = IL0;
   a.kernel_size = IL0;
-  EXPECT_ERR(MaxPool2dBackward, &a, NULL, SHAPE_ERR, "attribute kernel_size", SH(F32, 2, 3, 7, 7),
-             SH(F32, 2, 3, 4, 4));
+  EXPECT_ERR(MaxPool2dBackward, &a, NULL, SHAPE_ERR, "attribute kernel_size", SH(F32, 2, 3, 7, 7), SH(F32, 2, 3, 4, 4));
   /* a symbolic spatial extent cannot be checked and is accepted */
   a.kernel_size = IL(2, 2);
   a.stride = IL0;
@@ -173,8 +172,8 @@ static void test_losses(void) {
   EXPECT(SoftmaxCrossEntropyBackward, NULL, NULL, SH(F32, 4, 10), SH(F32, 4, 10), SH(I32, 4), SH(F32, 4));
   EXPECT_ERR(SoftmaxCrossEntropyBackward, NULL, NULL, SHAPE_ERR, "operand 2 (d_loss)", SH(F32, 4, 10), SH(F32, 4),
              SH(F32, 3));
-  EXPECT_ERR(SoftmaxCrossEntropyBackward, NULL, NULL, SHAPE_ERR, "operand 2 has dtype f64", SH(F32, 4, 10),
-             SH(F32, 4), SH(F64, 4));
+  EXPECT_ERR(SoftmaxCrossEntropyBackward, NULL, NULL, SHAPE_ERR, "operand 2 has dtype f64", SH(F32, 4, 10), SH(F32, 4),
+             SH(F64, 4));
   EXPECT_ERR(SoftmaxCrossEntropyBackward, NULL, NULL, SHAPE_ERR, "operand 1 (labels)", SH(F32, 4, 10), SH(F32, 4, 10),
              SH(F32, 4));
 }
@@ -214,8 +213,7 @@ static void test_attention_backward(void) {
   EXPECT_ERR(AttentionBackward, &a, NULL, VERIFY_ERR, "needs exactly 5 operands", q, k, k, q);
   a.mask_kind = RLX_MASK_BIAS;
   EXPECT(AttentionBackward, &a, NULL, q, q, k, k, q, SH(F32, 2, 4, 5, 7));
-  EXPECT_ERR(AttentionBackward, &a, NULL, SHAPE_ERR, "operand 4 has dtype bool", q, k, k, q,
-             SH(BOOL, 2, 4, 5, 7));
+  EXPECT_ERR(AttentionBackward, &a, NULL, SHAPE_ERR, "operand 4 has dtype bool", q, k, k, q, SH(BOOL, 2, 4, 5, 7));
   a.mask_kind = RLX_MASK_CAUSAL;
   EXPECT_ERR(AttentionBackward, &a, NULL, VERIFY_ERR, "needs exactly 4 operands", q, k, k, q, SH(F32, 2, 7));
   a.mask_kind = RLX_MASK_SLIDING_WINDOW;

@@ -47,21 +47,20 @@ static rlx_status add(rlx_op op, const void *attrs, uint32_t n, const rlx_id *id
   return s;
 }
 
-#define ADD_OK(op, attrs, want, ...)                                                               \
-  do {                                                                                             \
-    rlx_id ids_[] = {__VA_ARGS__};                                                                 \
-    rlx_shape got_, want_ = (want);                                                                \
-    rlx_status st_ = add(RLX_OP_##op, attrs, (uint32_t)(sizeof ids_ / sizeof *ids_), ids_, &got_); \
-    CHECK_MSG(st_ == RLX_OK, #op ": expected success, got %s: %s", rlx_status_text(st_), rlx_last_error()); \
-    if (st_ == RLX_OK)                                                                             \
-      CHECK_MSG(rlx_shape_equal(&got_, &want_), #op ": got %s, want %s", rlx_fmt_shape(&got_),     \
-                rlx_fmt_shape(&want_));                                                            \
+#define ADD_OK(op, attrs, want, ...)                                                                                   \
+  do {                                                                                                                 \
+    rlx_id ids_[] = {__VA_ARGS__};                                                                                     \
+    rlx_shape got_, want_ = (want);                                                                                    \
+    rlx_status st_ = add(RLX_OP_##op, attrs, (uint32_t)(sizeof ids_ / sizeof *ids_), ids_, &got_);                     \
+    CHECK_MSG(st_ == RLX_OK, #op ": expected success, got %s: %s", rlx_status_text(st_), rlx_last_error());            \
+    if (st_ == RLX_OK)                                                                                                 \
+      CHECK_MSG(rlx_shape_equal(&got_, &want_), #op ": got %s, want %s", rlx_fmt_shape(&got_), rlx_fmt_shape(&want_)); \
   } while (0)
 
-#define ADD_ERR(op, attrs, code, substr, ...)                                                      \
-  do {                                                                                             \
-    rlx_id ids_[] = {__VA_ARGS__};                                                                 \
-    rlx_shape got_;                                                                                \
+#define ADD_ERR(op, attrs, code, substr, ...)                                                              \
+  do {                                                                                                     \
+    rlx_id ids_[] = {__VA_ARGS__};                                                                         \
+    rlx_shape got_;                                                                                        \
     CHECK_ERR(add(RLX_OP_##op, attrs, (uint32_t)(sizeof ids_ / sizeof *ids_), ids_, &got_), code, substr); \
   } while (0)
 
@@ -76,13 +75,14 @@ static rlx_graph *binary_body(const char *name, rlx_binop op, rlx_shape s) {
 static void test_if(void) {
   rlx_shape m23 = SH(F32, 2, 3);
   rlx_id pred = op_(SCALAR(BOOL)), x = op_(m23), y = op_(m23);
-  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m23), .else_branch = binary_body("else", RLX_BINOP_MUL, m23)};
+  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m23),
+                    .else_branch = binary_body("else", RLX_BINOP_MUL, m23)};
   ADD_OK(If, &a, m23, pred, x, y);
-  ADD_OK(If, &a, m23, op_(SH(F32, 1)), x, y);  /* a one-element numeric predicate */
+  ADD_OK(If, &a, m23, op_(SH(F32, 1)), x, y); /* a one-element numeric predicate */
   ADD_OK(If, &a, m23, op_(SH(I32, 1, 1)), x, y);
   ADD_ERR(If, &a, SHAPE_ERR, "operand 0 (predicate)", op_(SH(BOOL, 2)), x, y);
   ADD_ERR(If, &a, SHAPE_ERR, "operand 0 (predicate)", op_(SCALAR(C64)), x, y);
-  ADD_ERR(If, &a, SHAPE_ERR, "attribute then_branch", pred, x);              /* 2 Inputs, 1 capture */
+  ADD_ERR(If, &a, SHAPE_ERR, "attribute then_branch", pred, x); /* 2 Inputs, 1 capture */
   ADD_ERR(If, &a, SHAPE_ERR, "binds to operand 2", pred, x, op_(SH(F32, 3, 2)));
 
   /* else branch returning another shape */
@@ -425,7 +425,8 @@ static void test_verify_roundtrip(void) {
   G = g;
   rlx_shape m = SH(F32, 2, 3);
   rlx_id p = op_(SCALAR(BOOL)), x = op_(m), y = op_(m), r;
-  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m), .else_branch = binary_body("else", RLX_BINOP_SUB, m)};
+  rlx_attrs_If a = {.then_branch = binary_body("then", RLX_BINOP_ADD, m),
+                    .else_branch = binary_body("else", RLX_BINOP_SUB, m)};
   rlx_id ids[3] = {p, x, y};
   CHECK_OK(rlx_graph_add(g, RLX_OP_If, ids, 3, &a, NULL, "if", &r));
   CHECK_OK(rlx_graph_set_outputs(g, &r, 1));

@@ -146,8 +146,7 @@ static void test_conv_transpose(void) {
   /* "same" geometry keeps a symbolic extent: s 1, pads 1+1 = d*(k-1) */
   rlx_attrs_init(RLX_OP_ConvTranspose2d, &a);
   a.padding = IL(1, 1);
-  EXPECT(ConvTranspose2d, &a, NULL, SH(F32, SYM(0), 3, SYM(1), 5), SH(F32, SYM(0), 4, SYM(1), 5),
-         SH(F32, 4, 3, 3, 3));
+  EXPECT(ConvTranspose2d, &a, NULL, SH(F32, SYM(0), 3, SYM(1), 5), SH(F32, SYM(0), 4, SYM(1), 5), SH(F32, 4, 3, 3, 3));
   /* errors */
   rlx_shape x = SH(F32, 1, 4, 5, 5), w = SH(F32, 4, 3, 3, 3);
   rlx_attrs_init(RLX_OP_ConvTranspose2d, &a);

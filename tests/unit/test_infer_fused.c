@@ -35,15 +35,13 @@ static void test_matmul_family(void) {
   /* batched x: [2, 4, 5] x [5, 6] -> [2, 4, 6] */
   EXPECT(FusedMatMulBiasAct, &a, NULL, SH(F32, 2, 4, 6), SH(F32, 2, 4, 5), SH(F32, 5, 6), SH(F32, 6));
   EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "operand 2 (bias)", SH(F32, 4, 5), SH(F32, 5, 6), SH(F32, 5));
-  EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "operand 2 (bias)", SH(F32, 4, 5), SH(F32, 5, 6),
-             SH(F32, 4, 6));
+  EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "operand 2 (bias)", SH(F32, 4, 5), SH(F32, 5, 6), SH(F32, 4, 6));
   EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "operand 1", SH(F32, 4, 5), SH(F32, 4, 6), SH(F32, 6));
   EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "operand 2 has dtype f16", SH(F32, 4, 5), SH(F32, 5, 6),
              SH(F16, 6));
   EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "rank >= 2", SH(F32, 5), SH(F32, 5, 6), SH(F32, 6));
   a.activation = RLX_ACT_COUNT;
-  EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "attribute activation", SH(F32, 4, 5), SH(F32, 5, 6),
-             SH(F32, 6));
+  EXPECT_ERR(FusedMatMulBiasAct, &a, NULL, SHAPE_ERR, "attribute activation", SH(F32, 4, 5), SH(F32, 5, 6), SH(F32, 6));
 
   EXPECT(FusedMatMulResidual, NULL, NULL, SH(F32, 3, 7), SH(F32, 3, 2), SH(F32, 2, 7), SH(F32, 3, 7));
   EXPECT(FusedMatMulResidual, NULL, NULL, SH(F32, SYM(0), 7), SH(F32, SYM(0), 2), SH(F32, 2, 7), SH(F32, SYM(0), 7));
@@ -166,15 +164,15 @@ static void test_transformer_layer(void) {
   a.num_heads = 2;
   a.head_dim = 4;
   a.intermediate_size = 16;
-  rlx_shape h = SH(F32, 3, 6, 8), qkv_w = SH(F32, 8, 24), qkv_b = SH(F32, 24), out_w = SH(F32, 8, 8),
-            v8 = SH(F32, 8), fc1_w = SH(F32, 8, 16), fc1_b = SH(F32, 16), fc2_w = SH(F32, 16, 8), m = SH(F32, 3, 6);
+  rlx_shape h = SH(F32, 3, 6, 8), qkv_w = SH(F32, 8, 24), qkv_b = SH(F32, 24), out_w = SH(F32, 8, 8), v8 = SH(F32, 8),
+            fc1_w = SH(F32, 8, 16), fc1_b = SH(F32, 16), fc2_w = SH(F32, 16, 8), m = SH(F32, 3, 6);
   EXPECT(FusedTransformerLayer, &a, NULL, h, h, qkv_w, qkv_b, out_w, v8, v8, v8, fc1_w, fc1_b, fc2_w, v8, v8, v8, m);
   EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 7 (fc1_w)", h, qkv_w, qkv_b, out_w, v8, v8, v8,
              SH(F32, 8, 12), fc1_b, fc2_w, v8, v8, v8, m);
-  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 8 (fc1_b)", h, qkv_w, qkv_b, out_w, v8, v8, v8,
-             fc1_w, v8, fc2_w, v8, v8, v8, m);
-  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 13 (mask)", h, qkv_w, qkv_b, out_w, v8, v8, v8,
-             fc1_w, fc1_b, fc2_w, v8, v8, v8, SH(F32, 3, 5));
+  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 8 (fc1_b)", h, qkv_w, qkv_b, out_w, v8, v8, v8, fc1_w,
+             v8, fc2_w, v8, v8, v8, m);
+  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 13 (mask)", h, qkv_w, qkv_b, out_w, v8, v8, v8, fc1_w,
+             fc1_b, fc2_w, v8, v8, v8, SH(F32, 3, 5));
   EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "operand 12 (ln2_b)", h, qkv_w, qkv_b, out_w, v8, v8, v8,
              fc1_w, fc1_b, fc2_w, v8, v8, SH(F32, 9), m);
   EXPECT_ERR(FusedTransformerLayer, &a, NULL, VERIFY_ERR, "needs exactly 14 operands", h, qkv_w, out_w, v8, fc1_w,
@@ -193,8 +191,8 @@ static void test_transformer_layer(void) {
   EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "attribute eps2", h, qkv_w, out_w, v8, fc1_w, fc2_w, v8, m);
   a.eps2 = 1e-5f;
   a.activation = -1;
-  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "attribute activation", h, qkv_w, out_w, v8, fc1_w, fc2_w,
-             v8, m);
+  EXPECT_ERR(FusedTransformerLayer, &a, NULL, SHAPE_ERR, "attribute activation", h, qkv_w, out_w, v8, fc1_w, fc2_w, v8,
+             m);
 }
 
 int main(void) {

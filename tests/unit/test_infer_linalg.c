@@ -21,17 +21,20 @@ static void test_matmul(void) {
 }
 
 static void test_dot_general(void) {
-  rlx_attrs_DotGeneral a = {.lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL0, .rhs_batch = IL0}; /* plain matmul */
+  rlx_attrs_DotGeneral a = {
+      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL0, .rhs_batch = IL0}; /* plain matmul */
   EXPECT(DotGeneral, &a, NULL, SH(F32, 2, 4), SH(F32, 2, 3), SH(F32, 3, 4));
   /* batched: [b, m, k] x [b, k, n] -> [b, m, n] */
-  rlx_attrs_DotGeneral bm = {.lhs_contracting = IL(2), .rhs_contracting = IL(1), .lhs_batch = IL(0), .rhs_batch = IL(0)};
+  rlx_attrs_DotGeneral bm = {
+      .lhs_contracting = IL(2), .rhs_contracting = IL(1), .lhs_batch = IL(0), .rhs_batch = IL(0)};
   EXPECT(DotGeneral, &bm, NULL, SH(F32, 6, 2, 4), SH(F32, 6, 2, 3), SH(F32, 6, 3, 4));
   /* XLA order: batch ++ lhs free ++ rhs free, with batch axes not leading and free axes in order */
   rlx_attrs_DotGeneral x = {.lhs_contracting = IL(0), .rhs_contracting = IL(2), .lhs_batch = IL(2), .rhs_batch = IL(0)};
   /* lhs [K=3, M=5, B=7]; rhs [B=7, N=9, K=3] -> [7, 5, 9] */
   EXPECT(DotGeneral, &x, NULL, SH(F32, 7, 5, 9), SH(F32, 3, 5, 7), SH(F32, 7, 9, 3));
   /* two contracting axes */
-  rlx_attrs_DotGeneral two = {.lhs_contracting = IL(1, 2), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral two = {
+      .lhs_contracting = IL(1, 2), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
   EXPECT(DotGeneral, &two, NULL, SH(F64, 4, 6), SH(F64, 4, 2, 3), SH(F64, 2, 3, 6));
   /* outer product: nothing contracted */
   rlx_attrs_DotGeneral outer = {.lhs_contracting = IL0, .rhs_contracting = IL0, .lhs_batch = IL0, .rhs_batch = IL0};
@@ -42,15 +45,18 @@ static void test_dot_general(void) {
 
   rlx_attrs_DotGeneral len = {.lhs_contracting = IL(1), .rhs_contracting = IL0, .lhs_batch = IL0, .rhs_batch = IL0};
   EXPECT_ERR(DotGeneral, &len, NULL, SHAPE_ERR, "attribute rhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
-  rlx_attrs_DotGeneral blen = {.lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL0};
+  rlx_attrs_DotGeneral blen = {
+      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL0};
   EXPECT_ERR(DotGeneral, &blen, NULL, SHAPE_ERR, "attribute rhs_batch", SH(F32, 2, 3), SH(F32, 3, 4));
   rlx_attrs_DotGeneral oor = {.lhs_contracting = IL(2), .rhs_contracting = IL(0), .lhs_batch = IL0, .rhs_batch = IL0};
   EXPECT_ERR(DotGeneral, &oor, NULL, SHAPE_ERR, "attribute lhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
   rlx_attrs_DotGeneral neg = {.lhs_contracting = IL(1), .rhs_contracting = IL(-2), .lhs_batch = IL0, .rhs_batch = IL0};
   EXPECT_ERR(DotGeneral, &neg, NULL, SHAPE_ERR, "attribute rhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
-  rlx_attrs_DotGeneral dup = {.lhs_contracting = IL(1, 1), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral dup = {
+      .lhs_contracting = IL(1, 1), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
   EXPECT_ERR(DotGeneral, &dup, NULL, SHAPE_ERR, "more than once", SH(F32, 2, 3), SH(F32, 3, 3));
-  rlx_attrs_DotGeneral overlap = {.lhs_contracting = IL(0), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL(1)};
+  rlx_attrs_DotGeneral overlap = {
+      .lhs_contracting = IL(0), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL(1)};
   EXPECT_ERR(DotGeneral, &overlap, NULL, SHAPE_ERR, "attribute lhs_contracting", SH(F32, 3, 3), SH(F32, 3, 3));
   EXPECT_ERR(DotGeneral, &a, NULL, SHAPE_ERR, "contracting pair 0", SH(F32, 2, 3), SH(F32, 5, 4));
   EXPECT_ERR(DotGeneral, &a, NULL, SHAPE_ERR, "dtype", SH(F32, 2, 3), SH(BF16, 3, 4));
@@ -100,7 +106,8 @@ static void test_factorisations(void) {
   EXPECT_ERR(LogDet, NULL, NULL, SHAPE_ERR, "operand 0", SH(F32, 3));
   EXPECT_ERR(LogDet, NULL, NULL, SHAPE_ERR, "floating-point", SH(I32, 3, 3));
 
-  rlx_attrs_Svd u = {.part = RLX_SVD_PART_U}, s = {.part = RLX_SVD_PART_S}, vt = {.part = RLX_SVD_PART_VT}, bad = {.part = 7};
+  rlx_attrs_Svd u = {.part = RLX_SVD_PART_U}, s = {.part = RLX_SVD_PART_S}, vt = {.part = RLX_SVD_PART_VT},
+                bad = {.part = 7};
   EXPECT(Svd, &u, NULL, SH(F32, 6, 4), SH(F32, 6, 4));
   EXPECT(Svd, &s, NULL, SH(F32, 4), SH(F32, 6, 4));
   EXPECT(Svd, &vt, NULL, SH(F32, 4, 4), SH(F32, 6, 4));

@@ -78,8 +78,8 @@ static void test_dequant_blocks(void) {
              SH(F32, 2, 10), SH(F32, 1));
   EXPECT_ERR(DequantMatMul, &a, NULL, VERIFY_ERR, "needs exactly 4 operands", SH(F32, 4, 64), SH(I8, 64, 10));
   a.block_size = 0;
-  EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "attribute block_size", SH(F32, 4, 64), SH(I8, 64, 10),
-             SH(F32, 2, 10), SH(F32, 1));
+  EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "attribute block_size", SH(F32, 4, 64), SH(I8, 64, 10), SH(F32, 2, 10),
+             SH(F32, 1));
   /* asymmetric: zero point has the scale's shape */
   a = dq(RLX_QUANT_SCHEME_INT8_BLOCK_ASYM);
   EXPECT(DequantMatMul, &a, NULL, SH(F32, 4, 10), SH(F32, 4, 64), SH(I8, 64, 10), SH(F32, 2, 10), SH(F32, 2, 10));
@@ -112,8 +112,7 @@ static void test_dequant_mlx(void) {
   EXPECT(DequantMatMul, &a, NULL, SH(F32, 2, 6), x, SH(U8, 384), s, s);
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 1 (w_q)", x, SH(U32, 6, 15), s, s);
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 3 (biases)", x, SH(U32, 6, 16), s, SH(F32, 6, 1));
-  EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 2 (scales)", x, SH(U32, 6, 16), SH(F32, 6, 4),
-             SH(F32, 6, 4));
+  EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 2 (scales)", x, SH(U32, 6, 16), SH(F32, 6, 4), SH(F32, 6, 4));
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "attribute group_size", SH(F32, 2, 96), SH(U8, 288), s, s);
   /* 3-bit: 6*128*3/8 = 288 bytes */
   a.bits = 3;
@@ -137,8 +136,8 @@ static void test_dequant_mlx(void) {
   EXPECT(DequantMatMul, &a, NULL, SH(F32, 3, 5), SH(F32, 3, 64), SH(U8, 2, 160), SH(F32, 2, 2, 5));
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 2 (scale)", SH(F32, 3, 64), SH(U8, 320), SH(F32, 21));
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "operand 1 (w_q)", SH(F32, 3, 64), SH(U8, 300), SH(F32, 20));
-  EXPECT_ERR(DequantMatMul, &a, NULL, VERIFY_ERR, "needs exactly 3 operands", SH(F32, 3, 64), SH(U8, 320),
-             SH(F32, 20), SH(F32, 1));
+  EXPECT_ERR(DequantMatMul, &a, NULL, VERIFY_ERR, "needs exactly 3 operands", SH(F32, 3, 64), SH(U8, 320), SH(F32, 20),
+             SH(F32, 1));
   a.group_size = 0;
   EXPECT_ERR(DequantMatMul, &a, NULL, SHAPE_ERR, "attribute group_size", SH(F32, 3, 64), SH(U8, 320), SH(F32, 20));
 }
@@ -168,8 +167,8 @@ static void test_dequant_grouped(void) {
   EXPECT_ERR(DequantGroupedMatMulMlx, &m, NULL, SHAPE_ERR, "operand 1 (weight)", x, SH(U32, 191), sc, sc, idx);
   EXPECT_ERR(DequantGroupedMatMulMlx, &m, NULL, SHAPE_ERR, "operand 2 (scales)", x, SH(U32, 192), SH(F32, 2, 12, 3),
              SH(F32, 2, 12, 3), idx);
-  EXPECT_ERR(DequantGroupedMatMulMlx, &m, NULL, SHAPE_ERR, "operand 3 (biases)", x, SH(U32, 192), sc,
-             SH(F32, 2, 12, 1), idx);
+  EXPECT_ERR(DequantGroupedMatMulMlx, &m, NULL, SHAPE_ERR, "operand 3 (biases)", x, SH(U32, 192), sc, SH(F32, 2, 12, 1),
+             idx);
   EXPECT_ERR(DequantGroupedMatMulMlx, &m, NULL, SHAPE_ERR, "operand 4 (expert_idx)", x, SH(U32, 192), sc, sc,
              SH(F32, 6));
   m.scheme = RLX_QUANT_SCHEME_MLX_MXFP4; /* 2*12*64/2 = 768 bytes, u8 E8M0 scales, biases unused */

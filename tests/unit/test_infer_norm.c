@@ -28,7 +28,8 @@ static void test_layer_norm(void) {
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 1 (gamma)", SH(F32, 2, 8), SH(F32, 5), SH(F32, 8));
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 2 (beta)", SH(F32, 2, 8), SH(F32, 8), SH(F32, 2, 8));
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 1 (gamma)", SH(F32, 2, 8), SCALAR(F32), SH(F32, 8));
-  EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 1 (gamma)", SH(F32, 3, SYM(5)), SH(F32, SYM(6)), SH(F32, SYM(5)));
+  EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 1 (gamma)", SH(F32, 3, SYM(5)), SH(F32, SYM(6)),
+             SH(F32, SYM(5)));
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "operand 2 has dtype f16", SH(F32, 2, 8), SH(F32, 8), SH(F16, 8));
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "scalar", SCALAR(F32), SH(F32, 1), SH(F32, 1));
   EXPECT_ERR(LayerNorm, &ln, NULL, SHAPE_ERR, "floating-point", SH(I32, 2, 8), SH(I32, 8), SH(I32, 8));

@@ -5,7 +5,8 @@
 
 #include "infer_test.h"
 
-#define FL(...) ((rlx_flist){.v = (float[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))})
+#define FL(...) \
+  ((rlx_flist){.v = (float[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))})
 #define VERIFY_ERR RLX_ERR_VERIFY
 
 static void test_quantize(void) {
@@ -99,7 +100,8 @@ static void test_lsq(void) {
   rlx_attrs_FakeQuantizeLSQBackwardX bx;
   rlx_attrs_init(RLX_OP_FakeQuantizeLSQBackwardX, &bx);
   EXPECT(FakeQuantizeLSQBackwardX, &bx, NULL, SH(F32, 4, 3), SH(F32, 4, 3), SH(F32, 3), SH(F32, 4, 3));
-  EXPECT_ERR(FakeQuantizeLSQBackwardX, &bx, NULL, SHAPE_ERR, "operand 2 (dy)", SH(F32, 4, 3), SH(F32, 3), SH(F32, 3, 4));
+  EXPECT_ERR(FakeQuantizeLSQBackwardX, &bx, NULL, SHAPE_ERR, "operand 2 (dy)", SH(F32, 4, 3), SH(F32, 3),
+             SH(F32, 3, 4));
   EXPECT_ERR(FakeQuantizeLSQBackwardX, &bx, NULL, VERIFY_ERR, "needs exactly 3", SH(F32, 4, 3), SH(F32, 3));
 
   rlx_attrs_FakeQuantizeLSQBackwardScale bs;
@@ -143,7 +145,8 @@ static void test_qconv2d(void) {
   q.kernel_size = IL(3, 3);
   EXPECT(QConv2d, &q, NULL, SH(I8, SYM(0), 6, 5, 6), SH(I8, SYM(0), 4, 10, 12), SH(I8, 6, 2, 3, 3), SH(I32, 6));
   q.kernel_size = IL(5, 5);
-  EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "attribute kernel_size", SH(I8, 1, 4, 10, 12), SH(I8, 6, 2, 3, 3), SH(I32, 6));
+  EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "attribute kernel_size", SH(I8, 1, 4, 10, 12), SH(I8, 6, 2, 3, 3),
+             SH(I32, 6));
   q.kernel_size = IL0;
   /* begin/end padding (0,1 | 2,3), dilation (2,1): H = 10 + 0 + 2 - 5 + 1 = 8, W = 12 + 1 + 3 - 3 + 1 = 14 */
   q.groups = 1;
@@ -238,7 +241,8 @@ static void test_scaled_matmul(void) {
   rlx_attrs_ScaledMatMul m;
   rlx_attrs_init(RLX_OP_ScaledMatMul, &m);
   EXPECT(ScaledMatMul, &m, NULL, SH(F32, 4, 5), SH(U8, 4, 64), SH(U8, 5, 64), SH(F32, 1), SH(F32, 1));
-  EXPECT_ERR(ScaledMatMul, &m, NULL, SHAPE_ERR, "operand 1 (rhs)", SH(U8, 4, 64), SH(U8, 5, 32), SH(F32, 1), SH(F32, 1));
+  EXPECT_ERR(ScaledMatMul, &m, NULL, SHAPE_ERR, "operand 1 (rhs)", SH(U8, 4, 64), SH(U8, 5, 32), SH(F32, 1),
+             SH(F32, 1));
   EXPECT_ERR(ScaledMatMul, &m, NULL, SHAPE_ERR, "operand 0 (lhs) has dtype f32", SH(F32, 4, 64), SH(U8, 5, 64),
              SH(F32, 1), SH(F32, 1));
   EXPECT_ERR(ScaledMatMul, &m, NULL, VERIFY_ERR, "needs exactly 4", SH(U8, 4, 64), SH(U8, 5, 64), SH(F32, 1),

@@ -7,9 +7,9 @@
 #define IN(i) ((rlx_chain_operand){0, (i)})
 #define ST(i) ((rlx_chain_operand){1, (i)})
 #define STEP(kind, sub, a, b, c) ((rlx_chain_step){RLX_CHAIN_STEP_##kind, (sub), a, b, c})
-#define CHAIN(...)                                                                                 \
-  ((rlx_chain){.steps = (rlx_chain_step[]){__VA_ARGS__}, .n = \
-               (uint32_t)(sizeof((rlx_chain_step[]){__VA_ARGS__}) / sizeof(rlx_chain_step))})
+#define CHAIN(...)                                       \
+  ((rlx_chain){.steps = (rlx_chain_step[]){__VA_ARGS__}, \
+               .n = (uint32_t)(sizeof((rlx_chain_step[]){__VA_ARGS__}) / sizeof(rlx_chain_step))})
 
 static rlx_attrs_ElementwiseRegion region(int64_t n) {
   rlx_attrs_ElementwiseRegion a;
@@ -24,7 +24,8 @@ static void test_elementwise_region(void) {
   EXPECT(ElementwiseRegion, &a, NULL, SH(F16, 2, 3), SH(F16, 2, 3));
   /* x + bias with a trailing-tile bias, then Gelu */
   a = region(2);
-  a.chain = CHAIN(STEP(BINARY, RLX_BINOP_ADD, IN(0), IN(1), IN(0)), STEP(ACTIVATION, RLX_ACT_GELU, ST(0), IN(0), IN(0)));
+  a.chain =
+      CHAIN(STEP(BINARY, RLX_BINOP_ADD, IN(0), IN(1), IN(0)), STEP(ACTIVATION, RLX_ACT_GELU, ST(0), IN(0), IN(0)));
   EXPECT(ElementwiseRegion, &a, NULL, SH(F32, 2, 3, 4), SH(F32, 2, 3, 4), SH(F32, 4));
   EXPECT(ElementwiseRegion, &a, NULL, SH(F32, 2, 3, 4), SH(F32, 3, 4), SH(F32, 2, 3, 4));
   EXPECT(ElementwiseRegion, &a, NULL, SH(F32, 2, 3, 4), SH(F32, 2, 3, 4), SH(F32, 1, 1, 4));

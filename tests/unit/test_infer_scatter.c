@@ -34,13 +34,11 @@ static void test_scatter_nd(void) {
   s.reduction = RLX_SCATTER_REDUCTION_MAX;
   EXPECT(ScatterNd, &s, NULL, SH(F32, SYM(0), 6), SH(F32, SYM(0), 6), SH(I64, SYM(1), 1), SH(F32, SYM(1), 6));
   EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 1 (indices)", SH(F32, 4, 5, 6), SH(I64, 3, 4), SH(F32, 3));
-  EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 1 (indices)", SH(F32, 4, 5, 6), SH(I64, 3, SYM(1)),
-             SH(F32, 3));
+  EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 1 (indices)", SH(F32, 4, 5, 6), SH(I64, 3, SYM(1)), SH(F32, 3));
   EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 1 (indices) is a scalar", SH(F32, 4), SCALAR(I64), SCALAR(F32));
   EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 2 (updates)", SH(F32, 4, 5, 6), SH(I64, 3, 2), SH(F32, 3, 5));
   EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 2 (updates)", SH(F32, 4, 5, 6), SH(I64, 3, 2), SH(F32, 2, 6));
-  EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 2 has dtype f16", SH(F32, 4, 5, 6), SH(I64, 3, 2),
-             SH(F16, 3, 6));
+  EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 2 has dtype f16", SH(F32, 4, 5, 6), SH(I64, 3, 2), SH(F16, 3, 6));
   EXPECT_ERR(ScatterNd, &s, NULL, SHAPE_ERR, "operand 1 (indices) has dtype f64", SH(F32, 4, 5, 6), SH(F64, 3, 2),
              SH(F32, 3, 6));
   s.reduction = 9;
@@ -104,8 +102,7 @@ static void test_gather_elements(void) {
   g.axis = 0;
   EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "operand 1 (indices)", SH(F32, 4, 5), SH(I64, 4, 6));
   EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "operand 1 (indices)", SH(F32, 4, 5), SH(I64, 4));
-  EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "operand 1 (indices) has dtype bool", SH(F32, 4, 5),
-             SH(BOOL, 4, 5));
+  EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "operand 1 (indices) has dtype bool", SH(F32, 4, 5), SH(BOOL, 4, 5));
   EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "scalar", SCALAR(F32), SCALAR(I64));
   g.axis = -3;
   EXPECT_ERR(GatherElements, &g, NULL, SHAPE_ERR, "attribute axis", SH(F32, 4, 5), SH(I64, 4, 5));

@@ -90,7 +90,8 @@ static void test_narrow_slice(void) {
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "read indices 3..-1", SH(F32, 4, 6));
   s = (rlx_attrs_Slice){.axis = 1, .start = 6, .len = 1, .step = 1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "attributes start 6", SH(F32, 4, 6));
-  s = (rlx_attrs_Slice){.axis = 0, .start = 1000, .len = 2, .step = 5}; /* symbolic axis: only the lower bound is checked */
+  s = (rlx_attrs_Slice){
+      .axis = 0, .start = 1000, .len = 2, .step = 5}; /* symbolic axis: only the lower bound is checked */
   EXPECT(Slice, &s, NULL, SH(F32, 2, 6), SH(F32, SYM(2), 6));
   s = (rlx_attrs_Slice){.axis = 0, .start = 3, .len = 5, .step = -1};
   EXPECT_ERR(Slice, &s, NULL, SHAPE_ERR, "read indices 3..-1", SH(F32, SYM(2), 6));

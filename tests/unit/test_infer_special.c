@@ -64,7 +64,8 @@ static void test_gated_delta_net(void) {
   rlx_attrs_GatedDeltaNetBackward b = {.state_size = 4, .carry_state = false, .gate_per_channel = false};
   EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 420), QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 3), SH(F32, 2, 5, 3, 4));
   b.gate_per_channel = true; /* 4 * 120 + 30 */
-  EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 510), QKV, SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3), SH(F32, 2, 5, 3, 4));
+  EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 510), QKV, SH(F32, 2, 5, 3, 4), SH(F32, 2, 5, 3),
+         SH(F32, 2, 5, 3, 4));
   b.gate_per_channel = false;
   b.carry_state = true; /* 420 + 96 */
   EXPECT(GatedDeltaNetBackward, &b, NULL, SH(F32, 516), QKV, SH(F32, 2, 5, 3), SH(F32, 2, 5, 3), SH(F32, 2, 3, 4, 4),
@@ -150,8 +151,8 @@ static void test_splat(void) {
   EXPECT(GaussianSplatRender, &r, NULL, SH(F32, 192), SCENE); /* 8 * 6 * 4 */
   EXPECT(GaussianSplatRender, &r, NULL, SH(F32, 192), SH(F32, 10, 3), SH(F32, 10, 3), SH(F32, 10, 4), SH(F32, 10),
          SH(F32, 10, 3), SH(F32, 10, 4, 3), SH(F32, 23));
-  EXPECT(GaussianSplatRender, &r, NULL, SH(F32, 192), SH(F32, SYM(0)), SH(F32, SYM(0)), SH(F32, SYM(1)), SH(F32, SYM(2)),
-         SH(F32, SYM(0)), SH(F32, SYM(3)), SH(F32, 23));
+  EXPECT(GaussianSplatRender, &r, NULL, SH(F32, 192), SH(F32, SYM(0)), SH(F32, SYM(0)), SH(F32, SYM(1)),
+         SH(F32, SYM(2)), SH(F32, SYM(0)), SH(F32, SYM(3)), SH(F32, 23));
   EXPECT_ERR(GaussianSplatRender, &r, NULL, SHAPE_ERR, "operand 0 (positions)", SH(F32, 31), SH(F32, 30), SH(F32, 40),
              SH(F32, 10), SH(F32, 30), SH(F32, 120), SH(F32, 23));
   EXPECT_ERR(GaussianSplatRender, &r, NULL, SHAPE_ERR, "operand 2 (rotations)", SH(F32, 30), SH(F32, 30), SH(F32, 30),
@@ -209,7 +210,8 @@ static void test_splat(void) {
   EXPECT(GaussianSplatRasterize, &z, NULL, SH(F32, 192), SH(F32, 889), SH(F32, 23));
   EXPECT(GaussianSplatRasterize, &z, NULL, SH(F32, 192), SH(F32, 754), SH(F32, 23)); /* N = 1 */
   EXPECT_ERR(GaussianSplatRasterize, &z, NULL, SHAPE_ERR, "operand 0 (prepared)", SH(F32, 888), SH(F32, 23));
-  EXPECT_ERR(GaussianSplatRasterize, &z, NULL, SHAPE_ERR, "operand 0 (prepared)", SH(F32, 739), SH(F32, 23)); /* N = 0 */
+  EXPECT_ERR(GaussianSplatRasterize, &z, NULL, SHAPE_ERR, "operand 0 (prepared)", SH(F32, 739),
+             SH(F32, 23)); /* N = 0 */
   EXPECT_ERR(GaussianSplatRasterize, &z, NULL, SHAPE_ERR, "operand 1 (meta)", SH(F32, 889), SH(F32, 24));
   z.tile_size = 0;
   EXPECT_ERR(GaussianSplatRasterize, &z, NULL, SHAPE_ERR, "attribute tile_size", SH(F32, 889), SH(F32, 23));
@@ -243,7 +245,8 @@ static void test_fft(void) {
 
   rlx_attrs_FftButterflyStage b = {.stage = 2, .n_fft = 8};
   EXPECT(FftButterflyStage, &b, NULL, SH(F32, 3, 16), SH(F32, 3, 16), SH(F32, 4), SH(F32, 4), SH(F32, 4), SH(F32, 4));
-  EXPECT(FftButterflyStage, &b, NULL, SH(F32, 3, 8, 2), SH(F32, 3, 8, 2), SH(F32, 4), SH(F32, 4), SH(F32, 4), SH(F32, 4));
+  EXPECT(FftButterflyStage, &b, NULL, SH(F32, 3, 8, 2), SH(F32, 3, 8, 2), SH(F32, 4), SH(F32, 4), SH(F32, 4),
+         SH(F32, 4));
   EXPECT_ERR(FftButterflyStage, &b, NULL, SHAPE_ERR, "operand 3 (tw_re)", SH(F32, 3, 16), SH(F32, 4), SH(F32, 4),
              SH(F32, 8), SH(F32, 4));
   EXPECT_ERR(FftButterflyStage, &b, NULL, SHAPE_ERR, "operand 0 (state)", SH(F32, 3, 14), SH(F32, 4), SH(F32, 4),

@@ -9,7 +9,7 @@
 #include "passes/passes.h"
 #include "rlx_test.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 
 /* Every kind claimed except the listed ones. */
@@ -212,7 +212,8 @@ static void test_stuck_decomposition(void) {
   claim_all_but(claimed, without, 2);
   rlx_dispatch_report rep;
   rlx_graph *res = NULL;
-  CHECK_ERR(rlx_legalize(g, claimed, NULL, &rep, &res), RLX_ERR_UNSUPPORTED, "@main/%1 While \"loop\": cannot be decomposed");
+  CHECK_ERR(rlx_legalize(g, claimed, NULL, &rep, &res), RLX_ERR_UNSUPPORTED,
+            "@main/%1 While \"loop\": cannot be decomposed");
   CHECK(strstr(rlx_last_error(), "max_iterations") != NULL);
   CHECK(strstr(rlx_last_error(), "Clamp") == NULL);
   CHECK(rep.path[RLX_OP_While] == RLX_PATH_UNSUPPORTED && rep.path[RLX_OP_Clamp] == RLX_PATH_DECOMPOSED);
@@ -336,26 +337,58 @@ static void test_symbolic(void) {
   rlx_id l, r, d;
   CHECK_OK(rlx_input(g, "l", SH(F32, B, 3), &l));
   CHECK_OK(rlx_input(g, "r", SH(F32, 3, 2), &r));
-  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){1}, .n = 1}, .rhs_contracting = {.v = (int64_t[]){0}, .n = 1}, .lhs_batch = {.v = NULL, .n = 0}, .rhs_batch = {.v = NULL, .n = 0}};
+  rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = (int64_t[]){1}, .n = 1},
+                             .rhs_contracting = {.v = (int64_t[]){0}, .n = 1},
+                             .lhs_batch = {.v = NULL, .n = 0},
+                             .rhs_batch = {.v = NULL, .n = 0}};
   rlx_id din[2] = {l, r};
   CHECK_OK(rlx_graph_add(g, RLX_OP_DotGeneral, din, 2, &da, NULL, "dot", &d));
   CHECK_OK(rlx_graph_set_outputs(g, &d, 1));
   rlx_op w2[] = {RLX_OP_DotGeneral};
   claim_all_but(claimed, w2, 1);
-  CHECK_ERR(rlx_legalize(g, claimed, NULL, NULL, &res), RLX_ERR_UNSUPPORTED, "DotGeneral \"dot\": cannot be decomposed: operands have symbolic extents");
+  CHECK_ERR(rlx_legalize(g, claimed, NULL, NULL, &res), RLX_ERR_UNSUPPORTED,
+            "DotGeneral \"dot\": cannot be decomposed: operands have symbolic extents");
   rlx_graph_free(g);
 }
 
 /* The kinds this project decomposes all have a table entry; primitives without one do not. */
 static void test_table(void) {
-  const rlx_op have[] = {
-      RLX_OP_Fma, RLX_OP_Clamp, RLX_OP_FakeQuantize, RLX_OP_DotGeneral, RLX_OP_GroupNorm, RLX_OP_BatchNormInference,
-      RLX_OP_Slice, RLX_OP_Pad, RLX_OP_Tile, RLX_OP_Trilu, RLX_OP_Roll, RLX_OP_KvAppend, RLX_OP_CumProd,
-      RLX_OP_CumMax, RLX_OP_Histogram, RLX_OP_ResizeNearest2x, RLX_OP_ConvTranspose2d, RLX_OP_AxialRope2d,
-      RLX_OP_FusedSwiGLU, RLX_OP_FusedMatMulBiasAct, RLX_OP_FusedMatMulResidual, RLX_OP_FusedConvBiasAct,
-      RLX_OP_FusedResidualLN, RLX_OP_FusedResidualRmsNorm, RLX_OP_FusedAttentionBlock, RLX_OP_FusedTransformerLayer,
-      RLX_OP_LoraMatMul, RLX_OP_AdaLayerNorm, RLX_OP_GatedResidual, RLX_OP_ElementwiseRegion, RLX_OP_TransformRegion,
-      RLX_OP_BatchElementwiseRegion, RLX_OP_If, RLX_OP_While, RLX_OP_Scan, RLX_OP_CustomFn};
+  const rlx_op have[] = {RLX_OP_Fma,
+                         RLX_OP_Clamp,
+                         RLX_OP_FakeQuantize,
+                         RLX_OP_DotGeneral,
+                         RLX_OP_GroupNorm,
+                         RLX_OP_BatchNormInference,
+                         RLX_OP_Slice,
+                         RLX_OP_Pad,
+                         RLX_OP_Tile,
+                         RLX_OP_Trilu,
+                         RLX_OP_Roll,
+                         RLX_OP_KvAppend,
+                         RLX_OP_CumProd,
+                         RLX_OP_CumMax,
+                         RLX_OP_Histogram,
+                         RLX_OP_ResizeNearest2x,
+                         RLX_OP_ConvTranspose2d,
+                         RLX_OP_AxialRope2d,
+                         RLX_OP_FusedSwiGLU,
+                         RLX_OP_FusedMatMulBiasAct,
+                         RLX_OP_FusedMatMulResidual,
+                         RLX_OP_FusedConvBiasAct,
+                         RLX_OP_FusedResidualLN,
+                         RLX_OP_FusedResidualRmsNorm,
+                         RLX_OP_FusedAttentionBlock,
+                         RLX_OP_FusedTransformerLayer,
+                         RLX_OP_LoraMatMul,
+                         RLX_OP_AdaLayerNorm,
+                         RLX_OP_GatedResidual,
+                         RLX_OP_ElementwiseRegion,
+                         RLX_OP_TransformRegion,
+                         RLX_OP_BatchElementwiseRegion,
+                         RLX_OP_If,
+                         RLX_OP_While,
+                         RLX_OP_Scan,
+                         RLX_OP_CustomFn};
   for (size_t i = 0; i < sizeof have / sizeof *have; i++)
     CHECK_MSG(rlx_decompose_table[have[i]] != NULL, "%s has no decomposition", rlx_op_name(have[i]));
   const rlx_op none[] = {RLX_OP_Input, RLX_OP_Binary, RLX_OP_MatMul, RLX_OP_Reshape, RLX_OP_Det, RLX_OP_Attention};
@@ -389,7 +422,8 @@ static uint32_t build_scan(rlx_graph *g, rlx_op *without) {
   rlx_attrs_Clamp ca = {.min = -1.0f, .max = 1.0f};
   o = un(b, RLX_OP_Clamp, o, &ca, NULL);
   CHECK_OK(rlx_graph_set_outputs(b, &o, 1));
-  rlx_attrs_Scan sa = {.body = b, .length = 3, .save_trajectory = true, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
+  rlx_attrs_Scan sa = {
+      .body = b, .length = 3, .save_trajectory = true, .num_bcast = 0, .num_xs = 1, .num_checkpoints = 0};
   rlx_id in[2] = {init, xs};
   CHECK_OK(rlx_graph_add(g, RLX_OP_Scan, in, 2, &sa, NULL, NULL, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));

@@ -65,15 +65,16 @@ static void check_list(void) {
   rlx_backend_claim_set(b, set);
   for (uint32_t k = 0; k < RLX_OP_COUNT; k++) {
     if (want[k] != have[k] || want[k] != set[k])
-      fprintf(stderr, "%s: the document says %s, claims.c says %s\n", rlx_op_name((rlx_op)k), want[k] ? "claimed" : "not claimed",
-              have[k] ? "claimed" : "not claimed");
+      fprintf(stderr, "%s: the document says %s, claims.c says %s\n", rlx_op_name((rlx_op)k),
+              want[k] ? "claimed" : "not claimed", have[k] ? "claimed" : "not claimed");
     CHECK(want[k] == have[k]);
     CHECK(want[k] == set[k]);
     /* an unclaimed kind is legalized away by a shared decomposition */
     if (!want[k]) {
       bool gap = known_gap((rlx_op)k), has = rlx_decompose_table[k] != NULL;
       if (!has && !gap) fprintf(stderr, "%s is not claimed and has no shared decomposition\n", rlx_op_name((rlx_op)k));
-      if (has && gap) fprintf(stderr, "%s has a shared decomposition now: drop it from known_gaps\n", rlx_op_name((rlx_op)k));
+      if (has && gap)
+        fprintf(stderr, "%s has a shared decomposition now: drop it from known_gaps\n", rlx_op_name((rlx_op)k));
       CHECK(has != gap);
     }
   }

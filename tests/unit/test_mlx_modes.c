@@ -45,8 +45,8 @@ static rlx_graph *mlp(void) {
 }
 
 /* Runs g on the CPU backend with the given inputs / params (names in node order). */
-static void cpu_run(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const rlx_named_tensor *par, uint32_t n_par,
-                    float *out, size_t n_out) {
+static void cpu_run(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const rlx_named_tensor *par,
+                    uint32_t n_par, float *out, size_t n_out) {
   rlx_executable *e = NULL;
   CHECK_OK(rlx_compile(g, "cpu", NULL, &e));
   if (!e) return;
@@ -114,7 +114,8 @@ static void test_modes(const char *cache) {
       memset(got, 0, sizeof got);
       CHECK_OK(mlx_prog_run(p, s, ins, 1, outs, 1));
       CHECK(rlxm_read(outs[0], 0, got, sizeof got) == 0);
-      CHECK_MSG(max_diff(got, want, 64) < 1e-5, "mode %d run %d differs from the CPU by %g", m, rep, max_diff(got, want, 64));
+      CHECK_MSG(max_diff(got, want, 64) < 1e-5, "mode %d run %d differs from the CPU by %g", m, rep,
+                max_diff(got, want, 64));
     }
     /* rebinding a param changes the result without recompiling */
     float b2[16];
@@ -163,7 +164,8 @@ static void test_host_fallback(const char *cache) {
     mlx_prog_info_get(p, &info);
     CHECK(info.host_nodes == 1 && info.native_nodes == 1);
     CHECK(!info.compiled);
-    CHECK_MSG(strstr(info.mode_note, "fell back to lazy") && strstr(info.mode_note, "Cholesky"), "note: %s", info.mode_note);
+    CHECK_MSG(strstr(info.mode_note, "fell back to lazy") && strstr(info.mode_note, "Cholesky"), "note: %s",
+              info.mode_note);
     CHECK(mlx_prog_node_is_host(p, 1));
     rlxm_scope *s = rlxm_scope_new();
     rlxm_arr *ins[1] = {arr(s, &in.tensor)}, *outs[1] = {NULL};
@@ -212,7 +214,8 @@ static void test_fake_quantize(void) {
         float xv[6] = {0.2f, -0.3f, 0.75f, 9.0f, -9.0f, 0.25f}, sv[1] = {0.5f}, got[6];
         float want[6] = {0.0f, -0.5f, 1.0f, 3.5f, -3.5f, 0.0f};
         rlxm_scope *sc = rlxm_scope_new();
-        rlx_tensor tx = {xv, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){6})}, ts = {sv, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){1})};
+        rlx_tensor tx = {xv, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){6})},
+                   ts = {sv, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){1})};
         rlxm_arr *ins[2] = {arr(sc, &tx), arr(sc, &ts)}, *outs[1] = {NULL};
         CHECK_OK(mlx_prog_run(p, sc, ins, 2, outs, 1));
         CHECK(rlxm_read(outs[0], 0, got, sizeof got) == 0);

@@ -21,12 +21,28 @@
 #define NODE_DIR "/usr/include/onnx/backend/test/data/node"
 
 static const char *const tests[] = {
-    "test_conv_with_strides_padding", "test_gemm_all_attributes", "test_relu", "test_softmax_axis_1",
-    "test_layer_normalization_4d_axis_negative_1", "test_gru_defaults", "test_lstm_defaults", "test_rnn_seq_length",
-    "test_maxpool_2d_pads", "test_averagepool_2d_strides", "test_batchnorm_epsilon", "test_instancenorm_example",
-    "test_matmul_4d", "test_gather_1", "test_scatter_elements_with_axis", "test_cumsum_2d_axis_1",
-    "test_resize_upsample_scales_nearest", "test_einsum_batch_matmul", "test_reduce_mean_keepdims_example",
-    "test_convtranspose", "test_lrn", "test_dft",
+    "test_conv_with_strides_padding",
+    "test_gemm_all_attributes",
+    "test_relu",
+    "test_softmax_axis_1",
+    "test_layer_normalization_4d_axis_negative_1",
+    "test_gru_defaults",
+    "test_lstm_defaults",
+    "test_rnn_seq_length",
+    "test_maxpool_2d_pads",
+    "test_averagepool_2d_strides",
+    "test_batchnorm_epsilon",
+    "test_instancenorm_example",
+    "test_matmul_4d",
+    "test_gather_1",
+    "test_scatter_elements_with_axis",
+    "test_cumsum_2d_axis_1",
+    "test_resize_upsample_scales_nearest",
+    "test_einsum_batch_matmul",
+    "test_reduce_mean_keepdims_example",
+    "test_convtranspose",
+    "test_lrn",
+    "test_dft",
 };
 
 static bool exists(const char *p) {
@@ -87,7 +103,8 @@ static void run_one(const char *name) {
       if (!same) bad++;
       if (fabs(a - b) > worst) worst = fabs(a - b);
     }
-    CHECK_MSG(bad == 0, "%s: output %u: %zu of %zu values differ from ONNX's expected output (worst %g)", name, k, bad, n, worst);
+    CHECK_MSG(bad == 0, "%s: output %u: %zu of %zu values differ from ONNX's expected output (worst %g)", name, k, bad,
+              n, worst);
     rlx_onnx_tensor_free(&want, NULL);
   }
   rlx_executable_free(e);

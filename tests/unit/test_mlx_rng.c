@@ -75,8 +75,8 @@ static void one(rlx_op op, rlx_dtype t, uint64_t key, bool op_seed, uint64_t com
   }
   if (bad && getenv("RLX_TEST_VERBOSE"))
     for (int i = 0; i < 4; i++) printf("%g %g\n", rlx_elem_get(want, t, i), rlx_elem_get(got, t, i));
-  CHECK_MSG(bad == 0, "%s %s key %llu: %zu of %zu elements differ from the CPU (worst %g)", rlx_op_name(op), rlx_dtype_name(t),
-            (unsigned long long)key, bad, n, worst);
+  CHECK_MSG(bad == 0, "%s %s key %llu: %zu of %zu elements differ from the CPU (worst %g)", rlx_op_name(op),
+            rlx_dtype_name(t), (unsigned long long)key, bad, n, worst);
   rlx_graph_free(g);
 }
 

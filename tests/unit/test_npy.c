@@ -167,7 +167,7 @@ static void test_malformed(void) {
   buf[7] = 0;
   bad(buf, 9, "inside the header length");
   for (size_t cut = 10; cut < n; cut += 7) bad(buf, cut, NULL); /* every truncation fails */
-  buf[8] = 0xff; /* header length 0x..ff: past the end */
+  buf[8] = 0xff;                                                /* header length 0x..ff: past the end */
   bad(buf, n, "past the end of the file");
   n = make_npy(buf, 1, ok, two, 8);
   buf[8] = 0x00;
@@ -202,7 +202,8 @@ static void test_malformed(void) {
   bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }", 8,
              "too large");
   bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775807, 2), }", 8, "too large");
-  bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 8, "truncated: 8 bytes present, the shape needs 12");
+  bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 8,
+             "truncated: 8 bytes present, the shape needs 12");
   bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 8, "4 trailing bytes");
   bad_header(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), } x", 8, "after the header dict");
   bad_header(1, "{'descr': '<f4 , 'fortran_order': False, 'shape': (2,)", 8, NULL);

@@ -119,8 +119,7 @@ static void test_nms(void) {
   float cboxes[16] = {1, 1, 2, 2, 2, 1, 2, 2, 1, 1.5f, 2, 2, 10.5f, 10.5f, 1, 1};
   float cscores[4] = {0.5f, 0.9f, 0.8f, 0.7f};
   m = nms_model(1, cboxes, cscores, true, 10, 0.5f, 0, false, 1);
-  if (run_ob(m, NULL, NULL, 0, &r))
-    CHECK(is_i64(&r.outs[0], 2, DIMS(3, 3), (int64_t[]){0, 0, 1, 0, 0, 2, 0, 0, 3}));
+  if (run_ob(m, NULL, NULL, 0, &r)) CHECK(is_i64(&r.outs[0], 2, DIMS(3, 3), (int64_t[]){0, 0, 1, 0, 0, 2, 0, 0, 3}));
   runner_free(&r);
   ob_model_free(m);
 
@@ -172,8 +171,10 @@ static void test_nms(void) {
 static ob_model *unique_model(int32_t elem, int rank, const int64_t *dims, const void *x, size_t nb, bool as_const,
                               int64_t axis, int64_t sorted) {
   ob_model *m = ob_model_new(11);
-  if (as_const) ob_initializer(m, "x", elem, rank, dims, x, nb);
-  else ob_input(m, "x", elem, rank, dims);
+  if (as_const)
+    ob_initializer(m, "x", elem, rank, dims, x, nb);
+  else
+    ob_input(m, "x", elem, rank, dims);
   Onnx__NodeProto *n = ob_node(m, "Unique", "x", "y,idx,inv,cnt");
   if (axis > -100) ob_attr_int(m, n, "axis", axis);
   if (sorted >= 0) ob_attr_int(m, n, "sorted", sorted);
@@ -311,8 +312,10 @@ static void tfidf_ref(const tfidf_spec *s, const int64_t *x, int B, int L, int C
     }
     for (int j = 0; j < C; j++) {
       float w = s->weights ? s->weights[j] : 1;
-      if (strcmp(s->mode, "IDF") == 0) row[j] = row[j] > 0 ? w : 0;
-      else if (strcmp(s->mode, "TFIDF") == 0) row[j] *= w;
+      if (strcmp(s->mode, "IDF") == 0)
+        row[j] = row[j] > 0 ? w : 0;
+      else if (strcmp(s->mode, "TFIDF") == 0)
+        row[j] *= w;
     }
   }
 }

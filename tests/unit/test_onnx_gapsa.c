@@ -86,7 +86,7 @@ static void test_adagrad(void) {
     opt_inputs(m, names, 8);
     ob_outputs_untyped(m, "X1n,X2n,H1n,H2n");
     float r = 0.1f;
-    rlx_named_tensor ins[8] = {tin("R", &r, RLX_F32, 0, NULL), tin("T", &step, RLX_I64, 0, NULL),
+    rlx_named_tensor ins[8] = {tin("R", &r, RLX_F32, 0, NULL),     tin("T", &step, RLX_I64, 0, NULL),
                                tin("X1", X1, RLX_F32, 1, DIMS(2)), tin("X2", X2, RLX_F32, 1, DIMS(3)),
                                tin("G1", G1, RLX_F32, 1, DIMS(2)), tin("G2", G2, RLX_F32, 1, DIMS(3)),
                                tin("H1", S1, RLX_F32, 1, DIMS(2)), tin("H2", S2, RLX_F32, 1, DIMS(3))};
@@ -125,7 +125,7 @@ static void test_momentum(void) {
       opt_inputs(m, names, 8);
       ob_outputs_untyped(m, "X1n,X2n,V1n,V2n");
       float r = 0.05f;
-      rlx_named_tensor ins[8] = {tin("R", &r, RLX_F32, 0, NULL), tin("T", &step, RLX_I64, 0, NULL),
+      rlx_named_tensor ins[8] = {tin("R", &r, RLX_F32, 0, NULL),     tin("T", &step, RLX_I64, 0, NULL),
                                  tin("X1", X1, RLX_F32, 1, DIMS(2)), tin("X2", X2, RLX_F32, 1, DIMS(3)),
                                  tin("G1", G1, RLX_F32, 1, DIMS(2)), tin("G2", G2, RLX_F32, 1, DIMS(3)),
                                  tin("V1", S1, RLX_F32, 1, DIMS(2)), tin("V2", S2, RLX_F32, 1, DIMS(3))};
@@ -224,7 +224,8 @@ static void test_training_errors(void) {
   none &= expect_error(m, RLX_ERR_FORMAT, "takes R, T and 3 groups");
   /* other ops of the training domain, and other domains, are gaps naming the domain */
   m = optimizer(TRAINING, "Sgd", names4, 4, "R,T,X1,G1", "X1n", 1, &n);
-  none &= expect_error(m, RLX_ERR_UNSUPPORTED, "Sgd: no RLX mapping for this op of domain \"ai.onnx.preview.training\"");
+  none &=
+      expect_error(m, RLX_ERR_UNSUPPORTED, "Sgd: no RLX mapping for this op of domain \"ai.onnx.preview.training\"");
   m = optimizer("com.example", "Adam", names4, 4, "R,T,X1,G1", "X1n", 1, &n);
   none &= expect_error(m, RLX_ERR_UNSUPPORTED, "domain \"com.example\" is not supported");
   /* a training opset this importer does not know */
@@ -419,7 +420,8 @@ static void test_maxunpool(void) {
         want[(c * H + h) * W + w] = x[e];
       }
       CHECK(close_to(&rr, 0, want, (size_t)(2 * H * W), 0));
-      CHECK(rr.n_outs == 1 && rr.outs[0].shape.rank == 4 && rr.outs[0].shape.dims[2] == H && rr.outs[0].shape.dims[3] == W);
+      CHECK(rr.n_outs == 1 && rr.outs[0].shape.rank == 4 && rr.outs[0].shape.dims[2] == H &&
+            rr.outs[0].shape.dims[3] == W);
     }
     runner_free(&rr);
     ob_model_free(m);
@@ -473,7 +475,8 @@ static void test_einsum_diagonal(void) {
     ob_attr_string(mo, ob_node(mo, "Einsum", "m", "d"), "equation", k ? "ijk->ii" : "iji->j");
     ob_input(mo, "m", OB_FLOAT, 3, DIMS(3, 3, 2));
     ob_outputs_untyped(mo, "d");
-    none &= expect_error(mo, RLX_ERR_FORMAT, k ? "output letter 'i' appears twice" : "letter 'i' labels axes of sizes 3 and 2");
+    none &= expect_error(mo, RLX_ERR_FORMAT,
+                         k ? "output letter 'i' appears twice" : "letter 'i' labels axes of sizes 3 and 2");
   }
   CHECK(none);
 }

@@ -389,8 +389,10 @@ static void test_if(void) {
     mw_buf out = mw_tensor_value("y", MW_F32, 1, DIMS(3));
     /* known: c is an initializer (constant) -> the else branch is inlined; else a graph input */
     mw_buf m = mw_model(13, graph("ifg", (gparts){nodes, inits, ins, &out, 2, known ? 2 : 1, known ? 1 : 2, 1}));
-    if (!known) free(inits[1].p);
-    else free(ins[1].p);
+    if (!known)
+      free(inits[1].p);
+    else
+      free(ins[1].p);
     float x[3] = {1, -2, 3};
     for (uint8_t c = 0; c < 2; c++) {
       rlx_named_tensor in[2] = {tin("x", x, RLX_F32, 1, DIMS(3)), tin("c", &c, RLX_BOOL, 0, NULL)};
@@ -686,8 +688,8 @@ static void test_report_all_gaps(void) {
  * feeds Relu at an unsupported opset 99 ... all three are reported, not only the first. */
 static void test_report_downstream_gaps(void) {
   mw_buf nodes[4] = {mw_node_named("u1", "Frobnicate", "x", "a", NULL, 0),
-                     mw_node_named("u2", "Wibble", "a", "b", NULL, 0),
-                     mw_node_named("d1", "Foo", "b", "c", NULL, 0), mw_node("Neg", "c", "y", NULL, 0)};
+                     mw_node_named("u2", "Wibble", "a", "b", NULL, 0), mw_node_named("d1", "Foo", "b", "c", NULL, 0),
+                     mw_node("Neg", "c", "y", NULL, 0)};
   mw_str(&nodes[2], 7, "com.example");
   mw_buf ins[1] = {mw_tensor_value("x", MW_F32, 1, DIMS(2))};
   mw_buf outs[1] = {mw_tensor_value("y", MW_F32, 1, DIMS(2))};
@@ -876,7 +878,8 @@ static void test_truncation(void) {
     memcpy(cut, m.p, n);
     g = NULL;
     rlx_status s = rlx_onnx_import_bytes(cut, n, NULL, NULL, NULL, &g);
-    if (s == RLX_OK) oks++;
+    if (s == RLX_OK)
+      oks++;
     else {
       errors++;
       silent += rlx_last_error()[0] == 0;
@@ -1150,7 +1153,8 @@ static rlx_status import_ext(const char *dir, const char *location, int64_t offs
     rlx_named_tensor in = tin("x", x, RLX_F32, 1, DIMS(3));
     if (rlx_compile(g, "cpu", NULL, &e) == RLX_OK && rlx_executable_run(e, &in, 1, &outs, &n) == RLX_OK)
       CHECK(out_close_f32(&outs[0], want, 3, 0));
-    else CHECK_MSG(0, "%s", rlx_last_error());
+    else
+      CHECK_MSG(0, "%s", rlx_last_error());
     rlx_executable_free(e);
   }
   rlx_graph_free(g);
@@ -1261,8 +1265,10 @@ static void test_alloc_failures(void) {
     rlx_fail_alloc_init(&fa, i);
     rlx_graph *g = NULL;
     rlx_status s = rlx_onnx_import_bytes(m.p, m.n, NULL, NULL, &fa.al, &g);
-    if (s == RLX_OK) rlx_graph_free(g);
-    else wrong += s != RLX_ERR_OOM && s != RLX_ERR_FORMAT; /* protobuf-c reports OOM as a failed unpack */
+    if (s == RLX_OK)
+      rlx_graph_free(g);
+    else
+      wrong += s != RLX_ERR_OOM && s != RLX_ERR_FORMAT; /* protobuf-c reports OOM as a failed unpack */
     leaks += fa.live != 0;
   }
   CHECK_MSG(leaks == 0, "%d of %ld failure points leak", leaks, n_allocs);

@@ -129,7 +129,7 @@ static void test_unknown_fields(void) {
   Onnx__NodeProto *n = ob_node(m, "Relu", "x", "y");
   /* protobuf-c keeps an unknown field's bytes after the tag: here the length, then the message */
   static uint8_t meta[] = {6, 0x0a, 0x01, 'k', 0x12, 0x01, 'v'}; /* StringStringEntryProto {key "k", value "v"} */
-  static uint8_t devcfg[] = {3, 0x0a, 0x01, 'k'};                 /* NodeDeviceConfigurationProto {configuration_id "k"} */
+  static uint8_t devcfg[] = {3, 0x0a, 0x01, 'k'}; /* NodeDeviceConfigurationProto {configuration_id "k"} */
   ProtobufCMessageUnknownField uf[2] = {{9, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, sizeof meta, meta},
                                         {10, PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED, sizeof devcfg, devcfg}};
   n->base.n_unknown_fields = 2;
@@ -141,7 +141,9 @@ static void test_unknown_fields(void) {
   n->base.unknown_fields = NULL;
   /* and ModelProto.configuration (26), also newer */
   uint8_t *bytes = (uint8_t *)packed;
-  append_field(&bytes, &len, 26, "\x0a\x03" "cpu");
+  append_field(&bytes, &len, 26,
+               "\x0a\x03"
+               "cpu");
   /* ir_version 12 (field 1 again: the last value wins); the importer has no IR version limit */
   uint8_t *p2 = realloc(bytes, len + 2);
   if (!p2) abort();
@@ -169,8 +171,8 @@ static void test_unknown_fields(void) {
 
 /* Appends ModelProto.functions (field 25) = FunctionProto {name, domain "local", inputs, outputs,
  * nodes} to the packed model. `extra` adds raw FunctionProto bytes (e.g. unknown fields). */
-static void append_function(uint8_t **buf, size_t *len, const char *name, char **ins, size_t nin, char **outs, size_t nout,
-                            Onnx__NodeProto **nodes, size_t nn, const uint8_t *extra, size_t nextra) {
+static void append_function(uint8_t **buf, size_t *len, const char *name, char **ins, size_t nin, char **outs,
+                            size_t nout, Onnx__NodeProto **nodes, size_t nn, const uint8_t *extra, size_t nextra) {
   Onnx__FunctionProto f;
   onnx__function_proto__init(&f);
   f.name = (char *)name;
@@ -229,7 +231,8 @@ static uint8_t *function_model(const char *fname, float alpha, Onnx__NodeProto *
 }
 
 /* Imports `bytes`, runs it on x and checks y bit for bit against want (what names the case). */
-static void expect_y(const uint8_t *bytes, size_t len, const rlx_named_tensor *in, const float *want, const char *what) {
+static void expect_y(const uint8_t *bytes, size_t len, const rlx_named_tensor *in, const float *want,
+                     const char *what) {
   rlx_graph *g = NULL;
   rlx_status s = onnx_import(bytes, len, NULL, &g);
   CHECK_MSG(s == RLX_OK, "%s: %s", what, rlx_last_error());
@@ -274,7 +277,8 @@ static void test_local_functions(void) {
     free(bytes);
     /* the same function declaring alpha = 0.5 as its default (attribute_proto, field 11, unknown
      * to Debian's onnx.proto) and called without alpha: the default applies -> {1, -0.5, -4} */
-    static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p', 'h', 'a', 0x15, 0, 0, 0, 0x3f}; /* {name "alpha", f 0.5} */
+    static const uint8_t defaults[] = {0x5a, 0x0c, 0x0a, 0x05, 'a', 'l', 'p',
+                                       'h',  'a',  0x15, 0,    0,   0,   0x3f}; /* {name "alpha", f 0.5} */
     bytes = function_model("F", -1, nodes, 2, defaults, sizeof defaults, &len);
     expect_y(bytes, len, &in, (const float[]){1.0f, -0.5f, -4}, "function defaults");
     free(bytes);
@@ -309,7 +313,8 @@ static void test_local_functions(void) {
     Onnx__NodeProto n0 = body_node("Relu", t, 1, b, 1, "");
     Onnx__NodeProto *nodes[1] = {&n0};
     bytes = function_model("B", -1, nodes, 1, NULL, 0, &len);
-    expect_import_error(bytes, len, RLX_ERR_FORMAT, "reads \"t\", which no formal input or earlier node of the function defines");
+    expect_import_error(bytes, len, RLX_ERR_FORMAT,
+                        "reads \"t\", which no formal input or earlier node of the function defines");
     free(bytes);
   }
 }
@@ -391,7 +396,8 @@ static void test_space_to_depth_mode(void) {
     if (cases[i].mode) ob_attr_string(m, n, "mode", cases[i].mode);
     ob_output(m, "y", OB_FLOAT, 4, DIMS(1, 8, 1, 1));
     runner r;
-    if (run_ob(m, NULL, NULL, 0, &r)) CHECK_MSG(r.n_outs == 1 && is_f32_bits(&r.outs[0], cases[i].want, 8), "case %zu", i);
+    if (run_ob(m, NULL, NULL, 0, &r))
+      CHECK_MSG(r.n_outs == 1 && is_f32_bits(&r.outs[0], cases[i].want, 8), "case %zu", i);
     runner_free(&r);
     ob_model_free(m);
   }
@@ -423,8 +429,8 @@ static void test_group_norm_versions(void) {
       CHECK(r.n_outs == 1);
       const float *y = r.outs[0].data, *want = v ? w21 : w18;
       for (int i = 0; i < 4 && r.n_outs == 1; i++)
-        CHECK_MSG(fabsf(y[i] - want[i]) < 1e-4f, "opset %lld element %d: got %g, want %g", (long long)opset, i, (double)y[i],
-                  (double)want[i]);
+        CHECK_MSG(fabsf(y[i] - want[i]) < 1e-4f, "opset %lld element %d: got %g, want %g", (long long)opset, i,
+                  (double)y[i], (double)want[i]);
     }
     runner_free(&r);
     ob_model_free(m);

@@ -117,7 +117,8 @@ enum { F32 = OB_FLOAT, I64 = OB_INT64 };
 
 enum { NEAREST, LINEAR, CUBIC };
 enum { ZEROS, BORDER, REFLECTION };
-static const char *mode_name16[3] = {"nearest", "bilinear", "bicubic"}, *mode_name20[3] = {"nearest", "linear", "cubic"};
+static const char *mode_name16[3] = {"nearest", "bilinear", "bicubic"},
+                  *mode_name20[3] = {"nearest", "linear", "cubic"};
 static const char *pad_name[3] = {"zeros", "border", "reflection"};
 
 /* Mirror x at lo / hi until it lies in [lo, hi]. */
@@ -136,13 +137,15 @@ static double ref_cubic(double s) { /* cubic convolution kernel, A = -0.75 */
 }
 
 /* X value at integer cell idx[] (spatial axes) of image (n, ch), read with the padding mode. */
-static double ref_pixel(const float *x, const int64_t *S, int r, int64_t base, const int64_t *idx, int pad, bool align) {
+static double ref_pixel(const float *x, const int64_t *S, int r, int64_t base, const int64_t *idx, int pad,
+                        bool align) {
   int64_t off = 0;
   for (int i = 0; i < r; i++) {
     int64_t k = idx[i];
     if (k < 0 || k >= S[i]) {
       if (pad == ZEROS) return 0;
-      if (pad == BORDER) k = k < 0 ? 0 : S[i] - 1;
+      if (pad == BORDER)
+        k = k < 0 ? 0 : S[i] - 1;
       else {
         double lo = align ? 0 : -0.5, hi = align ? (double)(S[i] - 1) : (double)S[i] - 0.5;
         k = (int64_t)ref_reflect((double)k, lo, hi);
@@ -170,8 +173,10 @@ static void ref_grid_sample(const float *x, const int64_t *xd, int r, const floa
         if (mode == NEAREST) v = nearbyint(v); /* half to even */
         double lo = align ? 0 : -0.5, hi = align ? (double)(S[i] - 1) : (double)S[i] - 0.5;
         if (v < lo || v > hi) { /* cubic + border: only the taps are clamped (ref_pixel), as in PyTorch */
-          if (pad == BORDER && mode != CUBIC) v = v < 0 ? 0 : v > (double)(S[i] - 1) ? (double)(S[i] - 1) : v;
-          else if (pad == REFLECTION) v = ref_reflect(v, lo, hi);
+          if (pad == BORDER && mode != CUBIC)
+            v = v < 0 ? 0 : v > (double)(S[i] - 1) ? (double)(S[i] - 1) : v;
+          else if (pad == REFLECTION)
+            v = ref_reflect(v, lo, hi);
         }
         pos[i] = v;
       }
@@ -187,9 +192,12 @@ static void ref_grid_sample(const float *x, const int64_t *xd, int r, const floa
             int t = rest % taps;
             rest /= taps;
             double fl = floor(pos[i]);
-            if (mode == NEAREST) idx[i] = (int64_t)pos[i];
-            else if (mode == LINEAR) idx[i] = (int64_t)fl + t, w *= t ? pos[i] - fl : 1 - (pos[i] - fl);
-            else idx[i] = (int64_t)fl - 1 + t, w *= ref_cubic(pos[i] - (double)idx[i]);
+            if (mode == NEAREST)
+              idx[i] = (int64_t)pos[i];
+            else if (mode == LINEAR)
+              idx[i] = (int64_t)fl + t, w *= t ? pos[i] - fl : 1 - (pos[i] - fl);
+            else
+              idx[i] = (int64_t)fl - 1 + t, w *= ref_cubic(pos[i] - (double)idx[i]);
           }
           acc += w * ref_pixel(x, S, r, (n * C + ch) * L, idx, pad, align);
         }
@@ -215,8 +223,10 @@ static void check_grid_sample(int opset, int r, const int64_t *xd, const int64_t
   rlx_named_tensor in[2] = {tin("X", (void *)x, RLX_F32, r + 2, xd), tin("grid", (void *)grid, RLX_F32, r + 2, gd)};
   runner run;
   char what[96];
-  snprintf(what, sizeof what, "GridSample-%d %dD %s %s align_corners=%d", opset, r, mode_name20[mode], pad_name[pad], align);
-  if (mb_run(&b, NULL, in, 2, &run)) CHECK_MSG(close_to(&run.outs[0], want, (size_t)ny, r + 2, yd, 1e-4, what), "%s", what);
+  snprintf(what, sizeof what, "GridSample-%d %dD %s %s align_corners=%d", opset, r, mode_name20[mode], pad_name[pad],
+           align);
+  if (mb_run(&b, NULL, in, 2, &run))
+    CHECK_MSG(close_to(&run.outs[0], want, (size_t)ny, r + 2, yd, 1e-4, what), "%s", what);
   runner_free(&run);
   free(want);
 }
@@ -283,7 +293,8 @@ static void test_grid_sample_int(void) {
     rlx_named_tensor in[2] = {tin("X", x, RLX_I32, 4, DIMS(1, 1, 1, 3)), tin("grid", g, RLX_F32, 4, DIMS(1, 1, 5, 2))};
     runner run;
     if (mb_run(&b, NULL, in, 2, &run))
-      CHECK(run.outs[0].shape.dtype == RLX_I32 && run.outs[0].shape.rank == 4 && memcmp(run.outs[0].data, want, sizeof want) == 0);
+      CHECK(run.outs[0].shape.dtype == RLX_I32 && run.outs[0].shape.rank == 4 &&
+            memcmp(run.outs[0].data, want, sizeof want) == 0);
     runner_free(&run);
   }
 }
@@ -396,7 +407,8 @@ static void check_affine_grid(const float *theta, int r, const int64_t *size, bo
   yd[r + 1] = r;
   rlx_named_tensor in[1] = {tin("theta", (void *)theta, RLX_F32, 3, td)};
   runner run;
-  if (mb_run(&b, NULL, in, 1, &run)) CHECK_MSG(close_to(&run.outs[0], want, (size_t)n, r + 2, yd, 1e-6, what), "%s", what);
+  if (mb_run(&b, NULL, in, 1, &run))
+    CHECK_MSG(close_to(&run.outs[0], want, (size_t)n, r + 2, yd, 1e-6, what), "%s", what);
   runner_free(&run);
 }
 
@@ -476,10 +488,14 @@ static void ra_ref_sample(double y, double x, int64_t H, int64_t W, double w[4],
   if (y < 0) y = 0;
   if (x < 0) x = 0;
   int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1, x1;
-  if (y0 >= H - 1) y0 = y1 = H - 1, y = (double)y0;
-  else y1 = y0 + 1;
-  if (x0 >= W - 1) x0 = x1 = W - 1, x = (double)x0;
-  else x1 = x0 + 1;
+  if (y0 >= H - 1)
+    y0 = y1 = H - 1, y = (double)y0;
+  else
+    y1 = y0 + 1;
+  if (x0 >= W - 1)
+    x0 = x1 = W - 1, x = (double)x0;
+  else
+    x1 = x0 + 1;
   double ly = y - (double)y0, lx = x - (double)x0, hy = 1 - ly, hx = 1 - lx;
   w[0] = hy * hx, w[1] = hy * lx, w[2] = ly * hx, w[3] = ly * lx;
   idx[0] = y0 * W + x0, idx[1] = y0 * W + x1, idx[2] = y1 * W + x0, idx[3] = y1 * W + x1;
@@ -533,13 +549,16 @@ static void check_roi_align(int opset, const ra_case *p, bool rois_const, const 
   unsigned seed = 5;
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = frand(&seed) * 3;
   /* whole image, inner boxes, a box past the edges, a tiny one, one more than a cell outside */
-  float rois[24] = {0, 0, 11, 13, 2, 3, 7, 9, 4.5f, 1, 15, 6.2f, -4, -3, 14, 16, 3.1f, 4.2f, 3.4f, 4.3f, -9, -9, -3, -3};
+  float rois[24] = {0,  0,  11, 13, 2,    3,    7,    9,    4.5f, 1,  15, 6.2f,
+                    -4, -3, 14, 16, 3.1f, 4.2f, 3.4f, 4.3f, -9,   -9, -3, -3};
   int64_t bi[6] = {0, 1, 1, 0, 1, 0};
   mb b;
   mb_init(&b, "RoiAlign", opset);
   mb_input(&b, "X", F32, 4, xd);
-  if (rois_const) mb_const(&b, "rois", F32, 2, DIMS(R, 4), rois, sizeof rois);
-  else mb_input(&b, "rois", F32, 2, DIMS(R, 4));
+  if (rois_const)
+    mb_const(&b, "rois", F32, 2, DIMS(R, 4), rois, sizeof rois);
+  else
+    mb_input(&b, "rois", F32, 2, DIMS(R, 4));
   mb_input(&b, "batch_indices", I64, 1, DIMS(R));
   mb_attr_s(&b, "mode", p->max_mode ? "max" : "avg");
   mb_attr_i(&b, "output_height", p->oh);
@@ -565,10 +584,12 @@ static void test_roi_align(void) {
     for (int hp = 0; hp < 2; hp++) {
       ra_case p = {mx == 1, hp == 1, 3, 2, 2, 0.5f};
       char what[96];
-      snprintf(what, sizeof what, "RoiAlign-16 %s %s sampling_ratio 2", mx ? "max" : "avg", hp ? "half_pixel" : "output_half_pixel");
+      snprintf(what, sizeof what, "RoiAlign-16 %s %s sampling_ratio 2", mx ? "max" : "avg",
+               hp ? "half_pixel" : "output_half_pixel");
       check_roi_align(16, &p, false, what);
       p.ratio = 0; /* adaptive: needs the rois when importing */
-      snprintf(what, sizeof what, "RoiAlign-16 %s %s sampling_ratio 0", mx ? "max" : "avg", hp ? "half_pixel" : "output_half_pixel");
+      snprintf(what, sizeof what, "RoiAlign-16 %s %s sampling_ratio 0", mx ? "max" : "avg",
+               hp ? "half_pixel" : "output_half_pixel");
       check_roi_align(16, &p, true, what);
     }
   /* opset 10: no coordinate_transformation_mode, rois at least one cell */
@@ -603,13 +624,13 @@ static void test_roi_align_symbolic(void) {
   /* detection models: X [N, 2, 5, 6] and a run-time number of rois M; imports with both symbolic,
    * runs with them bound */
   const ra_case p = {false, true, 2, 2, 2, 1.0f};
-#define RA_SYM                                                                                     \
-  mb_init(&b, "RoiAlign", 16);                                                                     \
-  mb_input(&b, "X", F32, 4, DIMS(-1, 2, 5, 6));                                                    \
-  mb_input(&b, "rois", F32, 2, DIMS(-2, 4));                                                       \
-  mb_input(&b, "batch_indices", I64, 1, DIMS(-2));                                                 \
-  mb_attr_i(&b, "output_height", 2);                                                               \
-  mb_attr_i(&b, "output_width", 2);                                                                \
+#define RA_SYM                                     \
+  mb_init(&b, "RoiAlign", 16);                     \
+  mb_input(&b, "X", F32, 4, DIMS(-1, 2, 5, 6));    \
+  mb_input(&b, "rois", F32, 2, DIMS(-2, 4));       \
+  mb_input(&b, "batch_indices", I64, 1, DIMS(-2)); \
+  mb_attr_i(&b, "output_height", 2);               \
+  mb_attr_i(&b, "output_width", 2);                \
   mb_attr_i(&b, "sampling_ratio", 2)
   mb b;
   RA_SYM;
@@ -638,14 +659,15 @@ static void test_roi_align_symbolic(void) {
 
 static void test_roi_align_errors(void) {
   mb b;
-#define RA_BASE(opset)                                                                             \
-  mb_init(&b, "RoiAlign", opset);                                                                  \
-  mb_input(&b, "X", F32, 4, DIMS(1, 1, 4, 4));                                                     \
-  mb_input(&b, "rois", F32, 2, DIMS(2, 4));                                                        \
+#define RA_BASE(opset)                         \
+  mb_init(&b, "RoiAlign", opset);              \
+  mb_input(&b, "X", F32, 4, DIMS(1, 1, 4, 4)); \
+  mb_input(&b, "rois", F32, 2, DIMS(2, 4));    \
   mb_input(&b, "batch_indices", I64, 1, DIMS(2))
   /* sampling_ratio 0 samples ceil(roi size / output size) points: the rois must be known */
   RA_BASE(16);
-  expect_import_error(&b, RLX_ERR_UNSUPPORTED, "input 1 (rois; with sampling_ratio = 0 the sample count depends on them)");
+  expect_import_error(&b, RLX_ERR_UNSUPPORTED,
+                      "input 1 (rois; with sampling_ratio = 0 the sample count depends on them)");
   RA_BASE(16);
   mb_attr_s(&b, "mode", "min");
   expect_import_error(&b, RLX_ERR_FORMAT, "attribute mode is \"min\"; expected \"avg\" or \"max\"");

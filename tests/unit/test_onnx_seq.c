@@ -43,20 +43,16 @@ static void test_construct_insert_erase_at(void) {
   /* s = [a, b, c]; insert d at 1 -> [a, d, b, c]; erase last -> [a, d, b]; y = s[1] = d,
    * z = s[-1] = b, n = length = 3 */
   mw_buf nodes[] = {
-      mw_node("SequenceConstruct", "a,b,c", "s0", NULL, 0),
-      mw_const_i64("one", 1, 0),
-      mw_node("SequenceInsert", "s0,d,one", "s1", NULL, 0),
-      mw_node("SequenceErase", "s1", "s2", NULL, 0),
-      mw_node("SequenceAt", "s2,one", "y", NULL, 0),
-      mw_const_i64("minus1", -1, 1),
-      mw_node("SequenceAt", "s2,minus1", "z", NULL, 0),
-      mw_node("SequenceLength", "s2", "n", NULL, 0),
+      mw_node("SequenceConstruct", "a,b,c", "s0", NULL, 0), mw_const_i64("one", 1, 0),
+      mw_node("SequenceInsert", "s0,d,one", "s1", NULL, 0), mw_node("SequenceErase", "s1", "s2", NULL, 0),
+      mw_node("SequenceAt", "s2,one", "y", NULL, 0),        mw_const_i64("minus1", -1, 1),
+      mw_node("SequenceAt", "s2,minus1", "z", NULL, 0),     mw_node("SequenceLength", "s2", "n", NULL, 0),
   };
   mw_buf ins[] = {f32_in("a", 2, D(2, 3)), f32_in("b", 2, D(2, 3)), f32_in("c", 2, D(2, 3)), f32_in("d", 2, D(2, 3))};
   mw_buf outs[] = {out_any("y"), out_any("z"), out_any("n")};
   mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 4, outs, 3));
-  rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3)), f32_tensor("b", B, 2, D(2, 3)), f32_tensor("c", C, 2, D(2, 3)),
-                             f32_tensor("d", E, 2, D(2, 3))};
+  rlx_named_tensor feed[] = {f32_tensor("a", A, 2, D(2, 3)), f32_tensor("b", B, 2, D(2, 3)),
+                             f32_tensor("c", C, 2, D(2, 3)), f32_tensor("d", E, 2, D(2, 3))};
   runner r;
   if (mw_run(&m, NULL, feed, 4, &r)) {
     CHECK(r.n_outs == 3);
@@ -176,12 +172,9 @@ static void test_loop_and_if(void) {
   mw_buf dt = mw_attr_int("dtype", MW_F32), ab = mw_attr_graph("body", body), ax = mw_attr_int("axis", 0);
   mw_buf th = mw_attr_graph("then_branch", then_g), el = mw_attr_graph("else_branch", else_g);
   mw_buf nodes[] = {
-      mw_node("SequenceEmpty", NULL, "empty", &dt, 1),
-      mw_const_i64("trip", 3, 0),
-      mw_node("Constant", NULL, "cond", &ct, 1),
-      mw_node("Loop", "trip,cond,empty", "loop_s", &ab, 1),
-      mw_node("If", "cond", "picked", MW_ARR(th, el), 2),
-      mw_node("ConcatFromSequence", "picked", "y", &ax, 1),
+      mw_node("SequenceEmpty", NULL, "empty", &dt, 1),    mw_const_i64("trip", 3, 0),
+      mw_node("Constant", NULL, "cond", &ct, 1),          mw_node("Loop", "trip,cond,empty", "loop_s", &ab, 1),
+      mw_node("If", "cond", "picked", MW_ARR(th, el), 2), mw_node("ConcatFromSequence", "picked", "y", &ax, 1),
       mw_node("SequenceLength", "picked", "n", NULL, 0),
   };
   mw_buf ins[] = {f32_in("x", 1, D(2))};
@@ -244,8 +237,8 @@ static void test_if_runtime_sequences(void) {
   mw_buf m = mw_model(13, mw_graph("g", nodes, NELEMS(nodes), ins, 3, outs, 1));
   for (int cv = 0; cv < 2; cv++) {
     bool cond = cv == 1;
-    rlx_named_tensor feed[] = {{"cond", {&cond, rlx_shape_scalar(RLX_BOOL)}}, f32_tensor("a", A, 1, D(3)),
-                               f32_tensor("b", B, 1, D(3))};
+    rlx_named_tensor feed[] = {
+        {"cond", {&cond, rlx_shape_scalar(RLX_BOOL)}}, f32_tensor("a", A, 1, D(3)), f32_tensor("b", B, 1, D(3))};
     float want[6];
     for (int i = 0; i < 3; i++) {
       want[i] = cond ? A[i] : B[i];
@@ -405,7 +398,8 @@ static void test_sequence_graph_io(void) {
   /* no length anywhere: a gap saying how to give it */
   rlx_graph *g = NULL;
   o.n_seqs = 0;
-  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_UNSUPPORTED, "graph input \"x\" is a sequence whose length is only known at run time");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_UNSUPPORTED,
+            "graph input \"x\" is a sequence whose length is only known at run time");
   rlx_graph_free(g);
   g = NULL;
   /* an element of the wrong dtype */
@@ -413,7 +407,8 @@ static void test_sequence_graph_io(void) {
   rlx_named_tensor wrong[] = {{"x.0", {bad, rlx_shape_make(RLX_I64, 1, D(3))}}, f32_tensor("t", C, 1, D(3))};
   o.inputs = wrong;
   o.n_inputs = 2;
-  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_SHAPE, "graph input \"x.0\" is f32 in the model but the given tensor is i64");
+  CHECK_ERR(mw_import(&m, &o, &g), RLX_ERR_SHAPE,
+            "graph input \"x.0\" is f32 in the model but the given tensor is i64");
   rlx_graph_free(g);
   g = NULL;
   /* only optionals can be absent */
@@ -468,7 +463,8 @@ static void test_optional_graph_io(void) {
  * ====================================================================================== */
 
 static void test_sequence_files(void) {
-  mw_buf ts[] = {mw_tensor("a", MW_F32, 2, D(2, 3), A, sizeof A), mw_tensor("b", MW_F32, 1, D(2), B, 2 * sizeof(float))};
+  mw_buf ts[] = {mw_tensor("a", MW_F32, 2, D(2, 3), A, sizeof A),
+                 mw_tensor("b", MW_F32, 1, D(2), B, 2 * sizeof(float))};
   mw_buf sp = mw_sequence("s", ts, 2);
   rlx_onnx_seq_value v;
   CHECK_OK(rlx_onnx_sequence_read(sp.p, sp.n, false, NULL, &v));
@@ -505,7 +501,8 @@ static void test_sequence_files(void) {
   mw_buf inner = mw_sequence(NULL, NULL, 0), outer = {0};
   mw_int(&outer, 2, 3);
   mw_msg(&outer, 5, &inner);
-  CHECK_ERR(rlx_onnx_sequence_read(outer.p, outer.n, false, NULL, &v), RLX_ERR_UNSUPPORTED, "only sequences of tensors");
+  CHECK_ERR(rlx_onnx_sequence_read(outer.p, outer.n, false, NULL, &v), RLX_ERR_UNSUPPORTED,
+            "only sequences of tensors");
   mw_free(&outer);
   /* a bad element tensor (3 floats of data for dims [2, 3]) names the element */
   mw_buf bt[] = {mw_tensor(NULL, MW_F32, 2, D(2, 3), A, 3 * sizeof(float))};

@@ -147,7 +147,8 @@ static void test_dft_onesided_length(void) {
     }
     ob_model *m = dft_model(20, 3, DIMS(3, 6, 1), 0, 1, len, true, 1);
     runner r;
-    if (run_model(m, x, 3, DIMS(3, 6, 1), &r)) CHECK_MSG(close_to(&r.outs[0], 3, DIMS(3, bins, 2), want), "RFFT length %lld", (long long)len);
+    if (run_model(m, x, 3, DIMS(3, 6, 1), &r))
+      CHECK_MSG(close_to(&r.outs[0], 3, DIMS(3, bins, 2), want), "RFFT length %lld", (long long)len);
     runner_free(&r);
     ob_model_free(m);
   }
@@ -178,7 +179,8 @@ static void test_dft_irfft(void) {
     }
     ob_model *m = dft_model(17, 3, DIMS(2, 4, 2), 1, 1, pass == 0 ? len : -1, true, 1);
     runner r;
-    if (run_model(m, x, 3, DIMS(2, 4, 2), &r)) CHECK_MSG(close_to(&r.outs[0], 3, DIMS(2, len, 1), want), "IRFFT length %lld", (long long)len);
+    if (run_model(m, x, 3, DIMS(2, 4, 2), &r))
+      CHECK_MSG(close_to(&r.outs[0], 3, DIMS(2, len, 1), want), "IRFFT length %lld", (long long)len);
     runner_free(&r);
     ob_model_free(m);
   }
@@ -259,7 +261,8 @@ static void test_stft(void) {
 }
 
 /* An STFT model whose scalar inputs are initializers (frame_length < 0: omitted). */
-static ob_model *stft_model(int srank, const int64_t *sdims, int64_t step, int64_t wlen, int64_t flen, int64_t onesided) {
+static ob_model *stft_model(int srank, const int64_t *sdims, int64_t step, int64_t wlen, int64_t flen,
+                            int64_t onesided) {
   ob_model *m = ob_model_new(17);
   ob_input(m, "x", OB_FLOAT, srank, sdims);
   ob_initializer(m, "step", OB_INT64, 0, NULL, &step, 8);

@@ -43,7 +43,8 @@ int main(void) {
     if (leaf) CHECK_MSG(claimed[k], "CPU must claim leaf %s", name);
 
     bool needs_dec = rlx_op_has(op, RLX_PROP_FUSED) || rlx_op_has(op, RLX_PROP_LOWER);
-    if (needs_dec) CHECK_MSG(rlx_decompose_table[k] != NULL, "%s is composite/lowerable but has no decomposition", name);
+    if (needs_dec)
+      CHECK_MSG(rlx_decompose_table[k] != NULL, "%s is composite/lowerable but has no decomposition", name);
     bool diff = rlx_op_has(op, RLX_PROP_DIFF);
     bool vgap = listed(missing_vjp, sizeof missing_vjp / sizeof *missing_vjp, op);
     bool has_path = rlx_has_vjp(op) || rlx_decompose_table[k] != NULL;

@@ -41,8 +41,9 @@ int main(void) {
     int idx = 0;
     for (char *line = strtok(txt, "\n"); line; line = strtok(NULL, "\n")) {
       if (!*line) continue;
-      CHECK_MSG(idx < RLX_OP_COUNT && strcmp(line, rlx_op_name((rlx_op)idx)) == 0, "kind %d: spec says %s, table says %s",
-                idx, line, idx < RLX_OP_COUNT ? rlx_op_name((rlx_op)idx) : "(none)");
+      CHECK_MSG(idx < RLX_OP_COUNT && strcmp(line, rlx_op_name((rlx_op)idx)) == 0,
+                "kind %d: spec says %s, table says %s", idx, line,
+                idx < RLX_OP_COUNT ? rlx_op_name((rlx_op)idx) : "(none)");
       idx++;
     }
     CHECK(idx == RLX_OP_COUNT);

@@ -115,8 +115,7 @@ static void test_adam(void) {
   CHECK(NEAR(m[0], 0.05, 1e-8) && NEAR(v[0], 0.00025, 1e-10));
   step1(o, g2);
   CHECK(NEAR(p[0], 0.93661035, 2e-6));
-  CHECK_ERR(rlx_optim_state(o, "p", "max_exp_avg_sq", &m, NULL), RLX_ERR_NOT_FOUND,
-            "max_exp_avg_sq");
+  CHECK_ERR(rlx_optim_state(o, "p", "max_exp_avg_sq", &m, NULL), RLX_ERR_NOT_FOUND, "max_exp_avg_sq");
   rlx_optim_free(o);
 
   /* L2 (Adam): the gradient becomes 0.5 + 0.1 * 1 = 0.6 and the first step is still ~lr * sign */
@@ -158,8 +157,7 @@ static void test_lion(void) {
   float p[3] = {1.0f, 2.0f, -1.0f}, g[3] = {0.3f, -0.2f, 0.0f};
   rlx_optim *o = make1(&c, p, 3);
   step1(o, g);
-  CHECK(NEAR(p[0], 0.995 - 0.01, 1e-7) && NEAR(p[1], 1.99 + 0.01, 1e-7) &&
-        NEAR(p[2], -0.995, 1e-7));
+  CHECK(NEAR(p[0], 0.995 - 0.01, 1e-7) && NEAR(p[1], 1.99 + 0.01, 1e-7) && NEAR(p[2], -0.995, 1e-7));
   const float *m;
   CHECK_OK(rlx_optim_state(o, "p", "exp_avg", &m, NULL));
   CHECK(NEAR(m[0], 0.003, 1e-9) && NEAR(m[1], -0.002, 1e-9) && m[2] == 0.0f);
@@ -256,8 +254,7 @@ static void test_muon(void) {
   const float *gs[3] = {g, gt, gb};
   CHECK_OK(rlx_optim_step(o, gs, 3));
   double n = sqrt(10.0) + 1e-7;
-  CHECK_MSG(NEAR(w[0], -0.1 * ns_scalar(3 / n, 5), 2e-6), "w0 %g want %g", w[0],
-            -0.1 * ns_scalar(3 / n, 5));
+  CHECK_MSG(NEAR(w[0], -0.1 * ns_scalar(3 / n, 5), 2e-6), "w0 %g want %g", w[0], -0.1 * ns_scalar(3 / n, 5));
   CHECK(NEAR(w[3], -0.1 * ns_scalar(1 / n, 5), 2e-6));
   CHECK(NEAR(w[1], 0, 1e-6) && NEAR(w[2], 0, 1e-6));
   double f = ns_scalar(15.0 / (15.0 + 1e-7), 5) * sqrt(1.5) * 0.1;
@@ -382,14 +379,12 @@ static void test_schedules(void) {
 static void test_api(void) {
   for (int k = 0; k < RLX_OPTIM_KIND_COUNT; k++) {
     rlx_optim_kind back;
-    CHECK(rlx_optim_kind_from_name(rlx_optim_kind_name((rlx_optim_kind)k), &back) &&
-          back == (rlx_optim_kind)k);
+    CHECK(rlx_optim_kind_from_name(rlx_optim_kind_name((rlx_optim_kind)k), &back) && back == (rlx_optim_kind)k);
     rlx_optim_config c;
     rlx_optim_config_init(&c, (rlx_optim_kind)k);
     CHECK_OK(rlx_optim_config_check(&c)); /* every default config is valid */
   }
-  CHECK(!rlx_optim_kind_from_name("adamax", NULL) &&
-        rlx_optim_kind_name(RLX_OPTIM_KIND_COUNT) == NULL);
+  CHECK(!rlx_optim_kind_from_name("adamax", NULL) && rlx_optim_kind_name(RLX_OPTIM_KIND_COUNT) == NULL);
 
   /* step_tensors = step; a param added later starts its own Adam step count */
   rlx_optim_config c;
@@ -492,8 +487,7 @@ static void test_errors(void) {
   CHECK_ERR(rlx_optim_add_param(o, "w", p, NULL), RLX_ERR_INVALID_ARG, "shape is NULL");
   rlx_shape s16 = s;
   s16.dtype = RLX_F16;
-  CHECK_ERR(rlx_optim_add_param(o, "w", p, &s16), RLX_ERR_INVALID_ARG,
-            "dtype must be f32, got f16");
+  CHECK_ERR(rlx_optim_add_param(o, "w", p, &s16), RLX_ERR_INVALID_ARG, "dtype must be f32, got f16");
   rlx_dim sym[2] = {RLX_DIM_SYM(0), 2};
   rlx_shape ssym = rlx_shape_make(RLX_F32, 2, sym);
   CHECK_ERR(rlx_optim_add_param(o, "w", p, &ssym), RLX_ERR_SHAPE, "param 'w'");
@@ -515,8 +509,7 @@ static void test_errors(void) {
   CHECK_ERR(rlx_optim_step_tensors(o, &t, 1), RLX_ERR_SHAPE, "rank 99");
   CHECK(p[0] == 0 && rlx_optim_step_count(o) == 0); /* failed steps change nothing */
   const float *d;
-  CHECK_ERR(rlx_optim_state(o, "v", "momentum_buffer", &d, NULL), RLX_ERR_NOT_FOUND,
-            "no param named 'v'");
+  CHECK_ERR(rlx_optim_state(o, "v", "momentum_buffer", &d, NULL), RLX_ERR_NOT_FOUND, "no param named 'v'");
   CHECK_ERR(rlx_optim_step(NULL, gs, 1), RLX_ERR_INVALID_ARG, "NULL");
   CHECK_ERR(rlx_optim_add_param(NULL, "w", p, &s), RLX_ERR_INVALID_ARG, "NULL");
   rlx_optim_free(o);
@@ -581,20 +574,16 @@ static bool set_field(rlx_optim_config *c, const char *key, const char *val) {
   struct {
     const char *k;
     bool *f;
-  } flags[] = {{"maximize", &c->maximize},
-               {"amsgrad", &c->amsgrad},
-               {"nesterov", &c->nesterov},
-               {"centered", &c->centered}};
+  } flags[] = {
+      {"maximize", &c->maximize}, {"amsgrad", &c->amsgrad}, {"nesterov", &c->nesterov}, {"centered", &c->centered}};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     if (strcmp(key, flags[i].k) == 0) return *flags[i].f = v != 0, true;
   if (strcmp(key, "ns_steps") == 0) return c->ns_steps = (uint32_t)v, true;
-  if (strcmp(key, "schedule.warmup_steps") == 0)
-    return c->schedule.warmup_steps = (uint64_t)v, true;
+  if (strcmp(key, "schedule.warmup_steps") == 0) return c->schedule.warmup_steps = (uint64_t)v, true;
   if (strcmp(key, "schedule.decay_steps") == 0) return c->schedule.decay_steps = (uint64_t)v, true;
   if (strcmp(key, "schedule.step_size") == 0) return c->schedule.step_size = (uint64_t)v, true;
   if (strcmp(key, "muon_lr_adjust") == 0) {
-    c->muon_lr_adjust =
-        strcmp(val, "original") == 0 ? RLX_MUON_LR_ORIGINAL : RLX_MUON_LR_MATCH_RMS_ADAMW;
+    c->muon_lr_adjust = strcmp(val, "original") == 0 ? RLX_MUON_LR_ORIGINAL : RLX_MUON_LR_MATCH_RMS_ADAMW;
     return strcmp(val, "original") == 0 || strcmp(val, "match_rms_adamw") == 0;
   }
   if (strcmp(key, "schedule.kind") == 0) {
@@ -650,9 +639,8 @@ static double *load_f64(const char *dir, const char *file, size_t want) {
 enum { MAX_REF_PARAMS = 8 };
 
 /* Runs one configuration; returns true when every step matches. */
-static bool replay(const char *dir, const char *name, const rlx_optim_config *c,
-                   const ref_param *ps, uint32_t np, uint32_t steps, float *const *init,
-                   float *const *grads) {
+static bool replay(const char *dir, const char *name, const rlx_optim_config *c, const ref_param *ps, uint32_t np,
+                   uint32_t steps, float *const *init, float *const *grads) {
   const double rtol = 1e-5, atol = 1e-6;
   bool ok = false;
   float *cur[MAX_REF_PARAMS] = {0}, *want[MAX_REF_PARAMS] = {0};
@@ -704,8 +692,8 @@ static bool replay(const char *dir, const char *name, const rlx_optim_config *c,
       for (size_t k = 0; k < ps[i].n; k++) {
         double a = cur[i][k], b = w[k];
         if (!(fabs(a - b) <= atol + rtol * fabs(b))) {
-          printf("FAIL config %s: step %u: param %s[%zu] = %.9g, torch %.9g (diff %.3g)\n", name, t,
-                 ps[i].name, k, a, b, fabs(a - b));
+          printf("FAIL config %s: step %u: param %s[%zu] = %.9g, torch %.9g (diff %.3g)\n", name, t, ps[i].name, k, a,
+                 b, fabs(a - b));
           goto done;
         }
       }

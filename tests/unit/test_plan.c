@@ -96,12 +96,12 @@ static void test_views(void) {
   CHECK_OK(rlx_graph_create(NULL, "views", &g));
   rlx_id x, r, v, c16, csame, n_lead, n_inner, late, y1, y2, y3, y4;
   CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 3, (rlx_dim[]){1, 8, 4}), &x));
-  r = relu(g, x);                                   /* [1,8,4] */
+  r = relu(g, x);                                        /* [1,8,4] */
   CHECK_OK(rlx_reshape(g, r, 2, (int64_t[]){8, 4}, &v)); /* view of r */
-  CHECK_OK(rlx_cast(g, r, RLX_F32, &csame));        /* same-dtype cast: view */
-  CHECK_OK(rlx_cast(g, r, RLX_F16, &c16));          /* converting cast: own slot */
-  n_lead = narrow(g, r, 1, 2, 3);                   /* leading axis has extent 1: view at 2*4*4 */
-  n_inner = narrow(g, v, 1, 1, 2);                  /* [8,4] axis 1: strided, own slot */
+  CHECK_OK(rlx_cast(g, r, RLX_F32, &csame));             /* same-dtype cast: view */
+  CHECK_OK(rlx_cast(g, r, RLX_F16, &c16));               /* converting cast: own slot */
+  n_lead = narrow(g, r, 1, 2, 3);                        /* leading axis has extent 1: view at 2*4*4 */
+  n_inner = narrow(g, v, 1, 1, 2);                       /* [8,4] axis 1: strided, own slot */
   /* Keep r alive only through its views: several steps later read the views. */
   rlx_id t = relu(g, n_inner);
   for (int i = 0; i < 3; i++) t = relu(g, t);

@@ -35,7 +35,8 @@ static void check_lsq(int64_t bits, bool shared) {
     o.use_backward_ops = mode == 0;
     CHECK_OK(rlx_grad_with_loss(g, (const char *[]){"x", "s"}, 2, &o, &gr));
     double loss = 0, dx[8], ds[4], one = 1, *outs[3] = {&loss, dx, ds};
-    adt_value vals[3] = {{"x", f64s(2, (rlx_dim[]){2, 4}), (double *)xv}, {"s", f64s(1, (rlx_dim[]){ns}), sv},
+    adt_value vals[3] = {{"x", f64s(2, (rlx_dim[]){2, 4}), (double *)xv},
+                         {"s", f64s(1, (rlx_dim[]){ns}), sv},
                          {"d_output", f64s(0, NULL), &one}};
     adt_exe e;
     bool ran = gr && adt_compile(gr, "cpu", &e) == RLX_OK;

@@ -68,7 +68,8 @@ static void to_layout(const double *src, double *dst, int B, int H, int S, int D
 static void attn_case(ref_attn p, int layout, rlx_dtype t, const rlx_attrs_Attention *at, const rt_arg *mask,
                       double tol, int line) {
   static double q[1024], k[1024], v[1024], o[1024], lq[1024], lk[1024], lv[1024], lo[1024];
-  size_t nq = (size_t)p.B * p.H * p.Sq * p.D, nk = (size_t)p.B * p.Hk * p.Sk * p.D, nv = (size_t)p.B * p.Hk * p.Sk * p.Dv;
+  size_t nq = (size_t)p.B * p.H * p.Sq * p.D, nk = (size_t)p.B * p.Hk * p.Sk * p.D,
+         nv = (size_t)p.B * p.Hk * p.Sk * p.Dv;
   rt_fill(q, nq, (uint32_t)line);
   rt_fill(k, nk, (uint32_t)line + 1000);
   rt_fill(v, nv, (uint32_t)line + 2000);
@@ -136,8 +137,8 @@ static void test_attention_hand(void) {
   CHECK_OUT(&c, VALS(7), 1, 1e-14, 0);
   rt_free(&c);
   /* causal, S_q = S_k = 2: row 0 sees key 0 only */
-  CHECK_OK(RT_RUN(&c, Attention, &a, NULL, {SHP(F64, 1, 1, 2, 1), VALS(1, 1)}, {SHP(F64, 1, 1, 2, 1), VALS(0, log(3.0))},
-                  {SHP(F64, 1, 1, 2, 1), VALS(4, 8)}));
+  CHECK_OK(RT_RUN(&c, Attention, &a, NULL, {SHP(F64, 1, 1, 2, 1), VALS(1, 1)},
+                  {SHP(F64, 1, 1, 2, 1), VALS(0, log(3.0))}, {SHP(F64, 1, 1, 2, 1), VALS(4, 8)}));
   CHECK_OUT(&c, VALS(4, 7), 2, 1e-14, 0);
   rt_free(&c);
   /* Custom mask all zero for the row: output zeros */
@@ -339,7 +340,8 @@ static void test_axial(void) {
   rt c;
   /* hand-worked: end_x 2, end_y 1, head_dim 4; token 1 has (px, py) = (1, 0): lanes (0,1) rotate
    * by 1 rad, lanes (2,3) by 0 */
-  rlx_attrs_AxialRope2d a = {.end_x = 2, .end_y = 1, .head_dim = 4, .num_heads = 1, .theta = 100.0f, .repeat_factor = 1};
+  rlx_attrs_AxialRope2d a = {
+      .end_x = 2, .end_y = 1, .head_dim = 4, .num_heads = 1, .theta = 100.0f, .repeat_factor = 1};
   CHECK_OK(RT_RUN(&c, AxialRope2d, &a, NULL, {SHP(F64, 1, 2, 4), VALS(1, 0, 1, 0, 1, 0, 1, 0)}));
   CHECK_OUT(&c, VALS(1, 0, 1, 0, cos(1.0), sin(1.0), 1, 0), 8, 1e-15, 0);
   rt_free(&c);

@@ -90,8 +90,8 @@ static void check_dtype(const char *what, rlx_op op, const void *attrs, const rl
 }
 
 /* f64 output values of op (count elements into out). */
-static bool run_values(rlx_op op, const void *attrs, const rlx_shape *decl, uint32_t n, const rt_arg *args,
-                       double *out, size_t count) {
+static bool run_values(rlx_op op, const void *attrs, const rlx_shape *decl, uint32_t n, const rt_arg *args, double *out,
+                       size_t count) {
   rt c;
   rlx_status s = rt_build(&c, op, attrs, decl, false, n, args);
   if (s == RLX_OK) s = rt_exec(&c);
@@ -178,7 +178,8 @@ static void test_activation(void) {
   rt_free(&c);
   a.kind = RLX_ACT_GELU; /* Phi(0) = 0.5; Phi(1) + phi(1) */
   RT_RUN(&c, ActivationBackward, &a, NULL, {SHP(F64, 2), VALS(0, 1)}, {SHP(F64, 2), VALS(2, 1)});
-  CHECK_OUT(&c, VALS(1.0, 0.5 * (1 + erf(1 / sqrt(2.0))) + exp(-0.5) / sqrt(2 * 3.14159265358979323846)), 2, 1e-14, 1e-14);
+  CHECK_OUT(&c, VALS(1.0, 0.5 * (1 + erf(1 / sqrt(2.0))) + exp(-0.5) / sqrt(2 * 3.14159265358979323846)), 2, 1e-14,
+            1e-14);
   rt_free(&c);
   a.kind = RLX_ACT_RELU;
   RT_RUN(&c, ActivationBackward, &a, NULL, {SHP(F64, 3), VALS(-1, 0, 2)}, {SHP(F64, 3), VALS(7, 7, INFINITY)});
@@ -254,8 +255,8 @@ static void test_losses(void) {
             RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, bargs, 0, 1e-7);
   double g64[12];
   if (run_values(RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, bargs, g64, 12)) {
-    check_dtype("SoftmaxCrossEntropyBackward", RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, bargs, RLX_F32, g64, 12,
-                1e-6);
+    check_dtype("SoftmaxCrossEntropyBackward", RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, bargs, RLX_F32, g64,
+                12, 1e-6);
     check_dtype("SoftmaxCrossEntropyBackward", RLX_OP_SoftmaxCrossEntropyBackward, NULL, NULL, 3, bargs, RLX_BF16, g64,
                 12, 2e-2);
   }
@@ -323,8 +324,8 @@ static void run_attn_case(const attn_case *ac, uint32_t seed) {
     char what[160];
     snprintf(what, sizeof what, "AttentionBackward %s %s", ac->name, wrt_names[w]);
     ba.wrt = w;
-    check_vjp(what, RLX_OP_Attention, &fa, NULL, has_mask ? 4 : 3, fargs, (uint32_t)w, dy, RLX_OP_AttentionBackward, &ba,
-              NULL, has_mask ? 5 : 4, bargs, 0, 2e-7);
+    check_vjp(what, RLX_OP_Attention, &fa, NULL, has_mask ? 4 : 3, fargs, (uint32_t)w, dy, RLX_OP_AttentionBackward,
+              &ba, NULL, has_mask ? 5 : 4, bargs, 0, 2e-7);
     snprintf(what, sizeof what, "AttentionBackwardAll %s %s", ac->name, wrt_names[w]);
     check_vjp(what, RLX_OP_Attention, &fa, NULL, has_mask ? 4 : 3, fargs, (uint32_t)w, dy, RLX_OP_AttentionBackwardAll,
               &aa, NULL, has_mask ? 5 : 4, bargs, offs[w], 2e-7);
@@ -347,13 +348,83 @@ static void test_attention(void) {
   fill(bias, 48, 99, 0.5);
   fill(bias_b, 12, 98, 0.7);
   attn_case cases[] = {
-      {"BHSD none", SHP(F64, 1, 2, 3, 4), SHP(F64, 1, 2, 3, 4), SHP(F64, 1, 2, 3, 4), 2, 4, RLX_MASK_NONE, 0, none, none, {{{0}}, NULL}},
-      {"BSHD causal Sk>Sq", SHP(F64, 2, 3, 2, 3), SHP(F64, 2, 4, 2, 3), SHP(F64, 2, 4, 2, 3), 2, 3, RLX_MASK_CAUSAL, 0, none, none, {{{0}}, NULL}},
-      {"packed sliding GQA", SHP(F64, 1, 4, 8), SHP(F64, 1, 4, 4), SHP(F64, 1, 4, 4), 4, 2, RLX_MASK_SLIDING_WINDOW, 1, none, none, {{{0}}, NULL}},
-      {"rank2 custom [B,Sk] MQA", SHP(F64, 3, 6), SHP(F64, 5, 2), SHP(F64, 5, 2), 3, 2, RLX_MASK_CUSTOM, 0, none, none, {SHP(F64, 1, 5), custom2}},
-      {"BHSD custom [B,Sq,Sk] scale", SHP(F64, 1, 2, 3, 2), SHP(F64, 1, 2, 4, 2), SHP(F64, 1, 2, 4, 2), 2, 2, RLX_MASK_CUSTOM, 0, {true, 0.8f}, none, {SHP(F64, 1, 3, 4), custom3}},
-      {"BHSD bias softcap GQA", SHP(F64, 2, 2, 3, 2), SHP(F64, 2, 1, 4, 2), SHP(F64, 2, 1, 4, 2), 2, 2, RLX_MASK_BIAS, 0, none, {true, 1.5f}, {SHP(F64, 2, 2, 3, 4), bias}},
-      {"BSHD broadcast bias scale softcap", SHP(F64, 1, 3, 2, 2), SHP(F64, 1, 4, 2, 2), SHP(F64, 1, 4, 2, 2), 2, 2, RLX_MASK_BIAS, 0, {true, 1.7f}, {true, 0.9f}, {SHP(F64, 3, 4), bias_b}},
+      {"BHSD none",
+       SHP(F64, 1, 2, 3, 4),
+       SHP(F64, 1, 2, 3, 4),
+       SHP(F64, 1, 2, 3, 4),
+       2,
+       4,
+       RLX_MASK_NONE,
+       0,
+       none,
+       none,
+       {{{0}}, NULL}},
+      {"BSHD causal Sk>Sq",
+       SHP(F64, 2, 3, 2, 3),
+       SHP(F64, 2, 4, 2, 3),
+       SHP(F64, 2, 4, 2, 3),
+       2,
+       3,
+       RLX_MASK_CAUSAL,
+       0,
+       none,
+       none,
+       {{{0}}, NULL}},
+      {"packed sliding GQA",
+       SHP(F64, 1, 4, 8),
+       SHP(F64, 1, 4, 4),
+       SHP(F64, 1, 4, 4),
+       4,
+       2,
+       RLX_MASK_SLIDING_WINDOW,
+       1,
+       none,
+       none,
+       {{{0}}, NULL}},
+      {"rank2 custom [B,Sk] MQA",
+       SHP(F64, 3, 6),
+       SHP(F64, 5, 2),
+       SHP(F64, 5, 2),
+       3,
+       2,
+       RLX_MASK_CUSTOM,
+       0,
+       none,
+       none,
+       {SHP(F64, 1, 5), custom2}},
+      {"BHSD custom [B,Sq,Sk] scale",
+       SHP(F64, 1, 2, 3, 2),
+       SHP(F64, 1, 2, 4, 2),
+       SHP(F64, 1, 2, 4, 2),
+       2,
+       2,
+       RLX_MASK_CUSTOM,
+       0,
+       {true, 0.8f},
+       none,
+       {SHP(F64, 1, 3, 4), custom3}},
+      {"BHSD bias softcap GQA",
+       SHP(F64, 2, 2, 3, 2),
+       SHP(F64, 2, 1, 4, 2),
+       SHP(F64, 2, 1, 4, 2),
+       2,
+       2,
+       RLX_MASK_BIAS,
+       0,
+       none,
+       {true, 1.5f},
+       {SHP(F64, 2, 2, 3, 4), bias}},
+      {"BSHD broadcast bias scale softcap",
+       SHP(F64, 1, 3, 2, 2),
+       SHP(F64, 1, 4, 2, 2),
+       SHP(F64, 1, 4, 2, 2),
+       2,
+       2,
+       RLX_MASK_BIAS,
+       0,
+       {true, 1.7f},
+       {true, 0.9f},
+       {SHP(F64, 3, 4), bias_b}},
   };
   /* custom2 has B = 1 rows for a rank-2 (B = 1) query. */
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_attn_case(&cases[i], 100 + 10 * (uint32_t)i);
@@ -371,8 +442,8 @@ static void test_attention(void) {
   aa.mask_kind = RLX_MASK_CUSTOM;
   rt c;
   double zeros[24] = {0};
-  RT_RUN(&c, AttentionBackwardAll, &aa, NULL, {SHP(F32, 1, 1, 2, 4), q}, {SHP(F32, 1, 1, 2, 4), k}, {SHP(F32, 1, 1, 2, 4), v},
-         {SHP(F32, 1, 1, 2, 4), dy}, {SHP(BOOL, 1, 2), VALS(0, 0)});
+  RT_RUN(&c, AttentionBackwardAll, &aa, NULL, {SHP(F32, 1, 1, 2, 4), q}, {SHP(F32, 1, 1, 2, 4), k},
+         {SHP(F32, 1, 1, 2, 4), v}, {SHP(F32, 1, 1, 2, 4), dy}, {SHP(BOOL, 1, 2), VALS(0, 0)});
   CHECK_OUT(&c, zeros, 24, 0, 0);
   rt_free(&c);
 }
@@ -406,7 +477,8 @@ static void test_rope(void) {
   /* Hand case: one pair rotated by 90 degrees; the backward rotates back. */
   rlx_attrs_RopeBackward hb = {.head_dim = 2, .n_rot = 2, .style = RLX_ROPE_STYLE_NEOX};
   rt c;
-  RT_RUN(&c, RopeBackward, &hb, NULL, {SHP(F32, 1, 2), VALS(1, 2)}, {SHP(F32, 1, 1), VALS(0)}, {SHP(F32, 1, 1), VALS(1)});
+  RT_RUN(&c, RopeBackward, &hb, NULL, {SHP(F32, 1, 2), VALS(1, 2)}, {SHP(F32, 1, 1), VALS(0)},
+         {SHP(F32, 1, 1), VALS(1)});
   CHECK_OUT(&c, VALS(2, -1), 2, 1e-7, 0);
   rt_free(&c);
 }
@@ -434,8 +506,10 @@ static void test_norms(void) {
             NULL, 2, lbg_args, 0, 1e-7);
   double want[30];
   if (run_values(RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, want, 30)) {
-    check_dtype("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, RLX_F32, want, 30, 1e-5);
-    check_dtype("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, RLX_F16, want, 30, 3e-2);
+    check_dtype("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, RLX_F32, want, 30,
+                1e-5);
+    check_dtype("LayerNormBackwardInput", RLX_OP_LayerNormBackwardInput, &lbi, NULL, 3, lbi_args, RLX_F16, want, 30,
+                3e-2);
   }
   /* RmsNorm: x, gamma, beta. */
   rlx_attrs_RmsNorm rna = {.axis = -1, .eps = 1e-3f};
@@ -443,10 +517,10 @@ static void test_norms(void) {
   rlx_attrs_RmsNormBackwardGamma rbg = {.axis = -1, .eps = 1e-3f};
   rlx_attrs_RmsNormBackwardBeta rbb = {.axis = -1, .eps = 1e-3f};
   rt_arg rb_args[4] = {lnf[0], lnf[1], lnf[2], {SHP(F64, 2, 3, 5), dy}};
-  check_vjp("RmsNormBackwardInput", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 0, dy, RLX_OP_RmsNormBackwardInput, &rbi, NULL, 4,
-            rb_args, 0, 1e-7);
-  check_vjp("RmsNormBackwardGamma", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 1, dy, RLX_OP_RmsNormBackwardGamma, &rbg, NULL, 4,
-            rb_args, 0, 1e-7);
+  check_vjp("RmsNormBackwardInput", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 0, dy, RLX_OP_RmsNormBackwardInput, &rbi, NULL,
+            4, rb_args, 0, 1e-7);
+  check_vjp("RmsNormBackwardGamma", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 1, dy, RLX_OP_RmsNormBackwardGamma, &rbg, NULL,
+            4, rb_args, 0, 1e-7);
   check_vjp("RmsNormBackwardBeta", RLX_OP_RmsNorm, &rna, NULL, 3, lnf, 2, dy, RLX_OP_RmsNormBackwardBeta, &rbb, NULL, 4,
             rb_args, 0, 1e-7);
   /* GroupNorm with N = 2 (the gamma / beta sums run over the batch too), 6 channels, 3 groups. */
@@ -466,8 +540,8 @@ static void test_norms(void) {
             NULL, 4, gbi_args, 0, 1e-7);
   check_vjp("GroupNormBackwardGamma N=2", RLX_OP_GroupNorm, &gna, NULL, 3, gnf, 1, gdy, RLX_OP_GroupNormBackwardGamma,
             &gbg, NULL, 2, gbp_args, 0, 1e-7);
-  check_vjp("GroupNormBackwardBeta N=2", RLX_OP_GroupNorm, &gna, NULL, 3, gnf, 2, gdy, RLX_OP_GroupNormBackwardBeta, &gbb,
-            NULL, 2, gbp_args, 0, 1e-7);
+  check_vjp("GroupNormBackwardBeta N=2", RLX_OP_GroupNorm, &gna, NULL, 3, gnf, 2, gdy, RLX_OP_GroupNormBackwardBeta,
+            &gbb, NULL, 2, gbp_args, 0, 1e-7);
   /* BatchNormInference (features = last axis). */
   double bm[5], bv[5];
   fill(bm, 5, 41, 1);
@@ -499,7 +573,10 @@ static void test_norms(void) {
       char what[96];
       snprintf(what, sizeof what, "%s operand %u", nm, w);
       check_vjp(what, RLX_OP_AdaLayerNorm, &ada, NULL, 3, af, w, dy, RLX_OP_AdaLayerNormBackward, &adb, NULL, 4, ab,
-                w == 0 ? 0 : w == 1 ? 30 : 40, 1e-7);
+                w == 0   ? 0
+                : w == 1 ? 30
+                         : 40,
+                1e-7);
     }
   }
   /* GatedResidual: packed dx | dy_y | dgate, gate [5] broadcast over rows. */
@@ -517,14 +594,14 @@ static void test_norms(void) {
   /* Hand case: GroupNorm beta sums over the batch: dy of ones, N = 2, H = W = 1 -> 2 per channel. */
   rt c;
   rlx_attrs_GroupNormBackwardBeta hb = {.num_groups = 1, .eps = 1e-5f};
-  RT_RUN(&c, GroupNormBackwardBeta, &hb, NULL, {SHP(F32, 2, 2, 1, 1), VALS(1, 2, 3, 4)}, {SHP(F32, 2, 2, 1, 1), VALS(1, 1, 1, 1)});
+  RT_RUN(&c, GroupNormBackwardBeta, &hb, NULL, {SHP(F32, 2, 2, 1, 1), VALS(1, 2, 3, 4)},
+         {SHP(F32, 2, 2, 1, 1), VALS(1, 1, 1, 1)});
   CHECK_OUT(&c, VALS(2, 2), 2, 0, 0);
   rt_free(&c);
   /* The norm backward ops reject a non-last axis. */
   rlx_attrs_LayerNormBackwardGamma bad = {.axis = 0, .eps = 1e-5f};
   rlx_shape s5 = SHP(F32, 5);
-  CHECK_ERR(RT_RUN_UNCHECKED(&c, LayerNormBackwardGamma, &bad, &s5, {SHP(F32, 2, 5), NULL},
-                             {SHP(F32, 2, 5), NULL}),
+  CHECK_ERR(RT_RUN_UNCHECKED(&c, LayerNormBackwardGamma, &bad, &s5, {SHP(F32, 2, 5), NULL}, {SHP(F32, 2, 5), NULL}),
             RLX_ERR_UNSUPPORTED, "last axis");
   rt_free(&c);
 }
@@ -579,11 +656,21 @@ static void run_conv_case(const conv_case *cc, uint32_t seed) {
   rlx_attrs_init(bin, &ai);
   rlx_attrs_init(bw, &aw);
   /* Conv2d/3dBackward{Input,Weight} share the field layout. */
-  ai.Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
-  aw.Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
+  ai.Conv2dBackwardInput = (rlx_attrs_Conv2dBackwardInput){
+      .kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
+  aw.Conv2dBackwardWeight = (rlx_attrs_Conv2dBackwardWeight){
+      .kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
   if (three) {
-    ai.Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
-    aw.Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = kl, .stride = cc->stride, .padding = cc->padding, .dilation = cc->dilation, .groups = cc->groups};
+    ai.Conv3dBackwardInput = (rlx_attrs_Conv3dBackwardInput){.kernel_size = kl,
+                                                             .stride = cc->stride,
+                                                             .padding = cc->padding,
+                                                             .dilation = cc->dilation,
+                                                             .groups = cc->groups};
+    aw.Conv3dBackwardWeight = (rlx_attrs_Conv3dBackwardWeight){.kernel_size = kl,
+                                                               .stride = cc->stride,
+                                                               .padding = cc->padding,
+                                                               .dilation = cc->dilation,
+                                                               .groups = cc->groups};
   }
   rt_arg ia[2] = {{ys, dy}, {cc->w, w}}, wa[2] = {{cc->x, x}, {ys, dy}};
   char what[128];
@@ -612,7 +699,13 @@ static void test_conv(void) {
       {"conv2d stride2 pad1 groups2", SHP(F64, 2, 4, 5, 6), SHP(F64, 4, 2, 3, 2), {s2, 2}, {p1, 2}, none, 2},
       {"conv2d asym pad dilation groups3", SHP(F64, 1, 6, 5, 5), SHP(F64, 3, 2, 2, 3), {s21, 2}, {pa, 4}, {d12, 2}, 3},
       {"conv2d depthwise dil2", SHP(F64, 2, 3, 6, 5), SHP(F64, 3, 1, 2, 2), {s21, 2}, none, {d2, 2}, 3},
-      {"conv3d stride asym pad dil groups2", SHP(F64, 2, 4, 4, 5, 4), SHP(F64, 2, 2, 2, 2, 3), {s3, 3}, {p3, 6}, {d3, 3}, 2},
+      {"conv3d stride asym pad dil groups2",
+       SHP(F64, 2, 4, 4, 5, 4),
+       SHP(F64, 2, 2, 2, 2, 3),
+       {s3, 3},
+       {p3, 6},
+       {d3, 3},
+       2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_conv_case(&cases[i], 300 + 10 * (uint32_t)i);
 }
@@ -651,19 +744,24 @@ static void test_maxpool(void) {
   distinct(x, 120, 3);
   fill(dy, 36, 71, 1);
   static int64_t k3[2] = {3, 3}, st2[2] = {2, 2}, pad[4] = {1, 0, 1, 1};
-  rlx_attrs_Pool fa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = k3, .n = 2}, .stride = {.v = st2, .n = 2}, .padding = {.v = pad, .n = 4}};
-  rlx_attrs_MaxPool2dBackward ba = {.kernel_size = {.v = k3, .n = 2}, .stride = {.v = st2, .n = 2}, .padding = {.v = pad, .n = 4}};
+  rlx_attrs_Pool fa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = k3, .n = 2},
+                       .stride = {.v = st2, .n = 2},
+                       .padding = {.v = pad, .n = 4}};
+  rlx_attrs_MaxPool2dBackward ba = {
+      .kernel_size = {.v = k3, .n = 2}, .stride = {.v = st2, .n = 2}, .padding = {.v = pad, .n = 4}};
   rt_arg fargs[1] = {{SHP(F64, 2, 2, 5, 6), x}};
   rt_arg bargs[2] = {{SHP(F64, 2, 2, 5, 6), x}, {SHP(F64, 2, 2, 3, 3), dy}};
-  check_vjp("MaxPool2dBackward", RLX_OP_Pool, &fa, NULL, 1, fargs, 0, dy, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, bargs, 0,
-            1e-7);
+  check_vjp("MaxPool2dBackward", RLX_OP_Pool, &fa, NULL, 1, fargs, 0, dy, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, bargs,
+            0, 1e-7);
   int in2[2] = {5, 6}, out2[2] = {3, 3}, kk[2] = {3, 3}, ss[2] = {2, 2}, pb2[2] = {1, 0};
   naive_maxpool_bw(x, dy, 4, 2, in2, out2, kk, ss, pb2, want);
   check_dtype("MaxPool2dBackward", RLX_OP_MaxPool2dBackward, &ba, NULL, 2, bargs, RLX_F32, want, 120, 1e-6);
   /* Ties: every value equal -> each window's dy goes to its first (top-left) real cell. */
   rt c;
   static int64_t k2[2] = {2, 2};
-  rlx_attrs_MaxPool2dBackward tb = {.kernel_size = {.v = k2, .n = 2}, .stride = {.v = NULL, .n = 0}, .padding = {.v = NULL, .n = 0}};
+  rlx_attrs_MaxPool2dBackward tb = {
+      .kernel_size = {.v = k2, .n = 2}, .stride = {.v = NULL, .n = 0}, .padding = {.v = NULL, .n = 0}};
   RT_RUN(&c, MaxPool2dBackward, &tb, NULL, {SHP(F32, 1, 1, 2, 4), VALS(5, 5, 5, 5, 5, 5, 5, 5)},
          {SHP(F32, 1, 1, 1, 2), VALS(1, 2)});
   CHECK_OUT(&c, VALS(1, 0, 2, 0, 0, 0, 0, 0), 8, 0, 0);
@@ -674,7 +772,8 @@ static void test_maxpool(void) {
   rt_free(&c);
   /* Overlapping windows (stride 1) sharing one maximum accumulate; padding never wins. */
   static int64_t s1[2] = {1, 1}, p1[2] = {1, 1};
-  rlx_attrs_MaxPool2dBackward ob = {.kernel_size = {.v = k2, .n = 2}, .stride = {.v = s1, .n = 2}, .padding = {.v = p1, .n = 2}};
+  rlx_attrs_MaxPool2dBackward ob = {
+      .kernel_size = {.v = k2, .n = 2}, .stride = {.v = s1, .n = 2}, .padding = {.v = p1, .n = 2}};
   RT_RUN(&c, MaxPool2dBackward, &ob, NULL, {SHP(F64, 1, 1, 2, 2), VALS(-1, -2, -3, -4)},
          {SHP(F64, 1, 1, 3, 3), VALS(1, 2, 3, 4, 5, 6, 7, 8, 9)});
   /* windows over the padded 4x4 grid: cell (0,0) = -1 is the max of windows (0,0),(0,1),(1,0),(1,1);
@@ -691,7 +790,8 @@ static void test_maxpool(void) {
   x3[5] = x3[6]; /* plant a tie */
   fill(dy3, 24, 81, 1);
   static int64_t k33[3] = {2, 3, 2}, s33[3] = {2, 2, 1}, p33[6] = {0, 1, 0, 0, 1, 1};
-  rlx_attrs_MaxPool3dBackward b3 = {.kernel_size = {.v = k33, .n = 3}, .stride = {.v = s33, .n = 3}, .padding = {.v = p33, .n = 6}};
+  rlx_attrs_MaxPool3dBackward b3 = {
+      .kernel_size = {.v = k33, .n = 3}, .stride = {.v = s33, .n = 3}, .padding = {.v = p33, .n = 6}};
   int in3[3] = {4, 4, 3}, out3[3] = {2, 2, 3}, k3i[3] = {2, 3, 2}, s3i[3] = {2, 2, 1}, pb3[3] = {0, 1, 0};
   naive_maxpool_bw(x3, dy3, 2, 3, in3, out3, k3i, s3i, pb3, want3);
   RT_RUN(&c, MaxPool3dBackward, &b3, NULL, {SHP(F64, 1, 2, 4, 4, 3), x3}, {SHP(F64, 1, 2, 2, 2, 3), dy3});
@@ -735,8 +835,7 @@ static void test_cumsum_gather(void) {
   /* Hand case: axis 0, f32 indices with a duplicate. */
   rlx_attrs_GatherBackward b0 = {0};
   rlx_shape t32 = SHP(F32, 3, 2);
-  RT_RUN(&c, GatherBackward, &b0, &t32, {SHP(F32, 3, 2), VALS(1, 2, 3, 4, 5, 6)},
-         {SHP(F32, 3), VALS(2, 0, 2)});
+  RT_RUN(&c, GatherBackward, &b0, &t32, {SHP(F32, 3, 2), VALS(1, 2, 3, 4, 5, 6)}, {SHP(F32, 3), VALS(2, 0, 2)});
   CHECK_OUT(&c, VALS(3, 4, 0, 0, 6, 8), 6, 0, 0);
   rt_free(&c);
   CHECK_ERR(RT_RUN(&c, GatherBackward, &b0, &t32, {SHP(F32, 3, 2), NULL}, {SHP(I32, 3), VALS(0, 3, 1)}),

@@ -24,8 +24,10 @@ static rlx_status interp(void *state, const rlx_graph *body, const rlx_tensor *i
   for (uint32_t id = 0; id < nn && s == RLX_OK; id++) {
     const rlx_node *n = rlx_graph_node(body, id);
     if (n->op == RLX_OP_Input) {
-      if (next_in >= n_inputs) s = rlx_errorf(RLX_ERR_INVALID_ARG, "interp: too few inputs");
-      else val[id] = inputs[next_in++];
+      if (next_in >= n_inputs)
+        s = rlx_errorf(RLX_ERR_INVALID_ARG, "interp: too few inputs");
+      else
+        val[id] = inputs[next_in++];
       continue;
     }
     if (n->op == RLX_OP_Constant) {
@@ -126,8 +128,10 @@ static void test_if(void) {
   for (int k = 0; k < 4; k++) {
     CHECK_OK(run_node(RLX_OP_If, &a, 3, (rt_arg[]){{preds[k], &pv[k]}, {m, x}, {m, y}}, &c));
     CHECK(body_runs == 1);
-    if (take_then[k]) CHECK_OUT(&c, VALS(6, 8, 10, 12), 4, 0, 0);
-    else CHECK_OUT(&c, VALS(5, 12, 21, 32), 4, 0, 0);
+    if (take_then[k])
+      CHECK_OUT(&c, VALS(6, 8, 10, 12), 4, 0, 0);
+    else
+      CHECK_OUT(&c, VALS(5, 12, 21, 32), 4, 0, 0);
     free_case(&c);
   }
   /* no run_body: an error, not a crash */
@@ -148,7 +152,8 @@ static void test_while(void) {
   CHECK_OK(rlx_compare(cond, RLX_CMP_LT, ci, konst(cond, 5.0f), &lt));
   outs(cond, 1, &lt);
   rlx_id ba = input(body, "acc", v2), bi = input(body, "i", s);
-  outs(body, 2, (rlx_id[]){bin(body, RLX_BINOP_MUL, ba, konst(body, 2.0f)), bin(body, RLX_BINOP_ADD, bi, konst(body, 1.0f))});
+  outs(body, 2,
+       (rlx_id[]){bin(body, RLX_BINOP_MUL, ba, konst(body, 2.0f)), bin(body, RLX_BINOP_ADD, bi, konst(body, 1.0f))});
   rlx_attrs_While w;
   rlx_attrs_init(RLX_OP_While, &w);
   w.cond = cond;

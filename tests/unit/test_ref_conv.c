@@ -104,12 +104,13 @@ static void test_conv2d(void) {
   rt_free(&c);
   /* hand-worked: 1x1 image [[1,2],[3,4]], all-ones 2x2 kernel -> 10 */
   rlx_attrs_Conv h = {.groups = 1};
-  CHECK_OK(RT_RUN(&c, Conv, &h, NULL, {SHP(F32, 1, 1, 2, 2), VALS(1, 2, 3, 4)}, {SHP(F32, 1, 1, 2, 2), VALS(1, 1, 1, 1)}));
+  CHECK_OK(
+      RT_RUN(&c, Conv, &h, NULL, {SHP(F32, 1, 1, 2, 2), VALS(1, 2, 3, 4)}, {SHP(F32, 1, 1, 2, 2), VALS(1, 1, 1, 1)}));
   CHECK_OUT(&c, VALS(10), 1, 0, 0);
   rt_free(&c);
   /* kernel_size disagreeing with the weight, handed to the kernel */
-  CHECK_OK(rt_build(&c, RLX_OP_Conv, &h, NULL, false, 2,
-                    (rt_arg[]){{SHP(F32, 1, 1, 2, 2), X}, {SHP(F32, 1, 1, 2, 2), Wt}}));
+  CHECK_OK(
+      rt_build(&c, RLX_OP_Conv, &h, NULL, false, 2, (rt_arg[]){{SHP(F32, 1, 1, 2, 2), X}, {SHP(F32, 1, 1, 2, 2), Wt}}));
   rlx_node bad = *c.node;
   bad.attrs.Conv.kernel_size = ILIST(1, 1);
   CHECK_ERR(rlx_cpu_ref_table[RLX_OP_Conv](&bad, c.in, 2, &c.out, &c.ctx), RLX_ERR_INVALID_ARG, "kernel_size");
@@ -124,7 +125,8 @@ static void test_conv3d(void) {
   rt_fill(X, 120, 7);
   rt_fill(Wt, 48, 8);
   naive_conv(&g, X, Wt, Y);
-  rlx_attrs_Conv3d a = {.stride = ILIST(1, 2, 1), .padding = ILIST(0, 1, 2, 1, 0, 1), .dilation = ILIST(1, 1, 2), .groups = 2};
+  rlx_attrs_Conv3d a = {
+      .stride = ILIST(1, 2, 1), .padding = ILIST(0, 1, 2, 1, 0, 1), .dilation = ILIST(1, 1, 2), .groups = 2};
   CHECK_OK(RT_RUN(&c, Conv3d, &a, NULL, {SHP(F64, 1, 2, 3, 4, 5), X}, {SHP(F64, 4, 1, 2, 2, 3), Wt}));
   CHECK(c.out.shape.dims[2] == 3 && c.out.shape.dims[3] == 2 && c.out.shape.dims[4] == 4);
   CHECK_OUT(&c, Y, 96, 1e-12, 0);
@@ -139,7 +141,8 @@ static void test_conv_transpose(void) {
   rt_fill(X, 36, 9);
   rt_fill(Wt, 108, 10);
   naive_conv_t(&g, X, Wt, Y);
-  rlx_attrs_ConvTranspose2d a = {.stride = ILIST(2, 2), .padding = ILIST(1, 1), .output_padding = ILIST(1, 1), .groups = 2};
+  rlx_attrs_ConvTranspose2d a = {
+      .stride = ILIST(2, 2), .padding = ILIST(1, 1), .output_padding = ILIST(1, 1), .groups = 2};
   CHECK_OK(RT_RUN(&c, ConvTranspose2d, &a, NULL, {SHP(F64, 1, 4, 3, 3), X}, {SHP(F64, 4, 3, 3, 3), Wt}));
   CHECK(c.out.shape.dims[1] == 6 && c.out.shape.dims[2] == 6 && c.out.shape.dims[3] == 6);
   CHECK_OUT(&c, Y, 216, 1e-12, 0);
@@ -150,15 +153,20 @@ static void test_conv_transpose(void) {
   rt_fill(X, 36, 11);
   rt_fill(Wt, 36, 12);
   naive_conv_t(&h, X, Wt, Y);
-  rlx_attrs_ConvTranspose2d b = {.kernel_size = ILIST(3, 3), .stride = ILIST(1, 3), .padding = ILIST(0, 1, 1, 0),
-                                 .dilation = ILIST(2, 1), .output_padding = ILIST(1, 2), .groups = 1};
+  rlx_attrs_ConvTranspose2d b = {.kernel_size = ILIST(3, 3),
+                                 .stride = ILIST(1, 3),
+                                 .padding = ILIST(0, 1, 1, 0),
+                                 .dilation = ILIST(2, 1),
+                                 .output_padding = ILIST(1, 2),
+                                 .groups = 1};
   CHECK_OK(RT_RUN(&c, ConvTranspose2d, &b, NULL, {SHP(F32, 2, 2, 3, 3), X}, {SHP(F32, 2, 2, 3, 3), Wt}));
   CHECK(c.out.shape.dims[2] == 7 && c.out.shape.dims[3] == 10);
   CHECK_OUT(&c, Y, 280, 1e-5, 1e-6);
   rt_free(&c);
   /* hand-worked: 1x1 input 2, 2x2 kernel (1,2,3,4), stride 1 -> the kernel times 2 */
   rlx_attrs_ConvTranspose2d hw = {.groups = 1};
-  CHECK_OK(RT_RUN(&c, ConvTranspose2d, &hw, NULL, {SHP(F32, 1, 1, 1, 1), VALS(2)}, {SHP(F32, 1, 1, 2, 2), VALS(1, 2, 3, 4)}));
+  CHECK_OK(RT_RUN(&c, ConvTranspose2d, &hw, NULL, {SHP(F32, 1, 1, 1, 1), VALS(2)},
+                  {SHP(F32, 1, 1, 2, 2), VALS(1, 2, 3, 4)}));
   CHECK_OUT(&c, VALS(2, 4, 6, 8), 4, 0, 0);
   rt_free(&c);
   /* 3-D: x [1, 2, 2, 3, 2], w [2, 2, 2, 2, 2], groups 1, stride (2,1,2), output_padding (1,0,1) */
@@ -221,7 +229,8 @@ static void test_pool(void) {
       wmax[oh * 4 + ow] = m;
       wmean[oh * 4 + ow] = s / 4;
     }
-  rlx_attrs_Pool a = {.kind = RLX_REDUCE_MAX, .kernel_size = ILIST(2, 2), .stride = ILIST(1, 1), .padding = ILIST(1, 1)};
+  rlx_attrs_Pool a = {
+      .kind = RLX_REDUCE_MAX, .kernel_size = ILIST(2, 2), .stride = ILIST(1, 1), .padding = ILIST(1, 1)};
   CHECK_OK(RT_RUN(&c, Pool, &a, NULL, {SHP(F32, 1, 1, 3, 3), x}));
   CHECK_OUT(&c, wmax, 16, 0, 0);
   rt_free(&c);

@@ -79,7 +79,8 @@ static void test_activation_edges(void) {
   double want[] = {0, 2, 2, -0.0, -2, -2, 2, 3, -0.0, 1e300};
   rlx_attrs_Activation a = {.kind = RLX_ACT_ROUND};
   CHECK_OK(RUN(Activation, &a, &T(y, SH(F64, 10)), T(x, SH(F64, 10))));
-  for (int i = 0; i < 10; i++) CHECK_MSG(y[i] == want[i] && signbit(y[i]) == signbit(want[i]), "round(%g) = %g", x[i], y[i]);
+  for (int i = 0; i < 10; i++)
+    CHECK_MSG(y[i] == want[i] && signbit(y[i]) == signbit(want[i]), "round(%g) = %g", x[i], y[i]);
 
   /* NaN / Inf inputs */
   float xf[] = {NAN, INFINITY, -INFINITY, 0.0f}, yf[4];
@@ -326,31 +327,34 @@ static void test_binary_f32(void) {
 static void test_binary_i32(void) {
   int32_t a[] = {7, -7, 7, -7, 0, 100}, b[] = {2, 2, -2, -2, 5, 3};
   static const int32_t want[RLX_BINOP_COUNT][6] = {
-      [RLX_BINOP_ADD] = {9, -5, 5, -9, 5, 103},       [RLX_BINOP_SUB] = {5, -9, 9, -5, -5, 97},
-      [RLX_BINOP_MUL] = {14, -14, -14, 14, 0, 300},   [RLX_BINOP_DIV] = {3, -3, -3, 3, 0, 33},
-      [RLX_BINOP_MAX] = {7, 2, 7, -2, 5, 100},        [RLX_BINOP_MIN] = {2, -7, -2, -7, 0, 3},
-      [RLX_BINOP_POW] = {49, 49, 0, 0, 0, 1000000},   [RLX_BINOP_MOD] = {1, -1, 1, -1, 0, 1},
-      [RLX_BINOP_BIT_AND] = {2, 0, 6, -8, 0, 0},      [RLX_BINOP_BIT_OR] = {7, -5, -1, -1, 5, 103},
-      [RLX_BINOP_BIT_XOR] = {5, -5, -7, 7, 5, 103},   [RLX_BINOP_SHL] = {28, -28, 0, 0, 0, 800},
-      [RLX_BINOP_SHR] = {1, -2, 0, -1, 0, 12},        [RLX_BINOP_ATAN2] = {1, -1, 1, -1, 0, 1},
+      [RLX_BINOP_ADD] = {9, -5, 5, -9, 5, 103},     [RLX_BINOP_SUB] = {5, -9, 9, -5, -5, 97},
+      [RLX_BINOP_MUL] = {14, -14, -14, 14, 0, 300}, [RLX_BINOP_DIV] = {3, -3, -3, 3, 0, 33},
+      [RLX_BINOP_MAX] = {7, 2, 7, -2, 5, 100},      [RLX_BINOP_MIN] = {2, -7, -2, -7, 0, 3},
+      [RLX_BINOP_POW] = {49, 49, 0, 0, 0, 1000000}, [RLX_BINOP_MOD] = {1, -1, 1, -1, 0, 1},
+      [RLX_BINOP_BIT_AND] = {2, 0, 6, -8, 0, 0},    [RLX_BINOP_BIT_OR] = {7, -5, -1, -1, 5, 103},
+      [RLX_BINOP_BIT_XOR] = {5, -5, -7, 7, 5, 103}, [RLX_BINOP_SHL] = {28, -28, 0, 0, 0, 800},
+      [RLX_BINOP_SHR] = {1, -2, 0, -1, 0, 12},      [RLX_BINOP_ATAN2] = {1, -1, 1, -1, 0, 1},
   };
   for (int op = 0; op < RLX_BINOP_COUNT; op++) {
     rlx_attrs_Binary at = {.op = op};
     int32_t y[6];
     CHECK_OK(RUN(Binary, &at, &T(y, SH(I32, 6)), T(a, SH(I32, 6)), T(b, SH(I32, 6))));
     for (int i = 0; i < 6; i++)
-      CHECK_MSG(y[i] == want[op][i], "%s(%d, %d) = %d, want %d", rlx_enum_binop.names[op], a[i], b[i], y[i], want[op][i]);
+      CHECK_MSG(y[i] == want[op][i], "%s(%d, %d) = %d, want %d", rlx_enum_binop.names[op], a[i], b[i], y[i],
+                want[op][i]);
   }
   /* division and modulo by zero are runtime errors naming the node */
   int32_t p[] = {1, 2}, q[] = {1, 0}, y[2];
   rlx_attrs_Binary at = {.op = RLX_BINOP_DIV};
-  CHECK_ERR(RUN(Binary, &at, &T(y, SH(I32, 2)), T(p, SH(I32, 2)), T(q, SH(I32, 2))), RLX_ERR_RUNTIME, "Binary node 't'");
+  CHECK_ERR(RUN(Binary, &at, &T(y, SH(I32, 2)), T(p, SH(I32, 2)), T(q, SH(I32, 2))), RLX_ERR_RUNTIME,
+            "Binary node 't'");
   CHECK(strstr(rlx_last_error(), "by zero") != NULL);
   at.op = RLX_BINOP_MOD;
   CHECK_ERR(RUN(Binary, &at, &T(y, SH(I32, 2)), T(p, SH(I32, 2)), T(q, SH(I32, 2))), RLX_ERR_RUNTIME, "by zero");
   int32_t zero[] = {0}, neg[] = {-1};
   at.op = RLX_BINOP_POW;
-  CHECK_ERR(RUN(Binary, &at, &T(y, SCALAR(I32)), T(zero, SCALAR(I32)), T(neg, SCALAR(I32))), RLX_ERR_RUNTIME, "negative");
+  CHECK_ERR(RUN(Binary, &at, &T(y, SCALAR(I32)), T(zero, SCALAR(I32)), T(neg, SCALAR(I32))), RLX_ERR_RUNTIME,
+            "negative");
   /* saturation and the int64 corner cases */
   int32_t m[] = {INT32_MAX, INT32_MIN, INT32_MIN}, o[] = {1, -1, 1};
   at.op = RLX_BINOP_ADD;
@@ -484,7 +488,8 @@ static void test_compare_where(void) {
 static void test_fma_clamp(void) {
   /* (1 + 2^-12)^2 + 2^-80 = 1 + 2^-11 + 2^-24 + 2^-80: one rounding gives 1 + 2^-11 + 2^-23, while
    * rounding twice (to double, then to float) would land on the tie and give 1 + 2^-11. */
-  float a[] = {1 + 0x1p-12f, 2.0f, 1 + 0x1p-12f}, b[] = {1 + 0x1p-12f, 3.0f, 1 + 0x1p-12f}, c[] = {0x1p-80f, 1.0f, -1.0f};
+  float a[] = {1 + 0x1p-12f, 2.0f, 1 + 0x1p-12f}, b[] = {1 + 0x1p-12f, 3.0f, 1 + 0x1p-12f},
+        c[] = {0x1p-80f, 1.0f, -1.0f};
   float y[3];
   CHECK_OK(RUN(Fma, NULL, &T(y, SH(F32, 3)), T(a, SH(F32, 3)), T(b, SH(F32, 3)), T(c, SH(F32, 3))));
   CHECK_MSG(y[0] == fmaf(a[0], b[0], c[0]) && y[0] == 1 + 0x1p-11f + 0x1p-23f, "fma got %.10g", (double)y[0]);

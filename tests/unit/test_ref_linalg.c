@@ -100,8 +100,8 @@ static void test_dot_general(void) {
           for (int i = 0; i < 3; i++) s += L[((i * 2 + b) * 4 + cc) * 6 + f] * R[((cc * 5 + j) * 2 + b) * 3 + i];
         W[(b * 6 + f) * 5 + j] = s;
       }
-  rlx_attrs_DotGeneral at = {.lhs_contracting = ILIST(2, 0), .rhs_contracting = ILIST(0, 3), .lhs_batch = ILIST(1),
-                             .rhs_batch = ILIST(2)};
+  rlx_attrs_DotGeneral at = {
+      .lhs_contracting = ILIST(2, 0), .rhs_contracting = ILIST(0, 3), .lhs_batch = ILIST(1), .rhs_batch = ILIST(2)};
   CHECK_OK(RT_RUN(&c, DotGeneral, &at, NULL, {SHP(F64, 3, 2, 4, 6), L}, {SHP(F64, 4, 5, 2, 3), R}));
   CHECK(c.out.shape.rank == 3 && c.out.shape.dims[0] == 2 && c.out.shape.dims[1] == 6 && c.out.shape.dims[2] == 5);
   CHECK_OUT(&c, W, 60, 1e-12, 0);

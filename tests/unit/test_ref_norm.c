@@ -150,8 +150,8 @@ static void test_ada_gated(void) {
         for (int d = 0; d < 4; d++) want[(b * 3 + s) * 4 + d] = y[d] * (1 + sc[b * 4 + d]) + sh[b * 4 + d];
       }
     rlx_attrs_AdaLayerNorm an = {.norm = kind ? RLX_ADA_NORM_RMS_NORM : RLX_ADA_NORM_LAYER_NORM, .eps = 1e-6f};
-    CHECK_OK(RT_RUN(&c, AdaLayerNorm, &an, NULL, {SHP(F64, 2, 3, 4), x}, {SHP(F64, 2, 1, 4), sc},
-                    {SHP(F64, 2, 1, 4), sh}));
+    CHECK_OK(
+        RT_RUN(&c, AdaLayerNorm, &an, NULL, {SHP(F64, 2, 3, 4), x}, {SHP(F64, 2, 1, 4), sc}, {SHP(F64, 2, 1, 4), sh}));
     CHECK_OUT(&c, want, 24, 1e-14, 1e-14);
     rt_free(&c);
     CHECK_OK(RT_RUN(&c, AdaLayerNorm, &an, NULL, {SHP(BF16, 2, 3, 4), x}, {SHP(BF16, 2, 1, 4), sc},

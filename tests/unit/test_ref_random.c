@@ -12,7 +12,7 @@
 #include "rlx_test.h"
 #include "core/elem.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define T(ptr, shape) ((rlx_tensor){(void *)(ptr), (shape)})
 

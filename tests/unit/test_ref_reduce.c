@@ -28,10 +28,14 @@ static void test_reduce(void) {
         for (int i = 0; i < 2; i++)
           for (int k = 0; k < 4; k++) {
             double v = x[(i * 3 + j) * 4 + k];
-            if (op == RLX_REDUCE_PROD) w *= v;
-            else if (op == RLX_REDUCE_MAX) w = v > w ? v : w;
-            else if (op == RLX_REDUCE_MIN) w = v < w ? v : w;
-            else w += v;
+            if (op == RLX_REDUCE_PROD)
+              w *= v;
+            else if (op == RLX_REDUCE_MAX)
+              w = v > w ? v : w;
+            else if (op == RLX_REDUCE_MIN)
+              w = v < w ? v : w;
+            else
+              w += v;
           }
         if (op == RLX_REDUCE_MEAN) w /= 8;
         CHECK_MSG(near(y[j], w, 1e-12), "%s keep=%d j=%d: %g vs %g", rlx_enum_reduce.names[op], keep, j, y[j], w);
@@ -61,8 +65,11 @@ static void test_reduce(void) {
   for (int op = 0; op < RLX_REDUCE_COUNT; op++) {
     a = (rlx_attrs_Reduce){.op = op, .axes = IL(0)};
     CHECK_OK(RUN(Reduce, &a, &T(ey, SH(F32, 3)), T(f, SH(F32, 0, 3))));
-    float w = op == RLX_REDUCE_SUM ? 0 : op == RLX_REDUCE_PROD ? 1 : op == RLX_REDUCE_MAX ? -INFINITY
-              : op == RLX_REDUCE_MIN ? INFINITY : NAN;
+    float w = op == RLX_REDUCE_SUM    ? 0
+              : op == RLX_REDUCE_PROD ? 1
+              : op == RLX_REDUCE_MAX  ? -INFINITY
+              : op == RLX_REDUCE_MIN  ? INFINITY
+                                      : NAN;
     CHECK_MSG(near(ey[2], w, 0), "empty %s gives %g", rlx_enum_reduce.names[op], (double)ey[2]);
   }
   /* compensated f64 sum: 1e16 + 1 - 1e16 + 1 = 2 (a plain left-to-right sum gives 1) */
@@ -155,8 +162,8 @@ static void test_scans(void) {
     int kind, axis, excl;
     float want[6];
   } cases[] = {
-      {0, 1, 0, {1, 3, 6, 4, 9, 15}},   {0, -1, 1, {0, 1, 3, 0, 4, 9}},  {0, 0, 0, {1, 2, 3, 5, 7, 9}},
-      {0, 0, 1, {0, 0, 0, 1, 2, 3}},    {1, 1, 0, {1, 2, 6, 4, 20, 120}}, {1, 1, 1, {1, 1, 2, 1, 4, 20}},
+      {0, 1, 0, {1, 3, 6, 4, 9, 15}},  {0, -1, 1, {0, 1, 3, 0, 4, 9}},   {0, 0, 0, {1, 2, 3, 5, 7, 9}},
+      {0, 0, 1, {0, 0, 0, 1, 2, 3}},   {1, 1, 0, {1, 2, 6, 4, 20, 120}}, {1, 1, 1, {1, 1, 2, 1, 4, 20}},
       {1, 0, 0, {1, 2, 3, 4, 10, 18}},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

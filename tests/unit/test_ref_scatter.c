@@ -10,7 +10,8 @@ static void test_scatter_add(void) {
   /* axis 0: updates [4, 2], indices (0, 2, 0, 1) -> [3, 2] */
   rlx_attrs_ScatterAdd a = {.axis = 0};
   rlx_shape o = SHP(F32, 3, 2);
-  CHECK_OK(RT_RUN(&c, ScatterAdd, &a, &o, {SHP(F32, 4, 2), VALS(1, 2, 3, 4, 5, 6, 7, 8)}, {SHP(F32, 4), VALS(0, 2, 0, 1)}));
+  CHECK_OK(
+      RT_RUN(&c, ScatterAdd, &a, &o, {SHP(F32, 4, 2), VALS(1, 2, 3, 4, 5, 6, 7, 8)}, {SHP(F32, 4), VALS(0, 2, 0, 1)}));
   CHECK_OUT(&c, VALS(1 + 5, 2 + 6, 7, 8, 3, 4), 6, 0, 0);
   rt_free(&c);
   /* axis 1 (also -1): updates [2, 3], I64 indices (1, 1, 0) -> [2, 3] (column 2 stays 0) */
@@ -72,7 +73,8 @@ static void test_scatter_nd(void) {
   }
   /* integer data: Add saturates */
   rlx_attrs_ScatterNd ad = {.reduction = RLX_SCATTER_REDUCTION_ADD};
-  CHECK_OK(RT_RUN(&c, ScatterNd, &ad, NULL, {SHP(I8, 2), VALS(100, 0)}, {SHP(I64, 1, 1), VALS(0)}, {SHP(I8, 1), VALS(100)}));
+  CHECK_OK(
+      RT_RUN(&c, ScatterNd, &ad, NULL, {SHP(I8, 2), VALS(100, 0)}, {SHP(I64, 1, 1), VALS(0)}, {SHP(I8, 1), VALS(100)}));
   CHECK_OUT(&c, VALS(127, 0), 2, 0, 0);
   rt_free(&c);
   /* out of range after the wrap */

@@ -115,7 +115,8 @@ static void test_gather(void) {
   CHECK(y[0] == 10 && y[1] == 11);
   /* out of range: no negative wrap; the message names the index and the bound */
   int32_t oob[] = {1, 4};
-  CHECK_ERR(RUN(Gather, &g, &T(y, SH(F32, 2, 2)), T(tab, SH(F32, 4, 2)), T(oob, SH(I32, 2))), RLX_ERR_RUNTIME, "index 4");
+  CHECK_ERR(RUN(Gather, &g, &T(y, SH(F32, 2, 2)), T(tab, SH(F32, 4, 2)), T(oob, SH(I32, 2))), RLX_ERR_RUNTIME,
+            "index 4");
   CHECK(strstr(rlx_last_error(), "[0, 4)") && strstr(rlx_last_error(), "Gather node"));
   int32_t neg[] = {-1};
   CHECK_ERR(RUN(Gather, &g, &T(y, SH(F32, 1, 2)), T(tab, SH(F32, 4, 2)), T(neg, SH(I32, 1))), RLX_ERR_RUNTIME,

@@ -55,8 +55,8 @@ static void roundtrip(const char *what, rlx_graph *g) {
     char *text2 = NULL;
     size_t tlen2 = 0;
     CHECK_OK(rlx_text_print(p, al, &text2, &tlen2));
-    CHECK_MSG(text2 && tlen2 == tlen && strcmp(text, text2) == 0, "%s: print is not stable:\n%s\n----\n%s", what,
-              text, text2 ? text2 : "");
+    CHECK_MSG(text2 && tlen2 == tlen && strcmp(text, text2) == 0, "%s: print is not stable:\n%s\n----\n%s", what, text,
+              text2 ? text2 : "");
     free(text2);
   }
 
@@ -104,8 +104,9 @@ int main(void) {
     const rlx_node *n = rlx_graph_node(g, sample_op_node(g));
     CHECK_MSG(n && n->op == op, "%s: sample does not end with its op", rlx_op_name(op));
     char which[64] = "";
-    if (n) CHECK_MSG(sample_all_fields_set(op, &n->attrs, which, sizeof which),
-                     "%s: attribute %s is left at its default", rlx_op_name(op), which);
+    if (n)
+      CHECK_MSG(sample_all_fields_set(op, &n->attrs, which, sizeof which), "%s: attribute %s is left at its default",
+                rlx_op_name(op), which);
     s = rlx_verify(g);
     CHECK_MSG(s == RLX_OK, "%s: sample does not verify: %s", rlx_op_name(op), rlx_last_error());
     if (!s) {

@@ -25,14 +25,14 @@ static uint8_t *make_st(const char *header, const void *data, size_t dlen, size_
 static const uint8_t zeros[256];
 
 /* Parses header + dlen zero bytes of data and expects `code` with `substr` in the message. */
-#define BAD(header, dlen, code, substr)                                                            \
-  do {                                                                                             \
-    size_t len_;                                                                                   \
-    uint8_t *b_ = make_st(header, zeros, dlen, &len_);                                             \
-    rlx_safetensors *f_ = NULL;                                                                    \
-    CHECK_ERR(rlx_safetensors_read(b_, len_, &f_), code, substr);                                  \
-    CHECK(f_ == NULL);                                                                             \
-    free(b_);                                                                                      \
+#define BAD(header, dlen, code, substr)                           \
+  do {                                                            \
+    size_t len_;                                                  \
+    uint8_t *b_ = make_st(header, zeros, dlen, &len_);            \
+    rlx_safetensors *f_ = NULL;                                   \
+    CHECK_ERR(rlx_safetensors_read(b_, len_, &f_), code, substr); \
+    CHECK(f_ == NULL);                                            \
+    free(b_);                                                     \
   } while (0)
 
 static void test_exact_bytes(void) {
@@ -146,7 +146,8 @@ static void test_accepts(void) {
     CHECK(((const float *)f->tensors[0].tensor.data)[1] == 2.0f);
     CHECK(((const int32_t *)f->tensors[1].tensor.data)[0] == 7);
     CHECK(f->tensors[1].tensor.shape.dtype == RLX_I32);
-  } else CHECK(0);
+  } else
+    CHECK(0);
   rlx_safetensors_free(f);
   free(b);
 
@@ -196,7 +197,7 @@ static void test_bad_header_text(void) {
   /* an empty tensor name: the writer refuses it, so the reader does too (found by fuzz_safetensors) */
   BAD("{\"\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1]}}", 1, RLX_ERR_FORMAT, "a tensor has an empty name");
   BAD("{\"\xf4\x90\x80\x80\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8"); /* above U+10FFFF */
-  BAD("{\"\xe2\x82\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8");     /* cut sequence */
+  BAD("{\"\xe2\x82\":{}}", 0, RLX_ERR_FORMAT, "invalid UTF-8");         /* cut sequence */
   BAD(" {}", 0, RLX_ERR_FORMAT, "starting with '{'");
   BAD("[]", 0, RLX_ERR_FORMAT, "starting with '{'");
   BAD("\"x\"", 0, RLX_ERR_FORMAT, "starting with '{'");
@@ -353,7 +354,8 @@ static void test_writer_errors(void) {
   float v = 1;
   uint8_t *buf = NULL;
   size_t len = 0;
-  rlx_named_tensor dup[2] = {{"w", {&v, rlx_shape_make(RLX_F32, 0, NULL)}}, {"w", {&v, rlx_shape_make(RLX_F32, 0, NULL)}}};
+  rlx_named_tensor dup[2] = {{"w", {&v, rlx_shape_make(RLX_F32, 0, NULL)}},
+                             {"w", {&v, rlx_shape_make(RLX_F32, 0, NULL)}}};
   CHECK_ERR(rlx_safetensors_write(dup, 2, NULL, 0, &buf, &len), RLX_ERR_INVALID_ARG, "duplicate tensor name 'w'");
   rlx_named_tensor meta = {"__metadata__", {&v, rlx_shape_make(RLX_F32, 0, NULL)}};
   CHECK_ERR(rlx_safetensors_write(&meta, 1, NULL, 0, &buf, &len), RLX_ERR_INVALID_ARG, "not allowed");

@@ -57,8 +57,8 @@ static rlx_graph *mlp_graph(const rlx_allocator *al) {
   return g;
 }
 
-static void mlp_reference(const float *x, const float *w1, const float *b1, const float *w2, const float *b2,
-                          double *y, double *p) {
+static void mlp_reference(const float *x, const float *w1, const float *b1, const float *w2, const float *b2, double *y,
+                          double *p) {
   for (int r = 0; r < B; r++) {
     double h[HID];
     for (int j = 0; j < HID; j++) {
@@ -109,7 +109,8 @@ static void test_mlp(void) {
   CHECK_OK(rlx_executable_set_param(e, "b1", &tb1));
   CHECK_ERR(rlx_executable_run(e, &in, 1, &outs, &n_outs), RLX_ERR_INVALID_ARG, "'w2' [16, 3] f32, 'b2' [3] f32");
   CHECK_ERR(rlx_executable_set_param(e, "w3", &tw2), RLX_ERR_INVALID_ARG, "no param named 'w3'");
-  CHECK_ERR(rlx_executable_set_param(e, "w2", &tw1), RLX_ERR_INVALID_ARG, "param 'w2': expected [16, 3] f32, given [8, 16] f32");
+  CHECK_ERR(rlx_executable_set_param(e, "w2", &tw1), RLX_ERR_INVALID_ARG,
+            "param 'w2': expected [16, 3] f32, given [8, 16] f32");
   CHECK_OK(rlx_executable_set_param(e, "w2", &tw2));
   CHECK_OK(rlx_executable_set_param(e, "b2", &tb2));
 
@@ -208,15 +209,15 @@ static void test_views_and_constants(void) {
   CHECK_OK(rlx_graph_create(NULL, "views", &g));
   rlx_id x, r, v, n, c, k, y, z;
   CHECK_OK(rlx_input(g, "x", f32s(3, (rlx_dim[]){1, 6, 2}), &x));
-  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, x, &r));                 /* -x, [1,6,2] */
-  CHECK_OK(rlx_reshape(g, r, 2, (int64_t[]){3, 4}, &v));           /* view */
+  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, x, &r));       /* -x, [1,6,2] */
+  CHECK_OK(rlx_reshape(g, r, 2, (int64_t[]){3, 4}, &v)); /* view */
   rlx_attrs_Narrow na = {.axis = 1, .start = 2, .len = 3};
-  CHECK_OK(rlx_build_Narrow(g, &r, 1, &na, NULL, &n));             /* view: rows 2..4 of -x */
-  CHECK_OK(rlx_cast(g, n, RLX_F32, &c));                           /* view */
+  CHECK_OK(rlx_build_Narrow(g, &r, 1, &na, NULL, &n)); /* view: rows 2..4 of -x */
+  CHECK_OK(rlx_cast(g, n, RLX_F32, &c));               /* view */
   float kv[6] = {10, 20, 30, 40, 50, 60};
   CHECK_OK(rlx_constant(g, f32s(3, (rlx_dim[]){1, 3, 2}), kv, sizeof kv, &k));
-  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, c, k, &y));                /* -x[2:5] + k */
-  CHECK_OK(rlx_activation(g, RLX_ACT_ABS, v, &z));                 /* |x| as [3,4] */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, c, k, &y)); /* -x[2:5] + k */
+  CHECK_OK(rlx_activation(g, RLX_ACT_ABS, v, &z));  /* |x| as [3,4] */
   rlx_id outs[] = {y, z, x, y, v};
   CHECK_OK(rlx_graph_set_outputs(g, outs, 5));
   rlx_executable *e = NULL;

@@ -10,7 +10,7 @@
 #include "passes/passes.h"
 #include "rlx_test.h"
 
-#define SH(t, ...)                                                                                 \
+#define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 
 static rlx_compile_options opts(bool fold, bool cse, bool dce) {
@@ -151,11 +151,11 @@ static void test_identities(void) {
   one3 = cf32(g, SH(F32, 3), ones);
   one23 = cf32(g, SH(F32, 2, 3), ones);
   zero1 = cf32(g, SH(F32, 1), &zero);
-  CHECK_OK(rlx_binary(g, RLX_BINOP_MUL, x, one3, &mulx));   /* -> x */
-  CHECK_OK(rlx_binary(g, RLX_BINOP_MUL, x, one23, &mulb));  /* [2, 3]: stays */
-  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, zero1, mulx, &add)); /* 0 + x -> x */
-  CHECK_OK(rlx_binary(g, RLX_BINOP_SUB, add, zero1, &sub));  /* -> x */
-  CHECK_OK(rlx_binary(g, RLX_BINOP_DIV, sub, one3, &div));   /* -> x */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_MUL, x, one3, &mulx));     /* -> x */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_MUL, x, one23, &mulb));    /* [2, 3]: stays */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, zero1, mulx, &add));  /* 0 + x -> x */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_SUB, add, zero1, &sub));   /* -> x */
+  CHECK_OK(rlx_binary(g, RLX_BINOP_DIV, sub, one3, &div));    /* -> x */
   CHECK_OK(rlx_binary(g, RLX_BINOP_MUL, one3, zero1, &lmul)); /* constant * constant: folds */
   rlx_id outs[3] = {div, mulb, lmul};
   CHECK_OK(rlx_graph_set_outputs(g, outs, 3));
@@ -189,12 +189,12 @@ static void test_identities(void) {
   CHECK_OK(rlx_input(g, "y", SH(F32, 2, 6), &y));
   CHECK_OK(rlx_reshape(g, y, 2, (int64_t[]){3, 4}, &r1));
   CHECK_OK(rlx_reshape(g, r1, 3, (int64_t[]){4, 3, 1}, &r2)); /* -> Reshape(y) */
-  CHECK_OK(rlx_reshape(g, y, 2, (int64_t[]){2, 6}, &r3));    /* -> y */
-  CHECK_OK(rlx_transpose(g, r3, 2, (int64_t[]){0, 1}, &t));  /* -> y */
-  CHECK_OK(rlx_cast(g, t, RLX_F32, &c));                     /* -> y */
+  CHECK_OK(rlx_reshape(g, y, 2, (int64_t[]){2, 6}, &r3));     /* -> y */
+  CHECK_OK(rlx_transpose(g, r3, 2, (int64_t[]){0, 1}, &t));   /* -> y */
+  CHECK_OK(rlx_cast(g, t, RLX_F32, &c));                      /* -> y */
   CHECK_OK(rlx_activation(g, RLX_ACT_NEG, c, &n1));
-  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, n1, &n2));          /* -> y */
-  CHECK_OK(rlx_transpose(g, n2, 2, (int64_t[]){1, 0}, &tp));  /* a real transpose stays */
+  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, n1, &n2));         /* -> y */
+  CHECK_OK(rlx_transpose(g, n2, 2, (int64_t[]){1, 0}, &tp)); /* a real transpose stays */
   rlx_id o2[3] = {r2, n2, tp};
   CHECK_OK(rlx_graph_set_outputs(g, o2, 3));
   CHECK_OK(rlx_simplify(g, &o, &s));
@@ -263,7 +263,8 @@ static void test_cse(void) {
     CHECK(count_op(s, RLX_OP_Constant) == 2); /* leaves are never merged */
     /* add, mul (merged), sub x2, k-adds x2 */
     CHECK_MSG(count_op(s, RLX_OP_Binary) == 6, "%u binaries", count_op(s, RLX_OP_Binary));
-    const rlx_node *sub = out_node(s, 1), *ex = rlx_graph_node(s, sub->inputs[0]), *lg = rlx_graph_node(s, sub->inputs[1]);
+    const rlx_node *sub = out_node(s, 1), *ex = rlx_graph_node(s, sub->inputs[0]),
+                   *lg = rlx_graph_node(s, sub->inputs[1]);
     CHECK(ex->inputs[0] == lg->inputs[0]);
     const rlx_node *rsub = out_node(s, 0);
     CHECK(rsub->inputs[0] != rsub->inputs[1]);

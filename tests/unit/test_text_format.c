@@ -127,7 +127,8 @@ static void check_values(void) {
     CHECK(a->attrs.Attention.attn_logit_softcap.has && a->attrs.Attention.attn_logit_softcap.v == 50.0f);
     CHECK(a->attrs.Attention.score_scale.has && a->attrs.Attention.score_scale.v == 0.125f);
     CHECK(!a->attrs.Attention.v_head_dim.has);
-    CHECK(rlx_graph_node(g, 1)->attrs.FusedSwiGLU.cast_to.has && rlx_graph_node(g, 1)->attrs.FusedSwiGLU.cast_to.v == RLX_BF16);
+    CHECK(rlx_graph_node(g, 1)->attrs.FusedSwiGLU.cast_to.has &&
+          rlx_graph_node(g, 1)->attrs.FusedSwiGLU.cast_to.v == RLX_BF16);
     CHECK(rlx_graph_node(g, 4)->attrs.RngUniform.key == UINT64_MAX);
     CHECK(rlx_graph_node(g, 4)->attrs.RngUniform.high == 3.4028235e38f);
     rlx_graph_free(g);
@@ -138,7 +139,8 @@ static void check_values(void) {
     CHECK(ch->n == 5);
     if (ch->n == 5) {
       CHECK(ch->steps[1].kind == RLX_CHAIN_STEP_BINARY && ch->steps[1].sub == RLX_BINOP_ADD);
-      CHECK(ch->steps[1].a.is_step == 1 && ch->steps[1].a.index == 0 && ch->steps[1].b.is_step == 0 && ch->steps[1].b.index == 1);
+      CHECK(ch->steps[1].a.is_step == 1 && ch->steps[1].a.index == 0 && ch->steps[1].b.is_step == 0 &&
+            ch->steps[1].b.index == 1);
       CHECK(ch->steps[3].kind == RLX_CHAIN_STEP_WHERE && ch->steps[3].c.is_step == 0 && ch->steps[3].c.index == 0);
       CHECK(ch->steps[4].kind == RLX_CHAIN_STEP_CAST && ch->steps[4].sub == RLX_F16);
     }
@@ -198,60 +200,94 @@ static const bad_case bad[] = {
     {"grph @g {}", RLX_ERR_PARSE, "t.rlx:1:1: expected 'graph', found \"grph\""},
     {"graph g {}", RLX_ERR_PARSE, "1:7: expected '@' and the graph name, found \"g\""},
     {"graph @ {}", RLX_ERR_PARSE, "1:8: expected a graph name"},
-    {"graph @g {", RLX_ERR_PARSE, "1:11: expected a node (%N = ...), 'return' or '}' to close graph @g (opened at 1:1), found end of input"},
-    {HDR "  %1 = Activation(%0) : [2, 3] f32\n", RLX_ERR_PARSE, "4:1: expected a node (%N = ...), 'return' or '}' to close graph @g"},
-    {HDR "  %1 = Foo(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:8: expected an op name (e.g. MatMul; see rlx ops), found \"Foo\""},
-    {HDR "  %1 = Activation(%5) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:19: expected a node defined earlier in @g, found %5, which is not defined yet"},
+    {"graph @g {", RLX_ERR_PARSE,
+     "1:11: expected a node (%N = ...), 'return' or '}' to close graph @g (opened at 1:1), found end of input"},
+    {HDR "  %1 = Activation(%0) : [2, 3] f32\n", RLX_ERR_PARSE,
+     "4:1: expected a node (%N = ...), 'return' or '}' to close graph @g"},
+    {HDR "  %1 = Foo(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:8: expected an op name (e.g. MatMul; see rlx ops), found \"Foo\""},
+    {HDR "  %1 = Activation(%5) : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:19: expected a node defined earlier in @g, found %5, which is not defined yet"},
     {HDR "  %1 = Activation(%1) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:19: expected a node defined earlier"},
-    {HDR "  %0 = Activation(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:3: expected a new node number, found %0, which is already defined in @g"},
-    {HDR "  %1 = Activation(%0) {knd = Relu} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:24: expected an attribute of Activation (kind), found \"knd\""},
-    {HDR "  %1 = Sort(%0) {axis = 0, axis = 1} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:28: expected each attribute once, found axis a second time"},
-    {HDR "  %1 = Activation(%0) {kind = 3} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:31: expected a value of Activation (Gelu, GeluApprox,"},
+    {HDR "  %0 = Activation(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:3: expected a new node number, found %0, which is already defined in @g"},
+    {HDR "  %1 = Activation(%0) {knd = Relu} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:24: expected an attribute of Activation (kind), found \"knd\""},
+    {HDR "  %1 = Sort(%0) {axis = 0, axis = 1} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:28: expected each attribute once, found axis a second time"},
+    {HDR "  %1 = Activation(%0) {kind = 3} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:31: expected a value of Activation (Gelu, GeluApprox,"},
     {HDR "  %1 = Sort(%0) {axis = x} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:25: expected a 64-bit integer, found \"x\""},
-    {HDR "  %1 = Sort(%0) {axis = none} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:25: expected a 64-bit integer, found \"none\""},
-    {HDR "  %1 = Sort(%0) {descending = yes} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:31: expected true or false, found \"yes\""},
+    {HDR "  %1 = Sort(%0) {axis = none} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:25: expected a 64-bit integer, found \"none\""},
+    {HDR "  %1 = Sort(%0) {descending = yes} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:31: expected true or false, found \"yes\""},
     {HDR "  %1 = Activation(%0) : [2, 3] f33\n}\n", RLX_ERR_PARSE, "3:32: expected a dtype (f32, f16, bf16"},
-    {HDR "  %1 = Activation(%0) : [2, -3] f32\n}\n", RLX_ERR_PARSE, "3:29: expected a dimension (an integer >= 0 or ?k), found \"-3\""},
-    {HDR "  %1 = Activation(%0) : [1, 1, 1, 1, 1, 1, 1, 1, 1] f32\n}\n", RLX_ERR_PARSE, "3:50: expected ']' (shapes have at most 8 dims)"},
-    {HDR "  %1 = Activation(%0) : [9223372036854775808] f32\n}\n", RLX_ERR_PARSE, "3:26: expected a dimension below 2^63, found 9223372036854775808"},
-    {HDR "  %1 = Activation(%0) : [? 2] f32\n}\n", RLX_ERR_PARSE, "3:26: expected a symbol (?k with a number k right after the '?'), found '?'"},
-    {HDR "  %1 = Activation(%0) : [99999999999999999999] f32\n}\n", RLX_ERR_PARSE, "3:26: expected a dimension (an integer >= 0 or ?k) (the number overflows)"},
-    {HDR "  %1 = Activation(%0) : [?4294967296] f32\n}\n", RLX_ERR_PARSE, "3:27: expected a symbol number (?0 .. ?4294967295) (the number overflows)"},
-    {HDR "  %1 = Sort(%0) {axis = 9223372036854775808} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:25: expected a 64-bit integer (the number overflows)"},
+    {HDR "  %1 = Activation(%0) : [2, -3] f32\n}\n", RLX_ERR_PARSE,
+     "3:29: expected a dimension (an integer >= 0 or ?k), found \"-3\""},
+    {HDR "  %1 = Activation(%0) : [1, 1, 1, 1, 1, 1, 1, 1, 1] f32\n}\n", RLX_ERR_PARSE,
+     "3:50: expected ']' (shapes have at most 8 dims)"},
+    {HDR "  %1 = Activation(%0) : [9223372036854775808] f32\n}\n", RLX_ERR_PARSE,
+     "3:26: expected a dimension below 2^63, found 9223372036854775808"},
+    {HDR "  %1 = Activation(%0) : [? 2] f32\n}\n", RLX_ERR_PARSE,
+     "3:26: expected a symbol (?k with a number k right after the '?'), found '?'"},
+    {HDR "  %1 = Activation(%0) : [99999999999999999999] f32\n}\n", RLX_ERR_PARSE,
+     "3:26: expected a dimension (an integer >= 0 or ?k) (the number overflows)"},
+    {HDR "  %1 = Activation(%0) : [?4294967296] f32\n}\n", RLX_ERR_PARSE,
+     "3:27: expected a symbol number (?0 .. ?4294967295) (the number overflows)"},
+    {HDR "  %1 = Sort(%0) {axis = 9223372036854775808} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:25: expected a 64-bit integer (the number overflows)"},
     {HDR "  %1 = Sort(%0) {axis = -9223372036854775809} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "(the number overflows)"},
-    {HDR "  %4294967296 = Activation(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:4: expected a node number below 2^32 (the number overflows)"},
-    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = 1e39} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:39: expected a float within the f32 range, found 1e39"},
-    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = 1.} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:41: expected a digit after '.'"},
-    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = nan(0x3f800000)} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "expected the bit pattern of a NaN, found 0x3f800000"},
-    {"graph @g {\n  %0 = Input {name = \"a\\qb\"} : [] f32\n}\n", RLX_ERR_PARSE, "2:25: expected an escape (\\\" \\\\ \\n \\t \\xHH), found \"qb\""},
-    {"graph @g {\n  %0 = Input {name = \"a\\x4\"} : [] f32\n}\n", RLX_ERR_PARSE, "2:24: expected \\x followed by two hex digits"},
+    {HDR "  %4294967296 = Activation(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:4: expected a node number below 2^32 (the number overflows)"},
+    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = 1e39} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:39: expected a float within the f32 range, found 1e39"},
+    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = 1.} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:41: expected a digit after '.'"},
+    {HDR "  %1 = LayerNorm2d(%0, %0, %0) {eps = nan(0x3f800000)} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "expected the bit pattern of a NaN, found 0x3f800000"},
+    {"graph @g {\n  %0 = Input {name = \"a\\qb\"} : [] f32\n}\n", RLX_ERR_PARSE,
+     "2:25: expected an escape (\\\" \\\\ \\n \\t \\xHH), found \"qb\""},
+    {"graph @g {\n  %0 = Input {name = \"a\\x4\"} : [] f32\n}\n", RLX_ERR_PARSE,
+     "2:24: expected \\x followed by two hex digits"},
     {"graph @g {\n  %0 = Input {name = \"a\\x00\"} : [] f32\n}\n", RLX_ERR_PARSE, "2:24: expected a non-NUL byte"},
-    {"graph @g {\n  %0 = Input {name = \"abc} : [] f32\n}\n", RLX_ERR_PARSE, "2:22: expected a closing '\"' for this string, found end of line"},
-    {"graph @g {\n  %0 = Input {name = \"abc", RLX_ERR_PARSE, "2:22: expected a closing '\"' for this string, found end of input"},
+    {"graph @g {\n  %0 = Input {name = \"abc} : [] f32\n}\n", RLX_ERR_PARSE,
+     "2:22: expected a closing '\"' for this string, found end of line"},
+    {"graph @g {\n  %0 = Input {name = \"abc", RLX_ERR_PARSE,
+     "2:22: expected a closing '\"' for this string, found end of input"},
     {"graph @g {\n  %0 = Input {name = \"a\xff\"} : [] f32\n}\n", RLX_ERR_PARSE, "2:24: expected valid UTF-8"},
-    {"graph @g {\n  %0 = Input {name = \"a\tb\"} : [] f32\n}\n", RLX_ERR_PARSE, "2:24: expected a printable character or an escape"},
+    {"graph @g {\n  %0 = Input {name = \"a\tb\"} : [] f32\n}\n", RLX_ERR_PARSE,
+     "2:24: expected a printable character or an escape"},
     {"graph @g {\n}\n}\n", RLX_ERR_PARSE, "3:1: expected end of input after the graph, found '}'"},
     {"graph @g {\n}\ngraph @h {\n}\n", RLX_ERR_PARSE, "3:1: expected end of input after the graph, found \"graph\""},
     {HDR "  %1 = MatMul(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:8: expected 2 operands for MatMul, found 1"},
     {HDR "  %1 = Concat : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:8: expected at least 1 operand for Concat, found 0"},
-    {HDR "  %1 = MatMul(%0, %0) {axis = 1} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:23: expected ':' (MatMul has no attributes), found '{'"},
+    {HDR "  %1 = MatMul(%0, %0) {axis = 1} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:23: expected ':' (MatMul has no attributes), found '{'"},
     {HDR "  %1 = Activation(%0) [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:23: expected ':' before the shape, found '['"},
     {HDR "  %1 = Activation() : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:19: expected a node reference (%N), found ')'"},
     {HDR "  %1 = Activation(%0 %0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:22: expected ',' or ')', found \"%0\""},
-    {HDR "  %1 = If(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:15: expected attribute then_branch (the body graph If needs), found ':'"},
-    {HDR "  %1 = If(%0) {then_branch = 3} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:30: expected a body graph (graph @name { ... }), found \"3\""},
-    {HDR "  %1 = Constant {data = 0x123} : [2] u8\n}\n", RLX_ERR_PARSE, "3:25: expected an even number of hex digits, found 3"},
+    {HDR "  %1 = If(%0) : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:15: expected attribute then_branch (the body graph If needs), found ':'"},
+    {HDR "  %1 = If(%0) {then_branch = 3} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:30: expected a body graph (graph @name { ... }), found \"3\""},
+    {HDR "  %1 = Constant {data = 0x123} : [2] u8\n}\n", RLX_ERR_PARSE,
+     "3:25: expected an even number of hex digits, found 3"},
     {HDR "  %1 = Constant {data = 0x12g4} : [2] u8\n}\n", RLX_ERR_PARSE, "3:29: expected a hex digit"},
-    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Activation(Gelu, x0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:57: expected a chain operand"},
-    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Binary(Add, in0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:55: expected ',', found ')'"},
-    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Frob(in0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE, "3:40: expected a value of ChainStepKind (Activation, Cast, Binary, Compare, Where)"},
+    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Activation(Gelu, x0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:57: expected a chain operand"},
+    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Binary(Add, in0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:55: expected ',', found ')'"},
+    {HDR "  %1 = ElementwiseRegion(%0) {chain = [Frob(in0)]} : [2, 3] f32\n}\n", RLX_ERR_PARSE,
+     "3:40: expected a value of ChainStepKind (Activation, Cast, Binary, Compare, Where)"},
     {HDR "  return\n}\n", RLX_ERR_PARSE, "4:1: expected a node reference (%N), found '}'"},
     {HDR "  return %0 %0\n}\n", RLX_ERR_PARSE, "3:13: expected ',' or '}' to close the graph, found \"%0\""},
     /* graph-level problems reported by the verifier */
     {HDR "  %1 = MatMul(%0, %0) : [2, 2] f32\n  return %1\n}\n", RLX_ERR_SHAPE, "t.rlx: graph @g has 1 problem"},
     {HDR "  %1 = Input {name = \"x\"} : [2] f32\n}\n", RLX_ERR_VERIFY, "attribute name: \"x\" is already bound by %0"},
     {"graph @g {\n  %0 = Input : [2] f32\n}\n", RLX_ERR_VERIFY, "a leaf needs a binding name"},
-    {HDR "  %1 = Constant {data = 0x0102} : [2, 3] f32\n}\n", RLX_ERR_VERIFY, "attribute data: has 2 bytes; shape [2, 3] f32 needs 24"},
+    {HDR "  %1 = Constant {data = 0x0102} : [2, 3] f32\n}\n", RLX_ERR_VERIFY,
+     "attribute data: has 2 bytes; shape [2, 3] f32 needs 24"},
 };
 
 static void check_bad(void) {
@@ -266,8 +302,9 @@ static void check_bad(void) {
   /* Embedded NUL bytes and a missing source name. */
   static const char nul_text[] = "graph @g {\n\0}\n";
   rlx_graph *g = NULL;
-  CHECK_ERR(rlx_text_parse(nul_text, sizeof nul_text - 1, NULL, NULL, &g), RLX_ERR_PARSE,
-            "<text>:2:1: expected a node (%N = ...), 'return' or '}' to close graph @g (opened at 1:1), found byte 0x00");
+  CHECK_ERR(
+      rlx_text_parse(nul_text, sizeof nul_text - 1, NULL, NULL, &g), RLX_ERR_PARSE,
+      "<text>:2:1: expected a node (%N = ...), 'return' or '}' to close graph @g (opened at 1:1), found byte 0x00");
   /* The length is honoured: the text below is cut right after "graph @g {\n}". */
   CHECK_OK(rlx_text_parse("graph @g {\n} trailing", 12, NULL, NULL, &g));
   rlx_graph_free(g);
@@ -281,15 +318,18 @@ static void check_depth(void) {
     char *t = malloc(cap);
     len += (size_t)snprintf(t + len, cap - len, "graph @g {\n");
     for (int d = 0; d < depth; d++)
-      len += (size_t)snprintf(t + len, cap - len,
-                              "%%0 = Input {name = \"x\"} : [2] f32\n%%1 = CustomFn(%%0) {num_inputs = 1, fwd_body = graph @b {\n");
+      len += (size_t)snprintf(
+          t + len, cap - len,
+          "%%0 = Input {name = \"x\"} : [2] f32\n%%1 = CustomFn(%%0) {num_inputs = 1, fwd_body = graph @b {\n");
     len += (size_t)snprintf(t + len, cap - len, "%%0 = Input {name = \"x\"} : [2] f32\nreturn %%0\n");
     for (int d = 0; d < depth; d++) len += (size_t)snprintf(t + len, cap - len, "}} : [2] f32\nreturn %%1\n");
     len += (size_t)snprintf(t + len, cap - len, "}\n");
     rlx_graph *g = NULL;
     rlx_status s = rlx_text_parse(t, len, "deep", NULL, &g);
-    if (depth == 64) CHECK_MSG(s == RLX_OK, "64 levels: %s", rlx_last_error());
-    else CHECK_ERR(s, RLX_ERR_PARSE, "expected at most 64 levels of nested bodies, found a body at depth 65");
+    if (depth == 64)
+      CHECK_MSG(s == RLX_OK, "64 levels: %s", rlx_last_error());
+    else
+      CHECK_ERR(s, RLX_ERR_PARSE, "expected at most 64 levels of nested bodies, found a body at depth 65");
     rlx_graph_free(g);
     free(t);
   }
@@ -314,8 +354,10 @@ static void check_depth(void) {
   char *txt = NULL;
   uint8_t *bin = NULL;
   size_t tl = 0;
-  CHECK_ERR(rlx_text_print(top, NULL, &txt, &tl), RLX_ERR_INVALID_ARG, "cannot print @b: bodies nested deeper than 64 levels");
-  CHECK_ERR(rlx_binary_write(top, NULL, &bin, &tl), RLX_ERR_INVALID_ARG, "cannot write @b: bodies nested deeper than 64 levels");
+  CHECK_ERR(rlx_text_print(top, NULL, &txt, &tl), RLX_ERR_INVALID_ARG,
+            "cannot print @b: bodies nested deeper than 64 levels");
+  CHECK_ERR(rlx_binary_write(top, NULL, &bin, &tl), RLX_ERR_INVALID_ARG,
+            "cannot write @b: bodies nested deeper than 64 levels");
   CHECK(txt == NULL && bin == NULL);
   rlx_graph_free(top);
 
@@ -325,14 +367,15 @@ static void check_depth(void) {
   memcpy(t, "graph @g {\n %0 = Input {name = ", 31);
   memset(t + 31, '[', n);
   rlx_graph *g = NULL;
-  CHECK_ERR(rlx_text_parse(t, n + 31, "flat", NULL, &g), RLX_ERR_PARSE, "flat:2:21: expected a string literal, found '['");
+  CHECK_ERR(rlx_text_parse(t, n + 31, "flat", NULL, &g), RLX_ERR_PARSE,
+            "flat:2:21: expected a string literal, found '['");
   free(t);
 }
 
 /* The example graphs load, verify and are stable under print/parse. */
 static void check_examples(void) {
-  static const char *const files[] = {"tests/graphs/mlp.rlx", "tests/graphs/conv_block.rlx", "tests/graphs/attention.rlx",
-                                      "tests/graphs/control_flow.rlx"};
+  static const char *const files[] = {"tests/graphs/mlp.rlx", "tests/graphs/conv_block.rlx",
+                                      "tests/graphs/attention.rlx", "tests/graphs/control_flow.rlx"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     char path[4096];
     snprintf(path, sizeof path, "%s", rlx_test_src_path(files[i]));

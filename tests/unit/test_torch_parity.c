@@ -15,10 +15,10 @@
 #include "ad_check.h"
 #include "rlx/npy.h"
 
-#define TRY(x)                                                                                     \
-  do {                                                                                             \
-    rlx_status s_ = (x);                                                                           \
-    if (s_ != RLX_OK) return s_;                                                                   \
+#define TRY(x)                   \
+  do {                           \
+    rlx_status s_ = (x);         \
+    if (s_ != RLX_OK) return s_; \
   } while (0)
 
 static rlx_shape f64s(uint32_t rank, const rlx_dim *d) { return rlx_shape_make(RLX_F64, rank, d); }
@@ -99,12 +99,19 @@ static rlx_status conv_relu_pool(model *m, rlx_id x, const char *wn, const char 
   TRY(leaf(m, true, wn, 4, (rlx_dim[]){cout, cin, 3, 3}, -bound(fan), bound(fan), &w));
   TRY(leaf(m, true, bn, 1, (rlx_dim[]){cout}, -bound(fan), bound(fan), &b));
   int64_t k[2] = {3, 3}, one[2] = {1, 1}, two[2] = {2, 2};
-  rlx_attrs_Conv ca = {.kernel_size = {.v = k, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = one, .n = 2}, .dilation = {.v = one, .n = 2}, .groups = 1};
+  rlx_attrs_Conv ca = {.kernel_size = {.v = k, .n = 2},
+                       .stride = {.v = one, .n = 2},
+                       .padding = {.v = one, .n = 2},
+                       .dilation = {.v = one, .n = 2},
+                       .groups = 1};
   TRY(rlx_build_Conv(m->g, (rlx_id[]){x, w}, 2, &ca, NULL, &c));
   TRY(rlx_reshape(m->g, b, 4, (int64_t[]){1, cout, 1, 1}, &bb));
   TRY(rlx_binary(m->g, RLX_BINOP_ADD, c, bb, &c));
   TRY(rlx_activation(m->g, RLX_ACT_RELU, c, &c));
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = {.v = two, .n = 2}, .stride = {.v = two, .n = 2}, .padding = {.v = NULL, .n = 0}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX,
+                       .kernel_size = {.v = two, .n = 2},
+                       .stride = {.v = two, .n = 2},
+                       .padding = {.v = NULL, .n = 0}};
   return rlx_build_Pool(m->g, &c, 1, &pa, NULL, y);
 }
 
@@ -211,7 +218,8 @@ static const adt_value *find_leaf(const model *m, const char *name) {
 static void check_model(model *m, const char *dump) {
   double loss[2], *g[2][24];
   for (int k = 0; k < 2; k++)
-    for (uint32_t i = 0; i < m->n_wrt; i++) g[k][i] = calloc(adt_numel(&find_leaf(m, m->wrt[i])->shape), sizeof(double));
+    for (uint32_t i = 0; i < m->n_wrt; i++)
+      g[k][i] = calloc(adt_numel(&find_leaf(m, m->wrt[i])->shape), sizeof(double));
   bool ok = run_grads(m, true, &loss[0], g[0]) && run_grads(m, false, &loss[1], g[1]);
   CHECK_MSG(ok, "%s: gradient graphs run", m->name);
   if (ok) {
@@ -255,7 +263,8 @@ static void check_model(model *m, const char *dump) {
         CHECK_MSG(false, "cannot create %s", dir);
       } else {
         bool w = true;
-        for (uint32_t i = 0; i < m->n_leaf; i++) w &= save(dir, "", m->leaf[i].name, &m->leaf[i].shape, m->leaf[i].v) == RLX_OK;
+        for (uint32_t i = 0; i < m->n_leaf; i++)
+          w &= save(dir, "", m->leaf[i].name, &m->leaf[i].shape, m->leaf[i].v) == RLX_OK;
         rlx_shape sc = f64s(0, NULL);
         w &= save(dir, "", "loss", &sc, &loss[0]) == RLX_OK;
         for (uint32_t i = 0; i < m->n_wrt; i++) {

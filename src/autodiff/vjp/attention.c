@@ -143,8 +143,10 @@ static rlx_status attention_primitives(rlx_ad_ctx *c, const rlx_attrs_Attention 
     rlx_id m;
     RLX_TRY(ad_cast(c, x[3], t, &m));
     RLX_TRY(ad_cmp_s(c, RLX_CMP_GE, m, 0.5, &keep));
-    if (ms.rank == 2) RLX_TRY(ad_reshape_dims(c, keep, 4, (rlx_dim[]){g.B, 1, 1, g.Sk}, &keep));
-    else RLX_TRY(ad_reshape_dims(c, keep, 4, (rlx_dim[]){g.B, 1, g.Sq, g.Sk}, &keep));
+    if (ms.rank == 2)
+      RLX_TRY(ad_reshape_dims(c, keep, 4, (rlx_dim[]){g.B, 1, 1, g.Sk}, &keep));
+    else
+      RLX_TRY(ad_reshape_dims(c, keep, 4, (rlx_dim[]){g.B, 1, g.Sq, g.Sk}, &keep));
   }
   if (keep != RLX_NO_ID) {
     rlx_id low;
@@ -230,7 +232,8 @@ RLX_VJP_DECL(Rope) {
   (void)y;
   if (c->want[1] || c->want[2])
     return ad_unsupported(c, "gradients with respect to the cos/sin tables (operands 1 and 2) are not supported");
-  rlx_attrs_RopeBackward a = {.head_dim = n->attrs.Rope.head_dim, .n_rot = n->attrs.Rope.n_rot, .style = n->attrs.Rope.style};
+  rlx_attrs_RopeBackward a = {
+      .head_dim = n->attrs.Rope.head_dim, .n_rot = n->attrs.Rope.n_rot, .style = n->attrs.Rope.style};
   rlx_id in[3] = {dy, x[1], x[2]};
   return ad_emit(c, RLX_OP_RopeBackward, in, 3, &a, NULL, &dx[0]);
 }
@@ -240,7 +243,9 @@ RLX_VJP_DECL(RopeBackward) {
   (void)y;
   if (c->want[1] || c->want[2])
     return ad_unsupported(c, "gradients with respect to the cos/sin tables (operands 1 and 2) are not supported");
-  rlx_attrs_Rope a = {.head_dim = n->attrs.RopeBackward.head_dim, .n_rot = n->attrs.RopeBackward.n_rot, .style = n->attrs.RopeBackward.style};
+  rlx_attrs_Rope a = {.head_dim = n->attrs.RopeBackward.head_dim,
+                      .n_rot = n->attrs.RopeBackward.n_rot,
+                      .style = n->attrs.RopeBackward.style};
   rlx_id in[3] = {dy, x[1], x[2]};
   return rlx_build_Rope(c->dst, in, 3, &a, NULL, &dx[0]);
 }

@@ -99,7 +99,8 @@ static rlx_status body_without_params(rlx_graph *dst, const rlx_graph *body, con
 rlx_status rlx_ad_prepare_scan(rlx_graph *dst, const rlx_node *n, const rlx_id *in, rlx_id *out) {
   const rlx_attrs_Scan *a = &n->attrs.Scan;
   if (a->save_trajectory && a->num_checkpoints > 0 && a->num_checkpoints < a->length)
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "a Scan whose output is a checkpointed trajectory (num_checkpoints %lld) "
+    return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                      "a Scan whose output is a checkpointed trajectory (num_checkpoints %lld) "
                       "cannot be differentiated; save the full trajectory",
                       (long long)a->num_checkpoints);
   const char *names[AD_MAX_BODY_PARAMS];
@@ -112,8 +113,10 @@ rlx_status rlx_ad_prepare_scan(rlx_graph *dst, const rlx_node *n, const rlx_id *
   if (!ops) return rlx_errorf(RLX_ERR_OOM, "out of memory rewriting a Scan");
   rlx_status s = RLX_OK;
   rlx_graph *body = a->body;
-  if (np) s = body_without_params(dst, a->body, names, np, &body);
-  else s = rlx_graph_clone_child(dst, a->body, &body);
+  if (np)
+    s = body_without_params(dst, a->body, names, np, &body);
+  else
+    s = rlx_graph_clone_child(dst, a->body, &body);
   ops[0] = in[0];
   for (uint32_t k = 0; k < np + nb && !s; k++) {
     rlx_id b;
@@ -236,7 +239,8 @@ RLX_VJP_DECL(CustomFn) {
   if (!vb) return ad_unsupported(c, "internal: a CustomFn without vjp_body reached its VJP rule");
   const char *p = reads_wrt_param(c, a->fwd_body);
   if (p)
-    return ad_unsupported(c, "its fwd_body reads Param \"%s\", whose gradient the vjp_body cannot return; pass it as "
+    return ad_unsupported(c,
+                          "its fwd_body reads Param \"%s\", whose gradient the vjp_body cannot return; pass it as "
                           "an operand",
                           p);
   uint32_t bn = rlx_graph_node_count(vb), n_args = 0, prim = 0, np = n->n_inputs;
@@ -249,10 +253,14 @@ RLX_VJP_DECL(CustomFn) {
     const rlx_node *b = rlx_graph_node(vb, i);
     if (b->op != RLX_OP_Input) continue;
     const char *nm = b->attrs.Input.name ? b->attrs.Input.name : "";
-    if (strcmp(nm, "primal_output") == 0) args[n_args++] = y;
-    else if (strcmp(nm, "d_output") == 0) args[n_args++] = dy;
-    else if (prim < np) args[n_args++] = x[prim++];
-    else s = ad_unsupported(c, "its vjp_body has more Inputs than primal inputs + primal_output + d_output");
+    if (strcmp(nm, "primal_output") == 0)
+      args[n_args++] = y;
+    else if (strcmp(nm, "d_output") == 0)
+      args[n_args++] = dy;
+    else if (prim < np)
+      args[n_args++] = x[prim++];
+    else
+      s = ad_unsupported(c, "its vjp_body has more Inputs than primal inputs + primal_output + d_output");
   }
   if (!s && prim != np)
     s = ad_unsupported(c, "its vjp_body has %u primal Inputs; the CustomFn has %u operands", prim, np);

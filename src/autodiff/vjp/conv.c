@@ -22,7 +22,11 @@ typedef struct conv_geom {
 static rlx_status conv_fwd(rlx_ad_ctx *c, uint32_t nsp, rlx_id x, rlx_id w, const conv_geom *g, rlx_id *out) {
   rlx_id in[2] = {x, w};
   if (nsp == 2) {
-    rlx_attrs_Conv a = {.kernel_size = {.v = NULL, .n = 0}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
+    rlx_attrs_Conv a = {.kernel_size = {.v = NULL, .n = 0},
+                        .stride = g->stride,
+                        .padding = g->padding,
+                        .dilation = g->dilation,
+                        .groups = g->groups};
     return rlx_build_Conv(c->dst, in, 2, &a, NULL, out);
   }
   rlx_attrs_Conv3d a = {.stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
@@ -35,7 +39,11 @@ static rlx_status conv_bwd_input(rlx_ad_ctx *c, uint32_t nsp, rlx_id dy, rlx_id 
   int64_t k[3];
   uint32_t ns;
   weight_kernel(c, w, k, &ns);
-  rlx_attrs_Conv2dBackwardInput a = {.kernel_size = {.v = k, .n = ns}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
+  rlx_attrs_Conv2dBackwardInput a = {.kernel_size = {.v = k, .n = ns},
+                                     .stride = g->stride,
+                                     .padding = g->padding,
+                                     .dilation = g->dilation,
+                                     .groups = g->groups};
   rlx_id in[2] = {dy, w};
   return ad_emit(c, nsp == 2 ? RLX_OP_Conv2dBackwardInput : RLX_OP_Conv3dBackwardInput, in, 2, &a, x_shape, out);
 }
@@ -47,7 +55,11 @@ static rlx_status conv_bwd_weight(rlx_ad_ctx *c, uint32_t nsp, rlx_id x, rlx_id 
   uint32_t ns;
   weight_kernel(c, w, k, &ns);
   rlx_shape ws = ad_shape(c, w);
-  rlx_attrs_Conv2dBackwardWeight a = {.kernel_size = {.v = k, .n = ns}, .stride = g->stride, .padding = g->padding, .dilation = g->dilation, .groups = g->groups};
+  rlx_attrs_Conv2dBackwardWeight a = {.kernel_size = {.v = k, .n = ns},
+                                      .stride = g->stride,
+                                      .padding = g->padding,
+                                      .dilation = g->dilation,
+                                      .groups = g->groups};
   rlx_id in[2] = {x, dy};
   return ad_emit(c, nsp == 2 ? RLX_OP_Conv2dBackwardWeight : RLX_OP_Conv3dBackwardWeight, in, 2, &a, &ws, out);
 }
@@ -156,7 +168,8 @@ static rlx_status mean_pool_vjp(rlx_ad_ctx *c, const rlx_attrs_Pool *a, rlx_id x
   int64_t k[2] = {a->kernel_size.v[0], a->kernel_size.v[1]}, s[2], pb[2] = {0, 0}, pe[2] = {0, 0}, op[2];
   for (uint32_t i = 0; i < 2; i++) {
     s[i] = a->stride.n == 2 ? a->stride.v[i] : k[i];
-    if (a->padding.n == 2) pb[i] = pe[i] = a->padding.v[i];
+    if (a->padding.n == 2)
+      pb[i] = pe[i] = a->padding.v[i];
     else if (a->padding.n == 4) {
       pb[i] = a->padding.v[i];
       pe[i] = a->padding.v[2 + i];
@@ -252,7 +265,8 @@ RLX_VJP_DECL(Im2Col) {
   for (uint32_t i = 0; i < 2; i++) {
     st[i] = a->stride.n == 2 ? a->stride.v[i] : 1;
     di[i] = a->dilation.n == 2 ? a->dilation.v[i] : 1;
-    if (a->padding.n == 2) pb[i] = pe[i] = a->padding.v[i];
+    if (a->padding.n == 2)
+      pb[i] = pe[i] = a->padding.v[i];
     else if (a->padding.n == 4) {
       pb[i] = a->padding.v[i];
       pe[i] = a->padding.v[2 + i];
@@ -273,7 +287,11 @@ RLX_VJP_DECL(Im2Col) {
   rlx_status s = ad_const_values(c, &es, v, &e);
   c->al->free(c->al->ctx, v);
   RLX_TRY(s);
-  rlx_attrs_Conv2dBackwardInput b = {.kernel_size = {.v = k, .n = 2}, .stride = a->stride, .padding = a->padding, .dilation = a->dilation, .groups = 1};
+  rlx_attrs_Conv2dBackwardInput b = {.kernel_size = {.v = k, .n = 2},
+                                     .stride = a->stride,
+                                     .padding = a->padding,
+                                     .dilation = a->dilation,
+                                     .groups = 1};
   rlx_id in[2] = {g, e};
   return ad_emit(c, RLX_OP_Conv2dBackwardInput, in, 2, &b, &xs, &dx[0]);
 }

@@ -65,10 +65,10 @@ static rlx_status act_derivative(rlx_ad_ctx *c, rlx_act k, rlx_id x, rlx_id y, r
     return ad_add(c, a, b, out);
   case RLX_ACT_GELU_APPROX: { /* 0.5(1+t) + 0.5 x (1-t^2) k (1 + 3 c x^2), t = tanh(k(x + c x^3)) */
     const double kk = sqrt(2.0 / AD_PI), cc = 0.044715;
-    RLX_TRY(ad_mul(c, x, x, &a));                     /* x^2 */
-    RLX_TRY(ad_bin_s(c, RLX_BINOP_MUL, a, cc, &b));   /* c x^2 */
-    RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, b, 1.0, &b));  /* 1 + c x^2 */
-    RLX_TRY(ad_mul(c, x, b, &b));                     /* x + c x^3 */
+    RLX_TRY(ad_mul(c, x, x, &a));                    /* x^2 */
+    RLX_TRY(ad_bin_s(c, RLX_BINOP_MUL, a, cc, &b));  /* c x^2 */
+    RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, b, 1.0, &b)); /* 1 + c x^2 */
+    RLX_TRY(ad_mul(c, x, b, &b));                    /* x + c x^3 */
     RLX_TRY(ad_bin_s(c, RLX_BINOP_MUL, b, kk, &b));
     RLX_TRY(ad_act(c, RLX_ACT_TANH, b, &t));
     RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, t, 1.0, &u));
@@ -88,15 +88,9 @@ static rlx_status act_derivative(rlx_ad_ctx *c, rlx_act k, rlx_id x, rlx_id y, r
     RLX_TRY(ad_mul(c, x, b, &b));
     RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, b, 1.0, &b));
     return ad_mul(c, a, b, out);
-  case RLX_ACT_RELU:
-    RLX_TRY(ad_cmp_s(c, RLX_CMP_GT, x, 0.0, &a));
-    return ad_mask(c, a, ad_dtype(c, x), out);
-  case RLX_ACT_SIGMOID:
-    RLX_TRY(ad_s_bin(c, RLX_BINOP_SUB, 1.0, y, &a));
-    return ad_mul(c, y, a, out);
-  case RLX_ACT_TANH:
-    RLX_TRY(ad_mul(c, y, y, &a));
-    return ad_s_bin(c, RLX_BINOP_SUB, 1.0, a, out);
+  case RLX_ACT_RELU: RLX_TRY(ad_cmp_s(c, RLX_CMP_GT, x, 0.0, &a)); return ad_mask(c, a, ad_dtype(c, x), out);
+  case RLX_ACT_SIGMOID: RLX_TRY(ad_s_bin(c, RLX_BINOP_SUB, 1.0, y, &a)); return ad_mul(c, y, a, out);
+  case RLX_ACT_TANH: RLX_TRY(ad_mul(c, y, y, &a)); return ad_s_bin(c, RLX_BINOP_SUB, 1.0, a, out);
   case RLX_ACT_EXP: *out = y; return RLX_OK;
   case RLX_ACT_LOG: return ad_act(c, RLX_ACT_RECIP, x, out);
   case RLX_ACT_SQRT: /* 0.5 / sqrt(x), 0 where sqrt(x) <= 0 */
@@ -114,19 +108,13 @@ static rlx_status act_derivative(rlx_ad_ctx *c, rlx_act k, rlx_id x, rlx_id y, r
   case RLX_ACT_NEG: return ad_scalar(c, ad_dtype(c, x), -1.0, out);
   case RLX_ACT_ABS: return ad_act(c, RLX_ACT_SIGN, x, out);
   case RLX_ACT_SIN: return ad_act(c, RLX_ACT_COS, x, out);
-  case RLX_ACT_COS:
-    RLX_TRY(ad_act(c, RLX_ACT_SIN, x, &a));
-    return ad_neg(c, a, out);
-  case RLX_ACT_TAN:
-    RLX_TRY(ad_mul(c, y, y, &a));
-    return ad_bin_s(c, RLX_BINOP_ADD, a, 1.0, out);
+  case RLX_ACT_COS: RLX_TRY(ad_act(c, RLX_ACT_SIN, x, &a)); return ad_neg(c, a, out);
+  case RLX_ACT_TAN: RLX_TRY(ad_mul(c, y, y, &a)); return ad_bin_s(c, RLX_BINOP_ADD, a, 1.0, out);
   case RLX_ACT_ATAN:
     RLX_TRY(ad_mul(c, x, x, &a));
     RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, a, 1.0, &a));
     return ad_act(c, RLX_ACT_RECIP, a, out);
-  case RLX_ACT_RECIP:
-    RLX_TRY(ad_mul(c, y, y, &a));
-    return ad_neg(c, a, out);
+  case RLX_ACT_RECIP: RLX_TRY(ad_mul(c, y, y, &a)); return ad_neg(c, a, out);
   case RLX_ACT_ROUND: return ad_scalar(c, ad_dtype(c, x), 1.0, out); /* straight-through */
   case RLX_ACT_FLOOR:
   case RLX_ACT_CEIL:
@@ -172,9 +160,7 @@ static rlx_status act_derivative(rlx_ad_ctx *c, rlx_act k, rlx_id x, rlx_id y, r
     RLX_TRY(ad_bin_s(c, RLX_BINOP_ADD, a, 1.0, &a));
     RLX_TRY(ad_mul(c, a, a, &a));
     return ad_act(c, RLX_ACT_RECIP, a, out);
-  case RLX_ACT_LOG_SIGMOID: /* sigmoid(-x) */
-    RLX_TRY(ad_neg(c, x, &a));
-    return sigmoid(c, a, out);
+  case RLX_ACT_LOG_SIGMOID: /* sigmoid(-x) */ RLX_TRY(ad_neg(c, x, &a)); return sigmoid(c, a, out);
   default: return ad_unsupported(c, "activation kind %d has no derivative", (int)k);
   }
 }
@@ -299,9 +285,7 @@ RLX_VJP_DECL(Binary) {
       RLX_TRY(ad_where(c, pos, u, zero, &gb));
     }
     break;
-  case RLX_BINOP_MOD: /* fmod: d/da = 1; the divisor gets no gradient (as in RLX) */
-    ga = g;
-    break;
+  case RLX_BINOP_MOD: /* fmod: d/da = 1; the divisor gets no gradient (as in RLX) */ ga = g; break;
   case RLX_BINOP_ATAN2: { /* atan2(a, b): d/da = b/(a^2+b^2), d/db = -a/(a^2+b^2) */
     rlx_id r2;
     RLX_TRY(ad_mul(c, a, a, &t));
@@ -379,7 +363,8 @@ RLX_VJP_DECL(FakeQuantize) {
   if (!c->want[0]) return RLX_OK;
   if (a->ste == RLX_STE_IDENTITY) return to_operand(c, dy, x[0], &dx[0]);
   double qmax = a->bits == 8 ? 127.0 : a->bits == 4 ? 7.0 : a->bits == 2 ? 1.0 : 0.0;
-  if (qmax == 0.0) return ad_unsupported(c, "attribute bits is %lld; FakeQuantize supports 8, 4 or 2", (long long)a->bits);
+  if (qmax == 0.0)
+    return ad_unsupported(c, "attribute bits is %lld; FakeQuantize supports 8, 4 or 2", (long long)a->bits);
   rlx_shape xs = ad_shape(c, x[0]), kept = xs;
   uint32_t ch;
   if (!rlx_norm_axis(a->axis, xs.rank, &ch)) return ad_unsupported(c, "attribute axis is out of range");

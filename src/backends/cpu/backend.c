@@ -55,14 +55,14 @@ typedef struct cpu_thunk {
   uint32_t n_in;
   rlx_tensor out;
   /* fused thunks */
-  rlx_tensor fin[2];    /* TK_MATMUL_T: the operands as stored */
+  rlx_tensor fin[2]; /* TK_MATMUL_T: the operands as stored */
   bool ta, tb;
   const void *aux;
   void *out2;
   void *out3;
-  const rlx_node *aux_node; /* TK_MPB_RELU: the bias-gradient Reduce computed on the way (or NULL) */
-  rlx_id mid;           /* TK_CONV_EPI: the Add node */
-  rlx_id last;          /* the last node of a fused group (profile and error labels) */
+  const rlx_node *aux_node;    /* TK_MPB_RELU: the bias-gradient Reduce computed on the way (or NULL) */
+  rlx_id mid;                  /* TK_CONV_EPI: the Add node */
+  rlx_id last;                 /* the last node of a fused group (profile and error labels) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
@@ -93,8 +93,10 @@ static void *cx_alloc(const rlx_allocator *al, size_t n, size_t elem) {
 
 static const char *label(const rlx_graph *g, rlx_id id, char *buf, size_t cap) {
   const rlx_node *n = rlx_graph_node(g, id);
-  if (n->name) snprintf(buf, cap, "%%%u (%s '%s')", id, rlx_op_name(n->op), n->name);
-  else snprintf(buf, cap, "%%%u (%s)", id, rlx_op_name(n->op));
+  if (n->name)
+    snprintf(buf, cap, "%%%u (%s '%s')", id, rlx_op_name(n->op), n->name);
+  else
+    snprintf(buf, cap, "%%%u (%s)", id, rlx_op_name(n->op));
   return buf;
 }
 
@@ -130,9 +132,9 @@ static void print_profile(const cpu_exe *x) {
     fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
             label(x->g, t->id, lb, sizeof lb),
-            t->aux_node                                 ? with_reduce
+            t->aux_node                              ? with_reduce
             : t->kind == TK_CONV_EPI && !t->out.data ? " (fused: + bias + relu; the sum is not kept)"
-                                                        : kinds[t->kind]);
+                                                     : kinds[t->kind]);
     for (uint32_t k = 0; k < t->n_in; k++) {
       rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
       fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);
@@ -261,16 +263,16 @@ typedef struct fuse_state {
   const rlx_graph *g;
   const rlx_plan *p;
   uint32_t n;
-  uint32_t *step;     /* schedule step of each node */
-  int32_t *thunk;     /* thunk index of each node, -1 for none */
-  uint32_t *uses;     /* readers of each node (views count as readers) */
-  uint32_t *use_at;   /* CSR offsets into users */
+  uint32_t *step;   /* schedule step of each node */
+  int32_t *thunk;   /* thunk index of each node, -1 for none */
+  uint32_t *uses;   /* readers of each node (views count as readers) */
+  uint32_t *use_at; /* CSR offsets into users */
   rlx_id *users;
   bool *is_out;
   uint32_t *first, *last; /* effective live interval of each root */
-  bool *dead;         /* root never written (its producer is fused away) */
-  bool *kept;         /* tensor a fused thunk reads directly: its producer must run */
-  bool *relu_masked;  /* ReluBackward fused with its mask read from relu(z), not from z */
+  bool *dead;             /* root never written (its producer is fused away) */
+  bool *kept;             /* tensor a fused thunk reads directly: its producer must run */
+  bool *relu_masked;      /* ReluBackward fused with its mask read from relu(z), not from z */
 } fuse_state;
 
 static bool bytes_overlap(const rlx_plan *p, rlx_id a, rlx_id b) {
@@ -321,8 +323,10 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   f->first[add] = s;
   t->mid = add;
   if (relu != RLX_NO_ID) {
-    if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID)) f->first[relu] = s;
-    else relu = RLX_NO_ID;
+    if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
+      f->first[relu] = s;
+    else
+      relu = RLX_NO_ID;
   }
   f->dead[c] = true;
   t->kind = TK_CONV_EPI;
@@ -526,8 +530,10 @@ static void fuse(cpu_exe *x) {
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
     if (t->kind != TK_KERNEL) continue;
-    if (t->kernel == rlx_fast_Conv) fuse_conv(x, &f, t);
-    else if (t->kernel == rlx_fast_MaxPool2dBackward) fuse_maxpool_bwd(x, &f, t);
+    if (t->kernel == rlx_fast_Conv)
+      fuse_conv(x, &f, t);
+    else if (t->kernel == rlx_fast_MaxPool2dBackward)
+      fuse_maxpool_bwd(x, &f, t);
   }
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
@@ -736,7 +742,9 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     rlx_status st;
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
-    case TK_CONV_EPI: st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->out.data, t->out2, &x->ctx); break;
+    case TK_CONV_EPI:
+      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->out.data, t->out2, &x->ctx);
+      break;
     case TK_MPB_RELU:
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
       break;
@@ -761,7 +769,7 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
 
 /* Control flow the runtime drives for this backend (its bodies run here). */
 static const rlx_op cpu_runtime_control[] = {RLX_OP_If, RLX_OP_While, RLX_OP_Scan, RLX_OP_ScanBackward,
-                                              RLX_OP_ScanBackwardXs};
+                                             RLX_OP_ScanBackwardXs};
 
 static rlx_backend cpu_record;
 static pthread_once_t cpu_record_once = PTHREAD_ONCE_INIT;

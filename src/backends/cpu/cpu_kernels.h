@@ -13,22 +13,21 @@ typedef struct rlx_cpu_ctx rlx_cpu_ctx;
 typedef struct rlx_cpu_pool rlx_cpu_pool; /* fast/threads.c */
 
 struct rlx_cpu_ctx {
-  int threads;              /* worker threads the kernel may use (>= 1) */
-  uint64_t rng_seed;        /* compile-time seed mixed into RNG keys */
-  rlx_cpu_pool *pool;       /* worker pool of the fast kernels (NULL: they run on one thread) */
-  bool deterministic;       /* results independent of `threads`: every reduction split across
+  int threads;        /* worker threads the kernel may use (>= 1) */
+  uint64_t rng_seed;  /* compile-time seed mixed into RNG keys */
+  rlx_cpu_pool *pool; /* worker pool of the fast kernels (NULL: they run on one thread) */
+  bool deterministic; /* results independent of `threads`: every reduction split across
                                threads uses a split that depends on the shape only (fast.h) */
 };
 
 /* `out->data` is preallocated with the node's declared shape (out->shape); inputs never alias the
  * output. Returns RLX_ERR_RUNTIME for data-dependent failures (index out of range, singular
  * matrix), naming the node's op. */
-typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,
-                                     rlx_tensor *out, rlx_cpu_ctx *ctx);
+typedef rlx_status (*rlx_cpu_kernel)(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out,
+                                     rlx_cpu_ctx *ctx);
 
-#define RLX_CPU_KERNEL(N)                                                                          \
-  rlx_status rlx_cpu_ref_##N(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,              \
-                             rlx_tensor *out, rlx_cpu_ctx *ctx)
+#define RLX_CPU_KERNEL(N) \
+  rlx_status rlx_cpu_ref_##N(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, rlx_cpu_ctx *ctx)
 
 /* One declaration per op kind, expanded from the op table; ref/<family>.c defines the kernels
  * that exist and rlx_cpu_ref_table lists them. */

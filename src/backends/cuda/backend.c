@@ -154,7 +154,6 @@ static rlx_status cuda_compile(const rlx_backend *b, const rlx_backend_compile_a
 
 static bool cuda_available(const char **why) { return rlx_cu_available(why) != 0; }
 
-
 static rlx_backend cuda_record;
 
 const rlx_backend *rlx_cuda_backend(void) {

@@ -90,8 +90,8 @@ rlx_status rlx_cu_gather(rlx_cu_ctx *c, const void *x, int64_t outer, int64_t le
 
 /* ---- reductions (reduce.cu) ---- */
 /* Reduce over the axes in mask of x (dims, dense); out is dense over the kept axes. */
-rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int rank, const int64_t *dims,
-                         uint32_t mask, void *out);
+rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int rank, const int64_t *dims, uint32_t mask,
+                         void *out);
 /* Softmax over the middle axis of [outer, len, inner]. */
 rlx_status rlx_cu_softmax(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
                           void *out);
@@ -128,7 +128,7 @@ rlx_status rlx_cu_cumsum(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer,
  * red: rlx_scatter_reduction. data NULL = zeros. scratch: 24 bytes per output element. */
 typedef struct rlx_cu_scatter {
   int mode, red, dtype, idx_dtype, wrap, rank, axis;
-  int64_t idx_dims[RLX_CU_MAX_RANK];   /* mode 0: shape of index / updates */
+  int64_t idx_dims[RLX_CU_MAX_RANK];    /* mode 0: shape of index / updates */
   int64_t data_stride[RLX_CU_MAX_RANK]; /* mode 0: dense strides of data */
   int64_t axis_len;                     /* data's extent along axis */
   int64_t outer, U, inner;              /* mode 1 */

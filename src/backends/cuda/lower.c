@@ -14,7 +14,21 @@
 #include "rlx/ops.h"
 
 typedef enum step_kind {
-  ST_EW, ST_COPIES, ST_GATHER, ST_REDUCE, ST_SOFTMAX, ST_NORM, ST_MATMUL, ST_D2D, ST_CONV, ST_POOL, ST_CUMSUM, ST_SCATTER, ST_GATHER_EL, ST_ATTN, ST_ROPE
+  ST_EW,
+  ST_COPIES,
+  ST_GATHER,
+  ST_REDUCE,
+  ST_SOFTMAX,
+  ST_NORM,
+  ST_MATMUL,
+  ST_D2D,
+  ST_CONV,
+  ST_POOL,
+  ST_CUMSUM,
+  ST_SCATTER,
+  ST_GATHER_EL,
+  ST_ATTN,
+  ST_ROPE
 } step_kind;
 
 typedef struct cu_step {
@@ -32,8 +46,8 @@ typedef struct cu_step {
   int64_t a, b, c2, d; /* outer / len / inner / count, or M N K batches */
   double eps;
   size_t bytes;
-  int64_t *a_off, *b_off; /* ST_MATMUL */
-  rlx_cu_conv_geom geom;  /* ST_CONV */
+  int64_t *a_off, *b_off;       /* ST_MATMUL */
+  rlx_cu_conv_geom geom;        /* ST_CONV */
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */
@@ -112,8 +126,10 @@ static bool ew_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int
     const rlx_shape *si = shape_of(p, n->inputs[i]);
     e->in[i] = addr(p, n->inputs[i]);
     e->in_dtype[i] = si->dtype;
-    if (numel(si) == e->n && si->rank != o->rank) dense_strides(o, e->stride[i]); /* same elements, other dims */
-    else bcast_strides(si, o, e->stride[i]);
+    if (numel(si) == e->n && si->rank != o->rank)
+      dense_strides(o, e->stride[i]); /* same elements, other dims */
+    else
+      bcast_strides(si, o, e->stride[i]);
   }
   e->out = addr(p, id);
   e->out_dtype = o->dtype;
@@ -124,7 +140,7 @@ static bool lower_Activation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step
   int t = n->shape.dtype, k = n->attrs.Activation.kind;
   if (t == RLX_BOOL) return fail(L, "activations need a numeric dtype, got %s", "bool");
   if (is_complex(t)) {
-    static const int ok[] = {RLX_ACT_NEG, RLX_ACT_ABS, RLX_ACT_EXP, RLX_ACT_LOG, RLX_ACT_SQRT, RLX_ACT_RSQRT,
+    static const int ok[] = {RLX_ACT_NEG,   RLX_ACT_ABS, RLX_ACT_EXP, RLX_ACT_LOG, RLX_ACT_SQRT, RLX_ACT_RSQRT,
                              RLX_ACT_RECIP, RLX_ACT_SIN, RLX_ACT_COS, RLX_ACT_TAN, RLX_ACT_TANH, RLX_ACT_SIGMOID};
     bool found = false;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) found |= ok[i] == k;
@@ -140,8 +156,8 @@ static bool lower_StopGradient(lower_ctx *L, rlx_id id, const rlx_node *n, cu_st
 }
 static bool lower_Binary(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   int t = n->shape.dtype, op = n->attrs.Binary.op;
-  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR ||
-                 op == RLX_BINOP_SHL || op == RLX_BINOP_SHR;
+  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR || op == RLX_BINOP_SHL ||
+                 op == RLX_BINOP_SHR;
   if (is_complex(t) && op != RLX_BINOP_ADD && op != RLX_BINOP_SUB && op != RLX_BINOP_MUL && op != RLX_BINOP_DIV)
     return fail(L, "only Add, Sub, Mul, Div are defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
   if (bitwise && rlx_dtype_is_float((rlx_dtype)t))
@@ -164,7 +180,8 @@ static bool lower_Fma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
 static bool lower_Clamp(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   double lo = n->attrs.Clamp.min, hi = n->attrs.Clamp.max;
   if (lo != lo || hi != hi) return fail(L, "attributes min and max must not be %s", "NaN");
-  if (is_complex(n->shape.dtype)) return fail(L, "Clamp is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (is_complex(n->shape.dtype))
+    return fail(L, "Clamp is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
   if (!ew_setup(L, id, n, s, RLX_CU_EW_CLAMP, 0)) return false;
   s->ew.lo = lo;
   s->ew.hi = hi;
@@ -317,7 +334,8 @@ static bool lower_Reduce(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s)
 
 static bool lower_Softmax(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   const rlx_shape *x = shape_of(L->p, n->inputs[0]);
-  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "Softmax needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype))
+    return fail(L, "Softmax needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
   int64_t outer = 1, len = 1, inner = 1;
   if (x->rank > 0) {
     int64_t ax = n->attrs.Softmax.axis < 0 ? n->attrs.Softmax.axis + x->rank : n->attrs.Softmax.axis;
@@ -338,12 +356,14 @@ static bool lower_Softmax(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 
 static bool norm_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int rms, double eps) {
   const rlx_shape *x = shape_of(L->p, n->inputs[0]);
-  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype))
+    return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
   if (x->rank == 0) return fail(L, "x needs rank >= 1%s", "");
   int64_t C = x->dims[x->rank - 1];
   for (int i = 1; i <= 2; i++) {
     const rlx_shape *gb = shape_of(L->p, n->inputs[i]);
-    if (gb->dtype != x->dtype || numel(gb) != C) return fail(L, "gamma / beta must hold one %s per channel", rlx_dtype_name((rlx_dtype)x->dtype));
+    if (gb->dtype != x->dtype || numel(gb) != C)
+      return fail(L, "gamma / beta must hold one %s per channel", rlx_dtype_name((rlx_dtype)x->dtype));
   }
   s->kind = ST_NORM;
   s->rms = rms;
@@ -441,11 +461,14 @@ static bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, u
                        const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
                        const rlx_ilist *output_padding, int64_t groups) {
   const rlx_shape *x = shape_of(L->p, n->inputs[0]), *w = shape_of(L->p, n->inputs[1]), *o = &n->shape;
-  if (!rlx_dtype_is_float((rlx_dtype)x->dtype)) return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
-  if (x->rank != 2 + nsp || w->rank != 2 + nsp || o->rank != 2 + nsp) return fail(L, "x and weight need rank 2 + spatial axes%s", "");
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype))
+    return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank != 2 + nsp || w->rank != 2 + nsp || o->rank != 2 + nsp)
+    return fail(L, "x and weight need rank 2 + spatial axes%s", "");
   if (groups < 1 || x->dims[1] % groups) return fail(L, "attribute groups must divide the input channels%s", "");
   cu_geom cg;
-  if (cu_parse(nsp, stride, padding, dilation, output_padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  if (cu_parse(nsp, stride, padding, dilation, output_padding, &cg) != RLX_OK)
+    return fail(L, "bad geometry: %s", rlx_last_error());
   rlx_cu_conv_geom *g = &s->geom;
   g->N = x->dims[0];
   g->Cin = x->dims[1];
@@ -497,7 +520,8 @@ static bool lower_Pool(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   if (a->kind != RLX_REDUCE_MAX && a->kind != RLX_REDUCE_MEAN) return fail(L, "Pool supports Max and Mean only%s", "");
   if (x->rank != 4) return fail(L, "operand 0 must be NCHW%s", "");
   cu_geom cg;
-  if (cu_pool_geom(2, &a->kernel_size, &a->stride, &a->padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  if (cu_pool_geom(2, &a->kernel_size, &a->stride, &a->padding, &cg) != RLX_OK)
+    return fail(L, "bad geometry: %s", rlx_last_error());
   s->kind = ST_POOL;
   s->op = a->kind == RLX_REDUCE_MAX;
   s->dtype = x->dtype;
@@ -542,7 +566,8 @@ static bool elem_addressing(lower_ctx *L, const rlx_node *n, rlx_cu_scatter *sc,
   const rlx_shape *d = shape_of(L->p, n->inputs[data_i]), *ix = shape_of(L->p, n->inputs[index_i]);
   if (d->rank == 0) return fail(L, "operand 0 (data) is a scalar; it needs rank >= %s", "1");
   if (ix->rank != d->rank) return fail(L, "indices need data's rank%s", "");
-  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL)
+    return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
   int64_t ax = axis_attr < 0 ? axis_attr + d->rank : axis_attr;
   if (ax < 0 || ax >= d->rank) return fail(L, "attribute axis is out of range%s", "");
   sc->mode = 0;
@@ -584,7 +609,8 @@ static bool lower_ScatterElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu
 static bool lower_ScatterAdd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   const rlx_shape *u = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]), *o = &n->shape;
   if (u->rank == 0 || o->rank != u->rank) return fail(L, "updates and output need the same rank >= %s", "1");
-  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL) return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL)
+    return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
   int64_t ax = n->attrs.ScatterAdd.axis < 0 ? n->attrs.ScatterAdd.axis + u->rank : n->attrs.ScatterAdd.axis;
   if (ax < 0 || ax >= u->rank) return fail(L, "attribute axis is out of range%s", "");
   rlx_cu_scatter *sc = &s->sc;
@@ -620,7 +646,8 @@ static bool lower_GatherElements(lower_ctx *L, rlx_id id, const rlx_node *n, cu_
 }
 
 static rlx_cu_attn_view attn_view_of(const attn_view *v) {
-  return (rlx_cu_attn_view){.B = (int64_t)v->B, .S = (int64_t)v->S, .H = (int64_t)v->H, .D = (int64_t)v->D, .kind = v->kind};
+  return (rlx_cu_attn_view){
+      .B = (int64_t)v->B, .S = (int64_t)v->S, .H = (int64_t)v->H, .D = (int64_t)v->D, .kind = v->kind};
 }
 
 /* Validation and layouts come from the CPU reference's checker (the same rules, one place). */
@@ -638,8 +665,10 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
   attn_params ap = {a->num_heads, a->head_dim, Dv, a->window, mk, a->score_scale, a->attn_logit_softcap};
   static const char *const names[] = {"Q", "K", "V"};
   attn_geom g;
-  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype)) return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
-  if (rlx_ref_attn_check(n, in, 3, (rlx_dtype)n->shape.dtype, &ap, names, &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype))
+    return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (rlx_ref_attn_check(n, in, 3, (rlx_dtype)n->shape.dtype, &ap, names, &g) != RLX_OK)
+    return fail(L, "%s", rlx_last_error());
   rlx_cu_attn *t = &s->at;
   t->q = attn_view_of(&g.q);
   t->k = attn_view_of(&g.k);
@@ -679,7 +708,8 @@ static bool lower_Rope(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
     in[i].data = addr(L->p, n->inputs[i]);
   }
   rope_geom g;
-  if (rlx_ref_rope_check(n, in, &out, a->head_dim, a->n_rot, (int)a->style, "x", &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
+  if (rlx_ref_rope_check(n, in, &out, a->head_dim, a->n_rot, (int)a->style, "x", &g) != RLX_OK)
+    return fail(L, "%s", rlx_last_error());
   rlx_cu_rope *r = &s->rope;
   r->batch = (int64_t)g.batch;
   r->S = (int64_t)g.S;
@@ -814,9 +844,12 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     s->node = id;
     L.why[0] = 0;
     bool ok = false;
-    if (!f) snprintf(L.why, sizeof L.why, "not claimed by the cuda backend");
-    else if (!rlx_shape_is_static(&nd->shape)) snprintf(L.why, sizeof L.why, "symbolic output shape");
-    else ok = f(&L, id, nd, s);
+    if (!f)
+      snprintf(L.why, sizeof L.why, "not claimed by the cuda backend");
+    else if (!rlx_shape_is_static(&nd->shape))
+      snprintf(L.why, sizeof L.why, "symbolic output shape");
+    else
+      ok = f(&L, id, nd, s);
     if (ok) {
       p->n_steps++;
       continue;
@@ -858,7 +891,9 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     case ST_GATHER: st = rlx_cu_gather(c, s->src, s->a, s->b, s->c2, s->esz, s->aux[0], s->dtype, s->d, s->dst); break;
     case ST_REDUCE: st = rlx_cu_reduce(c, s->op, s->dtype, s->src, s->rank, s->dims, s->mask, s->dst); break;
     case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
-    case ST_NORM: st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst); break;
+    case ST_NORM:
+      st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst);
+      break;
     case ST_MATMUL:
       st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
       break;
@@ -881,4 +916,3 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
   }
   return RLX_OK;
 }
-

@@ -78,7 +78,8 @@ static rlxm_arr *view_as(rlxm_scope *s, rlx_buffer_handle h, const rlx_shape *sh
 static rlx_status mlx_bind_param(rlx_backend_exe *bx, uint32_t node, rlx_buffer_handle h) {
   mlx_exe *x = (mlx_exe *)bx;
   const rlx_node *n = rlx_graph_node(x->g, node);
-  if (!n || n->op != RLX_OP_Param) return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: bind_param: node %u is not a Param", node);
+  if (!n || n->op != RLX_OP_Param)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: bind_param: node %u is not a Param", node);
   rlxm_scope *s = rlxm_scope_new();
   if (!s) return rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
   rlxm_arr *v = view_as(s, h, &n->shape);
@@ -93,8 +94,8 @@ static rlx_status mlx_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
   mlx_exe *x = (mlx_exe *)bx;
   uint32_t ni = mlx_prog_input_count(x->prog);
   if (n_inputs != ni || n_outputs != x->n_out)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: run with %u inputs / %u outputs; the graph has %u / %u", n_inputs, n_outputs,
-                      ni, x->n_out);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "mlx: run with %u inputs / %u outputs; the graph has %u / %u", n_inputs,
+                      n_outputs, ni, x->n_out);
   rlxm_scope *s = rlxm_scope_new();
   rlxm_arr **in = calloc(ni ? ni : 1, sizeof *in), **out = calloc(n_outputs ? n_outputs : 1, sizeof *out);
   rlx_status st = s && in && out ? RLX_OK : rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
@@ -108,7 +109,8 @@ static rlx_status mlx_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     if (rlxm_nbytes(out[i]) != rlxm_nbytes(outputs[i]))
       st = rlx_errorf(RLX_ERR_INTERNAL, "mlx: output %u has %zu bytes, its buffer %zu", i, rlxm_nbytes(out[i]),
                       rlxm_nbytes(outputs[i]));
-    else rlxm_assign(outputs[i], out[i]); /* the output buffer now is the result array */
+    else
+      rlxm_assign(outputs[i], out[i]); /* the output buffer now is the result array */
   }
   free(in);
   free(out);
@@ -147,9 +149,12 @@ static rlx_status mlx_compile(const rlx_backend *b, const rlx_backend_compile_ar
   rlx_mlx_options_init(&o);
   if (args->backend_options) o = *(const rlx_mlx_options *)args->backend_options;
   const char *env = getenv("RLX_MLX_MODE"); /* overrides the options (debugging) */
-  if (env && strcmp(env, "eager") == 0) o.mode = RLX_MLX_EAGER;
-  else if (env && strcmp(env, "compiled") == 0) o.mode = RLX_MLX_COMPILED;
-  else if (env && strcmp(env, "lazy") == 0) o.mode = RLX_MLX_LAZY;
+  if (env && strcmp(env, "eager") == 0)
+    o.mode = RLX_MLX_EAGER;
+  else if (env && strcmp(env, "compiled") == 0)
+    o.mode = RLX_MLX_COMPILED;
+  else if (env && strcmp(env, "lazy") == 0)
+    o.mode = RLX_MLX_LAZY;
   mlx_exe *x = calloc(1, sizeof *x);
   if (!x) return rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
   x->base.vt = &mlx_vt;
@@ -163,7 +168,9 @@ static rlx_status mlx_compile(const rlx_backend *b, const rlx_backend_compile_ar
   if (env_on("RLX_DISPATCH_REPORT") || env_on("RLX_VERBOSE")) {
     mlx_prog_info info;
     mlx_prog_info_get(x->prog, &info);
-    fprintf(stderr, "mlx: graph '%s': %u native, %u composed (shared decomposition lowered natively), %u host-evaluated nodes; %s\n",
+    fprintf(stderr,
+            "mlx: graph '%s': %u native, %u composed (shared decomposition lowered natively), %u host-evaluated nodes; "
+            "%s\n",
             rlx_graph_name(args->graph), info.native_nodes, info.composed_nodes, info.host_nodes, info.mode_note);
   }
   *out = &x->base;

@@ -11,8 +11,9 @@ static rlxm_arr *sc(mlx_lower_ctx *c, double v, rlxm_arr *like) { return rlxm_sc
 static rlxm_arr *softplus(mlx_lower_ctx *c, rlxm_arr *x) {
   /* max(x, 0) + log1p(exp(-|x|)) */
   rlxm_scope *s = c->s;
-  return rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MAX, x, sc(c, 0, x)),
-                     rlxm_unary(s, RLXM_LOG1P, rlxm_unary(s, RLXM_EXP, rlxm_unary(s, RLXM_NEG, rlxm_unary(s, RLXM_ABS, x)))));
+  return rlxm_binary(
+      s, RLXM_ADD, rlxm_binary(s, RLXM_MAX, x, sc(c, 0, x)),
+      rlxm_unary(s, RLXM_LOG1P, rlxm_unary(s, RLXM_EXP, rlxm_unary(s, RLXM_NEG, rlxm_unary(s, RLXM_ABS, x)))));
 }
 
 static rlxm_arr *clampv(mlx_lower_ctx *c, rlxm_arr *x, double lo, double hi) {
@@ -24,22 +25,27 @@ static rlx_status act_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out)
   rlxm_scope *s = c->s;
   int t = rlxm_dtype(x);
   if (t < 0 || !mlx_is_float((rlx_dtype)t))
-    return mlx_decline(c, "activation %d on %s runs on the CPU kernel", act, t >= 0 ? rlx_dtype_name((rlx_dtype)t) : "?");
+    return mlx_decline(c, "activation %d on %s runs on the CPU kernel", act,
+                       t >= 0 ? rlx_dtype_name((rlx_dtype)t) : "?");
   rlxm_arr *r = NULL;
   /* on f64 only the activations MLX computes exactly there (no f32 transcendental kernels) */
   if (t == RLX_F64 && act != RLX_ACT_RELU && act != RLX_ACT_NEG && act != RLX_ACT_ABS && act != RLX_ACT_SQRT &&
-      act != RLX_ACT_RECIP && act != RLX_ACT_FLOOR && act != RLX_ACT_CEIL && act != RLX_ACT_ROUND && act != RLX_ACT_SIGN)
+      act != RLX_ACT_RECIP && act != RLX_ACT_FLOOR && act != RLX_ACT_CEIL && act != RLX_ACT_ROUND &&
+      act != RLX_ACT_SIGN)
     return mlx_decline(c, "MLX computes this f64 activation in f32 precision");
   switch ((rlx_act)act) {
   case RLX_ACT_GELU:
-    r = rlxm_binary(s, RLXM_MUL, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.5, x)),
-                    rlxm_binary(s, RLXM_ADD, sc(c, 1, x), rlxm_unary(s, RLXM_ERF, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.70710678118654752440, x)))));
+    r = rlxm_binary(
+        s, RLXM_MUL, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.5, x)),
+        rlxm_binary(s, RLXM_ADD, sc(c, 1, x),
+                    rlxm_unary(s, RLXM_ERF, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.70710678118654752440, x)))));
     break;
   case RLX_ACT_GELU_APPROX: {
     rlxm_arr *x3 = rlxm_binary(s, RLXM_MUL, rlxm_binary(s, RLXM_MUL, x, x), x);
     rlxm_arr *in = rlxm_binary(s, RLXM_MUL, sc(c, 0.79788456080286535588, x),
                                rlxm_binary(s, RLXM_ADD, x, rlxm_binary(s, RLXM_MUL, sc(c, 0.044715, x), x3)));
-    r = rlxm_binary(s, RLXM_MUL, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.5, x)), rlxm_binary(s, RLXM_ADD, sc(c, 1, x), rlxm_unary(s, RLXM_TANH, in)));
+    r = rlxm_binary(s, RLXM_MUL, rlxm_binary(s, RLXM_MUL, x, sc(c, 0.5, x)),
+                    rlxm_binary(s, RLXM_ADD, sc(c, 1, x), rlxm_unary(s, RLXM_TANH, in)));
     break;
   }
   case RLX_ACT_SILU: r = rlxm_binary(s, RLXM_MUL, x, rlxm_unary(s, RLXM_SIGMOID, x)); break;
@@ -62,12 +68,11 @@ static rlx_status act_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out)
   case RLX_ACT_CEIL: r = rlxm_unary(s, RLXM_CEIL, x); break;
   case RLX_ACT_SIGN: r = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, x), x, rlxm_unary(s, RLXM_SIGN, x)); break;
   case RLX_ACT_SOFTPLUS: r = softplus(c, x); break;
-  case RLX_ACT_ELU:
-    r = rlxm_where(s, rlxm_binary(s, RLXM_GT, x, sc(c, 0, x)), x, rlxm_unary(s, RLXM_EXPM1, x));
-    break;
+  case RLX_ACT_ELU: r = rlxm_where(s, rlxm_binary(s, RLXM_GT, x, sc(c, 0, x)), x, rlxm_unary(s, RLXM_EXPM1, x)); break;
   case RLX_ACT_ERF: r = rlxm_unary(s, RLXM_ERF, x); break;
   case RLX_ACT_HARD_SWISH:
-    r = rlxm_binary(s, RLXM_DIV, rlxm_binary(s, RLXM_MUL, x, clampv(c, rlxm_binary(s, RLXM_ADD, x, sc(c, 3, x)), 0, 6)), sc(c, 6, x));
+    r = rlxm_binary(s, RLXM_DIV, rlxm_binary(s, RLXM_MUL, x, clampv(c, rlxm_binary(s, RLXM_ADD, x, sc(c, 3, x)), 0, 6)),
+                    sc(c, 6, x));
     break;
   case RLX_ACT_HARD_SIGMOID:
     r = clampv(c, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_DIV, x, sc(c, 6, x)), sc(c, 0.5, x)), 0, 1);
@@ -77,8 +82,9 @@ static rlx_status act_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out)
     r = rlxm_binary(s, RLXM_DIV, x, rlxm_binary(s, RLXM_ADD, sc(c, 1, x), rlxm_unary(s, RLXM_ABS, x)));
     break;
   case RLX_ACT_LOG_SIGMOID:
-    r = rlxm_binary(s, RLXM_SUB, rlxm_binary(s, RLXM_MIN, x, sc(c, 0, x)),
-                    rlxm_unary(s, RLXM_LOG1P, rlxm_unary(s, RLXM_EXP, rlxm_unary(s, RLXM_NEG, rlxm_unary(s, RLXM_ABS, x)))));
+    r = rlxm_binary(
+        s, RLXM_SUB, rlxm_binary(s, RLXM_MIN, x, sc(c, 0, x)),
+        rlxm_unary(s, RLXM_LOG1P, rlxm_unary(s, RLXM_EXP, rlxm_unary(s, RLXM_NEG, rlxm_unary(s, RLXM_ABS, x)))));
     break;
   default: return mlx_decline(c, "activation %d has no MLX lowering", act);
   }
@@ -89,8 +95,9 @@ static rlx_status act_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out)
 static rlxm_arr *fmod_of(mlx_lower_ctx *c, rlxm_arr *a, rlxm_arr *b) {
   rlxm_scope *s = c->s;
   rlxm_arr *r = rlxm_binary(s, RLXM_REM, a, b);
-  rlxm_arr *fix = rlxm_binary(s, RLXM_AND, rlxm_binary(s, RLXM_NE, r, sc(c, 0, r)),
-                              rlxm_binary(s, RLXM_NE, rlxm_binary(s, RLXM_LT, r, sc(c, 0, r)), rlxm_binary(s, RLXM_LT, a, sc(c, 0, a))));
+  rlxm_arr *fix = rlxm_binary(
+      s, RLXM_AND, rlxm_binary(s, RLXM_NE, r, sc(c, 0, r)),
+      rlxm_binary(s, RLXM_NE, rlxm_binary(s, RLXM_LT, r, sc(c, 0, r)), rlxm_binary(s, RLXM_LT, a, sc(c, 0, a))));
   return rlxm_where(s, fix, rlxm_binary(s, RLXM_SUB, r, b), r);
 }
 
@@ -101,7 +108,8 @@ static rlx_status binary_of(mlx_lower_ctx *c, int op, rlxm_arr *a, rlxm_arr *b, 
   bool fl = mlx_is_float((rlx_dtype)t);
   rlxm_arr *r = NULL;
   if (t == RLX_C64) {
-    static const rlxm_binary_op cop[] = {[RLX_BINOP_ADD] = RLXM_ADD, [RLX_BINOP_SUB] = RLXM_SUB, [RLX_BINOP_MUL] = RLXM_MUL, [RLX_BINOP_DIV] = RLXM_DIV};
+    static const rlxm_binary_op cop[] = {
+        [RLX_BINOP_ADD] = RLXM_ADD, [RLX_BINOP_SUB] = RLXM_SUB, [RLX_BINOP_MUL] = RLXM_MUL, [RLX_BINOP_DIV] = RLXM_DIV};
     if (op > RLX_BINOP_DIV) return mlx_decline(c, "complex %d runs on the CPU kernel (it reports the error)", op);
     return mlx_check(c, rlxm_binary(s, cop[op], a, b), out);
   }
@@ -140,7 +148,8 @@ static const rlxm_binary_op cmp_map[] = {[RLX_CMP_EQ] = RLXM_EQ, [RLX_CMP_NE] = 
 
 static rlx_status compare_of(mlx_lower_ctx *c, int op, rlxm_arr *a, rlxm_arr *b, rlxm_arr **out) {
   if ((unsigned)op >= RLX_CMP_COUNT) return mlx_decline(c, "unknown comparison %d", op);
-  if (rlxm_dtype(a) == RLX_C64 && op != RLX_CMP_EQ && op != RLX_CMP_NE) return mlx_decline(c, "ordered complex comparison");
+  if (rlxm_dtype(a) == RLX_C64 && op != RLX_CMP_EQ && op != RLX_CMP_NE)
+    return mlx_decline(c, "ordered complex comparison");
   return mlx_check(c, rlxm_binary(c->s, cmp_map[op], a, b), out);
 }
 
@@ -148,9 +157,12 @@ static rlx_status cast_of(mlx_lower_ctx *c, int to, rlxm_arr *x, rlxm_arr **out)
   int from = rlxm_dtype(x);
   if (from < 0 || !rlxm_dtype_ok(to)) return mlx_decline(c, "cast involving a dtype MLX does not hold");
   /* float -> integer saturates (and maps NaN) on the CPU; complex casts have their own rules */
-  if ((mlx_is_float((rlx_dtype)from) && !mlx_is_float((rlx_dtype)to) && to != RLX_BOOL) || from == RLX_C64 || to == RLX_C64)
-    return mlx_decline(c, "cast %s -> %s follows the CPU kernel's rules", rlx_dtype_name((rlx_dtype)from), rlx_dtype_name((rlx_dtype)to));
-  if (!mlx_is_float((rlx_dtype)from) && !mlx_is_float((rlx_dtype)to) && to != RLX_BOOL && rlx_dtype_size((rlx_dtype)to) < rlx_dtype_size((rlx_dtype)from))
+  if ((mlx_is_float((rlx_dtype)from) && !mlx_is_float((rlx_dtype)to) && to != RLX_BOOL) || from == RLX_C64 ||
+      to == RLX_C64)
+    return mlx_decline(c, "cast %s -> %s follows the CPU kernel's rules", rlx_dtype_name((rlx_dtype)from),
+                       rlx_dtype_name((rlx_dtype)to));
+  if (!mlx_is_float((rlx_dtype)from) && !mlx_is_float((rlx_dtype)to) && to != RLX_BOOL &&
+      rlx_dtype_size((rlx_dtype)to) < rlx_dtype_size((rlx_dtype)from))
     return mlx_decline(c, "narrowing integer cast follows the CPU kernel's rules");
   return mlx_check(c, rlxm_astype(c->s, x, to), out);
 }
@@ -206,8 +218,10 @@ static rlx_status chain_of(mlx_lower_ctx *c, const rlx_chain *ch, rlxm_arr *cons
     switch (p->kind) {
     case RLX_CHAIN_STEP_ACTIVATION: RLX_TRY(act_of(c, p->sub, a, &st[k])); break;
     case RLX_CHAIN_STEP_CAST:
-      if (rlxm_dtype(a) == p->sub) st[k] = a;
-      else RLX_TRY(cast_of(c, p->sub, a, &st[k]));
+      if (rlxm_dtype(a) == p->sub)
+        st[k] = a;
+      else
+        RLX_TRY(cast_of(c, p->sub, a, &st[k]));
       break;
     case RLX_CHAIN_STEP_BINARY: RLX_TRY(binary_of(c, p->sub, a, b, &st[k])); break;
     case RLX_CHAIN_STEP_COMPARE: RLX_TRY(compare_of(c, p->sub, a, b, &st[k])); break;

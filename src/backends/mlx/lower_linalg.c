@@ -14,8 +14,9 @@ static rlx_status lower_MatMul(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *co
 }
 
 /* Permutes x to (batch..., free..., contract...) and folds it into [batch, free, contract]. */
-static rlxm_arr *dot_side(mlx_lower_ctx *c, rlxm_arr *x, const rlx_ilist *batch, const rlx_ilist *contract, bool contract_last,
-                          int64_t *nb, int64_t *nfree, int64_t *ncon, int64_t *free_dims, uint32_t *n_free) {
+static rlxm_arr *dot_side(mlx_lower_ctx *c, rlxm_arr *x, const rlx_ilist *batch, const rlx_ilist *contract,
+                          bool contract_last, int64_t *nb, int64_t *nfree, int64_t *ncon, int64_t *free_dims,
+                          uint32_t *n_free) {
   uint32_t r = rlxm_rank(x);
   bool used[RLX_MAX_RANK] = {false};
   int64_t perm[RLX_MAX_RANK];

@@ -34,7 +34,8 @@ static rlx_status lower_LayerNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   int wt = t == RLX_F64 ? RLX_F64 : RLX_F32;
   rlxm_arr *x = rlxm_astype(s, in[0], wt);
   rlxm_arr *d = rlxm_binary(s, RLXM_SUB, x, rlxm_reduce(s, RLXM_R_MEAN, x, 1, &last, true));
-  rlxm_arr *y = rlxm_layer_norm(s, d, rlxm_astype(s, vec(c, in[1]), wt), rlxm_astype(s, vec(c, in[2]), wt), n->attrs.LayerNorm.eps);
+  rlxm_arr *y = rlxm_layer_norm(s, d, rlxm_astype(s, vec(c, in[1]), wt), rlxm_astype(s, vec(c, in[2]), wt),
+                                n->attrs.LayerNorm.eps);
   return mlx_check(c, rlxm_astype(s, y, t), out);
 }
 
@@ -50,14 +51,18 @@ static rlx_status lower_LayerNorm2d(mlx_lower_ctx *c, const rlx_node *n, rlxm_ar
   rlxm_arr *d = rlxm_binary(s, RLXM_SUB, x, rlxm_reduce(s, RLXM_R_MEAN, x, 1, &ax, true));
   d = rlxm_binary(s, RLXM_SUB, d, rlxm_reduce(s, RLXM_R_MEAN, d, 1, &ax, true));
   rlxm_arr *var = rlxm_reduce(s, RLXM_R_MEAN, rlxm_binary(s, RLXM_MUL, d, d), 1, &ax, true);
-  rlxm_arr *y = rlxm_binary(s, RLXM_MUL, d, rlxm_unary(s, RLXM_RSQRT, rlxm_binary(s, RLXM_ADD, var, rlxm_scalar(s, n->attrs.LayerNorm2d.eps, wt))));
-  rlxm_arr *g = rlxm_reshape(s, rlxm_astype(s, vec(c, in[1]), wt), 4, pd), *b = rlxm_reshape(s, rlxm_astype(s, vec(c, in[2]), wt), 4, pd);
+  rlxm_arr *y = rlxm_binary(
+      s, RLXM_MUL, d,
+      rlxm_unary(s, RLXM_RSQRT, rlxm_binary(s, RLXM_ADD, var, rlxm_scalar(s, n->attrs.LayerNorm2d.eps, wt))));
+  rlxm_arr *g = rlxm_reshape(s, rlxm_astype(s, vec(c, in[1]), wt), 4, pd),
+           *b = rlxm_reshape(s, rlxm_astype(s, vec(c, in[2]), wt), 4, pd);
   return mlx_check(c, rlxm_astype(s, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, y, g), b), t), out);
 }
 
 static rlx_status lower_RmsNorm(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   if (!mlx_is_float((rlx_dtype)n->shape.dtype)) return mlx_decline(c, "non-float RmsNorm");
-  rlxm_arr *r = rlxm_binary(c->s, RLXM_ADD, rlxm_rms_norm(c->s, in[0], vec(c, in[1]), n->attrs.RmsNorm.eps), vec(c, in[2]));
+  rlxm_arr *r =
+      rlxm_binary(c->s, RLXM_ADD, rlxm_rms_norm(c->s, in[0], vec(c, in[1]), n->attrs.RmsNorm.eps), vec(c, in[2]));
   int64_t d[RLX_MAX_RANK];
   dims_of(&n->shape, d);
   return mlx_check(c, rlxm_reshape(c->s, r, n->shape.rank, d), out);
@@ -91,7 +96,8 @@ static rlx_status lower_Attention(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   int64_t H = a->num_heads, D = a->head_dim, Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
   if (r < 2 || r > 4 || D <= 0 || Dv <= 0 || H <= 0) return mlx_decline(c, "layout: the CPU kernel checks it");
   bool q_bhsd = r == 4 && rlxm_dim(in[0], 1) == H;
-  rlxm_arr *q = to_bhsd(c, in[0], H, D, q_bhsd), *k = to_bhsd(c, in[1], H, D, q_bhsd), *v = to_bhsd(c, in[2], H, Dv, q_bhsd);
+  rlxm_arr *q = to_bhsd(c, in[0], H, D, q_bhsd), *k = to_bhsd(c, in[1], H, D, q_bhsd),
+           *v = to_bhsd(c, in[2], H, Dv, q_bhsd);
   if (!q || !k || !v) return mlx_check(c, NULL, out);
   int64_t B = rlxm_dim(q, 0), Sq = rlxm_dim(q, 2), Sk = rlxm_dim(k, 2);
   if (rlxm_dim(q, 1) != H || rlxm_dim(q, 3) != D || H % rlxm_dim(k, 1) != 0)
@@ -107,17 +113,21 @@ static rlx_status lower_Attention(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
     rlxm_arr *ki = rlxm_reshape(s, rlxm_arange(s, 0, (double)Sk, 1, RLX_I32), 2, (int64_t[]){1, Sk});
     keep = rlxm_binary(s, RLXM_LE, ki, qi);
     if (a->mask_kind == RLX_MASK_SLIDING_WINDOW)
-      keep = rlxm_binary(s, RLXM_AND, keep,
-                         rlxm_binary(s, RLXM_GE, ki, rlxm_binary(s, RLXM_SUB, qi, rlxm_scalar(s, (double)a->window, RLX_I32))));
+      keep = rlxm_binary(
+          s, RLXM_AND, keep,
+          rlxm_binary(s, RLXM_GE, ki, rlxm_binary(s, RLXM_SUB, qi, rlxm_scalar(s, (double)a->window, RLX_I32))));
     mask = keep;
     break;
   }
   case RLX_MASK_CUSTOM: {
     rlxm_arr *m = in[3];
     uint32_t mr = rlxm_rank(m);
-    if (mr == 2) m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, 1, Sk});
-    else if (mr == 3) m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, Sq, Sk});
-    else return mlx_decline(c, "mask shape: the CPU kernel checks it");
+    if (mr == 2)
+      m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, 1, Sk});
+    else if (mr == 3)
+      m = rlxm_reshape(s, m, 4, (int64_t[]){B, 1, Sq, Sk});
+    else
+      return mlx_decline(c, "mask shape: the CPU kernel checks it");
     int mt = rlxm_dtype(m);
     keep = mt == RLX_BOOL ? m : rlxm_binary(s, RLXM_GE, rlxm_astype(s, m, RLX_F32), rlxm_scalar(s, 0.5, RLX_F32));
     mask = keep;
@@ -212,15 +222,19 @@ static rlx_status lower_Im2Col(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *co
       !geom(&a->padding, 2, 0, pl, ph) || !geom(&a->dilation, 2, 1, dl, dl2) || k[0] * k[1] > 256)
     return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
   int64_t N = rlxm_dim(in[0], 0), C = rlxm_dim(in[0], 1), H = rlxm_dim(in[0], 2), W = rlxm_dim(in[0], 3);
-  int64_t Ho = (H + pl[0] + ph[0] - dl[0] * (k[0] - 1) - 1) / st[0] + 1, Wo = (W + pl[1] + ph[1] - dl[1] * (k[1] - 1) - 1) / st[1] + 1;
+  int64_t Ho = (H + pl[0] + ph[0] - dl[0] * (k[0] - 1) - 1) / st[0] + 1,
+          Wo = (W + pl[1] + ph[1] - dl[1] * (k[1] - 1) - 1) / st[1] + 1;
   if (Ho <= 0 || Wo <= 0 || n->shape.rank != 2 || n->shape.dims[0] != N * Ho * Wo) return mlx_decline(c, "geometry");
   /* pad enough on the high side for every strided slice to stay in range */
-  int64_t hh = (Ho - 1) * st[0] + dl[0] * (k[0] - 1) + 1 - (H + pl[0]), hw = (Wo - 1) * st[1] + dl[1] * (k[1] - 1) + 1 - (W + pl[1]);
-  rlxm_arr *xp = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hh > 0 ? hh : 0, hw > 0 ? hw : 0}, 0.0);
+  int64_t hh = (Ho - 1) * st[0] + dl[0] * (k[0] - 1) + 1 - (H + pl[0]),
+          hw = (Wo - 1) * st[1] + dl[1] * (k[1] - 1) + 1 - (W + pl[1]);
+  rlxm_arr *xp =
+      rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hh > 0 ? hh : 0, hw > 0 ? hw : 0}, 0.0);
   rlxm_arr *cells[256];
   for (int64_t i = 0; i < k[0]; i++)
     for (int64_t j = 0; j < k[1]; j++) {
-      int64_t start[4] = {0, 0, i * dl[0], j * dl[1]}, stop[4] = {N, C, i * dl[0] + (Ho - 1) * st[0] + 1, j * dl[1] + (Wo - 1) * st[1] + 1},
+      int64_t start[4] = {0, 0, i * dl[0], j * dl[1]},
+              stop[4] = {N, C, i * dl[0] + (Ho - 1) * st[0] + 1, j * dl[1] + (Wo - 1) * st[1] + 1},
               step[4] = {1, 1, st[0], st[1]};
       cells[i * k[1] + j] = rlxm_reshape(s, rlxm_slice(s, xp, start, stop, step), 5, (int64_t[]){N, C, 1, Ho, Wo});
     }
@@ -235,7 +249,8 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   const rlx_attrs_Pool *a = &n->attrs.Pool;
   rlxm_scope *s = c->s;
   rlx_dtype t = (rlx_dtype)n->shape.dtype;
-  if (!mlx_is_float(t) || rlxm_rank(in[0]) != 4) return mlx_decline(c, "Pool of this rank / dtype runs on the CPU kernel");
+  if (!mlx_is_float(t) || rlxm_rank(in[0]) != 4)
+    return mlx_decline(c, "Pool of this rank / dtype runs on the CPU kernel");
   if (a->kind != RLX_REDUCE_MAX && a->kind != RLX_REDUCE_MEAN) return mlx_decline(c, "pool kind");
   int64_t k[2], k2[2], st[2], st2[2], pl[2], ph[2];
   if (a->kernel_size.n != 2 || !geom(&a->kernel_size, 2, 1, k, k2) || !geom(&a->stride, 2, 0, st, st2) ||
@@ -251,7 +266,8 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   int64_t hi_h = need_h - H - pl[0], hi_w = need_w - W - pl[1];
   if (hi_h < 0) hi_h = 0;
   if (hi_w < 0) hi_w = 0;
-  rlxm_arr *x = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, mx ? -INFINITY : 0.0);
+  rlxm_arr *x =
+      rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, mx ? -INFINITY : 0.0);
   rlxm_arr *acc = NULL;
   (void)N, (void)C;
   for (int64_t i = 0; i < k[0]; i++)
@@ -259,12 +275,14 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
       int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, i + (OH - 1) * st[0] + 1, j + (OW - 1) * st[1] + 1},
               step[4] = {1, 1, st[0], st[1]};
       rlxm_arr *win = rlxm_slice(s, x, start, stop, step);
-      if (!acc) acc = win;
+      if (!acc)
+        acc = win;
       else if (mx) {
         /* NaN propagates, as on the CPU */
         rlxm_arr *m = rlxm_binary(s, RLXM_MAX, acc, win);
         acc = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, win), win, m);
-      } else acc = rlxm_binary(s, RLXM_ADD, acc, win);
+      } else
+        acc = rlxm_binary(s, RLXM_ADD, acc, win);
     }
   if (!mx) acc = rlxm_binary(s, RLXM_DIV, acc, rlxm_scalar(s, (double)(k[0] * k[1]), t));
   return mlx_check(c, acc, out);
@@ -306,8 +324,9 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
       rlxm_arr *cols[64];
       for (int64_t j = 0; j < k[1]; j++) {
         rlxm_arr *x = w[i * k[1] + j];
-        rlxm_arr *eq = rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m),
-                                   rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, x), rlxm_unary(s, RLXM_ISNAN, m)));
+        rlxm_arr *eq =
+            rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m),
+                        rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, x), rlxm_unary(s, RLXM_ISNAN, m)));
         rlxm_arr *hit = found ? rlxm_binary(s, RLXM_AND, eq, rlxm_unary(s, RLXM_NOT, found)) : eq;
         found = found ? rlxm_binary(s, RLXM_OR, found, hit) : hit;
         cols[j] = rlxm_reshape(s, rlxm_where(s, hit, in[1], zero), 5, (int64_t[]){N, C, OH, OW, 1});
@@ -319,7 +338,8 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
     return mlx_check(c, rlxm_reshape(s, g, 4, (int64_t[]){N, C, H, W}), out);
   }
   int64_t need_h = (OH - 1) * st[0] + k[0], need_w = (OW - 1) * st[1] + k[1];
-  int64_t hi_h = need_h - H - pl[0] > 0 ? need_h - H - pl[0] : 0, hi_w = need_w - W - pl[1] > 0 ? need_w - W - pl[1] : 0;
+  int64_t hi_h = need_h - H - pl[0] > 0 ? need_h - H - pl[0] : 0,
+          hi_w = need_w - W - pl[1] > 0 ? need_w - W - pl[1] : 0;
   int64_t PH = H + pl[0] + hi_h, PW = W + pl[1] + hi_w;
   rlxm_arr *xp = rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, -INFINITY);
   /* the window maxima (NaN propagates, as in the forward) */
@@ -331,8 +351,10 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
               step[4] = {1, 1, st[0], st[1]};
       rlxm_arr *w = rlxm_slice(s, xp, start, stop, step);
       win[i * k[1] + j] = w;
-      if (!m) m = w;
-      else m = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, w), w, rlxm_binary(s, RLXM_MAX, m, w));
+      if (!m)
+        m = w;
+      else
+        m = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, w), w, rlxm_binary(s, RLXM_MAX, m, w));
     }
   rlxm_arr *dx = rlxm_full(s, 0, t, 4, (int64_t[]){N, C, PH, PW});
   rlxm_arr *found = rlxm_full(s, 0, RLX_BOOL, 4, (int64_t[]){N, C, OH, OW});
@@ -382,8 +404,10 @@ static rlx_status lower_Rope(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   rlxm_arr *tabs[2];
   for (int k = 0; k < 2; k++) {
     rlxm_arr *tb = rlxm_narrow(s, rlxm_reshape(s, in[1 + k], 2, (int64_t[]){rows, width}), 1, 0, half, 1);
-    if (per_token) tabs[k] = rlxm_reshape(s, tb, 4, (int64_t[]){B, S, 1, half});
-    else tabs[k] = rlxm_reshape(s, rlxm_narrow(s, tb, 0, 0, S, 1), 4, (int64_t[]){1, S, 1, half});
+    if (per_token)
+      tabs[k] = rlxm_reshape(s, tb, 4, (int64_t[]){B, S, 1, half});
+    else
+      tabs[k] = rlxm_reshape(s, rlxm_narrow(s, tb, 0, 0, S, 1), 4, (int64_t[]){1, S, 1, half});
   }
   rlxm_arr *x = rlxm_reshape(s, in[0], 4, (int64_t[]){B, S, H, hd});
   bool neox = a->style == RLX_ROPE_STYLE_NEOX;
@@ -410,8 +434,12 @@ static rlx_status lower_Rope(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
 }
 
 const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT] = {
-    [RLX_OP_LayerNorm] = lower_LayerNorm, [RLX_OP_RmsNorm] = lower_RmsNorm, [RLX_OP_Attention] = lower_Attention,
-    [RLX_OP_Conv] = lower_Conv,           [RLX_OP_Conv3d] = lower_Conv3d,   [RLX_OP_Pool] = lower_Pool,
+    [RLX_OP_LayerNorm] = lower_LayerNorm,
+    [RLX_OP_RmsNorm] = lower_RmsNorm,
+    [RLX_OP_Attention] = lower_Attention,
+    [RLX_OP_Conv] = lower_Conv,
+    [RLX_OP_Conv3d] = lower_Conv3d,
+    [RLX_OP_Pool] = lower_Pool,
     [RLX_OP_Rope] = lower_Rope,
     [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
     [RLX_OP_LayerNorm2d] = lower_LayerNorm2d,

@@ -30,12 +30,14 @@ static rlxm_arr *u64(rlxm_scope *s, double v) { return rlxm_scalar(s, v, RLXM_U6
 /* The four words of the Philox block of every element 0..count-1 (uint64 arrays holding 32-bit values). */
 static void philox(rlxm_scope *s, size_t count, uint64_t key, rlxm_arr *w[4]) {
   rlxm_arr *mask = u64(s, 4294967295.0), *sh = u64(s, 32);
-  rlxm_arr *c0 = rlxm_arange(s, 0, (double)count, 1, RLXM_U64), *zero = rlxm_full(s, 0, RLXM_U64, 1, (int64_t[]){(int64_t)count});
+  rlxm_arr *c0 = rlxm_arange(s, 0, (double)count, 1, RLXM_U64),
+           *zero = rlxm_full(s, 0, RLXM_U64, 1, (int64_t[]){(int64_t)count});
   rlxm_arr *c1 = zero, *c2 = zero, *c3 = zero;
   uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
   for (int round = 0; round < 10; round++) {
     if (round > 0) k0 += PHILOX_W0, k1 += PHILOX_W1;
-    rlxm_arr *p0 = rlxm_binary(s, RLXM_MUL, c0, u64(s, PHILOX_M0)), *p1 = rlxm_binary(s, RLXM_MUL, c2, u64(s, PHILOX_M1));
+    rlxm_arr *p0 = rlxm_binary(s, RLXM_MUL, c0, u64(s, PHILOX_M0)),
+             *p1 = rlxm_binary(s, RLXM_MUL, c2, u64(s, PHILOX_M1));
     rlxm_arr *hi0 = rlxm_binary(s, RLXM_SHR, p0, sh), *lo0 = rlxm_binary(s, RLXM_BIT_AND, p0, mask);
     rlxm_arr *hi1 = rlxm_binary(s, RLXM_SHR, p1, sh), *lo1 = rlxm_binary(s, RLXM_BIT_AND, p1, mask);
     rlxm_arr *n0 = rlxm_binary(s, RLXM_BIT_XOR, rlxm_binary(s, RLXM_BIT_XOR, hi1, c1), u64(s, k0));
@@ -47,7 +49,8 @@ static void philox(rlxm_scope *s, size_t count, uint64_t key, rlxm_arr *w[4]) {
 
 /* ((hi << 32) | lo) >> 11, times 2^-53, as f64. */
 static rlxm_arr *u53(rlxm_scope *s, rlxm_arr *hi, rlxm_arr *lo) {
-  rlxm_arr *bits = rlxm_binary(s, RLXM_SHR, rlxm_binary(s, RLXM_BIT_OR, rlxm_binary(s, RLXM_SHL, hi, u64(s, 32)), lo), u64(s, 11));
+  rlxm_arr *bits =
+      rlxm_binary(s, RLXM_SHR, rlxm_binary(s, RLXM_BIT_OR, rlxm_binary(s, RLXM_SHL, hi, u64(s, 32)), lo), u64(s, 11));
   return rlxm_binary(s, RLXM_MUL, rlxm_astype(s, bits, RLX_F64), rlxm_scalar(s, 0x1p-53, RLX_F64));
 }
 
@@ -64,8 +67,10 @@ static double below_in(rlx_dtype t, double v) {
   uint16_t h[1];
   ru_store(h, t, 0, v);
   bool neg = (h[0] & 0x8000u) != 0;
-  if ((h[0] & 0x7fffu) == 0) h[0] = 0x8001u;
-  else h[0] = (uint16_t)(neg ? h[0] + 1 : h[0] - 1);
+  if ((h[0] & 0x7fffu) == 0)
+    h[0] = 0x8001u;
+  else
+    h[0] = (uint16_t)(neg ? h[0] + 1 : h[0] - 1);
   return rlx_elem_get(h, t, 0);
 }
 
@@ -75,16 +80,18 @@ static rlx_status lower_RngUniform(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr
   rlx_dtype t = (rlx_dtype)n->shape.dtype;
   rlxm_scope *s = c->s;
   size_t count = 0;
-  if (!mlx_is_float(t) || !(a->low < a->high) || !isfinite(a->low) || !isfinite(a->high) || rlx_shape_numel(&n->shape, &count) != RLX_OK ||
-      count == 0 || count > UINT32_MAX)
+  if (!mlx_is_float(t) || !(a->low < a->high) || !isfinite(a->low) || !isfinite(a->high) ||
+      rlx_shape_numel(&n->shape, &count) != RLX_OK || count == 0 || count > UINT32_MAX)
     return mlx_decline(c, "this case runs on the CPU kernel (it checks the attributes)");
   rlxm_arr *w[4];
   philox(s, count, node_key(a->key, &a->op_seed, c->rng_seed), w);
-  rlxm_arr *u = t == RLX_F64 ? u53(s, w[0], w[1])
-                             : rlxm_binary(s, RLXM_MUL, rlxm_astype(s, rlxm_binary(s, RLXM_SHR, w[0], u64(s, 8)), RLX_F64),
-                                           rlxm_scalar(s, 0x1p-24, RLX_F64));
+  rlxm_arr *u = t == RLX_F64
+                    ? u53(s, w[0], w[1])
+                    : rlxm_binary(s, RLXM_MUL, rlxm_astype(s, rlxm_binary(s, RLXM_SHR, w[0], u64(s, 8)), RLX_F64),
+                                  rlxm_scalar(s, 0x1p-24, RLX_F64));
   double low = a->low, high = a->high;
-  rlxm_arr *v = rlxm_binary(s, RLXM_ADD, rlxm_scalar(s, low, RLX_F64), rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, high - low, RLX_F64), u));
+  rlxm_arr *v = rlxm_binary(s, RLXM_ADD, rlxm_scalar(s, low, RLX_F64),
+                            rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, high - low, RLX_F64), u));
   v = rlxm_astype(s, v, t);
   /* the interval is half-open: a value rounded up to `high` becomes the next value below it */
   v = rlxm_where(s, rlxm_binary(s, RLXM_GE, v, rlxm_scalar(s, high, t)), rlxm_scalar(s, below_in(t, high), t), v);
@@ -102,10 +109,15 @@ static rlx_status lower_RngNormal(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   rlxm_arr *w[4];
   philox(s, count, node_key(a->key, &a->op_seed, c->rng_seed), w);
   rlxm_arr *u1 = u53(s, w[0], w[1]), *u2 = u53(s, w[2], w[3]);
-  rlxm_arr *r = rlxm_unary(s, RLXM_SQRT, rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, -2.0, RLX_F64),
-                                                     rlxm_unary(s, RLXM_LOG, rlxm_binary(s, RLXM_SUB, rlxm_scalar(s, 1.0, RLX_F64), u1))));
-  rlxm_arr *z = rlxm_binary(s, RLXM_MUL, r, rlxm_unary(s, RLXM_COS, rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, 6.283185307179586476925286766559, RLX_F64), u2)));
-  rlxm_arr *v = rlxm_binary(s, RLXM_ADD, rlxm_scalar(s, a->mean, RLX_F64), rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, a->scale, RLX_F64), z));
+  rlxm_arr *r =
+      rlxm_unary(s, RLXM_SQRT,
+                 rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, -2.0, RLX_F64),
+                             rlxm_unary(s, RLXM_LOG, rlxm_binary(s, RLXM_SUB, rlxm_scalar(s, 1.0, RLX_F64), u1))));
+  rlxm_arr *z = rlxm_binary(
+      s, RLXM_MUL, r,
+      rlxm_unary(s, RLXM_COS, rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, 6.283185307179586476925286766559, RLX_F64), u2)));
+  rlxm_arr *v = rlxm_binary(s, RLXM_ADD, rlxm_scalar(s, a->mean, RLX_F64),
+                            rlxm_binary(s, RLXM_MUL, rlxm_scalar(s, a->scale, RLX_F64), z));
   return mlx_check(c, shaped(c, n, rlxm_astype(s, v, t)), out);
 }
 

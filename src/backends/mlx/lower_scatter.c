@@ -15,7 +15,8 @@ static rlxm_arr *index_of(mlx_lower_ctx *c, rlxm_arr *idx, int64_t extent, bool 
   rlxm_arr *i = t == RLX_I32 || t == RLX_I64 ? idx : rlxm_astype(s, idx, RLX_I64);
   if (!wrap) return i;
   int it = rlxm_dtype(i);
-  return rlxm_where(s, rlxm_binary(s, RLXM_LT, i, rlxm_scalar(s, 0, it)), rlxm_binary(s, RLXM_ADD, i, rlxm_scalar(s, (double)extent, it)), i);
+  return rlxm_where(s, rlxm_binary(s, RLXM_LT, i, rlxm_scalar(s, 0, it)),
+                    rlxm_binary(s, RLXM_ADD, i, rlxm_scalar(s, (double)extent, it)), i);
 }
 
 static bool index_dtype_ok(rlxm_arr *a) {
@@ -43,7 +44,8 @@ static rlx_status lower_GatherElements(mlx_lower_ctx *c, const rlx_node *n, rlxm
   for (uint32_t k = 0; k < r; k++) {
     st[k] = 0, step[k] = 1;
     sp[k] = k == ax ? rlxm_dim(in[0], k) : rlxm_dim(in[1], k);
-    if (k != ax && sp[k] > rlxm_dim(in[0], k)) return mlx_decline(c, "indices larger than data: the CPU kernel reports it");
+    if (k != ax && sp[k] > rlxm_dim(in[0], k))
+      return mlx_decline(c, "indices larger than data: the CPU kernel reports it");
   }
   data = rlxm_slice(c->s, data, st, sp, step);
   return mlx_check(c, rlxm_take_along(c->s, data, index_of(c, in[1], rlxm_dim(in[0], ax), true), ax), out);
@@ -52,7 +54,8 @@ static rlx_status lower_GatherElements(mlx_lower_ctx *c, const rlx_node *n, rlxm
 static rlx_status lower_GatherNd(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   rlxm_scope *s = c->s;
   uint32_t dr = rlxm_rank(in[0]), ir = rlxm_rank(in[1]);
-  if (n->attrs.GatherNd.batch_dims != 0 || ir < 1 || !index_dtype_ok(in[1])) return mlx_decline(c, "GatherNd with batch dims");
+  if (n->attrs.GatherNd.batch_dims != 0 || ir < 1 || !index_dtype_ok(in[1]))
+    return mlx_decline(c, "GatherNd with batch dims");
   int64_t K = rlxm_dim(in[1], ir - 1);
   if (K < 1 || K > dr) return mlx_decline(c, "index depth: the CPU kernel checks it");
   rlxm_arr *idx[RLX_MAX_RANK];
@@ -74,7 +77,8 @@ static rlx_status lower_ScatterAdd(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr
   rlxm_scope *s = c->s;
   rlx_dtype t = (rlx_dtype)n->shape.dtype;
   uint32_t ax, r = rlxm_rank(in[0]);
-  if (!mlx_is_float(t) || !rlx_norm_axis(n->attrs.ScatterAdd.axis, r, &ax) || rlxm_rank(in[1]) != 1 || !index_dtype_ok(in[1]))
+  if (!mlx_is_float(t) || !rlx_norm_axis(n->attrs.ScatterAdd.axis, r, &ax) || rlxm_rank(in[1]) != 1 ||
+      !index_dtype_ok(in[1]))
     return mlx_decline(c, "this case runs on the CPU kernel");
   int64_t perm[RLX_MAX_RANK], inv[RLX_MAX_RANK], zd[RLX_MAX_RANK], ud[RLX_MAX_RANK + 1];
   uint32_t k = 0;
@@ -133,7 +137,8 @@ static rlx_status lower_ScatterNd(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr 
   int64_t idims[RLX_MAX_RANK], ud[2 * RLX_MAX_RANK];
   for (uint32_t k = 0; k + 1 < ir; k++) idims[k] = rlxm_dim(in[1], k);
   for (int64_t j = 0; j < K; j++)
-    idx[j] = index_of(c, rlxm_reshape(s, rlxm_narrow(s, in[1], ir - 1, j, 1, 1), ir - 1, idims), rlxm_dim(in[0], (uint32_t)j), true);
+    idx[j] = index_of(c, rlxm_reshape(s, rlxm_narrow(s, in[1], ir - 1, j, 1, 1), ir - 1, idims),
+                      rlxm_dim(in[0], (uint32_t)j), true);
   uint32_t ur = 0;
   for (uint32_t k = 0; k + 1 < ir; k++) ud[ur++] = idims[k];
   for (int64_t j = 0; j < K; j++) ud[ur++] = 1;

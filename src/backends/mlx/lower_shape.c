@@ -85,8 +85,11 @@ static rlx_status lower_Reduce(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *co
   for (uint32_t i = 0; i < na; i++)
     if (rlxm_dim(in[0], (uint32_t)ax[i]) == 0 && (a->op == RLX_REDUCE_MAX || a->op == RLX_REDUCE_MIN))
       return mlx_decline(c, "max / min over an empty axis (the CPU gives the identity)");
-  static const rlxm_reduce_op map[] = {[RLX_REDUCE_SUM] = RLXM_R_SUM, [RLX_REDUCE_MEAN] = RLXM_R_MEAN, [RLX_REDUCE_MAX] = RLXM_R_MAX,
-                                       [RLX_REDUCE_MIN] = RLXM_R_MIN, [RLX_REDUCE_PROD] = RLXM_R_PROD};
+  static const rlxm_reduce_op map[] = {[RLX_REDUCE_SUM] = RLXM_R_SUM,
+                                       [RLX_REDUCE_MEAN] = RLXM_R_MEAN,
+                                       [RLX_REDUCE_MAX] = RLXM_R_MAX,
+                                       [RLX_REDUCE_MIN] = RLXM_R_MIN,
+                                       [RLX_REDUCE_PROD] = RLXM_R_PROD};
   if ((unsigned)a->op >= RLX_REDUCE_COUNT) return mlx_decline(c, "unknown reduction");
   rlxm_arr *r = rlxm_reduce(c->s, map[a->op], in[0], na, ax, a->keep_dim);
   /* the declared shape decides ([] vs [1] for full reductions) */
@@ -102,10 +105,11 @@ static rlx_status lower_Softmax(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *c
   return mlx_check(c, rlxm_softmax(c->s, in[0], ax), out);
 }
 
-static rlx_status cumulative(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, rlxm_reduce_op op, int64_t axis, bool exclusive,
-                             rlxm_arr **out) {
+static rlx_status cumulative(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, rlxm_reduce_op op, int64_t axis,
+                             bool exclusive, rlxm_arr **out) {
   uint32_t ax;
-  if (!mlx_is_float((rlx_dtype)n->shape.dtype)) return mlx_decline(c, "integer cumulative op follows the CPU kernel's rules");
+  if (!mlx_is_float((rlx_dtype)n->shape.dtype))
+    return mlx_decline(c, "integer cumulative op follows the CPU kernel's rules");
   if (!rlx_norm_axis(axis, rlxm_rank(x), &ax)) return mlx_decline(c, "axis out of range");
   if (exclusive && op == RLXM_R_MAX) return mlx_decline(c, "exclusive CumMax runs on the CPU kernel");
   return mlx_check(c, rlxm_cumulative(c->s, op, x, ax, false, !exclusive), out);
@@ -127,7 +131,8 @@ static rlx_status lower_CumsumBackward(mlx_lower_ctx *c, const rlx_node *n, rlxm
   return mlx_check(c, rlxm_cumulative(c->s, RLXM_R_SUM, in[0], ax, true, !n->attrs.CumsumBackward.exclusive), out);
 }
 
-static rlx_status argreduce(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, bool is_max, int64_t axis, bool keep, rlxm_arr **out) {
+static rlx_status argreduce(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, bool is_max, int64_t axis, bool keep,
+                            rlxm_arr **out) {
   uint32_t ax;
   int t = rlxm_dtype(x);
   if (t < 0 || !mlx_is_float((rlx_dtype)t)) return mlx_decline(c, "non-float arg-reduction");
@@ -159,10 +164,20 @@ static rlx_status lower_TopK(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
 }
 
 const mlx_lower_fn mlx_lower_shape[RLX_OP_COUNT] = {
-    [RLX_OP_Reshape] = lower_Reshape,   [RLX_OP_Transpose] = lower_Transpose, [RLX_OP_Narrow] = lower_Narrow,
-    [RLX_OP_Concat] = lower_Concat,     [RLX_OP_Expand] = lower_Expand,       [RLX_OP_Gather] = lower_Gather,
-    [RLX_OP_Reverse] = lower_Reverse,   [RLX_OP_Reduce] = lower_Reduce,       [RLX_OP_Softmax] = lower_Softmax,
-    [RLX_OP_Cumsum] = lower_Cumsum,     [RLX_OP_CumProd] = lower_CumProd,     [RLX_OP_CumMax] = lower_CumMax,
+    [RLX_OP_Reshape] = lower_Reshape,
+    [RLX_OP_Transpose] = lower_Transpose,
+    [RLX_OP_Narrow] = lower_Narrow,
+    [RLX_OP_Concat] = lower_Concat,
+    [RLX_OP_Expand] = lower_Expand,
+    [RLX_OP_Gather] = lower_Gather,
+    [RLX_OP_Reverse] = lower_Reverse,
+    [RLX_OP_Reduce] = lower_Reduce,
+    [RLX_OP_Softmax] = lower_Softmax,
+    [RLX_OP_Cumsum] = lower_Cumsum,
+    [RLX_OP_CumProd] = lower_CumProd,
+    [RLX_OP_CumMax] = lower_CumMax,
     [RLX_OP_CumsumBackward] = lower_CumsumBackward,
-    [RLX_OP_ArgMax] = lower_ArgMax,     [RLX_OP_ArgMin] = lower_ArgMin,       [RLX_OP_TopK] = lower_TopK,
+    [RLX_OP_ArgMax] = lower_ArgMax,
+    [RLX_OP_ArgMin] = lower_ArgMin,
+    [RLX_OP_TopK] = lower_TopK,
 };

@@ -37,11 +37,14 @@ static rlx_status lower_ComplexNormSq(mlx_lower_ctx *c, const rlx_node *n, rlxm_
   rlxm_scope *s = c->s;
   if (rlxm_dtype(in[0]) != RLX_C64) return mlx_decline(c, "ComplexNormSq of this dtype runs on the CPU kernel");
   rlxm_arr *re = rlxm_unary(s, RLXM_REAL, in[0]), *im = rlxm_unary(s, RLXM_IMAG, in[0]);
-  return mlx_check(c, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, re, re), rlxm_binary(s, RLXM_MUL, im, im)), out);
+  return mlx_check(c, rlxm_binary(s, RLXM_ADD, rlxm_binary(s, RLXM_MUL, re, re), rlxm_binary(s, RLXM_MUL, im, im)),
+                   out);
 }
-static rlx_status lower_ComplexNormSqBackward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+static rlx_status lower_ComplexNormSqBackward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in,
+                                              rlxm_arr **out) {
   (void)n;
-  if (rlxm_dtype(in[0]) != RLX_C64 || rlxm_dtype(in[1]) != RLX_F32) return mlx_decline(c, "this dtype runs on the CPU kernel");
+  if (rlxm_dtype(in[0]) != RLX_C64 || rlxm_dtype(in[1]) != RLX_F32)
+    return mlx_decline(c, "this dtype runs on the CPU kernel");
   return mlx_check(c, rlxm_binary(c->s, RLXM_MUL, in[0], rlxm_astype(c->s, in[1], RLX_C64)), out);
 }
 static rlx_status lower_Conjugate(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {

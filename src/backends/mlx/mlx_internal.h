@@ -20,8 +20,8 @@ bool rlx_mlx_claims(rlx_op op);
 typedef struct mlx_lower_ctx {
   rlxm_scope *s;
   const rlx_graph *g;
-  rlx_id id;        /* the node being lowered */
-  bool declined;    /* set by a lowering that does not handle this case (host evaluation instead) */
+  rlx_id id;     /* the node being lowered */
+  bool declined; /* set by a lowering that does not handle this case (host evaluation instead) */
   uint64_t rng_seed;
   struct mlx_prog *prog;
 } mlx_lower_ctx;
@@ -73,8 +73,8 @@ typedef struct mlx_prog mlx_prog;
 typedef struct mlx_prog_info {
   uint32_t native_nodes, host_nodes; /* host_nodes counts those inside composed nodes too */
   uint32_t composed_nodes;           /* lowered through their shared decomposition */
-  bool compiled;           /* running under mx::compile */
-  const char *mode_note;   /* e.g. "compiled mode fell back to lazy: node 3 (Cholesky) is host-evaluated" */
+  bool compiled;                     /* running under mx::compile */
+  const char *mode_note;             /* e.g. "compiled mode fell back to lazy: node 3 (Cholesky) is host-evaluated" */
 } mlx_prog_info;
 
 rlx_status mlx_prog_create(const rlx_graph *g, const rlx_mlx_options *opt, uint64_t rng_seed, mlx_prog **out);

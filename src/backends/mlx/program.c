@@ -49,11 +49,11 @@ struct mlx_prog {
   rlx_graph **sub_graph;  /* [n_nodes]: owned */
   const mlx_prog *parent; /* set for a composed node's program (Params resolve in the root) */
   unsigned depth;
-  host_call **calls;      /* [n_nodes] */
-  rlxm_arr **leaf;        /* [n_nodes]: kept arrays of Params (bound) and Constants */
-  rlx_id *inputs;         /* Input nodes in node order */
+  host_call **calls; /* [n_nodes] */
+  rlxm_arr **leaf;   /* [n_nodes]: kept arrays of Params (bound) and Constants */
+  rlx_id *inputs;    /* Input nodes in node order */
   uint32_t n_inputs;
-  rlx_id *params;         /* Param nodes in node order */
+  rlx_id *params; /* Param nodes in node order */
   uint32_t n_params;
   uint32_t native_nodes, host_nodes, composed_nodes;
   rlxm_fn *compiled;
@@ -130,19 +130,47 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
  * system sends to LAPACK, the SPD / Eigh family, Scaled*, CustomFn, the splat prepare/rasterize
  * pair, Lstm (kept intact, never unrolled) and the 3-D backward ops. */
 static const bool host_kinds[RLX_OP_COUNT] = {
-    [RLX_OP_Cholesky] = true, [RLX_OP_TriangularSolve] = true, [RLX_OP_Det] = true, [RLX_OP_LogDet] = true,
-    [RLX_OP_Sort] = true, [RLX_OP_ArgSort] = true, [RLX_OP_Svd] = true, [RLX_OP_Qr] = true,
-    [RLX_OP_Eigh] = true, [RLX_OP_EighBackward] = true, [RLX_OP_EighBatch] = true, [RLX_OP_EighBatchBackward] = true,
-    [RLX_OP_BiMap] = true, [RLX_OP_ReEig] = true, [RLX_OP_LogEig] = true, [RLX_OP_SpdBatchNorm] = true,
-    [RLX_OP_SpdKarcherMean] = true, [RLX_OP_ReEigBackward] = true, [RLX_OP_LogEigBackward] = true,
-    [RLX_OP_SpdBatchNormBackwardX] = true, [RLX_OP_SpdBatchNormBackwardG] = true,
-    [RLX_OP_SpdKarcherMeanWeighted] = true, [RLX_OP_SpdLogMap] = true, [RLX_OP_SpdExpMap] = true,
-    [RLX_OP_SpdParallelTransport] = true, [RLX_OP_SpdMatrixFnBatch] = true, [RLX_OP_SpdLogMapBackward] = true,
-    [RLX_OP_SpdExpMapBackward] = true, [RLX_OP_SpdParallelTransportBackward] = true,
-    [RLX_OP_SpdMatrixFnBatchBackward] = true, [RLX_OP_ScaledMatMul] = true, [RLX_OP_ScaledQuantize] = true,
-    [RLX_OP_ScaledQuantScale] = true, [RLX_OP_ScaledDequantize] = true, [RLX_OP_CustomFn] = true,
-    [RLX_OP_GaussianSplatPrepare] = true, [RLX_OP_GaussianSplatRasterize] = true, [RLX_OP_Lstm] = true,
-    [RLX_OP_Conv3dBackwardInput] = true, [RLX_OP_Conv3dBackwardWeight] = true, [RLX_OP_MaxPool3dBackward] = true,
+    [RLX_OP_Cholesky] = true,
+    [RLX_OP_TriangularSolve] = true,
+    [RLX_OP_Det] = true,
+    [RLX_OP_LogDet] = true,
+    [RLX_OP_Sort] = true,
+    [RLX_OP_ArgSort] = true,
+    [RLX_OP_Svd] = true,
+    [RLX_OP_Qr] = true,
+    [RLX_OP_Eigh] = true,
+    [RLX_OP_EighBackward] = true,
+    [RLX_OP_EighBatch] = true,
+    [RLX_OP_EighBatchBackward] = true,
+    [RLX_OP_BiMap] = true,
+    [RLX_OP_ReEig] = true,
+    [RLX_OP_LogEig] = true,
+    [RLX_OP_SpdBatchNorm] = true,
+    [RLX_OP_SpdKarcherMean] = true,
+    [RLX_OP_ReEigBackward] = true,
+    [RLX_OP_LogEigBackward] = true,
+    [RLX_OP_SpdBatchNormBackwardX] = true,
+    [RLX_OP_SpdBatchNormBackwardG] = true,
+    [RLX_OP_SpdKarcherMeanWeighted] = true,
+    [RLX_OP_SpdLogMap] = true,
+    [RLX_OP_SpdExpMap] = true,
+    [RLX_OP_SpdParallelTransport] = true,
+    [RLX_OP_SpdMatrixFnBatch] = true,
+    [RLX_OP_SpdLogMapBackward] = true,
+    [RLX_OP_SpdExpMapBackward] = true,
+    [RLX_OP_SpdParallelTransportBackward] = true,
+    [RLX_OP_SpdMatrixFnBatchBackward] = true,
+    [RLX_OP_ScaledMatMul] = true,
+    [RLX_OP_ScaledQuantize] = true,
+    [RLX_OP_ScaledQuantScale] = true,
+    [RLX_OP_ScaledDequantize] = true,
+    [RLX_OP_CustomFn] = true,
+    [RLX_OP_GaussianSplatPrepare] = true,
+    [RLX_OP_GaussianSplatRasterize] = true,
+    [RLX_OP_Lstm] = true,
+    [RLX_OP_Conv3dBackwardInput] = true,
+    [RLX_OP_Conv3dBackwardWeight] = true,
+    [RLX_OP_MaxPool3dBackward] = true,
 };
 bool mlx_host_kind(rlx_op op) { return (unsigned)op < RLX_OP_COUNT && host_kinds[op]; }
 
@@ -203,8 +231,8 @@ typedef struct walk {
   mlx_prog *p;
   rlxm_scope *s;
   const rlx_graph *g;
-  rlxm_arr **vals;      /* [nodes of g] */
-  bool trial;           /* compile-time: decide host vs native, check shapes */
+  rlxm_arr **vals; /* [nodes of g] */
+  bool trial;      /* compile-time: decide host vs native, check shapes */
   bool eager;
   bool profile;
 } walk;
@@ -240,7 +268,9 @@ static double now_s(void) {
 }
 static void prof_print(void) {
   for (int k = 0; k < RLX_OP_COUNT; k++)
-    if (prof_n[k]) fprintf(stderr, "mlx profile: %-28s %8llu evals %10.3f s\n", rlx_op_name((rlx_op)k), (unsigned long long)prof_n[k], prof_s[k]);
+    if (prof_n[k])
+      fprintf(stderr, "mlx profile: %-28s %8llu evals %10.3f s\n", rlx_op_name((rlx_op)k),
+              (unsigned long long)prof_n[k], prof_s[k]);
 }
 static bool profiling(void) {
   static int on = -1;
@@ -257,16 +287,44 @@ static bool profiling(void) {
  * convolutions on f64 agree with a float64 reference only to ~1e-8; those f64 nodes take the
  * composed or host-evaluated path instead. Activation and Binary check their sub-ops themselves. */
 static const bool f64_exact[RLX_OP_COUNT] = {
-    [RLX_OP_Reshape] = true, [RLX_OP_Transpose] = true, [RLX_OP_Narrow] = true, [RLX_OP_Concat] = true,
-    [RLX_OP_Expand] = true,  [RLX_OP_Gather] = true,    [RLX_OP_Reverse] = true, [RLX_OP_Cast] = true,
-    [RLX_OP_StopGradient] = true, [RLX_OP_Binary] = true, [RLX_OP_Compare] = true, [RLX_OP_Where] = true,
-    [RLX_OP_Fma] = true,     [RLX_OP_MatMul] = true,    [RLX_OP_DotGeneral] = true, [RLX_OP_Reduce] = true,
-    [RLX_OP_Cumsum] = true,  [RLX_OP_CumsumBackward] = true, [RLX_OP_CumProd] = true, [RLX_OP_CumMax] = true,
-    [RLX_OP_ArgMax] = true,  [RLX_OP_ArgMin] = true,    [RLX_OP_TopK] = true, [RLX_OP_Activation] = true,
-    [RLX_OP_ElementwiseRegion] = true, [RLX_OP_RngUniform] = true, [RLX_OP_RngNormal] = true,
-    [RLX_OP_GatherElements] = true, [RLX_OP_GatherNd] = true, [RLX_OP_Im2Col] = true, [RLX_OP_Pool] = true,
-    [RLX_OP_MaxPool2dBackward] = true, [RLX_OP_ScatterAdd] = true, [RLX_OP_ScatterElements] = true, [RLX_OP_ScatterNd] = true,
-    [RLX_OP_Quantize] = true, [RLX_OP_Dequantize] = true, [RLX_OP_QMatMul] = true,
+    [RLX_OP_Reshape] = true,
+    [RLX_OP_Transpose] = true,
+    [RLX_OP_Narrow] = true,
+    [RLX_OP_Concat] = true,
+    [RLX_OP_Expand] = true,
+    [RLX_OP_Gather] = true,
+    [RLX_OP_Reverse] = true,
+    [RLX_OP_Cast] = true,
+    [RLX_OP_StopGradient] = true,
+    [RLX_OP_Binary] = true,
+    [RLX_OP_Compare] = true,
+    [RLX_OP_Where] = true,
+    [RLX_OP_Fma] = true,
+    [RLX_OP_MatMul] = true,
+    [RLX_OP_DotGeneral] = true,
+    [RLX_OP_Reduce] = true,
+    [RLX_OP_Cumsum] = true,
+    [RLX_OP_CumsumBackward] = true,
+    [RLX_OP_CumProd] = true,
+    [RLX_OP_CumMax] = true,
+    [RLX_OP_ArgMax] = true,
+    [RLX_OP_ArgMin] = true,
+    [RLX_OP_TopK] = true,
+    [RLX_OP_Activation] = true,
+    [RLX_OP_ElementwiseRegion] = true,
+    [RLX_OP_RngUniform] = true,
+    [RLX_OP_RngNormal] = true,
+    [RLX_OP_GatherElements] = true,
+    [RLX_OP_GatherNd] = true,
+    [RLX_OP_Im2Col] = true,
+    [RLX_OP_Pool] = true,
+    [RLX_OP_MaxPool2dBackward] = true,
+    [RLX_OP_ScatterAdd] = true,
+    [RLX_OP_ScatterElements] = true,
+    [RLX_OP_ScatterNd] = true,
+    [RLX_OP_Quantize] = true,
+    [RLX_OP_Dequantize] = true,
+    [RLX_OP_QMatMul] = true,
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;
@@ -340,18 +398,24 @@ static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_
     if (path == MLX_PATH_NATIVE) {
       mlx_lower_fn f = mlx_native_lowering(n->op);
       rlx_status st = !f ? mlx_decline(&c, "no native lowering for %s", rlx_op_name(n->op))
-                      : f64_inexact(w->g, n) ? mlx_decline(&c, "MLX's CPU kernels compute %s on f64 in f32 precision", rlx_op_name(n->op))
-                                             : f(&c, n, in, &r);
+                      : f64_inexact(w->g, n)
+                          ? mlx_decline(&c, "MLX's CPU kernels compute %s on f64 in f32 precision", rlx_op_name(n->op))
+                          : f(&c, n, in, &r);
       if (st != RLX_OK) {
         if (!c.declined || !w->trial) return st;
         char why[700], dec[700];
         snprintf(why, sizeof why, "%s", rlx_last_error());
         rlx_status cs = compose_node(p, id);
         snprintf(dec, sizeof dec, "%s", rlx_last_error());
-        if (cs == RLX_OK) path = MLX_PATH_COMPOSED;
-        else if (rlx_cpu_ref_table[n->op]) path = MLX_PATH_HOST;
-        else if (cs != RLX_ERR_UNSUPPORTED) return cs;
-        else return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s; no CPU kernel to host-evaluate it; its decomposition: %s", why, dec);
+        if (cs == RLX_OK)
+          path = MLX_PATH_COMPOSED;
+        else if (rlx_cpu_ref_table[n->op])
+          path = MLX_PATH_HOST;
+        else if (cs != RLX_ERR_UNSUPPORTED)
+          return cs;
+        else
+          return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s; no CPU kernel to host-evaluate it; its decomposition: %s", why,
+                            dec);
         p->host[id] = (uint8_t)path;
       }
     }
@@ -411,7 +475,8 @@ static rlx_status walk_graph(walk *w, rlxm_arr *const *inputs, rlxm_arr **output
 
 /* ---- compiled mode ---- */
 
-static int compiled_build(void *user, rlxm_scope *s, rlxm_arr *const *in, uint32_t n_in, rlxm_arr **out, uint32_t n_out) {
+static int compiled_build(void *user, rlxm_scope *s, rlxm_arr *const *in, uint32_t n_in, rlxm_arr **out,
+                          uint32_t n_out) {
   mlx_prog *p = user;
   if (n_in != p->n_inputs + p->n_params) {
     rlxm_set_error("mlx: compiled function called with the wrong operand count");
@@ -548,8 +613,8 @@ static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, ui
       break;
     }
     if (!rlx_shape_is_static(&n->shape)) {
-      st = rlx_errorf(RLX_ERR_SHAPE, "mlx: node %u (%s) has a symbolic shape; the MLX backend needs static shapes",
-                      id, rlx_op_name(n->op));
+      st = rlx_errorf(RLX_ERR_SHAPE, "mlx: node %u (%s) has a symbolic shape; the MLX backend needs static shapes", id,
+                      rlx_op_name(n->op));
       break;
     }
     /* the document's host-evaluated kinds run on the CPU kernel when this build has one (else
@@ -563,7 +628,8 @@ static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, ui
       /* resolves by name in the root program */
     } else if (n->op == RLX_OP_Input || n->op == RLX_OP_Param) {
       ph[id] = rlxm_full(s, 0, dt, rank, dims);
-      if (n->op == RLX_OP_Input) p->inputs[p->n_inputs++] = id;
+      if (n->op == RLX_OP_Input)
+        p->inputs[p->n_inputs++] = id;
       else {
         p->params[p->n_params++] = id;
         p->leaf[id] = rlxm_keep(ph[id]); /* placeholder until bound */
@@ -601,13 +667,15 @@ static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, ui
   for (rlx_id id = 0; id < nn; id++) {
     const rlx_node *n = rlx_graph_node(g, id);
     if (rlx_op_has(n->op, RLX_PROP_LEAF)) continue;
-    if (p->host[id] == MLX_PATH_HOST) p->host_nodes++;
+    if (p->host[id] == MLX_PATH_HOST)
+      p->host_nodes++;
     else if (p->host[id] == MLX_PATH_COMPOSED) {
       mlx_prog_info si;
       mlx_prog_info_get(p->sub[id], &si);
       p->composed_nodes++;
       p->host_nodes += si.host_nodes;
-    } else p->native_nodes++;
+    } else
+      p->native_nodes++;
   }
   if (parent) {
     *out = p;
@@ -634,20 +702,25 @@ static rlx_status prog_create(const rlx_graph *g, const rlx_mlx_options *opt, ui
       snprintf(p->note, sizeof p->note, "compiled (mx::compile; kernel cache %s)", cache_dir);
     }
   } else {
-    snprintf(p->note, sizeof p->note, "%s", p->mode == RLX_MLX_EAGER ? "eager (one eval per node)" : "lazy (one eval per run)");
+    snprintf(p->note, sizeof p->note, "%s",
+             p->mode == RLX_MLX_EAGER ? "eager (one eval per node)" : "lazy (one eval per run)");
   }
   *out = p;
   return RLX_OK;
 }
 
 void mlx_prog_info_get(const mlx_prog *p, mlx_prog_info *out) {
-  *out = (mlx_prog_info){.native_nodes = p->native_nodes, .host_nodes = p->host_nodes, .composed_nodes = p->composed_nodes,
+  *out = (mlx_prog_info){.native_nodes = p->native_nodes,
+                         .host_nodes = p->host_nodes,
+                         .composed_nodes = p->composed_nodes,
                          .compiled = p->compiled != NULL,
                          .mode_note = p->note};
 }
 
 bool mlx_prog_node_is_host(const mlx_prog *p, rlx_id id) { return id < p->n_nodes && p->host[id] == MLX_PATH_HOST; }
-bool mlx_prog_node_is_composed(const mlx_prog *p, rlx_id id) { return id < p->n_nodes && p->host[id] == MLX_PATH_COMPOSED; }
+bool mlx_prog_node_is_composed(const mlx_prog *p, rlx_id id) {
+  return id < p->n_nodes && p->host[id] == MLX_PATH_COMPOSED;
+}
 uint32_t mlx_prog_input_count(const mlx_prog *p) { return p->n_inputs; }
 rlx_id mlx_prog_input_node(const mlx_prog *p, uint32_t i) { return i < p->n_inputs ? p->inputs[i] : RLX_NO_ID; }
 
@@ -681,14 +754,19 @@ rlx_status mlx_prog_run(mlx_prog *p, rlxm_scope *s, rlxm_arr *const *inputs, uin
   rlx_status st;
   if (p->compiled) {
     rlxm_arr *args[512];
-    if (p->n_inputs + p->n_params > 512) return rlx_errorf(RLX_ERR_UNSUPPORTED, "mlx: compiled mode takes at most 512 inputs + params");
+    if (p->n_inputs + p->n_params > 512)
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "mlx: compiled mode takes at most 512 inputs + params");
     for (uint32_t i = 0; i < p->n_inputs; i++) args[i] = inputs[i];
     for (uint32_t i = 0; i < p->n_params; i++) args[p->n_inputs + i] = rlxm_ref(s, p->leaf[p->params[i]]);
     if (rlxm_fn_call(p->compiled, s, args, p->n_inputs + p->n_params, outputs, n_outputs) != 0)
       return rlx_errorf(RLX_ERR_RUNTIME, "mlx: compiled run: %s", rlxm_error());
     st = RLX_OK;
   } else {
-    walk w = {.p = p, .s = s, .g = p->g, .eager = p->mode == RLX_MLX_EAGER, .profile = p->mode == RLX_MLX_EAGER && profiling()};
+    walk w = {.p = p,
+              .s = s,
+              .g = p->g,
+              .eager = p->mode == RLX_MLX_EAGER,
+              .profile = p->mode == RLX_MLX_EAGER && profiling()};
     st = walk_graph(&w, inputs, outputs, n_outputs);
   }
   if (st != RLX_OK) return st;

@@ -55,15 +55,59 @@ size_t rlxm_nbytes(const rlxm_arr *a);
 
 /* ---- elementwise ---- */
 typedef enum rlxm_unary_op {
-  RLXM_NEG, RLXM_ABS, RLXM_EXP, RLXM_LOG, RLXM_SQRT, RLXM_RSQRT, RLXM_SIN, RLXM_COS, RLXM_TAN,
-  RLXM_ATAN, RLXM_TANH, RLXM_SIGMOID, RLXM_ERF, RLXM_FLOOR, RLXM_CEIL, RLXM_ROUND, RLXM_SIGN,
-  RLXM_RECIP, RLXM_LOG1P, RLXM_EXPM1, RLXM_NOT, RLXM_SQUARE, RLXM_ISNAN, RLXM_STOP_GRAD,
-  RLXM_REAL, RLXM_IMAG, RLXM_CONJ, RLXM_BIT_NOT
+  RLXM_NEG,
+  RLXM_ABS,
+  RLXM_EXP,
+  RLXM_LOG,
+  RLXM_SQRT,
+  RLXM_RSQRT,
+  RLXM_SIN,
+  RLXM_COS,
+  RLXM_TAN,
+  RLXM_ATAN,
+  RLXM_TANH,
+  RLXM_SIGMOID,
+  RLXM_ERF,
+  RLXM_FLOOR,
+  RLXM_CEIL,
+  RLXM_ROUND,
+  RLXM_SIGN,
+  RLXM_RECIP,
+  RLXM_LOG1P,
+  RLXM_EXPM1,
+  RLXM_NOT,
+  RLXM_SQUARE,
+  RLXM_ISNAN,
+  RLXM_STOP_GRAD,
+  RLXM_REAL,
+  RLXM_IMAG,
+  RLXM_CONJ,
+  RLXM_BIT_NOT
 } rlxm_unary_op;
 typedef enum rlxm_binary_op {
-  RLXM_ADD, RLXM_SUB, RLXM_MUL, RLXM_DIV, RLXM_MAX, RLXM_MIN, RLXM_POW, RLXM_REM, RLXM_BIT_AND,
-  RLXM_BIT_OR, RLXM_BIT_XOR, RLXM_SHL, RLXM_SHR, RLXM_ATAN2, RLXM_EQ, RLXM_NE, RLXM_LT, RLXM_LE,
-  RLXM_GT, RLXM_GE, RLXM_AND, RLXM_OR, RLXM_FLOOR_DIV
+  RLXM_ADD,
+  RLXM_SUB,
+  RLXM_MUL,
+  RLXM_DIV,
+  RLXM_MAX,
+  RLXM_MIN,
+  RLXM_POW,
+  RLXM_REM,
+  RLXM_BIT_AND,
+  RLXM_BIT_OR,
+  RLXM_BIT_XOR,
+  RLXM_SHL,
+  RLXM_SHR,
+  RLXM_ATAN2,
+  RLXM_EQ,
+  RLXM_NE,
+  RLXM_LT,
+  RLXM_LE,
+  RLXM_GT,
+  RLXM_GE,
+  RLXM_AND,
+  RLXM_OR,
+  RLXM_FLOOR_DIV
 } rlxm_binary_op;
 rlxm_arr *rlxm_unary(rlxm_scope *s, rlxm_unary_op op, rlxm_arr *a);
 rlxm_arr *rlxm_binary(rlxm_scope *s, rlxm_binary_op op, rlxm_arr *a, rlxm_arr *b);
@@ -80,7 +124,8 @@ rlxm_arr *rlxm_broadcast(rlxm_scope *s, rlxm_arr *a, uint32_t rank, const int64_
 /* start/stop/step per axis of a (negative steps allowed). */
 rlxm_arr *rlxm_slice(rlxm_scope *s, rlxm_arr *a, const int64_t *start, const int64_t *stop, const int64_t *step);
 /* a with the strided slice [start, stop) / step replaced by upd. */
-rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop, const int64_t *step);
+rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop,
+                            const int64_t *step);
 rlxm_arr *rlxm_narrow(rlxm_scope *s, rlxm_arr *a, uint32_t axis, int64_t start, int64_t len, int64_t step);
 rlxm_arr *rlxm_concat(rlxm_scope *s, rlxm_arr *const *a, uint32_t n, int64_t axis);
 rlxm_arr *rlxm_flip(rlxm_scope *s, rlxm_arr *a, uint32_t n_axes, const int64_t *axes);
@@ -88,7 +133,16 @@ rlxm_arr *rlxm_pad(rlxm_scope *s, rlxm_arr *a, const int64_t *lo, const int64_t 
 rlxm_arr *rlxm_contiguous(rlxm_scope *s, rlxm_arr *a);
 
 /* ---- reductions and scans ---- */
-typedef enum rlxm_reduce_op { RLXM_R_SUM, RLXM_R_MEAN, RLXM_R_MAX, RLXM_R_MIN, RLXM_R_PROD, RLXM_R_ANY, RLXM_R_ALL, RLXM_R_LOGSUMEXP } rlxm_reduce_op;
+typedef enum rlxm_reduce_op {
+  RLXM_R_SUM,
+  RLXM_R_MEAN,
+  RLXM_R_MAX,
+  RLXM_R_MIN,
+  RLXM_R_PROD,
+  RLXM_R_ANY,
+  RLXM_R_ALL,
+  RLXM_R_LOGSUMEXP
+} rlxm_reduce_op;
 rlxm_arr *rlxm_reduce(rlxm_scope *s, rlxm_reduce_op op, rlxm_arr *a, uint32_t n_axes, const int64_t *axes, bool keep);
 rlxm_arr *rlxm_argreduce(rlxm_scope *s, bool is_max, rlxm_arr *a, int64_t axis, bool keep);
 rlxm_arr *rlxm_softmax(rlxm_scope *s, rlxm_arr *a, int64_t axis);
@@ -99,9 +153,8 @@ rlxm_arr *rlxm_topk(rlxm_scope *s, rlxm_arr *a, int64_t k, int64_t axis);
 /* ---- linear algebra, conv, attention ---- */
 rlxm_arr *rlxm_matmul(rlxm_scope *s, rlxm_arr *a, rlxm_arr *b);
 /* Channels-last input [N, spatial..., C], weight [O, spatial..., C/groups]. */
-rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const int64_t *stride,
-                    const int64_t *pad_lo, const int64_t *pad_hi, const int64_t *kdil,
-                    const int64_t *idil, int64_t groups, bool flip);
+rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const int64_t *stride, const int64_t *pad_lo,
+                    const int64_t *pad_hi, const int64_t *kdil, const int64_t *idil, int64_t groups, bool flip);
 /* q [B, H, Lq, D], k/v [B, Hkv, Lk, D]; mask: NULL, or additive / boolean, broadcastable. */
 rlxm_arr *rlxm_sdpa(rlxm_scope *s, rlxm_arr *q, rlxm_arr *k, rlxm_arr *v, float scale, bool causal, rlxm_arr *mask);
 rlxm_arr *rlxm_layer_norm(rlxm_scope *s, rlxm_arr *x, rlxm_arr *w, rlxm_arr *b, float eps);
@@ -125,8 +178,8 @@ rlxm_arr *rlxm_fft(rlxm_scope *s, rlxm_arr *a, bool inverse, int norm);
  * points at the row-major bytes of input i, `out` at the output's bytes (nbytes of the output
  * shape). Returns 0, or non-zero with a message set by rlxm_set_error. */
 typedef int (*rlxm_host_fn)(void *user, const void *const *in, uint32_t n_in, void *out);
-rlxm_arr *rlxm_host(rlxm_scope *s, const char *name, rlxm_host_fn fn, void *user, rlxm_arr *const *in,
-                    uint32_t n_in, int dtype, uint32_t rank, const int64_t *dims);
+rlxm_arr *rlxm_host(rlxm_scope *s, const char *name, rlxm_host_fn fn, void *user, rlxm_arr *const *in, uint32_t n_in,
+                    int dtype, uint32_t rank, const int64_t *dims);
 
 /* ---- buffers (the backend contract's device memory: a kept array) ---- */
 /* A kept, materialized u8 array of n bytes (contents undefined). */

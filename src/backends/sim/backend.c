@@ -197,8 +197,7 @@ static rlx_status sim_compile(const rlx_backend *b, const rlx_backend_compile_ar
   const rlx_plan *plan = args->plan;
   const rlx_allocator *al = rlx_graph_allocator(g);
   uint32_t n = rlx_graph_node_count(g);
-  if (args->backend_options)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "sim: the test backend takes no options");
+  if (args->backend_options) return rlx_errorf(RLX_ERR_INVALID_ARG, "sim: the test backend takes no options");
   sim_exe *x = al->alloc(al->ctx, sizeof *x);
   if (!x) return rlx_errorf(RLX_ERR_OOM, "sim: out of memory");
   memset(x, 0, sizeof *x);
@@ -265,8 +264,9 @@ static rlx_status sim_compile(const rlx_backend *b, const rlx_backend_compile_ar
 
 /* Kinds left to the shared decompositions (when they have one), so legalization is exercised. */
 static const rlx_op decomposed_kinds[] = {
-    RLX_OP_Slice, RLX_OP_Pad, RLX_OP_Tile, RLX_OP_Trilu, RLX_OP_Roll, RLX_OP_Clamp, RLX_OP_KvAppend,
-    RLX_OP_CumProd, RLX_OP_GroupNorm, RLX_OP_Fma, RLX_OP_Histogram, RLX_OP_AdaLayerNorm, RLX_OP_GatedResidual,
+    RLX_OP_Slice,     RLX_OP_Pad,          RLX_OP_Tile,          RLX_OP_Trilu,     RLX_OP_Roll,
+    RLX_OP_Clamp,     RLX_OP_KvAppend,     RLX_OP_CumProd,       RLX_OP_GroupNorm, RLX_OP_Fma,
+    RLX_OP_Histogram, RLX_OP_AdaLayerNorm, RLX_OP_GatedResidual,
 };
 /* Kinds claimed but run on the CPU by the runtime's host staging. */
 static const rlx_op staged_kinds[] = {

@@ -13,9 +13,12 @@ static const char *str(const char *s) { return s ? s : ""; }
 
 const char *oi_node_label(const Onnx__NodeProto *np, char *buf, size_t cap) {
   const char *op = str(np->op_type);
-  if (np->name && np->name[0]) snprintf(buf, cap, "node \"%.200s\" (%.100s)", np->name, op);
-  else if (np->n_output && np->output[0][0]) snprintf(buf, cap, "node (%.100s) with output \"%.200s\"", op, np->output[0]);
-  else snprintf(buf, cap, "node (%.100s) without name", op);
+  if (np->name && np->name[0])
+    snprintf(buf, cap, "node \"%.200s\" (%.100s)", np->name, op);
+  else if (np->n_output && np->output[0][0])
+    snprintf(buf, cap, "node (%.100s) with output \"%.200s\"", op, np->output[0]);
+  else
+    snprintf(buf, cap, "node (%.100s) without name", op);
   return buf;
 }
 
@@ -59,7 +62,8 @@ static rlx_status check_name(const char *s, const char *what, const char *where)
   if (!s || !s[0]) return rlx_errorf(RLX_ERR_FORMAT, "%s: %s is empty", where, what);
   size_t n = strlen(s);
   if (n > RLX_ONNX_MAX_NAME_BYTES)
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: %s is %zu bytes long; the limit is %d", where, what, n, RLX_ONNX_MAX_NAME_BYTES);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: %s is %zu bytes long; the limit is %d", where, what, n,
+                      RLX_ONNX_MAX_NAME_BYTES);
   return RLX_OK;
 }
 
@@ -87,8 +91,8 @@ static rlx_status check_value_info(const Onnx__ValueInfoProto *v, bool need_type
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
       const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
       if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value < 0)
-        return rlx_errorf(RLX_ERR_FORMAT, "%s: field type.tensor_type.shape.dim[%zu] is %lld; dims must be >= 0", what, i,
-                          (long long)d->dim_value);
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: field type.tensor_type.shape.dim[%zu] is %lld; dims must be >= 0", what,
+                          i, (long long)d->dim_value);
       if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
         RLX_TRY(check_name(d->dim_param, "a dim_param", what));
     }
@@ -134,8 +138,7 @@ static rlx_status gradient_deps(chk *k, const Onnx__NodeProto *n, const char *la
     for (size_t i = 0; i < cnt; i++) {
       const ProtobufCBinaryData *b = one ? &at->s : &at->strings[i];
       if (!b->len || b->len > RLX_ONNX_MAX_NAME_BYTES || memchr(b->data, 0, b->len))
-        return rlx_errorf(RLX_ERR_FORMAT, "%s: attribute %s names an empty, overlong or NUL-holding value", label,
-                          an);
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: attribute %s names an empty, overlong or NUL-holding value", label, an);
       char *name = rlx_arena_strndup(&k->info->strings, (const char *)b->data, b->len);
       if (!name) return rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", label);
       RLX_TRY(push_dep(k, label, name, deps, n_deps, cap_deps));
@@ -183,7 +186,8 @@ static rlx_status add_edge(chk *k, edge_list *e, uint32_t from, uint32_t to) {
   if (e->n == e->cap) {
     uint32_t cap = e->cap ? e->cap * 2 : 64;
     if (cap < e->cap) return rlx_errorf(RLX_ERR_OVERFLOW, "too many node dependencies");
-    uint32_t *f = k->al->alloc(k->al->ctx, (size_t)cap * sizeof *f), *t = k->al->alloc(k->al->ctx, (size_t)cap * sizeof *t);
+    uint32_t *f = k->al->alloc(k->al->ctx, (size_t)cap * sizeof *f),
+             *t = k->al->alloc(k->al->ctx, (size_t)cap * sizeof *t);
     if (!f || !t) {
       k->al->free(k->al->ctx, f);
       k->al->free(k->al->ctx, t);
@@ -237,7 +241,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
     snprintf(what, sizeof what, "%s: initializer #%zu", where, i);
     RLX_TRY(check_name(t->name, "field name", what));
     snprintf(what, sizeof what, "%s: initializer \"%.200s\"", where, t->name);
-    if (oi_map_get(&local->names, t->name, NULL)) return rlx_errorf(RLX_ERR_FORMAT, "%s: duplicate initializer name", what);
+    if (oi_map_get(&local->names, t->name, NULL))
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: duplicate initializer name", what);
     RLX_TRY(check_tensor(t, what));
     RLX_TRY(oi_map_put(&local->names, t->name, 0));
   }
@@ -267,8 +272,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
     if (n->domain && strlen(n->domain) > RLX_ONNX_MAX_NAME_BYTES)
       return rlx_errorf(RLX_ERR_FORMAT, "%s: field domain is longer than %d bytes", what, RLX_ONNX_MAX_NAME_BYTES);
     if (n->n_input > OI_MAX_NODE_IO || n->n_output > OI_MAX_NODE_IO)
-      return rlx_errorf(RLX_ERR_FORMAT, "%s: %zu inputs / %zu outputs exceed the limit of %u", what, n->n_input, n->n_output,
-                        OI_MAX_NODE_IO);
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: %zu inputs / %zu outputs exceed the limit of %u", what, n->n_input,
+                        n->n_output, OI_MAX_NODE_IO);
     for (size_t j = 0; j < n->n_input; j++)
       if (strlen(n->input[j]) > RLX_ONNX_MAX_NAME_BYTES)
         return rlx_errorf(RLX_ERR_FORMAT, "%s: input[%zu] is longer than %d bytes", what, j, RLX_ONNX_MAX_NAME_BYTES);
@@ -280,10 +285,11 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
       uint64_t prev;
       if (oi_map_get(&local->names, o, &prev)) {
         if (prev == 0)
-          return rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" redefines a graph input or initializer", what, j, o);
+          return rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" redefines a graph input or initializer", what, j,
+                            o);
         char other[400];
-        return rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" is also produced by %s (duplicate output)", what, j, o,
-                          oi_node_label(g->node[prev - 1], other, sizeof other));
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" is also produced by %s (duplicate output)", what, j,
+                          o, oi_node_label(g->node[prev - 1], other, sizeof other));
       }
       RLX_TRY(oi_map_put(&local->names, o, i + 1));
     }
@@ -324,7 +330,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
           if (s == RLX_OK && n_free == cap_free) {
             uint32_t cap = cap_free ? cap_free * 2 : 8;
             const char **nf = al->alloc(al->ctx, cap * sizeof *nf);
-            if (!nf) s = rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", where);
+            if (!nf)
+              s = rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", where);
             else {
               if (n_free) memcpy(nf, frees, n_free * sizeof *nf);
               al->free(al->ctx, frees);
@@ -337,8 +344,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
         continue;
       }
       if (implicit)
-        s = rlx_errorf(RLX_ERR_FORMAT, "%s: a body reads \"%s\", which no node, graph input or initializer defines", what,
-                       name);
+        s = rlx_errorf(RLX_ERR_FORMAT, "%s: a body reads \"%s\", which no node, graph input or initializer defines",
+                       what, name);
       else
         s = rlx_errorf(RLX_ERR_FORMAT,
                        "%s: input[%zu] \"%s\" is not produced by any node, graph input or initializer (dangling input)",
@@ -357,8 +364,10 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
     if (s) break;
     uint64_t first = 0;
     if (depth == 0 && oi_map_get(&outs, v->name, &first)) {
-      s = rlx_errorf(RLX_ERR_FORMAT, "%s: output[%zu] \"%s\" repeats output[%llu]; each graph output must be listed "
-                     "once", where, i, v->name, (unsigned long long)first);
+      s = rlx_errorf(RLX_ERR_FORMAT,
+                     "%s: output[%zu] \"%s\" repeats output[%llu]; each graph output must be listed "
+                     "once",
+                     where, i, v->name, (unsigned long long)first);
       break;
     }
     s = oi_map_put(&outs, v->name, i);
@@ -372,7 +381,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
         if (s == RLX_OK && n_free == cap_free) {
           uint32_t cap = cap_free ? cap_free * 2 : 8;
           const char **nf = al->alloc(al->ctx, cap * sizeof *nf);
-          if (!nf) s = rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", where);
+          if (!nf)
+            s = rlx_errorf(RLX_ERR_OOM, "out of memory checking %s", where);
           else {
             if (n_free) memcpy(nf, frees, n_free * sizeof *nf);
             al->free(al->ctx, frees);
@@ -384,7 +394,8 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
       }
       continue;
     }
-    s = rlx_errorf(RLX_ERR_FORMAT, "%s: output \"%s\" is not produced by any node, graph input or initializer", where, v->name);
+    s = rlx_errorf(RLX_ERR_FORMAT, "%s: output \"%s\" is not produced by any node, graph input or initializer", where,
+                   v->name);
   }
   oi_map_free(&outs);
   info = &k->info->graphs[gi]; /* the array may have moved while checking bodies */
@@ -396,14 +407,16 @@ static rlx_status check_graph_body(chk *k, const Onnx__GraphProto *g, uint32_t d
 static rlx_status check_graph(chk *k, const Onnx__GraphProto *g, uint32_t depth, const defs *outer, const char *where,
                               uint32_t *index_out) {
   if (depth > RLX_ONNX_MAX_GRAPH_DEPTH)
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: subgraph \"%s\" is nested %u levels deep; the limit is %d", where, str(g->name),
-                      depth, RLX_ONNX_MAX_GRAPH_DEPTH);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: subgraph \"%s\" is nested %u levels deep; the limit is %d", where,
+                      str(g->name), depth, RLX_ONNX_MAX_GRAPH_DEPTH);
   uint32_t gi = 0;
   RLX_TRY(register_graph(k, g, depth, &gi));
   *index_out = gi;
   char gwhere[800];
-  if (depth == 0) snprintf(gwhere, sizeof gwhere, "graph \"%.200s\"", str(g->name));
-  else snprintf(gwhere, sizeof gwhere, "%.600s: body \"%.150s\"", where, str(g->name));
+  if (depth == 0)
+    snprintf(gwhere, sizeof gwhere, "graph \"%.200s\"", str(g->name));
+  else
+    snprintf(gwhere, sizeof gwhere, "%.600s: body \"%.150s\"", where, str(g->name));
   defs local = {{0}, outer};
   oi_map_init(&local.names, k->al, false);
   oi_map free_seen;
@@ -452,7 +465,9 @@ static rlx_status check_graph(chk *k, const Onnx__GraphProto *g, uint32_t depth,
         }
       }
       char label[400];
-      s = rlx_errorf(RLX_ERR_FORMAT, "%s: the nodes form a cycle: %s depends on its own output through its inputs (%zu of %zu nodes cannot be ordered)",
+      s = rlx_errorf(RLX_ERR_FORMAT,
+                     "%s: the nodes form a cycle: %s depends on its own output through its inputs (%zu of %zu nodes "
+                     "cannot be ordered)",
                      gwhere, oi_node_label(g->node[v], label, sizeof label), nn - done, nn);
     }
   }
@@ -480,7 +495,8 @@ static rlx_status check_function(chk *k, const Onnx__FunctionProto *f, size_t fi
   char where[600];
   if (snprintf(where, sizeof where, "model: functions[%zu]", fi) < 0) where[0] = 0;
   RLX_TRY(check_name(f->name, "field name", where));
-  if (f->domain && strlen(f->domain) > RLX_ONNX_MAX_NAME_BYTES) return rlx_errorf(RLX_ERR_FORMAT, "%s: field domain is too long", where);
+  if (f->domain && strlen(f->domain) > RLX_ONNX_MAX_NAME_BYTES)
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: field domain is too long", where);
   if (snprintf(where, sizeof where, "model-local function \"%.200s\"", f->name) < 0) where[0] = 0;
   if (f->n_input > OI_MAX_NODE_IO || f->n_output > OI_MAX_NODE_IO)
     return rlx_errorf(RLX_ERR_FORMAT, "%s has more than %u inputs or outputs", where, OI_MAX_NODE_IO);
@@ -489,7 +505,8 @@ static rlx_status check_function(chk *k, const Onnx__FunctionProto *f, size_t fi
   rlx_status st = RLX_OK;
   for (size_t i = 0; i < f->n_input && st == RLX_OK; i++) {
     st = check_name(f->input[i], "an input name", where);
-    if (st == RLX_OK && oi_map_get(&d.names, f->input[i], NULL)) st = rlx_errorf(RLX_ERR_FORMAT, "%s: input \"%s\" is listed twice", where, f->input[i]);
+    if (st == RLX_OK && oi_map_get(&d.names, f->input[i], NULL))
+      st = rlx_errorf(RLX_ERR_FORMAT, "%s: input \"%s\" is listed twice", where, f->input[i]);
     if (st == RLX_OK) st = oi_map_put(&d.names, f->input[i], 0);
   }
   for (size_t i = 0; i < f->n_node && st == RLX_OK; i++) {
@@ -502,21 +519,25 @@ static rlx_status check_function(chk *k, const Onnx__FunctionProto *f, size_t fi
     for (size_t j = 0; j < n->n_input && st == RLX_OK; j++) {
       if (!n->input[j][0]) continue;
       if (!oi_map_get(&d.names, n->input[j], NULL))
-        st = rlx_errorf(RLX_ERR_FORMAT, "%s reads \"%s\", which no formal input or earlier node of the function defines", label,
-                        n->input[j]);
+        st =
+            rlx_errorf(RLX_ERR_FORMAT, "%s reads \"%s\", which no formal input or earlier node of the function defines",
+                       label, n->input[j]);
       if (st == RLX_OK) st = oi_map_put(&k->info->used, n->input[j], 1);
     }
     for (size_t a = 0; a < n->n_attribute && st == RLX_OK; a++) {
       const Onnx__AttributeProto *at = n->attribute[a];
       st = check_name(at->name, "an attribute name", label);
-      if (st == RLX_OK && oi_attr_type(at) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED && !(at->ref_attr_name && at->ref_attr_name[0]))
-        st = rlx_errorf(RLX_ERR_FORMAT, "%s: attribute \"%s\": field type is UNDEFINED and no value is set", label, at->name);
+      if (st == RLX_OK && oi_attr_type(at) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED &&
+          !(at->ref_attr_name && at->ref_attr_name[0]))
+        st = rlx_errorf(RLX_ERR_FORMAT, "%s: attribute \"%s\": field type is UNDEFINED and no value is set", label,
+                        at->name);
       if (st == RLX_OK && at->t) st = check_tensor(at->t, label);
       for (size_t t = 0; t < at->n_tensors && st == RLX_OK; t++) st = check_tensor(at->tensors[t], label);
     }
     for (size_t j = 0; j < n->n_output && st == RLX_OK; j++) {
       if (!n->output[j][0]) continue;
-      if (oi_map_get(&d.names, n->output[j], NULL)) st = rlx_errorf(RLX_ERR_FORMAT, "%s defines \"%s\" a second time", label, n->output[j]);
+      if (oi_map_get(&d.names, n->output[j], NULL))
+        st = rlx_errorf(RLX_ERR_FORMAT, "%s defines \"%s\" a second time", label, n->output[j]);
       if (st == RLX_OK) st = oi_map_put(&d.names, n->output[j], i + 1);
     }
   }
@@ -546,12 +567,15 @@ rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi
       return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] (domain \"%s\") has no field version", i,
                         str(o->domain));
     if (o->version < 1)
-      return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] (domain \"%s\") has version %lld; versions start at 1", i,
+      return rlx_errorf(RLX_ERR_FORMAT,
+                        "model: opset_import[%zu] (domain \"%s\") has version %lld; versions start at 1", i,
                         str(o->domain), (long long)o->version);
     if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) {
       if (has_default && o->version != default_version)
-        return rlx_errorf(RLX_ERR_FORMAT, "model: opset_import[%zu] imports the default domain at version %lld, but an "
-                          "earlier entry imports it at %lld", i, (long long)o->version, (long long)default_version);
+        return rlx_errorf(RLX_ERR_FORMAT,
+                          "model: opset_import[%zu] imports the default domain at version %lld, but an "
+                          "earlier entry imports it at %lld",
+                          i, (long long)o->version, (long long)default_version);
       has_default = true;
       default_version = o->version;
     }
@@ -561,7 +585,7 @@ rlx_status oi_check_model(const Onnx__ModelProto *m, const rlx_allocator *al, oi
    * domain out when no node uses it (the importer rejects a node of a domain not imported). */
   if (m->n_opset_import == 0)
     return rlx_errorf(RLX_ERR_FORMAT, "model: field opset_import is missing, so the operator set version is unknown "
-                      "(ONNX requires it since IR version 3; the exporter must record it)");
+                                      "(ONNX requires it since IR version 3; the exporter must record it)");
   uint32_t idx;
   chk k = {al, info};
   for (size_t i = 0; i < m->n_functions; i++) RLX_TRY(check_function(&k, m->functions[i], i));

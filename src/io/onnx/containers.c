@@ -70,8 +70,9 @@ rlx_status oi_bind_container_input(oi_imp *m, oi_scope *s, const Onnx__ValueInfo
   bool optional, seq;
   const Onnx__TypeProto *tp = oi_container_elem_type(v->type, &optional, &seq);
   if (!tp)
-    return input_gap(m, s, v->name, "is a sequence or optional of something other than tensors (only sequences and "
-                                    "optionals of tensors are supported)");
+    return input_gap(m, s, v->name,
+                     "is a sequence or optional of something other than tensors (only sequences and "
+                     "optionals of tensors are supported)");
   rlx_dtype d;
   if (!oi_dtype_from_onnx(tp->tensor_type->elem_type, &d)) {
     char r[200];
@@ -89,23 +90,26 @@ rlx_status oi_bind_container_input(oi_imp *m, oi_scope *s, const Onnx__ValueInfo
       return rlx_errorf(RLX_ERR_INVALID_ARG, "options: graph input \"%s\" is marked absent but is not an optional",
                         v->name);
     if (len < RLX_ONNX_ABSENT || len > (int64_t)OI_MAX_UNROLL_NODES)
-      return rlx_errorf(RLX_ERR_INVALID_ARG, "options: graph input \"%s\" is given length %lld", v->name, (long long)len);
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "options: graph input \"%s\" is given length %lld", v->name,
+                        (long long)len);
     present = len != RLX_ONNX_ABSENT;
   } else if (!seq) { /* an optional tensor: present when given */
     len = 1;
     present = oi_find_input(m, v->name) != NULL;
     if (!present)
-      return input_gap(m, s, v->name, "is an optional whose presence is only known at run time; give it (as an input "
-                                      "of that name) or mark it absent in the options (seq_lengths = RLX_ONNX_ABSENT)");
+      return input_gap(m, s, v->name,
+                       "is an optional whose presence is only known at run time; give it (as an input "
+                       "of that name) or mark it absent in the options (seq_lengths = RLX_ONNX_ABSENT)");
   } else { /* a sequence: as many elements as the options give */
     for (len = 0; len < (int64_t)OI_MAX_UNROLL_NODES; len++) {
       snprintf(ename, nl + 16, "%s.%lld", v->name, (long long)len);
       if (!oi_find_input(m, ename)) break;
     }
     if (len == 0)
-      return input_gap(m, s, v->name, "is a sequence whose length is only known at run time; give its elements as "
-                                      "inputs NAME.0, NAME.1, ... or its length in the options (seq_names / "
-                                      "seq_lengths)");
+      return input_gap(m, s, v->name,
+                       "is a sequence whose length is only known at run time; give its elements as "
+                       "inputs NAME.0, NAME.1, ... or its length in the options (seq_names / "
+                       "seq_lengths)");
   }
   oi_value val;
   if (!present) {
@@ -146,7 +150,8 @@ void rlx_onnx_seq_value_free(rlx_onnx_seq_value *s, const rlx_allocator *al) {
 }
 
 /* Converts tensors[0..n) into out->v (out->n counts the ones done, for cleanup). */
-static rlx_status read_tensors(Onnx__TensorProto *const *ts, size_t n, const rlx_allocator *al, rlx_onnx_seq_value *out) {
+static rlx_status read_tensors(Onnx__TensorProto *const *ts, size_t n, const rlx_allocator *al,
+                               rlx_onnx_seq_value *out) {
   if (n > 1000000) return rlx_errorf(RLX_ERR_UNSUPPORTED, "a sequence of %zu tensors", n);
   out->v = al->alloc(al->ctx, (n ? n : 1) * sizeof *out->v);
   if (!out->v) return rlx_errorf(RLX_ERR_OOM, "out of memory");
@@ -169,7 +174,9 @@ static rlx_status read_sequence(const Onnx__SequenceProto *sp, const rlx_allocat
   out->is_sequence = true;
   if (sp->n_sparse_tensor_values || sp->n_sequence_values || sp->n_optional_values)
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "sequence: only sequences of tensors are supported (this one holds %s)",
-                      sp->n_sparse_tensor_values ? "sparse tensors" : sp->n_sequence_values ? "sequences" : "optionals");
+                      sp->n_sparse_tensor_values ? "sparse tensors"
+                      : sp->n_sequence_values    ? "sequences"
+                                                 : "optionals");
   if (sp->has_elem_type && sp->elem_type != 1 && sp->elem_type != 0 && !sp->n_tensor_values)
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "sequence: elem_type %d (only tensors, 1, are supported)", sp->elem_type);
   return read_tensors(sp->tensor_values, sp->n_tensor_values, al, out);
@@ -194,11 +201,14 @@ rlx_status rlx_onnx_sequence_read(const uint8_t *data, size_t len, bool optional
       st = rlx_errorf(RLX_ERR_UNSUPPORTED, "optional: only optional tensors and sequences of tensors are supported");
     else if (op->tensor_value && op->sequence_value)
       st = rlx_errorf(RLX_ERR_FORMAT, "optional: holds both a tensor_value and a sequence_value");
-    else if (op->tensor_value) st = read_tensors(&op->tensor_value, 1, al, out);
-    else if (op->sequence_value) st = read_sequence(op->sequence_value, al, out);
+    else if (op->tensor_value)
+      st = read_tensors(&op->tensor_value, 1, al, out);
+    else if (op->sequence_value)
+      st = read_sequence(op->sequence_value, al, out);
     else if (op->has_elem_type && op->elem_type == 4)
       st = rlx_errorf(RLX_ERR_UNSUPPORTED, "optional: maps are not supported");
-    else out->absent = true;
+    else
+      out->absent = true;
   }
   oi_pb_free(&pb);
   if (st) rlx_onnx_seq_value_free(out, al);

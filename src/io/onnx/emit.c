@@ -172,8 +172,10 @@ const rlx_shape *oi_shape(const oi_node *c, rlx_id id) {
   rlx_shape *s = rlx_arena_alloc((rlx_arena *)&c->scratch, sizeof *s, 8);
   if (!s) s = &fallback[next++ % 16];
   const rlx_node *n = rlx_graph_node(c->g, id);
-  if (n) *s = n->shape;
-  else memset(s, 0, sizeof *s);
+  if (n)
+    *s = n->shape;
+  else
+    memset(s, 0, sizeof *s);
   return s;
 }
 
@@ -207,8 +209,9 @@ rlx_status oi_in_ints(oi_node *c, uint32_t k, const char *what, int64_t **v, siz
   rlx_shape s;
   RLX_TRY(oi_need(c, k, what));
   if (!oi_in_value(c, k, &data, &s))
-    return oi_needs_value(c, "input %u (%s) must be known at import time (a constant or a bound input value); here "
-                             "it is computed at run time",
+    return oi_needs_value(c,
+                          "input %u (%s) must be known at import time (a constant or a bound input value); here "
+                          "it is computed at run time",
                           k, what);
   rlx_dtype t = (rlx_dtype)s.dtype;
   if (!rlx_dtype_is_int(t) && t != RLX_BOOL)
@@ -228,8 +231,9 @@ rlx_status oi_in_f64s(oi_node *c, uint32_t k, const char *what, double **v, size
   rlx_shape s;
   RLX_TRY(oi_need(c, k, what));
   if (!oi_in_value(c, k, &data, &s))
-    return oi_needs_value(c, "input %u (%s) must be known at import time (a constant or a bound input value); here "
-                             "it is computed at run time",
+    return oi_needs_value(c,
+                          "input %u (%s) must be known at import time (a constant or a bound input value); here "
+                          "it is computed at run time",
                           k, what);
   rlx_dtype t = (rlx_dtype)s.dtype;
   if (rlx_dtype_class_of(t) == RLX_CLASS_COMPLEX) return oi_bad(c, "input %u (%s) must be real", k, what);
@@ -310,7 +314,9 @@ rlx_status oi_bin_s(oi_node *c, rlx_binop op, rlx_id a, double v, rlx_id *out) {
 
 rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) { return rlx_compare(c->g, op, a, b, out); }
 
-rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out) { return rlx_where(c->g, cond, a, b, out); }
+rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out) {
+  return rlx_where(c->g, cond, a, b, out);
+}
 
 rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out) { return rlx_cast_to(c->g, x, t, out); }
 
@@ -329,8 +335,9 @@ rlx_status oi_reshape_dims(oi_node *c, rlx_id x, uint32_t rank, const rlx_dim *d
   uint32_t sym = 0;
   for (uint32_t i = 0; i < rank; i++) sym += !rlx_dim_is_static(dims[i]);
   if (sym > 1)
-    return oi_unsupported(c, "reshaping to a shape with %u symbolic dims; bind them (rlx_onnx_options dim bindings or "
-                             "input shapes)",
+    return oi_unsupported(c,
+                          "reshaping to a shape with %u symbolic dims; bind them (rlx_onnx_options dim bindings or "
+                          "input shapes)",
                           sym);
   return rlx_reshape_dims(c->g, x, rank, dims, out);
 }
@@ -359,7 +366,8 @@ rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx
 rlx_status oi_bcast_axis(oi_node *c, rlx_id x, uint32_t rank, uint32_t axis, rlx_id *out) {
   const rlx_shape *s = oi_shape(c, x);
   if (s->rank + axis > rank)
-    return oi_bad(c, "a parameter of shape %s does not fit at axis %u of a rank-%u tensor", rlx_fmt_shape(s), axis, rank);
+    return oi_bad(c, "a parameter of shape %s does not fit at axis %u of a rank-%u tensor", rlx_fmt_shape(s), axis,
+                  rank);
   int64_t dims[RLX_MAX_RANK];
   for (uint32_t i = 0; i < rank; i++) dims[i] = 1;
   for (uint32_t i = 0; i < s->rank; i++) dims[axis + i] = s->dims[i];

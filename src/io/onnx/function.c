@@ -49,9 +49,11 @@ static rlx_status defaults_read(const oi_imp *m, const Onnx__FunctionProto *f, f
     const ProtobufCMessageUnknownField *u = &f->base.unknown_fields[i];
     if (u->tag != ATTRIBUTE_PROTO_FIELD) continue;
     if (u->wire_type != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
-      return rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\": field attribute_proto has wire type %d", str(f->name), (int)u->wire_type);
+      return rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\": field attribute_proto has wire type %d",
+                        str(f->name), (int)u->wire_type);
     if (d->n == MAX_DEFAULTS)
-      return rlx_errorf(RLX_ERR_UNSUPPORTED, "model-local function \"%s\" declares more than %d default attributes", str(f->name), MAX_DEFAULTS);
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "model-local function \"%s\" declares more than %d default attributes",
+                        str(f->name), MAX_DEFAULTS);
     uint64_t len = 0;
     size_t k = 0;
     for (unsigned shift = 0; k < u->len && k < 10; shift += 7) { /* the length varint */
@@ -69,9 +71,11 @@ static rlx_status defaults_read(const oi_imp *m, const Onnx__FunctionProto *f, f
     if (!at->name || !at->name[0] || oi_attr_type(at) == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
       return rlx_errorf(RLX_ERR_FORMAT, "%s: an entry without a name or a value", what);
     if (at->g || at->n_graphs)
-      return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s \"%s\" is a graph; graph attributes of functions are not supported", what, at->name);
+      return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s \"%s\" is a graph; graph attributes of functions are not supported",
+                        what, at->name);
     rlx_status st = at->t ? oi_tensor_check(at->t, what, &sh) : RLX_OK;
-    for (size_t t = 0; t < at->n_tensors && (st == RLX_OK || st == RLX_ERR_UNSUPPORTED); t++) st = oi_tensor_check(at->tensors[t], what, &sh);
+    for (size_t t = 0; t < at->n_tensors && (st == RLX_OK || st == RLX_ERR_UNSUPPORTED); t++)
+      st = oi_tensor_check(at->tensors[t], what, &sh);
     if (st != RLX_OK && st != RLX_ERR_UNSUPPORTED) return st;
   }
   return RLX_OK;
@@ -100,20 +104,23 @@ static rlx_status why_not(char *why, size_t cap, const char *fmt, ...) {
 
 /* The body node n as called from np: omitted formal inputs become "", attribute references take
  * the call's attributes. The copy lives in arena a. */
-static rlx_status instantiate(rlx_arena *a, const Onnx__NodeProto *np, const Onnx__FunctionProto *f, const oi_map *unbound,
-                              const fn_defaults *defs, const Onnx__NodeProto *n, Onnx__NodeProto **out, char *why, size_t cap) {
+static rlx_status instantiate(rlx_arena *a, const Onnx__NodeProto *np, const Onnx__FunctionProto *f,
+                              const oi_map *unbound, const fn_defaults *defs, const Onnx__NodeProto *n,
+                              Onnx__NodeProto **out, char *why, size_t cap) {
   Onnx__NodeProto *cp = rlx_arena_alloc(a, sizeof *cp, 8);
   char **in = rlx_arena_alloc(a, (n->n_input + 1) * sizeof *in, 8);
   Onnx__AttributeProto **attrs = rlx_arena_alloc(a, (n->n_attribute + 1) * sizeof *attrs, 8);
   if (!cp || !in || !attrs) return rlx_errorf(RLX_ERR_OOM, "out of memory inlining a function");
   *cp = *n;
-  for (size_t j = 0; j < n->n_input; j++) in[j] = n->input[j][0] && oi_map_get(unbound, n->input[j], NULL) ? "" : n->input[j];
+  for (size_t j = 0; j < n->n_input; j++)
+    in[j] = n->input[j][0] && oi_map_get(unbound, n->input[j], NULL) ? "" : n->input[j];
   cp->input = in;
   size_t na = 0;
   for (size_t j = 0; j < n->n_attribute; j++) {
     const Onnx__AttributeProto *at = n->attribute[j];
     if (at->g || at->n_graphs)
-      return why_not(why, cap, "function \"%s\": node %s has a subgraph attribute; functions with subgraphs are not inlined",
+      return why_not(why, cap,
+                     "function \"%s\": node %s has a subgraph attribute; functions with subgraphs are not inlined",
                      str(f->name), str(n->op_type));
     if (!at->ref_attr_name || !at->ref_attr_name[0]) {
       attrs[na++] = (Onnx__AttributeProto *)at;
@@ -136,22 +143,28 @@ static rlx_status instantiate(rlx_arena *a, const Onnx__NodeProto *np, const Onn
   return RLX_OK;
 }
 
-rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx__FunctionProto *f, char *why, size_t cap) {
+rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx__FunctionProto *f, char *why,
+                              size_t cap) {
   oi_imp *m = s->m;
   if (np->n_input > f->n_input || np->n_output > f->n_output)
-    return rlx_errorf(RLX_ERR_FORMAT, "call of model-local function \"%s\": %zu inputs and %zu outputs given; it has %zu and %zu",
+    return rlx_errorf(RLX_ERR_FORMAT,
+                      "call of model-local function \"%s\": %zu inputs and %zu outputs given; it has %zu and %zu",
                       str(f->name), np->n_input, np->n_output, f->n_input, f->n_output);
   for (size_t k = 0; k < m->model->n_functions; k++) { /* overloads (IR 10) share name and domain */
     const Onnx__FunctionProto *g = m->model->functions[k];
     if (g != f && strcmp(str(g->name), str(f->name)) == 0 && strcmp(str(g->domain), str(f->domain)) == 0)
-      return why_not(why, cap, "several model-local functions are named \"%s\" (overloads, which Debian's onnx.proto cannot tell apart)",
-                     str(f->name));
+      return why_not(
+          why, cap,
+          "several model-local functions are named \"%s\" (overloads, which Debian's onnx.proto cannot tell apart)",
+          str(f->name));
   }
   if (m->fn_depth >= OI_MAX_FUNCTION_DEPTH)
-    return why_not(why, cap, "model-local functions nested more than %d deep (a recursive function?)", OI_MAX_FUNCTION_DEPTH);
+    return why_not(why, cap, "model-local functions nested more than %d deep (a recursive function?)",
+                   OI_MAX_FUNCTION_DEPTH);
   int64_t saved_opset = m->opset;
   for (size_t i = 0; i < f->n_opset_import; i++)
-    if (default_domain(f->opset_import[i]->domain) && f->opset_import[i]->has_version) m->opset = f->opset_import[i]->version;
+    if (default_domain(f->opset_import[i]->domain) && f->opset_import[i]->has_version)
+      m->opset = f->opset_import[i]->version;
   rlx_arena a = {0};
   a.al = m->al;
   fn_defaults defs;
@@ -170,8 +183,10 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
   for (size_t k = 0; k < f->n_input && st == RLX_OK; k++) {
     if (k < np->n_input && np->input[k][0]) {
       const oi_value *v = oi_scope_get(s, np->input[k]);
-      if (!v) st = rlx_errorf(RLX_ERR_INTERNAL, "function call input \"%s\" is not defined", np->input[k]);
-      else st = oi_scope_set_value(&fs, f->input[k], v);
+      if (!v)
+        st = rlx_errorf(RLX_ERR_INTERNAL, "function call input \"%s\" is not defined", np->input[k]);
+      else
+        st = oi_scope_set_value(&fs, f->input[k], v);
     } else {
       st = oi_map_put(&unbound, f->input[k], 1);
     }
@@ -186,8 +201,11 @@ rlx_status oi_inline_function(oi_scope *s, const Onnx__NodeProto *np, const Onnx
   for (size_t k = 0; k < np->n_output && st == RLX_OK; k++) {
     if (!np->output[k][0]) continue;
     const oi_value *v = oi_scope_get(&fs, f->output[k]);
-    if (!v) st = rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\" does not define its output \"%s\"", str(f->name), f->output[k]);
-    else st = oi_scope_set_value(s, np->output[k], v);
+    if (!v)
+      st = rlx_errorf(RLX_ERR_FORMAT, "model-local function \"%s\" does not define its output \"%s\"", str(f->name),
+                      f->output[k]);
+    else
+      st = oi_scope_set_value(s, np->output[k], v);
   }
   m->opset = saved_opset;
   oi_map_free(&unbound);

@@ -114,8 +114,10 @@ const char *oi_kind_name(const oi_value *v) {
 rlx_status oi_gap_add(oi_imp *m, const Onnx__NodeProto *np, const char *reason) {
   const rlx_allocator *al = m->al;
   char label[400];
-  if (np) oi_node_label(np, label, sizeof label);
-  else snprintf(label, sizeof label, "model");
+  if (np)
+    oi_node_label(np, label, sizeof label);
+  else
+    snprintf(label, sizeof label, "model");
   for (uint32_t i = 0; i < m->n_gaps; i++)
     if (strcmp(m->gaps[i].key, reason) == 0) {
       oi_gap *g = &m->gaps[i];
@@ -191,9 +193,9 @@ static rlx_status dim_param(oi_imp *m, const char *name, rlx_dim *out) {
 rlx_status oi_type_shape(oi_imp *m, const Onnx__TypeProto *tp, const char *what, rlx_shape *out) {
   if (!tp) return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has no type", what);
   if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-    const char *k = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE   ? "sequence"
-                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE      ? "map"
-                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE ? "optional"
+    const char *k = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE        ? "sequence"
+                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE           ? "map"
+                    : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE      ? "optional"
                     : tp->value_case == ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE ? "sparse tensor"
                                                                                    : "unknown";
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has a %s type; only tensors are supported", what, k);
@@ -201,10 +203,13 @@ rlx_status oi_type_shape(oi_imp *m, const Onnx__TypeProto *tp, const char *what,
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   rlx_dtype d;
   if (!oi_dtype_from_onnx(tt->elem_type, &d))
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has dtype %s, which RLX does not have", what, oi_onnx_dtype_name(tt->elem_type));
-  if (!tt->shape) return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has no shape (unknown rank); give its shape in the options", what);
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has dtype %s, which RLX does not have", what,
+                      oi_onnx_dtype_name(tt->elem_type));
+  if (!tt->shape)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has no shape (unknown rank); give its shape in the options", what);
   if (tt->shape->n_dim > RLX_MAX_RANK)
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has rank %zu; RLX supports up to %d", what, tt->shape->n_dim, RLX_MAX_RANK);
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s has rank %zu; RLX supports up to %d", what, tt->shape->n_dim,
+                      RLX_MAX_RANK);
   rlx_dim dims[RLX_MAX_RANK];
   for (size_t i = 0; i < tt->shape->n_dim; i++) {
     const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
@@ -251,22 +256,22 @@ static rlx_status bind_dims(oi_imp *m, const Onnx__GraphProto *g, const oi_map *
     const Onnx__TensorShapeProto *sp = v->type->tensor_type->shape;
     if (!sp) continue;
     if (sp->n_dim != h->tensor.shape.rank)
-      return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": the model gives it rank %zu but the given tensor %s has rank %u", v->name,
-                        sp->n_dim, rlx_fmt_shape(&h->tensor.shape), h->tensor.shape.rank);
+      return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": the model gives it rank %zu but the given tensor %s has rank %u",
+                        v->name, sp->n_dim, rlx_fmt_shape(&h->tensor.shape), h->tensor.shape.rank);
     for (size_t k = 0; k < sp->n_dim; k++) {
       const Onnx__TensorShapeProto__Dimension *dm = sp->dim[k];
       rlx_dim given = h->tensor.shape.dims[k];
       if (given < 0) return rlx_errorf(RLX_ERR_INVALID_ARG, "options: input \"%s\" has a symbolic dim", v->name);
       if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
         if (dm->dim_value != given)
-          return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": dim %zu is %lld in the model but %lld in the given tensor", v->name,
-                            k, (long long)dm->dim_value, (long long)given);
+          return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": dim %zu is %lld in the model but %lld in the given tensor",
+                            v->name, k, (long long)dm->dim_value, (long long)given);
       } else if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dm->dim_param &&
                  dm->dim_param[0]) {
         uint64_t prev;
         if (oi_map_get(&m->dim_syms, dm->dim_param, &prev) && (int64_t)prev != given)
-          return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": dim %zu (%s) is %lld, but %s is already bound to %lld", v->name, k,
-                            dm->dim_param, (long long)given, dm->dim_param, (long long)(int64_t)prev);
+          return rlx_errorf(RLX_ERR_SHAPE, "input \"%s\": dim %zu (%s) is %lld, but %s is already bound to %lld",
+                            v->name, k, dm->dim_param, (long long)given, dm->dim_param, (long long)(int64_t)prev);
         RLX_TRY(oi_map_put(&m->dim_syms, dm->dim_param, (uint64_t)given));
       }
     }
@@ -330,9 +335,10 @@ static rlx_status check_op_support(oi_imp *m, const Onnx__NodeProto *np, bool *i
   int64_t opset = training ? m->opset_training : m->opset;
   if (opset == 0) {
     char label[400];
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: its domain \"%s\" has no entry in the model's field opset_import, so the "
-                      "operator set version is unknown", oi_node_label(np, label, sizeof label),
-                      training ? OI_TRAINING_DOMAIN : "");
+    return rlx_errorf(RLX_ERR_FORMAT,
+                      "%s: its domain \"%s\" has no entry in the model's field opset_import, so the "
+                      "operator set version is unknown",
+                      oi_node_label(np, label, sizeof label), training ? OI_TRAINING_DOMAIN : "");
   }
   if (opset < e->min_opset || opset > e->max_opset)
     return gap(m, np, "%s: opset %lld%s%s is not supported (supported: %d..%d)", op_type, (long long)opset,
@@ -386,12 +392,13 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
   }
   bool training = !default_domain(np->domain) && strcmp(np->domain, OI_TRAINING_DOMAIN) == 0;
   const Onnx__FunctionProto *fn = oi_model_function(m, np); /* ModelProto.functions (IR 8+) */
-  if (fn && poisoned) return poison_outputs(s, np); /* a function body is only judged on real operands */
+  if (fn && poisoned) return poison_outputs(s, np);         /* a function body is only judged on real operands */
   if (fn) {
     char why[512] = "";
     rlx_status st = oi_inline_function(s, np, fn, why, sizeof why);
     if (st != RLX_ERR_UNSUPPORTED) return st;
-    RLX_TRY(gap(m, np, "%s: model-local function of domain \"%s\": %s", op_type, str(np->domain), why[0] ? why : rlx_last_error()));
+    RLX_TRY(gap(m, np, "%s: model-local function of domain \"%s\": %s", op_type, str(np->domain),
+                why[0] ? why : rlx_last_error()));
     return poison_outputs(s, np);
   }
   bool is_gap;
@@ -469,7 +476,8 @@ rlx_status oi_import_node(oi_scope *s, const Onnx__NodeProto *np) {
         st = oi_scope_set_value(s, np->output[k], &c.out_val[k]);
         if (st == RLX_OK && c.out_val[k].kind == OI_KIND_TENSOR && c.out_val[k].id >= first_new)
           st = name_node(s->g, c.out_val[k].id, np->output[k]);
-      } else if (c.out[k] == RLX_NO_ID) st = oi_scope_set(s, np->output[k], RLX_NO_ID, OI_VAL_POISONED, NULL);
+      } else if (c.out[k] == RLX_NO_ID)
+        st = oi_scope_set(s, np->output[k], RLX_NO_ID, OI_VAL_POISONED, NULL);
       else {
         st = oi_scope_set(s, np->output[k], c.out[k], OI_VAL_OK, NULL);
         if (st == RLX_OK && c.out[k] >= first_new) st = name_node(s->g, c.out[k], np->output[k]);
@@ -596,7 +604,8 @@ rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const 
 
 rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args, uint32_t n_args, rlx_id *outs,
                            uint32_t n_outs) {
-  oi_value *av = oi_scratch(c, ((size_t)n_args + 1) * sizeof *av), *ov = oi_scratch(c, ((size_t)n_outs + 1) * sizeof *ov);
+  oi_value *av = oi_scratch(c, ((size_t)n_args + 1) * sizeof *av),
+           *ov = oi_scratch(c, ((size_t)n_outs + 1) * sizeof *ov);
   if (!av || !ov) return oi_nomem(c);
   for (uint32_t i = 0; i < n_args; i++)
     av[i] = (oi_value){.id = args[i], .state = args[i] == RLX_NO_ID ? OI_VAL_POISONED : OI_VAL_OK};
@@ -614,7 +623,8 @@ static void sanitize_name(const char *in, char *out, size_t cap) {
   size_t n = 0;
   for (const char *p = in; *p && n + 1 < cap; p++) {
     char ch = *p;
-    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
+    bool ok =
+        (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
     out[n++] = ok ? ch : '_';
   }
   if (!n) {
@@ -629,7 +639,8 @@ static void sanitize_name(const char *in, char *out, size_t cap) {
 static rlx_status child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes, uint32_t n_args,
                               const char *const *caps, uint32_t n_caps, const uint32_t *which, uint32_t n_which,
                               uint32_t elem, rlx_graph **out) {
-  if (n_args != gp->n_input) return oi_bad(c, "body \"%s\" takes %zu inputs, %u given", str(gp->name), gp->n_input, n_args);
+  if (n_args != gp->n_input)
+    return oi_bad(c, "body \"%s\" takes %zu inputs, %u given", str(gp->name), gp->n_input, n_args);
   char gname[128];
   sanitize_name(str(gp->name), gname, sizeof gname);
   rlx_graph *child;
@@ -653,8 +664,9 @@ static rlx_status child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_
       continue;
     }
     if (v->kind != OI_KIND_TENSOR || v->optional) {
-      st = oi_unsupported(c, "body \"%s\" reads the %s \"%s\" of the enclosing graph but is not inlined (its condition "
-                             "or trip count is only known at run time)",
+      st = oi_unsupported(c,
+                          "body \"%s\" reads the %s \"%s\" of the enclosing graph but is not inlined (its condition "
+                          "or trip count is only known at run time)",
                           str(gp->name), oi_kind_name(v), caps[i]);
       break;
     }
@@ -666,18 +678,23 @@ static rlx_status child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_
   rlx_id outs[64];
   if (st == RLX_OK && n_which > 64) st = oi_unsupported(c, "bodies with more than 64 outputs");
   for (uint32_t i = 0; i < n_which && st == RLX_OK; i++) {
-    if (which[i] >= gp->n_output) st = oi_bad(c, "body \"%s\" has no output %u", str(gp->name), which[i]);
-    else if (elem == OI_NO_ELEM || n_which != 1) st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]);
+    if (which[i] >= gp->n_output)
+      st = oi_bad(c, "body \"%s\" has no output %u", str(gp->name), which[i]);
+    else if (elem == OI_NO_ELEM || n_which != 1)
+      st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]);
     else {
       oi_value v = {.id = RLX_NO_ID};
       st = lookup_value(c, &s, gp->output[which[i]]->name, &v);
       if (st == RLX_OK && elem == OI_WHOLE_VALUE) {
-        if (v.kind == OI_KIND_TENSOR) outs[i] = v.id;
-        else st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]); /* explains why not */
+        if (v.kind == OI_KIND_TENSOR)
+          outs[i] = v.id;
+        else
+          st = lookup_output(c, &s, gp->output[which[i]]->name, &outs[i]); /* explains why not */
       } else if (st == RLX_OK) {
         if (v.kind != OI_KIND_SEQ || elem >= v.n_seq)
           st = rlx_errorf(RLX_ERR_INTERNAL, "body output \"%s\" has no element %u", gp->output[which[i]]->name, elem);
-        else outs[i] = v.seq[elem];
+        else
+          outs[i] = v.seq[elem];
       }
     }
   }
@@ -737,10 +754,11 @@ static rlx_status bind_inputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g,
     RLX_TRY(st);
     if (h && h->tensor.shape.rank == sh.rank) /* dims the model leaves unnamed take the given size */
       for (uint32_t k = 0; k < sh.rank; k++)
-        if (!rlx_dim_is_static(sh.dims[k]) && rlx_dim_is_static(h->tensor.shape.dims[k])) sh.dims[k] = h->tensor.shape.dims[k];
+        if (!rlx_dim_is_static(sh.dims[k]) && rlx_dim_is_static(h->tensor.shape.dims[k]))
+          sh.dims[k] = h->tensor.shape.dims[k];
     if (h && h->tensor.shape.dtype != sh.dtype)
-      return rlx_errorf(RLX_ERR_SHAPE, "%s is %s in the model but the given tensor is %s", what, rlx_dtype_name((rlx_dtype)sh.dtype),
-                        rlx_dtype_name((rlx_dtype)h->tensor.shape.dtype));
+      return rlx_errorf(RLX_ERR_SHAPE, "%s is %s in the model but the given tensor is %s", what,
+                        rlx_dtype_name((rlx_dtype)sh.dtype), rlx_dtype_name((rlx_dtype)h->tensor.shape.dtype));
     rlx_id id;
     RLX_TRY(rlx_input(s->g, v->name, sh, &id));
     size_t nb;
@@ -778,8 +796,8 @@ static rlx_status set_output(oi_scope *s, const char *name, rlx_id id, const Onn
   const Onnx__TypeProto__Tensor *tt = decl->tensor_type;
   rlx_dtype d;
   if (oi_dtype_from_onnx(tt->elem_type, &d) && d != got->dtype)
-    return rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares %s but the imported graph computes %s", name,
-                      oi_onnx_dtype_name(tt->elem_type), rlx_fmt_shape(got));
+    return rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares %s but the imported graph computes %s",
+                      name, oi_onnx_dtype_name(tt->elem_type), rlx_fmt_shape(got));
   if (!tt->shape) return RLX_OK;
   bool bad = tt->shape->n_dim != got->rank;
   for (size_t k = 0; k < tt->shape->n_dim && !bad; k++) {
@@ -794,11 +812,13 @@ static rlx_status set_output(oi_scope *s, const char *name, rlx_id id, const Onn
     const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[k];
     if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
       p += (size_t)snprintf(dl + p, sizeof dl - p, "%s%lld", k ? ", " : "", (long long)dm->dim_value);
-    else p += (size_t)snprintf(dl + p, sizeof dl - p, "%s?", k ? ", " : "");
+    else
+      p += (size_t)snprintf(dl + p, sizeof dl - p, "%s?", k ? ", " : "");
   }
   snprintf(dl + p, sizeof dl - p, "]");
-  return rlx_errorf(RLX_ERR_SHAPE, "graph output \"%s\": the model declares shape %s but the imported graph computes %s",
-                    name, dl, rlx_fmt_shape(got));
+  return rlx_errorf(RLX_ERR_SHAPE,
+                    "graph output \"%s\": the model declares shape %s but the imported graph computes %s", name, dl,
+                    rlx_fmt_shape(got));
 }
 
 /* Outputs, in order: a tensor is one RLX output; a sequence of N elements N outputs NAME.0 ...
@@ -808,8 +828,10 @@ static rlx_status set_outputs(oi_imp *m, oi_scope *s, const Onnx__GraphProto *g)
   bool poisoned = false;
   for (size_t i = 0; i < g->n_output; i++) {
     const oi_value *val = oi_scope_get(s, g->output[i]->name);
-    if (!val || val->state == OI_VAL_POISONED) poisoned = true;
-    else n += val->kind == OI_KIND_SEQ ? val->n_seq : val->kind == OI_KIND_NONE ? 0 : 1;
+    if (!val || val->state == OI_VAL_POISONED)
+      poisoned = true;
+    else
+      n += val->kind == OI_KIND_SEQ ? val->n_seq : val->kind == OI_KIND_NONE ? 0 : 1;
   }
   if (poisoned) return RLX_OK; /* the gaps explain it */
   rlx_id *ids = m->al->alloc(m->al->ctx, (n ? n : 1) * sizeof *ids);
@@ -843,7 +865,8 @@ static void graph_name(const char *in, char *out, size_t cap) {
   size_t n = 0;
   for (const char *p = in; *p && n + 1 < cap; p++) {
     char ch = *p;
-    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
+    bool ok =
+        (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
     out[n++] = ok ? ch : '_';
   }
   out[n] = 0;
@@ -892,8 +915,10 @@ static rlx_status attempt(oi_imp *m, const char *what, rlx_graph **out) {
   oi_map_free(&inits);
   oi_map_free(&m->dim_syms);
   rlx_arena_release(&m->seqs);
-  if (st == RLX_OK) *out = g;
-  else rlx_graph_free(g);
+  if (st == RLX_OK)
+    *out = g;
+  else
+    rlx_graph_free(g);
   return st;
 }
 
@@ -927,8 +952,10 @@ static rlx_status run_import(const uint8_t *data, size_t len, const char *base_d
     m.opset_training = 0;
     for (size_t i = 0; i < model->n_opset_import; i++) {
       const Onnx__OperatorSetIdProto *o = model->opset_import[i];
-      if (default_domain(o->domain)) m.opset = o->has_version ? o->version : 1;
-      else if (strcmp(o->domain, OI_TRAINING_DOMAIN) == 0) m.opset_training = o->has_version ? o->version : 1;
+      if (default_domain(o->domain))
+        m.opset = o->has_version ? o->version : 1;
+      else if (strcmp(o->domain, OI_TRAINING_DOMAIN) == 0)
+        m.opset_training = o->has_version ? o->version : 1;
     }
     st = attempt(&m, what, &g);
     /* An op needed a value computed from inputs whose values the options give: specialize the
@@ -963,8 +990,10 @@ static rlx_status run_import(const uint8_t *data, size_t len, const char *base_d
     }
   } else if (st == RLX_OK && report) {
     res->report = al->alloc(al->ctx, 1);
-    if (!res->report) st = rlx_errorf(RLX_ERR_OOM, "out of memory");
-    else res->report[0] = 0;
+    if (!res->report)
+      st = rlx_errorf(RLX_ERR_OOM, "out of memory");
+    else
+      res->report[0] = 0;
   }
   if (st == RLX_OK && !report) {
     /* drop what folding left behind (Inputs and Params stay) */
@@ -1005,8 +1034,10 @@ static char *dir_of(const char *path, const rlx_allocator *al) {
   if (slash && n == 0) n = 1; /* "/model.onnx" */
   char *d = al->alloc(al->ctx, n + 1);
   if (!d) return NULL;
-  if (slash) memcpy(d, path, n);
-  else d[0] = '.';
+  if (slash)
+    memcpy(d, path, n);
+  else
+    d[0] = '.';
   d[n] = 0;
   return d;
 }
@@ -1019,7 +1050,8 @@ static rlx_status import_path(const char *path, const rlx_onnx_options *opt, con
   size_t len;
   RLX_TRY(oi_read_file(path, RLX_ONNX_MAX_FILE_BYTES, al, &data, &len));
   char *dir = dir_of(path, al);
-  rlx_status st = dir ? run_import(data, len, dir, path, opt, al, report, res) : rlx_errorf(RLX_ERR_OOM, "out of memory");
+  rlx_status st =
+      dir ? run_import(data, len, dir, path, opt, al, report, res) : rlx_errorf(RLX_ERR_OOM, "out of memory");
   al->free(al->ctx, dir);
   al->free(al->ctx, data);
   return st;

@@ -55,12 +55,11 @@ typedef struct oi_pb {
 } oi_pb;
 /* Checks the wire format of `data` against descriptor `d` (wire types, lengths, nesting depth,
  * strings without NULs and valid UTF-8), then unpacks it with a memory budget. */
-rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const uint8_t *data,
-                        size_t len, const rlx_allocator *al, const char *what);
+rlx_status oi_pb_unpack(oi_pb *pb, const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t len,
+                        const rlx_allocator *al, const char *what);
 void oi_pb_free(oi_pb *pb);
 /* Reads a whole regular file of at most `max` bytes (allocated with al). */
-rlx_status oi_read_file(const char *path, size_t max, const rlx_allocator *al, uint8_t **out,
-                        size_t *len);
+rlx_status oi_read_file(const char *path, size_t max, const rlx_allocator *al, uint8_t **out, size_t *len);
 
 /* ---- tensors (tensor.c) ---- */
 /* ONNX TensorProto.DataType -> RLX dtype; false (and *name set) when RLX has no such dtype. */
@@ -73,29 +72,28 @@ int32_t oi_dtype_to_onnx(rlx_dtype t);
 rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_shape *shape);
 /* Converts a checked tensor into little-endian bytes of shape->dtype, allocated with `al`
  * (*data NULL for zero bytes). External data is read from base_dir with path containment. */
-rlx_status oi_tensor_bytes(const Onnx__TensorProto *t, const char *what, const char *base_dir,
-                           const rlx_allocator *al, rlx_shape *shape, void **data, size_t *nbytes);
+rlx_status oi_tensor_bytes(const Onnx__TensorProto *t, const char *what, const char *base_dir, const rlx_allocator *al,
+                           rlx_shape *shape, void **data, size_t *nbytes);
 /* Reads [offset, offset+len) of the external file `location` inside base_dir into a new buffer
  * of `expect` bytes (allocated with al only after the range was checked against the file). */
-rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t offset,
-                            uint64_t len, bool has_len, size_t expect, const rlx_allocator *al,
-                            void **out, const char *what);
+rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t offset, uint64_t len, bool has_len,
+                            size_t expect, const rlx_allocator *al, void **out, const char *what);
 
 /* ---- validation (check.c) ---- */
 typedef struct oi_graph_info {
   const Onnx__GraphProto *g;
-  uint32_t *order;    /* node indices in topological order */
-  const char **free;  /* names used inside but defined in an enclosing graph */
+  uint32_t *order;   /* node indices in topological order */
+  const char **free; /* names used inside but defined in an enclosing graph */
   uint32_t n_free;
-  uint32_t depth;     /* 0 = the model's main graph */
+  uint32_t depth; /* 0 = the model's main graph */
 } oi_graph_info;
 
 typedef struct oi_model_info {
   const rlx_allocator *al;
   oi_graph_info *graphs;
   uint32_t n_graphs, cap_graphs;
-  oi_map by_graph; /* GraphProto* -> index into graphs */
-  oi_map used;     /* every value name read by some node or graph output, in any graph */
+  oi_map by_graph;   /* GraphProto* -> index into graphs */
+  oi_map used;       /* every value name read by some node or graph output, in any graph */
   rlx_arena strings; /* value names copied out of attributes (Gradient's xs, zs, y) */
 } oi_model_info;
 /* Validates every graph of the model (names, types, dims, tensors, dangling inputs, duplicate
@@ -116,9 +114,9 @@ enum { OI_KIND_TENSOR = 0, OI_KIND_SEQ = 1, OI_KIND_NONE = 2 /* an absent option
 typedef struct oi_value {
   rlx_id id; /* OI_KIND_TENSOR */
   uint8_t state;
-  uint8_t kind;  /* OI_KIND_* */
-  bool optional; /* an ONNX optional (present unless kind is OI_KIND_NONE) */
-  uint8_t elem;  /* sequences and absent optionals: element rlx_dtype or OI_ELEM_UNKNOWN */
+  uint8_t kind;           /* OI_KIND_* */
+  bool optional;          /* an ONNX optional (present unless kind is OI_KIND_NONE) */
+  uint8_t elem;           /* sequences and absent optionals: element rlx_dtype or OI_ELEM_UNKNOWN */
   const rlx_tensor *hint; /* known value of a graph input (options), or NULL */
   const rlx_id *seq;      /* OI_KIND_SEQ: the elements (import-lifetime memory) */
   uint32_t n_seq;
@@ -149,9 +147,9 @@ struct oi_imp {
   const char *base_dir;
   const Onnx__ModelProto *model;
   oi_model_info info;
-  int64_t opset; /* of the default domain */
+  int64_t opset;          /* of the default domain */
   int64_t opset_training; /* of OI_TRAINING_DOMAIN (1 when the model imports no version) */
-  bool report;   /* collect gaps only */
+  bool report;            /* collect gaps only */
   oi_gap *gaps;
   uint32_t n_gaps, cap_gaps;
   oi_map dim_syms; /* dim_param name -> symbol */
@@ -161,15 +159,13 @@ struct oi_imp {
   bool needs_value; /* some op needed a value only known at run time */
   bool freeze;      /* inputs with values in the options become Constants */
   rlx_onnx_weights weights;
-  rlx_arena seqs;   /* element lists of sequence values (one import attempt) */
+  rlx_arena seqs;    /* element lists of sequence values (one import attempt) */
   uint32_t fn_depth; /* model-local functions being inlined (function.c) */
 };
 
-void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool inline_parent,
-                   uint32_t depth);
+void oi_scope_init(oi_scope *s, oi_imp *m, rlx_graph *g, oi_scope *parent, bool inline_parent, uint32_t depth);
 void oi_scope_free(oi_scope *s);
-rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state,
-                        const rlx_tensor *hint);
+rlx_status oi_scope_set(oi_scope *s, const char *name, rlx_id id, uint8_t state, const rlx_tensor *hint);
 /* Binds a name to a whole value (sequences, optionals). */
 rlx_status oi_scope_set_value(oi_scope *s, const char *name, const oi_value *v);
 /* Looks a value up in s and, through inline scopes, its parents; NULL when unknown. */
@@ -237,10 +233,13 @@ typedef struct oi_op_entry {
   oi_map_fn fn;
 } oi_op_entry;
 /* One table per family (ops_<family>.c); oi_op_find searches them all (ops_table.c). */
-#define OI_FAMILY_TABLES(X)                                                                        \
-  X(elementwise) X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc)          \
-  X(sequence) X(datadep) X(signal) X(sample) X(pool_index) X(attention)
-#define OI_X(f) extern const oi_op_entry oi_ops_##f[]; extern const uint32_t oi_ops_##f##_len;
+#define OI_FAMILY_TABLES(X)                                                                                         \
+  X(elementwise)                                                                                                    \
+  X(nn) X(resize) X(shape) X(reduce) X(linalg) X(control) X(rnn) X(misc) X(sequence) X(datadep) X(signal) X(sample) \
+      X(pool_index) X(attention)
+#define OI_X(f)                          \
+  extern const oi_op_entry oi_ops_##f[]; \
+  extern const uint32_t oi_ops_##f##_len;
 OI_FAMILY_TABLES(OI_X)
 #undef OI_X
 const oi_op_entry *oi_op_find(const char *op_type);
@@ -310,8 +309,7 @@ int64_t oi_elem_i64(const void *data, rlx_dtype t, size_t i);
  * kernels when every operand is a Constant. */
 /* Installs the importer's add hook on g (work counting and constant folding; emit.c). */
 void oi_set_fold_hook(oi_imp *m, rlx_graph *g);
-rlx_status oi_emit(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs,
-                   rlx_id *out);
+rlx_status oi_emit(oi_node *c, rlx_op op, const rlx_id *in, uint32_t n, const void *attrs, rlx_id *out);
 rlx_status oi_const(oi_node *c, rlx_shape shape, const void *data, size_t nbytes, rlx_id *out);
 /* A constant of dtype t holding v (rank 0, or the given shape filled with v). */
 rlx_status oi_scalar(oi_node *c, rlx_dtype t, double v, rlx_id *out);
@@ -323,13 +321,12 @@ rlx_status oi_bin(oi_node *c, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out);
 rlx_status oi_bin_s(oi_node *c, rlx_binop op, rlx_id a, double v, rlx_id *out);
 rlx_status oi_cmp(oi_node *c, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out);
 rlx_status oi_where(oi_node *c, rlx_id cond, rlx_id a, rlx_id b, rlx_id *out);
-rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out);              /* no-op if same */
+rlx_status oi_cast(oi_node *c, rlx_id x, rlx_dtype t, rlx_id *out); /* no-op if same */
 rlx_status oi_reshape(oi_node *c, rlx_id x, uint32_t rank, const int64_t *dims, rlx_id *out);
 /* Same with dims that may hold one symbolic dim (it becomes -1). */
 rlx_status oi_reshape_dims(oi_node *c, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out);
 rlx_status oi_transpose(oi_node *c, rlx_id x, const int64_t *perm, rlx_id *out); /* rank perms */
-rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, uint32_t n,
-                     bool keep, rlx_id *out);
+rlx_status oi_reduce(oi_node *c, rlx_reduce op, rlx_id x, const int64_t *axes, uint32_t n, bool keep, rlx_id *out);
 rlx_status oi_narrow(oi_node *c, rlx_id x, int64_t axis, int64_t start, int64_t len, rlx_id *out);
 rlx_status oi_concat(oi_node *c, const rlx_id *xs, uint32_t n, int64_t axis, rlx_id *out);
 /* Same for any n >= 1 (concatenated in rounds of at most 64 operands; ops_sequence.c). */
@@ -365,23 +362,23 @@ rlx_status oi_maxpool_indices(oi_node *c, rlx_id x, uint32_t nsp, const int64_t 
 /* ---- importing a body graph (import.c, used by ops_control.c) ---- */
 /* Imports `gp` inline into the current RLX graph: its formal inputs are bound to `args`
  * (n_args may be fewer than the inputs only when `allow_fewer`); writes its outputs to outs. */
-rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args,
-                           uint32_t n_args, rlx_id *outs, uint32_t n_outs);
+rlx_status oi_inline_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_id *args, uint32_t n_args, rlx_id *outs,
+                           uint32_t n_outs);
 /* Same with whole values (sequences and optionals flow through). */
-rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const oi_value *args,
-                                  uint32_t n_args, oi_value *outs, uint32_t n_outs);
+rlx_status oi_inline_graph_values(oi_node *c, const Onnx__GraphProto *gp, const oi_value *args, uint32_t n_args,
+                                  oi_value *outs, uint32_t n_outs);
 /* Imports `gp` into a new child graph of the current RLX graph: Inputs for the formal inputs
  * (shapes `arg_shapes`, n_args of them) followed by one Input per capture in `caps` (names of
  * enclosing values, in order); outputs = the graph's outputs listed in `which` (n_which). */
-rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes,
-                          uint32_t n_args, const char *const *caps, uint32_t n_caps,
-                          const uint32_t *which, uint32_t n_which, rlx_graph **out);
+rlx_status oi_child_graph(oi_node *c, const Onnx__GraphProto *gp, const rlx_shape *arg_shapes, uint32_t n_args,
+                          const char *const *caps, uint32_t n_caps, const uint32_t *which, uint32_t n_which,
+                          rlx_graph **out);
 /* Same for a body without formal inputs (an If branch) with one output: element `elem` of its
  * output k when that is a sequence, or with OI_WHOLE_VALUE output k itself (a tensor, or the
  * tensor in a present optional). */
 #define OI_WHOLE_VALUE 0xffffffffu
 #define OI_NO_ELEM 0xfffffffeu
-rlx_status oi_child_graph_elem(oi_node *c, const Onnx__GraphProto *gp, const char *const *caps,
-                               uint32_t n_caps, uint32_t k, uint32_t elem, rlx_graph **out);
+rlx_status oi_child_graph_elem(oi_node *c, const Onnx__GraphProto *gp, const char *const *caps, uint32_t n_caps,
+                               uint32_t k, uint32_t elem, rlx_graph **out);
 
 #endif

@@ -21,8 +21,9 @@ static rlx_status heads_first(oi_node *c, rlx_id x, int64_t heads, const char *w
   }
   if (xs.rank != 3) return oi_bad(c, "%s must be 3-D or 4-D, got %s", what, rlx_fmt_shape(&xs));
   if (heads < 1 || xs.dims[2] % heads)
-    return oi_bad(c, "%s: the hidden size %lld must split into %lld heads (set the num_heads attributes for 3-D inputs)", what,
-                  (long long)xs.dims[2], (long long)heads);
+    return oi_bad(c,
+                  "%s: the hidden size %lld must split into %lld heads (set the num_heads attributes for 3-D inputs)",
+                  what, (long long)xs.dims[2], (long long)heads);
   int64_t d4[4] = {xs.dims[0], xs.dims[1], heads, xs.dims[2] / heads}, perm[4] = {0, 2, 1, 3};
   RLX_TRY(oi_reshape(c, x, 4, d4, &x));
   return oi_transpose(c, x, perm, out);
@@ -88,7 +89,7 @@ static rlx_status structural_mask(oi_node *c, int64_t Sq, int64_t T, int64_t pas
   bool has_window[2] = {left >= 0, right >= 0};
   if (!causal && !has_window[0] && !has_window[1]) return RLX_OK;
   RLX_TRY(ij_table(c, Sq, T, 0, past, &t));
-  rlx_id rel = t; /* j - (i + offset) */
+  rlx_id rel = t;            /* j - (i + offset) */
   if (nonpad != RLX_NO_ID) { /* offset = nonpad - Sq per batch: rel = t + Sq - nonpad */
     RLX_TRY(oi_bin_s(c, RLX_BINOP_ADD, t, (double)Sq, &rel));
     RLX_TRY(oi_bin(c, RLX_BINOP_SUB, rel, nonpad, &rel));
@@ -125,8 +126,10 @@ static rlx_status user_mask(oi_node *c, int64_t T, rlx_dtype st, rlx_id *allowed
   if (ms.rank < 1 || ms.rank > 4) return oi_bad(c, "attn_mask must have rank 1..4, got %s", rlx_fmt_shape(&ms));
   int64_t last = ms.dims[ms.rank - 1];
   bool is_bool = ms.dtype == RLX_BOOL;
-  if (!is_bool && !rlx_dtype_is_float((rlx_dtype)ms.dtype)) return oi_bad(c, "attn_mask must be bool or floating-point");
-  if (last > T) return oi_bad(c, "attn_mask's last dim %lld exceeds the total sequence length %lld", (long long)last, (long long)T);
+  if (!is_bool && !rlx_dtype_is_float((rlx_dtype)ms.dtype))
+    return oi_bad(c, "attn_mask must be bool or floating-point");
+  if (last > T)
+    return oi_bad(c, "attn_mask's last dim %lld exceeds the total sequence length %lld", (long long)last, (long long)T);
   if (last < T) { /* pad the key axis */
     rlx_shape ps = ms;
     ps.dims[ms.rank - 1] = T - last;
@@ -161,7 +164,8 @@ static rlx_status map_attention(oi_node *c) {
   rlx_dtype t = (rlx_dtype)oi_in_shape(c, 0)->dtype, vt = (rlx_dtype)oi_in_shape(c, 2)->dtype;
   if (!rlx_dtype_is_float(t) || !rlx_dtype_is_float(vt)) return oi_bad(c, "Q, K and V must be floating-point");
   rlx_dtype st = t; /* softmax precision */
-  if (smp && !oi_dtype_from_onnx((int32_t)smp, &st)) return oi_unsupported(c, "softmax_precision %s", oi_onnx_dtype_name((int32_t)smp));
+  if (smp && !oi_dtype_from_onnx((int32_t)smp, &st))
+    return oi_unsupported(c, "softmax_precision %s", oi_onnx_dtype_name((int32_t)smp));
   if (!rlx_dtype_is_float(st)) return oi_bad(c, "attribute softmax_precision must name a floating-point dtype");
   bool q3 = oi_in_shape(c, 0)->rank == 3;
   rlx_id q, k, v;
@@ -186,7 +190,8 @@ static rlx_status map_attention(oi_node *c) {
   int64_t B = qs.dims[0], Hq = qs.dims[1], Sq = qs.dims[2], D = qs.dims[3], Hk = ks.dims[1], T = ks.dims[2];
   if (ks.dims[0] != B || vs.dims[0] != B || ks.dims[3] != D || vs.dims[1] != Hk || vs.dims[2] != T)
     return oi_bad(c, "Q %s, K %s and V %s do not line up", rlx_fmt_shape(&qs), rlx_fmt_shape(&ks), rlx_fmt_shape(&vs));
-  if (Hk < 1 || Hq % Hk) return oi_bad(c, "q_num_heads (%lld) must be a multiple of kv_num_heads (%lld)", (long long)Hq, (long long)Hk);
+  if (Hk < 1 || Hq % Hk)
+    return oi_bad(c, "q_num_heads (%lld) must be a multiple of kv_num_heads (%lld)", (long long)Hq, (long long)Hk);
   rlx_id kr, vr;
   RLX_TRY(repeat_heads(c, k, Hq / Hk, &kr));
   RLX_TRY(repeat_heads(c, v, Hq / Hk, &vr));
@@ -265,7 +270,9 @@ static rlx_status map_rotary(oi_node *c) {
    * [B, S, 1, R/2] or [B, 1, S, R/2] */
   int64_t B = xs.dims[0], S, D;
   if (x3) {
-    if (nh < 1 || xs.dims[2] % nh) return oi_bad(c, "attribute num_heads (%lld) must divide the hidden size %lld of 3-D X", (long long)nh, (long long)xs.dims[2]);
+    if (nh < 1 || xs.dims[2] % nh)
+      return oi_bad(c, "attribute num_heads (%lld) must divide the hidden size %lld of 3-D X", (long long)nh,
+                    (long long)xs.dims[2]);
     S = xs.dims[1], D = xs.dims[2] / nh;
     int64_t d4[4] = {B, S, nh, D};
     RLX_TRY(oi_reshape(c, x, 4, d4, &x));
@@ -275,7 +282,9 @@ static rlx_status map_rotary(oi_node *c) {
     return oi_bad(c, "X must be 3-D or 4-D, got %s", rlx_fmt_shape(&xs));
   }
   int64_t R = rdim ? rdim : D;
-  if (R < 2 || R > D || R % 2) return oi_bad(c, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)R, (long long)D);
+  if (R < 2 || R > D || R % 2)
+    return oi_bad(c, "rotary_embedding_dim %lld must be even and at most the head size %lld", (long long)R,
+                  (long long)D);
   int64_t half = R / 2;
   rlx_id cs[2];
   for (uint32_t k = 0; k < 2; k++) {
@@ -289,8 +298,8 @@ static rlx_status map_rotary(oi_node *c) {
     }
     const rlx_shape *cs0 = oi_shape(c, cache);
     if (cs0->rank != 3 || cs0->dims[0] != B || cs0->dims[1] != S || cs0->dims[2] != half)
-      return oi_bad(c, "%s gives %s per token; expected [%lld, %lld, %lld]", k ? "sin_cache" : "cos_cache", rlx_fmt_shape(cs0),
-                    (long long)B, (long long)S, (long long)half);
+      return oi_bad(c, "%s gives %s per token; expected [%lld, %lld, %lld]", k ? "sin_cache" : "cos_cache",
+                    rlx_fmt_shape(cs0), (long long)B, (long long)S, (long long)half);
     int64_t d4a[4] = {B, S, 1, half}, d4b[4] = {B, 1, S, half};
     RLX_TRY(oi_cast(c, cache, t, &cache));
     RLX_TRY(oi_reshape(c, cache, 4, x3 ? d4a : d4b, &cs[k]));
@@ -353,7 +362,8 @@ static rlx_status map_tensor_scatter(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "axis", -2, &axis));
   RLX_TRY(oi_attr_s(c, "mode", "linear", &mode));
   bool circular = strcmp(mode, "circular") == 0;
-  if (!circular && strcmp(mode, "linear") != 0) return oi_bad(c, "attribute mode must be \"linear\" or \"circular\", not \"%s\"", mode);
+  if (!circular && strcmp(mode, "linear") != 0)
+    return oi_bad(c, "attribute mode must be \"linear\" or \"circular\", not \"%s\"", mode);
   const rlx_shape ps = *oi_in_shape(c, 0), us = *oi_in_shape(c, 1);
   RLX_TRY(oi_need_static(c, &ps, "past_cache"));
   RLX_TRY(oi_need_static(c, &us, "update"));
@@ -363,8 +373,8 @@ static rlx_status map_tensor_scatter(oi_node *c) {
   bool same = ps.rank == us.rank && ps.dtype == us.dtype;
   for (uint32_t i = 0; i < ps.rank && same; i++) same = i == a || ps.dims[i] == us.dims[i];
   if (!same || us.dims[a] > ps.dims[a])
-    return oi_bad(c, "update %s must match past_cache %s except for a sequence axis %u no longer than the cache's", rlx_fmt_shape(&us),
-                  rlx_fmt_shape(&ps), a);
+    return oi_bad(c, "update %s must match past_cache %s except for a sequence axis %u no longer than the cache's",
+                  rlx_fmt_shape(&us), rlx_fmt_shape(&ps), a);
   int64_t B = ps.dims[0], M = ps.dims[a], S = us.dims[a];
   if (S == 0) {
     c->out[0] = c->in[0];
@@ -376,7 +386,8 @@ static rlx_status map_tensor_scatter(oi_node *c) {
   for (uint32_t i = 0; i < ps.rank; i++) wd[i] = i == 0 ? B : 1, pd[i] = i == a ? M : 1;
   if (oi_has(c, 2)) {
     const rlx_shape *wsh = oi_in_shape(c, 2);
-    if (wsh->rank != 1 || wsh->dims[0] != B) return oi_bad(c, "write_indices must be [batch_size = %lld], got %s", (long long)B, rlx_fmt_shape(wsh));
+    if (wsh->rank != 1 || wsh->dims[0] != B)
+      return oi_bad(c, "write_indices must be [batch_size = %lld], got %s", (long long)B, rlx_fmt_shape(wsh));
     RLX_TRY(oi_cast(c, c->in[2], RLX_I64, &w));
   } else {
     rlx_dim bd = B;

@@ -30,16 +30,18 @@ static rlx_status if_node(oi_node *c, const Onnx__GraphProto *const *br, const c
                           const rlx_id *ops, uint32_t k, uint32_t elem, rlx_id *out) {
   rlx_graph *g[2];
   for (int b = 0; b < 2; b++) {
-    if (elem == OI_NO_ELEM) RLX_TRY(oi_child_graph(c, br[b], NULL, 0, caps, ncap, &k, 1, &g[b]));
-    else RLX_TRY(oi_child_graph_elem(c, br[b], caps, ncap, k, elem, &g[b]));
+    if (elem == OI_NO_ELEM)
+      RLX_TRY(oi_child_graph(c, br[b], NULL, 0, caps, ncap, &k, 1, &g[b]));
+    else
+      RLX_TRY(oi_child_graph_elem(c, br[b], caps, ncap, k, elem, &g[b]));
   }
   const rlx_shape *s0 = &rlx_graph_node(g[0], rlx_graph_outputs(g[0])[0])->shape;
   const rlx_shape *s1 = &rlx_graph_node(g[1], rlx_graph_outputs(g[1])[0])->shape;
   if (!rlx_shape_compatible(s0, s1)) {
     char el[48] = "";
     if (elem != OI_NO_ELEM && elem != OI_WHOLE_VALUE) snprintf(el, sizeof el, " (element %u)", elem);
-    return oi_unsupported(c, "output %u%s has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k, el,
-                          rlx_fmt_shape(s0), rlx_fmt_shape(s1));
+    return oi_unsupported(c, "output %u%s has shape %s in then_branch but %s in else_branch (RLX needs one shape)", k,
+                          el, rlx_fmt_shape(s0), rlx_fmt_shape(s1));
   }
   rlx_attrs_If ia = {.then_branch = g[0], .else_branch = g[1]};
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_If, ops, ncap + 1, &ia, NULL, NULL, out));
@@ -50,8 +52,13 @@ static rlx_status if_node(oi_node *c, const Onnx__GraphProto *const *br, const c
 /* "a sequence of 3 elements", "an empty optional", ... */
 static const char *describe(const oi_value *v, char *buf, size_t cap) {
   if (v->kind == OI_KIND_SEQ)
-    snprintf(buf, cap, "a%s sequence of %u element%s", v->optional ? "n optional" : "", v->n_seq, v->n_seq == 1 ? "" : "s");
-  else snprintf(buf, cap, "%s", v->kind == OI_KIND_NONE ? "an empty optional" : v->optional ? "an optional tensor" : "a tensor");
+    snprintf(buf, cap, "a%s sequence of %u element%s", v->optional ? "n optional" : "", v->n_seq,
+             v->n_seq == 1 ? "" : "s");
+  else
+    snprintf(buf, cap, "%s",
+             v->kind == OI_KIND_NONE ? "an empty optional"
+             : v->optional           ? "an optional tensor"
+                                     : "a tensor");
   return buf;
 }
 
@@ -74,8 +81,9 @@ static rlx_status if_container(oi_node *c, const Onnx__GraphProto *const *br, co
                                const rlx_id *ops, uint32_t k, const oi_value *a, const oi_value *b) {
   if (a->kind != b->kind || a->optional != b->optional || (a->kind == OI_KIND_SEQ && a->n_seq != b->n_seq)) {
     char da[64], db[64];
-    return oi_unsupported(c, "output %u is %s in then_branch but %s in else_branch; with a condition known only at run "
-                             "time both branches must give the same kind and sequence length",
+    return oi_unsupported(c,
+                          "output %u is %s in then_branch but %s in else_branch; with a condition known only at run "
+                          "time both branches must give the same kind and sequence length",
                           k, describe(a, da, sizeof da), describe(b, db, sizeof db));
   }
   oi_value v = *a;
@@ -99,7 +107,8 @@ static rlx_status map_if(oi_node *c) {
   RLX_TRY(oi_attr_graph(c, "then_branch", &br[0]));
   RLX_TRY(oi_attr_graph(c, "else_branch", &br[1]));
   for (int b = 0; b < 2; b++)
-    if (br[b]->n_input) return oi_bad(c, "%s_branch declares %zu inputs; If branches take none", b ? "else" : "then", br[b]->n_input);
+    if (br[b]->n_input)
+      return oi_bad(c, "%s_branch declares %zu inputs; If branches take none", b ? "else" : "then", br[b]->n_input);
   for (int b = 0; b < 2; b++)
     if (br[b]->n_output != c->n_out)
       return oi_bad(c, "%s_branch has %zu outputs; the node has %u", b ? "else" : "then", br[b]->n_output, c->n_out);
@@ -129,7 +138,8 @@ static rlx_status map_if(oi_node *c) {
       for (uint32_t j = 0; j < ncap && !dup; j++) dup = strcmp(caps[j], gi[b]->free[i]) == 0;
       if (!dup) caps[ncap++] = gi[b]->free[i];
     }
-  if (ncap + 1 > 64) return oi_unsupported(c, "branches reading %u outer values (RLX nodes take up to 63 captures)", ncap);
+  if (ncap + 1 > 64)
+    return oi_unsupported(c, "branches reading %u outer values (RLX nodes take up to 63 captures)", ncap);
   rlx_id *ops = oi_scratch(c, (ncap + 1) * sizeof *ops);
   if (!ops) return oi_nomem(c);
   ops[0] = c->in[0];
@@ -156,8 +166,10 @@ static rlx_status map_if(oi_node *c) {
     if (!c->out_used[k]) continue;
     bool plain = !pv[0] || (pv[0][k].kind == OI_KIND_TENSOR && !pv[0][k].optional && pv[1][k].kind == OI_KIND_TENSOR &&
                             !pv[1][k].optional);
-    if (plain) RLX_TRY(if_node(c, br, caps, ncap, ops, k, OI_NO_ELEM, &c->out[k]));
-    else RLX_TRY(if_container(c, br, caps, ncap, ops, k, &pv[0][k], &pv[1][k]));
+    if (plain)
+      RLX_TRY(if_node(c, br, caps, ncap, ops, k, OI_NO_ELEM, &c->out[k]));
+    else
+      RLX_TRY(if_container(c, br, caps, ncap, ops, k, &pv[0][k], &pv[1][k]));
   }
   return RLX_OK;
 }
@@ -179,7 +191,8 @@ static rlx_status stack(oi_node *c, const rlx_id *vals, uint32_t n, int64_t axis
   for (uint32_t i = 0; i < n; i++) {
     const rlx_shape *si = oi_shape(c, vals[rev ? n - 1 - i : i]);
     if (!rlx_shape_equal(si, &s))
-      return oi_unsupported(c, "scan outputs whose shape changes between iterations (%s vs %s)", rlx_fmt_shape(&s), rlx_fmt_shape(si));
+      return oi_unsupported(c, "scan outputs whose shape changes between iterations (%s vs %s)", rlx_fmt_shape(&s),
+                            rlx_fmt_shape(si));
     RLX_TRY(oi_reshape_dims(c, vals[rev ? n - 1 - i : i], s.rank + 1u, d, &parts[i]));
   }
   return oi_concat_many(c, parts, n, a, out);
@@ -192,8 +205,8 @@ static oi_value tensor_value(rlx_id id) { return (oi_value){.id = id, .state = O
 
 /* Unrolls the loop (loop-carried values may be sequences and optionals). *done = false (without
  * error) when the condition turns out to depend on run-time values. */
-static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has_m, int64_t trip, bool cond0, uint32_t N,
-                              uint32_t K, bool *done) {
+static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has_m, int64_t trip, bool cond0,
+                              uint32_t N, uint32_t K, bool *done) {
   *done = false;
   oi_value *v = oi_scratch(c, (N + 1) * sizeof *v), *outs = oi_scratch(c, (1 + N + K) * sizeof *outs);
   oi_value *args = oi_scratch(c, (2 + N) * sizeof *args);
@@ -210,7 +223,8 @@ static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has
   }
   while ((!has_m || i < trip) && cond) {
     if (c->m->emitted - start > OI_MAX_UNROLL_NODES || i >= 1000000)
-      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld iterations)", OI_MAX_UNROLL_NODES, (long long)i);
+      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld iterations)", OI_MAX_UNROLL_NODES,
+                            (long long)i);
     if ((uint32_t)i == cap_it) {
       for (uint32_t k = 0; k < K; k++) {
         rlx_id *ns = oi_scratch(c, (size_t)cap_it * 2 * sizeof *ns);
@@ -231,8 +245,8 @@ static rlx_status loop_unroll(oi_node *c, const Onnx__GraphProto *body, bool has
     for (uint32_t k = 0; k < 1 + K; k++) {
       const oi_value *o = &outs[k ? N + k : 0];
       if (is_container(o))
-        return oi_unsupported(c, "body output %u is a%s %s; the condition and scan outputs must be tensors", k ? N + k : 0,
-                              o->optional ? "n" : "", oi_kind_name(o));
+        return oi_unsupported(c, "body output %u is a%s %s; the condition and scan outputs must be tensors",
+                              k ? N + k : 0, o->optional ? "n" : "", oi_kind_name(o));
     }
     for (uint32_t k = 0; k < K; k++) scans[k][i] = outs[1 + N + k].id;
     int64_t cv;
@@ -289,8 +303,9 @@ static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t 
       return RLX_ERR_UNSUPPORTED;
     }
     if (is_container(v))
-      return oi_needs_value(c, "the body reads the %s \"%s\"; a loop over sequences or optionals needs its trip count "
-                               "and condition at import time",
+      return oi_needs_value(c,
+                            "the body reads the %s \"%s\"; a loop over sequences or optionals needs its trip count "
+                            "and condition at import time",
                             oi_kind_name(v), gi->free[i]);
     ops[p++] = v->id;
   }
@@ -323,19 +338,24 @@ static rlx_status loop_while(oi_node *c, const Onnx__GraphProto *body, uint32_t 
   oi_scope_init(&s, m, bg, c->sc, false, c->sc->depth + 1);
   rlx_status st = oi_scope_set(&s, body->input[0]->name, bin[it_pos], OI_VAL_OK, NULL);
   if (st == RLX_OK) st = oi_scope_set(&s, body->input[1]->name, bin[cond_pos], OI_VAL_OK, NULL);
-  for (uint32_t j = 0; j < N && st == RLX_OK; j++) st = oi_scope_set(&s, body->input[2 + j]->name, bin[vpos[j]], OI_VAL_OK, NULL);
-  for (uint32_t i = 0; i < ncap && st == RLX_OK; i++) st = oi_scope_set(&s, gi->free[i], bin[cap0 + i], OI_VAL_OK, NULL);
+  for (uint32_t j = 0; j < N && st == RLX_OK; j++)
+    st = oi_scope_set(&s, body->input[2 + j]->name, bin[vpos[j]], OI_VAL_OK, NULL);
+  for (uint32_t i = 0; i < ncap && st == RLX_OK; i++)
+    st = oi_scope_set(&s, gi->free[i], bin[cap0 + i], OI_VAL_OK, NULL);
   if (st == RLX_OK) st = oi_import_nodes(&s, body);
   rlx_id bout[64];
   for (uint32_t k = 0; k < 1 + N && st == RLX_OK; k++) {
     const oi_value *v = oi_scope_get(&s, body->output[k]->name);
-    if (!v) st = rlx_errorf(RLX_ERR_INTERNAL, "Loop body output \"%s\" is not defined", body->output[k]->name);
+    if (!v)
+      st = rlx_errorf(RLX_ERR_INTERNAL, "Loop body output \"%s\" is not defined", body->output[k]->name);
     else if (v->state == OI_VAL_POISONED) {
       c->reason[0] = 0;
       c->unsupported = true;
       st = RLX_ERR_UNSUPPORTED;
-    } else if (k == 0) bout[cond_pos] = v->id;
-    else bout[vpos[k - 1]] = v->id;
+    } else if (k == 0)
+      bout[cond_pos] = v->id;
+    else
+      bout[vpos[k - 1]] = v->id;
   }
   oi_scope_free(&s);
   RLX_TRY(st);
@@ -373,7 +393,8 @@ static rlx_status map_loop(oi_node *c) {
   if (c->n_out < N) return oi_bad(c, "Loop has %u outputs but %u loop-carried values", c->n_out, N);
   uint32_t K = c->n_out - N;
   if (body->n_input != 2 + N) return oi_bad(c, "attribute body takes %zu inputs; expected %u", body->n_input, 2 + N);
-  if (body->n_output != 1 + N + K) return oi_bad(c, "attribute body has %zu outputs; expected %u", body->n_output, 1 + N + K);
+  if (body->n_output != 1 + N + K)
+    return oi_bad(c, "attribute body has %zu outputs; expected %u", body->n_output, 1 + N + K);
   for (uint32_t j = 0; j < N; j++) RLX_TRY(oi_need(c, 2 + j, "v_initial"));
   bool has_m = false, cond_known = true, cond0 = true;
   int64_t trip = 0;
@@ -413,8 +434,9 @@ static rlx_status map_loop(oi_node *c) {
       return oi_needs_value(c, "scan outputs of a loop whose trip count or condition is only known at run time");
   for (uint32_t j = 0; j < N; j++)
     if (is_container(c->in_val[2 + j]))
-      return oi_needs_value(c, "loop-carried value %u is a%s %s; a loop carrying sequences or optionals needs its trip "
-                               "count and condition at import time",
+      return oi_needs_value(c,
+                            "loop-carried value %u is a%s %s; a loop carrying sequences or optionals needs its trip "
+                            "count and condition at import time",
                             j, c->in_val[2 + j]->optional ? "n" : "", oi_kind_name(c->in_val[2 + j]));
   for (uint32_t j = 0; j < N; j++) {
     c->out[j] = RLX_NO_ID;
@@ -432,19 +454,21 @@ static rlx_status map_loop(oi_node *c) {
  * want[k]) is stacked along out_axes[k] (reversed when out_rev[k]) into scans[k]. NULL arrays
  * mean axis 0 / forward. */
 static rlx_status scan_unroll(oi_node *c, const Onnx__GraphProto *body, uint32_t N, uint32_t M, uint32_t K,
-                              const rlx_id *init, const rlx_id *xs, const uint32_t *axes, const int64_t *in_rev, int64_t L,
-                              const int64_t *out_axes, const int64_t *out_rev, const bool *want, rlx_id *states,
-                              rlx_id *scans) {
+                              const rlx_id *init, const rlx_id *xs, const uint32_t *axes, const int64_t *in_rev,
+                              int64_t L, const int64_t *out_axes, const int64_t *out_rev, const bool *want,
+                              rlx_id *states, rlx_id *scans) {
   if (L == 0) return oi_unsupported(c, "a scan over an empty sequence");
   if (L > 100000) return oi_unsupported(c, "unrolling a scan of %lld steps", (long long)L);
   rlx_id *st = oi_scratch(c, (N + 1) * sizeof *st), *args = oi_scratch(c, (N + (size_t)M) * sizeof *args);
-  rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs), *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
+  rlx_id *outs = oi_scratch(c, (N + K + 1) * sizeof *outs),
+         *elems = oi_scratch(c, ((size_t)K * (size_t)L + 1) * sizeof *elems);
   if (!st || !args || !outs || !elems) return oi_nomem(c);
   for (uint32_t j = 0; j < N; j++) st[j] = init[j];
   uint64_t start = c->m->emitted;
   for (int64_t t = 0; t < L; t++) {
     if (c->m->emitted - start > OI_MAX_UNROLL_NODES)
-      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld steps)", OI_MAX_UNROLL_NODES, (long long)t);
+      return oi_unsupported(c, "unrolling would exceed %u RLX nodes (after %lld steps)", OI_MAX_UNROLL_NODES,
+                            (long long)t);
     for (uint32_t j = 0; j < N; j++) args[j] = st[j];
     for (uint32_t j = 0; j < M; j++) {
       rlx_id sl;
@@ -505,7 +529,8 @@ static rlx_status map_scan(oi_node *c) {
     RLX_TRY(oi_axis(c, pia ? ia[j] : 0, xs->rank, "scan_input_axes entry", &axes[j]));
     rlx_dim d = xs->dims[axes[j]];
     if (!rlx_dim_is_static(d)) return oi_unsupported(c, "scanning a symbolic sequence length");
-    if (L >= 0 && d != L) return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)d);
+    if (L >= 0 && d != L)
+      return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)d);
     L = d;
   }
   return scan_unroll(c, body, N, (uint32_t)M, K, c->in, c->in + N, axes, pid ? id : NULL, L, poa ? oa : NULL,
@@ -535,7 +560,8 @@ static rlx_status map_scan8(oi_node *c) {
   RLX_TRY(oi_attr_ints(c, "directions", &dirs, &ndirs, &pdirs));
   if (pdirs && ndirs != (size_t)M) return oi_bad(c, "attribute directions must have one entry per scan input");
   for (size_t j = 0; pdirs && j < ndirs; j++)
-    if (dirs[j] != 0 && dirs[j] != 1) return oi_bad(c, "attribute directions holds %lld; expected 0 or 1", (long long)dirs[j]);
+    if (dirs[j] != 0 && dirs[j] != 1)
+      return oi_bad(c, "attribute directions holds %lld; expected 0 or 1", (long long)dirs[j]);
   int64_t B = -1, L = -1;
   for (uint32_t j = 0; j < N + (uint32_t)M; j++) {
     RLX_TRY(oi_need(c, 1 + j, "initial state or scan input"));
@@ -546,10 +572,12 @@ static rlx_status map_scan8(oi_node *c) {
                     scan ? "scan inputs" : "states", scan ? " and a sequence axis" : "");
     if (!rlx_dim_is_static(s->dims[0]) || (scan && !rlx_dim_is_static(s->dims[1])))
       return oi_unsupported(c, "a symbolic batch size or sequence length (input %u is %s)", 1 + j, rlx_fmt_shape(s));
-    if (B >= 0 && s->dims[0] != B) return oi_bad(c, "inputs have different batch sizes (%lld and %lld)", (long long)B, (long long)s->dims[0]);
+    if (B >= 0 && s->dims[0] != B)
+      return oi_bad(c, "inputs have different batch sizes (%lld and %lld)", (long long)B, (long long)s->dims[0]);
     B = s->dims[0];
     if (scan && L >= 0 && s->dims[1] != L)
-      return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L, (long long)s->dims[1]);
+      return oi_bad(c, "scan inputs have different sequence lengths (%lld and %lld)", (long long)L,
+                    (long long)s->dims[1]);
     if (scan) L = s->dims[1];
   }
   if (B == 0) return oi_unsupported(c, "a Scan over an empty batch");
@@ -560,8 +588,9 @@ static rlx_status map_scan8(oi_node *c) {
     if (nlens != (size_t)B) return oi_bad(c, "sequence_lens has %zu entries for a batch of %lld", nlens, (long long)B);
     for (size_t b = 0; b < nlens; b++) {
       if (lens[b] < 1 || lens[b] > L)
-        return lens[b] == 0 ? oi_unsupported(c, "a sequence length of 0 (batch entry %zu)", b)
-                            : oi_bad(c, "sequence_lens[%zu] is %lld; expected 1..%lld", b, (long long)lens[b], (long long)L);
+        return lens[b] == 0
+                   ? oi_unsupported(c, "a sequence length of 0 (batch entry %zu)", b)
+                   : oi_bad(c, "sequence_lens[%zu] is %lld; expected 1..%lld", b, (long long)lens[b], (long long)L);
     }
   }
   size_t nb = (size_t)B;

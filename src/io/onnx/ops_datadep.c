@@ -57,7 +57,8 @@ static rlx_status map_nms(oi_node *c) {
   RLX_TRY(oi_need(c, 1, "scores"));
   int64_t center;
   RLX_TRY(oi_attr_i(c, "center_point_box", 0, &center));
-  if (center != 0 && center != 1) return oi_bad(c, "attribute center_point_box must be 0 or 1, not %lld", (long long)center);
+  if (center != 0 && center != 1)
+    return oi_bad(c, "attribute center_point_box must be 0 or 1, not %lld", (long long)center);
   const rlx_shape *bs = oi_in_shape(c, 0), *ss = oi_in_shape(c, 1);
   if (bs->rank != 3 || bs->dims[2] != 4)
     return oi_bad(c, "boxes must have shape [batches, boxes, 4], got %s", rlx_fmt_shape(bs));
@@ -188,7 +189,8 @@ static rlx_status map_unique(oi_node *c) {
   const rlx_shape xs = *oi_in_shape(c, 0);
   rlx_dtype t = (rlx_dtype)xs.dtype;
   rlx_dtype_class cls = rlx_dtype_class_of(t);
-  if (cls == RLX_CLASS_COMPLEX) return oi_unsupported(c, "Unique of %s values (no order on complex numbers)", rlx_dtype_name(t));
+  if (cls == RLX_CLASS_COMPLEX)
+    return oi_unsupported(c, "Unique of %s values (no order on complex numbers)", rlx_dtype_name(t));
   bool has_axis = oi_attr(c, "axis") != NULL;
   uint32_t a = 0;
   if (has_axis) {
@@ -206,8 +208,10 @@ static rlx_status map_unique(oi_node *c) {
   if (has_axis) {
     v.n = (size_t)s.dims[a];
     for (uint32_t i = 0; i < s.rank; i++)
-      if (i < a) v.outer *= (size_t)s.dims[i];
-      else if (i > a) v.inner *= (size_t)s.dims[i];
+      if (i < a)
+        v.outer *= (size_t)s.dims[i];
+      else if (i > a)
+        v.inner *= (size_t)s.dims[i];
   }
   size_t n = v.n;
   int64_t *order = oi_scratch(c, n * sizeof *order), *tmp = oi_scratch(c, n * sizeof *tmp);
@@ -288,13 +292,17 @@ static rlx_status tfidf_count(oi_node *c, rlx_id x, int64_t L, int64_t n, int64_
       RLX_TRY(oi_i64s(c, col, (uint32_t)m, &t));
       RLX_TRY(oi_cmp(c, RLX_CMP_EQ, win, t, &eq));
       RLX_TRY(oi_cast(c, eq, RLX_F32, &eq));
-      if (match == RLX_NO_ID) match = eq;
-      else RLX_TRY(oi_bin(c, RLX_BINOP_MUL, match, eq, &match));
+      if (match == RLX_NO_ID)
+        match = eq;
+      else
+        RLX_TRY(oi_bin(c, RLX_BINOP_MUL, match, eq, &match));
     }
     int64_t ax = 1;
     RLX_TRY(oi_reduce(c, RLX_REDUCE_SUM, match, &ax, 1, false, &match));
-    if (*out == RLX_NO_ID) *out = match;
-    else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, *out, match, out));
+    if (*out == RLX_NO_ID)
+      *out = match;
+    else
+      RLX_TRY(oi_bin(c, RLX_BINOP_ADD, *out, match, out));
   }
   return RLX_OK;
 }
@@ -334,14 +342,16 @@ static rlx_status map_tfidf(oi_node *c) {
     if (lo < 0 || hi < lo || hi > (int64_t)np)
       return oi_bad(c, "ngram_counts must be non-decreasing offsets into the pool of %zu entries", np);
     if ((hi - lo) % (int64_t)(i + 1))
-      return oi_bad(c, "the pool's %zu-grams span %lld entries, not a multiple of %zu", i + 1, (long long)(hi - lo), i + 1);
+      return oi_bad(c, "the pool's %zu-grams span %lld entries, not a multiple of %zu", i + 1, (long long)(hi - lo),
+                    i + 1);
     total += (size_t)(hi - lo) / (i + 1);
   }
   if (total != ni) return oi_bad(c, "ngram_indexes has %zu entries for the pool's %zu n-grams", ni, total);
   if (ni == 0) return oi_bad(c, "the pool holds no n-grams (the output would have no columns)");
   int64_t C = 0;
   for (size_t i = 0; i < ni; i++) {
-    if (idx[i] < 0 || idx[i] >= ((int64_t)1 << 24)) return oi_bad(c, "ngram_indexes[%zu] is %lld", i, (long long)idx[i]);
+    if (idx[i] < 0 || idx[i] >= ((int64_t)1 << 24))
+      return oi_bad(c, "ngram_indexes[%zu] is %lld", i, (long long)idx[i]);
     if (idx[i] + 1 > C) C = idx[i] + 1;
   }
   if (has_w && (int64_t)nw < C)
@@ -384,7 +394,8 @@ static rlx_status map_tfidf(oi_node *c) {
   for (int64_t j = 0; j < C; j++) table[j] = -1;
   for (size_t i = 0; i < ni; i++) {
     if (table[idx[i]] != -1)
-      return oi_unsupported(c, "several n-grams mapped to output column %lld (ngram_indexes repeats it)", (long long)idx[i]);
+      return oi_unsupported(c, "several n-grams mapped to output column %lld (ngram_indexes repeats it)",
+                            (long long)idx[i]);
     table[idx[i]] = col_of[i] < 0 ? ncols : col_of[i];
   }
   for (int64_t j = 0; j < C; j++)

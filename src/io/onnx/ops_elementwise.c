@@ -20,12 +20,12 @@ static rlx_act act_of(const char *op) {
   static const struct {
     const char *onnx;
     rlx_act act;
-  } map[] = {{"Abs", RLX_ACT_ABS},         {"Neg", RLX_ACT_NEG},           {"Exp", RLX_ACT_EXP},
-             {"Log", RLX_ACT_LOG},         {"Sqrt", RLX_ACT_SQRT},         {"Reciprocal", RLX_ACT_RECIP},
-             {"Sin", RLX_ACT_SIN},         {"Cos", RLX_ACT_COS},           {"Tan", RLX_ACT_TAN},
-             {"Atan", RLX_ACT_ATAN},       {"Tanh", RLX_ACT_TANH},         {"Sigmoid", RLX_ACT_SIGMOID},
-             {"Relu", RLX_ACT_RELU},       {"Floor", RLX_ACT_FLOOR},       {"Ceil", RLX_ACT_CEIL},
-             {"Round", RLX_ACT_ROUND},     {"Sign", RLX_ACT_SIGN},         {"Erf", RLX_ACT_ERF},
+  } map[] = {{"Abs", RLX_ACT_ABS},           {"Neg", RLX_ACT_NEG},           {"Exp", RLX_ACT_EXP},
+             {"Log", RLX_ACT_LOG},           {"Sqrt", RLX_ACT_SQRT},         {"Reciprocal", RLX_ACT_RECIP},
+             {"Sin", RLX_ACT_SIN},           {"Cos", RLX_ACT_COS},           {"Tan", RLX_ACT_TAN},
+             {"Atan", RLX_ACT_ATAN},         {"Tanh", RLX_ACT_TANH},         {"Sigmoid", RLX_ACT_SIGMOID},
+             {"Relu", RLX_ACT_RELU},         {"Floor", RLX_ACT_FLOOR},       {"Ceil", RLX_ACT_CEIL},
+             {"Round", RLX_ACT_ROUND},       {"Sign", RLX_ACT_SIGN},         {"Erf", RLX_ACT_ERF},
              {"Softplus", RLX_ACT_SOFTPLUS}, {"Softsign", RLX_ACT_SOFTSIGN}, {"HardSwish", RLX_ACT_HARD_SWISH},
              {"Mish", RLX_ACT_MISH}};
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -49,9 +49,12 @@ static rlx_status map_gelu(oi_node *c) {
   const char *ap;
   RLX_TRY(oi_attr_s(c, "approximate", "none", &ap));
   rlx_act a;
-  if (strcmp(ap, "none") == 0) a = RLX_ACT_GELU;
-  else if (strcmp(ap, "tanh") == 0) a = RLX_ACT_GELU_APPROX;
-  else return oi_bad(c, "attribute approximate must be \"none\" or \"tanh\", not \"%s\"", ap);
+  if (strcmp(ap, "none") == 0)
+    a = RLX_ACT_GELU;
+  else if (strcmp(ap, "tanh") == 0)
+    a = RLX_ACT_GELU_APPROX;
+  else
+    return oi_bad(c, "attribute approximate must be \"none\" or \"tanh\", not \"%s\"", ap);
   return oi_unary(c, a, c->in[0], &c->out[0]);
 }
 
@@ -74,7 +77,9 @@ static rlx_status map_swish(oi_node *c) {
   if (!glu) return swish(c, c->in[0], alpha, &c->out[0]);
   RLX_TRY(oi_need(c, 1, "B"));
   const rlx_shape *as = oi_in_shape(c, 0), *bs = oi_in_shape(c, 1);
-  if (!rlx_shape_equal(as, bs)) return oi_bad(c, "inputs A %s and B %s must have the same shape (SwiGLU does not broadcast)", rlx_fmt_shape(as), rlx_fmt_shape(bs));
+  if (!rlx_shape_equal(as, bs))
+    return oi_bad(c, "inputs A %s and B %s must have the same shape (SwiGLU does not broadcast)", rlx_fmt_shape(as),
+                  rlx_fmt_shape(bs));
   rlx_id g;
   RLX_TRY(swish(c, c->in[0], alpha, &g));
   return oi_bin(c, RLX_BINOP_MUL, g, c->in[1], &c->out[0]);
@@ -264,8 +269,10 @@ static rlx_status map_isinf(oi_node *c) {
   if (neg) {
     RLX_TRY(oi_scalar(c, t, -INFINITY, &k));
     RLX_TRY(oi_cmp(c, RLX_CMP_EQ, c->in[0], k, &e));
-    if (r == RLX_NO_ID) r = e;
-    else RLX_TRY(oi_bin(c, RLX_BINOP_BIT_OR, r, e, &r));
+    if (r == RLX_NO_ID)
+      r = e;
+    else
+      RLX_TRY(oi_bin(c, RLX_BINOP_BIT_OR, r, e, &r));
   }
   if (r == RLX_NO_ID) { /* detects nothing: all false */
     rlx_id z;
@@ -293,8 +300,9 @@ static rlx_status legacy_rhs(oi_node *c, rlx_id a, rlx_id b, rlx_id *out) {
   const rlx_shape *as = oi_shape(c, a), *bs = oi_shape(c, b);
   uint32_t u;
   RLX_TRY(oi_axis(c, axis, as->rank, "attribute axis", &u));
-  if (u + bs->rank > as->rank) return oi_bad(c, "attribute axis %lld: B %s does not fit into A %s", (long long)axis,
-                                             rlx_fmt_shape(bs), rlx_fmt_shape(as));
+  if (u + bs->rank > as->rank)
+    return oi_bad(c, "attribute axis %lld: B %s does not fit into A %s", (long long)axis, rlx_fmt_shape(bs),
+                  rlx_fmt_shape(as));
   int64_t dims[RLX_MAX_RANK];
   uint32_t r = as->rank - u;
   for (uint32_t i = 0; i < r; i++) dims[i] = i < bs->rank ? bs->dims[i] : 1;
@@ -308,11 +316,14 @@ typedef struct binop_entry {
 } binop_entry;
 
 static const binop_entry binops[] = {
-    {"Add", 0, RLX_BINOP_ADD},          {"Sub", 0, RLX_BINOP_SUB},          {"Mul", 0, RLX_BINOP_MUL},
-    {"Div", 0, RLX_BINOP_DIV},          {"And", 2, RLX_BINOP_BIT_AND},      {"Or", 2, RLX_BINOP_BIT_OR},
-    {"Xor", 2, RLX_BINOP_BIT_XOR},      {"BitwiseAnd", 0, RLX_BINOP_BIT_AND}, {"BitwiseOr", 0, RLX_BINOP_BIT_OR},
-    {"BitwiseXor", 0, RLX_BINOP_BIT_XOR}, {"Equal", 1, RLX_CMP_EQ},         {"Less", 1, RLX_CMP_LT},
-    {"Greater", 1, RLX_CMP_GT},         {"LessOrEqual", 1, RLX_CMP_LE},     {"GreaterOrEqual", 1, RLX_CMP_GE},
+    {"Add", 0, RLX_BINOP_ADD},          {"Sub", 0, RLX_BINOP_SUB},
+    {"Mul", 0, RLX_BINOP_MUL},          {"Div", 0, RLX_BINOP_DIV},
+    {"And", 2, RLX_BINOP_BIT_AND},      {"Or", 2, RLX_BINOP_BIT_OR},
+    {"Xor", 2, RLX_BINOP_BIT_XOR},      {"BitwiseAnd", 0, RLX_BINOP_BIT_AND},
+    {"BitwiseOr", 0, RLX_BINOP_BIT_OR}, {"BitwiseXor", 0, RLX_BINOP_BIT_XOR},
+    {"Equal", 1, RLX_CMP_EQ},           {"Less", 1, RLX_CMP_LT},
+    {"Greater", 1, RLX_CMP_GT},         {"LessOrEqual", 1, RLX_CMP_LE},
+    {"GreaterOrEqual", 1, RLX_CMP_GE},
 };
 
 static rlx_status map_binary(oi_node *c) {
@@ -325,8 +336,10 @@ static rlx_status map_binary(oi_node *c) {
   rlx_id a = c->in[0], b;
   RLX_TRY(legacy_rhs(c, a, c->in[1], &b));
   rlx_dtype ta = (rlx_dtype)oi_shape(c, a)->dtype, tb = (rlx_dtype)oi_shape(c, b)->dtype;
-  if (ta != tb) return oi_bad(c, "inputs A (%s) and B (%s) must have the same dtype", rlx_dtype_name(ta), rlx_dtype_name(tb));
-  if (e->kind == 2 && ta != RLX_BOOL) return oi_bad(c, "%s needs bool inputs, got %s", c->np->op_type, rlx_dtype_name(ta));
+  if (ta != tb)
+    return oi_bad(c, "inputs A (%s) and B (%s) must have the same dtype", rlx_dtype_name(ta), rlx_dtype_name(tb));
+  if (e->kind == 2 && ta != RLX_BOOL)
+    return oi_bad(c, "%s needs bool inputs, got %s", c->np->op_type, rlx_dtype_name(ta));
   if (e->kind == 1) return oi_cmp(c, (rlx_cmp)e->op, a, b, &c->out[0]);
   return oi_bin(c, (rlx_binop)e->op, a, b, &c->out[0]);
 }
@@ -350,7 +363,8 @@ static rlx_status map_mod(oi_node *c) {
   if (t != oi_shape(c, b)->dtype) return oi_bad(c, "inputs A and B must have the same dtype");
   bool fl = rlx_dtype_is_float(t);
   /* opset 28 defines fmod = 0 for floats too: A - floor(A / B) * B */
-  if (fl && !fmod_attr && c->opset < 28) return oi_bad(c, "attribute fmod must be 1 for floating-point inputs before opset 28");
+  if (fl && !fmod_attr && c->opset < 28)
+    return oi_bad(c, "attribute fmod must be 1 for floating-point inputs before opset 28");
   RLX_TRY(oi_bin(c, RLX_BINOP_MOD, a, b, &r)); /* C fmod: sign of the dividend */
   if (fmod_attr || !(rlx_dtype_is_signed_int(t) || fl)) {
     c->out[0] = r;
@@ -382,9 +396,12 @@ static rlx_status map_bitshift(oi_node *c) {
   const char *dir;
   RLX_TRY(oi_attr_s(c, "direction", "", &dir));
   rlx_binop op;
-  if (strcmp(dir, "LEFT") == 0) op = RLX_BINOP_SHL;
-  else if (strcmp(dir, "RIGHT") == 0) op = RLX_BINOP_SHR;
-  else return oi_bad(c, "attribute direction must be \"LEFT\" or \"RIGHT\", not \"%s\"", dir);
+  if (strcmp(dir, "LEFT") == 0)
+    op = RLX_BINOP_SHL;
+  else if (strcmp(dir, "RIGHT") == 0)
+    op = RLX_BINOP_SHR;
+  else
+    return oi_bad(c, "attribute direction must be \"LEFT\" or \"RIGHT\", not \"%s\"", dir);
   return oi_bin(c, op, c->in[0], c->in[1], &c->out[0]);
 }
 
@@ -400,12 +417,16 @@ static rlx_status map_bitwise_not(oi_node *c) {
 /* Sum / Mean / Max / Min over 1..n inputs with multidirectional broadcasting. */
 static rlx_status map_variadic(oi_node *c) {
   const char *op = c->np->op_type;
-  rlx_binop b = op[1] == 'u' ? RLX_BINOP_ADD : op[1] == 'e' ? RLX_BINOP_ADD : op[1] == 'a' ? RLX_BINOP_MAX : RLX_BINOP_MIN;
+  rlx_binop b = op[1] == 'u'   ? RLX_BINOP_ADD
+                : op[1] == 'e' ? RLX_BINOP_ADD
+                : op[1] == 'a' ? RLX_BINOP_MAX
+                               : RLX_BINOP_MIN;
   rlx_id acc = RLX_NO_ID;
   uint32_t n = 0;
   for (uint32_t k = 0; k < c->n_in; k++) {
     if (!oi_has(c, k)) continue;
-    if (acc == RLX_NO_ID) acc = c->in[k];
+    if (acc == RLX_NO_ID)
+      acc = c->in[k];
     else {
       rlx_id x = c->in[k];
       /* Binary's result has operand 0's dtype; both operands must agree anyway */
@@ -447,7 +468,8 @@ static rlx_status map_clip(oi_node *c) {
   /* opset >= 11: optional scalar inputs min, max */
   for (uint32_t k = 1; k <= 2; k++) {
     if (!oi_has(c, k)) continue;
-    if (oi_in_shape(c, k)->dtype != t) return oi_bad(c, "input %u must have the input's dtype %s", k, rlx_dtype_name(t));
+    if (oi_in_shape(c, k)->dtype != t)
+      return oi_bad(c, "input %u must have the input's dtype %s", k, rlx_dtype_name(t));
     RLX_TRY(oi_bin(c, k == 1 ? RLX_BINOP_MAX : RLX_BINOP_MIN, x, c->in[k], &x));
   }
   c->out[0] = x;
@@ -492,7 +514,8 @@ static rlx_status map_bitcast(oi_node *c) {
   const void *data;
   rlx_shape sh;
   if (!oi_in_value(c, 0, &data, &sh))
-    return oi_unsupported(c, "bit cast from %s to %s of a value known only at run time", rlx_dtype_name(from), rlx_dtype_name(to));
+    return oi_unsupported(c, "bit cast from %s to %s of a value known only at run time", rlx_dtype_name(from),
+                          rlx_dtype_name(to));
   size_t nb;
   RLX_TRY(rlx_shape_nbytes(&sh, &nb));
   sh.dtype = (uint8_t)to;
@@ -538,43 +561,78 @@ static rlx_status map_dropout(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_elementwise[] = {
-    {"Abs", 1, OI_MAX_OPSET, map_unary},          {"Neg", 1, OI_MAX_OPSET, map_unary},
-    {"Exp", 1, OI_MAX_OPSET, map_unary},          {"Log", 1, OI_MAX_OPSET, map_unary},
-    {"Sqrt", 1, OI_MAX_OPSET, map_unary},         {"Reciprocal", 1, OI_MAX_OPSET, map_unary},
-    {"Sin", 7, OI_MAX_OPSET, map_unary},          {"Cos", 7, OI_MAX_OPSET, map_unary},
-    {"Tan", 7, OI_MAX_OPSET, map_unary},          {"Atan", 7, OI_MAX_OPSET, map_unary},
-    {"Tanh", 1, OI_MAX_OPSET, map_unary},         {"Sigmoid", 1, OI_MAX_OPSET, map_unary},
-    {"Relu", 1, OI_MAX_OPSET, map_unary},         {"Floor", 1, OI_MAX_OPSET, map_unary},
-    {"Ceil", 1, OI_MAX_OPSET, map_unary},         {"Round", 11, OI_MAX_OPSET, map_unary},
-    {"Sign", 9, OI_MAX_OPSET, map_unary},         {"Erf", 9, OI_MAX_OPSET, map_unary},
-    {"Softplus", 1, OI_MAX_OPSET, map_unary},     {"Softsign", 1, OI_MAX_OPSET, map_unary},
-    {"HardSwish", 14, OI_MAX_OPSET, map_unary},   {"Mish", 18, OI_MAX_OPSET, map_unary},
-    {"Gelu", 20, OI_MAX_OPSET, map_gelu},         {"Swish", 24, OI_MAX_OPSET, map_swish},
+    {"Abs", 1, OI_MAX_OPSET, map_unary},
+    {"Neg", 1, OI_MAX_OPSET, map_unary},
+    {"Exp", 1, OI_MAX_OPSET, map_unary},
+    {"Log", 1, OI_MAX_OPSET, map_unary},
+    {"Sqrt", 1, OI_MAX_OPSET, map_unary},
+    {"Reciprocal", 1, OI_MAX_OPSET, map_unary},
+    {"Sin", 7, OI_MAX_OPSET, map_unary},
+    {"Cos", 7, OI_MAX_OPSET, map_unary},
+    {"Tan", 7, OI_MAX_OPSET, map_unary},
+    {"Atan", 7, OI_MAX_OPSET, map_unary},
+    {"Tanh", 1, OI_MAX_OPSET, map_unary},
+    {"Sigmoid", 1, OI_MAX_OPSET, map_unary},
+    {"Relu", 1, OI_MAX_OPSET, map_unary},
+    {"Floor", 1, OI_MAX_OPSET, map_unary},
+    {"Ceil", 1, OI_MAX_OPSET, map_unary},
+    {"Round", 11, OI_MAX_OPSET, map_unary},
+    {"Sign", 9, OI_MAX_OPSET, map_unary},
+    {"Erf", 9, OI_MAX_OPSET, map_unary},
+    {"Softplus", 1, OI_MAX_OPSET, map_unary},
+    {"Softsign", 1, OI_MAX_OPSET, map_unary},
+    {"HardSwish", 14, OI_MAX_OPSET, map_unary},
+    {"Mish", 18, OI_MAX_OPSET, map_unary},
+    {"Gelu", 20, OI_MAX_OPSET, map_gelu},
+    {"Swish", 24, OI_MAX_OPSET, map_swish},
     {"SwiGLU", 28, OI_MAX_OPSET, map_swish},
-    {"Sinh", 9, OI_MAX_OPSET, map_trig},          {"Cosh", 9, OI_MAX_OPSET, map_trig},
-    {"Asinh", 9, OI_MAX_OPSET, map_trig},         {"Acosh", 9, OI_MAX_OPSET, map_trig},
-    {"Atanh", 9, OI_MAX_OPSET, map_trig},         {"Asin", 7, OI_MAX_OPSET, map_trig},
-    {"Acos", 7, OI_MAX_OPSET, map_trig},          {"Elu", 1, OI_MAX_OPSET, map_elu},
-    {"Selu", 1, OI_MAX_OPSET, map_elu},           {"Celu", 12, OI_MAX_OPSET, map_celu},
-    {"LeakyRelu", 1, OI_MAX_OPSET, map_leaky_relu}, {"PRelu", 1, OI_MAX_OPSET, map_prelu},
+    {"Sinh", 9, OI_MAX_OPSET, map_trig},
+    {"Cosh", 9, OI_MAX_OPSET, map_trig},
+    {"Asinh", 9, OI_MAX_OPSET, map_trig},
+    {"Acosh", 9, OI_MAX_OPSET, map_trig},
+    {"Atanh", 9, OI_MAX_OPSET, map_trig},
+    {"Asin", 7, OI_MAX_OPSET, map_trig},
+    {"Acos", 7, OI_MAX_OPSET, map_trig},
+    {"Elu", 1, OI_MAX_OPSET, map_elu},
+    {"Selu", 1, OI_MAX_OPSET, map_elu},
+    {"Celu", 12, OI_MAX_OPSET, map_celu},
+    {"LeakyRelu", 1, OI_MAX_OPSET, map_leaky_relu},
+    {"PRelu", 1, OI_MAX_OPSET, map_prelu},
     {"ThresholdedRelu", 10, OI_MAX_OPSET, map_thresholded_relu},
-    {"HardSigmoid", 1, OI_MAX_OPSET, map_hard_sigmoid}, {"Shrink", 9, OI_MAX_OPSET, map_shrink},
-    {"Not", 1, OI_MAX_OPSET, map_not},            {"IsNaN", 9, OI_MAX_OPSET, map_isnan},
-    {"IsInf", 10, OI_MAX_OPSET, map_isinf},       {"Add", 1, OI_MAX_OPSET, map_binary},
-    {"Sub", 1, OI_MAX_OPSET, map_binary},         {"Mul", 1, OI_MAX_OPSET, map_binary},
-    {"Div", 1, OI_MAX_OPSET, map_binary},         {"And", 1, OI_MAX_OPSET, map_binary},
-    {"Or", 1, OI_MAX_OPSET, map_binary},          {"Xor", 1, OI_MAX_OPSET, map_binary},
-    {"BitwiseAnd", 18, OI_MAX_OPSET, map_binary},           {"BitwiseOr", 18, OI_MAX_OPSET, map_binary},
-    {"BitwiseXor", 18, OI_MAX_OPSET, map_binary},           {"BitwiseNot", 18, OI_MAX_OPSET, map_bitwise_not},
-    {"Equal", 1, OI_MAX_OPSET, map_binary},       {"Less", 1, OI_MAX_OPSET, map_binary},
-    {"Greater", 1, OI_MAX_OPSET, map_binary},     {"LessOrEqual", 12, OI_MAX_OPSET, map_binary},
-    {"GreaterOrEqual", 12, OI_MAX_OPSET, map_binary}, {"Pow", 1, OI_MAX_OPSET, map_pow},
-    {"Mod", 10, OI_MAX_OPSET, map_mod},           {"BitShift", 11, OI_MAX_OPSET, map_bitshift},
-    {"Sum", 1, OI_MAX_OPSET, map_variadic},       {"Mean", 1, OI_MAX_OPSET, map_variadic},
-    {"Max", 1, OI_MAX_OPSET, map_variadic},       {"Min", 1, OI_MAX_OPSET, map_variadic},
-    {"Where", 9, OI_MAX_OPSET, map_where},        {"Clip", 1, OI_MAX_OPSET, map_clip},
+    {"HardSigmoid", 1, OI_MAX_OPSET, map_hard_sigmoid},
+    {"Shrink", 9, OI_MAX_OPSET, map_shrink},
+    {"Not", 1, OI_MAX_OPSET, map_not},
+    {"IsNaN", 9, OI_MAX_OPSET, map_isnan},
+    {"IsInf", 10, OI_MAX_OPSET, map_isinf},
+    {"Add", 1, OI_MAX_OPSET, map_binary},
+    {"Sub", 1, OI_MAX_OPSET, map_binary},
+    {"Mul", 1, OI_MAX_OPSET, map_binary},
+    {"Div", 1, OI_MAX_OPSET, map_binary},
+    {"And", 1, OI_MAX_OPSET, map_binary},
+    {"Or", 1, OI_MAX_OPSET, map_binary},
+    {"Xor", 1, OI_MAX_OPSET, map_binary},
+    {"BitwiseAnd", 18, OI_MAX_OPSET, map_binary},
+    {"BitwiseOr", 18, OI_MAX_OPSET, map_binary},
+    {"BitwiseXor", 18, OI_MAX_OPSET, map_binary},
+    {"BitwiseNot", 18, OI_MAX_OPSET, map_bitwise_not},
+    {"Equal", 1, OI_MAX_OPSET, map_binary},
+    {"Less", 1, OI_MAX_OPSET, map_binary},
+    {"Greater", 1, OI_MAX_OPSET, map_binary},
+    {"LessOrEqual", 12, OI_MAX_OPSET, map_binary},
+    {"GreaterOrEqual", 12, OI_MAX_OPSET, map_binary},
+    {"Pow", 1, OI_MAX_OPSET, map_pow},
+    {"Mod", 10, OI_MAX_OPSET, map_mod},
+    {"BitShift", 11, OI_MAX_OPSET, map_bitshift},
+    {"Sum", 1, OI_MAX_OPSET, map_variadic},
+    {"Mean", 1, OI_MAX_OPSET, map_variadic},
+    {"Max", 1, OI_MAX_OPSET, map_variadic},
+    {"Min", 1, OI_MAX_OPSET, map_variadic},
+    {"Where", 9, OI_MAX_OPSET, map_where},
+    {"Clip", 1, OI_MAX_OPSET, map_clip},
     {"BitCast", 26, OI_MAX_OPSET, map_bitcast},
-    {"Cast", 6, OI_MAX_OPSET, map_cast},          {"CastLike", 15, OI_MAX_OPSET, map_cast},
-    {"Identity", 1, OI_MAX_OPSET, map_identity},  {"Dropout", 1, OI_MAX_OPSET, map_dropout},
+    {"Cast", 6, OI_MAX_OPSET, map_cast},
+    {"CastLike", 15, OI_MAX_OPSET, map_cast},
+    {"Identity", 1, OI_MAX_OPSET, map_identity},
+    {"Dropout", 1, OI_MAX_OPSET, map_dropout},
 };
 const uint32_t oi_ops_elementwise_len = sizeof oi_ops_elementwise / sizeof oi_ops_elementwise[0];

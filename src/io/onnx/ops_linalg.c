@@ -13,8 +13,9 @@ static rlx_status map_matmul(oi_node *c) {
   rlx_id a = c->in[0], b = c->in[1], y;
   const rlx_shape as = *oi_shape(c, a), bs = *oi_shape(c, b);
   if (as.rank == 0 || bs.rank == 0) return oi_bad(c, "MatMul operands must have rank >= 1");
-  if (as.dtype != bs.dtype) return oi_bad(c, "A (%s) and B (%s) must have the same dtype", rlx_dtype_name((rlx_dtype)as.dtype),
-                                          rlx_dtype_name((rlx_dtype)bs.dtype));
+  if (as.dtype != bs.dtype)
+    return oi_bad(c, "A (%s) and B (%s) must have the same dtype", rlx_dtype_name((rlx_dtype)as.dtype),
+                  rlx_dtype_name((rlx_dtype)bs.dtype));
   if (as.rank == 1) {
     rlx_dim d[2] = {1, as.dims[0]};
     RLX_TRY(oi_reshape_dims(c, a, 2, d, &a));
@@ -64,7 +65,8 @@ static rlx_status map_gemm(oi_node *c) {
     if (beta != 1.0f) RLX_TRY(oi_bin_s(c, RLX_BINOP_MUL, cc, beta, &cc));
     RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, cc, &y));
     if (!rlx_shape_equal(oi_shape(c, y), &prod))
-      return oi_bad(c, "C %s does not broadcast to the product %s", rlx_fmt_shape(oi_shape(c, c->in[2])), rlx_fmt_shape(&prod));
+      return oi_bad(c, "C %s does not broadcast to the product %s", rlx_fmt_shape(oi_shape(c, c->in[2])),
+                    rlx_fmt_shape(&prod));
   }
   c->out[0] = y;
   return RLX_OK;
@@ -113,13 +115,15 @@ static rlx_status parse_term(oi_node *c, const char *s, size_t len, uint32_t ran
     char ch = s[i];
     if (ch == ' ') continue;
     if (ch == '.') {
-      if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.' || ell) return oi_bad(c, "malformed ellipsis in the equation");
+      if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.' || ell)
+        return oi_bad(c, "malformed ellipsis in the equation");
       ell = true;
       i += 2;
       uint32_t explicit_n = 0;
       for (size_t j = i + 1; j < len; j++) explicit_n += (s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z');
       uint32_t er;
-      if (is_out) er = *ell_rank;
+      if (is_out)
+        er = *ell_rank;
       else {
         if (rank < t->n + explicit_n) return oi_bad(c, "an equation term has more letters than its operand's rank");
         er = rank - t->n - explicit_n;
@@ -132,7 +136,8 @@ static rlx_status parse_term(oi_node *c, const char *s, size_t len, uint32_t ran
       }
       continue;
     }
-    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))) return oi_bad(c, "bad character '%c' in the equation", ch);
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+      return oi_bad(c, "bad character '%c' in the equation", ch);
     if (t->n >= RLX_MAX_RANK) return oi_bad(c, "an equation term has too many axes");
     if (is_out && has_letter(t, ch)) return oi_bad(c, "output letter '%c' appears twice", ch);
     t->l[t->n++] = ch;
@@ -198,8 +203,10 @@ static rlx_status sum_out(oi_node *c, rlx_id *x, term *t, const term *const *oth
   for (uint32_t i = 0; i < t->n; i++) {
     bool needed = false;
     for (uint32_t k = 0; k < n_others && !needed; k++) needed = has_letter(others[k], t->l[i]);
-    if (needed) nt.l[nt.n++] = t->l[i];
-    else axes[na++] = i;
+    if (needed)
+      nt.l[nt.n++] = t->l[i];
+    else
+      axes[na++] = i;
   }
   if (!na) return RLX_OK;
   RLX_TRY(oi_reduce(c, RLX_REDUCE_SUM, *x, axes, na, false, x));
@@ -292,7 +299,10 @@ static rlx_status map_einsum(oi_node *c) {
     for (uint32_t i = 0; i < nt.n; i++)
       if (!has_letter(&ct, nt.l[i])) res.l[res.n++] = nt.l[i];
     if (res.n > RLX_MAX_RANK) return oi_unsupported(c, "an intermediate Einsum result of rank > %d", RLX_MAX_RANK);
-    rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = lc, .n = ncon}, .rhs_contracting = {.v = rc, .n = ncon}, .lhs_batch = {.v = lb, .n = nb}, .rhs_batch = {.v = rb, .n = nb}};
+    rlx_attrs_DotGeneral da = {.lhs_contracting = {.v = lc, .n = ncon},
+                               .rhs_contracting = {.v = rc, .n = ncon},
+                               .lhs_batch = {.v = lb, .n = nb},
+                               .rhs_batch = {.v = rb, .n = nb}};
     rlx_id in2[2] = {cur, nx};
     if (oi_shape(c, cur)->dtype != oi_shape(c, nx)->dtype) return oi_bad(c, "operands must share a dtype");
     RLX_TRY(oi_emit(c, RLX_OP_DotGeneral, in2, 2, &da, &cur));

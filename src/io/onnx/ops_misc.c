@@ -32,14 +32,17 @@ static rlx_status blocked(oi_node *c, rlx_id p, const rlx_shape *xs, int64_t axi
   uint32_t a;
   RLX_TRY(oi_axis(c, axis, xs->rank, "attribute axis", &a));
   RLX_TRY(oi_need_static(c, xs, "input x"));
-  if (ps.rank != xs->rank) return oi_bad(c, "blocked quantization parameters %s must have the rank of x %s", rlx_fmt_shape(&ps), rlx_fmt_shape(xs));
+  if (ps.rank != xs->rank)
+    return oi_bad(c, "blocked quantization parameters %s must have the rank of x %s", rlx_fmt_shape(&ps),
+                  rlx_fmt_shape(xs));
   int64_t D = xs->dims[a], nb = ps.dims[a];
   if (nb < 1 || (D + block - 1) / block != nb)
-    return oi_bad(c, "block_size %lld does not fit %lld blocks of scale %s over axis %u of x %s", (long long)block, (long long)nb,
-                  rlx_fmt_shape(&ps), a, rlx_fmt_shape(xs));
+    return oi_bad(c, "block_size %lld does not fit %lld blocks of scale %s over axis %u of x %s", (long long)block,
+                  (long long)nb, rlx_fmt_shape(&ps), a, rlx_fmt_shape(xs));
   int64_t d1[RLX_MAX_RANK + 1], d2[RLX_MAX_RANK + 1], d3[RLX_MAX_RANK];
   for (uint32_t i = 0, k = 0; i < xs->rank; i++) {
-    if (i != a && ps.dims[i] != xs->dims[i]) return oi_bad(c, "blocked quantization parameters %s do not match x %s", rlx_fmt_shape(&ps), rlx_fmt_shape(xs));
+    if (i != a && ps.dims[i] != xs->dims[i])
+      return oi_bad(c, "blocked quantization parameters %s do not match x %s", rlx_fmt_shape(&ps), rlx_fmt_shape(xs));
     d3[i] = ps.dims[i];
     d1[k] = d2[k] = ps.dims[i];
     k++;
@@ -63,7 +66,8 @@ static rlx_status qparam(oi_node *c, rlx_id p, const rlx_shape *xs, int64_t axis
 static rlx_status saturate_cast(oi_node *c, rlx_id x, rlx_dtype to, rlx_id *out) {
   double lo = to == RLX_U8 ? 0 : to == RLX_I8 ? -128 : to == RLX_I16 ? -32768 : to == RLX_I32 ? -2147483648.0 : 0;
   double hi = to == RLX_U8 ? 255 : to == RLX_I8 ? 127 : to == RLX_I16 ? 32767 : to == RLX_I32 ? 2147483647.0 : 65535;
-  if (to != RLX_U8 && to != RLX_I8 && to != RLX_I16 && to != RLX_I32) return oi_unsupported(c, "quantizing to %s", rlx_dtype_name(to));
+  if (to != RLX_U8 && to != RLX_I8 && to != RLX_I16 && to != RLX_I32)
+    return oi_unsupported(c, "quantizing to %s", rlx_dtype_name(to));
   rlx_id a, b;
   rlx_dtype t = (rlx_dtype)oi_shape(c, x)->dtype;
   RLX_TRY(oi_scalar(c, t, lo, &a));
@@ -99,10 +103,13 @@ static rlx_status map_quantize(oi_node *c) {
   if (prec && (!oi_dtype_from_onnx((int32_t)prec, &ft) || !rlx_dtype_is_float(ft)))
     return oi_unsupported(c, "precision %s", oi_onnx_dtype_name((int32_t)prec));
   rlx_dtype to = RLX_U8;
-  if (odt && !oi_dtype_from_onnx((int32_t)odt, &to)) return oi_unsupported(c, "quantizing to %s (RLX has no such dtype)", oi_onnx_dtype_name((int32_t)odt));
+  if (odt && !oi_dtype_from_onnx((int32_t)odt, &to))
+    return oi_unsupported(c, "quantizing to %s (RLX has no such dtype)", oi_onnx_dtype_name((int32_t)odt));
   if (oi_has(c, 2)) {
     rlx_dtype zt = (rlx_dtype)oi_in_shape(c, 2)->dtype;
-    if (odt && zt != to) return oi_bad(c, "output_dtype %s differs from y_zero_point's dtype %s", oi_onnx_dtype_name((int32_t)odt), rlx_dtype_name(zt));
+    if (odt && zt != to)
+      return oi_bad(c, "output_dtype %s differs from y_zero_point's dtype %s", oi_onnx_dtype_name((int32_t)odt),
+                    rlx_dtype_name(zt));
     to = zt;
   }
   RLX_TRY(oi_cast(c, x, ft, &x));
@@ -325,9 +332,13 @@ static rlx_status map_bernoulli(oi_node *c) {
   if (oi_attr(c, "dtype")) {
     int64_t dt;
     RLX_TRY(oi_attr_i(c, "dtype", 0, &dt));
-    if (dt < 0 || dt > 64 || !oi_dtype_from_onnx((int32_t)dt, &to)) return oi_unsupported(c, "dtype %s", oi_onnx_dtype_name((int32_t)dt));
+    if (dt < 0 || dt > 64 || !oi_dtype_from_onnx((int32_t)dt, &to))
+      return oi_unsupported(c, "dtype %s", oi_onnx_dtype_name((int32_t)dt));
   }
-  rlx_attrs_RngUniform ra = {.low = 0, .high = 1, .key = (uint64_t)c->m->emitted * 0x9e3779b97f4a7c15ull + 7, .op_seed = {.has = has_seed, .v = seed}};
+  rlx_attrs_RngUniform ra = {.low = 0,
+                             .high = 1,
+                             .key = (uint64_t)c->m->emitted * 0x9e3779b97f4a7c15ull + 7,
+                             .op_seed = {.has = has_seed, .v = seed}};
   c->m->emitted++;
   RLX_TRY(rlx_graph_add(c->g, RLX_OP_RngUniform, &p, 1, &ra, &s, NULL, &u));
   RLX_TRY(oi_cmp(c, RLX_CMP_LT, u, p, &lt));
@@ -345,7 +356,8 @@ static rlx_status map_window(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "periodic", 1, &periodic));
   RLX_TRY(oi_attr_i(c, "output_datatype", 1, &odt));
   rlx_dtype t;
-  if (odt < 0 || odt > 64 || !oi_dtype_from_onnx((int32_t)odt, &t)) return oi_unsupported(c, "output_datatype %s", oi_onnx_dtype_name((int32_t)odt));
+  if (odt < 0 || odt > 64 || !oi_dtype_from_onnx((int32_t)odt, &t))
+    return oi_unsupported(c, "output_datatype %s", oi_onnx_dtype_name((int32_t)odt));
   int64_t n = nv[0];
   double den = periodic ? (double)n : (double)(n - 1);
   rlx_dim d = n;
@@ -358,9 +370,12 @@ static rlx_status map_window(oi_node *c) {
   const double pi = 3.14159265358979323846;
   for (int64_t i = 0; i < n; i++) {
     double x = den > 0 ? 2 * pi * (double)i / den : 0, v;
-    if (op[0] == 'H' && op[2] == 'n') v = 0.5 - 0.5 * cos(x);                       /* Hann */
-    else if (op[0] == 'H') v = 25.0 / 46.0 - (21.0 / 46.0) * cos(x);               /* Hamming */
-    else v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x);                              /* Blackman */
+    if (op[0] == 'H' && op[2] == 'n')
+      v = 0.5 - 0.5 * cos(x); /* Hann */
+    else if (op[0] == 'H')
+      v = 25.0 / 46.0 - (21.0 / 46.0) * cos(x); /* Hamming */
+    else
+      v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x); /* Blackman */
     rlx_elem_set(buf, t, (size_t)i, v);
   }
   return oi_const(c, s, buf, nb, &c->out[0]);

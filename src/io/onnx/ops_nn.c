@@ -43,7 +43,8 @@ rlx_status oi_spatial_list(oi_node *c, const char *name, uint32_t n, int64_t def
 static rlx_status read_geom(oi_node *c, const rlx_shape *x, geom *g, bool dilations, bool transposed) {
   uint32_t n = g->nsp;
   RLX_TRY(read_list(c, "strides", n, 1, 1, g->s));
-  if (dilations) RLX_TRY(read_list(c, "dilations", n, 1, 1, g->d));
+  if (dilations)
+    RLX_TRY(read_list(c, "dilations", n, 1, 1, g->d));
   else
     for (uint32_t i = 0; i < n; i++) g->d[i] = 1;
   for (uint32_t i = 0; i < n; i++) g->op[i] = 0;
@@ -77,7 +78,8 @@ static rlx_status read_geom(oi_node *c, const rlx_shape *x, geom *g, bool dilati
     rlx_dim in = x->dims[2 + i];
     if (!rlx_dim_is_static(in)) return oi_unsupported(c, "auto_pad %s with a symbolic spatial extent", ap);
     int64_t ke = (g->k[i] - 1) * g->d[i] + 1, total;
-    if (transposed) total = g->s[i] * (in - 1) + g->op[i] + ke - in * g->s[i];
+    if (transposed)
+      total = g->s[i] * (in - 1) + g->op[i] + ke - in * g->s[i];
     else {
       int64_t out = (in + g->s[i] - 1) / g->s[i];
       total = (out - 1) * g->s[i] + ke - in;
@@ -146,7 +148,8 @@ rlx_status oi_conv(oi_node *c, bool transposed) {
   memset(&g, 0, sizeof g);
   g.nsp = xs->rank - 2u;
   if (g.nsp > 3) return oi_unsupported(c, "%u spatial dims (RLX has 1-D, 2-D and 3-D convolutions)", g.nsp);
-  if (!rlx_dtype_is_float((rlx_dtype)xs->dtype)) return oi_unsupported(c, "%s convolution", rlx_dtype_name((rlx_dtype)xs->dtype));
+  if (!rlx_dtype_is_float((rlx_dtype)xs->dtype))
+    return oi_unsupported(c, "%s convolution", rlx_dtype_name((rlx_dtype)xs->dtype));
   RLX_TRY(kernel_of(c, ws, &g));
   int64_t group;
   RLX_TRY(oi_attr_i(c, "group", 1, &group));
@@ -198,16 +201,30 @@ rlx_status oi_conv(oi_node *c, bool transposed) {
   rlx_id y, in2[2] = {x, w};
   uint32_t n = g.nsp;
   if (!transposed && n == 2) {
-    rlx_attrs_Conv a = {.kernel_size = {.v = ks, .n = n}, .stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .groups = group};
+    rlx_attrs_Conv a = {.kernel_size = {.v = ks, .n = n},
+                        .stride = {.v = st, .n = n},
+                        .padding = {.v = pad, .n = 2 * n},
+                        .dilation = {.v = dl, .n = n},
+                        .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_Conv, in2, 2, &a, &y));
   } else if (!transposed) {
-    rlx_attrs_Conv3d a = {.stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .groups = group};
+    rlx_attrs_Conv3d a = {
+        .stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_Conv3d, in2, 2, &a, &y));
   } else if (n == 2) {
-    rlx_attrs_ConvTranspose2d a = {.kernel_size = {.v = ks, .n = n}, .stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .output_padding = {.v = op, .n = n}, .groups = group};
+    rlx_attrs_ConvTranspose2d a = {.kernel_size = {.v = ks, .n = n},
+                                   .stride = {.v = st, .n = n},
+                                   .padding = {.v = pad, .n = 2 * n},
+                                   .dilation = {.v = dl, .n = n},
+                                   .output_padding = {.v = op, .n = n},
+                                   .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_ConvTranspose2d, in2, 2, &a, &y));
   } else {
-    rlx_attrs_ConvTranspose3d a = {.stride = {.v = st, .n = n}, .padding = {.v = pad, .n = 2 * n}, .dilation = {.v = dl, .n = n}, .output_padding = {.v = op, .n = n}, .groups = group};
+    rlx_attrs_ConvTranspose3d a = {.stride = {.v = st, .n = n},
+                                   .padding = {.v = pad, .n = 2 * n},
+                                   .dilation = {.v = dl, .n = n},
+                                   .output_padding = {.v = op, .n = n},
+                                   .groups = group};
     RLX_TRY(oi_emit(c, RLX_OP_ConvTranspose3d, in2, 2, &a, &y));
   }
   RLX_TRY(add_bias(c, y, 2, &y));
@@ -253,7 +270,8 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
     taps += (size_t)g->k[i];
     positions *= (size_t)out[i];
   }
-  if (taps > 4096) return oi_unsupported(c, "a dilated or 3-D pooling window with more than 4096 cells per axis in total");
+  if (taps > 4096)
+    return oi_unsupported(c, "a dilated or 3-D pooling window with more than 4096 cells per axis in total");
   const rlx_shape xs = *oi_shape(c, x);
   rlx_dtype t = (rlx_dtype)xs.dtype;
   if (is_max && !rlx_dtype_is_float(t)) return oi_unsupported(c, "integer MaxPool with dilation or 3-D");
@@ -265,7 +283,8 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
     any_pad |= g->pb[i] || g->pe[i] + extra[i];
   }
   if (any_pad) {
-    rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = is_max ? -INFINITY : 0.0f};
+    rlx_attrs_Pad pa = {
+        .pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = is_max ? -INFINITY : 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
   }
   rlx_id acc = x;
@@ -275,8 +294,10 @@ static rlx_status pool_by_slices(oi_node *c, rlx_id x, const geom *g, const int6
       rlx_id v;
       rlx_attrs_Slice sa = {.axis = 2 + i, .start = j * g->d[i], .len = out[i], .step = g->s[i]};
       RLX_TRY(oi_emit(c, RLX_OP_Slice, &acc, 1, &sa, &v));
-      if (red == RLX_NO_ID) red = v;
-      else RLX_TRY(oi_bin(c, is_max ? RLX_BINOP_MAX : RLX_BINOP_ADD, red, v, &red));
+      if (red == RLX_NO_ID)
+        red = v;
+      else
+        RLX_TRY(oi_bin(c, is_max ? RLX_BINOP_MAX : RLX_BINOP_ADD, red, v, &red));
     }
     acc = red;
   }
@@ -366,8 +387,9 @@ static rlx_status map_pool(oi_node *c) {
     int64_t ke = (g.k[i] - 1) * g.d[i] + 1;
     dilated |= g.d[i] != 1;
     int64_t span = in[i] + g.pb[i] + g.pe[i] - ke;
-    if (span < 0) return oi_bad(c, "the kernel (%lld) is larger than the padded input (%lld) on spatial axis %u",
-                                (long long)ke, (long long)(in[i] + g.pb[i] + g.pe[i]), i);
+    if (span < 0)
+      return oi_bad(c, "the kernel (%lld) is larger than the padded input (%lld) on spatial axis %u", (long long)ke,
+                    (long long)(in[i] + g.pb[i] + g.pe[i]), i);
     out[i] = span / g.s[i] + 1;
     if (ceil_mode && span % g.s[i]) {
       out[i]++;
@@ -402,13 +424,17 @@ static rlx_status map_pool(oi_node *c) {
   int64_t padding[4] = {pb2[0], pb2[1], pe2[0], pe2[1]};
   rlx_dtype t = (rlx_dtype)xs->dtype;
   if (explicit_pad) {
-    if (is_max && !rlx_dtype_is_float(t)) return oi_unsupported(c, "integer MaxPool with padding as large as the kernel");
+    if (is_max && !rlx_dtype_is_float(t))
+      return oi_unsupported(c, "integer MaxPool with padding as large as the kernel");
     int64_t pads[8] = {0, 0, 0, 0, pb2[0], pe2[0], pb2[1], pe2[1]};
     rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 8}, .mode = RLX_PAD_MODE_CONSTANT, .value = is_max ? -INFINITY : 0.0f};
     RLX_TRY(oi_emit(c, RLX_OP_Pad, &x, 1, &pa, &x));
     memset(padding, 0, sizeof padding);
   }
-  rlx_attrs_Pool pa = {.kind = is_max ? RLX_REDUCE_MAX : RLX_REDUCE_MEAN, .kernel_size = {.v = k2, .n = 2}, .stride = {.v = s2, .n = 2}, .padding = {.v = padding, .n = 4}};
+  rlx_attrs_Pool pa = {.kind = is_max ? RLX_REDUCE_MAX : RLX_REDUCE_MEAN,
+                       .kernel_size = {.v = k2, .n = 2},
+                       .stride = {.v = s2, .n = 2},
+                       .padding = {.v = padding, .n = 4}};
   rlx_id y;
   RLX_TRY(oi_emit(c, RLX_OP_Pool, &x, 1, &pa, &y));
   if (is_lp) { /* Pool's mean over the zero-padded window, times the window size: the sum */
@@ -461,7 +487,8 @@ static rlx_status map_col2im(oi_node *c) {
   const rlx_shape xs = *oi_shape(c, x);
   RLX_TRY(oi_need_static(c, &xs, "input"));
   if (xs.rank != 3) return oi_bad(c, "input must be 3-D [N, C * prod(block_shape), L], got %s", rlx_fmt_shape(&xs));
-  if (ni != nb || ni < 1 || ni + 2 > RLX_MAX_RANK) return oi_bad(c, "image_shape (%zu entries) and block_shape (%zu) must have the same length", ni, nb);
+  if (ni != nb || ni < 1 || ni + 2 > RLX_MAX_RANK)
+    return oi_bad(c, "image_shape (%zu entries) and block_shape (%zu) must have the same length", ni, nb);
   uint32_t n = (uint32_t)ni;
   int64_t st[RLX_MAX_RANK], dl[RLX_MAX_RANK], pd[2 * RLX_MAX_RANK], grid[RLX_MAX_RANK], padded[RLX_MAX_RANK];
   RLX_TRY(read_list(c, "strides", n, 1, 1, st));
@@ -472,14 +499,18 @@ static rlx_status map_col2im(oi_node *c) {
     if (img[i] < 1 || blk[i] < 1) return oi_bad(c, "image_shape and block_shape entries must be positive");
     padded[i] = img[i] + pd[i] + pd[n + i];
     int64_t span = padded[i] - dl[i] * (blk[i] - 1) - 1;
-    if (span < 0) return oi_bad(c, "the dilated block (%lld) is larger than the padded image (%lld) on axis %u",
-                                (long long)(dl[i] * (blk[i] - 1) + 1), (long long)padded[i], i);
+    if (span < 0)
+      return oi_bad(c, "the dilated block (%lld) is larger than the padded image (%lld) on axis %u",
+                    (long long)(dl[i] * (blk[i] - 1) + 1), (long long)padded[i], i);
     grid[i] = span / st[i] + 1;
     K *= blk[i], L *= grid[i], P *= padded[i];
   }
-  if (xs.dims[1] % K) return oi_bad(c, "input dim 1 (%lld) is not a multiple of the block size %lld", (long long)xs.dims[1], (long long)K);
-  if (xs.dims[2] != L) return oi_bad(c, "input has %lld blocks; image_shape, block_shape, pads, strides and dilations give %lld",
-                                     (long long)xs.dims[2], (long long)L);
+  if (xs.dims[1] % K)
+    return oi_bad(c, "input dim 1 (%lld) is not a multiple of the block size %lld", (long long)xs.dims[1],
+                  (long long)K);
+  if (xs.dims[2] != L)
+    return oi_bad(c, "input has %lld blocks; image_shape, block_shape, pads, strides and dilations give %lld",
+                  (long long)xs.dims[2], (long long)L);
   int64_t N = xs.dims[0], C = xs.dims[1] / K;
   size_t cnt = (size_t)(K * L);
   if (cnt > ((size_t)1 << 26) || P > ((int64_t)1 << 30)) return oi_unsupported(c, "a Col2Im of %zu column cells", cnt);
@@ -532,7 +563,8 @@ static rlx_status map_deform_conv(oi_node *c) {
   RLX_TRY(oi_need_static(c, &xs, "X"));
   RLX_TRY(oi_need_static(c, &ws, "W"));
   RLX_TRY(oi_need_static(c, &os, "offset"));
-  if (xs.rank != 4 || ws.rank != 4 || os.rank != 4) return oi_unsupported(c, "DeformConv that is not 2-D (X %s)", rlx_fmt_shape(&xs));
+  if (xs.rank != 4 || ws.rank != 4 || os.rank != 4)
+    return oi_unsupported(c, "DeformConv that is not 2-D (X %s)", rlx_fmt_shape(&xs));
   rlx_dtype t = (rlx_dtype)xs.dtype;
   if (!rlx_dtype_is_float(t)) return oi_bad(c, "X must be floating-point");
   int64_t grp, og;
@@ -543,18 +575,22 @@ static rlx_status map_deform_conv(oi_node *c) {
   RLX_TRY(read_list(c, "dilations", 2, 1, 1, dl));
   RLX_TRY(read_list(c, "pads", 4, 0, 0, pd));
   RLX_TRY(read_list(c, "kernel_shape", 2, 0, 1, ks));
-  int64_t N = xs.dims[0], C = xs.dims[1], H = xs.dims[2], Wd = xs.dims[3], OC = ws.dims[0], kH = ws.dims[2], kW = ws.dims[3];
-  if (oi_attr(c, "kernel_shape") && (ks[0] != kH || ks[1] != kW)) return oi_bad(c, "kernel_shape does not match W %s", rlx_fmt_shape(&ws));
+  int64_t N = xs.dims[0], C = xs.dims[1], H = xs.dims[2], Wd = xs.dims[3], OC = ws.dims[0], kH = ws.dims[2],
+          kW = ws.dims[3];
+  if (oi_attr(c, "kernel_shape") && (ks[0] != kH || ks[1] != kW))
+    return oi_bad(c, "kernel_shape does not match W %s", rlx_fmt_shape(&ws));
   if (grp < 1 || og < 1 || C % grp || OC % grp || C % og || ws.dims[1] != C / grp)
-    return oi_bad(c, "group %lld / offset_group %lld do not fit X %s and W %s", (long long)grp, (long long)og, rlx_fmt_shape(&xs),
-                  rlx_fmt_shape(&ws));
-  int64_t oH = (H + pd[0] + pd[2] - dl[0] * (kH - 1) - 1) / st[0] + 1, oW = (Wd + pd[1] + pd[3] - dl[1] * (kW - 1) - 1) / st[1] + 1;
+    return oi_bad(c, "group %lld / offset_group %lld do not fit X %s and W %s", (long long)grp, (long long)og,
+                  rlx_fmt_shape(&xs), rlx_fmt_shape(&ws));
+  int64_t oH = (H + pd[0] + pd[2] - dl[0] * (kH - 1) - 1) / st[0] + 1,
+          oW = (Wd + pd[1] + pd[3] - dl[1] * (kW - 1) - 1) / st[1] + 1;
   int64_t K = kH * kW, L = oH * oW, Cg = C / og;
   if (oH < 1 || oW < 1) return oi_bad(c, "the dilated kernel is larger than the padded input");
   if (os.dims[0] != N || os.dims[1] != og * K * 2 || os.dims[2] != oH || os.dims[3] != oW)
-    return oi_bad(c, "offset is %s; expected [%lld, %lld, %lld, %lld]", rlx_fmt_shape(&os), (long long)N, (long long)(og * K * 2),
-                  (long long)oH, (long long)oW);
-  if ((size_t)(K * L) > ((size_t)1 << 24)) return oi_unsupported(c, "a DeformConv with %lld sampling positions", (long long)(K * L));
+    return oi_bad(c, "offset is %s; expected [%lld, %lld, %lld, %lld]", rlx_fmt_shape(&os), (long long)N,
+                  (long long)(og * K * 2), (long long)oH, (long long)oW);
+  if ((size_t)(K * L) > ((size_t)1 << 24))
+    return oi_unsupported(c, "a DeformConv with %lld sampling positions", (long long)(K * L));
   /* base sampling coordinates [1, 1, K, L] (y, x) */
   double *by = oi_scratch(c, (size_t)(K * L) * sizeof *by), *bx = oi_scratch(c, (size_t)(K * L) * sizeof *bx);
   if (!by || !bx) return oi_nomem(c);
@@ -637,8 +673,10 @@ static rlx_status map_deform_conv(oi_node *c) {
     RLX_TRY(oi_emit(c, RLX_OP_GatherElements, gi, 2, &ga, &g)); /* [N, og, Cg, K L] */
     RLX_TRY(oi_reshape(c, w, 4, i1, &w));
     RLX_TRY(oi_bin(c, RLX_BINOP_MUL, g, w, &g));
-    if (sum == RLX_NO_ID) sum = g;
-    else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, sum, g, &sum));
+    if (sum == RLX_NO_ID)
+      sum = g;
+    else
+      RLX_TRY(oi_bin(c, RLX_BINOP_ADD, sum, g, &sum));
   }
   if (oi_has(c, 4)) { /* mask [N, og K, oH, oW] */
     rlx_id mk;
@@ -692,7 +730,8 @@ static rlx_status map_global_pool(oi_node *c) {
  * ====================================================================================== */
 
 static rlx_status map_batch_norm(oi_node *c) {
-  for (uint32_t k = 0; k < 5; k++) RLX_TRY(oi_need(c, k, k == 0 ? "X" : k == 1 ? "scale" : k == 2 ? "B" : k == 3 ? "mean" : "var"));
+  for (uint32_t k = 0; k < 5; k++)
+    RLX_TRY(oi_need(c, k, k == 0 ? "X" : k == 1 ? "scale" : k == 2 ? "B" : k == 3 ? "mean" : "var"));
   int64_t training = 0, spatial = 1;
   if (c->opset >= 14) RLX_TRY(oi_attr_i(c, "training_mode", 0, &training));
   if (c->opset < 7) {
@@ -796,21 +835,25 @@ static rlx_status map_group_norm(oi_node *c) {
   if (xs->rank < 3) return oi_bad(c, "input X must have rank >= 3");
   rlx_dim C = xs->dims[1];
   if (!rlx_dim_is_static(C)) return oi_unsupported(c, "a symbolic channel count");
-  if (G < 1 || C % G) return oi_bad(c, "attribute num_groups (%lld) must divide the channels (%lld)", (long long)G, (long long)C);
+  if (G < 1 || C % G)
+    return oi_bad(c, "attribute num_groups (%lld) must divide the channels (%lld)", (long long)G, (long long)C);
   if (c->opset >= 21) {
     int64_t stash;
     RLX_TRY(oi_attr_i(c, "stash_type", 1, &stash));
     if (stash != 1 && stash != 10 && stash != 11 && stash != 16)
-      return oi_bad(c, "attribute stash_type is %s; expected a floating-point dtype", oi_onnx_dtype_name((int32_t)stash));
+      return oi_bad(c, "attribute stash_type is %s; expected a floating-point dtype",
+                    oi_onnx_dtype_name((int32_t)stash));
   }
   for (uint32_t k = 0; k < 2; k++) {
     RLX_TRY(oi_cast(c, c->in[k + 1], (rlx_dtype)xs->dtype, &p[k]));
     const rlx_shape *ps = oi_shape(c, p[k]);
     if (c->opset >= 21) {
-      if (ps->rank != 1 || ps->dims[0] != C) return oi_bad(c, "input %u must be [channels], got %s", k + 1, rlx_fmt_shape(ps));
+      if (ps->rank != 1 || ps->dims[0] != C)
+        return oi_bad(c, "input %u must be [channels], got %s", k + 1, rlx_fmt_shape(ps));
       continue;
     }
-    if (ps->rank != 1 || ps->dims[0] != G) return oi_bad(c, "input %u must be [num_groups], got %s", k + 1, rlx_fmt_shape(ps));
+    if (ps->rank != 1 || ps->dims[0] != G)
+      return oi_bad(c, "input %u must be [num_groups], got %s", k + 1, rlx_fmt_shape(ps));
     int64_t g1[2] = {G, 1}, ge[2] = {G, C / G}, cc[1] = {C};
     RLX_TRY(oi_reshape(c, p[k], 2, g1, &p[k]));
     rlx_attrs_Expand ea = {.target_shape = {.v = ge, .n = 2}};
@@ -837,7 +880,8 @@ static rlx_status map_rms_norm(oi_node *c) {
   const rlx_shape xs = *oi_shape(c, x);
   rlx_dtype t = (rlx_dtype)xs.dtype, st = t;
   if (!rlx_dtype_is_float(t)) return oi_bad(c, "input X must be floating-point");
-  if (stash == 1) st = (t == RLX_F16 || t == RLX_BF16) ? RLX_F32 : t;
+  if (stash == 1)
+    st = (t == RLX_F16 || t == RLX_BF16) ? RLX_F32 : t;
   else if (stash != 10 && stash != 11 && stash != 16)
     return oi_bad(c, "attribute stash_type is %s; expected a floating-point dtype", oi_onnx_dtype_name((int32_t)stash));
   uint32_t a;
@@ -873,8 +917,10 @@ static rlx_status map_lp_norm(oi_node *c) {
   uint32_t a;
   RLX_TRY(oi_axis(c, axis, xs->rank, "attribute axis", &a));
   int64_t ax = a;
-  if (p == 1) RLX_TRY(oi_unary(c, RLX_ACT_ABS, x, &n));
-  else RLX_TRY(oi_bin(c, RLX_BINOP_MUL, x, x, &n));
+  if (p == 1)
+    RLX_TRY(oi_unary(c, RLX_ACT_ABS, x, &n));
+  else
+    RLX_TRY(oi_bin(c, RLX_BINOP_MUL, x, x, &n));
   RLX_TRY(oi_reduce(c, RLX_REDUCE_SUM, n, &ax, 1, true, &n));
   if (p == 2) RLX_TRY(oi_unary(c, RLX_ACT_SQRT, n, &n));
   RLX_TRY(oi_scalar(c, t, 0, &zero));
@@ -899,7 +945,8 @@ static rlx_status map_layer_norm(oi_node *c) {
   rlx_dim tail[RLX_MAX_RANK];
   int64_t D = 1;
   for (uint32_t i = a; i < xs.rank; i++) {
-    if (!rlx_dim_is_static(xs.dims[i])) return oi_unsupported(c, "normalizing over symbolic dims %s", rlx_fmt_shape(&xs));
+    if (!rlx_dim_is_static(xs.dims[i]))
+      return oi_unsupported(c, "normalizing over symbolic dims %s", rlx_fmt_shape(&xs));
     tail[i - a] = xs.dims[i];
     D *= xs.dims[i];
   }
@@ -972,7 +1019,10 @@ static rlx_status map_lrn(oi_node *c) {
   int64_t d4[4] = {xs.dims[0], 1, xs.dims[1], rest};
   RLX_TRY(oi_reshape(c, sq, 4, d4, &sq));
   int64_t k[2] = {size, 1}, s[2] = {1, 1}, pad[4] = {(size - 1) / 2, 0, size - 1 - (size - 1) / 2, 0};
-  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MEAN, .kernel_size = {.v = k, .n = 2}, .stride = {.v = s, .n = 2}, .padding = {.v = pad, .n = 4}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MEAN,
+                       .kernel_size = {.v = k, .n = 2},
+                       .stride = {.v = s, .n = 2},
+                       .padding = {.v = pad, .n = 4}};
   RLX_TRY(oi_emit(c, RLX_OP_Pool, &sq, 1, &pa, &sq));
   RLX_TRY(oi_reshape(c, sq, xs.rank, xs.dims, &sq));
   /* (bias + alpha/size * sum)^beta with sum = size * mean */
@@ -1052,7 +1102,8 @@ static rlx_status map_softmax(oi_node *c) {
   uint32_t a;
   RLX_TRY(oi_attr_i(c, "axis", c->opset >= 13 ? -1 : 1, &axis));
   RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
-  if (c->opset >= 13 || a == xs.rank - 1u) return softmax_axis(c, kind, x, c->opset >= 13 ? a : xs.rank - 1u, &c->out[0]);
+  if (c->opset >= 13 || a == xs.rank - 1u)
+    return softmax_axis(c, kind, x, c->opset >= 13 ? a : xs.rank - 1u, &c->out[0]);
   /* opsets < 13: the input is viewed as [prod(dims[:axis]), prod(dims[axis:])] */
   RLX_TRY(oi_need_static(c, &xs, "input"));
   int64_t rows = 1, cols = 1;

@@ -29,7 +29,8 @@ rlx_status oi_maxpool_indices(oi_node *c, rlx_id x, uint32_t nsp, const int64_t 
   const rlx_shape xs = *oi_shape(c, x);
   if (!rlx_dtype_is_float((rlx_dtype)xs.dtype)) return oi_unsupported(c, "output Indices of an integer MaxPool");
   if (storage_order != 0 && storage_order != 1)
-    return oi_bad(c, "attribute storage_order is %lld; expected 0 (row major) or 1 (column major)", (long long)storage_order);
+    return oi_bad(c, "attribute storage_order is %lld; expected 0 (row major) or 1 (column major)",
+                  (long long)storage_order);
   int64_t in[3], padded[3], positions, taps, spatial, padded_n;
   for (uint32_t i = 0; i < nsp; i++) {
     in[i] = xs.dims[2 + i];
@@ -141,12 +142,14 @@ static rlx_status map_maxunpool(oi_node *c) {
     return oi_bad(c, "attribute pads has %zu entries; expected %u (begin and end per spatial axis)", npv, 2 * nsp);
   for (uint32_t i = 0; i < 2 * nsp; i++) {
     pads[i] = has_pads ? pv[i] : 0;
-    if (pads[i] < 0 || pads[i] > ((int64_t)1 << 31)) return oi_bad(c, "attribute pads[%u] is %lld", i, (long long)pads[i]);
+    if (pads[i] < 0 || pads[i] > ((int64_t)1 << 31))
+      return oi_bad(c, "attribute pads[%u] is %lld", i, (long long)pads[i]);
   }
   int64_t od[5] = {xs.dims[0], xs.dims[1]}, want[5];
   for (uint32_t i = 0; i < nsp; i++) {
     od[2 + i] = (xs.dims[2 + i] - 1) * s[i] + k[i] - pads[i] - pads[nsp + i];
-    if (od[2 + i] < 0) return oi_bad(c, "the pads make spatial axis %u of the output negative (%lld)", i, (long long)od[2 + i]);
+    if (od[2 + i] < 0)
+      return oi_bad(c, "the pads make spatial axis %u of the output negative (%lld)", i, (long long)od[2 + i]);
   }
   memcpy(want, od, sizeof od);
   if (oi_has(c, 2)) {
@@ -162,7 +165,8 @@ static rlx_status map_maxunpool(oi_node *c) {
     }
   }
   int64_t total, grown, numel;
-  if (!extent_product(od, xs.rank, (int64_t)1 << 40, &total) || !extent_product(want, xs.rank, (int64_t)1 << 40, &grown) ||
+  if (!extent_product(od, xs.rank, (int64_t)1 << 40, &total) ||
+      !extent_product(want, xs.rank, (int64_t)1 << 40, &grown) ||
       !extent_product(xs.dims, xs.rank, INT64_MAX / 2, &numel))
     return oi_unsupported(c, "an output of more than 2^40 elements");
   rlx_id zero, zeros, xf, ifl, y;

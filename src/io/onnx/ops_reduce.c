@@ -173,7 +173,8 @@ static rlx_status map_topk(oi_node *c) {
   uint32_t a, last = xs.rank ? xs.rank - 1u : 0;
   RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
   rlx_dim n = xs.dims[a];
-  if (k < 0 || (rlx_dim_is_static(n) && k > n)) return oi_bad(c, "k = %lld is out of range for an axis of %lld", (long long)k, (long long)n);
+  if (k < 0 || (rlx_dim_is_static(n) && k > n))
+    return oi_bad(c, "k = %lld is out of range for an axis of %lld", (long long)k, (long long)n);
   int64_t perm[RLX_MAX_RANK];
   for (uint32_t i = 0; i < xs.rank; i++) perm[i] = i;
   perm[a] = last, perm[last] = a;
@@ -227,10 +228,20 @@ static rlx_status map_cumsum(oi_node *c) {
 }
 
 const oi_op_entry oi_ops_reduce[] = {
-    {"ReduceSum", 1, OI_MAX_OPSET, map_reduce},       {"ReduceMean", 1, OI_MAX_OPSET, map_reduce},  {"ReduceMax", 1, OI_MAX_OPSET, map_reduce},
-    {"ReduceMin", 1, OI_MAX_OPSET, map_reduce},       {"ReduceProd", 1, OI_MAX_OPSET, map_reduce}, {"ReduceL1", 1, OI_MAX_OPSET, map_reduce},
-    {"ReduceL2", 1, OI_MAX_OPSET, map_reduce},        {"ReduceLogSum", 1, OI_MAX_OPSET, map_reduce}, {"ReduceLogSumExp", 1, OI_MAX_OPSET, map_reduce},
-    {"ReduceSumSquare", 1, OI_MAX_OPSET, map_reduce}, {"ArgMax", 1, OI_MAX_OPSET, map_argmax}, {"ArgMin", 1, OI_MAX_OPSET, map_argmax},
-    {"TopK", 1, OI_MAX_OPSET, map_topk},    {"CumSum", 11, OI_MAX_OPSET, map_cumsum}, {"CumProd", 26, OI_MAX_OPSET, map_cumsum},
+    {"ReduceSum", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceMean", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceMax", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceMin", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceProd", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceL1", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceL2", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceLogSum", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceLogSumExp", 1, OI_MAX_OPSET, map_reduce},
+    {"ReduceSumSquare", 1, OI_MAX_OPSET, map_reduce},
+    {"ArgMax", 1, OI_MAX_OPSET, map_argmax},
+    {"ArgMin", 1, OI_MAX_OPSET, map_argmax},
+    {"TopK", 1, OI_MAX_OPSET, map_topk},
+    {"CumSum", 11, OI_MAX_OPSET, map_cumsum},
+    {"CumProd", 26, OI_MAX_OPSET, map_cumsum},
 };
 const uint32_t oi_ops_reduce_len = sizeof oi_ops_reduce / sizeof oi_ops_reduce[0];

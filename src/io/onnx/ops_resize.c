@@ -76,7 +76,8 @@ static void aa_weights(const rs_params *p, double xo, int64_t in, double scale, 
   int64_t start = 1 - n / 2;
   for (int64_t m = 0; m < n; m++) {
     double a = fabs(((double)(start + m) - ratio) * scale), c;
-    if (p->mode == IP_LINEAR) c = a < 1 ? 1 - a : 0;
+    if (p->mode == IP_LINEAR)
+      c = a < 1 ? 1 - a : 0;
     else {
       double A = p->cubic_a;
       c = a <= 1 ? ((A + 2) * a - (A + 3)) * a * a + 1 : a < 2 ? ((A * a - 5 * A) * a + 8 * A) * a - 4 * A : 0;
@@ -177,8 +178,10 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
       RLX_TRY(oi_bcast_axis(c, wt, xs->rank, ax, &wt));
       RLX_TRY(oi_bin(c, RLX_BINOP_MUL, g, wt, &g));
     }
-    if (y == RLX_NO_ID) y = g;
-    else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, g, &y));
+    if (y == RLX_NO_ID)
+      y = g;
+    else
+      RLX_TRY(oi_bin(c, RLX_BINOP_ADD, y, g, &y));
   }
   if (any_outside) {
     uint8_t *m = oi_scratch(c, (size_t)out);
@@ -197,10 +200,14 @@ static rlx_status resize_axis(oi_node *c, const rs_params *p, rlx_id x, uint32_t
 static rlx_status parse_modes(oi_node *c, bool upsample, rs_params *p) {
   const char *mode, *cm = "asymmetric", *nm = "round_prefer_floor";
   RLX_TRY(oi_attr_s(c, "mode", "nearest", &mode));
-  if (strcmp(mode, "nearest") == 0) p->mode = IP_NEAREST;
-  else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0) p->mode = IP_LINEAR;
-  else if (strcmp(mode, "cubic") == 0 && !upsample) p->mode = IP_CUBIC;
-  else return oi_bad(c, "attribute mode is \"%s\"", mode);
+  if (strcmp(mode, "nearest") == 0)
+    p->mode = IP_NEAREST;
+  else if (strcmp(mode, "linear") == 0 || strcmp(mode, "bilinear") == 0)
+    p->mode = IP_LINEAR;
+  else if (strcmp(mode, "cubic") == 0 && !upsample)
+    p->mode = IP_CUBIC;
+  else
+    return oi_bad(c, "attribute mode is \"%s\"", mode);
   p->nm = NM_ROUND_PREFER_FLOOR;
   float a = -0.75f, ev = 0;
   int64_t excl = 0;
@@ -218,29 +225,41 @@ static rlx_status parse_modes(oi_node *c, bool upsample, rs_params *p) {
       const char *n;
       coord_mode m;
       int32_t since;
-    } cms[] = {{"half_pixel", CM_HALF_PIXEL, 11},          {"half_pixel_symmetric", CM_HALF_PIXEL_SYMMETRIC, 19},
-               {"pytorch_half_pixel", CM_PYTORCH_HALF_PIXEL, 11}, {"align_corners", CM_ALIGN_CORNERS, 11},
-               {"asymmetric", CM_ASYMMETRIC, 11},           {"tf_half_pixel_for_nn", CM_TF_HALF_PIXEL_NN, 11},
+    } cms[] = {{"half_pixel", CM_HALF_PIXEL, 11},
+               {"half_pixel_symmetric", CM_HALF_PIXEL_SYMMETRIC, 19},
+               {"pytorch_half_pixel", CM_PYTORCH_HALF_PIXEL, 11},
+               {"align_corners", CM_ALIGN_CORNERS, 11},
+               {"asymmetric", CM_ASYMMETRIC, 11},
+               {"tf_half_pixel_for_nn", CM_TF_HALF_PIXEL_NN, 11},
                {"tf_crop_and_resize", CM_TF_CROP, 11}};
     bool found = false;
     for (size_t i = 0; i < sizeof cms / sizeof cms[0]; i++)
       if (strcmp(cms[i].n, cm) == 0 && c->opset >= cms[i].since) p->cm = cms[i].m, found = true;
     if (!found) return oi_unsupported(c, "coordinate_transformation_mode \"%s\"", cm);
-    if (strcmp(nm, "round_prefer_floor") == 0) p->nm = NM_ROUND_PREFER_FLOOR;
-    else if (strcmp(nm, "round_prefer_ceil") == 0) p->nm = NM_ROUND_PREFER_CEIL;
-    else if (strcmp(nm, "floor") == 0) p->nm = NM_FLOOR;
-    else if (strcmp(nm, "ceil") == 0) p->nm = NM_CEIL;
-    else return oi_bad(c, "attribute nearest_mode is \"%s\"", nm);
+    if (strcmp(nm, "round_prefer_floor") == 0)
+      p->nm = NM_ROUND_PREFER_FLOOR;
+    else if (strcmp(nm, "round_prefer_ceil") == 0)
+      p->nm = NM_ROUND_PREFER_CEIL;
+    else if (strcmp(nm, "floor") == 0)
+      p->nm = NM_FLOOR;
+    else if (strcmp(nm, "ceil") == 0)
+      p->nm = NM_CEIL;
+    else
+      return oi_bad(c, "attribute nearest_mode is \"%s\"", nm);
     if (c->opset >= 18) {
       int64_t aa;
       const char *kp;
       RLX_TRY(oi_attr_i(c, "antialias", 0, &aa));
       RLX_TRY(oi_attr_s(c, "keep_aspect_ratio_policy", "stretch", &kp));
       p->antialias = aa != 0;
-      if (strcmp(kp, "stretch") == 0) p->keep_aspect = 0;
-      else if (strcmp(kp, "not_larger") == 0) p->keep_aspect = -1;
-      else if (strcmp(kp, "not_smaller") == 0) p->keep_aspect = 1;
-      else return oi_bad(c, "attribute keep_aspect_ratio_policy is \"%s\"", kp);
+      if (strcmp(kp, "stretch") == 0)
+        p->keep_aspect = 0;
+      else if (strcmp(kp, "not_larger") == 0)
+        p->keep_aspect = -1;
+      else if (strcmp(kp, "not_smaller") == 0)
+        p->keep_aspect = 1;
+      else
+        return oi_bad(c, "attribute keep_aspect_ratio_policy is \"%s\"", kp);
     }
   }
   p->cubic_a = a;
@@ -285,8 +304,10 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
     if (!sv) return oi_nomem(c);
     for (size_t i = 0; i < sn; i++) sv[i] = f[i];
   } else {
-    if (!upsample && c->opset >= 11) k_scales = 2;
-    else k_roi = 99;
+    if (!upsample && c->opset >= 11)
+      k_scales = 2;
+    else
+      k_roi = 99;
     if (oi_has(c, k_scales)) {
       RLX_TRY(oi_in_f64s(c, k_scales, "scales", &sv, &sn));
       if (sn == 0) sv = NULL;
@@ -303,11 +324,13 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
     if (rn != 2 * na) return oi_bad(c, "roi has %zu entries; expected %u", rn, 2 * na);
     for (uint32_t i = 0; i < na; i++) roi[axes[i]] = rv[i], roi[r + axes[i]] = rv[na + i];
   }
-  if ((sv ? sn : zn) != na) return oi_bad(c, "%s has %zu entries; expected %u", sv ? "scales" : "sizes", sv ? sn : zn, na);
+  if ((sv ? sn : zn) != na)
+    return oi_bad(c, "%s has %zu entries; expected %u", sv ? "scales" : "sizes", sv ? sn : zn, na);
   double keep_scale = 0; /* sizes with a kept aspect ratio: one scale for every listed axis */
   if (zv && p.keep_aspect) {
     for (uint32_t i = 0; i < na; i++) {
-      if (zv[i] < 0 || xs.dims[axes[i]] == 0) return oi_bad(c, "sizes[%u] is %lld for an axis of %lld", i, (long long)zv[i], (long long)xs.dims[axes[i]]);
+      if (zv[i] < 0 || xs.dims[axes[i]] == 0)
+        return oi_bad(c, "sizes[%u] is %lld for an axis of %lld", i, (long long)zv[i], (long long)xs.dims[axes[i]]);
       double q = (double)zv[i] / (double)xs.dims[axes[i]];
       if (i == 0 || (p.keep_aspect < 0 ? q < keep_scale : q > keep_scale)) keep_scale = q;
     }
@@ -340,9 +363,10 @@ static rlx_status resize_common(oi_node *c, bool upsample) {
     for (uint32_t a = 2; a < 4 && repl; a++)
       for (int64_t o = 0; o < outd[a] && repl; o++) {
         double xo = source_coord(&p, (double)o, xs.dims[a], outd[a], 2.0, roi[a], roi[r + a]);
-        double rr = p.nm == NM_FLOOR || p.nm == NM_SIMPLE ? floor(xo) : p.nm == NM_CEIL ? ceil(xo)
-                  : p.nm == NM_ROUND_PREFER_FLOOR ? ((xo == floor(xo) + 0.5) ? floor(xo) : round(xo))
-                                                  : ((xo == floor(xo) + 0.5) ? ceil(xo) : round(xo));
+        double rr = p.nm == NM_FLOOR || p.nm == NM_SIMPLE ? floor(xo)
+                    : p.nm == NM_CEIL                     ? ceil(xo)
+                    : p.nm == NM_ROUND_PREFER_FLOOR       ? ((xo == floor(xo) + 0.5) ? floor(xo) : round(xo))
+                                                          : ((xo == floor(xo) + 0.5) ? ceil(xo) : round(xo));
         repl = clampi((int64_t)rr, 0, xs.dims[a] - 1) == o / 2 && p.cm != CM_TF_CROP;
       }
     if (repl) return oi_emit(c, RLX_OP_ResizeNearest2x, &x, 1, NULL, &c->out[0]);

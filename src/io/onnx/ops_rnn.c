@@ -63,10 +63,14 @@ static rlx_status apply_act(oi_node *c, const act_fn *f, rlx_id x, rlx_id *out) 
 
 /* Default alpha / beta of the activations that take them (ONNX operator docs). */
 static void act_defaults(act_fn *f) {
-  if (strcmp(f->name, "LeakyRelu") == 0) f->alpha = 0.01f;
-  else if (strcmp(f->name, "ThresholdedRelu") == 0 || strcmp(f->name, "Elu") == 0) f->alpha = 1.0f;
-  else if (strcmp(f->name, "HardSigmoid") == 0) f->alpha = 0.2f, f->beta = 0.5f;
-  else if (strcmp(f->name, "ScaledTanh") == 0 || strcmp(f->name, "Affine") == 0) f->alpha = 1.0f, f->beta = 0.0f;
+  if (strcmp(f->name, "LeakyRelu") == 0)
+    f->alpha = 0.01f;
+  else if (strcmp(f->name, "ThresholdedRelu") == 0 || strcmp(f->name, "Elu") == 0)
+    f->alpha = 1.0f;
+  else if (strcmp(f->name, "HardSigmoid") == 0)
+    f->alpha = 0.2f, f->beta = 0.5f;
+  else if (strcmp(f->name, "ScaledTanh") == 0 || strcmp(f->name, "Affine") == 0)
+    f->alpha = 1.0f, f->beta = 0.0f;
 }
 
 static bool takes_alpha(const char *n) {
@@ -92,10 +96,12 @@ static rlx_status read_acts(oi_node *c, uint32_t per_dir, uint32_t dirs, act_fn 
     memset(f, 0, sizeof *f);
     if (a) {
       const ProtobufCBinaryData *s = &a->strings[i];
-      if (s->len == 0 || s->len >= sizeof f->name || memchr(s->data, 0, s->len)) return oi_bad(c, "attribute activations[%u] is not a name", i);
+      if (s->len == 0 || s->len >= sizeof f->name || memchr(s->data, 0, s->len))
+        return oi_bad(c, "attribute activations[%u] is not a name", i);
       memcpy(f->name, s->data, s->len);
     } else {
-      snprintf(f->name, sizeof f->name, "%s", per_dir == 1 ? "Tanh" : defs[i % per_dir == 0 ? 0 : (i % per_dir == 1 ? 1 : 2)]);
+      snprintf(f->name, sizeof f->name, "%s",
+               per_dir == 1 ? "Tanh" : defs[i % per_dir == 0 ? 0 : (i % per_dir == 1 ? 1 : 2)]);
     }
     act_defaults(f);
     if (takes_alpha(f->name) && ial < nal) f->alpha = al[ial++];
@@ -126,10 +132,13 @@ static rlx_status check_dims(oi_node *c, uint32_t k, const char *what, uint32_t 
   size_t n = 0;
   for (uint32_t i = 0; i < rank && n < sizeof buf; i++)
     n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%lld", i ? ", " : "", (long long)want[i]);
-  return oi_bad(c, "input %s %s must be [%s] (hidden_size %lld)", what, rlx_fmt_shape(s), buf, (long long)want[rank - 1]);
+  return oi_bad(c, "input %s %s must be [%s] (hidden_size %lld)", what, rlx_fmt_shape(s), buf,
+                (long long)want[rank - 1]);
 }
 
-static rlx_status gate(oi_node *c, rlx_id g, int64_t k, int64_t H, rlx_id *out) { return oi_narrow(c, g, 1, k * H, H, out); }
+static rlx_status gate(oi_node *c, rlx_id g, int64_t k, int64_t H, rlx_id *out) {
+  return oi_narrow(c, g, 1, k * H, H, out);
+}
 
 static rlx_status clip(oi_node *c, rlx_id x, float cl, rlx_id *out) {
   if (!(cl > 0)) {
@@ -143,7 +152,12 @@ static rlx_status clip(oi_node *c, rlx_id x, float cl, rlx_id *out) {
 static rlx_status map_rnn(oi_node *c) {
   const char *op = c->np->op_type;
   cell kind = strcmp(op, "RNN") == 0 ? CELL_RNN : strcmp(op, "GRU") == 0 ? CELL_GRU : CELL_LSTM;
-  uint32_t G = kind == CELL_RNN ? 1 : kind == CELL_GRU ? 3 : 4, per_dir = kind == CELL_RNN ? 1 : kind == CELL_GRU ? 2 : 3;
+  uint32_t G = kind == CELL_RNN   ? 1
+               : kind == CELL_GRU ? 3
+                                  : 4,
+           per_dir = kind == CELL_RNN   ? 1
+                     : kind == CELL_GRU ? 2
+                                        : 3;
   RLX_TRY(oi_need(c, 0, "X"));
   RLX_TRY(oi_need(c, 1, "W"));
   RLX_TRY(oi_need(c, 2, "R"));
@@ -199,7 +213,8 @@ static rlx_status map_rnn(oi_node *c) {
       for (size_t i = 0; i < n; i++) full &= oi_elem_i64(ld, (rlx_dtype)lsh.dtype, i) == S;
     }
     if (!full) {
-      if (D == 2 || reverse_only) return oi_unsupported(c, "sequence_lens shorter than the sequence in a reverse direction");
+      if (D == 2 || reverse_only)
+        return oi_unsupported(c, "sequence_lens shorter than the sequence in a reverse direction");
       RLX_TRY(oi_cast(c, c->in[4], RLX_I64, &lens));
       int64_t b1[2] = {B, 1};
       RLX_TRY(oi_reshape(c, lens, 2, b1, &lens));

@@ -165,7 +165,8 @@ static rlx_status gs_axis_taps(oi_node *c, const gs_params *p, rlx_id x, int64_t
     RLX_TRY(sm_affine(c, f, -1, 2, &s));
     RLX_TRY(gs_cubic_far(c, s, &w[3]));
   }
-  for (uint32_t k = 0; k < ax->n; k++) RLX_TRY(gs_tap(c, p, pos[k], w[k], extent, lo, hi, stride, &ax->off[k], &ax->w[k]));
+  for (uint32_t k = 0; k < ax->n; k++)
+    RLX_TRY(gs_tap(c, p, pos[k], w[k], extent, lo, hi, stride, &ax->off[k], &ax->w[k]));
   return RLX_OK;
 }
 
@@ -180,33 +181,44 @@ static rlx_status map_grid_sample(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "align_corners", 0, &align));
   gs_params p;
   memset(&p, 0, sizeof p);
-  if (strcmp(mode_s, "nearest") == 0) p.mode = GS_NEAREST;
-  else if (strcmp(mode_s, v20 ? "linear" : "bilinear") == 0) p.mode = GS_LINEAR;
-  else if (strcmp(mode_s, v20 ? "cubic" : "bicubic") == 0) p.mode = GS_CUBIC;
+  if (strcmp(mode_s, "nearest") == 0)
+    p.mode = GS_NEAREST;
+  else if (strcmp(mode_s, v20 ? "linear" : "bilinear") == 0)
+    p.mode = GS_LINEAR;
+  else if (strcmp(mode_s, v20 ? "cubic" : "bicubic") == 0)
+    p.mode = GS_CUBIC;
   else
     return oi_bad(c, "attribute mode is \"%s\"; GridSample-%d takes %s", mode_s, v20 ? 20 : 16,
                   v20 ? "\"linear\", \"nearest\" or \"cubic\"" : "\"bilinear\", \"nearest\" or \"bicubic\"");
-  if (strcmp(pad_s, "zeros") == 0) p.pad = GS_ZEROS;
-  else if (strcmp(pad_s, "border") == 0) p.pad = GS_BORDER;
-  else if (strcmp(pad_s, "reflection") == 0) p.pad = GS_REFLECTION;
-  else return oi_bad(c, "attribute padding_mode is \"%s\"; expected \"zeros\", \"border\" or \"reflection\"", pad_s);
-  if (align != 0 && align != 1) return oi_bad(c, "attribute align_corners is %lld; it must be 0 or 1", (long long)align);
+  if (strcmp(pad_s, "zeros") == 0)
+    p.pad = GS_ZEROS;
+  else if (strcmp(pad_s, "border") == 0)
+    p.pad = GS_BORDER;
+  else if (strcmp(pad_s, "reflection") == 0)
+    p.pad = GS_REFLECTION;
+  else
+    return oi_bad(c, "attribute padding_mode is \"%s\"; expected \"zeros\", \"border\" or \"reflection\"", pad_s);
+  if (align != 0 && align != 1)
+    return oi_bad(c, "attribute align_corners is %lld; it must be 0 or 1", (long long)align);
   p.align = align == 1;
   const rlx_shape xs = *oi_in_shape(c, 0), gsh = *oi_in_shape(c, 1);
   if (!rlx_dtype_is_float((rlx_dtype)gsh.dtype))
     return oi_bad(c, "input 1 (grid) must be floating-point, not %s", rlx_dtype_name((rlx_dtype)gsh.dtype));
   /* nearest copies cells, so any integer X works; interpolating integers has no agreed rounding */
   if (!rlx_dtype_is_float((rlx_dtype)xs.dtype) && !(rlx_dtype_is_int((rlx_dtype)xs.dtype) && p.mode == GS_NEAREST))
-    return oi_unsupported(c, "input X of dtype %s with mode \"%s\" (floating-point X, or integer X with \"nearest\", is supported)",
-                          rlx_dtype_name((rlx_dtype)xs.dtype), mode_s);
-  if (!v20 && xs.rank != 4) return oi_bad(c, "GridSample-16 takes a 4-D input X [N, C, H, W]; X is %s", rlx_fmt_shape(&xs));
+    return oi_unsupported(
+        c, "input X of dtype %s with mode \"%s\" (floating-point X, or integer X with \"nearest\", is supported)",
+        rlx_dtype_name((rlx_dtype)xs.dtype), mode_s);
+  if (!v20 && xs.rank != 4)
+    return oi_bad(c, "GridSample-16 takes a 4-D input X [N, C, H, W]; X is %s", rlx_fmt_shape(&xs));
   if (xs.rank < 3) return oi_bad(c, "input X is %s; it needs rank >= 3 [N, C, D1, ...]", rlx_fmt_shape(&xs));
   uint32_t r = xs.rank - 2;
   if (gsh.rank != xs.rank || gsh.dims[r + 1] != (rlx_dim)r || !rlx_dim_equal(gsh.dims[0], xs.dims[0]))
     return oi_bad(c, "input grid is %s; for X %s it must be [N, <%u output dims>, %u] with X's N", rlx_fmt_shape(&gsh),
                   rlx_fmt_shape(&xs), r, r);
   if (p.mode == GS_CUBIC && r > 3)
-    return oi_unsupported(c, "cubic sampling over %u spatial axes (4^%u taps per point); at most 3 axes are supported", r, r);
+    return oi_unsupported(c, "cubic sampling over %u spatial axes (4^%u taps per point); at most 3 axes are supported",
+                          r, r);
   RLX_TRY(sm_need_static_from(c, 0, 1, "input X"));
   RLX_TRY(sm_need_static_from(c, 1, 1, "input grid"));
   int64_t L = 1, P = 1, C = xs.dims[1];
@@ -215,7 +227,8 @@ static rlx_status map_grid_sample(oi_node *c) {
     L *= xs.dims[2 + i];
     P *= gsh.dims[1 + i];
   }
-  if (P > SM_MAX_POINTS) return oi_unsupported(c, "%lld sampling points (the import limit is %lld)", (long long)P, (long long)SM_MAX_POINTS);
+  if (P > SM_MAX_POINTS)
+    return oi_unsupported(c, "%lld sampling points (the import limit is %lld)", (long long)P, (long long)SM_MAX_POINTS);
   p.ft = xs.dtype == RLX_F64 || gsh.dtype == RLX_F64 ? RLX_F64 : RLX_F32;
   rlx_dim N = xs.dims[0];
   /* X as [N, L, C] so one gather fetches all channels of a point; grid as [N, P, r] */
@@ -234,7 +247,8 @@ static rlx_status map_grid_sample(oi_node *c) {
     rlx_id comp;
     RLX_TRY(oi_narrow(c, g, 2, (int64_t)(r - 1 - i), 1, &comp));
     /* align_corners: -1 and 1 are the corner cells' centres, else the outer edges */
-    RLX_TRY(sm_affine(c, comp, p.align ? (double)(extent - 1) / 2 : (double)extent / 2, (double)(extent - 1) / 2, &comp));
+    RLX_TRY(
+        sm_affine(c, comp, p.align ? (double)(extent - 1) / 2 : (double)extent / 2, (double)(extent - 1) / 2, &comp));
     RLX_TRY(gs_axis_taps(c, &p, comp, extent, stride, &ax[i]));
     stride *= extent;
   }
@@ -247,16 +261,20 @@ static rlx_status map_grid_sample(oi_node *c) {
     for (uint32_t i = 0; i < r; i++) {
       uint32_t t = rest % ax[i].n;
       rest /= ax[i].n;
-      if (off == RLX_NO_ID) off = ax[i].off[t];
-      else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, off, ax[i].off[t], &off));
+      if (off == RLX_NO_ID)
+        off = ax[i].off[t];
+      else
+        RLX_TRY(oi_bin(c, RLX_BINOP_ADD, off, ax[i].off[t], &off));
       RLX_TRY(sm_mul(c, w, ax[i].w[t], &w));
     }
     rlx_attrs_GatherNd ga = {.batch_dims = 1};
     rlx_id gin[2] = {x, off};
     RLX_TRY(oi_emit(c, RLX_OP_GatherNd, gin, 2, &ga, &v)); /* [N, P, C] */
     RLX_TRY(sm_mul(c, v, w, &v));
-    if (acc == RLX_NO_ID) acc = v;
-    else RLX_TRY(oi_bin(c, RLX_BINOP_ADD, acc, v, &acc));
+    if (acc == RLX_NO_ID)
+      acc = v;
+    else
+      RLX_TRY(oi_bin(c, RLX_BINOP_ADD, acc, v, &acc));
   }
   rlx_dim od[RLX_MAX_RANK];
   od[0] = N;
@@ -280,7 +298,8 @@ static rlx_status map_affine_grid(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "theta"));
   int64_t align;
   RLX_TRY(oi_attr_i(c, "align_corners", 0, &align));
-  if (align != 0 && align != 1) return oi_bad(c, "attribute align_corners is %lld; it must be 0 or 1", (long long)align);
+  if (align != 0 && align != 1)
+    return oi_bad(c, "attribute align_corners is %lld; it must be 0 or 1", (long long)align);
   const rlx_shape ts = *oi_in_shape(c, 0);
   if (!rlx_dtype_is_float((rlx_dtype)ts.dtype))
     return oi_bad(c, "input 0 (theta) must be floating-point, not %s", rlx_dtype_name((rlx_dtype)ts.dtype));
@@ -294,7 +313,8 @@ static rlx_status map_affine_grid(oi_node *c) {
     return oi_bad(c, "input 1 (size) has %zu entries; theta %s needs %u (%s)", nsz, rlx_fmt_shape(&ts), r + 2,
                   r == 2 ? "N, C, H, W" : "N, C, D, H, W");
   if (rlx_dim_is_static(ts.dims[0]) && sz[0] != ts.dims[0])
-    return oi_bad(c, "input 1 (size) has N = %lld, but theta has %lld matrices", (long long)sz[0], (long long)ts.dims[0]);
+    return oi_bad(c, "input 1 (size) has N = %lld, but theta has %lld matrices", (long long)sz[0],
+                  (long long)ts.dims[0]);
   int64_t P = 1;
   for (uint32_t i = 0; i < r; i++) {
     if (sz[2 + i] < 0) return oi_bad(c, "input 1 (size) has the negative extent %lld", (long long)sz[2 + i]);
@@ -357,7 +377,7 @@ static rlx_status ra_axis_rt(oi_node *c, const ra_params *p, rlx_id rois, uint32
   RLX_TRY(sm_affine(c, end, p->scale, -off, &end));
   RLX_TRY(oi_bin(c, RLX_BINOP_SUB, end, start, &len));
   if (!p->half_pixel) RLX_TRY(oi_bin_s(c, RLX_BINOP_MAX, len, 1.0, &len)); /* legacy: rois at least 1 cell */
-  RLX_TRY(oi_bin_s(c, RLX_BINOP_DIV, len, (double)out, &len));           /* bin size */
+  RLX_TRY(oi_bin_s(c, RLX_BINOP_DIV, len, (double)out, &len));             /* bin size */
   /* sample k = (bin, s) sits at start + bin_size * (bin + (s + 0.5) / g) */
   double *t = oi_scratch(c, (size_t)(out * g) * sizeof *t);
   if (!t) return oi_nomem(c);
@@ -464,17 +484,25 @@ static rlx_status map_roi_align(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "sampling_ratio", 0, &p.ratio));
   RLX_TRY(oi_attr_f(c, "spatial_scale", 1.0f, &scale));
   if (c->opset >= 16) RLX_TRY(oi_attr_s(c, "coordinate_transformation_mode", "half_pixel", &ctm));
-  if (strcmp(mode, "avg") == 0) p.max_mode = false;
-  else if (strcmp(mode, "max") == 0) p.max_mode = true;
-  else return oi_bad(c, "attribute mode is \"%s\"; expected \"avg\" or \"max\"", mode);
-  if (strcmp(ctm, "half_pixel") == 0) p.half_pixel = true;
-  else if (strcmp(ctm, "output_half_pixel") == 0) p.half_pixel = false;
-  else return oi_bad(c, "attribute coordinate_transformation_mode is \"%s\"; expected \"half_pixel\" or \"output_half_pixel\"", ctm);
+  if (strcmp(mode, "avg") == 0)
+    p.max_mode = false;
+  else if (strcmp(mode, "max") == 0)
+    p.max_mode = true;
+  else
+    return oi_bad(c, "attribute mode is \"%s\"; expected \"avg\" or \"max\"", mode);
+  if (strcmp(ctm, "half_pixel") == 0)
+    p.half_pixel = true;
+  else if (strcmp(ctm, "output_half_pixel") == 0)
+    p.half_pixel = false;
+  else
+    return oi_bad(
+        c, "attribute coordinate_transformation_mode is \"%s\"; expected \"half_pixel\" or \"output_half_pixel\"", ctm);
   if (p.out_h < 1 || p.out_w < 1 || p.out_h > ((int64_t)1 << 20) || p.out_w > ((int64_t)1 << 20))
-    return oi_bad(c, "attributes output_height and output_width are %lld and %lld; they must be positive", (long long)p.out_h,
-                  (long long)p.out_w);
+    return oi_bad(c, "attributes output_height and output_width are %lld and %lld; they must be positive",
+                  (long long)p.out_h, (long long)p.out_w);
   if (p.ratio < 0) return oi_bad(c, "attribute sampling_ratio is %lld; it must be >= 0", (long long)p.ratio);
-  if (p.ratio > 1024) return oi_unsupported(c, "sampling_ratio %lld (at most 1024 samples per bin axis)", (long long)p.ratio);
+  if (p.ratio > 1024)
+    return oi_unsupported(c, "sampling_ratio %lld (at most 1024 samples per bin axis)", (long long)p.ratio);
   if (!isfinite(scale)) return oi_bad(c, "attribute spatial_scale is %g", (double)scale);
   p.scale = scale;
   const rlx_shape xs = *oi_in_shape(c, 0), rs = *oi_in_shape(c, 1), bs = *oi_in_shape(c, 2);
@@ -482,10 +510,11 @@ static rlx_status map_roi_align(oi_node *c) {
   if (!rlx_dtype_is_float((rlx_dtype)xs.dtype) || !rlx_dtype_is_float((rlx_dtype)rs.dtype))
     return oi_bad(c, "inputs X and rois must be floating-point (X is %s, rois %s)", rlx_dtype_name((rlx_dtype)xs.dtype),
                   rlx_dtype_name((rlx_dtype)rs.dtype));
-  if (rs.rank != 2 || rs.dims[1] != 4) return oi_bad(c, "input 1 (rois) is %s; it must be [num_rois, 4]", rlx_fmt_shape(&rs));
+  if (rs.rank != 2 || rs.dims[1] != 4)
+    return oi_bad(c, "input 1 (rois) is %s; it must be [num_rois, 4]", rlx_fmt_shape(&rs));
   if (bs.rank != 1 || !rlx_dim_equal(bs.dims[0], rs.dims[0]) || !rlx_dtype_is_int((rlx_dtype)bs.dtype))
-    return oi_bad(c, "input 2 (batch_indices) is %s; it must be an integer [num_rois] matching rois %s", rlx_fmt_shape(&bs),
-                  rlx_fmt_shape(&rs));
+    return oi_bad(c, "input 2 (batch_indices) is %s; it must be an integer [num_rois] matching rois %s",
+                  rlx_fmt_shape(&bs), rlx_fmt_shape(&rs));
   RLX_TRY(sm_need_static_from(c, 0, 1, "input X"));
   int64_t C = xs.dims[1], H = xs.dims[2], W = xs.dims[3];
   if (H == 0 || W == 0) return oi_unsupported(c, "pooling from the empty input X %s", rlx_fmt_shape(&xs));
@@ -540,8 +569,10 @@ static rlx_status map_roi_align(oi_node *c) {
       RLX_TRY(oi_emit(c, RLX_OP_Gather, gin, 2, &ga, &v)); /* [R, A, B, C] */
       RLX_TRY(oi_bin(c, RLX_BINOP_MUL, yw[a], xw[b], &w));
       RLX_TRY(oi_bin(c, RLX_BINOP_MUL, v, w, &v));
-      if (acc == RLX_NO_ID) acc = v;
-      else RLX_TRY(oi_bin(c, p.max_mode ? RLX_BINOP_MAX : RLX_BINOP_ADD, acc, v, &acc));
+      if (acc == RLX_NO_ID)
+        acc = v;
+      else
+        RLX_TRY(oi_bin(c, p.max_mode ? RLX_BINOP_MAX : RLX_BINOP_ADD, acc, v, &acc));
     }
   /* [R, out_h, gh, out_w, gw, C] -> pool the samples -> [R, C, out_h, out_w] */
   rlx_dim d6[6] = {R, p.out_h, ay.g, p.out_w, ax.g, C};
@@ -556,6 +587,6 @@ static rlx_status map_roi_align(oi_node *c) {
 const oi_op_entry oi_ops_sample[] = {
     {"GridSample", 16, OI_MAX_OPSET, map_grid_sample}, /* 22 only widened the dtypes */
     {"AffineGrid", 20, OI_MAX_OPSET, map_affine_grid},
-    {"RoiAlign", 10, OI_MAX_OPSET, map_roi_align},     /* 22 only widened the dtypes */
+    {"RoiAlign", 10, OI_MAX_OPSET, map_roi_align}, /* 22 only widened the dtypes */
 };
 const uint32_t oi_ops_sample_len = sizeof oi_ops_sample / sizeof oi_ops_sample[0];

@@ -72,8 +72,8 @@ static rlx_status position(oi_node *c, uint32_t k, uint32_t n, bool insert, int6
     p = v[0];
     int64_t hi = insert ? (int64_t)n : (int64_t)n - 1;
     if (p < -(int64_t)n || p > hi)
-      return oi_bad(c, "position %lld is out of range for a sequence of %u element%s (valid: %lld..%lld)", (long long)p, n,
-                    n == 1 ? "" : "s", -(long long)n, (long long)hi);
+      return oi_bad(c, "position %lld is out of range for a sequence of %u element%s (valid: %lld..%lld)", (long long)p,
+                    n, n == 1 ? "" : "s", -(long long)n, (long long)hi);
     if (p < 0) p += n;
   } else if (!insert && n == 0) {
     return oi_bad(c, "the sequence is empty: there is no element to take");
@@ -191,7 +191,8 @@ static rlx_status map_concat_from_sequence(oi_node *c) {
   int64_t axis, new_axis;
   RLX_TRY(oi_attr_i(c, "axis", 0, &axis));
   RLX_TRY(oi_attr_i(c, "new_axis", 0, &new_axis));
-  if (new_axis != 0 && new_axis != 1) return oi_bad(c, "attribute new_axis is %lld; it must be 0 or 1", (long long)new_axis);
+  if (new_axis != 0 && new_axis != 1)
+    return oi_bad(c, "attribute new_axis is %lld; it must be 0 or 1", (long long)new_axis);
   if (s->n_seq == 0) return oi_bad(c, "the sequence is empty: there is nothing to concatenate");
   const rlx_shape s0 = *oi_shape(c, s->seq[0]);
   uint32_t rank = s0.rank + (new_axis ? 1u : 0u), a;
@@ -227,7 +228,8 @@ static rlx_status map_split_to_sequence(oi_node *c) {
   uint32_t a;
   RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
   rlx_dim d = xs.dims[a];
-  if (!rlx_dim_is_static(d)) return oi_unsupported(c, "splitting a symbolic axis (its extent gives the sequence length)");
+  if (!rlx_dim_is_static(d))
+    return oi_unsupported(c, "splitting a symbolic axis (its extent gives the sequence length)");
   int64_t *sizes;
   size_t n;
   bool squeeze = false;
@@ -255,8 +257,7 @@ static rlx_status map_split_to_sequence(oi_node *c) {
         if (v[i] < 0) return oi_bad(c, "split[%zu] is %lld; sizes must be >= 0", i, (long long)v[i]);
         sum += v[i];
       }
-      if (sum != d)
-        return oi_bad(c, "split sums to %lld but axis %u has extent %lld", (long long)sum, a, (long long)d);
+      if (sum != d) return oi_bad(c, "split sums to %lld but axis %u has extent %lld", (long long)sum, a, (long long)d);
       sizes = v;
       n = cnt;
     }

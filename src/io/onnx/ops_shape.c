@@ -75,10 +75,10 @@ static rlx_status map_reshape(oi_node *c) {
     size_t total, known = 1;
     RLX_TRY(rlx_shape_numel(&xs, &total));
     for (size_t i = 0; i < sn; i++)
-      if ((int)i != infer && !rlx_mul_size(known, (size_t)dims[i], &known))
-        return oi_bad(c, "shape overflows");
+      if ((int)i != infer && !rlx_mul_size(known, (size_t)dims[i], &known)) return oi_bad(c, "shape overflows");
     if (infer >= 0) {
-      if (known == 0 || total % known) return oi_bad(c, "cannot infer the -1 in the shape: %zu elements do not divide by %zu", total, known);
+      if (known == 0 || total % known)
+        return oi_bad(c, "cannot infer the -1 in the shape: %zu elements do not divide by %zu", total, known);
       dims[infer] = (rlx_dim)(total / known);
     } else if (known != total) {
       return oi_bad(c, "shape has %zu elements but the input %s has %zu", known, rlx_fmt_shape(&xs), total);
@@ -97,13 +97,17 @@ static rlx_status map_flatten(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "axis", 1, &axis));
   const rlx_shape xs = *oi_in_shape(c, 0);
   uint32_t a;
-  if (axis == (int64_t)xs.rank) a = xs.rank;
-  else RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
+  if (axis == (int64_t)xs.rank)
+    a = xs.rank;
+  else
+    RLX_TRY(oi_axis(c, axis, xs.rank, "attribute axis", &a));
   rlx_dim d[2] = {1, 1};
   for (uint32_t i = 0; i < xs.rank; i++) {
     rlx_dim *t = &d[i < a ? 0 : 1];
-    if (!rlx_dim_is_static(xs.dims[i]) || !rlx_dim_is_static(*t)) *t = RLX_DIM_SYM(0);
-    else *t *= xs.dims[i];
+    if (!rlx_dim_is_static(xs.dims[i]) || !rlx_dim_is_static(*t))
+      *t = RLX_DIM_SYM(0);
+    else
+      *t *= xs.dims[i];
   }
   if (!rlx_dim_is_static(d[0]) && !rlx_dim_is_static(d[1]))
     return oi_unsupported(c, "flattening symbolic dims on both sides of axis %u", a);
@@ -125,14 +129,16 @@ static rlx_status map_squeeze(oi_node *c) {
   bool drop[RLX_MAX_RANK] = {false};
   if (!present || n == 0) {
     for (uint32_t i = 0; i < xs.rank; i++) {
-      if (!rlx_dim_is_static(xs.dims[i])) return oi_unsupported(c, "squeezing every unit axis of %s (symbolic dims)", rlx_fmt_shape(&xs));
+      if (!rlx_dim_is_static(xs.dims[i]))
+        return oi_unsupported(c, "squeezing every unit axis of %s (symbolic dims)", rlx_fmt_shape(&xs));
       drop[i] = xs.dims[i] == 1;
     }
   } else {
     for (size_t k = 0; k < n; k++) {
       uint32_t a;
       RLX_TRY(oi_axis(c, axes[k], xs.rank, "axes entry", &a));
-      if (xs.dims[a] != 1) return oi_bad(c, "axis %u has extent %lld; only unit axes can be squeezed", a, (long long)xs.dims[a]);
+      if (xs.dims[a] != 1)
+        return oi_bad(c, "axis %u has extent %lld; only unit axes can be squeezed", a, (long long)xs.dims[a]);
       drop[a] = true;
     }
   }
@@ -181,7 +187,8 @@ static rlx_status map_transpose(oi_node *c) {
     if (pn != xs->rank) return oi_bad(c, "attribute perm has %zu entries; the input has rank %u", pn, xs->rank);
     bool seen[RLX_MAX_RANK] = {false};
     for (size_t i = 0; i < pn; i++) {
-      if (pv[i] < 0 || pv[i] >= xs->rank || seen[pv[i]]) return oi_bad(c, "attribute perm is not a permutation of 0..%u", xs->rank - 1);
+      if (pv[i] < 0 || pv[i] >= xs->rank || seen[pv[i]])
+        return oi_bad(c, "attribute perm is not a permutation of 0..%u", xs->rank - 1);
       seen[pv[i]] = true;
       perm[i] = pv[i];
     }
@@ -251,11 +258,13 @@ static rlx_status map_split(oi_node *c) {
   } else {
     int64_t num = n;
     if (c->opset >= 18 && oi_attr(c, "num_outputs")) RLX_TRY(oi_attr_i(c, "num_outputs", n, &num));
-    if (num < 1 || num != (int64_t)n) return oi_bad(c, "num_outputs (%lld) must equal the %u outputs", (long long)num, n);
+    if (num < 1 || num != (int64_t)n)
+      return oi_bad(c, "num_outputs (%lld) must equal the %u outputs", (long long)num, n);
     sv = oi_scratch(c, n * sizeof *sv);
     if (!sv) return oi_nomem(c);
     int64_t chunk = c->opset >= 18 ? (d + num - 1) / num : d / num;
-    if (c->opset < 18 && d % num) return oi_bad(c, "axis extent %lld does not divide into %u equal parts", (long long)d, n);
+    if (c->opset < 18 && d % num)
+      return oi_bad(c, "axis extent %lld does not divide into %u equal parts", (long long)d, n);
     for (uint32_t i = 0; i < n; i++) {
       int64_t left = d - chunk * (int64_t)i;
       sv[i] = left < chunk ? (left > 0 ? left : 0) : chunk;
@@ -343,7 +352,8 @@ static rlx_status map_gather(oi_node *c) {
   rlx_id idx = c->in[1];
   if (!rlx_dtype_is_int((rlx_dtype)oi_shape(c, idx)->dtype)) return oi_bad(c, "input indices must be integers");
   if (rlx_dtype_is_signed_int((rlx_dtype)oi_shape(c, idx)->dtype)) {
-    if (!rlx_dim_is_static(d)) return oi_unsupported(c, "gathering along a symbolic axis (negative indices need its extent)");
+    if (!rlx_dim_is_static(d))
+      return oi_unsupported(c, "gathering along a symbolic axis (negative indices need its extent)");
     RLX_TRY(oi_wrap_index(c, idx, d, &idx)); /* RLX's Gather takes no negative indices */
   }
   rlx_attrs_Gather ga = {.axis = a};
@@ -374,12 +384,18 @@ static rlx_status map_gather_nd(oi_node *c) {
 static rlx_status reduction_attr(oi_node *c, int32_t *out) {
   const char *r;
   RLX_TRY(oi_attr_s(c, "reduction", "none", &r));
-  if (strcmp(r, "none") == 0) *out = RLX_SCATTER_REDUCTION_NONE;
-  else if (strcmp(r, "add") == 0) *out = RLX_SCATTER_REDUCTION_ADD;
-  else if (strcmp(r, "mul") == 0) *out = RLX_SCATTER_REDUCTION_MUL;
-  else if (strcmp(r, "max") == 0 && c->opset >= 18) *out = RLX_SCATTER_REDUCTION_MAX;
-  else if (strcmp(r, "min") == 0 && c->opset >= 18) *out = RLX_SCATTER_REDUCTION_MIN;
-  else return oi_bad(c, "attribute reduction is \"%s\"", r);
+  if (strcmp(r, "none") == 0)
+    *out = RLX_SCATTER_REDUCTION_NONE;
+  else if (strcmp(r, "add") == 0)
+    *out = RLX_SCATTER_REDUCTION_ADD;
+  else if (strcmp(r, "mul") == 0)
+    *out = RLX_SCATTER_REDUCTION_MUL;
+  else if (strcmp(r, "max") == 0 && c->opset >= 18)
+    *out = RLX_SCATTER_REDUCTION_MAX;
+  else if (strcmp(r, "min") == 0 && c->opset >= 18)
+    *out = RLX_SCATTER_REDUCTION_MIN;
+  else
+    return oi_bad(c, "attribute reduction is \"%s\"", r);
   return RLX_OK;
 }
 
@@ -442,7 +458,8 @@ static rlx_status map_tile(oi_node *c) {
   int64_t *rv;
   size_t rn;
   RLX_TRY(oi_in_ints(c, 1, "repeats", &rv, &rn));
-  if (rn != oi_in_shape(c, 0)->rank) return oi_bad(c, "repeats has %zu entries; the input has rank %u", rn, oi_in_shape(c, 0)->rank);
+  if (rn != oi_in_shape(c, 0)->rank)
+    return oi_bad(c, "repeats has %zu entries; the input has rank %u", rn, oi_in_shape(c, 0)->rank);
   for (size_t i = 0; i < rn; i++)
     if (rv[i] < 0) return oi_bad(c, "repeats[%zu] is %lld", i, (long long)rv[i]);
   rlx_attrs_Tile ta = {.reps = {.v = rv, .n = (uint32_t)rn}};
@@ -491,11 +508,16 @@ static rlx_status map_pad(oi_node *c) {
   }
   if (pn != 2 * naxes) return oi_bad(c, "pads has %zu entries; expected %u", pn, 2 * naxes);
   int32_t pm;
-  if (strcmp(mode, "constant") == 0) pm = RLX_PAD_MODE_CONSTANT;
-  else if (strcmp(mode, "reflect") == 0) pm = RLX_PAD_MODE_REFLECT;
-  else if (strcmp(mode, "edge") == 0) pm = RLX_PAD_MODE_REPLICATE;
-  else if (strcmp(mode, "wrap") == 0) pm = RLX_PAD_MODE_CIRCULAR;
-  else return oi_bad(c, "attribute mode is \"%s\"", mode);
+  if (strcmp(mode, "constant") == 0)
+    pm = RLX_PAD_MODE_CONSTANT;
+  else if (strcmp(mode, "reflect") == 0)
+    pm = RLX_PAD_MODE_REFLECT;
+  else if (strcmp(mode, "edge") == 0)
+    pm = RLX_PAD_MODE_REPLICATE;
+  else if (strcmp(mode, "wrap") == 0)
+    pm = RLX_PAD_MODE_CIRCULAR;
+  else
+    return oi_bad(c, "attribute mode is \"%s\"", mode);
   int64_t pads[2 * RLX_MAX_RANK] = {0}, crop_b[RLX_MAX_RANK] = {0}, crop_e[RLX_MAX_RANK] = {0};
   bool any_pad = false, any_crop = false;
   for (uint32_t i = 0; i < naxes; i++) {
@@ -522,7 +544,8 @@ static rlx_status map_pad(oi_node *c) {
     }
   if (any_pad) {
     if (!rlx_dtype_is_float((rlx_dtype)xs.dtype) && pm == RLX_PAD_MODE_CONSTANT && value != floor(value))
-      return oi_bad(c, "constant_value %g is not an integer for a %s input", value, rlx_dtype_name((rlx_dtype)xs.dtype));
+      return oi_bad(c, "constant_value %g is not an integer for a %s input", value,
+                    rlx_dtype_name((rlx_dtype)xs.dtype));
     rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * r}, .mode = pm, .value = (float)value};
     if (pm == RLX_PAD_MODE_CONSTANT && (double)(float)value != value && rlx_dtype_is_float((rlx_dtype)xs.dtype) &&
         xs.dtype == RLX_F64)
@@ -586,8 +609,8 @@ static rlx_status tensor_const(oi_node *c, const Onnx__TensorProto *t, const cha
 static rlx_status map_constant(oi_node *c) {
   const Onnx__AttributeProto *a = NULL;
   int set = 0;
-  static const char *const names[] = {"value", "value_float", "value_floats", "value_int", "value_ints",
-                                      "value_string", "value_strings", "sparse_value"};
+  static const char *const names[] = {"value",      "value_float",  "value_floats",  "value_int",
+                                      "value_ints", "value_string", "value_strings", "sparse_value"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (oi_attr(c, names[i])) {
       a = oi_attr(c, names[i]);
@@ -596,7 +619,8 @@ static rlx_status map_constant(oi_node *c) {
   if (set != 1) return oi_bad(c, "exactly one value attribute must be set (found %d)", set);
   const char *n = a->name;
   if (strcmp(n, "value") == 0) {
-    if (oi_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !a->t) return oi_bad(c, "attribute value must be a TENSOR");
+    if (oi_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !a->t)
+      return oi_bad(c, "attribute value must be a TENSOR");
     return tensor_const(c, a->t, "attribute value", &c->out[0]);
   }
   if (strcmp(n, "value_float") == 0) {
@@ -640,7 +664,8 @@ static rlx_status map_constant_of_shape(oi_node *c) {
   double v = 0;
   const Onnx__AttributeProto *a = oi_attr(c, "value");
   if (a) {
-    if (oi_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !a->t) return oi_bad(c, "attribute value must be a TENSOR");
+    if (oi_attr_type(a) != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !a->t)
+      return oi_bad(c, "attribute value must be a TENSOR");
     rlx_shape sh;
     void *data;
     size_t nb;
@@ -683,7 +708,8 @@ static rlx_status map_range(oi_node *c) {
     n = ceil(((double)l - (double)s) / (double)d);
   } else {
     double s = oi_elem_f64(dv[0], t, 0), l = oi_elem_f64(dv[1], t, 0), d = oi_elem_f64(dv[2], t, 0);
-    if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d)) return oi_bad(c, "start, limit and delta must be finite with delta != 0");
+    if (d == 0 || !isfinite(s) || !isfinite(l) || !isfinite(d))
+      return oi_bad(c, "start, limit and delta must be finite with delta != 0");
     n = ceil((l - s) / d);
   }
   if (!(n > 0)) n = 0;
@@ -702,10 +728,13 @@ static rlx_status map_range(oi_node *c) {
   if (c->opset >= 27) RLX_TRY(oi_attr_i(c, "stash_type", 1, &stash));
   bool own_type = stash == 0 && (t == RLX_F16 || t == RLX_BF16);
   for (int64_t i = 0; i < count; i++) {
-    if (rlx_dtype_is_int(t)) rlx_elem_set_i64(buf, t, (size_t)i, oi_elem_i64(dv[0], t, 0) + i * oi_elem_i64(dv[2], t, 0));
+    if (rlx_dtype_is_int(t))
+      rlx_elem_set_i64(buf, t, (size_t)i, oi_elem_i64(dv[0], t, 0) + i * oi_elem_i64(dv[2], t, 0));
     else if (own_type)
-      rlx_elem_set(buf, t, (size_t)i, i == 0 ? oi_elem_f64(dv[0], t, 0) : oi_elem_f64(buf, t, (size_t)i - 1) + oi_elem_f64(dv[2], t, 0));
-    else rlx_elem_set(buf, t, (size_t)i, oi_elem_f64(dv[0], t, 0) + (double)i * oi_elem_f64(dv[2], t, 0));
+      rlx_elem_set(buf, t, (size_t)i,
+                   i == 0 ? oi_elem_f64(dv[0], t, 0) : oi_elem_f64(buf, t, (size_t)i - 1) + oi_elem_f64(dv[2], t, 0));
+    else
+      rlx_elem_set(buf, t, (size_t)i, oi_elem_f64(dv[0], t, 0) + (double)i * oi_elem_f64(dv[2], t, 0));
   }
   return oi_const(c, os, buf, nb, &c->out[0]);
 }
@@ -719,7 +748,8 @@ static rlx_status map_eye_like(oi_node *c) {
   RLX_TRY(oi_attr_i(c, "dtype", oi_dtype_to_onnx((rlx_dtype)xs->dtype), &dt));
   RLX_TRY(oi_attr_i(c, "k", 0, &k));
   rlx_dtype t;
-  if (dt < 0 || dt > 64 || !oi_dtype_from_onnx((int32_t)dt, &t)) return oi_unsupported(c, "dtype %s", oi_onnx_dtype_name((int32_t)dt));
+  if (dt < 0 || dt > 64 || !oi_dtype_from_onnx((int32_t)dt, &t))
+    return oi_unsupported(c, "dtype %s", oi_onnx_dtype_name((int32_t)dt));
   rlx_shape os = rlx_shape_make(t, 2, xs->dims);
   os.dtype = (uint8_t)t;
   size_t nb;
@@ -740,7 +770,8 @@ static rlx_status map_onehot(oi_node *c) {
   double *dv;
   size_t dn;
   RLX_TRY(oi_in_f64s(c, 1, "depth", &dv, &dn));
-  if (dn != 1 || !(dv[0] >= 1) || dv[0] > (double)((int64_t)1 << 24)) return oi_bad(c, "depth must be a positive scalar");
+  if (dn != 1 || !(dv[0] >= 1) || dv[0] > (double)((int64_t)1 << 24))
+    return oi_bad(c, "depth must be a positive scalar");
   int64_t depth = (int64_t)dv[0], axis;
   RLX_TRY(oi_attr_i(c, "axis", -1, &axis));
   const rlx_shape *is = oi_in_shape(c, 0);
@@ -855,8 +886,10 @@ static rlx_status map_center_crop_pad(oi_node *c) {
     if (!rlx_dim_is_static(xs.dims[a])) return oi_unsupported(c, "center crop / pad of the symbolic axis %u", a);
     int64_t d = xs.dims[a], want = tv[i];
     if (want < 0) return oi_bad(c, "shape[%zu] is %lld", i, (long long)want);
-    if (want < d) RLX_TRY(oi_narrow(c, x, a, (d - want) / 2, want, &x));
-    else if (want > d) pads[2 * a] = (want - d) / 2, pads[2 * a + 1] = want - d - (want - d) / 2, any_pad = true;
+    if (want < d)
+      RLX_TRY(oi_narrow(c, x, a, (d - want) / 2, want, &x));
+    else if (want > d)
+      pads[2 * a] = (want - d) / 2, pads[2 * a + 1] = want - d - (want - d) / 2, any_pad = true;
   }
   if (any_pad) {
     rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 2 * xs.rank}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
@@ -946,7 +979,8 @@ static rlx_status map_reverse_sequence(oi_node *c) {
   int64_t B = xs.dims[ba], T = xs.dims[ta];
   if ((int64_t)nl != B) return oi_bad(c, "sequence_lens has %zu entries for a batch of %lld", nl, (long long)B);
   for (size_t b = 0; b < nl; b++)
-    if (lens[b] < 0 || lens[b] > T) return oi_bad(c, "sequence_lens[%zu] is %lld for %lld steps", b, (long long)lens[b], (long long)T);
+    if (lens[b] < 0 || lens[b] > T)
+      return oi_bad(c, "sequence_lens[%zu] is %lld for %lld steps", b, (long long)lens[b], (long long)T);
   size_t numel, nb;
   RLX_TRY(rlx_shape_numel(&xs, &numel));
   if (!rlx_mul_size(numel, 8, &nb)) return oi_bad(c, "input too large");

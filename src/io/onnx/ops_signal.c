@@ -129,8 +129,9 @@ static rlx_status map_dft(oi_node *c) {
   }
   int64_t r = xs.rank;
   if (axis < -r || axis > r - 2 || axis == -1)
-    return oi_bad(c, "axis %lld is out of range for input %s: it must be in [%lld, -2] or [0, %lld] (the last axis "
-                     "holds the complex parts)",
+    return oi_bad(c,
+                  "axis %lld is out of range for input %s: it must be in [%lld, -2] or [0, %lld] (the last axis "
+                  "holds the complex parts)",
                   (long long)axis, rlx_fmt_shape(&xs), (long long)-r, (long long)(r - 2));
   if (axis < 0) axis += r;
   bool real = xs.dims[r - 1] == 1;
@@ -154,7 +155,8 @@ static rlx_status map_stft(oi_node *c) {
   RLX_TRY(oi_need(c, 0, "signal"));
   const rlx_shape xs = *oi_in_shape(c, 0);
   RLX_TRY(need_complex_axis(c, &xs, "0 (signal)", 3));
-  if (xs.rank != 3) return oi_bad(c, "input 0 (signal) has shape %s; STFT needs [batch, length, 1 or 2]", rlx_fmt_shape(&xs));
+  if (xs.rank != 3)
+    return oi_bad(c, "input 0 (signal) has shape %s; STFT needs [batch, length, 1 or 2]", rlx_fmt_shape(&xs));
   int64_t s_len = xs.dims[1];
   if (!rlx_dim_is_static(s_len)) return oi_unsupported(c, "an STFT of a signal of symbolic length");
   int64_t step = 0, onesided = 1, len = s_len;
@@ -174,7 +176,8 @@ static rlx_status map_stft(oi_node *c) {
   if (oi_has(c, 3)) {
     RLX_TRY(scalar_int(c, 3, "frame_length", &len));
     if (has_window && ws.dims[0] != len)
-      return oi_bad(c, "frame_length %lld differs from the window's length %lld", (long long)len, (long long)ws.dims[0]);
+      return oi_bad(c, "frame_length %lld differs from the window's length %lld", (long long)len,
+                    (long long)ws.dims[0]);
   }
   if (step < 1) return oi_bad(c, "frame_step %lld must be >= 1", (long long)step);
   if (len < 1 || len > s_len || len > OI_MAX_DFT_LENGTH)
@@ -227,8 +230,9 @@ static rlx_status map_mel_weight_matrix(oi_node *c) {
   if (odt < 0 || odt > 64 || !oi_dtype_from_onnx((int32_t)odt, &t))
     return oi_unsupported(c, "output_datatype %s", oi_onnx_dtype_name((int32_t)odt));
   if (bins < 1 || bins > (1 << 20) || dft_len < 1 || dft_len > OI_MAX_DFT_LENGTH || rate < 1)
-    return oi_bad(c, "num_mel_bins (%lld) must be in [1, 2^20], dft_length (%lld) in [1, 2^28] and sample_rate "
-                     "(%lld) >= 1",
+    return oi_bad(c,
+                  "num_mel_bins (%lld) must be in [1, 2^20], dft_length (%lld) in [1, 2^28] and sample_rate "
+                  "(%lld) >= 1",
                   (long long)bins, (long long)dft_len, (long long)rate);
   if (!(lo[0] >= 0 && lo[0] <= hi[0]))
     return oi_bad(c, "the hertz range [%g, %g] must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz", lo[0], hi[0]);
@@ -241,8 +245,9 @@ static rlx_status map_mel_weight_matrix(oi_node *c) {
     double hz = 700.0 * (pow(10.0, ((double)i * mel_step + mel_lo) / 2595.0) - 1.0);
     double b = floor((double)(dft_len + 1) * hz / (double)rate);
     if (!(b >= 0 && b < (double)spec_bins))
-      return oi_bad(c, "mel band edge %lld (%g Hz) falls on DFT bin %g, outside the %lld one-sided bins; keep "
-                       "upper_edge_hertz <= sample_rate / 2",
+      return oi_bad(c,
+                    "mel band edge %lld (%g Hz) falls on DFT bin %g, outside the %lld one-sided bins; keep "
+                    "upper_edge_hertz <= sample_rate / 2",
                     (long long)i, hz, b, (long long)spec_bins);
     edge[i] = (int64_t)b;
   }
@@ -256,7 +261,8 @@ static rlx_status map_mel_weight_matrix(oi_node *c) {
   memset(w, 0, (size_t)spec_bins * (size_t)bins * sizeof *w);
   for (int64_t m = 0; m < bins; m++) {
     int64_t left = edge[m], centre = edge[m + 1], right = edge[m + 2];
-    if (centre == left) w[centre * bins + m] = 1.0;
+    if (centre == left)
+      w[centre * bins + m] = 1.0;
     else
       for (int64_t j = left; j <= centre; j++) w[j * bins + m] = (double)(j - left) / (double)(centre - left);
     for (int64_t j = centre; j < right; j++) w[j * bins + m] = (double)(right - j) / (double)(right - centre);

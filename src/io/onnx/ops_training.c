@@ -18,9 +18,9 @@
 /* The shared layout of Adagrad / Momentum / Adam: inputs R, T, then `per` groups of n tensors
  * (X_1..X_n, G_1..G_n, ...), outputs (per - 1) groups of n. */
 typedef struct optim {
-  uint32_t n;    /* optimized tensors */
-  rlx_id r, t;   /* R as an f64 scalar, T as an f64 scalar */
-  rlx_id t_pos;  /* T > 0 (bool scalar) */
+  uint32_t n;   /* optimized tensors */
+  rlx_id r, t;  /* R as an f64 scalar, T as an f64 scalar */
+  rlx_id t_pos; /* T > 0 (bool scalar) */
 } optim;
 
 static rlx_status optim_setup(oi_node *c, uint32_t per, const char *const *roles, optim *o) {
@@ -57,7 +57,9 @@ static rlx_status optim_setup(oi_node *c, uint32_t per, const char *const *roles
   return oi_cmp(c, RLX_CMP_GT, o->t, zero, &o->t_pos);
 }
 
-static rlx_id in_of(const oi_node *c, const optim *o, uint32_t group, uint32_t i) { return c->in[2 + group * o->n + i]; }
+static rlx_id in_of(const oi_node *c, const optim *o, uint32_t group, uint32_t i) {
+  return c->in[2 + group * o->n + i];
+}
 
 static void set_out(oi_node *c, const optim *o, uint32_t group, uint32_t i, rlx_id v) {
   uint32_t k = group * o->n + i;
@@ -253,9 +255,9 @@ static rlx_status named_value(oi_node *c, const char *attr, const char *name, rl
 }
 
 typedef struct grad_build {
-  rlx_graph *f;       /* the forward subgraph xs, zs -> y as a graph of its own */
-  rlx_id *map;        /* node of the importing graph -> node of f (RLX_NO_ID: not copied) */
-  rlx_id *caps;       /* importing-graph values that f reads as Inputs "cap<k>" */
+  rlx_graph *f; /* the forward subgraph xs, zs -> y as a graph of its own */
+  rlx_id *map;  /* node of the importing graph -> node of f (RLX_NO_ID: not copied) */
+  rlx_id *caps; /* importing-graph values that f reads as Inputs "cap<k>" */
   uint32_t n_caps;
 } grad_build;
 
@@ -302,8 +304,10 @@ static rlx_status build_forward(oi_node *c, const rlx_id *xs, uint32_t n_xs, con
     const rlx_node *n = rlx_graph_node(c->g, i);
     char nm[32];
     if (leaf[i] >= 0) {
-      if (leaf[i] < (int32_t)n_xs) snprintf(nm, sizeof nm, "x%d", leaf[i]);
-      else snprintf(nm, sizeof nm, "z%d", leaf[i] - (int32_t)n_xs);
+      if (leaf[i] < (int32_t)n_xs)
+        snprintf(nm, sizeof nm, "x%d", leaf[i]);
+      else
+        snprintf(nm, sizeof nm, "z%d", leaf[i] - (int32_t)n_xs);
       RLX_TRY(rlx_input(b->f, nm, n->shape, &b->map[i]));
     } else if (n->op == RLX_OP_Constant) {
       RLX_TRY(rlx_constant(b->f, n->shape, n->attrs.Constant.data.p, n->attrs.Constant.data.n, &b->map[i]));
@@ -327,7 +331,8 @@ static rlx_status build_forward(oi_node *c, const rlx_id *xs, uint32_t n_xs, con
 static rlx_status inline_gradient(oi_node *c, const rlx_graph *gg, const grad_build *b, uint32_t n_xs, rlx_id y) {
   if (gg->n_children) return oi_unsupported(c, "a gradient that needs control flow (bodies)");
   uint32_t nn = rlx_graph_node_count(gg);
-  rlx_id *map = oi_scratch(c, (size_t)(nn ? nn : 1) * sizeof *map), *ins = oi_scratch(c, (size_t)(nn + 1) * sizeof *ins);
+  rlx_id *map = oi_scratch(c, (size_t)(nn ? nn : 1) * sizeof *map),
+         *ins = oi_scratch(c, (size_t)(nn + 1) * sizeof *ins);
   if (!map || !ins) return oi_nomem(c);
   for (uint32_t i = 0; i < nn; i++) {
     const rlx_node *n = rlx_graph_node(gg, i);
@@ -335,17 +340,24 @@ static rlx_status inline_gradient(oi_node *c, const rlx_graph *gg, const grad_bu
       const char *nm = n->attrs.Input.name;
       unsigned k;
       char tail;
-      if (strcmp(nm, "d_output") == 0) RLX_TRY(oi_fill(c, oi_shape(c, y)[0], 1.0, &map[i]));
-      else if (sscanf(nm, "x%u%c", &k, &tail) == 1 && k < n_xs) map[i] = c->in[k];
-      else if (sscanf(nm, "z%u%c", &k, &tail) == 1 && n_xs + k < c->n_in) map[i] = c->in[n_xs + k];
-      else if (sscanf(nm, "cap%u%c", &k, &tail) == 1 && k < b->n_caps) map[i] = b->caps[k];
-      else return rlx_errorf(RLX_ERR_INTERNAL, "Gradient: the gradient graph has an unexpected input \"%s\"", nm);
+      if (strcmp(nm, "d_output") == 0)
+        RLX_TRY(oi_fill(c, oi_shape(c, y)[0], 1.0, &map[i]));
+      else if (sscanf(nm, "x%u%c", &k, &tail) == 1 && k < n_xs)
+        map[i] = c->in[k];
+      else if (sscanf(nm, "z%u%c", &k, &tail) == 1 && n_xs + k < c->n_in)
+        map[i] = c->in[n_xs + k];
+      else if (sscanf(nm, "cap%u%c", &k, &tail) == 1 && k < b->n_caps)
+        map[i] = b->caps[k];
+      else
+        return rlx_errorf(RLX_ERR_INTERNAL, "Gradient: the gradient graph has an unexpected input \"%s\"", nm);
     } else if (rlx_op_has(n->op, RLX_PROP_LEAF) && n->op != RLX_OP_Constant) {
       return rlx_errorf(RLX_ERR_INTERNAL, "Gradient: the gradient graph has a %s leaf", rlx_op_name(n->op));
     } else {
       for (uint32_t k = 0; k < n->n_inputs; k++) ins[k] = map[n->inputs[k]];
-      if (n->op == RLX_OP_Constant) RLX_TRY(oi_const(c, n->shape, n->attrs.Constant.data.p, n->attrs.Constant.data.n, &map[i]));
-      else RLX_TRY(oi_emit(c, n->op, ins, n->n_inputs, &n->attrs, &map[i]));
+      if (n->op == RLX_OP_Constant)
+        RLX_TRY(oi_const(c, n->shape, n->attrs.Constant.data.p, n->attrs.Constant.data.n, &map[i]));
+      else
+        RLX_TRY(oi_emit(c, n->op, ins, n->n_inputs, &n->attrs, &map[i]));
     }
   }
   const rlx_id *outs = rlx_graph_outputs(gg);
@@ -385,7 +397,8 @@ static rlx_status map_gradient(oi_node *c) {
   rlx_status st = wrt ? build_forward(c, xs, n_xs, xs + n_xs, n_zs, y, &b) : oi_nomem(c);
   for (uint32_t i = 0; i < n_xs && st == RLX_OK; i++) {
     char *nm = oi_scratch(c, 16);
-    if (!nm) st = oi_nomem(c);
+    if (!nm)
+      st = oi_nomem(c);
     else {
       snprintf(nm, 16, "x%u", i);
       wrt[i] = nm;

@@ -78,8 +78,8 @@ static rlx_status scan_err(const scan *s, int depth, const uint8_t *at, const ch
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   scan_path(s, depth, path, sizeof path);
-  return rlx_errorf(RLX_ERR_FORMAT, "%s: byte %zu%s%s: %s", s->what, (size_t)(at - s->base),
-                    path[0] ? ", in " : "", path, msg);
+  return rlx_errorf(RLX_ERR_FORMAT, "%s: byte %zu%s%s: %s", s->what, (size_t)(at - s->base), path[0] ? ", in " : "",
+                    path, msg);
 }
 
 /* Reads a varint at *p (< end); false when it runs past end or exceeds 10 bytes. */
@@ -162,8 +162,8 @@ static int wire_of(ProtobufCType t) {
   }
 }
 
-static rlx_status scan_message(scan *s, const ProtobufCMessageDescriptor *d, const uint8_t *p,
-                               const uint8_t *end, int depth) {
+static rlx_status scan_message(scan *s, const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end,
+                               int depth) {
   if (depth > RLX_ONNX_MAX_MESSAGE_DEPTH)
     return scan_err(s, depth, p, "messages nested deeper than the limit of %d", RLX_ONNX_MAX_MESSAGE_DEPTH);
   while (p < end) {
@@ -172,7 +172,8 @@ static rlx_status scan_message(scan *s, const ProtobufCMessageDescriptor *d, con
     if (!read_varint(&p, end, &tag)) return scan_err(s, depth, at, "bad varint in a field tag");
     uint64_t num = tag >> 3;
     int wire = (int)(tag & 7);
-    if (num == 0 || num > 536870911u) return scan_err(s, depth, at, "field number %llu is out of range", (unsigned long long)num);
+    if (num == 0 || num > 536870911u)
+      return scan_err(s, depth, at, "field number %llu is out of range", (unsigned long long)num);
     const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, (unsigned)num);
     const char *fname = f ? f->name : "(unknown field)";
     s->path[depth] = fname;
@@ -210,14 +211,19 @@ static rlx_status scan_message(scan *s, const ProtobufCMessageDescriptor *d, con
         size_t bad = 0;
         bool is_doc = strcmp(f->name, "doc_string") == 0;
         if (memchr(v, 0, len))
-          return scan_err(s, depth + 1, v + ((const uint8_t *)memchr(v, 0, len) - v), "string field %s contains a NUL byte", fname);
+          return scan_err(s, depth + 1, v + ((const uint8_t *)memchr(v, 0, len) - v),
+                          "string field %s contains a NUL byte", fname);
         if (!is_doc && !utf8_valid(v, len, &bad))
           return scan_err(s, depth + 1, v + bad, "string field %s is not valid UTF-8", fname);
       } else if (f->type != PROTOBUF_C_TYPE_BYTES) {
         /* packed numbers: whole elements only */
         int w = wire_of(f->type);
-        if (w == 5 && len % 4) return scan_err(s, depth + 1, v, "packed field %s has %llu bytes, not a multiple of 4", fname, (unsigned long long)len);
-        if (w == 1 && len % 8) return scan_err(s, depth + 1, v, "packed field %s has %llu bytes, not a multiple of 8", fname, (unsigned long long)len);
+        if (w == 5 && len % 4)
+          return scan_err(s, depth + 1, v, "packed field %s has %llu bytes, not a multiple of 4", fname,
+                          (unsigned long long)len);
+        if (w == 1 && len % 8)
+          return scan_err(s, depth + 1, v, "packed field %s has %llu bytes, not a multiple of 8", fname,
+                          (unsigned long long)len);
         if (w == 0) {
           const uint8_t *q = v;
           uint64_t tmp;
@@ -315,9 +321,7 @@ static uint64_t key_hash(const oi_map *m, const void *k) {
   return h ^ (h >> 29);
 }
 
-static bool key_eq(const oi_map *m, const void *a, const void *b) {
-  return m->ptr_keys ? a == b : strcmp(a, b) == 0;
-}
+static bool key_eq(const oi_map *m, const void *a, const void *b) { return m->ptr_keys ? a == b : strcmp(a, b) == 0; }
 
 void oi_map_init(oi_map *m, const rlx_allocator *al, bool ptr_keys) {
   memset(m, 0, sizeof *m);

@@ -16,13 +16,12 @@
 
 /* ---- dtypes ---- */
 
-static const char *const onnx_dtype_names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16", "INT16",
-                                               "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
-                                               "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
-                                               /* onnx 1.14+ (opsets 19..28): none has an RLX dtype */
-                                               "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
-                                               "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2", "FLOAT6E2M3",
-                                               "FLOAT6E3M2"};
+static const char *const onnx_dtype_names[] = {
+    "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
+    "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+    /* onnx 1.14+ (opsets 19..28): none has an RLX dtype */
+    "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0",
+    "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2"};
 
 const char *oi_onnx_dtype_name(int32_t t) {
   static _Thread_local char buf[32];
@@ -62,7 +61,8 @@ int32_t oi_dtype_to_onnx(rlx_dtype t) {
 
 static rlx_status dtype_check(int32_t dt, bool has, const char *what, rlx_dtype *out) {
   if (!has) return rlx_errorf(RLX_ERR_FORMAT, "%s: field data_type is missing", what);
-  if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED) return rlx_errorf(RLX_ERR_FORMAT, "%s: field data_type is UNDEFINED", what);
+  if (dt == ONNX__TENSOR_PROTO__DATA_TYPE__UNDEFINED)
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: field data_type is UNDEFINED", what);
   if (!oi_dtype_from_onnx(dt, out)) {
     if (dt < 0 || dt >= (int32_t)(sizeof onnx_dtype_names / sizeof onnx_dtype_names[0]))
       return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: unknown %s", what, oi_onnx_dtype_name(dt));
@@ -89,11 +89,14 @@ static size_t other_typed(const Onnx__TensorProto *t) {
 }
 
 rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_shape *shape) {
-  if (t->segment) return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: segmented tensors (field segment) are not supported", what);
+  if (t->segment)
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: segmented tensors (field segment) are not supported", what);
   /* dims first: they are format errors even for dtypes we cannot hold */
   size_t numel = 1;
   for (size_t i = 0; i < t->n_dims; i++) {
-    if (t->dims[i] < 0) return rlx_errorf(RLX_ERR_FORMAT, "%s: field dims[%zu] is %lld; dims must be >= 0", what, i, (long long)t->dims[i]);
+    if (t->dims[i] < 0)
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: field dims[%zu] is %lld; dims must be >= 0", what, i,
+                        (long long)t->dims[i]);
     if ((uint64_t)t->dims[i] > ((uint64_t)1 << 62) || !rlx_mul_size(numel, (size_t)t->dims[i], &numel) ||
         numel > ((size_t)1 << 62))
       return rlx_errorf(RLX_ERR_FORMAT, "%s: field dims: the element count overflows at dims[%zu] = %lld", what, i,
@@ -102,7 +105,8 @@ rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_sha
   rlx_dtype d;
   RLX_TRY(dtype_check(t->data_type, t->has_data_type, what, &d));
   if (t->n_dims > RLX_MAX_RANK)
-    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: rank %zu exceeds RLX's maximum rank of %d", what, t->n_dims, RLX_MAX_RANK);
+    return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s: rank %zu exceeds RLX's maximum rank of %d", what, t->n_dims,
+                      RLX_MAX_RANK);
   rlx_dim dims[RLX_MAX_RANK];
   for (size_t i = 0; i < t->n_dims; i++) dims[i] = t->dims[i];
   *shape = rlx_shape_make(d, (uint32_t)t->n_dims, dims);
@@ -113,7 +117,8 @@ rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_sha
   if (external) {
     if (t->has_raw_data || other_typed(t))
       return rlx_errorf(RLX_ERR_FORMAT, "%s: external tensors must not also hold raw_data or typed data", what);
-    if (!t->n_external_data) return rlx_errorf(RLX_ERR_FORMAT, "%s: data_location is EXTERNAL but external_data is empty", what);
+    if (!t->n_external_data)
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: data_location is EXTERNAL but external_data is empty", what);
     return RLX_OK;
   }
   if (t->has_data_location && t->data_location != ONNX__TENSOR_PROTO__DATA_LOCATION__DEFAULT)
@@ -121,8 +126,8 @@ rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_sha
   if (t->has_raw_data) {
     if (other_typed(t)) return rlx_errorf(RLX_ERR_FORMAT, "%s: holds both raw_data and typed data", what);
     if (t->raw_data.len != nbytes)
-      return rlx_errorf(RLX_ERR_FORMAT, "%s: raw_data has %zu bytes but dims x dtype size = %zu x %zu = %zu bytes", what,
-                        t->raw_data.len, numel, rlx_dtype_size(d), nbytes);
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: raw_data has %zu bytes but dims x dtype size = %zu x %zu = %zu bytes",
+                        what, t->raw_data.len, numel, rlx_dtype_size(d), nbytes);
     return RLX_OK;
   }
   const char *field;
@@ -130,8 +135,8 @@ rlx_status oi_tensor_check(const Onnx__TensorProto *t, const char *what, rlx_sha
   if (d == RLX_C64 || d == RLX_C128) want = numel * 2;
   if (have != want) {
     if (have == 0 && other_typed(t) == 0)
-      return rlx_errorf(RLX_ERR_FORMAT, "%s: holds no data for its %zu elements (no raw_data, %s or external_data)", what,
-                        numel, field);
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: holds no data for its %zu elements (no raw_data, %s or external_data)",
+                        what, numel, field);
     if (other_typed(t) != have)
       return rlx_errorf(RLX_ERR_FORMAT, "%s: dtype %s keeps its values in %s, but another typed field is set", what,
                         rlx_dtype_name(d), field);
@@ -161,8 +166,8 @@ static bool parse_u64(const char *s, uint64_t *out) {
  * (the uuid / tensor-name files of onnx's and PyTorch's exporters); docs/onnx.md lists them.
  * An allow-list, so that a model cannot make the importer read arbitrary files next to it
  * (w.txt, a key, a script, another model) as weights. */
-static const char *const oi_ext_allowed[] = {".bin", ".data", ".dat", ".raw", ".weights", ".weight", ".bias",
-                                             ".onnx_data", ".onnxdata", ".tensor", ".tensors"};
+static const char *const oi_ext_allowed[] = {".bin",  ".data",      ".dat",      ".raw",    ".weights", ".weight",
+                                             ".bias", ".onnx_data", ".onnxdata", ".tensor", ".tensors"};
 #define OI_EXT_ALLOWED_TEXT ".bin .data .dat .raw .weights .weight .bias .onnx_data .onnxdata .tensor .tensors, or none"
 
 static bool ext_allowed(const char *comp) {
@@ -181,7 +186,8 @@ rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t
                       location);
   size_t n = strlen(location);
   if (n == 0) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location is empty", what);
-  if (n > PATH_MAX / 2) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location is too long (%zu bytes)", what, n);
+  if (n > PATH_MAX / 2)
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location is too long (%zu bytes)", what, n);
   if (location[0] == '/' || strchr(location, '\\') || (n > 1 && location[1] == ':'))
     return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' must be a relative path", what, location);
   /* components: no "..", no hidden files, no empty names */
@@ -193,25 +199,30 @@ rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t
     if (strcmp(tok, "..") == 0)
       return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' contains '..'", what, location);
     if (strcmp(tok, ".") == 0) continue;
-    if (tok[0] == '.') return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' names a hidden file", what, location);
-    if (np == 256) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' is nested too deeply", what, location);
+    if (tok[0] == '.')
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' names a hidden file", what, location);
+    if (np == 256)
+      return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' is nested too deeply", what, location);
     parts[np++] = tok;
   }
   if (!np) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' names no file", what, location);
   if (!ext_allowed(parts[np - 1]))
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data location '%s' has extension '%s', which is not an allowed "
-                      "tensor data extension (" OI_EXT_ALLOWED_TEXT ")", what, location, strrchr(parts[np - 1], '.'));
+    return rlx_errorf(RLX_ERR_FORMAT,
+                      "%s: external_data location '%s' has extension '%s', which is not an allowed "
+                      "tensor data extension (" OI_EXT_ALLOWED_TEXT ")",
+                      what, location, strrchr(parts[np - 1], '.'));
   /* the real path must stay inside the (real) model folder */
   char rbase[PATH_MAX], joined[PATH_MAX * 2], rfile[PATH_MAX];
-  if (!realpath(base_dir, rbase)) return rlx_errorf(RLX_ERR_IO, "%s: model folder '%s': %s", what, base_dir, strerror(errno));
+  if (!realpath(base_dir, rbase))
+    return rlx_errorf(RLX_ERR_IO, "%s: model folder '%s': %s", what, base_dir, strerror(errno));
   snprintf(joined, sizeof joined, "%s/%s", rbase, location);
   if (!realpath(joined, rfile))
     return rlx_errorf(RLX_ERR_IO, "%s: external data '%s': %s", what, location, strerror(errno));
   size_t bl = strlen(rbase);
   bool inside = strncmp(rfile, rbase, bl) == 0 && (rfile[bl] == '/' || (bl == 1 && rbase[0] == '/'));
   if (!inside)
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s' resolves to '%s', outside the model folder '%s'", what, location,
-                      rfile, rbase);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s' resolves to '%s', outside the model folder '%s'", what,
+                      location, rfile, rbase);
   /* open component by component without following any symbolic link */
   int dir = open(rbase, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return rlx_errorf(RLX_ERR_IO, "%s: model folder '%s': %s", what, rbase, strerror(errno));
@@ -238,26 +249,27 @@ rlx_status oi_external_read(const char *base_dir, const char *location, uint64_t
   }
   if (st.st_nlink != 1) {
     close(fd);
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s' has %lu hard links; only files with one link are read", what,
-                      location, (unsigned long)st.st_nlink);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s' has %lu hard links; only files with one link are read",
+                      what, location, (unsigned long)st.st_nlink);
   }
   uint64_t size = (uint64_t)st.st_size;
   if (offset > size) {
     close(fd);
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': offset %llu is past the end of the file (%llu bytes)", what,
-                      location, (unsigned long long)offset, (unsigned long long)size);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': offset %llu is past the end of the file (%llu bytes)",
+                      what, location, (unsigned long long)offset, (unsigned long long)size);
   }
   uint64_t avail = size - offset;
   if (!has_len) len = avail;
   if (len > avail) {
     close(fd);
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': offset %llu + length %llu runs past the end of the file (%llu bytes)",
+    return rlx_errorf(RLX_ERR_FORMAT,
+                      "%s: external data '%s': offset %llu + length %llu runs past the end of the file (%llu bytes)",
                       what, location, (unsigned long long)offset, (unsigned long long)len, (unsigned long long)size);
   }
   if (len != (uint64_t)expect) {
     close(fd);
-    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': %s %llu bytes but dims x dtype size = %zu bytes", what, location,
-                      has_len ? "length is" : "the file holds", (unsigned long long)len, expect);
+    return rlx_errorf(RLX_ERR_FORMAT, "%s: external data '%s': %s %llu bytes but dims x dtype size = %zu bytes", what,
+                      location, has_len ? "length is" : "the file holds", (unsigned long long)len, expect);
   }
   uint8_t *buf = al->alloc(al->ctx, expect ? expect : 1);
   if (!buf) {
@@ -290,11 +302,14 @@ static rlx_status read_external(const Onnx__TensorProto *t, const char *what, co
   for (size_t i = 0; i < t->n_external_data; i++) {
     const Onnx__StringStringEntryProto *kv = t->external_data[i];
     const char *k = kv->key ? kv->key : "", *v = kv->value ? kv->value : "";
-    if (strcmp(k, "location") == 0) loc = v;
+    if (strcmp(k, "location") == 0)
+      loc = v;
     else if (strcmp(k, "offset") == 0) {
-      if (!parse_u64(v, &off)) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data offset '%s' is not a number", what, v);
+      if (!parse_u64(v, &off))
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data offset '%s' is not a number", what, v);
     } else if (strcmp(k, "length") == 0) {
-      if (!parse_u64(v, &len)) return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data length '%s' is not a number", what, v);
+      if (!parse_u64(v, &len))
+        return rlx_errorf(RLX_ERR_FORMAT, "%s: external_data length '%s' is not a number", what, v);
       has_len = true;
     }
   }

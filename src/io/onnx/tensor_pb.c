@@ -26,8 +26,10 @@ rlx_status rlx_onnx_tensor_read(const uint8_t *data, size_t len, const rlx_alloc
   if (st == RLX_OK && name_out && t->name && t->name[0]) {
     size_t n = strlen(t->name);
     name = al->alloc(al->ctx, n + 1);
-    if (!name) st = rlx_errorf(RLX_ERR_OOM, "out of memory");
-    else memcpy(name, t->name, n + 1);
+    if (!name)
+      st = rlx_errorf(RLX_ERR_OOM, "out of memory");
+    else
+      memcpy(name, t->name, n + 1);
   }
   if (st == RLX_OK && !buf) { /* zero bytes: hand back a valid (1-byte) block */
     buf = al->alloc(al->ctx, 1);

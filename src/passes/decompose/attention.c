@@ -69,8 +69,8 @@ static rlx_status linear(rlx_graph *g, rlx_id x, rlx_id w, const rlx_id *b, rlx_
  * V, optional NeoX rope on Q and K (n_rot = D), scaled-dot-product attention with a Custom [B, S]
  * keep-mask, output projection. */
 static rlx_status attention_block(rlx_graph *g, const rlx_node *n, rlx_id hidden, rlx_id qkv_w, const rlx_id *qkv_b,
-                                  rlx_id out_w, const rlx_id *out_b, rlx_id mask, const rlx_id *cos_sin,
-                                  int64_t heads, int64_t head_dim, rlx_id *out) {
+                                  rlx_id out_w, const rlx_id *out_b, rlx_id mask, const rlx_id *cos_sin, int64_t heads,
+                                  int64_t head_dim, rlx_id *out) {
   rlx_shape hs = dc_shape(g, hidden);
   if (hs.rank != 3) return dc_unsupported(n, "hidden must be [B, S, H*D]");
   int64_t W;
@@ -103,7 +103,8 @@ RLX_DECOMPOSE_DECL(FusedAttentionBlock) {
   const rlx_attrs_FusedAttentionBlock *a = &n->attrs.FusedAttentionBlock;
   uint32_t want = 4u + (a->has_bias ? 2u : 0u) + (a->has_rope ? 2u : 0u);
   if (n->n_inputs != want)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedAttentionBlock: has %u operands, attributes need %u", n->n_inputs, want);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedAttentionBlock: has %u operands, attributes need %u", n->n_inputs,
+                      want);
   const rlx_id *bias = a->has_bias ? in + 4 : NULL;
   const rlx_id *rope = a->has_rope ? in + (a->has_bias ? 6 : 4) : NULL;
   return attention_block(dst, n, in[0], in[1], bias, in[2], bias ? bias + 1 : NULL, in[3], rope, a->num_heads,

@@ -9,8 +9,12 @@
 /* Small builders over x's dtype. */
 static rlx_status mul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_MUL, a, b, out); }
 static rlx_status add(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_ADD, a, b, out); }
-static rlx_status muls(rlx_graph *g, rlx_id a, double v, rlx_id *out) { return dc_bin_scalar(g, RLX_BINOP_MUL, a, v, out); }
-static rlx_status adds(rlx_graph *g, rlx_id a, double v, rlx_id *out) { return dc_bin_scalar(g, RLX_BINOP_ADD, a, v, out); }
+static rlx_status muls(rlx_graph *g, rlx_id a, double v, rlx_id *out) {
+  return dc_bin_scalar(g, RLX_BINOP_MUL, a, v, out);
+}
+static rlx_status adds(rlx_graph *g, rlx_id a, double v, rlx_id *out) {
+  return dc_bin_scalar(g, RLX_BINOP_ADD, a, v, out);
+}
 /* v - a */
 static rlx_status rsubs(rlx_graph *g, double v, rlx_id a, rlx_id *out) {
   rlx_id c;
@@ -27,10 +31,14 @@ static rlx_status cmps(rlx_graph *g, rlx_cmp op, rlx_id x, double v, rlx_id *out
 static rlx_status select_s(rlx_graph *g, rlx_dtype t, rlx_id cond, const rlx_id *a, double av, const rlx_id *b,
                            double bv, rlx_id *out) {
   rlx_id x, y;
-  if (a) x = *a;
-  else RLX_TRY(dc_scalar(g, t, av, &x));
-  if (b) y = *b;
-  else RLX_TRY(dc_scalar(g, t, bv, &y));
+  if (a)
+    x = *a;
+  else
+    RLX_TRY(dc_scalar(g, t, av, &x));
+  if (b)
+    y = *b;
+  else
+    RLX_TRY(dc_scalar(g, t, bv, &y));
   return dc_where(g, cond, x, y, out);
 }
 
@@ -96,9 +104,7 @@ static rlx_status derivative(rlx_graph *g, rlx_act k, rlx_id x, rlx_id *d) {
   case RLX_ACT_LOG: return dc_act(g, RLX_ACT_RECIP, x, d);
   case RLX_ACT_ABS: return dc_act(g, RLX_ACT_SIGN, x, d);
   case RLX_ACT_SIN: return dc_act(g, RLX_ACT_COS, x, d);
-  case RLX_ACT_COS:
-    RLX_TRY(dc_act(g, RLX_ACT_SIN, x, &a));
-    return dc_act(g, RLX_ACT_NEG, a, d);
+  case RLX_ACT_COS: RLX_TRY(dc_act(g, RLX_ACT_SIN, x, &a)); return dc_act(g, RLX_ACT_NEG, a, d);
   case RLX_ACT_TAN:
     RLX_TRY(dc_act(g, RLX_ACT_TAN, x, &a));
     RLX_TRY(mul(g, a, a, &a));
@@ -169,7 +175,7 @@ RLX_DECOMPOSE_DECL(ActivationBackward) {
   case RLX_ACT_RELU: return rlx_decompose_ReluBackward(dst, src, n, in, out);
   case RLX_ACT_ROUND: *out = dy; return RLX_OK; /* straight-through */
   case RLX_ACT_NEG: return dc_act(dst, RLX_ACT_NEG, dy, out);
-  case RLX_ACT_SQRT: /* sqrt(x) <= 0 ? 0 : dy * 0.5 / sqrt(x) */
+  case RLX_ACT_SQRT:  /* sqrt(x) <= 0 ? 0 : dy * 0.5 / sqrt(x) */
   case RLX_ACT_RSQRT: /* sqrt(x) <= 0 ? 0 : dy * -0.5 / (x sqrt(x)) */
     RLX_TRY(dc_act(dst, RLX_ACT_SQRT, x, &s));
     RLX_TRY(cmps(dst, RLX_CMP_LE, s, 0.0, &c));

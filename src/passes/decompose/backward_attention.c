@@ -126,7 +126,8 @@ typedef struct bw_attrs {
 static rlx_status attention_grads(rlx_graph *g, const rlx_node *n, const rlx_id *in, const bw_attrs *a, rlx_id out[3]) {
   rlx_shape qs = dc_shape(g, in[0]), ks = dc_shape(g, in[1]), vs = dc_shape(g, in[2]);
   rlx_dtype t = (rlx_dtype)qs.dtype;
-  if (a->heads < 1 || a->D < 1) return rlx_errorf(RLX_ERR_INVALID_ARG, "attention backward: invalid num_heads / head_dim");
+  if (a->heads < 1 || a->D < 1)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "attention backward: invalid num_heads / head_dim");
   int kind = layout_of(&qs, a->heads);
   int64_t Hk = 0, Hv = 0;
   RLX_TRY(heads_of(n, &ks, kind, a->D, &Hk));

@@ -217,7 +217,8 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     Pin *= ind[i];
     kv *= g.k[i];
   }
-  if (P > ((int64_t)1 << 26) || kv > 4096) return dc_unsupported(n, "the window or the output grid is too large to unroll");
+  if (P > ((int64_t)1 << 26) || kv > 4096)
+    return dc_unsupported(n, "the window or the output grid is too large to unroll");
   /* Pad with -inf (the Pad op takes every axis). */
   int64_t pads[2 * RLX_MAX_RANK] = {0};
   for (uint32_t i = 0; i < nsp; i++) {
@@ -269,8 +270,10 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     tap_positions(&g, nsp, ind, od, tap, pos);
     bool any_pad = false, any_real = false;
     for (int64_t c = 0; c < P; c++) {
-      if (pos[c] < 0) any_pad = true;
-      else any_real = true;
+      if (pos[c] < 0)
+        any_pad = true;
+      else
+        any_real = true;
     }
     if (!any_real) continue;
     rlx_id eq, pc, valid, no;

@@ -25,7 +25,8 @@ static rlx_status row_lse(rlx_graph *g, rlx_id x, rlx_id *out) {
 /* Bool [N, C]: label n == class c. */
 static rlx_status onehot(rlx_graph *g, const rlx_node *n, rlx_id labels, rlx_dim N, rlx_dim C, rlx_id *out) {
   if (C < 0) return dc_unsupported(n, "the class count (axis 1 of the logits) is symbolic");
-  if (C > (rlx_dim)1 << 24) return dc_unsupported(n, "too many classes (%lld) for a constant class index", (long long)C);
+  if (C > (rlx_dim)1 << 24)
+    return dc_unsupported(n, "too many classes (%lld) for a constant class index", (long long)C);
   const rlx_allocator *al = rlx_graph_allocator(g);
   int64_t *iota = al->alloc(al->ctx, (size_t)(C ? C : 1) * sizeof *iota);
   if (!iota) return rlx_errorf(RLX_ERR_OOM, "out of memory for a class index");

@@ -115,8 +115,10 @@ static rlx_status scan_unroll(rlx_graph *dst, const rlx_node *n, const rlx_id *i
   rlx_id dc = 0;
   if (!s) {
     if (save_traj) {
-      if (!dc_all_static(&cs)) s = dc_unsupported(n, "the carry needs a static shape");
-      else s = dc_const_fill(dst, dt, cs.rank, cs.dims, 0.0, &dc);
+      if (!dc_all_static(&cs))
+        s = dc_unsupported(n, "the carry needs a static shape");
+      else
+        s = dc_const_fill(dst, dt, cs.rank, cs.dims, 0.0, &dc);
     } else {
       s = dc_cast(dst, in[2], dt, &dc);
     }

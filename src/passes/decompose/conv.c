@@ -6,12 +6,15 @@
 /* A 2-entry spatial attribute: empty = `def` on both axes, one entry = both axes. (Padding may also
  * hold 4 entries: begins, then ends.) */
 static rlx_status pair(const rlx_node *n, const char *name, const rlx_ilist *l, int64_t def, int64_t out[2]) {
-  if (l->n == 0) out[0] = out[1] = def;
-  else if (l->n == 1) out[0] = out[1] = l->v[0];
-  else if (l->n == 2) out[0] = l->v[0], out[1] = l->v[1];
+  if (l->n == 0)
+    out[0] = out[1] = def;
+  else if (l->n == 1)
+    out[0] = out[1] = l->v[0];
+  else if (l->n == 2)
+    out[0] = l->v[0], out[1] = l->v[1];
   else
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries; expected 2 (H, W)", rlx_op_name(n->op), name,
-                      l->n);
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries; expected 2 (H, W)", rlx_op_name(n->op),
+                      name, l->n);
   return RLX_OK;
 }
 
@@ -29,7 +32,8 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   rlx_shape xs = dc_shape(dst, in[0]), ws = dc_shape(dst, in[1]);
   if (xs.rank != 4 || ws.rank != 4) return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d needs NCHW x and 4-D w");
   for (uint32_t i = 1; i < 4; i++)
-    if (xs.dims[i] < 0 || ws.dims[i] < 0 || ws.dims[0] < 0) return dc_unsupported(n, "channel, spatial and kernel extents must be static");
+    if (xs.dims[i] < 0 || ws.dims[i] < 0 || ws.dims[0] < 0)
+      return dc_unsupported(n, "channel, spatial and kernel extents must be static");
   int64_t st[2], pb[2] = {0, 0}, pe[2], dl[2], op[2], ks[2] = {ws.dims[2], ws.dims[3]}, ka[2];
   RLX_TRY(pair(n, "stride", &a->stride, 1, st));
   if (a->padding.n == 4) { /* [begin_h, begin_w, end_h, end_w] */
@@ -42,7 +46,8 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   RLX_TRY(pair(n, "output_padding", &a->output_padding, 0, op));
   RLX_TRY(pair(n, "kernel_size", &a->kernel_size, 0, ka));
   int64_t g = a->groups, cin = xs.dims[1], coutg = ws.dims[1];
-  if (g < 1 || cin % g || ws.dims[0] != cin) return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d: channels and groups disagree");
+  if (g < 1 || cin % g || ws.dims[0] != cin)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d: channels and groups disagree");
   for (int i = 0; i < 2; i++) {
     if (st[i] < 1 || dl[i] < 1 || pb[i] < 0 || pe[i] < 0 || op[i] < 0)
       return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d: stride/dilation must be >= 1, padding >= 0");
@@ -98,7 +103,11 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   RLX_TRY(dc_reverse(dst, w, 2, flip, &w));
   /* 4. stride-1 convolution */
   int64_t one[2] = {1, 1}, zero[2] = {0, 0};
-  rlx_attrs_Conv c = {.kernel_size = {.v = ks, .n = 2}, .stride = {.v = one, .n = 2}, .padding = {.v = zero, .n = 2}, .dilation = {.v = dl, .n = 2}, .groups = g};
+  rlx_attrs_Conv c = {.kernel_size = {.v = ks, .n = 2},
+                      .stride = {.v = one, .n = 2},
+                      .padding = {.v = zero, .n = 2},
+                      .dilation = {.v = dl, .n = 2},
+                      .groups = g};
   rlx_id cin2[2] = {x, w};
   return rlx_build_Conv(dst, cin2, 2, &c, NULL, out);
 }
@@ -109,8 +118,13 @@ RLX_DECOMPOSE_DECL(FusedConvBiasAct) {
   const rlx_attrs_FusedConvBiasAct *a = &n->attrs.FusedConvBiasAct;
   uint32_t want = a->has_residual ? 4u : 3u;
   if (n->n_inputs != want)
-    return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedConvBiasAct: has %u operands, has_residual needs %u", n->n_inputs, want);
-  rlx_attrs_Conv c = {.kernel_size = a->kernel_size, .stride = a->stride, .padding = a->padding, .dilation = a->dilation, .groups = a->groups};
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedConvBiasAct: has %u operands, has_residual needs %u", n->n_inputs,
+                      want);
+  rlx_attrs_Conv c = {.kernel_size = a->kernel_size,
+                      .stride = a->stride,
+                      .padding = a->padding,
+                      .dilation = a->dilation,
+                      .groups = a->groups};
   rlx_id y, b;
   RLX_TRY(rlx_build_Conv(dst, in, 2, &c, NULL, &y));
   uint32_t spatial = dc_shape(dst, y).rank - 2u;

@@ -15,9 +15,8 @@
 #include "passes/passes.h"
 
 /* ---- the decompositions (one file per family) ---- */
-#define RLX_DECOMPOSE_DECL(N)                                                                      \
-  rlx_status rlx_decompose_##N(rlx_graph *dst, const rlx_graph *src, const rlx_node *n,         \
-                               const rlx_id *in, rlx_id *out)
+#define RLX_DECOMPOSE_DECL(N) \
+  rlx_status rlx_decompose_##N(rlx_graph *dst, const rlx_graph *src, const rlx_node *n, const rlx_id *in, rlx_id *out)
 /* elementwise.c */
 RLX_DECOMPOSE_DECL(Fma);
 RLX_DECOMPOSE_DECL(Clamp);
@@ -142,11 +141,13 @@ static inline rlx_status dc_const_fill(rlx_graph *g, rlx_dtype t, uint32_t rank,
                                        rlx_id *out) {
   return rlx_fill(g, t, rank, dims, v, out);
 }
-static inline rlx_status dc_const_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims,
-                                         const double *v, rlx_id *out) {
+static inline rlx_status dc_const_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *v,
+                                         rlx_id *out) {
   return rlx_values(g, t, rank, dims, v, out);
 }
-static inline rlx_status dc_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) { return rlx_scalar(g, t, v, out); }
+static inline rlx_status dc_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) {
+  return rlx_scalar(g, t, v, out);
+}
 static inline rlx_status dc_const_i64(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out) {
   return rlx_i64s(g, n, v, out);
 }
@@ -156,14 +157,18 @@ static inline rlx_status dc_bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, 
 static inline rlx_status dc_bin_scalar(rlx_graph *g, rlx_binop op, rlx_id x, double v, rlx_id *out) {
   return rlx_binary_scalar(g, op, x, v, out);
 }
-static inline rlx_status dc_act(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out) { return rlx_activation(g, act, x, out); }
+static inline rlx_status dc_act(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out) {
+  return rlx_activation(g, act, x, out);
+}
 static inline rlx_status dc_cmp(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
   return rlx_compare(g, op, a, b, out);
 }
 static inline rlx_status dc_where(rlx_graph *g, rlx_id cond, rlx_id t, rlx_id f, rlx_id *out) {
   return rlx_where(g, cond, t, f, out);
 }
-static inline rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) { return rlx_cast_to(g, x, to, out); }
+static inline rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) {
+  return rlx_cast_to(g, x, to, out);
+}
 static inline rlx_status dc_narrow(rlx_graph *g, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out) {
   return rlx_narrow(g, x, axis, start, len, out);
 }
@@ -213,8 +218,8 @@ rlx_status dc_axis(const rlx_node *n, const char *attr, int64_t axis, uint32_t r
 rlx_status rlx_pass_copy_node(rlx_graph *dst, const rlx_node *n, const rlx_id *inputs, bool reinfer, rlx_id *out);
 /* Like rlx_pass_copy_node but with the body fields replaced by `bodies` (one per graph field of the
  * op, in field order; already children of dst; NULL entries keep "no body" for optional fields). */
-rlx_status rlx_pass_copy_node_bodies(rlx_graph *dst, const rlx_node *n, const rlx_id *inputs,
-                                     rlx_graph *const *bodies, rlx_id *out);
+rlx_status rlx_pass_copy_node_bodies(rlx_graph *dst, const rlx_node *n, const rlx_id *inputs, rlx_graph *const *bodies,
+                                     rlx_id *out);
 /* Number of graph fields (bodies) of op, and a pointer to the i-th one inside `attrs`. */
 uint32_t rlx_pass_body_count(rlx_op op);
 rlx_graph **rlx_pass_body_slot(rlx_op op, rlx_attrs *attrs, uint32_t i);

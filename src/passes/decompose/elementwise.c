@@ -48,8 +48,10 @@ RLX_DECOMPOSE_DECL(FakeQuantize) {
 
   rlx_id absx, amax, s, q;
   RLX_TRY(dc_act(dst, RLX_ACT_ABS, in[0], &absx));
-  if (na) RLX_TRY(dc_reduce(dst, RLX_REDUCE_MAX, absx, na, axes, true, &amax));
-  else amax = absx;
+  if (na)
+    RLX_TRY(dc_reduce(dst, RLX_REDUCE_MAX, absx, na, axes, true, &amax));
+  else
+    amax = absx;
   RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_DIV, amax, qmax, &s));
   RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_MAX, s, 1e-12, &s));
   RLX_TRY(dc_bin(dst, RLX_BINOP_DIV, in[0], s, &q));

@@ -15,11 +15,12 @@ static bool product(const rlx_shape *s, const uint32_t *idx, uint32_t n, int64_t
 
 /* Splits the axes of one operand into batch (attribute order), free (ascending) and contracting
  * (attribute order). */
-static rlx_status split_axes(const rlx_shape *s, const rlx_ilist *batch, const rlx_ilist *contr,
-                             uint32_t *b, uint32_t *f, uint32_t *nf, uint32_t *c) {
+static rlx_status split_axes(const rlx_shape *s, const rlx_ilist *batch, const rlx_ilist *contr, uint32_t *b,
+                             uint32_t *f, uint32_t *nf, uint32_t *c) {
   uint32_t used = 0;
   for (uint32_t i = 0; i < batch->n; i++) {
-    if (batch->v[i] < 0 || batch->v[i] >= s->rank) return rlx_errorf(RLX_ERR_INVALID_ARG, "DotGeneral: batch axis out of range");
+    if (batch->v[i] < 0 || batch->v[i] >= s->rank)
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "DotGeneral: batch axis out of range");
     b[i] = (uint32_t)batch->v[i];
     used |= 1u << b[i];
   }
@@ -45,14 +46,16 @@ RLX_DECOMPOSE_DECL(DotGeneral) {
   if (!dc_all_static(&ls) || !dc_all_static(&rs)) return dc_unsupported(n, "operands have symbolic extents");
   if (a->lhs_batch.n != a->rhs_batch.n || a->lhs_contracting.n != a->rhs_contracting.n)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "DotGeneral: lhs/rhs axis lists differ in length");
-  uint32_t lb[RLX_MAX_RANK], lf[RLX_MAX_RANK], lc[RLX_MAX_RANK], rb[RLX_MAX_RANK], rf[RLX_MAX_RANK],
-      rc[RLX_MAX_RANK], nlf, nrf;
+  uint32_t lb[RLX_MAX_RANK], lf[RLX_MAX_RANK], lc[RLX_MAX_RANK], rb[RLX_MAX_RANK], rf[RLX_MAX_RANK], rc[RLX_MAX_RANK],
+      nlf, nrf;
   uint32_t nb = a->lhs_batch.n, nc = a->lhs_contracting.n;
-  if (nb + nc > ls.rank || nb + nc > rs.rank) return rlx_errorf(RLX_ERR_INVALID_ARG, "DotGeneral: too many axes listed");
+  if (nb + nc > ls.rank || nb + nc > rs.rank)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "DotGeneral: too many axes listed");
   RLX_TRY(split_axes(&ls, &a->lhs_batch, &a->lhs_contracting, lb, lf, &nlf, lc));
   RLX_TRY(split_axes(&rs, &a->rhs_batch, &a->rhs_contracting, rb, rf, &nrf, rc));
   int64_t B, M, K, N;
-  if (!product(&ls, lb, nb, &B) || !product(&ls, lf, nlf, &M) || !product(&ls, lc, nc, &K) || !product(&rs, rf, nrf, &N))
+  if (!product(&ls, lb, nb, &B) || !product(&ls, lf, nlf, &M) || !product(&ls, lc, nc, &K) ||
+      !product(&rs, rf, nrf, &N))
     return rlx_errorf(RLX_ERR_OVERFLOW, "DotGeneral: extents overflow");
 
   int64_t perm[RLX_MAX_RANK];

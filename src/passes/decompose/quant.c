@@ -41,7 +41,9 @@ RLX_DECOMPOSE_DECL(FakeQuantizeBackward) {
   (void)src;
   const rlx_attrs_FakeQuantizeBackward *a = &n->attrs.FakeQuantizeBackward;
   double qmax = qmax_of(a->bits);
-  if (qmax == 0.0) return rlx_errorf(RLX_ERR_INVALID_ARG, "FakeQuantizeBackward: attribute bits is %lld; use 8, 4 or 2", (long long)a->bits);
+  if (qmax == 0.0)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "FakeQuantizeBackward: attribute bits is %lld; use 8, 4 or 2",
+                      (long long)a->bits);
   rlx_shape xs = dc_shape(dst, in[0]);
   uint32_t ch;
   RLX_TRY(dc_axis(n, "axis", a->axis, xs.rank, &ch));
@@ -212,7 +214,8 @@ RLX_DECOMPOSE_DECL(DequantMatMul) {
   rlx_dtype wt = (rlx_dtype)wsh.dtype;
   if (sc >= RLX_QUANT_SCHEME_GGUF_Q4K && sc <= RLX_QUANT_SCHEME_GGUF_FV5B) {
     rlx_shape d3 = {.dtype = RLX_F32, .rank = 3, .dims = {1, K, N}};
-    rlx_attrs_DequantMoEWeights ma = {.scheme = sc, .block_size = a->block_size, .bits = a->bits, .group_size = a->group_size};
+    rlx_attrs_DequantMoEWeights ma = {
+        .scheme = sc, .block_size = a->block_size, .bits = a->bits, .group_size = a->group_size};
     RLX_TRY(rlx_graph_add(dst, RLX_OP_DequantMoEWeights, &in[1], 1, &ma, &d3, NULL, &W));
     rlx_dim d2[2] = {K, N};
     RLX_TRY(dc_reshape(dst, W, 2, d2, &W));
@@ -240,7 +243,8 @@ RLX_DECOMPOSE_DECL(DequantMatMul) {
     if (wt != RLX_U8) return dc_unsupported(n, "FP8 codes must be u8");
     rlx_id q, s;
     RLX_TRY(as_matrix(dst, in[1], K, N, &q));
-    RLX_TRY(decode_codes(dst, q, sc == RLX_QUANT_SCHEME_FP8_E4M3 ? RLX_SCALED_FORMAT_F8E4M3 : RLX_SCALED_FORMAT_F8E5M2, &q));
+    RLX_TRY(decode_codes(dst, q, sc == RLX_QUANT_SCHEME_FP8_E4M3 ? RLX_SCALED_FORMAT_F8E4M3 : RLX_SCALED_FORMAT_F8E5M2,
+                         &q));
     RLX_TRY(dc_cast(dst, in[2], RLX_F32, &s));
     RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, q, s, &W));
   } else if (sc == RLX_QUANT_SCHEME_INT4_BLOCK || sc == RLX_QUANT_SCHEME_NVFP4_BLOCK) {
@@ -287,13 +291,16 @@ RLX_DECOMPOSE_DECL(DequantMatMul) {
       RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, p[k], s[k], &p[k]));
     }
     RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, p[0], p[1], &W));
-  } else if (sc == RLX_QUANT_SCHEME_MLX_AFFINE || sc == RLX_QUANT_SCHEME_MLX_MXFP4 || sc == RLX_QUANT_SCHEME_MLX_MXFP8) {
+  } else if (sc == RLX_QUANT_SCHEME_MLX_AFFINE || sc == RLX_QUANT_SCHEME_MLX_MXFP4 ||
+             sc == RLX_QUANT_SCHEME_MLX_MXFP8) {
     unsigned bits = sc == RLX_QUANT_SCHEME_MLX_AFFINE ? (unsigned)a->bits : sc == RLX_QUANT_SCHEME_MLX_MXFP4 ? 4u : 8u;
     if (wt != RLX_U8) return dc_unsupported(n, "MLX codes must be given as u8 bytes");
     nk = true;
     rlx_id q, s;
-    if (8 % bits == 0) RLX_TRY(split_codes(dst, in[1], bits, KN, &q));
-    else RLX_TRY(gather_codes(dst, in[1], bits, KN, &q)); /* 3, 5, 6 bits straddle bytes */
+    if (8 % bits == 0)
+      RLX_TRY(split_codes(dst, in[1], bits, KN, &q));
+    else
+      RLX_TRY(gather_codes(dst, in[1], bits, KN, &q)); /* 3, 5, 6 bits straddle bytes */
     RLX_TRY(as_matrix(dst, q, N, K, &q));
     if (sc == RLX_QUANT_SCHEME_MLX_AFFINE) {
       rlx_id b;
@@ -305,7 +312,8 @@ RLX_DECOMPOSE_DECL(DequantMatMul) {
       RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, q, s, &q));
       RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, q, b, &W));
     } else {
-      RLX_TRY(decode_codes(dst, q, sc == RLX_QUANT_SCHEME_MLX_MXFP4 ? RLX_SCALED_FORMAT_F4E2M1 : RLX_SCALED_FORMAT_F8E4M3, &q));
+      RLX_TRY(decode_codes(dst, q,
+                           sc == RLX_QUANT_SCHEME_MLX_MXFP4 ? RLX_SCALED_FORMAT_F4E2M1 : RLX_SCALED_FORMAT_F8E4M3, &q));
       RLX_TRY(e8m0_values(dst, in[2], &s));
       RLX_TRY(repeat_cols(dst, s, a->group_size, &s));
       RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, q, s, &W));

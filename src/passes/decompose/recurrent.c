@@ -26,7 +26,7 @@
 static rlx_status rs(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
   return dc_reshape(g, x, rank, dims, out);
 }
-#define RS(G, X, OUT, ...)                                                                         \
+#define RS(G, X, OUT, ...) \
   rs(G, X, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__}, OUT)
 
 static rlx_status need_static(const rlx_graph *g, const rlx_node *n, const rlx_id *in, uint32_t n_in) {
@@ -153,9 +153,9 @@ static rlx_status rnn_unroll(rlx_graph *g, const rlx_node *n, const rlx_id *in, 
       int64_t blk = l * D + d;
       rlx_id Wi, Wh, WiT, WhT, bi, bh = RLX_NO_ID, xw, h, c = RLX_NO_ID, t;
       rlx_dim wid[2] = {GH, in_w}, whd[2] = {GH, H}, bd[1] = {GH}, bh2[2] = {B, H};
-#define T_(x)                                                                                      \
-  do {                                                                                             \
-    if (!st) st = (x);                                                                             \
+#define T_(x)          \
+  do {                 \
+    if (!st) st = (x); \
   } while (0)
       T_(block(g, wih, wih_off, GH * in_w, 2, wid, &Wi));
       T_(block(g, whh, blk * GH * H, GH * H, 2, whd, &Wh));
@@ -223,9 +223,9 @@ RLX_DECOMPOSE_DECL(Rnn) {
 
 /* ---- SelectiveScan / Mamba2 ---- */
 
-#define TRY_(x)                                                                                    \
-  do {                                                                                             \
-    if (!st) st = (x);                                                                             \
+#define TRY_(x)        \
+  do {                 \
+    if (!st) st = (x); \
   } while (0)
 
 /* One Scan over time-major steps: carry' = carry * decay_t + u_t, the whole trajectory saved.
@@ -244,8 +244,8 @@ static rlx_status scan_linear(rlx_graph *g, const rlx_node *n, rlx_id decay, rlx
   RLX_TRY(dc_bin(body, RLX_BINOP_MUL, c, a_t, &y));
   RLX_TRY(dc_bin(body, RLX_BINOP_ADD, y, u_t, &y));
   RLX_TRY(rlx_graph_set_outputs(body, &y, 1));
-  rlx_attrs_Scan a = {.body = body, .length = us.dims[0], .save_trajectory = true, .num_bcast = 0, .num_xs = 2,
-                      .num_checkpoints = 0};
+  rlx_attrs_Scan a = {
+      .body = body, .length = us.dims[0], .save_trajectory = true, .num_bcast = 0, .num_xs = 2, .num_checkpoints = 0};
   rlx_id in[3] = {init, decay, u};
   (void)n;
   return rlx_build_Scan(g, in, 3, &a, NULL, traj);
@@ -364,12 +364,12 @@ static rlx_status gdn_forward(const gdn_ctx *c, rlx_id S0, rlx_id *Sa, rlx_id *S
   return st;
 }
 
-static rlx_status gdn_setup(rlx_graph *g, const rlx_node *n, const rlx_id *in, bool carry, bool per_channel,
-                            int64_t N, uint32_t n_in, gdn_ctx *c, rlx_id *S0) {
+static rlx_status gdn_setup(rlx_graph *g, const rlx_node *n, const rlx_id *in, bool carry, bool per_channel, int64_t N,
+                            uint32_t n_in, gdn_ctx *c, rlx_id *S0) {
   RLX_TRY(need_static(g, n, in, n_in));
   rlx_shape qs = dc_shape(g, in[0]);
-  *c = (gdn_ctx){g, qs.dims[0], qs.dims[1], qs.dims[2], N, per_channel, (rlx_dtype)qs.dtype,
-                 in[0], in[1], in[2], in[3], in[4]};
+  *c = (gdn_ctx){g,     qs.dims[0], qs.dims[1], qs.dims[2], N,    per_channel, (rlx_dtype)qs.dtype,
+                 in[0], in[1],      in[2],      in[3],      in[4]};
   if (carry) {
     *S0 = in[5];
     return RLX_OK;

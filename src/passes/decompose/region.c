@@ -23,7 +23,8 @@ static rlx_status run_chain(rlx_graph *g, const rlx_node *n, const rlx_chain *ch
       if (r->is_step ? r->index >= j : r->index >= n_ops)
         s = dc_unsupported(n, "step %u operand %u refers to %s %u, which is not available", j, k,
                            r->is_step ? "step" : "input", r->index);
-      else v[k] = r->is_step ? vals[r->index] : ops[r->index];
+      else
+        v[k] = r->is_step ? vals[r->index] : ops[r->index];
     }
     if (s) break;
     switch (st->kind) {
@@ -32,7 +33,8 @@ static rlx_status run_chain(rlx_graph *g, const rlx_node *n, const rlx_chain *ch
     case RLX_CHAIN_STEP_BINARY: s = dc_bin(g, (rlx_binop)st->sub, v[0], v[1], &vals[j]); break;
     case RLX_CHAIN_STEP_COMPARE: s = dc_cmp(g, (rlx_cmp)st->sub, v[0], v[1], &vals[j]); break;
     case RLX_CHAIN_STEP_WHERE: s = dc_where(g, v[0], v[1], v[2], &vals[j]); break;
-    default: s = rlx_errorf(RLX_ERR_INVALID_ARG, "%s: chain step %u has unknown kind %d", rlx_op_name(n->op), j, st->kind);
+    default:
+      s = rlx_errorf(RLX_ERR_INVALID_ARG, "%s: chain step %u has unknown kind %d", rlx_op_name(n->op), j, st->kind);
     }
   }
   if (!s) *out = vals[ch->n - 1];
@@ -58,7 +60,8 @@ static rlx_status align_operand(rlx_graph *g, const rlx_node *n, rlx_id x, const
   *out = x;
   if (broadcasts_to(&xs, o)) return RLX_OK;
   size_t k;
-  if (rlx_shape_numel(&xs, &k) != RLX_OK) return dc_unsupported(n, "an operand with symbolic extents does not broadcast");
+  if (rlx_shape_numel(&xs, &k) != RLX_OK)
+    return dc_unsupported(n, "an operand with symbolic extents does not broadcast");
   size_t p = 1;
   for (uint32_t r = 0; r < o->rank; r++) {
     rlx_dim d = o->dims[o->rank - 1 - r];

@@ -137,8 +137,10 @@ RLX_DECOMPOSE_DECL(Tile) {
   for (uint32_t k = 0; k < r; k++) {
     int64_t rep = reps->v[k];
     if (rep == 1) continue;
-    if (rep == 0) RLX_TRY(dc_narrow(dst, cur, k, 0, 0, &cur));
-    else RLX_TRY(repeat_concat(dst, cur, k, rep, &cur));
+    if (rep == 0)
+      RLX_TRY(dc_narrow(dst, cur, k, 0, 0, &cur));
+    else
+      RLX_TRY(repeat_concat(dst, cur, k, rep, &cur));
   }
   *out = cur;
   return RLX_OK;

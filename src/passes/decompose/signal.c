@@ -14,9 +14,9 @@
  * ComplexNormSqBackward [z, g] -> g z: Cast g to z's complex dtype and multiply. */
 #include "passes/decompose/decompose.h"
 
-#define TRY_(x)                                                                                    \
-  do {                                                                                             \
-    if (!st) st = (x);                                                                             \
+#define TRY_(x)        \
+  do {                 \
+    if (!st) st = (x); \
   } while (0)
 
 static rlx_status zeros(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *d, rlx_id *out) {
@@ -40,7 +40,8 @@ RLX_DECOMPOSE_DECL(PartitionedConv) {
   while (P < n->attrs.PartitionedConv.block) P <<= 1;
   int64_t F = 2 * P, K = (M + P - 1) / P, J = (Y + P - 1) / P;
   rlx_status st = RLX_OK;
-  rlx_id x, h, z, parts[3], X, Hs;
+  rlx_id x = RLX_NO_ID, h = RLX_NO_ID, z = RLX_NO_ID, parts[3] = {RLX_NO_ID, RLX_NO_ID, RLX_NO_ID}, X = RLX_NO_ID,
+         Hs = RLX_NO_ID;
   if (R == 0) {
     rlx_dim od[RLX_MAX_RANK];
     for (uint32_t i = 0; i < xs.rank; i++) od[i] = xs.dims[i];

@@ -115,8 +115,10 @@ static bool weight_kernel(const rlx_shape *w, const rlx_ilist *ks, cu_geom *c) {
 static void valid_cols(const fgeo *g, int64_t off, size_t *lo, size_t *hi) {
   int64_t sw = (int64_t)g->sw, W = (int64_t)g->W, l = 0, h;
   if (off < 0) l = (-off + sw - 1) / sw;
-  if (W - 1 - off < 0) h = 0;
-  else h = (W - 1 - off) / sw + 1;
+  if (W - 1 - off < 0)
+    h = 0;
+  else
+    h = (W - 1 - off) / sw + 1;
   if (h > (int64_t)g->Wo) h = (int64_t)g->Wo;
   if (l > h) l = h;
   *lo = (size_t)l;
@@ -142,7 +144,8 @@ static void im2col(const fgeo *g, const float *x, size_t C, float *restrict col)
           }
           const float *xr = xc + (size_t)ih * g->W;
           for (size_t ow = 0; ow < lo; ow++) r[ow] = 0.0f;
-          if (g->sw == 1) memcpy(r + lo, xr + (int64_t)lo + off, (hi - lo) * sizeof *r);
+          if (g->sw == 1)
+            memcpy(r + lo, xr + (int64_t)lo + off, (hi - lo) * sizeof *r);
           else
             for (size_t ow = lo; ow < hi; ow++) r[ow] = xr[(int64_t)(ow * g->sw) + off];
           for (size_t ow = hi; ow < g->Wo; ow++) r[ow] = 0.0f;
@@ -211,8 +214,8 @@ FK_APPLIES(Conv) {
 typedef struct conv_job {
   fgeo g;
   const float *x, *w, *dy;
-  float *y;        /* forward output, or dx / dw */
-  float *scratch;  /* per chunk: col (+ dw partial), or the direct kernels' buffers */
+  float *y;         /* forward output, or dx / dw */
+  float *scratch;   /* per chunk: col (+ dw partial), or the direct kernels' buffers */
   size_t per_chunk; /* floats of scratch per chunk */
   /* weight gradient: the batch is cut into n_parts parts (fk_parts), each summed into its own
      partial buffer of part_floats at `parts` (part 0 of the im2col path: the output itself) */
@@ -285,8 +288,10 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
       fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       const float *bias = j->bias ? j->bias + gr * d->O : NULL;
-      if (j->relu_in_y) fk_dconv_compact(d, yw, bias, NULL, j->y + at);
-      else fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
+      if (j->relu_in_y)
+        fk_dconv_compact(d, yw, bias, NULL, j->y + at);
+      else
+        fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
     }
 }
 
@@ -372,8 +377,8 @@ bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, 
   return bias->rank >= 3 || g.Cout == 1;
 }
 
-rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias, float *z,
-                                  float *r, rlx_cpu_ctx *ctx) {
+rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
+                                  float *z, float *r, rlx_cpu_ctx *ctx) {
   return conv_forward(conv, in, n_in, z, bias, r, ctx);
 }
 
@@ -534,7 +539,8 @@ static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
   j->n_parts = fk_parts(ctx, g->N);
   int chunks = fk_chunks(ctx, (size_t)j->n_parts, 1);
   size_t accf = fk_dconv_acc_floats(d), shared = fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float);
-  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + fk_align64(d->Op * d->Q8 * sizeof(float)) / sizeof(float);
+  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) +
+                 fk_align64(d->Op * d->Q8 * sizeof(float)) / sizeof(float);
   j->part_floats = fk_align64(g->G * accf * sizeof(float)) / sizeof(float);
   size_t total = shared + j->per_chunk * (size_t)chunks + j->part_floats * (size_t)j->n_parts;
   j->scratch = fk_scratch(ctx, total * sizeof(float));
@@ -551,8 +557,7 @@ static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
     for (size_t i = 0; i < g->G * accf; i++) acc0[i] += part[i];
   }
   size_t wg = d->O * d->R;
-  for (size_t gr = 0; gr < g->G; gr++)
-    fk_dconv_dw_finish(d, acc0 + gr * accf, false, (float *)out->data + gr * wg);
+  for (size_t gr = 0; gr < g->G; gr++) fk_dconv_dw_finish(d, acc0 + gr * accf, false, (float *)out->data + gr * wg);
   fk_scratch_release(ctx, j->scratch);
   return RLX_OK;
 }

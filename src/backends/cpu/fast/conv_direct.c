@@ -56,8 +56,7 @@ void fk_dconv_offsets(const fk_dconv *d, int32_t *off) {
   size_t r = 0;
   for (size_t c = 0; c < d->C; c++)
     for (size_t ki = 0; ki < d->kh; ki++)
-      for (size_t kj = 0; kj < d->kw; kj++)
-        off[r++] = (int32_t)(c * d->Hp * d->Wp + ki * d->dh * d->Wp + kj * d->dw);
+      for (size_t kj = 0; kj < d->kw; kj++) off[r++] = (int32_t)(c * d->Hp * d->Wp + ki * d->dh * d->Wp + kj * d->dw);
   for (; r < d->Rp; r++) off[r] = 0; /* padding taps: read valid memory, results dropped */
 }
 
@@ -69,7 +68,7 @@ void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float
       if (o < d->O) {
         if (!flipped) {
           v = w[o * d->R + r]; /* w [O][C][kh][kw] */
-        } else {             /* w [C][O][kh][kw], taps reversed */
+        } else {               /* w [C][O][kh][kw], taps reversed */
           size_t c = r / kk, t = r % kk, ki = t / d->kw, kj = t % d->kw;
           v = w[(c * d->O + o) * kk + (d->kh - 1 - ki) * d->kw + (d->kw - 1 - kj)];
         }
@@ -130,12 +129,15 @@ rlx_status fk_isa_configure(void) {
   for (int i = 0; i <= FK_ISA_AVX512; i++) {
     if (strcmp(v, isa_names[i]) != 0) continue;
     if ((fk_isa)i > cpu)
-      return rlx_errorf(RLX_ERR_UNSUPPORTED, "cpu: RLX_CPU_ISA=%s: this CPU cannot run the %s path (it runs up to %s); "
-                        "unset RLX_CPU_ISA or pick a lower path", v, v, isa_names[cpu]);
+      return rlx_errorf(RLX_ERR_UNSUPPORTED,
+                        "cpu: RLX_CPU_ISA=%s: this CPU cannot run the %s path (it runs up to %s); "
+                        "unset RLX_CPU_ISA or pick a lower path",
+                        v, v, isa_names[cpu]);
     isa_forced = i;
     return RLX_OK;
   }
-  return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: RLX_CPU_ISA='%s' is not a path: expected scalar, avx2, avx512 or auto", v);
+  return rlx_errorf(RLX_ERR_INVALID_ARG, "cpu: RLX_CPU_ISA='%s' is not a path: expected scalar, avx2, avx512 or auto",
+                    v);
 }
 
 fk_isa fk_isa_active(void) {

@@ -100,27 +100,27 @@ typedef struct bin_job {
 } bin_job;
 
 /* One contiguous inner run of `len` output elements; sa / sb are the operands' inner strides. */
-#define BIN_RUN(EXPR)                                                                              \
-  do {                                                                                             \
-    if (sa && sb)                                                                                  \
-      for (size_t i = 0; i < len; i++) {                                                           \
-        float x = a[i], y = b[i];                                                                  \
-        c[i] = (EXPR);                                                                             \
-      }                                                                                            \
-    else if (sa)                                                                                   \
-      for (size_t i = 0; i < len; i++) {                                                           \
-        float x = a[i], y = b[0];                                                                  \
-        c[i] = (EXPR);                                                                             \
-      }                                                                                            \
-    else if (sb)                                                                                   \
-      for (size_t i = 0; i < len; i++) {                                                           \
-        float x = a[0], y = b[i];                                                                  \
-        c[i] = (EXPR);                                                                             \
-      }                                                                                            \
-    else {                                                                                         \
-      float x = a[0], y = b[0], r = (EXPR);                                                        \
-      for (size_t i = 0; i < len; i++) c[i] = r;                                                   \
-    }                                                                                              \
+#define BIN_RUN(EXPR)                            \
+  do {                                           \
+    if (sa && sb)                                \
+      for (size_t i = 0; i < len; i++) {         \
+        float x = a[i], y = b[i];                \
+        c[i] = (EXPR);                           \
+      }                                          \
+    else if (sa)                                 \
+      for (size_t i = 0; i < len; i++) {         \
+        float x = a[i], y = b[0];                \
+        c[i] = (EXPR);                           \
+      }                                          \
+    else if (sb)                                 \
+      for (size_t i = 0; i < len; i++) {         \
+        float x = a[0], y = b[i];                \
+        c[i] = (EXPR);                           \
+      }                                          \
+    else {                                       \
+      float x = a[0], y = b[0], r = (EXPR);      \
+      for (size_t i = 0; i < len; i++) c[i] = r; \
+    }                                            \
   } while (0)
 
 static void bin_run(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb,
@@ -171,8 +171,10 @@ FK_KERNEL(Binary) {
   j.c = out->data;
   if (fk_numel(&out->shape) == 0) return RLX_OK;
   size_t inner = j.v.dims[j.v.rank - 1];
-  if (j.v.rank == 1) fk_parallel_for(ctx, (inner + BLOCK - 1) / BLOCK, 1, bin_task, &j);
-  else fk_parallel_for(ctx, fk_numel(&out->shape) / inner, BLOCK / inner + 1, bin_task, &j);
+  if (j.v.rank == 1)
+    fk_parallel_for(ctx, (inner + BLOCK - 1) / BLOCK, 1, bin_task, &j);
+  else
+    fk_parallel_for(ctx, fk_numel(&out->shape) / inner, BLOCK / inner + 1, bin_task, &j);
   return RLX_OK;
 }
 
@@ -232,9 +234,7 @@ static bool same_f32(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, uin
   return true;
 }
 
-FK_APPLIES(Activation) {
-  return act_ok((rlx_act)n->attrs.Activation.kind) && same_f32(n, in, n_in, 1);
-}
+FK_APPLIES(Activation) { return act_ok((rlx_act)n->attrs.Activation.kind) && same_f32(n, in, n_in, 1); }
 
 static inline float sigmoidf(float x) {
   if (x >= 0) return 1.0f / (1.0f + expf(-x));
@@ -380,8 +380,8 @@ static void act_bwd_block(const void *job, size_t s, size_t e) {
   case RLX_ACT_GELU: /* Phi(x) + x phi(x): the two terms cancel near x = -2.4, so in double */
     for (size_t i = s; i < e; i++) {
       double v = x[i];
-      dx[i] = (float)((double)dy[i] * (0.5 * erfc(-v * 0.70710678118654752440) +
-                                       v * 0.39894228040143267794 * exp(-0.5 * v * v)));
+      dx[i] = (float)((double)dy[i] *
+                      (0.5 * erfc(-v * 0.70710678118654752440) + v * 0.39894228040143267794 * exp(-0.5 * v * v)));
     }
     break;
   default: /* RLX_ACT_EXP */
@@ -435,8 +435,13 @@ FK_KERNEL(Where) {
   (void)n;
   (void)n_in;
   size_t count = fk_numel(&out->shape);
-  where_job j = {in[0].data, in[1].data, in[2].data, out->data, fk_numel(&in[0].shape) == 1 && count != 1,
-                 fk_numel(&in[1].shape) == 1 && count != 1, fk_numel(&in[2].shape) == 1 && count != 1};
+  where_job j = {in[0].data,
+                 in[1].data,
+                 in[2].data,
+                 out->data,
+                 fk_numel(&in[0].shape) == 1 && count != 1,
+                 fk_numel(&in[1].shape) == 1 && count != 1,
+                 fk_numel(&in[2].shape) == 1 && count != 1};
   run_blocks(ctx, count, where_block, &j, 4);
   return RLX_OK;
 }

@@ -110,7 +110,7 @@ const char *fk_isa_name(fk_isa isa);
 /* Reads RLX_CPU_ISA (at every CPU compile): an unknown name or a path this CPU cannot run is an
  * error naming the variable; otherwise the path is used process-wide from now on. */
 rlx_status fk_isa_configure(void);
-bool fk_dconv_available(void); /* AVX2 + FMA kernels: the CPU runs them, the path allows them, not disabled */
+bool fk_dconv_available(void);   /* AVX2 + FMA kernels: the CPU runs them, the path allows them, not disabled */
 void fk_dconv_disable(bool off); /* tests: force the im2col + sgemm path */
 size_t fk_dconv_wpk_floats(const fk_dconv *d);
 size_t fk_dconv_acc_floats(const fk_dconv *d);
@@ -119,27 +119,25 @@ void fk_dconv_offsets(const fk_dconv *d, int32_t *off);
 /* Packs w [O][C][kh][kw] (flipped: w [C][O][kh][kw] read with reversed taps, the backward-input
  * convolution) into 4-channel blocks [Op/4][R][4]. */
 void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float *wpk);
-void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp);              /* x [C][H][W] */
+void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp); /* x [C][H][W] */
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
-                      float *yw);                                             /* yw [Op][Qpad] */
+                      float *yw); /* yw [Op][Qpad] */
 /* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
  * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
-void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw);       /* dyw [Op][Q8] */
+void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw); /* dyw [Op][Q8] */
 void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off,
                  float *acc); /* acc [acc_floats] += lane partial sums */
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw); /* [O][R] */
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 
-#define FK_DECL(Op)                                                                                \
-  bool rlx_fast_applies_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in);             \
-  rlx_status rlx_fast_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, \
-                           rlx_cpu_ctx *ctx)
+#define FK_DECL(Op)                                                                   \
+  bool rlx_fast_applies_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in); \
+  rlx_status rlx_fast_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, rlx_cpu_ctx *ctx)
 #define FK_APPLIES(Op) bool rlx_fast_applies_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in)
-#define FK_KERNEL(Op)                                                                              \
-  rlx_status rlx_fast_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, \
-                           rlx_cpu_ctx *ctx)
+#define FK_KERNEL(Op) \
+  rlx_status rlx_fast_##Op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, rlx_cpu_ctx *ctx)
 
 /* gemm.c */
 FK_DECL(MatMul);
@@ -178,8 +176,8 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
  * kept); in = the Conv's operands; bias has one element per output channel and broadcasts along
  * the channel axis only. Bit-identical to the three kernels. */
 bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias);
-rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias, float *z,
-                                  float *r, rlx_cpu_ctx *ctx);
+rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
+                                  float *z, float *r, rlx_cpu_ctx *ctx);
 
 /* Fused thunks the CPU executor has created so far in this process (backend.c; for tests). */
 uint64_t rlx_cpu_fusion_count(void);

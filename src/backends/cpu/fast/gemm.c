@@ -115,8 +115,7 @@ static void mm_task(void *arg, size_t lo, size_t hi, int chunk) {
   }
 }
 
-static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows,
-                              size_t cols);
+static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows, size_t cols);
 
 /* The product is always computed as the non-transposed sgemm an unfused MatMul of the same
  * logical operands makes: an operand read transposed is first transposed into scratch (the bytes
@@ -144,7 +143,8 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
   float *scratch = NULL;
   if (na + nb) {
     scratch = fk_scratch(ctx, fk_align64(na * sizeof(float)) + nb * sizeof(float));
-    if (!scratch) return rlx_errorf(RLX_ERR_OOM, "MatMul: out of memory for a transposed operand (%zu floats)", na + nb);
+    if (!scratch)
+      return rlx_errorf(RLX_ERR_OOM, "MatMul: out of memory for a transposed operand (%zu floats)", na + nb);
     float *tb_buf = scratch + fk_align64(na * sizeof(float)) / sizeof(float);
     if (ta) transpose_batches(ctx, a->data, scratch, fk_numel(&j.ba), j.K, j.M), j.a = scratch;
     if (tb) transpose_batches(ctx, b->data, tb_buf, fk_numel(&j.bb), j.N, j.K), j.b = tb_buf;
@@ -259,16 +259,16 @@ typedef struct tr_job {
 #define TILE 32
 
 /* dst[c, r] = src[r, c] for one [rows, cols] matrix, rows r0..r1 of the source. */
-#define SWAP_BODY(T)                                                                               \
-  do {                                                                                             \
-    const T *s = (const T *)src;                                                                   \
-    T *d = (T *)dst;                                                                               \
-    for (size_t rb = r0; rb < r1; rb += TILE)                                                      \
-      for (size_t cb = 0; cb < cols; cb += TILE) {                                                 \
-        size_t re = rb + TILE < r1 ? rb + TILE : r1, ce = cb + TILE < cols ? cb + TILE : cols;     \
-        for (size_t r = rb; r < re; r++)                                                           \
-          for (size_t c = cb; c < ce; c++) d[c * rows + r] = s[r * cols + c];                      \
-      }                                                                                            \
+#define SWAP_BODY(T)                                                                           \
+  do {                                                                                         \
+    const T *s = (const T *)src;                                                               \
+    T *d = (T *)dst;                                                                           \
+    for (size_t rb = r0; rb < r1; rb += TILE)                                                  \
+      for (size_t cb = 0; cb < cols; cb += TILE) {                                             \
+        size_t re = rb + TILE < r1 ? rb + TILE : r1, ce = cb + TILE < cols ? cb + TILE : cols; \
+        for (size_t r = rb; r < re; r++)                                                       \
+          for (size_t c = cb; c < ce; c++) d[c * rows + r] = s[r * cols + c];                  \
+      }                                                                                        \
   } while (0)
 
 #if defined(__SSE2__)
@@ -386,8 +386,7 @@ FK_KERNEL(Transpose) {
 }
 
 /* dst[b] = src[b]^T for `batch` row-major [rows, cols] matrices (the Transpose kernel's swap). */
-static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows,
-                              size_t cols) {
+static void transpose_batches(rlx_cpu_ctx *ctx, const float *src, float *dst, size_t batch, size_t rows, size_t cols) {
   tr_job j;
   memset(&j, 0, sizeof j);
   j.src = (const uint8_t *)src;

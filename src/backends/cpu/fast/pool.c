@@ -254,8 +254,7 @@ FK_APPLIES(MaxPool2dBackward) {
   if (n_in != 2) return false;
   const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
   const rlx_shape *x = &in[0].shape, *dy = &in[1].shape;
-  if (!fk_static_f32(x) || !fk_static_f32(dy) || !fk_static_f32(&n->shape) || !fk_same_dims(x, &n->shape))
-    return false;
+  if (!fk_static_f32(x) || !fk_static_f32(dy) || !fk_static_f32(&n->shape) || !fk_same_dims(x, &n->shape)) return false;
   pgeo g;
   return pool_geo(&a->kernel_size, &a->stride, &a->padding, x, dy, &g);
 }

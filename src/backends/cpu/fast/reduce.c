@@ -275,8 +275,10 @@ static double row_lse(const float *x, size_t C) {
   bool nan_seen = false;
   for (size_t c = 0; c < C; c++) {
     double v = x[c];
-    if (isnan(v)) nan_seen = true;
-    else if (v > m) m = v;
+    if (isnan(v))
+      nan_seen = true;
+    else if (v > m)
+      m = v;
   }
   if (nan_seen) return NAN;
   if (C == 0 || isinf(m)) return C == 0 ? -INFINITY : m;
@@ -293,7 +295,8 @@ static bool labels_valid(const rlx_tensor *l, size_t N, size_t C) {
 
 FK_KERNEL(SoftmaxCrossEntropyWithLogits) {
   size_t N = (size_t)in[0].shape.dims[0], C = (size_t)in[0].shape.dims[1];
-  if (!labels_valid(&in[1], N, C)) return rlx_cpu_ref_table[RLX_OP_SoftmaxCrossEntropyWithLogits](n, in, n_in, out, ctx);
+  if (!labels_valid(&in[1], N, C))
+    return rlx_cpu_ref_table[RLX_OP_SoftmaxCrossEntropyWithLogits](n, in, n_in, out, ctx);
   const float *x = in[0].data;
   float *y = out->data;
   for (size_t r = 0; r < N; r++) {

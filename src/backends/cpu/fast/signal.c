@@ -224,14 +224,14 @@ static void fk_mr_run(const fk_mr_plan *pl, size_t n, int sign, double *xr, doub
 typedef struct fft_job {
   const float *x;
   float *y;
-  size_t n, m;                 /* line length N; transform length */
+  size_t n, m; /* line length N; transform length */
   double scale;
-  const double *tr, *ti;       /* [m - 1] twiddles, the op's direction */
-  const double *itr, *iti;     /* [m - 1] the other direction (Bluestein) */
-  const double *cr, *ci;       /* [n] chirp (Bluestein) */
-  const double *kr, *ki;       /* [m] spectrum of the conjugate chirp (Bluestein) */
-  double *work;                /* 2m doubles per chunk (4n in the mixed-radix case) */
-  const fk_mr_plan *mr;        /* mixed-radix plan (m == n, n not a power of two) or NULL */
+  const double *tr, *ti;   /* [m - 1] twiddles, the op's direction */
+  const double *itr, *iti; /* [m - 1] the other direction (Bluestein) */
+  const double *cr, *ci;   /* [n] chirp (Bluestein) */
+  const double *kr, *ki;   /* [m] spectrum of the conjugate chirp (Bluestein) */
+  double *work;            /* 2m doubles per chunk (4n in the mixed-radix case) */
+  const fk_mr_plan *mr;    /* mixed-radix plan (m == n, n not a power of two) or NULL */
   int sign;
 } fft_job;
 
@@ -291,7 +291,7 @@ FK_KERNEL(Fft) {
   size_t len = (size_t)x->dims[x->rank - 1] / 2, lines = fk_numel(x) / (2 * len), m = len;
   if (lines == 0) return RLX_OK;
   int sign = a->inverse ? +1 : -1;
-  double scale = a->norm == RLX_FFT_NORM_ORTHO                  ? 1.0 / sqrt((double)len)
+  double scale = a->norm == RLX_FFT_NORM_ORTHO                   ? 1.0 / sqrt((double)len)
                  : a->norm == RLX_FFT_NORM_FORWARD && a->inverse ? 1.0 / (double)len
                                                                  : 1.0;
   fk_mr_plan plan;
@@ -303,8 +303,16 @@ FK_KERNEL(Fft) {
     if (!buf) return rlx_errorf(RLX_ERR_OOM, "Fft: out of memory for a transform of length %zu", len);
     double *tr = (double *)buf, *ti = (double *)(buf + tw);
     fk_mr_twiddles(len, sign, &plan, tr, ti);
-    fft_job j = {.x = in[0].data, .y = out->data, .n = len, .m = len, .scale = scale, .tr = tr, .ti = ti,
-                 .work = (double *)(buf + 2 * tw), .mr = &plan, .sign = sign};
+    fft_job j = {.x = in[0].data,
+                 .y = out->data,
+                 .n = len,
+                 .m = len,
+                 .scale = scale,
+                 .tr = tr,
+                 .ti = ti,
+                 .work = (double *)(buf + 2 * tw),
+                 .mr = &plan,
+                 .sign = sign};
     fk_parallel_for(ctx, lines, 1 + 65536 / (len * 8), fft_task, &j);
     fk_scratch_release(ctx, buf);
     return RLX_OK;

@@ -51,12 +51,12 @@ struct rlx_cpu_pool {
   worker_arg *args;
   pthread_mutex_t mu;
   pthread_cond_t wake, done_cv;
-  int sleepers;                /* workers blocked on `wake` (under mu) */
+  int sleepers; /* workers blocked on `wake` (under mu) */
   atomic_bool stop;
-  atomic_uint_fast64_t state;  /* (job generation << 16) | chunks; published with release */
+  atomic_uint_fast64_t state;                /* (job generation << 16) | chunks; published with release */
   atomic_uint_fast64_t claimed[MAX_THREADS]; /* generation of the job whose chunk c was taken */
-  atomic_int done;             /* chunks of the current job finished */
-  atomic_int busy;             /* a parallel loop is running */
+  atomic_int done;                           /* chunks of the current job finished */
+  atomic_int busy;                           /* a parallel loop is running */
   /* the current job: written before `state`, stable until every chunk is done */
   fk_task fn;
   void *arg;

@@ -23,7 +23,8 @@ RLX_CPU_KERNEL(Attention) {
   (void)ctx;
   const rlx_attrs_Attention *at = &n->attrs.Attention;
   int mk = at->mask_kind;
-  if (mk < 0 || mk >= RLX_MASK_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
+  if (mk < 0 || mk >= RLX_MASK_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
   bool has_mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS;
   RLX_TRY(ru_prologue(n, in, n_in, has_mask ? 4 : 3, has_mask ? 4 : 3, out));
   int64_t H = at->num_heads, Dv = at->v_head_dim.has ? at->v_head_dim.v : at->head_dim;
@@ -113,11 +114,13 @@ RLX_CPU_KERNEL(AxialRope2d) {
   RLX_TRY(rb_need_float(n, in, 0, "x"));
   RLX_TRY(ru_need_dtype(n, in, 0, t));
   const rlx_shape *x = &in[0].shape;
-  if (x->rank != 3) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, N, H*D]", ru_fmt(x));
+  if (x->rank != 3)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; expected [B, N, H*D]", ru_fmt(x));
   RLX_TRY(ru_need_out_dims(n, out, 3, x->dims));
   int64_t D = at->head_dim, H = at->num_heads, rep = at->repeat_factor, ex = at->end_x, ey = at->end_y;
   if (D < 4 || D % 4 || H < 1 || rep < 1 || ex < 1 || ey < 1)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes head_dim (a multiple of 4), num_heads, repeat_factor, end_x and "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes head_dim (a multiple of 4), num_heads, repeat_factor, end_x and "
                     "end_y must be positive");
   size_t W = (size_t)x->dims[2], Ntok = (size_t)x->dims[1];
   if ((uint64_t)H > W / (uint64_t)D || W != (size_t)H * (size_t)D)
@@ -125,7 +128,8 @@ RLX_CPU_KERNEL(AxialRope2d) {
                     ru_fmt(x));
   int64_t cells;
   if (__builtin_mul_overflow(ex, ey, &cells) || __builtin_mul_overflow(cells, rep, &cells) || (size_t)cells != Ntok)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (x) has shape %s; its token axis must be end_x * end_y * "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 0 (x) has shape %s; its token axis must be end_x * end_y * "
                     "repeat_factor",
                     ru_fmt(x));
   size_t B = (size_t)x->dims[0], half = (size_t)D / 2;

@@ -14,14 +14,15 @@ static rlx_status view_of(const rlx_node *n, const rlx_shape *s, uint32_t i, con
     v->H = (size_t)s->dims[kind == 0 ? 1 : 2];
     v->S = (size_t)s->dims[kind == 0 ? 2 : 1];
     if ((size_t)s->dims[3] != width)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; its last dim must be the head width %zu", i,
-                      name, ru_fmt(s), width);
+      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; its last dim must be the head width %zu",
+                      i, name, ru_fmt(s), width);
   } else {
     size_t last = (size_t)s->dims[s->rank - 1];
     v->B = s->rank == 3 ? (size_t)s->dims[0] : 1;
     v->S = (size_t)s->dims[s->rank == 3 ? 1 : 0];
     if (last % width != 0)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; its last dim must be a multiple of the "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "operand %u (%s) has shape %s; its last dim must be a multiple of the "
                       "head width %zu",
                       i, name, ru_fmt(s), width);
     v->H = last / width;
@@ -36,16 +37,20 @@ rlx_status rlx_ref_attn_check(const rlx_node *n, const rlx_tensor *in, uint32_t 
                               const attn_params *p, const char *const names[3], attn_geom *g) {
   memset(g, 0, sizeof *g);
   int mk = p->mask;
-  if (mk < 0 || mk >= RLX_MASK_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
+  if (mk < 0 || mk >= RLX_MASK_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mask_kind: %d is not a MaskKind", mk);
   if (p->heads < 1 || p->head_dim < 1 || p->v_head_dim < 1)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes num_heads (%lld), head_dim (%lld) and v_head_dim (%lld) must be "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes num_heads (%lld), head_dim (%lld) and v_head_dim (%lld) must be "
                     ">= 1",
                     (long long)p->heads, (long long)p->head_dim, (long long)p->v_head_dim);
-  if (p->window < 0) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute window is %lld; it must be >= 0", (long long)p->window);
+  if (p->window < 0)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute window is %lld; it must be >= 0", (long long)p->window);
   RLX_TRY(rb_need_float(n, in, 0, names[0]));
   const rlx_shape *qs = &in[0].shape;
   if (qs->rank < 2 || qs->rank > 4)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (%s) has shape %s; expected rank 2, 3 or 4", names[0], ru_fmt(qs));
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (%s) has shape %s; expected rank 2, 3 or 4", names[0],
+                    ru_fmt(qs));
   for (uint32_t i = 0; i < 3; i++) {
     RLX_TRY(ru_need_dtype(n, in, i, t));
     if (in[i].shape.rank != qs->rank)
@@ -73,9 +78,11 @@ rlx_status rlx_ref_attn_check(const rlx_node *n, const rlx_tensor *in, uint32_t 
   if (mk == RLX_MASK_CUSTOM) {
     const rlx_shape *m = &in[mask_at].shape;
     bool two = m->rank == 2 && (size_t)m->dims[0] == g->B && (size_t)m->dims[1] == g->Sk;
-    g->per_query = m->rank == 3 && (size_t)m->dims[0] == g->B && (size_t)m->dims[1] == g->Sq && (size_t)m->dims[2] == g->Sk;
+    g->per_query =
+        m->rank == 3 && (size_t)m->dims[0] == g->B && (size_t)m->dims[1] == g->Sq && (size_t)m->dims[2] == g->Sk;
     if (!two && !g->per_query)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (mask) has shape %s; a Custom keep-mask is [B, S_k] = [%zu, "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "operand %u (mask) has shape %s; a Custom keep-mask is [B, S_k] = [%zu, "
                       "%zu] or [B, S_q, S_k]",
                       mask_at, ru_fmt(m), g->B, g->Sk);
     if (ru_is_complex(ru_dt(&in[mask_at])))
@@ -102,8 +109,8 @@ static bool visible(const attn_geom *g, size_t qi, size_t ki) {
   return true;
 }
 
-void rlx_ref_attn_scores(const attn_geom *g, const double *Q, const double *K, size_t b, size_t h, size_t qi,
-                         double *s, double *th, unsigned char *vis, double *mx, bool *nan_seen) {
+void rlx_ref_attn_scores(const attn_geom *g, const double *Q, const double *K, size_t b, size_t h, size_t qi, double *s,
+                         double *th, unsigned char *vis, double *mx, bool *nan_seen) {
   size_t kh = h / g->group;
   *mx = -INFINITY;
   *nan_seen = false;
@@ -128,8 +135,10 @@ void rlx_ref_attn_scores(const attn_geom *g, const double *Q, const double *K, s
     }
     s[ki] = sc;
     vis[ki] = keep;
-    if (keep && isnan(sc)) *nan_seen = true;
-    else if (keep && sc > *mx) *mx = sc;
+    if (keep && isnan(sc))
+      *nan_seen = true;
+    else if (keep && sc > *mx)
+      *mx = sc;
   }
 }
 
@@ -142,26 +151,29 @@ rlx_status rlx_ref_rope_check(const rlx_node *n, const rlx_tensor *in, rlx_tenso
   const rlx_shape *x = &in[0].shape;
   RLX_TRY(ru_need_out_dims(n, out, x->rank, x->dims));
   if (head_dim < 2 || head_dim % 2 || n_rot < 2 || n_rot % 2 || n_rot > head_dim)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes head_dim = %lld and n_rot = %lld must be even with 2 <= n_rot <= "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes head_dim = %lld and n_rot = %lld must be even with 2 <= n_rot <= "
                     "head_dim",
                     (long long)head_dim, (long long)n_rot);
   if (style != RLX_ROPE_STYLE_NEOX && style != RLX_ROPE_STYLE_GPTJ)
     return ru_error(RLX_ERR_INVALID_ARG, n, "attribute style: %d is not a RopeStyle", style);
   if (x->rank < 2)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (%s) has shape %s; expected [..., S, hidden]", x_name, ru_fmt(x));
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (%s) has shape %s; expected [..., S, hidden]", x_name,
+                    ru_fmt(x));
   g->hd = (size_t)head_dim;
   g->nr = (size_t)n_rot;
   g->half = g->nr / 2;
   g->hidden = (size_t)x->dims[x->rank - 1];
   g->S = (size_t)x->dims[x->rank - 2];
   if (g->hidden % g->hd != 0)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (%s) has shape %s; its last dim must be a multiple of head_dim = "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 0 (%s) has shape %s; its last dim must be a multiple of head_dim = "
                     "%lld",
                     x_name, ru_fmt(x), (long long)head_dim);
   const rlx_shape *cs = &in[1].shape;
   if (!rlx_shape_equal(cs, &in[2].shape) || cs->rank == 0)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands 1 (cos) %s and 2 (sin) %s must be equal-shaped tables", ru_fmt(cs),
-                    ru_fmt(&in[2].shape));
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operands 1 (cos) %s and 2 (sin) %s must be equal-shaped tables",
+                    ru_fmt(cs), ru_fmt(&in[2].shape));
   g->width = cs->rank >= 2 ? (size_t)cs->dims[cs->rank - 1] : g->half;
   size_t tab = rlx_tensor_numel(&in[1]);
   if (g->width < g->half || tab % g->width != 0)
@@ -171,7 +183,8 @@ rlx_status rlx_ref_rope_check(const rlx_node *n, const rlx_tensor *in, rlx_tenso
   g->batch = g->S ? tokens / g->S : 0;
   g->per_token = rows == g->batch * g->S && rows != g->S;
   if (!g->per_token && rows < g->S && g->hidden)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (cos) has %zu rows; it needs one per position (>= S = %zu) or one "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 1 (cos) has %zu rows; it needs one per position (>= S = %zu) or one "
                     "per token (%zu)",
                     rows, g->S, g->batch * g->S);
   g->heads = g->hidden / g->hd;

@@ -50,8 +50,8 @@ rlx_status rlx_ref_attn_check(const rlx_node *n, const rlx_tensor *in, uint32_t 
  * bias), vis[ki] (causal / window / keep-mask visibility) and, when th is not NULL, th[ki] =
  * tanh(r / cap) for the soft-cap derivative. *mx is the largest visible score (-inf when none),
  * *nan_seen whether a visible score is NaN. Q and K are the whole operands as doubles. */
-void rlx_ref_attn_scores(const attn_geom *g, const double *Q, const double *K, size_t b, size_t h, size_t qi,
-                         double *s, double *th, unsigned char *vis, double *mx, bool *nan_seen);
+void rlx_ref_attn_scores(const attn_geom *g, const double *Q, const double *K, size_t b, size_t h, size_t qi, double *s,
+                         double *th, unsigned char *vis, double *mx, bool *nan_seen);
 
 /* Validated geometry of a Rope / RopeBackward call: x (or dy) is [batch', S, hidden], heads of
  * head_dim lanes, the first n_rot of which rotate in pairs by the (cos, sin) table row. */

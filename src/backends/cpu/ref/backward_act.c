@@ -136,7 +136,8 @@ RLX_CPU_KERNEL(ActivationBackward) {
   RLX_TRY(need_x_dy(n, in, n_in, out));
   RLX_TRY(rb_need_float(n, in, 0, "x"));
   int k = n->attrs.ActivationBackward.kind;
-  if (k < 0 || k >= RLX_ACT_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute kind: %d is not an Activation", k);
+  if (k < 0 || k >= RLX_ACT_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute kind: %d is not an Activation", k);
   rlx_dtype t = ru_dt(out);
   size_t count = rlx_tensor_numel(out);
   for (size_t i = 0; i < count; i++) {

@@ -136,7 +136,8 @@ RLX_CPU_KERNEL(AttentionBackward) {
     return ru_error(RLX_ERR_INVALID_ARG, n, "attribute wrt: %d is not Query, Key or Value", wrt);
   uint32_t which = wrt == RLX_ATTN_WRT_QUERY ? 0 : wrt == RLX_ATTN_WRT_KEY ? 1 : 2;
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
-  attn_params aa = {a->num_heads, a->head_dim, a->head_dim, a->window, a->mask_kind, a->score_scale, a->attn_logit_softcap};
+  attn_params aa = {a->num_heads, a->head_dim,    a->head_dim,          a->window,
+                    a->mask_kind, a->score_scale, a->attn_logit_softcap};
   attn_grads g;
   RLX_TRY(attention_grads(n, in, n_in, &aa, &g));
   rlx_status st = ru_need_out_dims(n, out, in[which].shape.rank, in[which].shape.dims);
@@ -150,7 +151,8 @@ RLX_CPU_KERNEL(AttentionBackwardAll) {
   const rlx_attrs_AttentionBackwardAll *a = &n->attrs.AttentionBackwardAll;
   RLX_TRY(ru_prologue(n, in, n_in, 4, 5, out));
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
-  attn_params aa = {a->num_heads, a->head_dim, a->head_dim, a->window, a->mask_kind, a->score_scale, a->attn_logit_softcap};
+  attn_params aa = {a->num_heads, a->head_dim,    a->head_dim,          a->window,
+                    a->mask_kind, a->score_scale, a->attn_logit_softcap};
   attn_grads g;
   RLX_TRY(attention_grads(n, in, n_in, &aa, &g));
   int64_t total = (int64_t)(g.nq + g.nk + g.nv);

@@ -56,7 +56,8 @@ static rlx_status fill_geom(const rlx_node *n, const cu_geom *cg, const rlx_shap
   for (uint32_t i = 0; i < nsp; i++) {
     int64_t e;
     if (!fwd_extent(cg, i, xs->dims[2 + i], &e) || e != ys->dims[2 + i])
-      return ru_error(RLX_ERR_INVALID_ARG, n, "%s %s and %s %s do not fit the forward geometry on spatial axis %u "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "%s %s and %s %s do not fit the forward geometry on spatial axis %u "
                       "(kernel_size / stride / padding / dilation)",
                       xname, ru_fmt(xs), yname, ru_fmt(ys), 2 + i);
     g->in[off + i] = (size_t)xs->dims[2 + i];
@@ -166,8 +167,8 @@ static rlx_status backward_input(const rlx_node *n, const bgeo *g, bool f32, con
   for (size_t b = 0; b < g->N && !st; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
       /* col [rows, P] = w_g^T [rows, og] . dy_g [og, P] */
-      gemm(f32, true, false, rows, P, og, celem(w, f32, gr * og * rows), rows, celem(dy, f32, (b * g->Cout + gr * og) * P),
-           P, 0.0, col, P);
+      gemm(f32, true, false, rows, P, og, celem(w, f32, gr * og * rows), rows,
+           celem(dy, f32, (b * g->Cout + gr * og) * P), P, 0.0, col, P);
       col2im(f32, col, cg, Pin, tab, kv, P, elem(dx, f32, (b * g->Cin + gr * cg) * Pin));
     }
   free(tab);
@@ -246,12 +247,14 @@ static rlx_status conv_input_op(const rlx_node *n, const rlx_tensor *in, uint32_
   const rlx_shape *dy = &in[0].shape, *w = &in[1].shape, *x = &out->shape;
   size_t G = (size_t)groups, Cin = (size_t)x->dims[1], Cout = (size_t)dy->dims[1];
   if ((size_t)w->dims[0] != Cout || Cout % G || Cin % G || (size_t)w->dims[1] != Cin / G || x->dims[0] != dy->dims[0])
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands dy %s, weight %s and the output %s do not fit [N, C_out, ...], "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operands dy %s, weight %s and the output %s do not fit [N, C_out, ...], "
                     "[C_out, C_in/groups, k...], [N, C_in, ...] with groups = %zu",
                     ru_fmt(dy), ru_fmt(w), ru_fmt(x), G);
   for (uint32_t i = 0; i < nsp; i++) {
     if (w->dims[2 + i] < 1 || w->dims[2 + i] > CU_MAX_ATTR)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; kernel extents must be >= 1", ru_fmt(w));
+      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; kernel extents must be >= 1",
+                      ru_fmt(w));
     cg.k[i] = w->dims[2 + i];
     if (ks->n && (ks->n != nsp || ks->v[i] != cg.k[i]))
       return ru_error(RLX_ERR_INVALID_ARG, n, "attribute kernel_size does not match the weight %s", ru_fmt(w));
@@ -272,7 +275,8 @@ static rlx_status conv_weight_op(const rlx_node *n, const rlx_tensor *in, uint32
   const rlx_shape *x = &in[0].shape, *dy = &in[1].shape;
   size_t G = (size_t)groups, Cin = (size_t)x->dims[1], Cout = (size_t)dy->dims[1];
   if (Cin % G || Cout % G || x->dims[0] != dy->dims[0])
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands x %s and dy %s: batches must agree and groups = %zu must divide "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operands x %s and dy %s: batches must agree and groups = %zu must divide "
                     "both channel counts",
                     ru_fmt(x), ru_fmt(dy), G);
   int64_t dims[5] = {(int64_t)Cout, (int64_t)(Cin / G), cg.k[0], cg.k[1], cg.k[2]};
@@ -326,7 +330,8 @@ static rlx_status maxpool_backward(const rlx_node *n, const rlx_tensor *in, uint
                     rlx_dtype_name(t));
   const rlx_shape *x = &in[0].shape, *dy = &in[1].shape;
   if (x->rank != 2 + nsp || dy->rank != 2 + nsp || x->dims[0] != dy->dims[0] || x->dims[1] != dy->dims[1])
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands x %s and dy %s must both be [N, C, spatial...] of rank %u with "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operands x %s and dy %s must both be [N, C, spatial...] of rank %u with "
                     "equal N and C",
                     ru_fmt(x), ru_fmt(dy), 2 + nsp);
   RLX_TRY(ru_need_out_dims(n, out, x->rank, x->dims));
@@ -350,15 +355,18 @@ static rlx_status maxpool_backward(const rlx_node *n, const rlx_tensor *in, uint
         ptrdiff_t o = tab[kk * P + p];
         if (o < 0) continue;
         size_t i = c * Pin + (size_t)o;
-        if (best < 0) best = o;
+        if (best < 0)
+          best = o;
         else if (ints ? rlx_elem_get_i64(in[0].data, t, i) > rlx_elem_get_i64(in[0].data, t, c * Pin + (size_t)best)
                       : beats_f(rlx_elem_get(in[0].data, t, i), rlx_elem_get(in[0].data, t, c * Pin + (size_t)best)))
           best = o;
       }
       if (best < 0) continue; /* a window of padding only (an empty input axis) */
       size_t dst = c * Pin + (size_t)best, src = c * P + p;
-      if (ints) iacc[dst] = rb_sat_add(iacc[dst], rlx_elem_get_i64(in[1].data, t, src));
-      else acc[dst] += rlx_elem_get(in[1].data, t, src);
+      if (ints)
+        iacc[dst] = rb_sat_add(iacc[dst], rlx_elem_get_i64(in[1].data, t, src));
+      else
+        acc[dst] += rlx_elem_get(in[1].data, t, src);
     }
   if (!s) {
     if (ints)

@@ -19,7 +19,8 @@ static rlx_status need_logits(const rlx_node *n, const rlx_tensor *in, const rlx
   RLX_TRY(rb_need_float(n, in, 0, "logits"));
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
   const rlx_shape *x = &in[0].shape;
-  if (x->rank != 2) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (logits) has shape %s; expected [N, C]", ru_fmt(x));
+  if (x->rank != 2)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (logits) has shape %s; expected [N, C]", ru_fmt(x));
   *N = (size_t)x->dims[0];
   *C = (size_t)x->dims[1];
   return RLX_OK;
@@ -29,8 +30,8 @@ static rlx_status need_logits(const rlx_node *n, const rlx_tensor *in, const rlx
 static rlx_status need_row_vector(const rlx_node *n, const rlx_tensor *in, uint32_t i, const char *what, size_t N) {
   const rlx_shape *s = &in[i].shape;
   if (s->rank != 1 || (size_t)s->dims[0] != N)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; expected [%zu] (one per row of the logits)", i,
-                    what, ru_fmt(s), N);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; expected [%zu] (one per row of the logits)",
+                    i, what, ru_fmt(s), N);
   return RLX_OK;
 }
 
@@ -42,8 +43,10 @@ static void row_lse(const rlx_tensor *x, size_t r, size_t C, double *max_out, do
   bool nan_seen = false;
   for (size_t c = 0; c < C; c++) {
     double v = rlx_elem_get(x->data, t, r * C + c);
-    if (isnan(v)) nan_seen = true;
-    else if (v > m) m = v;
+    if (isnan(v))
+      nan_seen = true;
+    else if (v > m)
+      m = v;
   }
   if (nan_seen || C == 0 || m == -INFINITY || m == INFINITY) {
     *max_out = m;
@@ -71,7 +74,8 @@ RLX_CPU_KERNEL(SoftmaxCrossEntropy) {
   for (size_t r = 0; r < N; r++) {
     double m, lse, dot = 0.0;
     row_lse(&in[0], r, C, &m, &lse);
-    for (size_t c = 0; c < C; c++) dot += rlx_elem_get(in[1].data, t, r * C + c) * rlx_elem_get(in[0].data, t, r * C + c);
+    for (size_t c = 0; c < C; c++)
+      dot += rlx_elem_get(in[1].data, t, r * C + c) * rlx_elem_get(in[0].data, t, r * C + c);
     ru_store(out->data, t, r, lse - dot);
   }
   return RLX_OK;

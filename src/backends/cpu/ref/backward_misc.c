@@ -40,14 +40,20 @@ RLX_CPU_KERNEL(CumsumBackward) {
       for (size_t k = len; k-- > 0;) {
         size_t at = (o * len + k) * inner + i;
         if (exclusive) { /* the sum of the elements after k */
-          if (ints) ru_store_i64(out->data, t, at, iacc);
-          else ru_store(out->data, t, at, acc);
+          if (ints)
+            ru_store_i64(out->data, t, at, iacc);
+          else
+            ru_store(out->data, t, at, acc);
         }
-        if (ints) iacc = rb_sat_add(iacc, rlx_elem_get_i64(in[0].data, t, at));
-        else acc += rlx_elem_get(in[0].data, t, at);
+        if (ints)
+          iacc = rb_sat_add(iacc, rlx_elem_get_i64(in[0].data, t, at));
+        else
+          acc += rlx_elem_get(in[0].data, t, at);
         if (!exclusive) {
-          if (ints) ru_store_i64(out->data, t, at, iacc);
-          else ru_store(out->data, t, at, acc);
+          if (ints)
+            ru_store_i64(out->data, t, at, iacc);
+          else
+            ru_store(out->data, t, at, acc);
         }
       }
     }
@@ -78,7 +84,8 @@ RLX_CPU_KERNEL(GatherBackward) {
     ok = dy->dims[k] == want;
   }
   if (!ok)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (dy) has shape %s; gathering the table %s along axis %u with "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 0 (dy) has shape %s; gathering the table %s along axis %u with "
                     "indices %s gives a different shape",
                     ru_fmt(dy), ru_fmt(tab), ax, ru_fmt(idx));
   size_t outer, L, inner, nidx = rlx_tensor_numel(&in[1]);
@@ -86,7 +93,8 @@ RLX_CPU_KERNEL(GatherBackward) {
   int64_t *pos;
   RLX_TRY(rb_alloc(n, nidx, sizeof *pos, &pos));
   rlx_status st = RLX_OK;
-  for (size_t j = 0; j < nidx && !st; j++) st = rb_read_index(n, in, 1, j, (int64_t)L, false, "the table axis", &pos[j]);
+  for (size_t j = 0; j < nidx && !st; j++)
+    st = rb_read_index(n, in, 1, j, (int64_t)L, false, "the table axis", &pos[j]);
   bool ints = rlx_dtype_is_int(t);
   size_t total = rlx_tensor_numel(out);
   double *acc = NULL;
@@ -96,8 +104,10 @@ RLX_CPU_KERNEL(GatherBackward) {
     for (size_t j = 0; j < nidx; j++)
       for (size_t i = 0; i < inner; i++) {
         size_t src = (o * nidx + j) * inner + i, dst = (o * L + (size_t)pos[j]) * inner + i;
-        if (ints) iacc[dst] = rb_sat_add(iacc[dst], rlx_elem_get_i64(in[0].data, t, src));
-        else acc[dst] += rlx_elem_get(in[0].data, t, src);
+        if (ints)
+          iacc[dst] = rb_sat_add(iacc[dst], rlx_elem_get_i64(in[0].data, t, src));
+        else
+          acc[dst] += rlx_elem_get(in[0].data, t, src);
       }
   if (!st) {
     if (ints)
@@ -110,4 +120,3 @@ RLX_CPU_KERNEL(GatherBackward) {
   free(iacc);
   return st;
 }
-

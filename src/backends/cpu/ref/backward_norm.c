@@ -29,8 +29,8 @@ static double get(const rlx_tensor *t, size_t i) { return rlx_elem_get(t->data, 
 
 /* Operand 0 (x) is a float tensor of rank >= min_rank and the output's dtype; operand dy has x's
  * dtype and dims. */
-static rlx_status need_x(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *out, uint32_t min_rank,
-                         uint32_t dy, const char *dy_name) {
+static rlx_status need_x(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *out, uint32_t min_rank, uint32_t dy,
+                         const char *dy_name) {
   RLX_TRY(rb_need_float(n, in, 0, "x"));
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
   const rlx_shape *x = &in[0].shape;
@@ -347,7 +347,8 @@ RLX_CPU_KERNEL(BatchNormInferenceBackwardBeta) {
   RLX_TRY(rb_need_float(n, in, 0, "dy"));
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
   const rlx_shape *x = &in[0].shape;
-  if (x->rank == 0) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (dy) is a scalar; its last axis holds the features");
+  if (x->rank == 0)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 (dy) is a scalar; its last axis holds the features");
   size_t C = (size_t)x->dims[x->rank - 1];
   RLX_TRY(need_out_vec(n, out, C));
   double *acc = NULL;
@@ -399,7 +400,8 @@ RLX_CPU_KERNEL(AdaLayerNormBackward) {
     double mean, rr;
     stats(&in[0], r * D, 1, D, a->eps, rms, &mean, &rr);
     for (size_t j = 0; j < D; j++) {
-      size_t i = r * D + j, si = rlx_broadcast_offset(&in[1].shape, x, i), hi = rlx_broadcast_offset(&in[2].shape, x, i);
+      size_t i = r * D + j, si = rlx_broadcast_offset(&in[1].shape, x, i),
+             hi = rlx_broadcast_offset(&in[2].shape, x, i);
       double g = get(&in[3], i), xh = (get(&in[0], i) - mean) * rr;
       dshift[hi] += g;
       dscale[si] += g * xh;

@@ -37,9 +37,12 @@ size_t rlx_broadcast_offset(const rlx_shape *in, const rlx_shape *out, size_t ou
 }
 
 static void vprefix(const rlx_node *n, char *buf, size_t cap) {
-  if (n && n->name) snprintf(buf, cap, "%s node '%s'", rlx_op_name(n->op), n->name);
-  else if (n) snprintf(buf, cap, "%s node", rlx_op_name(n->op));
-  else snprintf(buf, cap, "kernel");
+  if (n && n->name)
+    snprintf(buf, cap, "%s node '%s'", rlx_op_name(n->op), n->name);
+  else if (n)
+    snprintf(buf, cap, "%s node", rlx_op_name(n->op));
+  else
+    snprintf(buf, cap, "kernel");
 }
 
 static rlx_status verror(rlx_status code, const rlx_node *n, const char *fmt, va_list ap) {
@@ -258,7 +261,7 @@ rlx_status ru_stable_sort(size_t *idx, size_t n, ru_cmp_fn cmp, const void *ctx)
   size_t *tmp = malloc(bytes);
   if (!tmp) return rlx_errorf(RLX_ERR_OOM, "out of memory sorting %zu elements", n);
   /* Bottom-up merge sort: runs of width 1, 2, 4, ... merged left to right. */
-  for (size_t w = 1; w < n; w = w > n / 2 ? n : 2 * w)
+  for (size_t w = 1; w<n; w = w> n / 2 ? n : 2 * w)
     for (size_t lo = 0; lo + w < n; lo += 2 * w) {
       size_t hi = n - lo > 2 * w ? lo + 2 * w : n;
       merge_pass(idx, tmp, lo, lo + w, hi, cmp, ctx);

@@ -41,7 +41,8 @@ static rlx_status parse_geom(const rlx_node *n, uint32_t nsp, const rlx_ilist *s
 static rlx_status weight_kernel(const rlx_node *n, const rlx_shape *w, const rlx_ilist *ks, cu_geom *cg) {
   for (uint32_t i = 0; i < cg->nsp; i++) {
     if (w->dims[2 + i] < 1)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; kernel extents must be >= 1", ru_fmt(w));
+      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; kernel extents must be >= 1",
+                      ru_fmt(w));
     cg->k[i] = w->dims[2 + i];
   }
   if (ks && ks->n) {
@@ -90,7 +91,8 @@ static rlx_status finish_geom(const rlx_node *n, const rlx_shape *x, const cu_ge
     bool ok;
     int64_t e = out_extent(cg, i, x->dims[2 + i], transposed, &ok);
     if (!ok)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 %s: spatial axis %u gives an empty output with these "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "operand 0 %s: spatial axis %u gives an empty output with these "
                       "kernel_size / stride / padding / dilation attributes",
                       ru_fmt(x), 2 + i);
     dims[2 + i] = e;
@@ -220,12 +222,14 @@ static rlx_status conv_op(const rlx_node *n, const rlx_tensor *in, uint32_t n_in
   if (!transposed) {
     Cout = (size_t)w->dims[0];
     if (Cout % G != 0 || (size_t)w->dims[1] != Cin / G)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; expected [C_out, C_in/groups = %zu, "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "operand 1 (weight) has shape %s; expected [C_out, C_in/groups = %zu, "
                       "k...] with C_out divisible by groups = %zu",
                       ru_fmt(w), Cin / G, G);
   } else {
     if ((size_t)w->dims[0] != Cin)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (weight) has shape %s; expected [C_in = %zu, C_out/groups, "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "operand 1 (weight) has shape %s; expected [C_in = %zu, C_out/groups, "
                       "k...]",
                       ru_fmt(w), Cin);
     if (!rlx_mul_size((size_t)w->dims[1], G, &Cout))
@@ -267,15 +271,14 @@ RLX_CPU_KERNEL(Conv3d) {
 RLX_CPU_KERNEL(ConvTranspose2d) {
   (void)ctx;
   const rlx_attrs_ConvTranspose2d *a = &n->attrs.ConvTranspose2d;
-  return conv_op(n, in, n_in, out, 2, true, &a->kernel_size, &a->stride, &a->padding, &a->dilation,
-                 &a->output_padding, a->groups);
+  return conv_op(n, in, n_in, out, 2, true, &a->kernel_size, &a->stride, &a->padding, &a->dilation, &a->output_padding,
+                 a->groups);
 }
 
 RLX_CPU_KERNEL(ConvTranspose3d) {
   (void)ctx;
   const rlx_attrs_ConvTranspose3d *a = &n->attrs.ConvTranspose3d;
-  return conv_op(n, in, n_in, out, 3, true, NULL, &a->stride, &a->padding, &a->dilation, &a->output_padding,
-                 a->groups);
+  return conv_op(n, in, n_in, out, 3, true, NULL, &a->stride, &a->padding, &a->dilation, &a->output_padding, a->groups);
 }
 
 /* ======================================================================================

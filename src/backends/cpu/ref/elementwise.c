@@ -144,7 +144,8 @@ RLX_CPU_KERNEL(Activation) {
   (void)ctx;
   RLX_TRY(ru_prologue(n, in, n_in, 1, 1, out));
   rlx_act k = (rlx_act)n->attrs.Activation.kind;
-  if ((unsigned)k >= RLX_ACT_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute kind %d is not an Activation", (int)k);
+  if ((unsigned)k >= RLX_ACT_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute kind %d is not an Activation", (int)k);
   RLX_TRY(ru_need_dtype(n, in, 0, ru_dt(out)));
   RLX_TRY(need_same_numel(n, in, 0, out));
   rlx_dtype t = ru_dt(out);
@@ -182,8 +183,7 @@ static int64_t wrap_int(int64_t v, rlx_dtype t) {
   unsigned bits = (unsigned)rlx_dtype_size(t) * 8;
   if (bits >= 64) return v;
   uint64_t u = (uint64_t)v & ((UINT64_C(1) << bits) - 1);
-  if (rlx_dtype_is_signed_int(t) && u >= (UINT64_C(1) << (bits - 1)))
-    return -(int64_t)((UINT64_C(1) << bits) - u);
+  if (rlx_dtype_is_signed_int(t) && u >= (UINT64_C(1) << (bits - 1))) return -(int64_t)((UINT64_C(1) << bits) - u);
   return (int64_t)u;
 }
 
@@ -203,14 +203,20 @@ RLX_CPU_KERNEL(Cast) {
     if (ru_is_complex(st)) {
       double re, im;
       rlx_elem_get_c(src, st, i, &re, &im);
-      if (ru_is_complex(dt)) rlx_elem_set_c(dst, dt, i, re, im);
-      else if (dt == RLX_BOOL) ((uint8_t *)dst)[i] = re != 0 || im != 0;
-      else ru_store(dst, dt, i, re); /* complex -> real keeps the real part */
+      if (ru_is_complex(dt))
+        rlx_elem_set_c(dst, dt, i, re, im);
+      else if (dt == RLX_BOOL)
+        ((uint8_t *)dst)[i] = re != 0 || im != 0;
+      else
+        ru_store(dst, dt, i, re); /* complex -> real keeps the real part */
     } else if (ru_is_intlike(st)) {
       int64_t v = rlx_elem_get_i64(src, st, i);
-      if (dt == RLX_BOOL) ((uint8_t *)dst)[i] = v != 0;
-      else if (ru_is_intlike(dt)) rlx_elem_set_i64(dst, dt, i, wrap_int(v, dt));
-      else ru_store_i64(dst, dt, i, v);
+      if (dt == RLX_BOOL)
+        ((uint8_t *)dst)[i] = v != 0;
+      else if (ru_is_intlike(dt))
+        rlx_elem_set_i64(dst, dt, i, wrap_int(v, dt));
+      else
+        ru_store_i64(dst, dt, i, v);
     } else {
       /* float source: ->float rounds to nearest even, ->int truncates and saturates (NaN -> 0),
        * ->bool is x != 0, ->complex has imag 0. */
@@ -321,7 +327,8 @@ RLX_CPU_KERNEL(Binary) {
   (void)ctx;
   RLX_TRY(ru_prologue(n, in, n_in, 2, 2, out));
   rlx_binop op = (rlx_binop)n->attrs.Binary.op;
-  if ((unsigned)op >= RLX_BINOP_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute op %d is not a BinaryOp", (int)op);
+  if ((unsigned)op >= RLX_BINOP_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute op %d is not a BinaryOp", (int)op);
   rlx_dtype t = ru_dt(out);
   const char *opname = rlx_enum_binop.names[op];
   RLX_TRY(ru_need_dtype(n, in, 0, t));
@@ -340,7 +347,10 @@ RLX_CPU_KERNEL(Binary) {
       rlx_elem_get_c(in[0].data, t, rlx_broadcast_offset(sa, so, i), &ar, &ai);
       rlx_elem_get_c(in[1].data, t, rlx_broadcast_offset(sb, so, i), &br, &bi);
       double complex a = ru_cplx(ar, ai), b = ru_cplx(br, bi);
-      double complex r = op == RLX_BINOP_ADD ? a + b : op == RLX_BINOP_SUB ? a - b : op == RLX_BINOP_MUL ? a * b : a / b;
+      double complex r = op == RLX_BINOP_ADD   ? a + b
+                         : op == RLX_BINOP_SUB ? a - b
+                         : op == RLX_BINOP_MUL ? a * b
+                                               : a / b;
       rlx_elem_set_c(out->data, t, i, creal(r), cimag(r));
     }
     return RLX_OK;
@@ -509,7 +519,8 @@ RLX_CPU_KERNEL(Clamp) {
   RLX_TRY(need_same_numel(n, in, 0, out));
   double lo = n->attrs.Clamp.min, hi = n->attrs.Clamp.max;
   if (isnan(lo) || isnan(hi)) return ru_error(RLX_ERR_INVALID_ARG, n, "attributes min and max must not be NaN");
-  if (ru_is_complex(t)) return ru_error(RLX_ERR_UNSUPPORTED, n, "Clamp is not defined for complex dtype %s", rlx_dtype_name(t));
+  if (ru_is_complex(t))
+    return ru_error(RLX_ERR_UNSUPPORTED, n, "Clamp is not defined for complex dtype %s", rlx_dtype_name(t));
   size_t count = rlx_tensor_numel(out);
   if (ru_is_intlike(t)) {
     /* Integers: the integral bounds inside [min, max]. */

@@ -56,8 +56,8 @@ static rlx_status scratch_reserve(const rlx_node *n, mm_scratch *s, size_t float
 
 /* C[M, N] = A[M, K] . B[K, N] for one slice. A, B, C are row-major and contiguous from the given
  * element offsets, all of dtype t. */
-static rlx_status gemm_slice(const rlx_node *n, rlx_dtype t, const void *A, size_t ao, const void *B, size_t bo, void *C,
-                             size_t co, size_t M, size_t N, size_t K, mm_scratch *scr) {
+static rlx_status gemm_slice(const rlx_node *n, rlx_dtype t, const void *A, size_t ao, const void *B, size_t bo,
+                             void *C, size_t co, size_t M, size_t N, size_t K, mm_scratch *scr) {
   if (M == 0 || N == 0) return RLX_OK;
   bool blas = t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16;
   if (blas) {
@@ -111,7 +111,8 @@ static rlx_status gemm_slice(const rlx_node *n, rlx_dtype t, const void *A, size
     for (size_t j = 0; j < N; j++) {
       int64_t acc = 0;
       for (size_t p = 0; p < K; p++)
-        acc = rb_sat_add(acc, rb_sat_mul(rlx_elem_get_i64(A, t, ao + i * K + p), rlx_elem_get_i64(B, t, bo + p * N + j)));
+        acc =
+            rb_sat_add(acc, rb_sat_mul(rlx_elem_get_i64(A, t, ao + i * K + p), rlx_elem_get_i64(B, t, bo + p * N + j)));
       ru_store_i64(C, t, co + i * N + j, acc);
     }
   return RLX_OK;
@@ -144,7 +145,8 @@ RLX_CPU_KERNEL(MatMul) {
     return ru_error(RLX_ERR_INVALID_ARG, n, "batch dims of operand 0 %s and operand 1 %s do not broadcast", ru_fmt(a),
                     ru_fmt(b));
   int64_t dims[RLX_MAX_RANK];
-  if (bo.rank + 2u > RLX_MAX_RANK) return ru_error(RLX_ERR_INVALID_ARG, n, "the result would exceed rank %d", RLX_MAX_RANK);
+  if (bo.rank + 2u > RLX_MAX_RANK)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "the result would exceed rank %d", RLX_MAX_RANK);
   for (uint32_t k = 0; k < bo.rank; k++) dims[k] = bo.dims[k];
   dims[bo.rank] = (int64_t)M;
   dims[bo.rank + 1] = (int64_t)N;
@@ -185,8 +187,8 @@ static rlx_status dot_side(const rlx_node *n, const rlx_shape *s, uint32_t opera
     for (uint32_t k = 0; k < lists[l]->n; k++) {
       int64_t ax = lists[l]->v[k];
       if (ax < 0 || ax >= (int64_t)s->rank)
-        return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: entry %u is %lld; operand %u %s has axes 0..%d", names[l],
-                        k, (long long)ax, operand, ru_fmt(s), (int)s->rank - 1);
+        return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: entry %u is %lld; operand %u %s has axes 0..%d",
+                        names[l], k, (long long)ax, operand, ru_fmt(s), (int)s->rank - 1);
       if (*used & (1u << ax))
         return ru_error(RLX_ERR_INVALID_ARG, n, "attribute %s: axis %lld of operand %u is used twice", names[l],
                         (long long)ax, operand);
@@ -204,7 +206,8 @@ RLX_CPU_KERNEL(DotGeneral) {
   RLX_TRY(ru_need_dtype(n, in, 1, t));
   const rlx_shape *a = &in[0].shape, *b = &in[1].shape;
   if (at->lhs_batch.n != at->rhs_batch.n || at->lhs_contracting.n != at->rhs_contracting.n)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attributes lhs_batch/rhs_batch (%u/%u) and lhs_contracting/"
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attributes lhs_batch/rhs_batch (%u/%u) and lhs_contracting/"
                     "rhs_contracting (%u/%u) must pair up",
                     at->lhs_batch.n, at->rhs_batch.n, at->lhs_contracting.n, at->rhs_contracting.n);
   uint32_t ua, ub;
@@ -217,7 +220,8 @@ RLX_CPU_KERNEL(DotGeneral) {
   for (uint32_t k = 0; k < at->lhs_batch.n; k++) {
     int64_t da = a->dims[at->lhs_batch.v[k]], db = b->dims[at->rhs_batch.v[k]];
     if (da != db)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "batch pair %u: operand 0 axis %lld has extent %lld, operand 1 axis %lld "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "batch pair %u: operand 0 axis %lld has extent %lld, operand 1 axis %lld "
                       "has %lld",
                       k, (long long)at->lhs_batch.v[k], (long long)da, (long long)at->rhs_batch.v[k], (long long)db);
     B *= (size_t)da;
@@ -234,7 +238,8 @@ RLX_CPU_KERNEL(DotGeneral) {
   for (uint32_t k = 0; k < at->lhs_contracting.n; k++) {
     int64_t da = a->dims[at->lhs_contracting.v[k]], db = b->dims[at->rhs_contracting.v[k]];
     if (da != db)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "contracting pair %u: operand 0 axis %lld has extent %lld, operand 1 "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "contracting pair %u: operand 0 axis %lld has extent %lld, operand 1 "
                       "axis %lld has %lld",
                       k, (long long)at->lhs_contracting.v[k], (long long)da, (long long)at->rhs_contracting.v[k],
                       (long long)db);
@@ -248,7 +253,8 @@ RLX_CPU_KERNEL(DotGeneral) {
       dims[r++] = b->dims[i];
       pb[nb++] = i;
     }
-  if (r > RLX_MAX_RANK) return ru_error(RLX_ERR_INVALID_ARG, n, "the result would have rank %u (at most %d)", r, RLX_MAX_RANK);
+  if (r > RLX_MAX_RANK)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "the result would have rank %u (at most %d)", r, RLX_MAX_RANK);
   RLX_TRY(ru_need_out_dims(n, out, r, dims));
   /* lhs -> [B, M, K], rhs -> [B, K, N], then one GEMM per batch straight into the output. */
   size_t esz = rlx_dtype_size(t);
@@ -327,7 +333,8 @@ RLX_CPU_KERNEL(GroupedMatMul) {
 static rlx_status need_f32_f64(const rlx_node *n, const rlx_tensor *in, uint32_t i, rlx_dtype out_t) {
   rlx_dtype t = ru_dt(&in[i]);
   if (t != RLX_F32 && t != RLX_F64)
-    return ru_error(RLX_ERR_UNSUPPORTED, n, "operand %u has dtype %s; the CPU reference runs this op in f32 or f64 only "
+    return ru_error(RLX_ERR_UNSUPPORTED, n,
+                    "operand %u has dtype %s; the CPU reference runs this op in f32 or f64 only "
                     "(insert a Cast)",
                     i, rlx_dtype_name(t));
   return ru_need_dtype(n, in, i, out_t);
@@ -465,8 +472,8 @@ RLX_CPU_KERNEL(TriangularSolve) {
   RLX_TRY(need_square(n, in, 0, 0, &nn));
   const rlx_shape *b = &in[1].shape;
   if ((b->rank != 1 && b->rank != 2) || (size_t)b->dims[0] != nn)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (B) has shape %s; expected [n] or [n, r] with n = %zu", ru_fmt(b),
-                    nn);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (B) has shape %s; expected [n] or [n, r] with n = %zu",
+                    ru_fmt(b), nn);
   RLX_TRY(ru_need_out_dims(n, out, b->rank, b->dims));
   size_t r = b->rank == 2 ? (size_t)b->dims[1] : 1;
   RLX_TRY(need_blas_int(n, r, "the right-hand-side count"));
@@ -479,11 +486,11 @@ RLX_CPU_KERNEL(TriangularSolve) {
   CBLAS_UPLO uplo = lower ? CblasLower : CblasUpper;
   CBLAS_TRANSPOSE tr = trans ? CblasTrans : CblasNoTrans;
   if (t == RLX_F32)
-    cblas_strsm(CblasRowMajor, CblasLeft, uplo, tr, CblasNonUnit, (int)nn, (int)r, 1.0f, in[0].data, (int)nn,
-                out->data, (int)r);
+    cblas_strsm(CblasRowMajor, CblasLeft, uplo, tr, CblasNonUnit, (int)nn, (int)r, 1.0f, in[0].data, (int)nn, out->data,
+                (int)r);
   else
-    cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, tr, CblasNonUnit, (int)nn, (int)r, 1.0, in[0].data, (int)nn,
-                out->data, (int)r);
+    cblas_dtrsm(CblasRowMajor, CblasLeft, uplo, tr, CblasNonUnit, (int)nn, (int)r, 1.0, in[0].data, (int)nn, out->data,
+                (int)r);
   return RLX_OK;
 }
 
@@ -512,8 +519,9 @@ static rlx_status lu_det(const rlx_node *n, const rlx_tensor *in, uint32_t n_in,
   if (s == RLX_OK) s = rb_alloc(n, nn, sizeof *ipiv, &ipiv);
   if (s == RLX_OK) {
     memcpy(lu, in[0].data, nn * nn * esz);
-    lapack_int info = t == RLX_F32 ? LAPACKE_sgetrf(LAPACK_ROW_MAJOR, (lapack_int)nn, (lapack_int)nn, lu, (lapack_int)nn, ipiv)
-                                   : LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (lapack_int)nn, (lapack_int)nn, lu, (lapack_int)nn, ipiv);
+    lapack_int info = t == RLX_F32
+                          ? LAPACKE_sgetrf(LAPACK_ROW_MAJOR, (lapack_int)nn, (lapack_int)nn, lu, (lapack_int)nn, ipiv)
+                          : LAPACKE_dgetrf(LAPACK_ROW_MAJOR, (lapack_int)nn, (lapack_int)nn, lu, (lapack_int)nn, ipiv);
     if (info < 0) {
       s = lapack_fail(n, "?getrf", info);
     } else {
@@ -551,7 +559,8 @@ static rlx_status need_matrix(const rlx_node *n, const rlx_tensor *in, uint32_t 
   RLX_TRY(ru_prologue(n, in, n_in, 1, 1, out));
   RLX_TRY(need_f32_f64(n, in, 0, ru_dt(out)));
   const rlx_shape *s = &in[0].shape;
-  if (s->rank != 2) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 has shape %s; expected a matrix [m, n]", ru_fmt(s));
+  if (s->rank != 2)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 has shape %s; expected a matrix [m, n]", ru_fmt(s));
   *m = (size_t)s->dims[0];
   *nc = (size_t)s->dims[1];
   *k = *m < *nc ? *m : *nc;
@@ -618,8 +627,10 @@ RLX_CPU_KERNEL(Svd) {
                                                     (lapack_int)nc, sv, u, (lapack_int)k, vt, (lapack_int)nc)
                                    : LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (lapack_int)m, (lapack_int)nc, a,
                                                     (lapack_int)nc, sv, u, (lapack_int)k, vt, (lapack_int)nc);
-    if (info < 0) s = lapack_fail(n, "?gesdd", info);
-    else if (info > 0) s = rlx_kernel_error(n, "the SVD did not converge (?gesdd info %d)", (int)info);
+    if (info < 0)
+      s = lapack_fail(n, "?gesdd", info);
+    else if (info > 0)
+      s = rlx_kernel_error(n, "the SVD did not converge (?gesdd info %d)", (int)info);
   }
   if (s == RLX_OK) {
     widen(u, t, du, m * k);
@@ -679,10 +690,9 @@ RLX_CPU_KERNEL(Qr) {
     /* R = upper triangle of the first k rows; then Q from the reflectors (first k columns). */
     for (size_t i = 0; i < k; i++)
       for (size_t j = i; j < nc; j++) r[i * nc + j] = rlx_elem_get(a, t, i * nc + j);
-    info = t == RLX_F32 ? LAPACKE_sorgqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)k, (lapack_int)k, a,
-                                         (lapack_int)nc, tau)
-                        : LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)k, (lapack_int)k, a,
-                                         (lapack_int)nc, tau);
+    info = t == RLX_F32
+               ? LAPACKE_sorgqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)k, (lapack_int)k, a, (lapack_int)nc, tau)
+               : LAPACKE_dorgqr(LAPACK_ROW_MAJOR, (lapack_int)m, (lapack_int)k, (lapack_int)k, a, (lapack_int)nc, tau);
     if (info != 0) s = lapack_fail(n, "?orgqr", info);
   }
   if (s == RLX_OK) {

@@ -29,8 +29,8 @@ static rlx_status need_params(const rlx_node *n, const rlx_tensor *in, uint32_t 
   for (uint32_t i = first; i < first + count; i++) {
     RLX_TRY(ru_need_dtype(n, in, i, ru_dt(&in[0])));
     if (in[i].shape.rank == 0 || rlx_tensor_numel(&in[i]) != c)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; expected %zu elements (one per channel)", i,
-                      names[i - first], ru_fmt(&in[i].shape), c);
+      return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (%s) has shape %s; expected %zu elements (one per channel)",
+                      i, names[i - first], ru_fmt(&in[i].shape), c);
   }
   return RLX_OK;
 }
@@ -59,8 +59,8 @@ static void line_stats(const rlx_tensor *x, size_t base, size_t stride, size_t l
 
 /* Normalises every line of `len` elements (start base, stride) and applies gamma/beta per element
  * position along the line. */
-static void norm_line(const rlx_tensor *x, rlx_tensor *out, size_t base, size_t stride, size_t len, double eps, bool rms,
-                      const rlx_tensor *g, const rlx_tensor *b) {
+static void norm_line(const rlx_tensor *x, rlx_tensor *out, size_t base, size_t stride, size_t len, double eps,
+                      bool rms, const rlx_tensor *g, const rlx_tensor *b) {
   double mean, inv;
   line_stats(x, base, stride, len, eps, rms, &mean, &inv);
   for (size_t i = 0; i < len; i++) {
@@ -113,7 +113,8 @@ RLX_CPU_KERNEL(LayerNorm2d) {
   RLX_TRY(need_params(n, in, 1, 2, gamma_beta, C));
   if (C == 0) return RLX_OK;
   for (size_t b = 0; b < N; b++)
-    for (size_t p = 0; p < HW; p++) norm_line(&in[0], out, b * C * HW + p, HW, C, n->attrs.LayerNorm2d.eps, false, &in[1], &in[2]);
+    for (size_t p = 0; p < HW; p++)
+      norm_line(&in[0], out, b * C * HW + p, HW, C, n->attrs.LayerNorm2d.eps, false, &in[1], &in[2]);
   return RLX_OK;
 }
 

@@ -136,8 +136,10 @@ static rlx_status fq_scales(const rlx_node *n, const rlx_tensor *in, uint32_t n_
   if (mode != RLX_SCALE_MODE_FIXED) chan_amax(&in[0], g, s);
   for (size_t c = 0; c < g->chan; c++) {
     double cur = mode != RLX_SCALE_MODE_FIXED ? fmax(s[c] / qmax, 1e-12) : 0.0;
-    if (mode == RLX_SCALE_MODE_PER_BATCH) s[c] = cur;
-    else if (mode == RLX_SCALE_MODE_FIXED) s[c] = fmax(chan_value(&in[1], c), 1e-12);
+    if (mode == RLX_SCALE_MODE_PER_BATCH)
+      s[c] = cur;
+    else if (mode == RLX_SCALE_MODE_FIXED)
+      s[c] = fmax(chan_value(&in[1], c), 1e-12);
     else {
       double st = chan_value(&in[1], c);
       s[c] = st <= 0.0 ? cur : decay * st + (1.0 - decay) * cur;

@@ -327,8 +327,7 @@ static void dec_iq2_xxs(const uint8_t *b, float *y) {
     for (int l = 0; l < 4; l++) {
       uint16_t row = rq_grid_iq2xxs[(a0 >> (8 * l)) & 0xFF];
       uint8_t sg = ksign(a1 >> (7 * l));
-      for (int j = 0; j < 8; j++)
-        y[ib * 32 + l * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (sg >> j) & 1);
+      for (int j = 0; j < 8; j++) y[ib * 32 + l * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (sg >> j) & 1);
     }
   }
 }
@@ -354,8 +353,7 @@ static void dec_iq2_s(const uint8_t *b, float *y) {
     int s = (sc[i / 4] >> (4 * ((i / 2) % 2))) & 0xF;
     float db = d * (0.5f + (float)s) * 0.25f;
     uint16_t row = rq_grid_iq2s[idx];
-    for (int j = 0; j < 8; j++)
-      y[i * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (signs[i] >> j) & 1);
+    for (int j = 0; j < 8; j++) y[i * 8 + j] = signed_by(db * iq2_map[grid_el(row, 2, j)], (signs[i] >> j) & 1);
   }
 }
 /* IQ3_XXS: f16 d, 64 grid index bytes (4 elements each), 8 u32 of four 7-bit sign codes + scale. */
@@ -687,7 +685,8 @@ static double fmt_mag(const rq_fmt *f, unsigned c) {
   int emax = (1 << f->ebits) - 1;
   if (f->kind == RLX_SCALED_FORMAT_F8E4M3 && e == emax && m == (1 << f->mbits) - 1) return NAN;
   if (f->kind == RLX_SCALED_FORMAT_F8E5M2 && e == emax) return m ? NAN : INFINITY;
-  return e == 0 ? ldexp((double)m, 1 - f->bias - f->mbits) : ldexp((double)((1 << f->mbits) + m), e - f->bias - f->mbits);
+  return e == 0 ? ldexp((double)m, 1 - f->bias - f->mbits)
+                : ldexp((double)((1 << f->mbits) + m), e - f->bias - f->mbits);
 }
 static bool fmt_fnuz(const rq_fmt *f) {
   return f->kind == RLX_SCALED_FORMAT_F8E4M3FNUZ || f->kind == RLX_SCALED_FORMAT_F8E5M2FNUZ;

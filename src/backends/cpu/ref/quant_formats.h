@@ -31,11 +31,11 @@ extern const uint16_t rq_grid_iq2xxs[256], rq_grid_iq2xs[512], rq_grid_iq2s[1024
 extern const uint16_t rq_grid_iq3xxs[256], rq_grid_iq3s[512], rq_grid_iq1s[2048];
 
 /* ---- scalar codecs ---- */
-float rq_e8m0(uint8_t e);             /* 2^(e - 127); 0xFF is NaN */
-float rq_e4m3(uint8_t c);             /* OCP F8E4M3 (sign, 4 exponent, 3 mantissa bits, bias 7) */
-float rq_e4m3_scale(uint8_t c);       /* an E4M3 scale: like rq_e4m3, the NaN code reads as 0 */
-float rq_e5m2(uint8_t c);             /* OCP F8E5M2 (IEEE-like) */
-float rq_e2m1(uint8_t nibble);        /* {0, .5, 1, 1.5, 2, 3, 4, 6}, bit 3 = sign */
+float rq_e8m0(uint8_t e);       /* 2^(e - 127); 0xFF is NaN */
+float rq_e4m3(uint8_t c);       /* OCP F8E4M3 (sign, 4 exponent, 3 mantissa bits, bias 7) */
+float rq_e4m3_scale(uint8_t c); /* an E4M3 scale: like rq_e4m3, the NaN code reads as 0 */
+float rq_e5m2(uint8_t c);       /* OCP F8E5M2 (IEEE-like) */
+float rq_e2m1(uint8_t nibble);  /* {0, .5, 1, 1.5, 2, 3, 4, 6}, bit 3 = sign */
 
 /* ---- scaled element formats (ScaledFormat, §1.3) ---- */
 typedef struct rq_fmt {
@@ -49,7 +49,7 @@ double rq_fmt_decode(const rq_fmt *f, uint8_t code);
 /* Nearest finite code (exhaustive search; ties to the code with an even lowest bit); overflow and
  * infinities saturate to the largest finite magnitude; NaN -> code 0. */
 uint8_t rq_fmt_encode(const rq_fmt *f, double v);
-double rq_fmt_max(const rq_fmt *f);   /* largest finite value */
+double rq_fmt_max(const rq_fmt *f); /* largest finite value */
 /* Nearest E4M3 code of a positive scale (no NaN code), ties to even code. */
 uint8_t rq_e4m3_encode(double v);
 

@@ -103,7 +103,8 @@ static rlx_status dequant_weight(const rlx_node *n, const rlx_tensor *in, uint32
         W[e] = (double)s[si] * rq_e2m1(q0) + (double)s[splane + si] * rq_e2m1(q1);
       }
   } else {
-    bool nv = sc == RLX_QUANT_SCHEME_NVFP4_BLOCK, fp8 = sc == RLX_QUANT_SCHEME_FP8_E4M3 || sc == RLX_QUANT_SCHEME_FP8_E5M2;
+    bool nv = sc == RLX_QUANT_SCHEME_NVFP4_BLOCK,
+         fp8 = sc == RLX_QUANT_SCHEME_FP8_E4M3 || sc == RLX_QUANT_SCHEME_FP8_E5M2;
     bool four = sc == RLX_QUANT_SCHEME_INT4_BLOCK || nv;
     size_t bs = nv ? 16 : (size_t)a->block_size;
     st = need_bytes_at_least(n, &in[1], 1, four ? (KN + 1) / 2 : KN);
@@ -177,7 +178,8 @@ static rlx_status gguf_slabs(const rlx_node *n, const rlx_tensor *packed, uint32
                              size_t N, size_t K, float **out) {
   size_t be, bb;
   if (!rq_gguf_block(scheme, &be, &bb))
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute scheme %s is not a GGUF scheme", rlx_enum_quant_scheme.names[scheme]);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute scheme %s is not a GGUF scheme",
+                    rlx_enum_quant_scheme.names[scheme]);
   if (K % be) return ru_error(RLX_ERR_INVALID_ARG, n, "K = %zu is not a multiple of the block size %zu", K, be);
   RLX_TRY(need_bytes_at_least(n, packed, i, E * N * (K / be) * bb));
   float *f = NULL;
@@ -202,8 +204,8 @@ RLX_CPU_KERNEL(DequantMoEWeights) {
 }
 
 /* Rows of x routed to expert idx[i]: out[i] = x[i] . W_e^T with W_e [N, K]. */
-static rlx_status grouped(const rlx_node *n, const rlx_tensor *in, uint32_t idx_op, const double *W, size_t E,
-                          size_t M, size_t K, size_t N, rlx_tensor *out) {
+static rlx_status grouped(const rlx_node *n, const rlx_tensor *in, uint32_t idx_op, const double *W, size_t E, size_t M,
+                          size_t K, size_t N, rlx_tensor *out) {
   rlx_dtype tx = ru_dt(&in[0]);
   for (size_t i = 0; i < M; i++) {
     int64_t e = 0;

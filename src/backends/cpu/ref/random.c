@@ -40,8 +40,10 @@ static double below(rlx_dtype t, double v) {
     ru_store(h, t, 0, v);
     /* Half formats: step the bit pattern one unit toward -inf. */
     bool neg = (h[0] & 0x8000u) != 0;
-    if ((h[0] & 0x7fffu) == 0) h[0] = 0x8001u; /* +-0 -> smallest negative subnormal */
-    else h[0] = (uint16_t)(neg ? h[0] + 1 : h[0] - 1);
+    if ((h[0] & 0x7fffu) == 0)
+      h[0] = 0x8001u; /* +-0 -> smallest negative subnormal */
+    else
+      h[0] = (uint16_t)(neg ? h[0] + 1 : h[0] - 1);
     return rlx_elem_get(h, t, 0);
   }
   }

@@ -119,8 +119,8 @@ static rlx_status run_rnn(const rlx_node *n, const rlx_tensor *in, uint32_t n_in
     for (size_t d = 0; d < D; d++) {
       size_t blk = l * D + d;
       run_direction(cf, B, S, in_w, cur, v[1] + wih_off, v[2] + blk * G * H * H, v[3] + blk * G * H,
-                    n_bias == 2 ? v[4] + blk * G * H : NULL, h0 ? h0 + blk * B * H : NULL,
-                    c0 ? c0 + blk * B * H : NULL, d == 1, nxt, DH, d * H, scratch);
+                    n_bias == 2 ? v[4] + blk * G * H : NULL, h0 ? h0 + blk * B * H : NULL, c0 ? c0 + blk * B * H : NULL,
+                    d == 1, nxt, DH, d * H, scratch);
       wih_off += G * H * in_w;
     }
     double *t = cur;

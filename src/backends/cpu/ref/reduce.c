@@ -54,8 +54,10 @@ typedef struct ksum {
 } ksum;
 static void ksum_add(ksum *k, double x) {
   double t = k->sum + x;
-  if (fabs(k->sum) >= fabs(x)) k->comp += (k->sum - t) + x;
-  else k->comp += (x - t) + k->sum;
+  if (fabs(k->sum) >= fabs(x))
+    k->comp += (k->sum - t) + x;
+  else
+    k->comp += (x - t) + k->sum;
   k->sum = t;
 }
 static double ksum_value(const ksum *k) { return isfinite(k->sum) ? k->sum + k->comp : k->sum; }
@@ -70,8 +72,9 @@ static rlx_status need_out(const rlx_node *n, const rlx_tensor *out, uint32_t ra
 
 static rlx_status need_real(const rlx_node *n, const rlx_tensor *in, uint32_t i) {
   if (ru_is_complex(ru_dt(&in[i])))
-    return ru_error(RLX_ERR_UNSUPPORTED, n, "operand %u has complex dtype %s; this op orders values and needs a real dtype",
-                    i, rlx_dtype_name(ru_dt(&in[i])));
+    return ru_error(RLX_ERR_UNSUPPORTED, n,
+                    "operand %u has complex dtype %s; this op orders values and needs a real dtype", i,
+                    rlx_dtype_name(ru_dt(&in[i])));
   return RLX_OK;
 }
 
@@ -99,7 +102,8 @@ RLX_CPU_KERNEL(Reduce) {
   rlx_reduce op = (rlx_reduce)a->op;
   const rlx_shape *x = &in[0].shape;
   rlx_dtype t = ru_dt(out);
-  if ((unsigned)op >= RLX_REDUCE_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute op %d is not a ReduceOp", (int)op);
+  if ((unsigned)op >= RLX_REDUCE_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute op %d is not a ReduceOp", (int)op);
   RLX_TRY(ru_need_dtype(n, in, 0, t));
   if (ru_is_complex(t) && (op == RLX_REDUCE_MAX || op == RLX_REDUCE_MIN))
     return ru_error(RLX_ERR_UNSUPPORTED, n, "%s is not defined for complex dtype %s", rlx_enum_reduce.names[op],
@@ -138,7 +142,10 @@ RLX_CPU_KERNEL(Reduce) {
     /* One accumulator per domain; only the one matching t is used. */
     ksum ks = {0, 0};
     double acc = op == RLX_REDUCE_PROD ? 1 : op == RLX_REDUCE_MAX ? -INFINITY : op == RLX_REDUCE_MIN ? INFINITY : 0;
-    int64_t iacc = op == RLX_REDUCE_PROD ? 1 : op == RLX_REDUCE_MAX ? int_min_of(t) : op == RLX_REDUCE_MIN ? int_max_of(t) : 0;
+    int64_t iacc = op == RLX_REDUCE_PROD  ? 1
+                   : op == RLX_REDUCE_MAX ? int_min_of(t)
+                   : op == RLX_REDUCE_MIN ? int_max_of(t)
+                                          : 0;
     double complex cacc = op == RLX_REDUCE_PROD ? 1 : 0;
     for (size_t j = 0; j < nred; j++) {
       size_t off = base;
@@ -249,21 +256,30 @@ static void cum_fold(cum_state *s, const void *x, size_t at) {
     s->cacc = s->kind == CUM_PROD ? s->cacc * ru_cplx(re, im) : s->cacc + ru_cplx(re, im);
   } else if (ru_is_intlike(s->t)) {
     int64_t v = rlx_elem_get_i64(x, s->t, at);
-    if (s->kind == CUM_SUM) s->iacc = sat_add(s->iacc, v);
-    else if (s->kind == CUM_PROD) s->iacc = sat_mul(s->iacc, v);
-    else s->iacc = v > s->iacc ? v : s->iacc;
+    if (s->kind == CUM_SUM)
+      s->iacc = sat_add(s->iacc, v);
+    else if (s->kind == CUM_PROD)
+      s->iacc = sat_mul(s->iacc, v);
+    else
+      s->iacc = v > s->iacc ? v : s->iacc;
   } else {
     double v = rlx_elem_get(x, s->t, at);
-    if (s->kind == CUM_SUM) ksum_add(&s->sum, v);
-    else if (s->kind == CUM_PROD) s->acc *= v;
-    else s->acc = nan_max(s->acc, v);
+    if (s->kind == CUM_SUM)
+      ksum_add(&s->sum, v);
+    else if (s->kind == CUM_PROD)
+      s->acc *= v;
+    else
+      s->acc = nan_max(s->acc, v);
   }
 }
 
 static void cum_write(const cum_state *s, void *y, size_t at) {
-  if (ru_is_complex(s->t)) rlx_elem_set_c(y, s->t, at, creal(s->cacc), cimag(s->cacc));
-  else if (ru_is_intlike(s->t)) ru_store_i64(y, s->t, at, s->iacc);
-  else ru_store(y, s->t, at, s->kind == CUM_SUM ? ksum_value(&s->sum) : s->acc);
+  if (ru_is_complex(s->t))
+    rlx_elem_set_c(y, s->t, at, creal(s->cacc), cimag(s->cacc));
+  else if (ru_is_intlike(s->t))
+    ru_store_i64(y, s->t, at, s->iacc);
+  else
+    ru_store(y, s->t, at, s->kind == CUM_SUM ? ksum_value(&s->sum) : s->acc);
 }
 
 static rlx_status cumulative(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, cum_kind kind,
@@ -328,8 +344,10 @@ static rlx_status arg_extreme(const rlx_node *n, const rlx_tensor *in, uint32_t 
     RLX_TRY(ru_axis(n, "axis", axis_attr, x->rank, &ax));
     ru_split_axis(x, ax, &outer, &len, &inner);
     for (uint32_t k = 0; k < x->rank; k++)
-      if (k != ax) dims[r++] = x->dims[k];
-      else if (keep_dim) dims[r++] = 1;
+      if (k != ax)
+        dims[r++] = x->dims[k];
+      else if (keep_dim)
+        dims[r++] = 1;
   }
   RLX_TRY(need_out(n, out, r, dims));
   RLX_TRY(need_index_out(n, out, len));
@@ -407,9 +425,12 @@ static rlx_status sort_buf_init(const rlx_node *n, sort_buf *b, size_t len, bool
   memset(b, 0, sizeof *b);
   size_t m = len ? len : 1;
   b->idx = calloc(m, sizeof *b->idx);
-  if (intlike) b->row.iv = calloc(m, sizeof *b->row.iv);
-  else b->row.dv = calloc(m, sizeof *b->row.dv);
-  if (!b->idx || (!b->row.iv && !b->row.dv)) return ru_error(RLX_ERR_OOM, n, "out of memory for a row of %zu elements", len);
+  if (intlike)
+    b->row.iv = calloc(m, sizeof *b->row.iv);
+  else
+    b->row.dv = calloc(m, sizeof *b->row.dv);
+  if (!b->idx || (!b->row.iv && !b->row.dv))
+    return ru_error(RLX_ERR_OOM, n, "out of memory for a row of %zu elements", len);
   return RLX_OK;
 }
 
@@ -424,8 +445,10 @@ static rlx_status sort_one_row(sort_buf *b, const rlx_tensor *x, size_t base, si
   rlx_dtype t = ru_dt(x);
   for (size_t k = 0; k < len; k++) {
     b->idx[k] = k;
-    if (b->row.iv) b->row.iv[k] = rlx_elem_get_i64(x->data, t, base + k * inner);
-    else b->row.dv[k] = rlx_elem_get(x->data, t, base + k * inner);
+    if (b->row.iv)
+      b->row.iv[k] = rlx_elem_get_i64(x->data, t, base + k * inner);
+    else
+      b->row.dv[k] = rlx_elem_get(x->data, t, base + k * inner);
   }
   return ru_stable_sort(b->idx, len, cmp_row, &b->row);
 }
@@ -456,8 +479,10 @@ static rlx_status sort_axis(const rlx_node *n, const rlx_tensor *in, uint32_t n_
       size_t base = o * len * inner + i;
       s = sort_one_row(&b, &in[0], base, len, inner);
       for (size_t k = 0; k < len && s == RLX_OK; k++) {
-        if (want_indices) ru_store_i64(out->data, ru_dt(out), base + k * inner, (int64_t)b.idx[k]);
-        else ru_copy_elem(out->data, base + k * inner, in[0].data, base + b.idx[k] * inner, esz);
+        if (want_indices)
+          ru_store_i64(out->data, ru_dt(out), base + k * inner, (int64_t)b.idx[k]);
+        else
+          ru_copy_elem(out->data, base + k * inner, in[0].data, base + b.idx[k] * inner, esz);
       }
     }
   sort_buf_free(&b);
@@ -513,7 +538,8 @@ RLX_CPU_KERNEL(Histogram) {
   RLX_TRY(need_real(n, in, 0));
   const rlx_attrs_Histogram *a = &n->attrs.Histogram;
   double lo = a->min, hi = a->max;
-  if (a->bins < 1) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute bins is %lld; it must be >= 1", (long long)a->bins);
+  if (a->bins < 1)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute bins is %lld; it must be >= 1", (long long)a->bins);
   if (!(lo < hi) || !isfinite(lo) || !isfinite(hi))
     return ru_error(RLX_ERR_INVALID_ARG, n, "attributes min %g and max %g must be finite with min < max", lo, hi);
   int64_t dims[1] = {a->bins};

@@ -48,10 +48,12 @@ static inline rlx_status rb_read_index(const rlx_node *n, const rlx_tensor *in, 
   if (wrap && w < 0) w += extent;
   if (w < 0 || w >= extent) {
     if (wrap)
-      return rlx_kernel_error(n, "index %lld (element %zu of operand %u) is out of range for %s of extent %lld; valid "
+      return rlx_kernel_error(n,
+                              "index %lld (element %zu of operand %u) is out of range for %s of extent %lld; valid "
                               "indices are [%lld, %lld)",
                               (long long)v, i, op, where, (long long)extent, (long long)-extent, (long long)extent);
-    return rlx_kernel_error(n, "index %lld (element %zu of operand %u) is out of range for %s of extent %lld; valid "
+    return rlx_kernel_error(n,
+                            "index %lld (element %zu of operand %u) is out of range for %s of extent %lld; valid "
                             "indices are [0, %lld)",
                             (long long)v, i, op, where, (long long)extent, (long long)extent);
   }

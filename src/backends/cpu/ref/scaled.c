@@ -69,7 +69,8 @@ RLX_CPU_KERNEL(ScaledQuantScale) {
   for (size_t r = 0; r < rows; r++)
     for (size_t b = 0; b < nblk; b++) {
       double amax = 0;
-      for (size_t p = b * blk; p < K && p < (b + 1) * blk; p++) amax = fmax(amax, fabs(rlx_elem_get(in[0].data, t, r * K + p)));
+      for (size_t p = b * blk; p < K && p < (b + 1) * blk; p++)
+        amax = fmax(amax, fabs(rlx_elem_get(in[0].data, t, r * K + p)));
       double s = amax == 0 ? 1.0 : amax / fmax_;
       uint8_t code;
       if (a->layout == RLX_SCALE_LAYOUT_BLOCK_MX_E8M0) {
@@ -140,7 +141,8 @@ RLX_CPU_KERNEL(ScaledMatMul) {
   RLX_TRY(ru_need_dtype(n, in, 1, RLX_U8));
   const rlx_shape *ls = &in[0].shape, *rs = &in[1].shape;
   if (ls->rank != 2 || rs->rank != 2 || ls->dims[1] != rs->dims[1])
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands lhs %s and rhs %s must be [M, K] and [N, K]", ru_fmt(ls), ru_fmt(rs));
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operands lhs %s and rhs %s must be [M, K] and [N, K]", ru_fmt(ls),
+                    ru_fmt(rs));
   size_t M = (size_t)ls->dims[0], K = (size_t)ls->dims[1], N = (size_t)rs->dims[0];
   scale_view sl, sr;
   RLX_TRY(scale_setup(n, in, 2, a->layout, a->block, M, K, &sl));

@@ -50,8 +50,10 @@ static rlx_status acc_init(const rlx_node *n, acc *a, rlx_dtype t, size_t count,
   }
   if (from)
     for (size_t i = 0; i < count; i++) {
-      if (a->im) rlx_elem_get_c(from->data, t, i, &a->re[i], &a->im[i]);
-      else a->re[i] = rlx_elem_get(from->data, t, i);
+      if (a->im)
+        rlx_elem_get_c(from->data, t, i, &a->re[i], &a->im[i]);
+      else
+        a->re[i] = rlx_elem_get(from->data, t, i);
     }
   return RLX_OK;
 }
@@ -98,9 +100,12 @@ static void acc_apply(acc *a, size_t i, const rlx_tensor *src, size_t j, int red
 
 static void acc_store(const acc *a, rlx_tensor *out) {
   for (size_t i = 0; i < a->n; i++) {
-    if (a->iv) ru_store_i64(out->data, a->t, i, a->iv[i]);
-    else if (a->im) rlx_elem_set_c(out->data, a->t, i, a->re[i], a->im[i]);
-    else ru_store(out->data, a->t, i, a->re[i]);
+    if (a->iv)
+      ru_store_i64(out->data, a->t, i, a->iv[i]);
+    else if (a->im)
+      rlx_elem_set_c(out->data, a->t, i, a->re[i], a->im[i]);
+    else
+      ru_store(out->data, a->t, i, a->re[i]);
   }
 }
 
@@ -131,23 +136,26 @@ RLX_CPU_KERNEL(ScatterAdd) {
   bool ok = o->rank == u->rank;
   for (uint32_t k = 0; ok && k < u->rank; k++) ok = k == ax || o->dims[k] == u->dims[k];
   if (!ok)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "output %s must equal operand 0 (updates) %s except along axis %u", ru_fmt(o),
-                    ru_fmt(u), ax);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "output %s must equal operand 0 (updates) %s except along axis %u",
+                    ru_fmt(o), ru_fmt(u), ax);
   size_t outer, U, inner, L = (size_t)o->dims[ax];
   ru_split_axis(u, ax, &outer, &U, &inner);
   if (in[1].shape.rank != 1 || (size_t)in[1].shape.dims[0] != U)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; expected [%zu]", ru_fmt(&in[1].shape), U);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; expected [%zu]", ru_fmt(&in[1].shape),
+                    U);
   int64_t *idx = NULL;
   RLX_TRY(rb_alloc(n, U, sizeof *idx, &idx));
   rlx_status s = RLX_OK;
-  for (size_t i = 0; i < U && s == RLX_OK; i++) s = rb_read_index(n, in, 1, i, (int64_t)L, false, "the output axis", &idx[i]);
+  for (size_t i = 0; i < U && s == RLX_OK; i++)
+    s = rb_read_index(n, in, 1, i, (int64_t)L, false, "the output axis", &idx[i]);
   acc a = {0};
   if (s == RLX_OK) s = acc_init(n, &a, t, rlx_tensor_numel(out), NULL);
   if (s == RLX_OK) {
     for (size_t b = 0; b < outer; b++)
       for (size_t i = 0; i < U; i++)
         for (size_t j = 0; j < inner; j++)
-          acc_apply(&a, (b * L + (size_t)idx[i]) * inner + j, &in[0], (b * U + i) * inner + j, RLX_SCATTER_REDUCTION_ADD);
+          acc_apply(&a, (b * L + (size_t)idx[i]) * inner + j, &in[0], (b * U + i) * inner + j,
+                    RLX_SCATTER_REDUCTION_ADD);
     acc_store(&a, out);
   }
   acc_free(&a);
@@ -171,14 +179,15 @@ RLX_CPU_KERNEL(ScatterNd) {
   const rlx_shape *d = &in[0].shape, *ix = &in[1].shape, *u = &in[2].shape;
   RLX_TRY(ru_need_out_dims(n, out, d->rank, d->dims));
   if (ix->rank == 0 || ix->dims[ix->rank - 1] < 1 || ix->dims[ix->rank - 1] > d->rank)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; its last dim must be in [1, %u]", ru_fmt(ix),
-                    d->rank);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; its last dim must be in [1, %u]",
+                    ru_fmt(ix), d->rank);
   uint32_t k = (uint32_t)ix->dims[ix->rank - 1];
   bool ok = u->rank == ix->rank - 1 + d->rank - k;
   for (uint32_t i = 0; ok && i + 1 < ix->rank; i++) ok = u->dims[i] == ix->dims[i];
   for (uint32_t i = k; ok && i < d->rank; i++) ok = u->dims[ix->rank - 1 + i - k] == d->dims[i];
   if (!ok)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 2 (updates) has shape %s; expected indices.shape[:-1] ++ "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 2 (updates) has shape %s; expected indices.shape[:-1] ++ "
                     "data.shape[%u:] (indices %s, data %s)",
                     ru_fmt(u), k, ru_fmt(ix), ru_fmt(d));
   int64_t st[RLX_MAX_RANK];
@@ -219,7 +228,8 @@ static rlx_status need_elem_indices(const rlx_node *n, const rlx_tensor *in, uin
   bool ok = ix->rank == d->rank;
   for (uint32_t k = 0; ok && k < d->rank; k++) ok = k == ax || ix->dims[k] <= d->dims[k];
   if (!ok)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand %u (indices) has shape %s; it needs data's rank and must fit inside "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand %u (indices) has shape %s; it needs data's rank and must fit inside "
                     "operand 0 (data) %s off axis %u",
                     i, ru_fmt(ix), ru_fmt(d), ax);
   return RLX_OK;
@@ -259,7 +269,8 @@ RLX_CPU_KERNEL(ScatterElements) {
   RLX_TRY(need_elem_indices(n, in, 1, ax));
   if (in[1].shape.rank != in[2].shape.rank ||
       memcmp(in[1].shape.dims, in[2].shape.dims, in[1].shape.rank * sizeof(rlx_dim)) != 0)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 2 (updates) has shape %s; it must have the dims of operand 1 "
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operand 2 (updates) has shape %s; it must have the dims of operand 1 "
                     "(indices) %s",
                     ru_fmt(&in[2].shape), ru_fmt(&in[1].shape));
   int64_t st[RLX_MAX_RANK];
@@ -318,7 +329,8 @@ RLX_CPU_KERNEL(GatherNd) {
   int64_t bd = n->attrs.GatherNd.batch_dims;
   uint32_t min_rank = d->rank < ix->rank ? d->rank : ix->rank;
   if (bd < 0 || bd >= (int64_t)min_rank)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute batch_dims is %lld; it must be in [0, %u)", (long long)bd, min_rank);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute batch_dims is %lld; it must be in [0, %u)", (long long)bd,
+                    min_rank);
   uint32_t b = (uint32_t)bd;
   for (uint32_t i = 0; i < b; i++)
     if (ix->dims[i] != d->dims[i])
@@ -326,8 +338,8 @@ RLX_CPU_KERNEL(GatherNd) {
                       ru_fmt(ix), i, ru_fmt(d));
   int64_t kk = ix->dims[ix->rank - 1];
   if (kk < 1 || kk > (int64_t)(d->rank - b))
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; its last dim must be in [1, %u]", ru_fmt(ix),
-                    d->rank - b);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 1 (indices) has shape %s; its last dim must be in [1, %u]",
+                    ru_fmt(ix), d->rank - b);
   uint32_t k = (uint32_t)kk, rank = ix->rank - 1 + d->rank - b - k;
   if (rank > RLX_MAX_RANK) return ru_error(RLX_ERR_INVALID_ARG, n, "the result would have rank %u", rank);
   int64_t dims[RLX_MAX_RANK];

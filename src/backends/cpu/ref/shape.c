@@ -38,8 +38,8 @@ RLX_CPU_KERNEL(Transpose) {
   const rlx_ilist *perm = &n->attrs.Transpose.perm;
   const rlx_shape *x = &in[0].shape;
   if (perm->n != x->rank)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute perm has %u entries; operand 0 %s has rank %u", perm->n, ru_fmt(x),
-                    x->rank);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute perm has %u entries; operand 0 %s has rank %u", perm->n,
+                    ru_fmt(x), x->rank);
   int64_t dims[RLX_MAX_RANK];
   uint32_t seen = 0;
   for (uint32_t k = 0; k < perm->n; k++) {
@@ -81,8 +81,7 @@ RLX_CPU_KERNEL(Narrow) {
   ru_split_axis(x, ax, &outer, &len, &inner);
   size_t chunk = (size_t)a->len * inner * esz;
   for (size_t o = 0; o < outer && chunk; o++)
-    memcpy((char *)out->data + o * chunk, (const char *)in[0].data + (o * len + (size_t)a->start) * inner * esz,
-           chunk);
+    memcpy((char *)out->data + o * chunk, (const char *)in[0].data + (o * len + (size_t)a->start) * inner * esz, chunk);
   return RLX_OK;
 }
 
@@ -172,7 +171,8 @@ RLX_CPU_KERNEL(Gather) {
       return rlx_kernel_error(n, "index %zu of operand 1 is %g, which is not an integer", j,
                               rlx_elem_get(in[1].data, it, j));
     if (v < 0 || (uint64_t)v >= len)
-      return rlx_kernel_error(n, "index %lld (element %zu of operand 1) is out of range: axis %u of the table %s has "
+      return rlx_kernel_error(n,
+                              "index %lld (element %zu of operand 1) is out of range: axis %u of the table %s has "
                               "size %zu, valid indices are [0, %zu)",
                               (long long)v, j, ax, ru_fmt(tab), len, len);
   }
@@ -232,22 +232,28 @@ RLX_CPU_KERNEL(Pad) {
   const rlx_attrs_Pad *a = &n->attrs.Pad;
   const rlx_shape *x = &in[0].shape;
   rlx_pad_mode mode = (rlx_pad_mode)a->mode;
-  if ((unsigned)mode >= RLX_PAD_MODE_COUNT) return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mode %d is not a PadMode", (int)mode);
+  if ((unsigned)mode >= RLX_PAD_MODE_COUNT)
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute mode %d is not a PadMode", (int)mode);
   if (a->pads.n != 2u * x->rank)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute pads has %u entries; operand 0 %s needs %u (before, after per axis)",
-                    a->pads.n, ru_fmt(x), 2u * x->rank);
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "attribute pads has %u entries; operand 0 %s needs %u (before, after per axis)", a->pads.n,
+                    ru_fmt(x), 2u * x->rank);
   int64_t dims[RLX_MAX_RANK];
   for (uint32_t k = 0; k < x->rank; k++) {
     int64_t before = a->pads.v[2 * k], after = a->pads.v[2 * k + 1], d = x->dims[k];
     int64_t most = before > after ? before : after;
     bool ok = before >= 0 && after >= 0 && before <= INT32_MAX && after <= INT32_MAX;
     if (ok && most > 0) {
-      if (mode == RLX_PAD_MODE_REFLECT) ok = most < d;
-      else if (mode == RLX_PAD_MODE_CIRCULAR) ok = most <= d;
-      else if (mode == RLX_PAD_MODE_REPLICATE) ok = d > 0;
+      if (mode == RLX_PAD_MODE_REFLECT)
+        ok = most < d;
+      else if (mode == RLX_PAD_MODE_CIRCULAR)
+        ok = most <= d;
+      else if (mode == RLX_PAD_MODE_REPLICATE)
+        ok = d > 0;
     }
     if (!ok)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "attribute pads: (%lld, %lld) on axis %u of extent %lld is not valid for %s "
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "attribute pads: (%lld, %lld) on axis %u of extent %lld is not valid for %s "
                       "padding",
                       (long long)before, (long long)after, k, (long long)d, rlx_enum_pad_mode.names[mode]);
     dims[k] = d + before + after;
@@ -266,8 +272,10 @@ RLX_CPU_KERNEL(Pad) {
       c[k] = pad_source(mode, c[k] - a->pads.v[2 * k], x->dims[k]);
       constant = c[k] < 0;
     }
-    if (constant) memcpy((char *)out->data + i * esz, fill, esz);
-    else ru_copy_elem(out->data, i, in[0].data, offset_of(c, st, x->rank), esz);
+    if (constant)
+      memcpy((char *)out->data + i * esz, fill, esz);
+    else
+      ru_copy_elem(out->data, i, in[0].data, offset_of(c, st, x->rank), esz);
   }
   return RLX_OK;
 }
@@ -288,8 +296,9 @@ RLX_CPU_KERNEL(Slice) {
     bool ok = !__builtin_mul_overflow(a->len - 1, a->step, &span) && !__builtin_add_overflow(a->start, span, &last) &&
               a->start >= 0 && a->start < d && last >= 0 && last < d;
     if (!ok)
-      return ru_error(RLX_ERR_INVALID_ARG, n, "attributes start %lld, len %lld, step %lld leave axis %u of operand 0 %s",
-                      (long long)a->start, (long long)a->len, (long long)a->step, ax, ru_fmt(x));
+      return ru_error(RLX_ERR_INVALID_ARG, n,
+                      "attributes start %lld, len %lld, step %lld leave axis %u of operand 0 %s", (long long)a->start,
+                      (long long)a->len, (long long)a->step, ax, ru_fmt(x));
   }
   int64_t dims[RLX_MAX_RANK];
   memcpy(dims, x->dims, sizeof dims);
@@ -314,8 +323,8 @@ RLX_CPU_KERNEL(Tile) {
   const rlx_ilist *reps = &n->attrs.Tile.reps;
   const rlx_shape *x = &in[0].shape;
   if (reps->n != x->rank)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute reps has %u entries; operand 0 %s has rank %u", reps->n, ru_fmt(x),
-                    x->rank);
+    return ru_error(RLX_ERR_INVALID_ARG, n, "attribute reps has %u entries; operand 0 %s has rank %u", reps->n,
+                    ru_fmt(x), x->rank);
   int64_t dims[RLX_MAX_RANK];
   for (uint32_t k = 0; k < x->rank; k++)
     if (reps->v[k] < 0 || __builtin_mul_overflow(x->dims[k], reps->v[k], &dims[k]))

@@ -64,12 +64,12 @@ static void fft_radix2(double complex *a, size_t n, const double complex *tw) {
 /* Plan for one line length: twiddles, and for non-power-of-two N the Bluestein chirp and the
  * transformed convolution kernel. */
 typedef struct fft_plan {
-  size_t n, m;          /* line length; transform length (n when a power of two, else >= 2n - 1) */
-  double complex *tw;   /* [m / 2] twiddles of the length-m transform, direction `sign` */
-  double complex *itw;  /* [m / 2] opposite direction (Bluestein's inverse convolution FFT) */
+  size_t n, m;           /* line length; transform length (n when a power of two, else >= 2n - 1) */
+  double complex *tw;    /* [m / 2] twiddles of the length-m transform, direction `sign` */
+  double complex *itw;   /* [m / 2] opposite direction (Bluestein's inverse convolution FFT) */
   double complex *chirp; /* [n] exp(sign * pi i k^2 / n) (Bluestein only) */
-  double complex *kern; /* [m] FFT of the conjugate chirp, wrapped (Bluestein only) */
-  double complex *work; /* [m] scratch */
+  double complex *kern;  /* [m] FFT of the conjugate chirp, wrapped (Bluestein only) */
+  double complex *work;  /* [m] scratch */
 } fft_plan;
 
 static void plan_free(fft_plan *p) {
@@ -144,8 +144,7 @@ RLX_CPU_KERNEL(Fft) {
   if (!cplx && t != RLX_F32 && t != RLX_F64)
     return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 has dtype %s; Fft takes f32/f64 (real-block) or c64/c128",
                     rlx_dtype_name(t));
-  if (x->rank < 1)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 is a scalar; Fft transforms the last axis");
+  if (x->rank < 1) return ru_error(RLX_ERR_INVALID_ARG, n, "operand 0 is a scalar; Fft transforms the last axis");
   size_t last = (size_t)x->dims[x->rank - 1];
   size_t len = cplx ? last : last / 2; /* N */
   if (len < 1 || (!cplx && last % 2))
@@ -169,7 +168,8 @@ RLX_CPU_KERNEL(Fft) {
     size_t base = r * last;
     for (size_t k = 0; k < len; k++) {
       double re, im;
-      if (cplx) rlx_elem_get_c(in[0].data, t, base + k, &re, &im);
+      if (cplx)
+        rlx_elem_get_c(in[0].data, t, base + k, &re, &im);
       else {
         re = rlx_elem_get(in[0].data, t, base + k);
         im = rlx_elem_get(in[0].data, t, base + len + k);
@@ -179,7 +179,8 @@ RLX_CPU_KERNEL(Fft) {
     plan_run(&plan, line);
     for (size_t k = 0; k < len; k++) {
       double re = creal(line[k]) * scale, im = cimag(line[k]) * scale;
-      if (cplx) rlx_elem_set_c(out->data, t, base + k, re, im);
+      if (cplx)
+        rlx_elem_set_c(out->data, t, base + k, re, im);
       else {
         ru_store(out->data, t, base + k, re);
         ru_store(out->data, t, base + len + k, im);

@@ -339,14 +339,16 @@ RLX_CPU_KERNEL(FftQ) {
   }
   int sign = a->inverse ? 1 : -1;
   bool sat = a->scale == RLX_FFTQ_SCALE_SATURATING;
-  double fin = a->norm == RLX_FFT_NORM_ORTHO ? 1.0 / sqrt((double)N)
+  double fin = a->norm == RLX_FFT_NORM_ORTHO                     ? 1.0 / sqrt((double)N)
                : (a->norm == RLX_FFT_NORM_FORWARD && a->inverse) ? 1.0 / (double)N
                                                                  : 1.0;
   for (size_t l = 0; l < lines; l++) {
     size_t base = l * last;
     for (size_t k = 0; k < N; k++) {
-      if (cplx) rlx_elem_get_c(in[0].data, t, base + k, &re[k], &im[k]);
-      else re[k] = rlx_elem_get(in[0].data, t, base + k), im[k] = rlx_elem_get(in[0].data, t, base + N + k);
+      if (cplx)
+        rlx_elem_get_c(in[0].data, t, base + k, &re[k], &im[k]);
+      else
+        re[k] = rlx_elem_get(in[0].data, t, base + k), im[k] = rlx_elem_get(in[0].data, t, base + N + k);
     }
     for (size_t i = 1, j = 0; i < N; i++) { /* bit reversal */
       size_t bit = N >> 1;
@@ -377,8 +379,10 @@ RLX_CPU_KERNEL(FftQ) {
     for (size_t k = 0; k < N; k++) {
       double r = re[k] * fin, i2 = im[k] * fin;
       if (integer && fin != 1.0) r = q_fix(r, t, sat), i2 = q_fix(i2, t, sat);
-      if (cplx) rlx_elem_set_c(out->data, t, base + k, r, i2);
-      else ru_store(out->data, t, base + k, r), ru_store(out->data, t, base + N + k, i2);
+      if (cplx)
+        rlx_elem_set_c(out->data, t, base + k, r, i2);
+      else
+        ru_store(out->data, t, base + k, r), ru_store(out->data, t, base + N + k, i2);
     }
   }
   free(re);

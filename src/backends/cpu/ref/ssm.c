@@ -146,8 +146,10 @@ static rlx_status gdn_check(const rlx_node *n, const rlx_tensor *in, int64_t sta
   size_t bshn[4] = {g->B, g->S, g->H, N}, bsh[3] = {g->B, g->S, g->H}, bhnn[4] = {g->B, g->H, N, N};
   RLX_TRY(need_dims(n, in, 1, "k", 4, bshn));
   RLX_TRY(need_dims(n, in, 2, "v", 4, bshn));
-  if (per_channel) RLX_TRY(need_dims(n, in, 3, "g", 4, bshn));
-  else RLX_TRY(need_dims(n, in, 3, "g", 3, bsh));
+  if (per_channel)
+    RLX_TRY(need_dims(n, in, 3, "g", 4, bshn));
+  else
+    RLX_TRY(need_dims(n, in, 3, "g", 3, bsh));
   RLX_TRY(need_dims(n, in, 4, "beta", 3, bsh));
   if (carry) RLX_TRY(need_dims(n, in, 5, "state", 4, bhnn));
   return RLX_OK;
@@ -160,8 +162,10 @@ static void gdn_forward_head(const gdn_dims *d, const double *const *v, size_t b
                              double *hist, double *dec, double *sk) {
   size_t N = d->N, H = d->H, S = d->S;
   double inv = 1.0 / sqrt((double)N);
-  if (d->carry) memcpy(Sm, v[5] + (b * H + h) * N * N, N * N * sizeof *Sm);
-  else memset(Sm, 0, N * N * sizeof *Sm);
+  if (d->carry)
+    memcpy(Sm, v[5] + (b * H + h) * N * N, N * N * sizeof *Sm);
+  else
+    memset(Sm, 0, N * N * sizeof *Sm);
   if (hist) memcpy(hist, Sm, N * N * sizeof *Sm);
   for (size_t t = 0; t < S; t++) {
     size_t r = (b * S + t) * H + h; /* row of [B, S, H] */
@@ -288,8 +292,10 @@ RLX_CPU_KERNEL(GatedDeltaNetBackward) {
               rowsum += dsa * Sa[i * N + j];
               dS[i * N + j] = dsa * e;
             }
-            if (d.per_channel) dg[r * N + i] = rowsum;
-            else gsum += rowsum;
+            if (d.per_channel)
+              dg[r * N + i] = rowsum;
+            else
+              gsum += rowsum;
           }
           if (!d.per_channel) dg[r] = gsum;
         }

@@ -20,14 +20,15 @@
 
 /* ---- codebook weights ---- */
 
-static rlx_status synth_weight(const rlx_node *n, const rlx_tensor *in, uint32_t ci, uint32_t bi, int64_t D,
-                               int64_t NE, size_t *K, size_t *N, double **W) {
+static rlx_status synth_weight(const rlx_node *n, const rlx_tensor *in, uint32_t ci, uint32_t bi, int64_t D, int64_t NE,
+                               size_t *K, size_t *N, double **W) {
   RLX_TRY(rb_need_index(n, in, ci, "codes"));
   RLX_TRY(rb_need_float(n, in, bi, "codebook"));
   const rlx_shape *cs = &in[ci].shape, *bs = &in[bi].shape;
   if (cs->rank != 2 || bs->rank != 2 || bs->dims[0] != NE || bs->dims[1] != D)
-    return ru_error(RLX_ERR_INVALID_ARG, n, "operands codes %s / codebook %s do not fit entry_dim %lld, num_entries %lld",
-                    ru_fmt(cs), ru_fmt(bs), (long long)D, (long long)NE);
+    return ru_error(RLX_ERR_INVALID_ARG, n,
+                    "operands codes %s / codebook %s do not fit entry_dim %lld, num_entries %lld", ru_fmt(cs),
+                    ru_fmt(bs), (long long)D, (long long)NE);
   size_t R = (size_t)cs->dims[0];
   *N = (size_t)cs->dims[1];
   *K = R * (size_t)D;
@@ -119,7 +120,8 @@ RLX_CPU_KERNEL(SynthMatMulBackward) {
       int64_t e = 0;
       rb_index(in[1].data, ru_dt(&in[1]), (k / D) * N + j, &e); /* checked by synth_weight */
       double g = 0;
-      for (size_t i = 0; i < M; i++) g += rlx_elem_get(in[0].data, tx, i * K + k) * rlx_elem_get(in[3].data, td, i * N + j);
+      for (size_t i = 0; i < M; i++)
+        g += rlx_elem_get(in[0].data, tx, i * K + k) * rlx_elem_get(in[3].data, td, i * N + j);
       acc[(size_t)e * D + k % D] += g;
     }
   for (size_t i = 0; i < NE * D; i++) ru_store(out->data, ru_dt(out), i, acc[i]);
@@ -130,7 +132,7 @@ RLX_CPU_KERNEL(SynthMatMulBackward) {
 /* ---- spline activations ---- */
 
 typedef struct spline {
-  size_t nk, C;     /* knots; channels of coeffs (1 = shared) */
+  size_t nk, C; /* knots; channels of coeffs (1 = shared) */
   double lo, hi, h;
   const rlx_tensor *coeffs;
 } spline;
@@ -139,7 +141,8 @@ static rlx_status spline_setup(const rlx_node *n, const rlx_tensor *in, int64_t 
   RLX_TRY(rb_need_float(n, in, 0, "x"));
   RLX_TRY(rb_need_float(n, in, 1, "coeffs"));
   const rlx_shape *x = &in[0].shape, *k = &in[1].shape;
-  if (nk < 2 || !(lo < hi)) return ru_error(RLX_ERR_INVALID_ARG, n, "num_knots >= 2 and grid_min < grid_max are required");
+  if (nk < 2 || !(lo < hi))
+    return ru_error(RLX_ERR_INVALID_ARG, n, "num_knots >= 2 and grid_min < grid_max are required");
   s->nk = (size_t)nk;
   s->lo = lo, s->hi = hi, s->h = ((double)hi - (double)lo) / (double)(nk - 1);
   s->coeffs = &in[1];
