@@ -116,11 +116,12 @@ typedef enum rlx_op {
 #undef RLX_OPA
 
 /* Op families (one per section of ops.def; the coverage doc groups by them). */
-#define RLX_FAMILY_LIST(X)                                                                                            \
-  X(LEAF, leaf)                                                                                                       \
-  X(ELEMENTWISE, elementwise) X(QUANT, quant) X(REGION, region) X(LINALG, linalg) X(NORM, norm) X(RESAMPLE, resample) \
-      X(ATTENTION, attention) X(SHAPE, shape) X(REDUCE, reduce) X(RANDOM, random) X(CONV, conv) X(BACKWARD, backward) \
-          X(MOE, moe) X(SCATTER, scatter) X(FUSED, fused) X(SYNTH, synth) X(RECURRENT, recurrent) X(CONTROL, control) \
+#define RLX_FAMILY_LIST(X)                                                                                        \
+  X(LEAF, leaf)                                                                                                   \
+  X(ELEMENTWISE, elementwise)                                                                                     \
+  X(QUANT, quant) X(REGION, region) X(LINALG, linalg) X(NORM, norm) X(RESAMPLE, resample) X(ATTENTION, attention) \
+      X(SHAPE, shape) X(REDUCE, reduce) X(RANDOM, random) X(CONV, conv) X(BACKWARD, backward) X(MOE, moe)         \
+          X(SCATTER, scatter) X(FUSED, fused) X(SYNTH, synth) X(RECURRENT, recurrent) X(CONTROL, control)         \
               X(SPLAT, splat) X(CUSTOM, custom) X(SIGNAL, signal) X(SPD, spd)
 typedef enum rlx_family {
 #define RLX_X(E, n) RLX_FAMILY_##E,
@@ -285,6 +286,10 @@ void rlx_attrs_init(rlx_op op, void *attrs);
 /* Deep equality of two attribute values of the same op (subgraphs compared structurally). */
 bool rlx_attrs_equal(rlx_op op, const void *a, const void *b);
 uint64_t rlx_attrs_hash(rlx_op op, const void *a);
+
+/* GGUF block geometry of a QuantScheme: elements and bytes per block; false for the non-GGUF
+ * schemes. */
+bool rlx_quant_scheme_gguf_block(int32_t scheme, int64_t *elems, int64_t *bytes);
 
 #ifdef __cplusplus
 }

@@ -7,8 +7,9 @@
 
 /* ---- quantization schemes ---- */
 
-/* GGUF block geometry (elements per block, bytes per block); false for non-GGUF schemes. */
-static bool gguf_block(int32_t scheme, int64_t *elems, int64_t *bytes) {
+/* GGUF block geometry (elements per block, bytes per block); false for non-GGUF schemes. The one
+ * table of it: the shape rules and the CPU's block decoders read it (rlx/ops.h). */
+bool rlx_quant_scheme_gguf_block(int32_t scheme, int64_t *elems, int64_t *bytes) {
   int64_t e, b;
   switch (scheme) {
   case RLX_QUANT_SCHEME_GGUF_Q4K: e = 256, b = 144; break;
@@ -134,7 +135,7 @@ static rlx_status need_declared(const rlx_infer_ctx *c, uint32_t rank, const cha
 /* K (from `where`) must be a whole number of GGUF blocks when static. */
 static rlx_status need_gguf_k(int32_t scheme, rlx_dim k, const char *where) {
   int64_t be = 1, bb = 1;
-  if (!gguf_block(scheme, &be, &bb))
+  if (!rlx_quant_scheme_gguf_block(scheme, &be, &bb))
     return rlx_shape_error("%s: scheme %s is not a GGUF scheme", where, scheme_name(scheme));
   if (k >= 0 && k % be != 0)
     return rlx_shape_error("%s has K = %" PRId64 "; scheme %s packs K in blocks of %" PRId64
@@ -147,7 +148,8 @@ static rlx_status need_gguf_k(int32_t scheme, rlx_dim k, const char *where) {
  * *known = false when K or N is symbolic. */
 static rlx_status gguf_bytes(int32_t scheme, rlx_dim k, rlx_dim n, bool *known, int64_t *bytes) {
   int64_t be = 1, bb = 1;
-  if (!gguf_block(scheme, &be, &bb)) return rlx_shape_error("scheme %s is not a GGUF scheme", scheme_name(scheme));
+  if (!rlx_quant_scheme_gguf_block(scheme, &be, &bb))
+    return rlx_shape_error("scheme %s is not a GGUF scheme", scheme_name(scheme));
   *known = k >= 0 && n >= 0;
   if (!*known) return RLX_OK;
   RLX_TRY(ck_mul_or(k / be, n, bytes, "the packed weight blocks (K / block) * N"));
@@ -318,7 +320,7 @@ rlx_status rlx_infer_DequantMatMul(const rlx_infer_ctx *c, rlx_shape *out) {
   const rlx_attrs_DequantMatMul *a = &c->a->DequantMatMul;
   RLX_TRY(need_scheme(a->scheme));
   int64_t be, bb;
-  if (gguf_block(a->scheme, &be, &bb)) return dequant_gguf(c, a->scheme, out);
+  if (rlx_quant_scheme_gguf_block(a->scheme, &be, &bb)) return dequant_gguf(c, a->scheme, out);
   if (a->scheme == RLX_QUANT_SCHEME_MXFP4X2_BLOCK) return dequant_mxfp4x2(c, a->group_size, out);
   return dequant_four(c, a, out);
 }
@@ -353,7 +355,7 @@ static rlx_status gguf_slabs(const rlx_infer_ctx *c, uint32_t i, int32_t scheme,
 static rlx_status need_gguf_scheme(int32_t scheme) {
   int64_t be, bb;
   RLX_TRY(need_scheme(scheme));
-  if (!gguf_block(scheme, &be, &bb))
+  if (!rlx_quant_scheme_gguf_block(scheme, &be, &bb))
     return rlx_shape_error("attribute scheme is %s; this op decodes GGUF schemes only", scheme_name(scheme));
   return RLX_OK;
 }

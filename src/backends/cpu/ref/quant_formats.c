@@ -75,40 +75,10 @@ static void k_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *mn) {
  * ====================================================================================== */
 
 bool rq_gguf_block(int32_t scheme, size_t *elems, size_t *bytes) {
-  size_t e, b;
-  switch (scheme) {
-  case RLX_QUANT_SCHEME_GGUF_Q4K: e = 256, b = 144; break;
-  case RLX_QUANT_SCHEME_GGUF_Q5K: e = 256, b = 176; break;
-  case RLX_QUANT_SCHEME_GGUF_Q6K: e = 256, b = 210; break;
-  case RLX_QUANT_SCHEME_GGUF_Q8K: e = 256, b = 292; break;
-  case RLX_QUANT_SCHEME_GGUF_Q2K: e = 256, b = 84; break;
-  case RLX_QUANT_SCHEME_GGUF_Q3K: e = 256, b = 110; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ4NL: e = 32, b = 18; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ4XS: e = 256, b = 136; break;
-  case RLX_QUANT_SCHEME_GGUF_TQ1_0: e = 256, b = 54; break;
-  case RLX_QUANT_SCHEME_GGUF_TQ2_0: e = 256, b = 66; break;
-  case RLX_QUANT_SCHEME_GGUF_MXFP4: e = 32, b = 17; break;
-  case RLX_QUANT_SCHEME_GGUF_NVFP4: e = 16, b = 9; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ2XXS: e = 256, b = 66; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ2XS: e = 256, b = 74; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ2S: e = 256, b = 82; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ3XXS: e = 256, b = 98; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ3S: e = 256, b = 110; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ1S: e = 256, b = 50; break;
-  case RLX_QUANT_SCHEME_GGUF_IQ1M: e = 256, b = 56; break;
-  case RLX_QUANT_SCHEME_GGUF_Q4_0: e = 32, b = 18; break;
-  case RLX_QUANT_SCHEME_GGUF_Q8_0: e = 32, b = 34; break;
-  case RLX_QUANT_SCHEME_GGUF_Q4_1: e = 32, b = 20; break;
-  case RLX_QUANT_SCHEME_GGUF_Q5_0: e = 32, b = 22; break;
-  case RLX_QUANT_SCHEME_GGUF_Q5_1: e = 32, b = 24; break;
-  case RLX_QUANT_SCHEME_GGUF_Q1_0: e = 128, b = 18; break;
-  case RLX_QUANT_SCHEME_GGUF_Q2_0: e = 128, b = 34; break;
-  case RLX_QUANT_SCHEME_GGUF_FV5: e = 256, b = 104; break;
-  case RLX_QUANT_SCHEME_GGUF_FV5B: e = 256, b = 260; break;
-  default: return false;
-  }
-  *elems = e;
-  *bytes = b;
+  int64_t e, b;
+  if (!rlx_quant_scheme_gguf_block(scheme, &e, &b)) return false;
+  *elems = (size_t)e;
+  *bytes = (size_t)b;
   return true;
 }
 
