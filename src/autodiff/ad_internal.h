@@ -86,6 +86,7 @@ RLX_VJP_DECL(Cholesky);
 RLX_VJP_DECL(TriangularSolve);
 RLX_VJP_DECL(GroupedMatMul);
 RLX_VJP_DECL(Svd);
+RLX_VJP_DECL(Qr);
 /* vjp/norm.c */
 RLX_VJP_DECL(LayerNorm);
 RLX_VJP_DECL(RmsNorm);

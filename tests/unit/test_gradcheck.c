@@ -187,6 +187,16 @@ static rlx_status b_svd(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   return rlx_build_Svd(g, p, 1, &a, NULL, y);
 }
 
+static rlx_status b_qr_q(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_Qr a = {.part = RLX_QR_PART_Q};
+  return rlx_build_Qr(g, p, 1, &a, NULL, y);
+}
+
+static rlx_status b_qr_r(rlx_graph *g, const rlx_id *p, rlx_id *y) {
+  rlx_attrs_Qr a = {.part = RLX_QR_PART_R};
+  return rlx_build_Qr(g, p, 1, &a, NULL, y);
+}
+
 static rlx_status b_im2col(rlx_graph *g, const rlx_id *p, rlx_id *y) {
   int64_t k[2] = {2, 3}, s[2] = {2, 1}, pad[4] = {1, 0, 0, 1}, d[2] = {1, 2};
   rlx_attrs_Im2Col a = {.kernel_size = {.v = k, .n = 2},
@@ -1299,6 +1309,10 @@ static const gc_entry cases[] = {
     CASE("Sort descending", Sort, b_sort, P1("x", -1, 1, 2, 2, 5)),
     CASE("Svd singular values (wide)", Svd, b_svd, P1("A", -1, 1, 2, 2, 4)),
     CASE("Svd singular values (tall)", Svd, b_svd, P1("A", -1, 1, 2, 4, 3)),
+    CASE("Qr Q (tall)", Qr, b_qr_q, P1("A", -1, 1, 2, 4, 3)),
+    CASE("Qr R (tall)", Qr, b_qr_r, P1("A", -1, 1, 2, 4, 3)),
+    CASE("Qr Q (square)", Qr, b_qr_q, P1("A", -1, 1, 2, 3, 3)),
+    CASE("Qr R (square)", Qr, b_qr_r, P1("A", -1, 1, 2, 3, 3)),
     /* normalisation */
     CASE("LayerNorm", LayerNorm, b_layernorm, P1("x", -1, 1, 3, 2, 3, 4), P1("gamma", 0.5, 1.5, 1, 4),
          P1("beta", -1, 1, 1, 4)),
@@ -1754,7 +1768,6 @@ static const struct {
 } no_case[] = {
     {RLX_OP_StopGradient, "its gradient is zero by definition (test_autodiff checks it)"},
     {RLX_OP_FakeQuantize, "straight-through estimators are not derivatives (test_autodiff checks the formulas)"},
-    {RLX_OP_Qr, "no VJP rule"},
     /* quantization family */
     {RLX_OP_Quantize, "straight-through estimator (dx = dy), not a derivative; i8 output"},
     {RLX_OP_ScaledQuantize, "straight-through estimator (dx = dy), not a derivative; u8 codes"},

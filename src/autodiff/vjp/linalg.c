@@ -180,6 +180,46 @@ RLX_VJP_DECL(GroupedMatMul) {
 
 /* Singular values s of A = U diag(s) V^T (thin): dA = U diag(g) V^T. Only part S is
  * differentiable (the singular vectors are defined up to sign and rotation). */
+/* Thin QR of a tall or square A = QR (R square, invertible, non-negative diagonal). With
+ * M = R dR^T - dQ^T Q and copyltu(M) = tril(M) + tril(M, -1)^T,
+ *   dA = (dQ + Q copyltu(M)) R^-T.
+ * Each part's node contributes its own term (the other part's cotangent is zero there). */
+RLX_VJP_DECL(Qr) {
+  (void)y;
+  rlx_shape s = ad_shape(c, x[0]);
+  if (s.rank != 2 || s.dims[0] < s.dims[1])
+    return ad_unsupported(c,
+                          "the gradient of Qr is defined here for a tall or square matrix (m >= n), not %u-D "
+                          "[%lld, %lld]",
+                          s.rank, (long long)(s.rank > 0 ? s.dims[0] : 0), (long long)(s.rank > 1 ? s.dims[1] : 0));
+  bool part_q = n->attrs.Qr.part == RLX_QR_PART_Q;
+  rlx_attrs_Qr aq = {.part = RLX_QR_PART_Q}, ar = {.part = RLX_QR_PART_R};
+  rlx_id q, r, dyt, m, lo, strict, strict_t, sym, qs, b, bt, xt;
+  RLX_TRY(rlx_build_Qr(c->dst, &x[0], 1, &aq, NULL, &q));
+  RLX_TRY(rlx_build_Qr(c->dst, &x[0], 1, &ar, NULL, &r));
+  RLX_TRY(ad_mT(c, dy, &dyt));
+  if (part_q) {
+    RLX_TRY(ad_matmul(c, dyt, q, &m)); /* dQ^T Q */
+    RLX_TRY(ad_neg(c, m, &m));
+  } else {
+    RLX_TRY(ad_matmul(c, r, dyt, &m)); /* R dR^T */
+  }
+  RLX_TRY(triangle(c, m, false, &lo));
+  rlx_attrs_Trilu below = {.upper = false, .diagonal = -1};
+  RLX_TRY(rlx_build_Trilu(c->dst, &m, 1, &below, NULL, &strict));
+  RLX_TRY(ad_mT(c, strict, &strict_t));
+  RLX_TRY(ad_add(c, lo, strict_t, &sym));
+  RLX_TRY(ad_matmul(c, q, sym, &qs));
+  if (part_q)
+    RLX_TRY(ad_add(c, dy, qs, &b));
+  else
+    b = qs;
+  /* X = B R^-T  <=>  R X^T = B^T */
+  RLX_TRY(ad_mT(c, b, &bt));
+  RLX_TRY(tri_solve(c, r, bt, false, false, &xt));
+  return ad_mT(c, xt, &dx[0]);
+}
+
 RLX_VJP_DECL(Svd) {
   (void)y;
   if (n->attrs.Svd.part != RLX_SVD_PART_S)

@@ -48,6 +48,7 @@ const rlx_vjp_fn rlx_vjp_table[RLX_OP_COUNT] = {
     [RLX_OP_TriangularSolve] = rlx_vjp_TriangularSolve,
     [RLX_OP_GroupedMatMul] = rlx_vjp_GroupedMatMul,
     [RLX_OP_Svd] = rlx_vjp_Svd,
+    [RLX_OP_Qr] = rlx_vjp_Qr,
     /* vjp/norm.c */
     [RLX_OP_LayerNorm] = rlx_vjp_LayerNorm,
     [RLX_OP_RmsNorm] = rlx_vjp_RmsNorm,
