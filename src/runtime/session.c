@@ -298,6 +298,16 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
     rlx_error_context(st, "simplify");
     goto fail;
   }
+  if (claimed[RLX_OP_ElementwiseRegion] && !rlx_fuse_disabled()) {
+    rlx_graph *fused = NULL;
+    st = rlx_fuse_elementwise(e->graph, &fused, NULL);
+    if (st != RLX_OK) {
+      rlx_error_context(st, "elementwise fusion");
+      goto fail;
+    }
+    rlx_graph_free(e->graph);
+    e->graph = fused;
+  }
   st = rlx_verify(e->graph);
   if (st == RLX_ERR_OOM) goto fail;
   if (st != RLX_OK) {

@@ -123,8 +123,10 @@ typedef struct bin_job {
     }                                            \
   } while (0)
 
-static void bin_run(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb,
-                    float *restrict c, size_t len) {
+bool fk_bin_f32_ok(rlx_binop op) { return binary_op_ok(op); }
+
+void fk_bin_f32(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb, float *restrict c,
+                size_t len) {
   switch (op) {
   case RLX_BINOP_ADD: BIN_RUN(x + y); break;
   case RLX_BINOP_SUB: BIN_RUN(x - y); break;
@@ -145,7 +147,7 @@ static void bin_task(void *arg, size_t lo, size_t hi, int chunk) {
   size_t inner = v->dims[r - 1];
   if (r == 1) {
     size_t s = lo * BLOCK, e = hi * BLOCK < inner ? hi * BLOCK : inner;
-    bin_run(j->op, j->a + s * v->sa[0], v->sa[0], j->b + s * v->sb[0], v->sb[0], j->c + s, e - s);
+    fk_bin_f32(j->op, j->a + s * v->sa[0], v->sa[0], j->b + s * v->sb[0], v->sb[0], j->c + s, e - s);
     return;
   }
   for (size_t row = lo; row < hi; row++) {
@@ -156,7 +158,7 @@ static void bin_task(void *arg, size_t lo, size_t hi, int chunk) {
       oa += c * v->sa[k];
       ob += c * v->sb[k];
     }
-    bin_run(j->op, j->a + oa, v->sa[r - 1], j->b + ob, v->sb[r - 1], j->c + row * inner, inner);
+    fk_bin_f32(j->op, j->a + oa, v->sa[r - 1], j->b + ob, v->sb[r - 1], j->c + row * inner, inner);
   }
 }
 
@@ -252,11 +254,11 @@ typedef struct act_job {
   float *y;
 } act_job;
 
-static void act_block(const void *job, size_t s, size_t e) {
-  const act_job *j = job;
-  const float *restrict x = j->x;
-  float *restrict y = j->y;
-  switch (j->kind) {
+bool fk_act_f32_ok(rlx_act k) { return act_ok(k); }
+
+void fk_act_f32(rlx_act kind, const float *restrict x, float *restrict y, size_t len) {
+  const size_t s = 0, e = len;
+  switch (kind) {
   case RLX_ACT_RELU:
     for (size_t i = s; i < e; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; /* NaN and -0 pass, like the reference */
     break;
@@ -303,6 +305,11 @@ static void act_block(const void *job, size_t s, size_t e) {
     for (size_t i = s; i < e; i++) y[i] = softplusf(x[i]);
     break;
   }
+}
+
+static void act_block(const void *job, size_t s, size_t e) {
+  const act_job *j = job;
+  fk_act_f32(j->kind, j->x + s, j->y + s, e - s);
 }
 
 FK_KERNEL(Activation) {

@@ -156,6 +156,15 @@ FK_DECL(ReluBackward);
 FK_DECL(ActivationBackward);
 FK_DECL(Where);
 FK_DECL(Cast);
+FK_DECL(ElementwiseRegion);
+/* The f32 loops behind Binary and Activation, for the region kernel (fast/region.c): c[i] =
+ * a[i*sa] op b[i*sb] (sa, sb in {0, 1}) for the ops fk_bin_f32_ok accepts (Add Sub Mul Div Max
+ * Min); y = act(x) for the kinds fk_act_f32_ok accepts. Same values as the Binary / Activation
+ * fast kernels. */
+bool fk_bin_f32_ok(rlx_binop op);
+void fk_bin_f32(rlx_binop op, const float *a, size_t sa, const float *b, size_t sb, float *c, size_t len);
+bool fk_act_f32_ok(rlx_act k);
+void fk_act_f32(rlx_act k, const float *x, float *y, size_t len);
 /* reduce.c */
 FK_DECL(Reduce);
 FK_DECL(Softmax);
