@@ -74,7 +74,11 @@ static bool binary_op_ok(rlx_binop op) {
 }
 
 FK_APPLIES(Binary) {
-  if (n_in != 2 || !binary_op_ok((rlx_binop)n->attrs.Binary.op)) return false;
+  if (n_in != 2) return false;
+  rlx_binop op = (rlx_binop)n->attrs.Binary.op;
+  /* Pow: with a single-element exponent (the constant exponents of ONNX models) */
+  if (!binary_op_ok(op) && !(op == RLX_BINOP_POW && fk_is_f32(&in[1].shape) && fk_numel(&in[1].shape) == 1))
+    return false;
   if (!fk_static_f32(&in[0].shape) || !fk_static_f32(&in[1].shape) || !fk_static_f32(&n->shape)) return false;
   bview v;
   return binary_view(&in[0].shape, &in[1].shape, &n->shape, &v);
@@ -123,17 +127,49 @@ typedef struct bin_job {
     }                                            \
   } while (0)
 
-bool fk_bin_f32_ok(rlx_binop op) { return binary_op_ok(op); }
+/* The loops of elem_loops.h for each instruction-set path. */
+#define EL_ATTR
+#define EL_NAME(x) x##_base
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+#define EL_ATTR __attribute__((target("avx2")))
+#define EL_NAME(x) x##_avx2
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+#define EL_ATTR __attribute__((target("avx512f")))
+#define EL_NAME(x) x##_avx512
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+
+bool fk_bin_f32_ok(rlx_binop op) { return binary_op_ok(op) || op == RLX_BINOP_POW; }
+
+/* a ^ b, b a single element: the short forms of elem_loops.h; anything else through double pow,
+ * rounded once (the reference's value). */
+static void pow_run(const float *restrict a, size_t sa, const float *restrict b, size_t sb, float *restrict c,
+                    size_t len) {
+  if (sb == 0 && sa == 1) {
+    fk_isa isa = fk_isa_active();
+    bool done = isa == FK_ISA_AVX512 ? powc_avx512(b[0], a, c, len)
+                : isa == FK_ISA_AVX2 ? powc_avx2(b[0], a, c, len)
+                                     : powc_base(b[0], a, c, len);
+    if (done) return;
+  }
+  for (size_t i = 0; i < len; i++) c[i] = (float)pow((double)a[i * sa], (double)b[i * sb]);
+}
 
 void fk_bin_f32(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb, float *restrict c,
                 size_t len) {
-  switch (op) {
-  case RLX_BINOP_ADD: BIN_RUN(x + y); break;
-  case RLX_BINOP_SUB: BIN_RUN(x - y); break;
-  case RLX_BINOP_MUL: BIN_RUN(x * y); break;
-  case RLX_BINOP_DIV: BIN_RUN(x / y); break;
-  case RLX_BINOP_MAX: BIN_RUN(ref_max(x, y)); break;
-  default: BIN_RUN(ref_min(x, y)); break;
+  if (op == RLX_BINOP_POW) {
+    pow_run(a, sa, b, sb, c, len);
+    return;
+  }
+  switch (fk_isa_active()) {
+  case FK_ISA_AVX512: bin_avx512(op, a, sa, b, sb, c, len); break;
+  case FK_ISA_AVX2: bin_avx2(op, a, sa, b, sb, c, len); break;
+  default: bin_base(op, a, sa, b, sb, c, len); break;
   }
 }
 
@@ -223,7 +259,10 @@ static bool act_ok(rlx_act k) {
   case RLX_ACT_SILU:
   case RLX_ACT_GELU:
   case RLX_ACT_GELU_APPROX:
-  case RLX_ACT_SOFTPLUS: return true;
+  case RLX_ACT_SOFTPLUS:
+  case RLX_ACT_ERF:
+  case RLX_ACT_HARD_SWISH:
+  case RLX_ACT_HARD_SIGMOID: return true;
   default: return false;
   }
 }
@@ -257,22 +296,15 @@ typedef struct act_job {
 bool fk_act_f32_ok(rlx_act k) { return act_ok(k); }
 
 void fk_act_f32(rlx_act kind, const float *restrict x, float *restrict y, size_t len) {
+  fk_isa isa = fk_isa_active();
+  bool done = isa == FK_ISA_AVX512 ? act_avx512(kind, x, y, len)
+              : isa == FK_ISA_AVX2 ? act_avx2(kind, x, y, len)
+                                   : act_base(kind, x, y, len);
+  if (done) return;
   const size_t s = 0, e = len;
   switch (kind) {
-  case RLX_ACT_RELU:
-    for (size_t i = s; i < e; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; /* NaN and -0 pass, like the reference */
-    break;
-  case RLX_ACT_NEG:
-    for (size_t i = s; i < e; i++) y[i] = -x[i];
-    break;
-  case RLX_ACT_ABS:
-    for (size_t i = s; i < e; i++) y[i] = fabsf(x[i]);
-    break;
-  case RLX_ACT_SQRT:
-    for (size_t i = s; i < e; i++) y[i] = sqrtf(x[i]);
-    break;
-  case RLX_ACT_RECIP:
-    for (size_t i = s; i < e; i++) y[i] = 1.0f / x[i];
+  case RLX_ACT_ERF:
+    for (size_t i = s; i < e; i++) y[i] = erff(x[i]);
     break;
   case RLX_ACT_EXP:
     for (size_t i = s; i < e; i++) y[i] = expf(x[i]);
