@@ -514,10 +514,10 @@ static void test_binary(void) {
 }
 
 static void test_activation(void) {
-  rlx_act kinds[] = {RLX_ACT_RELU, RLX_ACT_NEG,         RLX_ACT_ABS,     RLX_ACT_SQRT, RLX_ACT_RECIP,
-                     RLX_ACT_EXP,  RLX_ACT_LOG,         RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU,
-                     RLX_ACT_GELU, RLX_ACT_GELU_APPROX, RLX_ACT_SOFTPLUS, RLX_ACT_ERF, RLX_ACT_HARD_SWISH,
-                     RLX_ACT_HARD_SIGMOID};
+  rlx_act kinds[] = {RLX_ACT_RELU,     RLX_ACT_NEG,  RLX_ACT_ABS,        RLX_ACT_SQRT,
+                     RLX_ACT_RECIP,    RLX_ACT_EXP,  RLX_ACT_LOG,        RLX_ACT_SIGMOID,
+                     RLX_ACT_TANH,     RLX_ACT_SILU, RLX_ACT_GELU,       RLX_ACT_GELU_APPROX,
+                     RLX_ACT_SOFTPLUS, RLX_ACT_ERF,  RLX_ACT_HARD_SWISH, RLX_ACT_HARD_SIGMOID};
   fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     for (int f = 0; f < 3; f++) {
@@ -1029,6 +1029,82 @@ static void test_region(void) {
   case_free(&c);
 }
 
+/* ======================================================================================
+ * Accuracy of the f32 activation loops: a dense sweep plus edge values, in ulps of the
+ * exact value (computed in double by the reference kernel; 0.5 = correctly rounded). Bounds
+ * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 1, GeluApprox 32 (its argument
+ * 2z is rounded to f32 and e^2z amplifies that by |2z| in the negative tail); HardSwish,
+ * HardSigmoid, Relu, Neg, Abs, Sqrt, Recip correctly rounded. Measured where the result is a
+ * normal f32; a subnormal result must be within FLT_MIN absolutely (f32 intermediates underflow
+ * there), and Silu is measured for x >= -87 (below, sigmoid(x) is an f32 subnormal and the product
+ * x * sigmoid(x) keeps only its few bits). GeluApprox is measured where |y| >= 1e-6: below, the
+ * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not).
+ * ====================================================================================== */
+
+/* |f - r| in ulps of the f32 result r rounds to (0.5 = correctly rounded); results that round
+ * to +-inf must match exactly. */
+static double ulps(float f, double r) {
+  float rf = (float)r;
+  if (isnan(r) || isnan(f)) return isnan(r) && isnan(f) ? 0 : INFINITY;
+  if (isinf(rf) || isinf(f)) return f == rf ? 0 : INFINITY;
+  double u = ldexp(1.0, ilogb(rf) - 23);
+  return fabs((double)f - r) / u;
+}
+
+static void test_activation_ulps(void) {
+  struct {
+    rlx_act k;
+    double bound;
+  } kinds[] = {{RLX_ACT_EXP, 2.5},        {RLX_ACT_SIGMOID, 3.5},    {RLX_ACT_SILU, 4.5},
+               {RLX_ACT_GELU_APPROX, 32}, {RLX_ACT_HARD_SWISH, 0.5}, {RLX_ACT_HARD_SIGMOID, 0.5},
+               {RLX_ACT_RELU, 0},         {RLX_ACT_SQRT, 0.5},       {RLX_ACT_RECIP, 0.5},
+               {RLX_ACT_ERF, 1},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0}};
+  size_t n = 400000;
+  float *x = malloc((n + 16) * sizeof *x), *y = malloc((n + 16) * sizeof *y);
+  double *r = malloc((n + 16) * sizeof *r);
+  rlx_tensor tx = {x, SHP(F32, (int64_t)n + 16)}, tr = {r, SHP(F64, (int64_t)n + 16)};
+  for (size_t i = 0; i < n; i++) x[i] = (float)(-110.0 + 200.0 * (double)i / (double)n);
+  float edge[16] = {0.0f,   -0.0f,  NAN,    INFINITY, -INFINITY, 1e-30f, -1e-30f, 1e-45f,
+                    88.72f, 88.73f, -87.5f, -103.9f,  -104.5f,   3.0f,   -3.0f,   6.0f};
+  memcpy(x + n, edge, sizeof edge);
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    rlx_graph *g;
+    rlx_id xi, yi;
+    CHECK_OK(rlx_graph_create(NULL, "ulps", &g));
+    CHECK_OK(rlx_input(g, "x", SHP(F64, (int64_t)n + 16), &xi));
+    CHECK_OK(rlx_activation(g, kinds[k].k, xi, &yi));
+    /* the reference in double, on the f32 inputs widened */
+    double *xd = malloc((n + 16) * sizeof *xd);
+    for (size_t i = 0; i < n + 16; i++) xd[i] = x[i];
+    rlx_tensor txd = {xd, tr.shape};
+    rlx_cpu_ctx c1 = {.threads = 1};
+    CHECK_OK(rlx_cpu_ref_table[RLX_OP_Activation](rlx_graph_node(g, yi), &txd, 1, &tr, &c1));
+    fk_act_f32(kinds[k].k, x, y, n + 16);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n + 16; i++) {
+      if (kinds[k].k == RLX_ACT_GELU_APPROX && fabs(r[i]) < 1e-6) continue;
+      if (kinds[k].k == RLX_ACT_SILU && x[i] < -87.0f) continue; /* sigmoid(x) is subnormal */
+      if (isfinite(r[i]) && fabs(r[i]) < 1.17549435e-38) {
+        CHECK_MSG(fabs((double)y[i] - r[i]) < 1.17549435e-38, "%s: x = %.9g gives %.9g, not %.9g",
+                  rlx_enum_act.names[kinds[k].k], (double)x[i], (double)y[i], r[i]);
+        continue;
+      }
+      double u = ulps(y[i], r[i]);
+      if (u > worst) worst = u, at = i;
+    }
+    fprintf(stderr, "  %s: max %.2f ulp (at x = %.9g)\n", rlx_enum_act.names[kinds[k].k], worst, (double)x[at]);
+    CHECK_MSG(worst <= kinds[k].bound, "%s: %.2f ulp at x = %.9g (fast %.9g, double %.17g); bound %.0f",
+              rlx_enum_act.names[kinds[k].k], worst, (double)x[at], (double)y[at], r[at], kinds[k].bound);
+    free(xd);
+    rlx_graph_free(g);
+  }
+  (void)tx;
+  free(x);
+  free(y);
+  free(r);
+}
+
 int main(void) {
   CHECK_OK(fk_isa_configure()); /* RLX_CPU_ISA: scripts/test_isa.sh runs every path */
   fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
@@ -1039,6 +1115,7 @@ int main(void) {
   test_pool();
   test_binary();
   test_activation();
+  test_activation_ulps();
   test_backward_act();
   test_where_cast();
   test_region();

@@ -5,7 +5,7 @@
  * compiler vectorises each loop for that path. No loop here contains a multiply followed by an
  * add (and the build is ISO C, so -ffp-contract=off): every path gives the same bits.
  *
- * Needs BIN_RUN, ref_max, ref_min (elementwise.c) before inclusion. */
+ * Needs BIN_RUN, ref_max, ref_min, el_expf, el_sigmoidf (elementwise.c) before inclusion. */
 
 /* c[i] = a[i*sa] op b[i*sb], sa and sb in {0, 1}: Add Sub Mul Div Max Min. */
 EL_ATTR static void EL_NAME(bin)(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb,
@@ -20,7 +20,8 @@ EL_ATTR static void EL_NAME(bin)(rlx_binop op, const float *restrict a, size_t s
   }
 }
 
-/* The activations made of arithmetic only; false for the others. HardSwish and HardSigmoid are
+/* The activations made of arithmetic only (Exp, Sigmoid, Silu and GeluApprox through el_expf);
+ * false for the others. HardSwish and HardSigmoid are
  * computed in double like the reference (x * clamp(x + 3, 0, 6) / 6, clamp(x / 6 + 1/2, 0, 1);
  * NaN passes the clamps), then rounded once. */
 EL_ATTR static bool EL_NAME(act)(rlx_act k, const float *restrict x, float *restrict y, size_t n) {
@@ -54,6 +55,21 @@ EL_ATTR static bool EL_NAME(act)(rlx_act k, const float *restrict x, float *rest
       v = v < 0.0 ? 0.0 : v;
       v = v > 1.0 ? 1.0 : v;
       y[i] = (float)v;
+    }
+    return true;
+  case RLX_ACT_EXP:
+    for (size_t i = 0; i < n; i++) y[i] = el_expf(x[i]);
+    return true;
+  case RLX_ACT_SIGMOID:
+    for (size_t i = 0; i < n; i++) y[i] = el_sigmoidf(x[i]);
+    return true;
+  case RLX_ACT_SILU:
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * el_sigmoidf(x[i]);
+    return true;
+  case RLX_ACT_GELU_APPROX: /* 0.5 x (1 + tanh z) = x * sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) */
+    for (size_t i = 0; i < n; i++) {
+      float v = x[i], z = 0.79788456080286535588f * (v + 0.044715f * v * v * v);
+      y[i] = v * el_sigmoidf(2.0f * z);
     }
     return true;
   default: return false;
