@@ -20,7 +20,7 @@
 
 #include "backends/cpu/fast/fast.h"
 
-#define BLK 512
+#define BLK 2048
 #define MAX_OPS 16
 
 static uint32_t arity(int32_t kind) {
