@@ -101,8 +101,9 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
                    size_t pt, size_t pl, size_t pb, size_t pr);
 /* The instruction-set path of the fast kernels: the best the CPU runs, or the one the environment
  * variable RLX_CPU_ISA (scalar | avx2 | avx512 | auto) forces. scalar = baseline x86-64 (SSE2
- * only, no AVX2/FMA kernels); avx2 = the AVX2 + FMA kernels; avx512 = the same kernels (none of
- * ours uses AVX-512 yet; OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
+ * only, no AVX2/FMA kernels); avx2 = the AVX2 + FMA kernels and the elementwise loops built for
+ * AVX2; avx512 = the same convolutions, the elementwise loops built for AVX-512F (elem_loops.h;
+ * OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
 typedef enum fk_isa { FK_ISA_SCALAR, FK_ISA_AVX2, FK_ISA_AVX512 } fk_isa;
 fk_isa fk_isa_cpu(void);    /* what this CPU runs */
 fk_isa fk_isa_active(void); /* what the kernels use now */

@@ -11,8 +11,9 @@
  *
  * Each step computes what the unfused op's CPU kernel computes for f32: Add Sub Mul Div Max Min
  * and the activations with an f32 loop share the Binary / Activation fast kernels' code
- * (fk_bin_f32, fk_act_f32); Pow, Rsqrt, Sin, Cos, Tan, Atan and Round go through double like the
- * reference and round once; Compare, Where and the f32 <-> bool casts are exact. Values: f32, and
+ * (fk_bin_f32, fk_act_f32; Pow with a single-element exponent takes the fast kernel's short
+ * forms, any other exponent double pow); Rsqrt, Sin, Cos, Tan, Atan and Round go through double
+ * like the reference and round once; Compare, Where and the f32 <-> bool casts are exact. Values: f32, and
  * bool as 0.0f / 1.0f. Other dtypes, the prologue and other casts run on the reference kernel. */
 #include <math.h>
 #include <stdlib.h>
@@ -137,19 +138,10 @@ static bool cmp_f(rlx_cmp op, float a, float b) {
   }
 }
 
+/* Binary Add..Pow: every one has an f32 loop (Pow: short forms for a uniform exponent, else
+ * double pow rounded once, the reference's value). */
 static void bin_step(rlx_binop op, val a, val b, float *restrict y, size_t len) {
-  if (fk_bin_f32_ok(op)) {
-    fk_bin_f32(op, a.p, a.st, b.p, b.st, y, len);
-    return;
-  }
-  for (size_t i = 0; i < len; i++) {
-    double x = a.p[i * a.st], z = b.p[i * b.st], r;
-    switch (op) {
-    case RLX_BINOP_POW: r = pow(x, z); break;
-    default: r = NAN; break; /* not reached: applies admits Add..Pow */
-    }
-    y[i] = (float)r;
-  }
+  fk_bin_f32(op, a.p, a.st, b.p, b.st, y, len);
 }
 
 static void region_task(void *arg, size_t lo, size_t hi, int chunk) {
