@@ -59,6 +59,10 @@ typedef struct rlx_compile_options {
   /* The backend's own options (rlx_cpu_options of rlx/cpu.h, ...), or NULL for its defaults.
    * The struct starts with an rlx_backend_options_header naming the backend it is for. */
   const void *backend_options;
+  /* Reuse the result of an earlier compile of an identical graph (same structural hash, backend
+   * and options): the process-wide compile cache (docs/compile.md). Default true; the environment
+   * variable RLX_COMPILE_CACHE=0 turns it off for the whole process. */
+  bool compile_cache;
 } rlx_compile_options;
 
 void rlx_compile_options_init(rlx_compile_options *o);

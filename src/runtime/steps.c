@@ -93,9 +93,8 @@ typedef struct seg_builder {
 } seg_builder;
 
 static exe_leaf *find_param(rlx_executable *e, const char *name) {
-  for (uint32_t i = 0; i < e->n_params; i++)
-    if (strcmp(e->params[i].name, name) == 0) return &e->params[i];
-  return NULL;
+  int k = rlx_rt_find_param(e, name);
+  return k >= 0 ? &e->params[k] : NULL;
 }
 
 /* Makes g's node `id` available in the segment graph: a copy (Param, Constant) or an Input bound
