@@ -33,6 +33,8 @@ bool rlx_plan_is_view(const rlx_graph *g, rlx_id id, size_t *byte_offset);
 
 rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan **out);
 void rlx_plan_free(rlx_plan *p, const rlx_allocator *al);
+/* A deep copy of p allocated with al (NULL = default). */
+rlx_status rlx_plan_clone(const rlx_plan *p, const rlx_allocator *al, rlx_plan **out);
 
 /* Independent checker: re-derives liveness from the schedule (not from the planner's arrays) and
  * rejects overlapping live tensors, reads after overwrite, outputs clobbered, slots outside the

@@ -67,6 +67,17 @@ typedef struct rlx_compile_options {
 
 void rlx_compile_options_init(rlx_compile_options *o);
 
+/* The process-wide compile cache (docs/compile.md): counters since the start of the process
+ * (a hit is a compile that reused a cached result, a miss one that looked and found none) and
+ * the entries held now. */
+typedef struct rlx_compile_cache_stats_t {
+  uint64_t hits, misses;
+  uint32_t entries;
+} rlx_compile_cache_stats_t;
+void rlx_compile_cache_stats(rlx_compile_cache_stats_t *out);
+/* Drops every entry (executables that share an entry's graph keep it until they are freed). */
+void rlx_compile_cache_clear(void);
+
 typedef struct rlx_executable rlx_executable;
 
 /* Verifies, legalizes for `backend` ("cpu"; NULL = "cpu"), simplifies, plans memory and lowers.

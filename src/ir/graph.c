@@ -248,37 +248,39 @@ static void leaf_index_put(rlx_graph *g, rlx_id id) {
   }
 }
 
-/* (Re)builds the table with room for at least `need` leaves at load factor <= 1/2; on OOM the
- * table is dropped and lookups scan. */
-static void leaf_index_build(rlx_graph *g, uint32_t need) {
+/* (Re)builds the table with room for at least `need` leaves at load factor <= 1/2. On OOM it
+ * returns false and leaves the old table as it was. */
+static bool leaf_index_build(rlx_graph *g, uint32_t need) {
   uint32_t cap = 16;
   while (cap < 2 * (uint64_t)need + 2 && cap < (1u << 31)) cap *= 2;
   rlx_id *t = g->al.alloc(g->al.ctx, (size_t)cap * sizeof *t);
+  if (!t) return false;
   g->al.free(g->al.ctx, g->leaf_index);
   g->leaf_index = t;
-  g->leaf_index_cap = t ? cap : 0;
+  g->leaf_index_cap = cap;
   g->leaf_index_used = 0;
-  g->leaf_index_broken = !t;
-  if (!t) return;
+  g->leaf_index_broken = false;
   for (uint32_t i = 0; i < cap; i++) t[i] = RLX_NO_ID;
   for (rlx_id i = 0; i < g->n_nodes; i++) leaf_index_put(g, i);
+  return true;
 }
 
 void rlx_graph_leaf_index_rebuild(rlx_graph *g) {
   if (!g) return;
   uint32_t leaves = 0;
   for (rlx_id i = 0; i < g->n_nodes; i++) leaves += leaf_binding(&g->nodes[i]) != NULL;
-  leaf_index_build(g, leaves);
+  if (leaf_index_build(g, leaves)) return;
+  g->al.free(g->al.ctx, g->leaf_index); /* stale now: lookups scan */
+  g->leaf_index = NULL;
+  g->leaf_index_cap = g->leaf_index_used = 0;
+  g->leaf_index_broken = true;
 }
 
-/* After appending node `id`: keep the table current (growing it at load factor 1/2). */
-static void leaf_index_note(rlx_graph *g, rlx_id id) {
-  if (g->leaf_index_broken || !leaf_binding(&g->nodes[id])) return;
-  if (2 * (uint64_t)(g->leaf_index_used + 1) > g->leaf_index_cap) {
-    leaf_index_build(g, 2 * g->leaf_index_used + 1); /* includes id */
-    return;
-  }
-  leaf_index_put(g, id);
+/* Before appending a leaf named `name`: room in the table for one more (growing it at load factor
+ * 1/2). False when out of memory (the append then fails, as any allocation failure does). */
+static bool leaf_index_reserve(rlx_graph *g) {
+  if (g->leaf_index_broken || 2 * (uint64_t)(g->leaf_index_used + 1) <= g->leaf_index_cap) return true;
+  return leaf_index_build(g, 2 * g->leaf_index_used + 1);
 }
 
 static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
@@ -293,6 +295,8 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
     g->nodes = nn;
     g->cap_nodes = cap;
   }
+  bool named_leaf = (op == RLX_OP_Input && attrs_copied->Input.name) || (op == RLX_OP_Param && attrs_copied->Param.name);
+  if (named_leaf && !leaf_index_reserve(g)) return oom("the leaf index");
   rlx_id *in = NULL;
   if (n_inputs) {
     in = rlx_arena_alloc(&g->arena, n_inputs * sizeof *in, 4);
@@ -315,7 +319,7 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
   n->attrs = *attrs_copied;
   if (out) *out = g->n_nodes;
   g->n_nodes++;
-  leaf_index_note(g, g->n_nodes - 1);
+  if (named_leaf && !g->leaf_index_broken) leaf_index_put(g, g->n_nodes - 1);
   return RLX_OK;
 }
 

@@ -72,6 +72,39 @@ void rlx_plan_free(rlx_plan *p, const rlx_allocator *al) {
   al->free(al->ctx, p);
 }
 
+rlx_status rlx_plan_clone(const rlx_plan *p, const rlx_allocator *al, rlx_plan **out) {
+  if (!p || !out) return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_plan_clone: plan and out must not be NULL");
+  *out = NULL;
+  if (!al) al = rlx_default_allocator();
+  rlx_plan *c = al_alloc(al, sizeof *c);
+  if (!c) return rlx_errorf(RLX_ERR_OOM, "memory plan: out of memory copying a plan");
+  *c = *p;
+  c->offset = c->size = NULL;
+  c->root = c->schedule = NULL;
+  c->first_use = c->last_use = NULL;
+  size_t n = p->n_nodes, ns = p->n_schedule;
+  c->offset = al_array(al, n, sizeof *c->offset);
+  c->size = al_array(al, n, sizeof *c->size);
+  c->root = al_array(al, n, sizeof *c->root);
+  c->first_use = al_array(al, n, sizeof *c->first_use);
+  c->last_use = al_array(al, n, sizeof *c->last_use);
+  c->schedule = al_array(al, ns, sizeof *c->schedule);
+  if (!c->offset || !c->size || !c->root || !c->first_use || !c->last_use || !c->schedule) {
+    rlx_plan_free(c, al);
+    return rlx_errorf(RLX_ERR_OOM, "memory plan: out of memory copying a plan of %zu nodes", n);
+  }
+  if (n) {
+    memcpy(c->offset, p->offset, n * sizeof *c->offset);
+    memcpy(c->size, p->size, n * sizeof *c->size);
+    memcpy(c->root, p->root, n * sizeof *c->root);
+    memcpy(c->first_use, p->first_use, n * sizeof *c->first_use);
+    memcpy(c->last_use, p->last_use, n * sizeof *c->last_use);
+  }
+  if (ns) memcpy(c->schedule, p->schedule, ns * sizeof *c->schedule);
+  *out = c;
+  return RLX_OK;
+}
+
 static size_t align_up(size_t v, size_t a, bool *ok) {
   size_t r;
   if (!rlx_add_size(v, a - 1, &r)) {
@@ -253,6 +286,173 @@ static void arena_give(arena_state *s, size_t off, size_t size) {
     gap_add(s, off, size);
 }
 
+/* ---- greedy by size, when the graph is small enough for it ----
+ * Slots by size (largest first), each at the lowest aligned offset >= base where it meets no
+ * placed slot live at the same time. It packs closer to the lower bound than the sweep (which
+ * cannot see the future), but costs O(P log P) for P pairs of slots live at the same time, which
+ * grows quadratically with the depth of a training graph; so it runs only while P is at most
+ * the budget — PLAN_GREEDY_PAIRS, or RLX_PLAN_GREEDY_PAIRS from the environment (0 = sweep only;
+ * the tests use it to check the sweep on its own) — and the planner keeps whichever of the two
+ * arenas is smaller. */
+#define PLAN_GREEDY_PAIRS (1u << 16)
+
+static uint64_t greedy_budget(void) {
+  const char *e = getenv("RLX_PLAN_GREEDY_PAIRS");
+  if (!e || !*e) return PLAN_GREEDY_PAIRS;
+  char *end;
+  unsigned long long v = strtoull(e, &end, 10);
+  return *end ? PLAN_GREEDY_PAIRS : (v > (1ull << 28) ? (1ull << 28) : v);
+}
+
+typedef struct span {
+  size_t off, end;
+} span;
+
+/* Sorts spans by offset (quicksort with the comparisons inline, insertion sort below 16): the
+ * greedy's inner loop, several times faster than qsort's callback. */
+static void sort_spans(span *a, uint32_t n) {
+  while (n > 16) {
+    size_t m = a[n / 2].off, x = a[0].off, z = a[n - 1].off; /* median of three */
+    size_t piv = x < m ? (m < z ? m : (x < z ? z : x)) : (x < z ? x : (m < z ? z : m));
+    /* three-way partition: [0, lt) < piv, [lt, gt) == piv (never empty), [gt, n) > piv */
+    uint32_t lt = 0, i = 0, gt = n;
+    while (i < gt) {
+      if (a[i].off < piv) {
+        span t = a[i];
+        a[i++] = a[lt];
+        a[lt++] = t;
+      } else if (a[i].off > piv) {
+        span t = a[i];
+        a[i] = a[--gt];
+        a[gt] = t;
+      } else
+        i++;
+    }
+    /* recurse into the smaller side, loop on the larger */
+    if (lt < n - gt) {
+      sort_spans(a, lt);
+      a += gt;
+      n -= gt;
+    } else {
+      sort_spans(a + gt, n - gt);
+      n = lt;
+    }
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    span t = a[i];
+    uint32_t j = i;
+    while (j > 0 && a[j - 1].off > t.off) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = t;
+  }
+}
+
+typedef struct size_key {
+  size_t size;
+  rlx_id id;
+} size_key;
+
+static int key_by_size(const void *pa, const void *pb) {
+  const size_key *a = pa, *b = pb;
+  if (a->size != b->size) return a->size > b->size ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* `t` lists the transient slots in schedule order (first_use ascending), `asz` their aligned
+ * sizes. On success writes off[t[k]] for each and *top (the end of the highest) and returns true;
+ * false when over budget or out of memory (nothing written). */
+static bool greedy_by_size(const rlx_plan *p, const rlx_allocator *al, const rlx_id *t, uint32_t nt,
+                           const size_t *asz, size_t base, size_t *off, size_t *top) {
+  uint64_t budget = greedy_budget();
+  if (nt < 2 || budget == 0) return false;
+  /* Pairs live at the same time: a sweep in schedule order over an active set. */
+  uint32_t *active = al_array(al, nt, sizeof *active), *deg = al_array(al, nt, sizeof *deg);
+  uint32_t *adj = NULL, *fill = NULL;
+  size_key *keys = NULL;
+  span *sp = NULL;
+  bool *placed = NULL, ok = false;
+  if (!active || !deg) goto out;
+  /* t is in birth order. At each birth every slot of the active set is either dead (dropped:
+   * once per slot) or live (one pair), so a pass costs O(nt + pairs) and stops at the budget.
+   * Pass 0 counts each slot's pairs, pass 1 fills the lists (deg[k] .. fill[k]). */
+  uint64_t pairs = 0;
+  uint32_t na = 0;
+  memset(deg, 0, (size_t)nt * sizeof *deg);
+  for (int pass = 0; pass < 2; pass++) {
+    na = 0;
+    for (uint32_t k = 0; k < nt; k++) {
+      uint32_t born = p->first_use[t[k]];
+      for (uint32_t j = 0; j < na;) { /* every active slot is visited: that is one pair each */
+        uint32_t o = active[j];
+        if (p->last_use[t[o]] < born) {
+          active[j] = active[--na];
+          continue;
+        }
+        if (pass == 0) {
+          if (++pairs > budget) goto out;
+          deg[o]++, deg[k]++;
+        } else {
+          adj[fill[o]++] = k;
+          adj[fill[k]++] = o;
+        }
+        j++;
+      }
+      active[na++] = k;
+    }
+    if (pass == 0) {
+      adj = al_array(al, 2 * pairs + 1, sizeof *adj);
+      fill = al_array(al, nt, sizeof *fill);
+      if (!adj || !fill) goto out;
+      uint32_t acc = 0;
+      for (uint32_t k = 0; k < nt; k++) {
+        fill[k] = acc;
+        acc += deg[k];
+        deg[k] = fill[k]; /* from now on: the start of k's list */
+      }
+    }
+  }
+  keys = al_array(al, nt, sizeof *keys);
+  sp = al_array(al, nt, sizeof *sp);
+  placed = al_array(al, nt, sizeof *placed);
+  if (!keys || !sp || !placed) goto out;
+  for (uint32_t k = 0; k < nt; k++) {
+    keys[k] = (size_key){asz[k], k};
+    placed[k] = false;
+  }
+  qsort(keys, nt, sizeof *keys, key_by_size);
+  size_t hi = base;
+  for (uint32_t q = 0; q < nt; q++) {
+    uint32_t k = keys[q].id, ns = 0;
+    for (uint32_t j = deg[k]; j < fill[k]; j++) {
+      uint32_t o = adj[j];
+      if (placed[o]) sp[ns++] = (span){off[t[o]], off[t[o]] + asz[o]};
+    }
+    sort_spans(sp, ns);
+    size_t cand = base;
+    for (uint32_t j = 0; j < ns; j++) {
+      if (sp[j].end <= cand) continue;
+      if (sp[j].off >= cand + asz[k]) break;
+      cand = sp[j].end; /* ends are aligned: sizes were rounded up */
+    }
+    off[t[k]] = cand;
+    placed[k] = true;
+    if (cand + asz[k] > hi) hi = cand + asz[k];
+  }
+  *top = hi;
+  ok = true;
+out:
+  al->free(al->ctx, active);
+  al->free(al->ctx, deg);
+  al->free(al->ctx, adj);
+  al->free(al->ctx, fill);
+  al->free(al->ctx, keys);
+  al->free(al->ctx, sp);
+  al->free(al->ctx, placed);
+  return ok;
+}
+
 static bool is_leaf(rlx_op op) { return rlx_op_has(op, RLX_PROP_LEAF); }
 
 rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan **out) {
@@ -385,6 +585,47 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     }
   }
   size_t arena = as.peak;
+  /* The same sweep backwards in time (a plan is valid read either way): slots that live to the
+   * end — a training graph's gradients — then come first and pack at the bottom instead of
+   * piling up above the holes the freed activations leave. The smaller arena wins. */
+  {
+    size_t *roff = al_array(al, n, sizeof *roff);
+    arena_state rs = {.top = prefix, .peak = prefix};
+    bool rev_ok = roff != NULL;
+    if (rev_ok) {
+      tr_init(&rs.by_off, pool, n + 2, 0x2545f491u);
+      tr_init(&rs.by_size, pool + (n + 2), n + 2, 0x9e3779b9u);
+    }
+    for (uint32_t t = n + 1; rev_ok && t-- > 0;) {
+      rlx_id d = t + 1; /* a transient root first written at step t + 1 is dead before t */
+      if (d < n && p->root[d] == d && p->size[d] > 0 && !is_leaf(rlx_graph_node(g, d)->op))
+        arena_give(&rs, roff[d], align_up(p->size[d], PLAN_ALIGN, &ok));
+      for (rlx_id r = head[t]; r != RLX_NO_ID && rev_ok; r = next[r])
+        rev_ok = arena_take(&rs, align_up(p->size[r], PLAN_ALIGN, &ok), &roff[r]);
+    }
+    if (rev_ok && ok && rs.peak < arena) {
+      for (rlx_id i = 0; i < n; i++)
+        if (p->root[i] == i && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op)) p->offset[i] = roff[i];
+      arena = rs.peak;
+    }
+    al->free(al->ctx, roff);
+  }
+  /* Greedy by size over the same slots, when affordable; the smaller arena wins. */
+  {
+    uint32_t nt = 0;
+    for (rlx_id i = 0; i < n; i++)
+      if (p->root[i] == i && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op)) next[nt++] = i; /* birth order */
+    size_t *asz = nt ? al_array(al, nt, sizeof *asz) : NULL, *goff = nt ? al_array(al, n, sizeof *goff) : NULL, top = 0;
+    if (asz && goff) {
+      for (uint32_t k = 0; k < nt; k++) asz[k] = align_up(p->size[next[k]], PLAN_ALIGN, &ok);
+      if (ok && greedy_by_size(p, al, next, nt, asz, prefix, goff, &top) && top < arena) {
+        for (uint32_t k = 0; k < nt; k++) p->offset[next[k]] = goff[next[k]];
+        arena = top;
+      }
+    }
+    al->free(al->ctx, asz);
+    al->free(al->ctx, goff);
+  }
   /* Views: absolute offset = root offset + relative offset (roots precede their views). */
   for (rlx_id i = 0; i < n; i++) {
     if (p->root[i] == i) continue;

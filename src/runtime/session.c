@@ -16,6 +16,7 @@
 #include "ir/ir_internal.h"
 #include "passes/passes.h"
 #include "rlx/verify.h"
+#include "runtime/compile_cache.h"
 #include "runtime/exec_internal.h"
 #include "strbuf.h"
 
@@ -244,7 +245,10 @@ void rlx_executable_free(rlx_executable *e) {
   iface_free(&f, al);
   rlx_name_map_free(&e->input_map, al);
   al->free(al->ctx, e->by_pos);
-  rlx_graph_free(e->graph);
+  if (e->cache_hold)
+    rlx_cc_release(e->cache_hold); /* the graph is the cache entry's */
+  else
+    rlx_graph_free(e->graph);
   al->free(al->ctx, e);
 }
 
@@ -289,12 +293,20 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   }
 
   const rlx_allocator *al = rlx_graph_allocator(g);
-  rlx_status st = rlx_verify(g);
+  /* compile cache: a hit stands for an identical graph that verified, legalized and simplified */
+  rlx_cc_key cc_key;
+  bool cc_on = rlx_cc_key_make(g, be, &opt, positional, &cc_key);
+  rlx_cc_entry *cc_hit = cc_on ? rlx_cc_lookup(&cc_key) : NULL;
+  rlx_status st = cc_hit ? RLX_OK : rlx_verify(g);
   if (st == RLX_ERR_OOM) return st;
   if (st != RLX_OK) return rlx_error_context(st, "compile: the graph does not verify");
 
   rlx_executable *e = ex_alloc(al, 1, sizeof *e);
-  if (!e) return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+  if (!e) {
+    rlx_cc_release(cc_hit);
+    return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+  }
+  e->cache_hold = cc_hit; /* freed with e from here on */
   e->al = *al;
   e->backend = be;
   e->root = root ? root : e;
@@ -310,6 +322,11 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   }
   if (st != RLX_OK) goto fail;
 
+  if (cc_hit) {
+    e->graph = rlx_cc_graph(cc_hit);
+    e->report = *rlx_cc_report(cc_hit);
+    goto pipeline_done;
+  }
   uint8_t claimed[RLX_OP_COUNT], staged[RLX_OP_COUNT];
   rlx_backend_claim_set(be, claimed);
   for (int k = 0; k < RLX_OP_COUNT; k++) staged[k] = rlx_backend_host_stages(be, (rlx_op)k);
@@ -336,6 +353,11 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
     goto fail;
   }
   e->report.nodes_after = rlx_graph_node_count(e->graph);
+  if (cc_on) { /* the entry takes the graph and shares it; NULL: e keeps it */
+    e->cache_hold = rlx_cc_insert(&cc_key, e->graph, &e->report);
+  }
+
+pipeline_done:
 
   /* Map the interface onto the compiled graph. */
   for (uint32_t i = 0; i < f.n_inputs; i++) {

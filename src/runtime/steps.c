@@ -19,6 +19,7 @@
 #include "passes/passes.h"
 #include "rlx/verify.h"
 #include "runtime/control.h"
+#include "runtime/compile_cache.h"
 #include "runtime/exec_internal.h"
 
 static void *st_alloc(const rlx_allocator *al, size_t n, size_t elem) {
@@ -260,12 +261,19 @@ void rlx_rt_free_steps(rlx_executable *e) {
 
 /* Plans the memory of segment s and compiles it for the backend (after the memory check). */
 static rlx_status plan_segment(rlx_executable *e, rt_step *s, const rlx_compile_options *opt) {
-  rlx_status st = rlx_plan_memory(s->graph, &e->al, &s->plan);
-  if (st != RLX_OK) return rlx_error_context(st, "memory plan");
-  if (opt->check_plan) {
-    st = rlx_plan_check(s->graph, s->plan);
-    if (st != RLX_OK)
-      return rlx_error_context(RLX_ERR_INTERNAL, "compile: the memory planner produced a bad plan (a compiler bug)");
+  /* The plan of a graph shared with the compile cache comes from (and goes to) its entry. */
+  bool shared = e->cache_hold && s->graph == e->graph;
+  if (shared) s->plan = rlx_cc_plan_get(e->cache_hold, &e->al);
+  if (!s->plan) {
+    rlx_status st = rlx_plan_memory(s->graph, &e->al, &s->plan);
+    if (st != RLX_OK) return rlx_error_context(st, "memory plan");
+    if (opt->check_plan) {
+      st = rlx_plan_check(s->graph, s->plan);
+      if (st != RLX_OK)
+        return rlx_error_context(RLX_ERR_INTERNAL,
+                                 "compile: the memory planner produced a bad plan (a compiler bug)");
+    }
+    if (shared) rlx_cc_plan_put(e->cache_hold, s->plan);
   }
   e->report.arena_bytes += s->plan->arena_size;
   e->report.tensor_bytes += s->plan->tensor_bytes;
