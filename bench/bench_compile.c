@@ -29,13 +29,13 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-#define TRY(x)                                                                               \
-  do {                                                                                       \
-    rlx_status s_ = (x);                                                                     \
-    if (s_ != RLX_OK) {                                                                      \
+#define TRY(x)                                                                                     \
+  do {                                                                                             \
+    rlx_status s_ = (x);                                                                           \
+    if (s_ != RLX_OK) {                                                                            \
       fprintf(stderr, "bench_compile: %s failed: %s (line %d)\n", #x, rlx_last_error(), __LINE__); \
-      exit(1);                                                                               \
-    }                                                                                        \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 enum { B = 8, D = 32 };
@@ -260,8 +260,8 @@ static void plan_compare(const char *what, const rlx_graph *g) {
   if (getenv("BENCH_PLAN_DUMP")) /* every slot: node, op, live steps, size, offset */
     for (rlx_id i = 0; i < p->n_nodes; i++)
       if (p->root[i] == i && p->size[i])
-        printf("  %%%-5u %-26s [%5u, %5u] %10zu B at %10zu\n", i, rlx_op_name(rlx_graph_node(c, i)->op), p->first_use[i],
-               p->last_use[i], p->size[i], p->offset[i]);
+        printf("  %%%-5u %-26s [%5u, %5u] %10zu B at %10zu\n", i, rlx_op_name(rlx_graph_node(c, i)->op),
+               p->first_use[i], p->last_use[i], p->size[i], p->offset[i]);
   printf("%-28s %7u nodes: arena %11zu B (greedy-by-size before: %11zu B, %+.2f%%; lower bound %11zu B)\n", what,
          rlx_graph_node_count(c), p->arena_size, greedy, greedy ? 100.0 * ((double)p->arena_size / greedy - 1) : 0.0,
          lb);

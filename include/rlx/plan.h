@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The memory plan (public: a backend may use it for its own arena, or ignore it; docs/backends.md):
- * one arena per executable, liveness over the schedule, greedy placement by size, views aliasing
+ * one arena per executable, liveness over the schedule, O(n log n) placement (docs/compile.md), views aliasing
  * their root, no output overlapping its own inputs. */
 #ifndef RLX_PLAN_H
 #define RLX_PLAN_H

@@ -295,7 +295,8 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
     g->nodes = nn;
     g->cap_nodes = cap;
   }
-  bool named_leaf = (op == RLX_OP_Input && attrs_copied->Input.name) || (op == RLX_OP_Param && attrs_copied->Param.name);
+  bool named_leaf =
+      (op == RLX_OP_Input && attrs_copied->Input.name) || (op == RLX_OP_Param && attrs_copied->Param.name);
   if (named_leaf && !leaf_index_reserve(g)) return oom("the leaf index");
   rlx_id *in = NULL;
   if (n_inputs) {

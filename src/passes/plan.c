@@ -363,8 +363,8 @@ static int key_by_size(const void *pa, const void *pb) {
 /* `t` lists the transient slots in schedule order (first_use ascending), `asz` their aligned
  * sizes. On success writes off[t[k]] for each and *top (the end of the highest) and returns true;
  * false when over budget or out of memory (nothing written). */
-static bool greedy_by_size(const rlx_plan *p, const rlx_allocator *al, const rlx_id *t, uint32_t nt,
-                           const size_t *asz, size_t base, size_t *off, size_t *top) {
+static bool greedy_by_size(const rlx_plan *p, const rlx_allocator *al, const rlx_id *t, uint32_t nt, const size_t *asz,
+                           size_t base, size_t *off, size_t *top) {
   uint64_t budget = greedy_budget();
   if (nt < 2 || budget == 0) return false;
   /* Pairs live at the same time: a sweep in schedule order over an active set. */

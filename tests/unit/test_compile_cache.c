@@ -6,9 +6,12 @@
  *  - executables from one entry keep their own params and buffers, and outlive the entry;
  *  - RLX_COMPILE_CACHE=0 and the option turn it off; graphs with a caller's allocator are not
  *    cached; RLX_COMPILE_CACHE_ENTRIES bounds the entries;
- *  - threads compiling and running the same graph at once get the same results. */
+ *  - threads compiling and running the same graph at once get the same results;
+ *  - the graph's leaf index (rlx_graph_find_leaf) agrees with a scan on a large graph, keeps the
+ *    first of a name, tells Inputs from Params, and follows a clone. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,9 +22,9 @@
 enum { N = 4, D = 8 };
 
 typedef struct variant {
-  rlx_act act;  /* of the hidden layer */
-  float eps;    /* LayerNorm */
-  float cval;   /* the constant added at the end */
+  rlx_act act; /* of the hidden layer */
+  float eps;   /* LayerNorm */
+  float cval;  /* the constant added at the end */
   const char *h_name;
 } variant;
 
@@ -316,8 +319,60 @@ static void test_threads(void) {
   rlx_compile_cache_clear();
 }
 
+static rlx_id scan_leaf(const rlx_graph *g, rlx_op kind, const char *name) {
+  for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) {
+    const rlx_node *n = rlx_graph_node(g, i);
+    const char *nm = n->op == RLX_OP_Input ? n->attrs.Input.name : n->op == RLX_OP_Param ? n->attrs.Param.name : NULL;
+    if (n->op == kind && nm && strcmp(nm, name) == 0) return i;
+  }
+  return RLX_NO_ID;
+}
+
+static void test_leaf_index(void) {
+  rlx_graph *g;
+  CHECK_OK(rlx_graph_create(NULL, "leaves", &g));
+  enum { L = 3000 };
+  char nm[32];
+  rlx_id prev = RLX_NO_ID;
+  for (int i = 0; i < L; i++) {
+    rlx_id id;
+    snprintf(nm, sizeof nm, "p%d", i);
+    CHECK_OK((i % 3 ? rlx_param : rlx_input)(g, nm, s1(2), &id));
+    if (prev != RLX_NO_ID) CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, prev, id, &id));
+    prev = id;
+  }
+  /* the same name as an Input and as a Param: two different leaves */
+  rlx_id in_q, par_q;
+  CHECK_OK(rlx_input(g, "q", s1(2), &in_q));
+  CHECK_OK(rlx_param(g, "q", s1(2), &par_q));
+  CHECK(rlx_graph_find_leaf(g, RLX_OP_Input, "q") == in_q && rlx_graph_find_leaf(g, RLX_OP_Param, "q") == par_q);
+  /* a duplicate added unchecked (as importers may): the first one is found, and verify names it */
+  rlx_attrs_Param pa = {.name = "p1"};
+  rlx_id dup;
+  rlx_shape two = s1(2);
+  CHECK_OK(rlx_graph_add_unchecked(g, RLX_OP_Param, NULL, 0, &pa, &two, NULL, &dup));
+  CHECK(rlx_graph_find_leaf(g, RLX_OP_Param, "p1") == scan_leaf(g, RLX_OP_Param, "p1"));
+  CHECK(rlx_graph_find_leaf(g, RLX_OP_Param, "p1") != dup);
+  rlx_graph *c;
+  CHECK_OK(rlx_graph_clone(g, NULL, &c));
+  int agree = 0;
+  for (int i = 0; i < L + 10; i++) {
+    snprintf(nm, sizeof nm, "p%d", i); /* the last ten do not exist */
+    for (int k = 0; k < 2; k++) {
+      rlx_op kind = k ? RLX_OP_Param : RLX_OP_Input;
+      rlx_id want = scan_leaf(g, kind, nm);
+      agree += rlx_graph_find_leaf(g, kind, nm) == want && rlx_graph_find_leaf(c, kind, nm) == want;
+    }
+  }
+  CHECK_MSG(agree == 2 * (L + 10), "%d of %d lookups agree with a scan", agree, 2 * (L + 10));
+  CHECK(rlx_graph_find_leaf(g, RLX_OP_Constant, "p1") == RLX_NO_ID); /* only Input and Param are bound by name */
+  rlx_graph_free(c);
+  rlx_graph_free(g);
+}
+
 int main(void) {
   unsetenv("RLX_COMPILE_CACHE");
+  test_leaf_index();
   fill();
   test_hash();
   test_hit_and_results();

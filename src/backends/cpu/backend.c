@@ -276,7 +276,7 @@ typedef struct fuse_state {
   /* Roots listed by their current first and last step (doubly linked, heads per step), so that
    * interval_free looks only at the roots whose interval ends (starts) in the part of the query
    * window outside the root's own interval; NULL = no memory, interval_free scans. */
-  rlx_id *by_first, *by_last;         /* heads, per step 0..n */
+  rlx_id *by_first, *by_last; /* heads, per step 0..n */
   rlx_id *nf_next, *nf_prev, *nl_next, *nl_prev;
   bool *scan_only; /* shares a step with another root in the same bytes (in-place): scan for it */
 } fuse_state;
