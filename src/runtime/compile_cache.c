@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The compile cache: a small table of entries (least recently used goes first) under one mutex.
- * Bounds: RLX_COMPILE_CACHE_ENTRIES entries (default 16) and RLX_COMPILE_CACHE_NODES compiled
- * nodes in all (default 4,000,000); RLX_COMPILE_CACHE=0 turns it off. An evicted entry lives on
- * until the last executable that shares its graph is freed. */
+ * Bounds: RLX_COMPILE_CACHE_ENTRIES entries (default 16), RLX_COMPILE_CACHE_NODES compiled nodes
+ * in all (default 4,000,000) and RLX_COMPILE_CACHE_MB megabytes of graph memory in all (nodes plus
+ * constant data: a model's weights; default 1024); RLX_COMPILE_CACHE=0 turns it off. An evicted
+ * entry lives on until the last executable that shares its graph is freed. */
 #include "runtime/compile_cache.h"
 
 #include <pthread.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "rlx/cpu.h"
+#include "runtime/exec_internal.h" /* rlx_node_bodies */
 
 struct rlx_cc_entry {
   rlx_cc_key key;
@@ -18,6 +20,7 @@ struct rlx_cc_entry {
   rlx_plan *plan; /* default allocator; NULL until the first compile of the entry planned it */
   uint32_t refs;  /* the table's (while in it) + one per holder */
   uint64_t used;  /* tick of the last lookup */
+  size_t bytes;   /* nodes and constant data of the graph (bodies included) */
   bool in_table;
 };
 
@@ -108,16 +111,33 @@ rlx_cc_entry *rlx_cc_lookup(const rlx_cc_key *key) {
   return hit;
 }
 
+/* Memory a graph holds: its nodes and the data of its Constants, bodies included. */
+static size_t graph_bytes(const rlx_graph *g, unsigned depth) {
+  size_t b = (size_t)rlx_graph_node_count(g) * sizeof(rlx_node);
+  for (rlx_id i = 0; i < rlx_graph_node_count(g) && depth < 64; i++) {
+    const rlx_node *n = rlx_graph_node(g, i);
+    size_t nb = 0;
+    if (n->op == RLX_OP_Constant && rlx_shape_nbytes(&n->shape, &nb) == RLX_OK) b += nb;
+    const rlx_graph *bodies[8];
+    uint32_t nbod = rlx_node_bodies(n, bodies, 8);
+    for (uint32_t k = 0; k < nbod && k < 8; k++) b += graph_bytes(bodies[k], depth + 1);
+  }
+  return b;
+}
+
 rlx_cc_entry *rlx_cc_insert(const rlx_cc_key *key, rlx_graph *graph, const rlx_dispatch_report *report) {
   long max_entries = env_long("RLX_COMPILE_CACHE_ENTRIES", 16, 1, CC_MAX_ENTRIES);
   long max_nodes = env_long("RLX_COMPILE_CACHE_NODES", 4000000, 1, 1L << 40);
+  size_t max_bytes = (size_t)env_long("RLX_COMPILE_CACHE_MB", 1024, 1, 1L << 24) << 20;
   uint32_t nodes = rlx_graph_node_count(graph);
-  if ((long)nodes > max_nodes) return NULL;
+  size_t bytes = graph_bytes(graph, 0);
+  if ((long)nodes > max_nodes || bytes > max_bytes) return NULL;
   rlx_cc_entry *e = calloc(1, sizeof *e);
   if (!e) return NULL;
   e->key = *key;
   e->graph = graph;
   e->report = *report;
+  e->bytes = bytes;
   e->refs = 2; /* the table's and the caller's */
   e->in_table = true;
   pthread_mutex_lock(&cc_lock);
@@ -130,8 +150,12 @@ rlx_cc_entry *rlx_cc_insert(const rlx_cc_key *key, rlx_graph *graph, const rlx_d
   /* evict the least recently used until the new one fits */
   for (;;) {
     long total = nodes;
-    for (uint32_t i = 0; i < cc_n; i++) total += rlx_graph_node_count(cc_table[i]->graph);
-    if (cc_n == 0 || ((long)cc_n < max_entries && total <= max_nodes)) break;
+    size_t total_bytes = bytes;
+    for (uint32_t i = 0; i < cc_n; i++) {
+      total += rlx_graph_node_count(cc_table[i]->graph);
+      total_bytes += cc_table[i]->bytes;
+    }
+    if (cc_n == 0 || ((long)cc_n < max_entries && total <= max_nodes && total_bytes <= max_bytes)) break;
     uint32_t old = 0;
     for (uint32_t i = 1; i < cc_n; i++)
       if (cc_table[i]->used < cc_table[old]->used) old = i;

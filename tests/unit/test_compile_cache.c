@@ -5,7 +5,7 @@
  *  - a one-attribute change, a changed constant byte, a renamed node and changed options miss;
  *  - executables from one entry keep their own params and buffers, and outlive the entry;
  *  - RLX_COMPILE_CACHE=0 and the option turn it off; graphs with a caller's allocator are not
- *    cached; RLX_COMPILE_CACHE_ENTRIES bounds the entries;
+ *    cached; RLX_COMPILE_CACHE_ENTRIES bounds the entries, RLX_COMPILE_CACHE_MB their bytes;
  *  - threads compiling and running the same graph at once get the same results;
  *  - the graph's leaf index (rlx_graph_find_leaf) agrees with a scan on a large graph, keeps the
  *    first of a name, tells Inputs from Params, and follows a clone. */
@@ -264,6 +264,34 @@ static void test_off_and_bounds(void) {
   }
   CHECK(stats().entries == 2);
   unsetenv("RLX_COMPILE_CACHE_ENTRIES");
+
+  /* the byte bound counts constant data: a graph holding 2 MB of weights is not kept under 1 MB */
+  rlx_compile_cache_clear();
+  setenv("RLX_COMPILE_CACHE_MB", "1", 1);
+  rlx_graph *big;
+  CHECK_OK(rlx_graph_create(NULL, "weights", &big));
+  enum { W = 1 << 19 }; /* floats: 2 MiB */
+  float *wv = malloc((size_t)W * sizeof *wv);
+  for (int i = 0; i < W; i++) wv[i] = 1.0f + (float)(i % 7); /* not zeros: x + 0 would simplify away */
+  rlx_id wc, xi, y;
+  CHECK_OK(rlx_constant(big, s1(W), wv, (size_t)W * sizeof *wv, &wc));
+  CHECK_OK(rlx_input(big, "x", s1(W), &xi));
+  CHECK_OK(rlx_binary(big, RLX_BINOP_ADD, xi, wc, &y));
+  CHECK_OK(rlx_graph_set_outputs(big, &y, 1));
+  free(wv);
+  a = stats();
+  rlx_executable_free(compile(big, &on));
+  rlx_executable_free(compile(big, &on));
+  CHECK_MSG(stats().hits == a.hits && stats().misses == a.misses + 2 && stats().entries == 0,
+            "hits %llu->%llu misses %llu->%llu entries %u", (unsigned long long)a.hits,
+            (unsigned long long)stats().hits, (unsigned long long)a.misses, (unsigned long long)stats().misses,
+            stats().entries);
+  unsetenv("RLX_COMPILE_CACHE_MB");
+  a = stats();
+  rlx_executable_free(compile(big, &on)); /* under the default bound it is kept */
+  rlx_executable_free(compile(big, &on));
+  CHECK(stats().hits == a.hits + 1 && stats().entries == 1);
+  rlx_graph_free(big);
   rlx_compile_cache_clear();
   rlx_graph_free(g);
 }
