@@ -46,15 +46,53 @@ typedef struct keyed {
   uint32_t idx;
 } keyed;
 
-static int by_key(const void *pa, const void *pb) {
-  const keyed *a = pa, *b = pb;
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return a->idx < b->idx ? -1 : a->idx > b->idx;
+/* Sorts out[0..n) = (key[k], k) by key, keys in [0, max]: a counting sort (stable). */
+static bool sort_by_step(const uint32_t *key, uint32_t n, uint32_t max, keyed *out) {
+  uint32_t *cnt = calloc((size_t)max + 2, sizeof *cnt);
+  if (!cnt) return false;
+  for (uint32_t k = 0; k < n; k++) cnt[key[k] + 1]++;
+  for (uint32_t v = 0; v <= max; v++) cnt[v + 1] += cnt[v];
+  for (uint32_t k = 0; k < n; k++) out[cnt[key[k]]++] = (keyed){key[k], k};
+  free(cnt);
+  return true;
 }
 
-static int by_size_t(const void *pa, const void *pb) {
-  size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
-  return a < b ? -1 : a > b;
+/* Sorts size_t values ascending: quicksort with a three-way partition, insertion sort below 16. */
+static void sort_sizes(size_t *a, uint32_t n) {
+  while (n > 16) {
+    size_t m = a[n / 2], x = a[0], z = a[n - 1];
+    size_t piv = x < m ? (m < z ? m : (x < z ? z : x)) : (x < z ? x : (m < z ? z : m));
+    uint32_t lt = 0, i = 0, gt = n;
+    while (i < gt) {
+      if (a[i] < piv) {
+        size_t t = a[i];
+        a[i++] = a[lt];
+        a[lt++] = t;
+      } else if (a[i] > piv) {
+        size_t t = a[i];
+        a[i] = a[--gt];
+        a[gt] = t;
+      } else
+        i++;
+    }
+    if (lt < n - gt) {
+      sort_sizes(a, lt);
+      a += gt;
+      n -= gt;
+    } else {
+      sort_sizes(a + gt, n - gt);
+      n = lt;
+    }
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    size_t t = a[i];
+    uint32_t j = i;
+    while (j > 0 && a[j - 1] > t) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = t;
+  }
 }
 
 /* A segment tree over the elementary address intervals [xs[i], xs[i+1]): how many live slots
@@ -251,7 +289,7 @@ rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p) {
         xs[nx++] = slots[k].off;
         xs[nx++] = slots[k].end;
       }
-      qsort(xs, nx, sizeof *xs, by_size_t);
+      sort_sizes(xs, nx);
       uint32_t u = 0;
       for (uint32_t k = 0; k < nx; k++)
         if (u == 0 || xs[k] != xs[u - 1]) xs[u++] = xs[k];
@@ -261,15 +299,18 @@ rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p) {
       t.mx = calloc(2 * (size_t)cap, sizeof *t.mx);
       t.add = calloc(2 * (size_t)cap, sizeof *t.add);
     }
-    if (!xs || !births || !deaths || !t.mx || !t.add) {
+    uint32_t *kb = malloc((size_t)ns * sizeof *kb), *kd = malloc((size_t)ns * sizeof *kd);
+    if (kb && kd)
+      for (uint32_t k = 0; k < ns; k++) {
+        kb[k] = birth[slots[k].id];
+        kd[k] = death[slots[k].id];
+      }
+    bool sorted = kb && kd && births && deaths && sort_by_step(kb, ns, n, births) && sort_by_step(kd, ns, n, deaths);
+    free(kb);
+    free(kd);
+    if (!xs || !sorted || !t.mx || !t.add) {
       st = rlx_errorf(RLX_ERR_OOM, "memory plan check: out of memory");
     } else {
-      for (uint32_t k = 0; k < ns; k++) {
-        births[k] = (keyed){birth[slots[k].id], k};
-        deaths[k] = (keyed){death[slots[k].id], k};
-      }
-      qsort(births, ns, sizeof *births, by_key);
-      qsort(deaths, ns, sizeof *deaths, by_key);
       uint32_t bi = 0, di = 0;
       while (bi < ns && st == RLX_OK) {
         size_t now = births[bi].key;
