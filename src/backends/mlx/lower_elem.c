@@ -172,6 +172,11 @@ static rlx_status where_of(mlx_lower_ctx *c, rlxm_arr *cond, rlxm_arr *a, rlxm_a
   return mlx_check(c, rlxm_where(c->s, cond, a, b), out);
 }
 
+rlx_status mlx_activation_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out) { return act_of(c, act, x, out); }
+rlx_status mlx_binary_of(mlx_lower_ctx *c, int op, rlxm_arr *a, rlxm_arr *b, rlxm_arr **out) {
+  return binary_of(c, op, a, b, out);
+}
+
 static rlx_status lower_Activation(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   return act_of(c, n->attrs.Activation.kind, in[0], out);
 }
