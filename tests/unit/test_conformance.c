@@ -1215,8 +1215,8 @@ int main(int argc, char **argv) {
         dups++;
       }
   CHECK(dups == 0);
-  /* every stated error names a case that exists */
-  for (size_t i = 0; i < sizeof stated_errors / sizeof stated_errors[0]; i++) {
+  /* every stated error names a case that exists (with --filter only some cases are collected) */
+  for (size_t i = 0; !filter && i < sizeof stated_errors / sizeof stated_errors[0]; i++) {
     bool found = false;
     for (uint32_t k = 0; k < n_cases; k++) found |= strcmp(all_cases[k].c->name, stated_errors[i].case_name) == 0;
     CHECK_MSG(found, "stated_errors names %s, which is no case", stated_errors[i].case_name);
