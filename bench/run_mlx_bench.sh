@@ -50,8 +50,9 @@ for line in open(sys.argv[1]):
     case, who, res = line.rstrip("\n").split("|")
     f = res.split()
     m, b = float(f[3]), float(f[5])
-    rows.setdefault(case, {})[who] = min(m, rows[case].get(who, m))
-    best.setdefault(case, {})[who] = min(b, best[case].get(who, b))
+    r_, b_ = rows.setdefault(case, {}), best.setdefault(case, {})
+    r_[who] = min(m, r_.get(who, m))
+    b_[who] = min(b, b_.get(who, b))
 who = ["cpu", "mlx lazy", "mlx compiled", "peer (wheel BLAS)", "peer (OpenBLAS)"]
 print(f"Latest run: **{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC**, commit `{sys.argv[6]}`, load average {sys.argv[2]} before and {sys.argv[3]} after.")
 print(f"Median milliseconds per run (inputs in, one evaluation, result out), the lowest of {sys.argv[7]} rounds; the ratios are our MLX backend (lazy) over")
