@@ -1101,7 +1101,8 @@ static int write_coverage(const char *file) {
         "- *result*: ✅ n/n when all n conformance cases of the kind passed in this run (CPU: ran and matched the\n"
         "  independent float64 NumPy/PyTorch reference, or passed the statistical checks of the random ops;\n"
         "  other backends: ran and matched the CPU), ❌ when some failed, — when the kind has no case.\n"
-        "  A ✅ is only ever written for a test that ran and passed.\n\n",
+        "  A ✅ is only ever written for a test that ran and passed; \"+ k stated errors\" counts cases the\n"
+        "  backend's founding document says it rejects at compile time, which it did with the stated message.\n\n",
         f);
   fputs("Backends:", f);
   for (uint32_t b = 0; b < n_backends; b++) fprintf(f, " %s%s", b ? ", " : "", backends[b]->name);
