@@ -6,7 +6,8 @@
  * node is host-evaluated on the CPU kernel. ElementwiseRegion lowers every chain the IR allows
  * natively, its scalar_input_mask, input_modulus and ResizeNearest2x prologue included (operands
  * are reshaped so MLX's broadcasting tiles them as the region does); only a prologue together
- * with input_modulus takes the shared decomposition. */
+ * with input_modulus takes the shared decomposition. TransformRegion and BatchElementwiseRegion
+ * lower natively too (nearest 2x resizes; the batch chain runs once on the concatenation). */
 #include "backends/mlx/mlx_internal.h"
 
 static rlxm_arr *sc(mlx_lower_ctx *c, double v, rlxm_arr *like) { return rlxm_scalar(c->s, v, rlxm_dtype(like)); }
@@ -314,6 +315,35 @@ static rlx_status lower_ElementwiseRegion(mlx_lower_ctx *c, const rlx_node *n, r
   return mlx_check(c, rlxm_broadcast(c->s, r, n->shape.rank, dims), out);
 }
 
+/* TransformRegion: operand 0 upsampled (nearest 2x on the last two axes) once per step. */
+static rlx_status lower_TransformRegion(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  rlxm_arr *x = in[0];
+  for (uint32_t i = 0; i < n->attrs.TransformRegion.steps.n; i++) {
+    x = resize2x(c, x);
+    if (!x) return mlx_decline(c, "TransformRegion of rank < 2");
+  }
+  return mlx_check(c, x, out);
+}
+
+/* BatchElementwiseRegion: the chain (reading operand 0) on every operand after the optional 2x
+ * prologue, concatenated on axis 0; elementwise, so the chain runs once on the concatenation. */
+static rlx_status lower_BatchElementwiseRegion(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in,
+                                               rlxm_arr **out) {
+  const rlx_attrs_BatchElementwiseRegion *a = &n->attrs.BatchElementwiseRegion;
+  if (n->n_inputs == 0 || n->n_inputs > 16)
+    return mlx_decline(c, "BatchElementwiseRegion with %u operands", n->n_inputs);
+  if (a->prologue != RLX_PROLOGUE_NONE && a->prologue != RLX_PROLOGUE_RESIZE_NEAREST2X)
+    return mlx_decline(c, "unknown prologue %d", (int)a->prologue);
+  rlxm_arr *parts[16];
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    parts[i] = a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X ? resize2x(c, in[i]) : in[i];
+    if (!parts[i]) return mlx_decline(c, "prologue operand of rank < 2");
+  }
+  rlxm_arr *x = n->n_inputs == 1 ? parts[0] : rlxm_concat(c->s, parts, n->n_inputs, 0);
+  RLX_TRY(mlx_check(c, x, &x));
+  return chain_of(c, &a->chain, &x, 1, out);
+}
+
 const mlx_lower_fn mlx_lower_elementwise[RLX_OP_COUNT] = {
     [RLX_OP_Activation] = lower_Activation,
     [RLX_OP_Cast] = lower_Cast,
@@ -323,4 +353,6 @@ const mlx_lower_fn mlx_lower_elementwise[RLX_OP_COUNT] = {
     [RLX_OP_Where] = lower_Where,
     [RLX_OP_Fma] = lower_Fma,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
+    [RLX_OP_TransformRegion] = lower_TransformRegion,
+    [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };
