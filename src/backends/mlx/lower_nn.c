@@ -297,9 +297,7 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
       if (!acc)
         acc = win;
       else if (mx) {
-        /* NaN propagates, as on the CPU */
-        rlxm_arr *m = rlxm_binary(s, RLXM_MAX, acc, win);
-        acc = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, win), win, m);
+        acc = rlxm_binary(s, RLXM_MAX, acc, win); /* MLX's maximum propagates NaN, as the CPU */
       } else
         acc = rlxm_binary(s, RLXM_ADD, acc, win);
     }
@@ -337,18 +335,17 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
       for (int64_t j = 0; j < k[1]; j++) {
         w[i * k[1] + j] = window_slot(c, slots, d6, i, j);
         rlxm_arr *x = w[i * k[1] + j];
-        m = !m ? x : rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, x), x, rlxm_binary(s, RLXM_MAX, m, x));
+        m = !m ? x : rlxm_binary(s, RLXM_MAX, m, x); /* MLX's maximum propagates NaN, as the CPU */
       }
     rlxm_arr *found = NULL, *zero = rlxm_scalar(s, 0, t), *rows[64];
     for (int64_t i = 0; i < k[0]; i++) {
       rlxm_arr *cols[64];
       for (int64_t j = 0; j < k[1]; j++) {
         rlxm_arr *x = w[i * k[1] + j];
-        rlxm_arr *eq =
-            rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m),
-                        rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, x), rlxm_unary(s, RLXM_ISNAN, m)));
+        /* a NaN cell makes its window's maximum NaN, so "x is the maximum" is x == m or x is NaN */
+        rlxm_arr *eq = rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m), rlxm_unary(s, RLXM_ISNAN, x));
         rlxm_arr *hit = found ? rlxm_binary(s, RLXM_AND, eq, rlxm_unary(s, RLXM_NOT, found)) : eq;
-        found = found ? rlxm_binary(s, RLXM_OR, found, hit) : hit;
+        if (i + 1 < k[0] || j + 1 < k[1]) found = found ? rlxm_binary(s, RLXM_OR, found, eq) : eq;
         cols[j] = rlxm_reshape(s, rlxm_where(s, hit, in[1], zero), 6, (int64_t[]){1, 1, N, C, OH, OW});
       }
       rows[i] = k[1] == 1 ? cols[0] : rlxm_concat(s, cols, (uint32_t)k[1], 1);
