@@ -2,7 +2,8 @@
 /* The elementwise fusion pass (src/passes/fuse_elementwise.c): it turns a chain into one
  * ElementwiseRegion with the expected steps and operands, does not fuse across a broadcast that
  * does not tile the trailing axes, keeps graph outputs and multi-user values materialised, caps a
- * region at 16 operands, makes exactly 3 regions per tensor of the in-graph Adam update, gives
+ * region at 16 operands, makes exactly 3 regions per tensor of the in-graph Adam / AdamW update
+ * and 2 of SGD with momentum, gives
  * the same numbers as the unfused graph when compiled for the CPU (fused and unfused runs compared
  * bit for bit, at 1 and 2 threads), and stays linear on a 200k-node graph. */
 #define _POSIX_C_SOURCE 200809L
@@ -244,9 +245,10 @@ static void test_numerics(void) {
   rlx_graph_free(g);
 }
 
-/* The in-graph Adam update of two parameters: 3 regions per tensor (m, v, the parameter), and
- * no elementwise node left on a parameter-sized tensor. */
-static void test_adam_regions(void) {
+/* The in-graph update of two parameters: `want` regions per tensor (Adam: m, v, the parameter;
+ * SGD with momentum: the buffer, the parameter), and no elementwise node left on a
+ * parameter-sized tensor. */
+static void update_regions(rlx_optim_kind kind, double momentum, uint32_t want) {
   rlx_graph *g;
   CHECK_OK(rlx_graph_create(NULL, "adam", &g));
   rlx_id p[2], gr[2];
@@ -255,7 +257,8 @@ static void test_adam_regions(void) {
   CHECK_OK(rlx_input(g, "gw", SH(F32, 6, 5), &gr[0]));
   CHECK_OK(rlx_input(g, "gb", SH(F32, 5), &gr[1]));
   rlx_optim_config cfg;
-  rlx_optim_config_init(&cfg, RLX_OPTIM_ADAM);
+  rlx_optim_config_init(&cfg, kind);
+  cfg.momentum = momentum;
   rlx_optim_graph *og = NULL;
   CHECK_OK(rlx_optim_graph_build(&cfg, g, p, gr, 2, &og));
   if (!og) {
@@ -272,7 +275,8 @@ static void test_adam_regions(void) {
   CHECK_OK(rlx_compile(g, "cpu", &o, &e));
   if (e) {
     const rlx_graph *cg = rlx_executable_graph(e);
-    CHECK_MSG(count_op(cg, RLX_OP_ElementwiseRegion) == 6, "%u regions", count_op(cg, RLX_OP_ElementwiseRegion));
+    CHECK_MSG(count_op(cg, RLX_OP_ElementwiseRegion) == 2 * want, "%s: %u regions, want %u", rlx_optim_kind_name(kind),
+              count_op(cg, RLX_OP_ElementwiseRegion), 2 * want);
     for (uint32_t i = 0; i < rlx_graph_node_count(cg); i++) {
       const rlx_node *nd = rlx_graph_node(cg, i);
       bool elem = nd->op == RLX_OP_Binary || nd->op == RLX_OP_Activation || nd->op == RLX_OP_Where;
@@ -326,7 +330,9 @@ int main(void) {
   test_outputs_and_users();
   test_operand_cap();
   test_numerics();
-  test_adam_regions();
+  update_regions(RLX_OPTIM_ADAM, 0, 3);
+  update_regions(RLX_OPTIM_ADAMW, 0, 3);
+  update_regions(RLX_OPTIM_SGD, 0.9, 2);
   test_linear();
   return rlx_test_finish("test_fuse_elementwise");
 }
