@@ -3,9 +3,9 @@
  * ElementwiseRegion with the expected steps and operands, does not fuse across a broadcast that
  * does not tile the trailing axes, keeps graph outputs and multi-user values materialised, caps a
  * region at 16 operands, makes exactly 3 regions per tensor of the in-graph Adam / AdamW update
- * and 2 of SGD with momentum, gives
- * the same numbers as the unfused graph when compiled for the CPU (fused and unfused runs compared
- * bit for bit, at 1 and 2 threads), and stays linear on a 200k-node graph. */
+ * and 2 of SGD with momentum, gives the same numbers as the unfused graph when compiled for the
+ * CPU (fused and unfused runs compared bit for bit, at 1 and 2 threads), and stays linear on a
+ * 200k-node graph. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
