@@ -155,7 +155,8 @@ def cmd_diff(a, b):
     if x.shape != y.shape:
         print(json.dumps({"max_abs_diff": float("inf"), "max_abs": 0.0, "shape_mismatch": True}))
         return
-    print(json.dumps({"max_abs_diff": float(np.max(np.abs(x - y))), "max_abs": float(np.max(np.abs(y)))}))
+    d, m = float(np.max(np.abs(x - y))), float(np.max(np.abs(y)))
+    print(json.dumps({"max_abs_diff": d, "max_abs": m, "rel_diff": d / m if m > 0 else d}))
 
 
 def cmd_report(argv):
@@ -179,9 +180,9 @@ def cmd_report(argv):
            f"(all graph optimizations, intra-op threads = threads, sequential), PyTorch {torch_v} eager "
            "(inference mode), rlx `bench_onnx_infer` (ONNX import, `rlx_compile` for cpu). Median "
            "latency in ms after warm-up; ratio = rlx / ORT (goal <= 0.8); diff = max |rlx - ORT| "
-           "over the output.", "",
-           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/torch | max abs diff |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "over the output, rel = diff / max |ORT|.", "",
+           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/torch | max abs diff | rel |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rl, on, tc = r["rlx"].get("median_ms"), r["ort"].get("median_ms"), r["torch"].get("median_ms")
 
@@ -191,9 +192,11 @@ def cmd_report(argv):
         ratio = f"{rl / on:.2f}" if rl and on else "—"
         rt = f"{rl / tc:.2f}" if rl and tc else "—"
         diff = r.get("diff", {}).get("max_abs_diff")
+        rel = r.get("diff", {}).get("rel_diff")
         ds = f"{diff:.2e}" if isinstance(diff, float) else (r["rlx"].get("error", "—")[:60])
+        rs = f"{rel:.1e}" if isinstance(rel, float) else "—"
         out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {f(on)} | {f(tc)} | {ratio} | {rt} "
-                   f"| {ds} |")
+                   f"| {ds} | {rs} |")
     out += ["", END]
     block = "\n".join(out)
     print(block)

@@ -295,9 +295,63 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
     }
 }
 
+/* One image and group of the direct kernel across the threads: tiles of the wide grid, then the
+ * compaction by output channel (each tile is computed the same way whatever the split). */
+typedef struct dintra_job {
+  const conv_job *j;
+  const float *xp, *wpk;
+  float *yw, *y, *r;
+  const float *bias;
+} dintra_job;
+
+static void dintra_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const dintra_job *t = arg;
+  fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
+}
+
+static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const dintra_job *t = arg;
+  fk_dconv sub = t->j->d;
+  sub.O = hi - lo;
+  size_t plane = sub.Ho * sub.Wo;
+  float *y = t->y ? t->y + lo * plane : NULL, *r = t->r ? t->r + lo * plane : NULL;
+  fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, y, r);
+}
+
+static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
+  const fgeo *g = &j->g;
+  const fk_dconv *d = &j->d;
+  size_t shared = direct_shared_floats(g, d), per_group = fk_dconv_wpk_floats(d);
+  float *xp = j->scratch + shared;
+  float *yw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
+  const float *src = j->x ? j->x : j->dy;
+  for (size_t b = 0; b < g->N; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
+      dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
+      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
+      t.bias = j->bias ? j->bias + gr * d->O : NULL;
+      t.y = j->relu_in_y ? NULL : j->y + at;
+      t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+      fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
+    }
+}
+
 /* Runs direct_conv_task over the batch (j->x or j->dy set, j->d filled). */
 static rlx_status direct_conv(conv_job *j, bool flipped, rlx_cpu_ctx *ctx, const char *op) {
   const fk_dconv *d = &j->d;
+  if (fk_chunks(ctx, (size_t)FK_DET_MAX_PARTS, 1) > (int)(j->g.N < INT_MAX ? j->g.N : INT_MAX)) {
+    j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Qpad;
+    j->scratch = fk_scratch(ctx, (direct_shared_floats(&j->g, d) + j->per_chunk) * sizeof(float));
+    if (!j->scratch) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for the convolution buffers", op);
+    direct_prepare(j, flipped);
+    direct_intra(j, ctx);
+    fk_scratch_release(ctx, j->scratch);
+    return RLX_OK;
+  }
   int chunks = fk_chunks(ctx, j->g.N, 1);
   j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Qpad;
   size_t total = direct_shared_floats(&j->g, d) + j->per_chunk * (size_t)chunks;
@@ -314,18 +368,146 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   const fgeo *g = &j->g;
   size_t cg = g->Cin / g->G, og = g->Cout / g->G, rows = cg_rows(g), P = g->Ho * g->Wo, Pin = g->H * g->W;
   float *col = j->scratch + (size_t)chunk * j->per_chunk;
-  for (size_t b = lo; b < hi; b++)
-    for (size_t gr = 0; gr < g->G; gr++) {
-      const float *xg = j->x + (b * g->Cin + gr * cg) * Pin;
-      const float *cm = xg;
-      if (!direct_cols(g)) {
-        im2col(g, xg, cg, col);
-        cm = col;
-      }
-      fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
-               P);
-      epilogue_planes(j, b, gr * og, og, P);
+  for (size_t item = lo; item < hi; item++) { /* item = image * G + group */
+    size_t b = item / g->G, gr = item % g->G;
+    const float *xg = j->x + (b * g->Cin + gr * cg) * Pin;
+    const float *cm = xg;
+    if (!direct_cols(g)) {
+      im2col(g, xg, cg, col);
+      cm = col;
     }
+    fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
+             P);
+    epilogue_planes(j, b, gr * og, og, P);
+  }
+}
+
+/* ---- one image and group across every thread (batch 1, few groups) ----
+ * The GEMM y_bg [og, P] = w_g . col_bg is cut into blocks that depend on the shape only: column
+ * blocks of CONV_COL_BLOCK when P is large, else row (output channel) blocks of CONV_ROW_BLOCK.
+ * Each output element is computed by one sgemm call over the same K, whatever the thread count. */
+#define CONV_COL_BLOCK 256
+#define CONV_ROW_BLOCK 32
+
+typedef struct intra_job {
+  const conv_job *j;
+  size_t b, gr;
+  const float *cm; /* the column matrix [rows, P] */
+  float *col;      /* im2col target */
+  size_t n_col_blocks, n_row_blocks;
+} intra_job;
+
+static void intra_im2col_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const intra_job *t = arg;
+  const fgeo *g = &t->j->g;
+  size_t cg = g->Cin / g->G, kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  const float *xg = t->j->x + (t->b * g->Cin + t->gr * cg) * Pin;
+  im2col(g, xg + lo * Pin, hi - lo, t->col + lo * kk * P);
+}
+
+static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const intra_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  size_t og = g->Cout / g->G, rows = cg_rows(g), P = g->Ho * g->Wo;
+  const float *w = j->w + t->gr * og * rows;
+  float *y = j->y + (t->b * g->Cout + t->gr * og) * P;
+  for (size_t blk = lo; blk < hi; blk++) {
+    size_t o0 = 0, o1 = og, p0 = 0, p1 = P;
+    if (t->n_col_blocks > 1) {
+      p0 = blk * CONV_COL_BLOCK;
+      p1 = p0 + CONV_COL_BLOCK < P ? p0 + CONV_COL_BLOCK : P;
+    } else {
+      o0 = blk * CONV_ROW_BLOCK;
+      o1 = o0 + CONV_ROW_BLOCK < og ? o0 + CONV_ROW_BLOCK : og;
+    }
+    fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
+    if (!j->bias) continue;
+    /* the epilogue on this block */
+    for (size_t o = o0; o < o1; o++) {
+      size_t c = t->gr * og + o;
+      float *restrict z = y + o * P, bias = j->bias[c];
+      float *restrict r = j->r ? j->r + (t->b * g->Cout + c) * P : NULL;
+      for (size_t i = p0; i < p1; i++) {
+        float v = z[i] + bias;
+        if (j->relu_in_y)
+          z[i] = v < 0 ? 0.0f : v;
+        else {
+          z[i] = v;
+          if (r) r[i] = v < 0 ? 0.0f : v;
+        }
+      }
+    }
+  }
+}
+
+/* The whole forward convolution image by image, each image's GEMM split across the threads. */
+static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
+  const fgeo *g = &j->g;
+  size_t P = g->Ho * g->Wo, og = g->Cout / g->G, cg = g->Cin / g->G, Pin = g->H * g->W;
+  intra_job t = {.j = j, .col = j->scratch};
+  t.n_col_blocks = P >= 2 * CONV_COL_BLOCK ? (P + CONV_COL_BLOCK - 1) / CONV_COL_BLOCK : 1;
+  t.n_row_blocks = t.n_col_blocks > 1 ? 1 : (og + CONV_ROW_BLOCK - 1) / CONV_ROW_BLOCK;
+  for (size_t b = 0; b < g->N; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      t.b = b;
+      t.gr = gr;
+      if (direct_cols(g)) {
+        t.cm = j->x + (b * g->Cin + gr * cg) * Pin;
+      } else {
+        fk_parallel_for(ctx, cg, 1, intra_im2col_task, &t);
+        t.cm = t.col;
+      }
+      fk_parallel_for(ctx, t.n_col_blocks * t.n_row_blocks, 1, intra_gemm_task, &t);
+    }
+}
+
+/* Images x groups too few to occupy the threads? In deterministic mode the answer depends on
+ * the shape only (as if for FK_DET_GEMM_WAYS threads), so every thread count takes one path. */
+static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
+  size_t items = g->N * g->G;
+  if (ctx && ctx->deterministic) return items < FK_DET_GEMM_WAYS;
+  return (size_t)fk_chunks(ctx, (size_t)FK_DET_MAX_PARTS, 1) > items;
+}
+
+/* ---- depthwise: groups == C_in == C_out, one input plane per output plane ----
+ * Direct loops over each plane (any stride, dilation, padding), the taps in (ki, kj) order, in
+ * f32 like the sgemm path; planes split across the threads. */
+static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
+
+static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const conv_job *j = arg;
+  const fgeo *g = &j->g;
+  size_t kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  for (size_t plane = lo; plane < hi; plane++) {
+    size_t c = plane % g->Cin;
+    const float *x = j->x + plane * Pin, *w = j->w + c * kk;
+    float *y = j->y + plane * P;
+    for (size_t i = 0; i < P; i++) y[i] = 0.0f;
+    for (size_t ki = 0; ki < g->kh; ki++)
+      for (size_t kj = 0; kj < g->kw; kj++) {
+        float wv = w[ki * g->kw + kj];
+        int64_t off = (int64_t)(kj * g->dw) - g->pw;
+        size_t c0, c1;
+        valid_cols(g, off, &c0, &c1);
+        if (c0 >= c1) continue;
+        for (size_t oh = 0; oh < g->Ho; oh++) {
+          int64_t ih = (int64_t)(oh * g->sh + ki * g->dh) - g->ph;
+          if (ih < 0 || ih >= (int64_t)g->H) continue;
+          const float *xr = x + (size_t)ih * g->W;
+          float *restrict yr = y + oh * g->Wo;
+          if (g->sw == 1) {
+            for (size_t ow = c0; ow < c1; ow++) yr[ow] += wv * xr[(int64_t)ow + off];
+          } else {
+            for (size_t ow = c0; ow < c1; ow++) yr[ow] += wv * xr[(int64_t)(ow * g->sw) + off];
+          }
+        }
+      }
+    if (j->bias) epilogue_planes(j, plane / g->Cin, c, 1, P);
+  }
 }
 
 /* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
@@ -350,15 +532,27 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     for (size_t b = 0; b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, P);
     return RLX_OK;
   }
+  if (depthwise(g)) {
+    fk_parallel_for(ctx, g->N * g->Cin, 1, depthwise_task, &j);
+    return RLX_OK;
+  }
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
     return direct_conv(&j, false, ctx, "Conv");
   }
-  int chunks = fk_chunks(ctx, g->N, 1);
+  if (use_intra(g, ctx)) {
+    j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
+    j.scratch = fk_scratch(ctx, (j.per_chunk ? j.per_chunk : 1) * sizeof(float));
+    if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffer");
+    intra_forward(&j, ctx);
+    fk_scratch_release(ctx, j.scratch);
+    return RLX_OK;
+  }
+  int chunks = fk_chunks(ctx, g->N * g->G, 1);
   j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
   j.scratch = fk_scratch(ctx, j.per_chunk * (size_t)chunks * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffers");
-  fk_parallel_for(ctx, g->N, 1, conv_fwd_task, &j);
+  fk_parallel_for(ctx, g->N * g->G, 1, conv_fwd_task, &j);
   fk_scratch_release(ctx, j.scratch);
   return RLX_OK;
 }
