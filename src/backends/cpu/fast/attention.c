@@ -8,8 +8,9 @@
  *               computed by one thread in a fixed order, so results do not depend on the thread
  *               count. Rows with a NaN score give NaN, rows with every key masked give zeros
  *               (as in the reference kernel).
- *   LayerNorm   f32 over the last axis, gamma and beta of D elements ([D] or [1, .., D]); mean
- *               and variance in double (fk_sum_run order), rows split across the threads. */
+ *   LayerNorm   f32 over the last axis, gamma and beta of D elements ([D] or [1, .., D]); mean,
+ *               variance and the normalised value in double, rounded once; rows split across
+ *               the threads. */
 #include <math.h>
 #include <string.h>
 
@@ -178,8 +179,9 @@ static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
       var += d * d;
     }
     var /= (double)D;
-    float rstd = (float)(1.0 / sqrt(var + j->eps)), m = (float)mean;
-    for (size_t k = 0; k < D; k++) y[k] = (x[k] - m) * rstd * j->g[k] + j->b[k];
+    /* (x - mean) in double: with a large common offset the f32 difference would lose digits */
+    double rstd = 1.0 / sqrt(var + j->eps);
+    for (size_t k = 0; k < D; k++) y[k] = (float)(((double)x[k] - mean) * rstd * (double)j->g[k] + (double)j->b[k]);
   }
 }
 
