@@ -473,41 +473,92 @@ static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
 }
 
 /* ---- depthwise: groups == C_in == C_out, one input plane per output plane ----
- * Direct loops over each plane (any stride, dilation, padding), the taps in (ki, kj) order, in
- * f32 like the sgemm path; planes split across the threads. */
+ * Each plane is copied into a zero-padded buffer [Hp][Wp] (the window's reach on every side), so
+ * the tap loops need no bounds checks. Stride 1: every tap adds w * xp[q + offset] over the whole
+ * wide grid q < Ho * Wp in one long loop (columns >= Wo are dropped when compacting); other
+ * strides: per output row and tap, a strided loop over the row. Taps in (ki, kj) order, f32;
+ * planes split across the threads (each plane by one thread, whatever the split). */
 static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
 
+typedef struct dw_geo {
+  size_t Hp, Wp, pt, pl, wide; /* padded plane; wide grid (stride 1) or 0 */
+} dw_geo;
+
+static void dw_geometry(const fgeo *g, dw_geo *d) {
+  d->pt = (size_t)(g->ph > 0 ? g->ph : 0);
+  d->pl = (size_t)(g->pw > 0 ? g->pw : 0);
+  /* rows / columns the last window reaches (covers negative end padding too) */
+  d->Hp = (g->Ho - 1) * g->sh + g->dh * (g->kh - 1) + 1;
+  d->Wp = (g->Wo - 1) * g->sw + g->dw * (g->kw - 1) + 1;
+  if (d->Hp < d->pt + g->H) d->Hp = d->pt + g->H;
+  if (d->Wp < d->pl + g->W) d->Wp = d->pl + g->W;
+  d->wide = g->sh == 1 && g->sw == 1 ? g->Ho * d->Wp : 0;
+}
+
+static size_t dw_scratch_floats(const dw_geo *d) {
+  return fk_align64((d->Hp * d->Wp + d->wide + 8) * sizeof(float)) / sizeof(float);
+}
+
+typedef struct dw_job {
+  const conv_job *j;
+  dw_geo d;
+  float *scratch;
+} dw_job;
+
 static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
-  (void)chunk;
-  const conv_job *j = arg;
+  const dw_job *t = arg;
+  const conv_job *j = t->j;
   const fgeo *g = &j->g;
+  const dw_geo *d = &t->d;
+  float *xp = t->scratch + (size_t)chunk * dw_scratch_floats(d), *yw = xp + d->Hp * d->Wp;
   size_t kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  /* the input offset of padded row 0 / column 0 (negative begin padding crops) */
+  size_t crop_r = (size_t)(g->ph < 0 ? -g->ph : 0), crop_c = (size_t)(g->pw < 0 ? -g->pw : 0);
+  memset(xp, 0, d->Hp * d->Wp * sizeof *xp);
   for (size_t plane = lo; plane < hi; plane++) {
     size_t c = plane % g->Cin;
     const float *x = j->x + plane * Pin, *w = j->w + c * kk;
     float *y = j->y + plane * P;
-    for (size_t i = 0; i < P; i++) y[i] = 0.0f;
-    for (size_t ki = 0; ki < g->kh; ki++)
-      for (size_t kj = 0; kj < g->kw; kj++) {
-        float wv = w[ki * g->kw + kj];
-        int64_t off = (int64_t)(kj * g->dw) - g->pw;
-        size_t c0, c1;
-        valid_cols(g, off, &c0, &c1);
-        if (c0 >= c1) continue;
-        for (size_t oh = 0; oh < g->Ho; oh++) {
-          int64_t ih = (int64_t)(oh * g->sh + ki * g->dh) - g->ph;
-          if (ih < 0 || ih >= (int64_t)g->H) continue;
-          const float *xr = x + (size_t)ih * g->W;
-          float *restrict yr = y + oh * g->Wo;
-          if (g->sw == 1) {
-            for (size_t ow = c0; ow < c1; ow++) yr[ow] += wv * xr[(int64_t)ow + off];
-          } else {
-            for (size_t ow = c0; ow < c1; ow++) yr[ow] += wv * xr[(int64_t)(ow * g->sw) + off];
-          }
+    for (size_t r = crop_r; r < g->H && d->pt + r - crop_r < d->Hp; r++) {
+      size_t n = g->W - crop_c < d->Wp - d->pl ? g->W - crop_c : d->Wp - d->pl;
+      memcpy(xp + (d->pt + r - crop_r) * d->Wp + d->pl, x + r * g->W + crop_c, n * sizeof *xp);
+    }
+    if (d->wide) {
+      float *restrict acc = yw;
+      for (size_t q = 0; q < d->wide; q++) acc[q] = 0.0f;
+      for (size_t ki = 0; ki < g->kh; ki++)
+        for (size_t kj = 0; kj < g->kw; kj++) {
+          float wv = w[ki * g->kw + kj];
+          const float *restrict src = xp + ki * g->dh * d->Wp + kj * g->dw;
+          for (size_t q = 0; q < d->wide; q++) acc[q] += wv * src[q];
         }
+      for (size_t oh = 0; oh < g->Ho; oh++) memcpy(y + oh * g->Wo, acc + oh * d->Wp, g->Wo * sizeof *y);
+    } else {
+      for (size_t oh = 0; oh < g->Ho; oh++) {
+        float *restrict yr = y + oh * g->Wo;
+        for (size_t ow = 0; ow < g->Wo; ow++) yr[ow] = 0.0f;
+        for (size_t ki = 0; ki < g->kh; ki++)
+          for (size_t kj = 0; kj < g->kw; kj++) {
+            float wv = w[ki * g->kw + kj];
+            const float *restrict src = xp + (oh * g->sh + ki * g->dh) * d->Wp + kj * g->dw;
+            for (size_t ow = 0; ow < g->Wo; ow++) yr[ow] += wv * src[ow * g->sw];
+          }
       }
+    }
     if (j->bias) epilogue_planes(j, plane / g->Cin, c, 1, P);
   }
+}
+
+static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
+  dw_job t = {.j = j};
+  dw_geometry(&j->g, &t.d);
+  size_t planes = j->g.N * j->g.Cin;
+  int chunks = fk_chunks(ctx, planes, 1);
+  t.scratch = fk_scratch(ctx, (size_t)chunks * dw_scratch_floats(&t.d) * sizeof(float));
+  if (!t.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the depthwise buffers");
+  fk_parallel_for(ctx, planes, 1, depthwise_task, &t);
+  fk_scratch_release(ctx, t.scratch);
+  return RLX_OK;
 }
 
 /* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
@@ -532,10 +583,7 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     for (size_t b = 0; b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, P);
     return RLX_OK;
   }
-  if (depthwise(g)) {
-    fk_parallel_for(ctx, g->N * g->Cin, 1, depthwise_task, &j);
-    return RLX_OK;
-  }
+  if (depthwise(g)) return depthwise_forward(&j, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
     return direct_conv(&j, false, ctx, "Conv");
