@@ -179,10 +179,11 @@ def cmd_report(argv):
            f"load average {o.load_before} before / {o.load_after} after. ONNX Runtime {ort_v} "
            f"(all graph optimizations, intra-op threads = threads, sequential), PyTorch {torch_v} eager "
            "(inference mode), rlx `bench_onnx_infer` (ONNX import, `rlx_compile` for cpu). Median "
-           "latency in ms after warm-up; ratio = rlx / ORT (goal <= 0.8); diff = max |rlx - ORT| "
+           "latency in ms after warm-up; rlx/ORT = ratio of the medians (goal <= 0.8), best = ratio of the "
+           "fastest runs (steadier on a busy machine); diff = max |rlx - ORT| "
            "over the output, rel = diff / max |ORT|.", "",
-           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/torch | max abs diff | rel |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/ORT best | rlx/torch | max abs diff | rel |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rl, on, tc = r["rlx"].get("median_ms"), r["ort"].get("median_ms"), r["torch"].get("median_ms")
 
@@ -190,12 +191,14 @@ def cmd_report(argv):
             return f"{v:.2f}" if isinstance(v, (int, float)) else "—"
 
         ratio = f"{rl / on:.2f}" if rl and on else "—"
+        rb, ob = r["rlx"].get("best_ms"), r["ort"].get("best_ms")
+        best = f"{rb / ob:.2f}" if rb and ob else "—"
         rt = f"{rl / tc:.2f}" if rl and tc else "—"
         diff = r.get("diff", {}).get("max_abs_diff")
         rel = r.get("diff", {}).get("rel_diff")
         ds = f"{diff:.2e}" if isinstance(diff, float) else (r["rlx"].get("error", "—")[:60])
         rs = f"{rel:.1e}" if isinstance(rel, float) else "—"
-        out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {f(on)} | {f(tc)} | {ratio} | {rt} "
+        out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {f(on)} | {f(tc)} | {ratio} | {best} | {rt} "
                    f"| {ds} | {rs} |")
     out += ["", END]
     block = "\n".join(out)
