@@ -22,6 +22,7 @@ typedef struct rt_buf {
   size_t bytes;
   uint64_t version; /* bumped on every write of a parameter */
   bool live;        /* allocated */
+  bool lent;        /* the handle is a segment executable's own storage (slot_buffer): not freed */
 } rt_buf;
 
 typedef struct exe_leaf {

@@ -192,6 +192,40 @@ static rlx_status segment_params(rlx_executable *e, rt_step *s) {
   return RLX_OK;
 }
 
+/* Lets buffer b be node `id`'s own storage in segment s's executable, when the backend lends it
+ * (slot_buffer) and no earlier segment already did. The bytes are b's for as long as the runtime
+ * needs them: the plan keeps Inputs and Params live for the whole run and persists them across
+ * runs, and a graph output's root from its step to the end of the run. */
+static rlx_status lend_slot(rt_step *s, rlx_id id, rt_buf *b) {
+  if (!b || b->live) return RLX_OK;
+  rlx_buffer_handle h = NULL;
+  RLX_TRY(s->bx->vt->slot_buffer(s->bx, id, &h));
+  if (!h) return RLX_OK;
+  b->h = h;
+  b->live = b->lent = true;
+  return RLX_OK;
+}
+
+/* The buffers a segment's executable can hold in its own storage: its Inputs, its Params (root
+ * executables only: a body reads its root's), and its outputs that are computed values. An output
+ * whose slot is a leaf's (the output is an Input, a Param, a Constant or a view of one) keeps a
+ * buffer of its own, so that setting an input after a run cannot change what the run returned. */
+static rlx_status lend_slots(rt_step *s) {
+  if (!s->bx || !s->bx->vt->slot_buffer) return RLX_OK;
+  const rlx_graph *g = s->graph;
+  uint32_t n = rlx_graph_node_count(g), k = 0;
+  for (rlx_id id = 0; id < n && k < s->n_in; id++)
+    if (rlx_graph_node(g, id)->op == RLX_OP_Input) RLX_TRY(lend_slot(s, id, s->in[k++]));
+  for (uint32_t i = 0; i < s->n_par; i++) RLX_TRY(lend_slot(s, s->par_node[i], s->par[i]->buf));
+  const rlx_id *outs = rlx_graph_outputs(g);
+  for (uint32_t i = 0; i < s->n_out; i++) {
+    rlx_op root = rlx_graph_node(g, s->plan->root[outs[i]])->op;
+    if (root == RLX_OP_Input || root == RLX_OP_Param || root == RLX_OP_Constant) continue;
+    RLX_TRY(lend_slot(s, outs[i], s->out[i]));
+  }
+  return RLX_OK;
+}
+
 /* The one-node graph of a host-staged node: its operands as Inputs, the node, its output. */
 static rlx_status staged_graph(rlx_executable *e, const rlx_node *n, rlx_graph **out) {
   rlx_graph *g;
@@ -232,7 +266,7 @@ void rlx_rt_free_steps(rlx_executable *e) {
     for (uint32_t k = 0; s->bodies && k < s->n_bodies; k++) rlx_executable_free(s->bodies[k]);
   }
   for (uint32_t i = 0; e->dev && i < e->n_pool; i++)
-    if (e->pool[i].live) e->dev->vt->buffer_free(e->dev, e->pool[i].h);
+    if (e->pool[i].live && !e->pool[i].lent) e->dev->vt->buffer_free(e->dev, e->pool[i].h);
   if (e->dev) e->dev->vt->destroy(e->dev);
   e->dev = NULL;
   for (uint32_t i = 0; e->steps && i < e->n_steps; i++) {
@@ -466,8 +500,12 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
     s->out_h = st_alloc(al, s->n_out, sizeof *s->out_h);
     if (!s->in_h || !s->out_h) st = rlx_errorf(RLX_ERR_OOM, "out of memory building the executable");
   }
-  /* Allocate every buffer, then fill the handle lists and upload constants read across steps. */
+  /* Borrow the segments' own slots where they lend them, allocate every other buffer, then fill
+   * the handle lists and upload constants read across steps. */
+  for (uint32_t si = 0; st == RLX_OK && si < e->n_steps; si++)
+    if (e->steps[si].kind == STEP_SEGMENT) st = lend_slots(&e->steps[si]);
   for (uint32_t i = 0; st == RLX_OK && i < e->n_pool; i++) {
+    if (e->pool[i].live) continue; /* lent */
     st = e->dev->vt->buffer_alloc(e->dev, e->pool[i].bytes, &e->pool[i].h);
     if (st == RLX_OK)
       e->pool[i].live = true;

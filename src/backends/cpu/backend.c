@@ -6,7 +6,9 @@
  * arena) in schedule order. Views (nodes the plan aliases onto their root: Reshape, same-dtype
  * Cast, contiguous Narrow) get no thunk: their bytes already are where the plan says.
  * run: copy the inputs into their slots, run the thunks, copy the outputs out. Buffers are host
- * memory (malloc); bind_param copies a Param's buffer into its slot. If/While/Scan and the Scan
+ * memory (malloc); bind_param copies a Param's buffer into its slot. The runtime normally borrows
+ * the slots of Inputs, Params and outputs as those values' buffers (slot_buffer), and then each of
+ * these copies is skipped: values are written and read where the thunks use them. If/While/Scan and the Scan
  * backwards are listed as runtime_control: the runtime runs their bodies (on this backend).
  *
  * Kernel selection (docs/cpu-backend.md): per node, at compile time, the fast kernel of
@@ -199,7 +201,17 @@ static rlx_status cpu_bind_param(rlx_backend_exe *bx, uint32_t node, rlx_buffer_
   if (node >= x->plan->n_nodes || rlx_graph_node(x->g, node)->op != RLX_OP_Param)
     return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not a Param", node);
   size_t nb = x->plan->size[node];
-  if (nb) memcpy(x->arena + x->plan->offset[node], h, nb);
+  uint8_t *slot = x->arena + x->plan->offset[node];
+  if (nb && h != slot) memcpy(slot, h, nb); /* h is the slot itself when lent by cpu_slot_buffer */
+  return RLX_OK;
+}
+
+/* The arena slot of an Input, a Param or an output root, lent to the runtime as that value's
+ * buffer: run and bind_param then skip their copies. Slots of empty tensors are not lent. */
+static rlx_status cpu_slot_buffer(rlx_backend_exe *bx, uint32_t node, rlx_buffer_handle *out) {
+  cpu_exe *x = (cpu_exe *)bx;
+  if (node >= x->plan->n_nodes) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not in the graph", node);
+  *out = x->plan->size[node] ? x->arena + x->plan->offset[node] : NULL;
   return RLX_OK;
 }
 
@@ -216,6 +228,7 @@ static const rlx_backend_exe_vtable cpu_vtable = {
     .copy = cpu_copy,
     .sync = NULL,
     .bind_param = cpu_bind_param,
+    .slot_buffer = cpu_slot_buffer,
     .run = cpu_run,
     .destroy = cpu_destroy,
 };
@@ -730,7 +743,8 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
                       n_inputs, n_outputs, x->n_input_nodes, rlx_graph_output_count(x->g));
   for (uint32_t i = 0; i < n_inputs; i++) {
     rlx_id id = x->input_nodes[i];
-    if (p->size[id]) memcpy(x->arena + p->offset[id], inputs[i], p->size[id]);
+    uint8_t *slot = x->arena + p->offset[id];
+    if (p->size[id] && inputs[i] != slot) memcpy(slot, inputs[i], p->size[id]);
   }
   char lb[160];
   for (uint32_t k = 0; k < x->n_thunks; k++) {
@@ -760,8 +774,10 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
                                label(x->g, t->kind == TK_KERNEL ? t->id : t->last, lb, sizeof lb));
   }
   const rlx_id *outs = rlx_graph_outputs(x->g);
-  for (uint32_t i = 0; i < n_outputs; i++)
-    if (p->size[outs[i]]) memcpy(outputs[i], x->arena + p->offset[outs[i]], p->size[outs[i]]);
+  for (uint32_t i = 0; i < n_outputs; i++) {
+    uint8_t *slot = x->arena + p->offset[outs[i]];
+    if (p->size[outs[i]] && outputs[i] != slot) memcpy(outputs[i], slot, p->size[outs[i]]);
+  }
   return RLX_OK;
 }
 

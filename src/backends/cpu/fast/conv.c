@@ -465,10 +465,11 @@ static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
 }
 
 /* Images x groups too few to occupy the threads? In deterministic mode the answer depends on
- * the shape only (as if for FK_DET_GEMM_WAYS threads), so every thread count takes one path. */
+ * the shape and the machine only (as if for fk_det_gemm_ways() threads), so every thread count
+ * takes one path. */
 static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
   size_t items = g->N * g->G;
-  if (ctx && ctx->deterministic) return items < FK_DET_GEMM_WAYS;
+  if (ctx && ctx->deterministic) return items < (size_t)fk_det_gemm_ways();
   return (size_t)fk_chunks(ctx, (size_t)FK_DET_MAX_PARTS, 1) > items;
 }
 
