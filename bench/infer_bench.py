@@ -111,11 +111,13 @@ def timed(fn, warmup, iters):
     for _ in range(warmup):
         fn()
     t = []
+    c0 = time.process_time()
     for _ in range(iters):
         a = time.perf_counter()
         fn()
         t.append((time.perf_counter() - a) * 1e3)
-    return {"median_ms": statistics.median(t), "best_ms": min(t), "iters": iters}
+    cpu = (time.process_time() - c0) * 1e3 / iters
+    return {"median_ms": statistics.median(t), "best_ms": min(t), "cpu_ms": cpu, "iters": iters}
 
 
 def cmd_torch(d, model, batch, threads, warmup, iters):
@@ -180,10 +182,22 @@ def cmd_report(argv):
            f"(all graph optimizations, intra-op threads = threads, sequential), PyTorch {torch_v} eager "
            "(inference mode), rlx `bench_onnx_infer` (ONNX import, `rlx_compile` for cpu). Median "
            "latency in ms after warm-up; rlx/ORT = ratio of the medians (goal <= 0.8), best = ratio of the "
-           "fastest runs (steadier on a busy machine); diff = max |rlx - ORT| "
-           "over the output, rel = diff / max |ORT|.", "",
-           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/ORT best | rlx/torch | max abs diff | rel |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "fastest runs (steadier on a busy machine), cpu = ratio of the process CPU time per run (1 thread "
+           "only: it does not count time lost to other processes); diff = max |rlx - ORT| "
+           "over the output, rel = diff / max |ORT|; baseline (when given) = an older rlx build timed in "
+           "the same run.", "",
+           "| model | batch | threads | rlx ms | ORT ms | torch ms | rlx/ORT | rlx/ORT best | rlx/ORT cpu | rlx/torch | max abs diff | rel |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    has_base = any(r.get("base", {}).get("median_ms") for r in rows)
+    if has_base:
+        out[-2] = out[-2].replace("| rlx ms |", "| rlx ms | baseline ms | baseline/ORT |")
+        out[-1] += "---|---|"
+    def basecols(r, on):
+        if not has_base:
+            return ""
+        b = r.get("base", {}).get("median_ms")
+        return f"{b:.2f} | {b / on:.2f} | " if b and on else "— | — | "
+
     for r in rows:
         rl, on, tc = r["rlx"].get("median_ms"), r["ort"].get("median_ms"), r["torch"].get("median_ms")
 
@@ -193,12 +207,14 @@ def cmd_report(argv):
         ratio = f"{rl / on:.2f}" if rl and on else "—"
         rb, ob = r["rlx"].get("best_ms"), r["ort"].get("best_ms")
         best = f"{rb / ob:.2f}" if rb and ob else "—"
+        rc, oc = r["rlx"].get("cpu_ms"), r["ort"].get("cpu_ms")
+        cpu = f"{rc / oc:.2f}" if rc and oc and r["threads"] == 1 else "—"
         rt = f"{rl / tc:.2f}" if rl and tc else "—"
         diff = r.get("diff", {}).get("max_abs_diff")
         rel = r.get("diff", {}).get("rel_diff")
         ds = f"{diff:.2e}" if isinstance(diff, float) else (r["rlx"].get("error", "—")[:60])
         rs = f"{rel:.1e}" if isinstance(rel, float) else "—"
-        out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {f(on)} | {f(tc)} | {ratio} | {best} | {rt} "
+        out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {basecols(r, on)}{f(on)} | {f(tc)} | {ratio} | {best} | {cpu} | {rt} "
                    f"| {ds} | {rs} |")
     out += ["", END]
     block = "\n".join(out)

@@ -17,6 +17,8 @@
 #                   ~/.cache/rlx/ort-1.31.1)
 #   DOC=PATH        the document to update (default docs/benchmarks.md; "-" = do not write)
 #   LABEL=TEXT      a note printed with the table's header (e.g. "before pattern fusion")
+#   BASELINE=PATH   another bench_onnx_infer (an older build) timed in the same run: the table
+#                   then has its latency and its ratio to ORT next to the current build's
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD=${1:-build}
@@ -31,6 +33,7 @@ ORT_VERSION=1.31.1
 ORT_VENV=${ORT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rlx/ort-$ORT_VERSION}
 DOC=${DOC:-docs/benchmarks.md}
 LABEL=${LABEL:-}
+BASELINE=${BASELINE:-}
 SYS_PY=/usr/bin/python3 # Debian's: torch 1.13, torchvision 0.14
 
 # The benchmark measures the machine's own ISA: no OpenBLAS core override.
@@ -74,10 +77,15 @@ for model in $MODELS; do
       fi
       echo "   rlx   $rlx" >&2
       echo "   diff  $diff" >&2
+      base='{}'
+      if [ -n "$BASELINE" ]; then
+        base=$("$BASELINE" "$onnx" "$in" "$t" "$WARMUP" "$iters" 2>/dev/null) || base='{}'
+        echo "   base  $base" >&2
+      fi
       tor=$("$SYS_PY" bench/infer_bench.py torch "$MODEL_DIR" "$model" "$b" "$t" "$WARMUP" "$iters")
       echo "   torch $tor" >&2
-      printf '{"model": "%s", "batch": %s, "threads": %s, "rlx": %s, "ort": %s, "torch": %s, "diff": %s}\n' \
-        "$model" "$b" "$t" "$rlx" "$ort" "$tor" "$diff" >>"$TMP/results.jsonl"
+      printf '{"model": "%s", "batch": %s, "threads": %s, "rlx": %s, "ort": %s, "torch": %s, "diff": %s, "base": %s}\n' \
+        "$model" "$b" "$t" "$rlx" "$ort" "$tor" "$diff" "$base" >>"$TMP/results.jsonl"
     done
   done
 done
