@@ -37,7 +37,7 @@ static void pc_init(pcase *c) {
 }
 
 static rlx_id pc_input(pcase *c, uint32_t rank, const rlx_dim *dims) {
-  char name[8];
+  char name[16];
   snprintf(name, sizeof name, "x%u", c->n_in);
   rlx_id id = RLX_NO_ID;
   rlx_shape s = rlx_shape_make(RLX_F32, rank, dims);
@@ -175,7 +175,7 @@ static void run(const char *what, pcase *c, rlx_id out, const char *rule, rlx_op
     CHECK_MSG(graph_has(rlx_executable_graph(e), fused, act_kind), "%s: the compiled graph has no %s", what,
               rlx_op_name(fused));
   rlx_named_tensor ins[MAXN];
-  char names[MAXN][8];
+  char names[MAXN][16];
   for (uint32_t i = 0; i < c->n_in; i++) {
     snprintf(names[i], sizeof names[i], "x%u", i);
     ins[i] = (rlx_named_tensor){.name = names[i],
