@@ -77,7 +77,7 @@ static const pat_slot ln_slots[LN_N] = {
 };
 
 static bool ln_check(const pat_match *m) {
-  const rlx_node *x = pat_node(m, LN_X), *root = pat_node(m, LN_SUB);
+  const rlx_node *x = pat_node(m, LN_X);
   if (!is_float(x->shape.dtype) || x->shape.rank == 0 || !rlx_shape_is_static(&x->shape)) return false;
   if (!reduces_last_axis(m->g, pat_node(m, LN_MEAN)) || !reduces_last_axis(m->g, pat_node(m, LN_VAR))) return false;
   if (!(m->cval[LN_EPS] > 0) || pat_node(m, LN_EPS)->shape.dtype != x->shape.dtype) return false;
@@ -85,7 +85,6 @@ static bool ln_check(const pat_match *m) {
   if (!rlx_shape_equal(&pat_node(m, LN_ADDEPS)->shape, &pat_node(m, LN_VAR)->shape)) return false;
   if (pat_node(m, LN_GAMMA) && !row_param(pat_node(m, LN_GAMMA), &x->shape)) return false;
   if (pat_node(m, LN_BETA) && !row_param(pat_node(m, LN_BETA), &x->shape)) return false;
-  (void)root;
   /* The result keeps x's shape (an affine operand did not broadcast it wider). */
   const rlx_node *out = pat_node(m, LN_AFFINE)   ? pat_node(m, LN_AFFINE)
                         : pat_node(m, LN_SCALED) ? pat_node(m, LN_SCALED)

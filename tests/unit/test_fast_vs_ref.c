@@ -402,7 +402,7 @@ static void test_conv(void) {
   conv_family("wide kernel", (conv_geo){1, 2, 6, 20, 3, 1, 7, 1, NOLIST, IL(0, 3), NOLIST});
   conv_family("batch 1, 1 channel", (conv_geo){1, 1, 5, 5, 1, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   conv_family("large padding", (conv_geo){2, 2, 4, 5, 3, 3, 3, 1, NOLIST, IL(3, 3), NOLIST});
-  /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 512, else
+  /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 64 per block, else
      blocks of output channels), the direct kernel's tiles split; depthwise planes */
   conv_family("batch 1 direct", (conv_geo){1, 8, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});

@@ -383,18 +383,18 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
 }
 
 /* ---- one image and group across every thread (batch 1, few groups) ----
- * The GEMM y_bg [og, P] = w_g . col_bg is cut into blocks that depend on the shape only: column
- * blocks of CONV_COL_BLOCK when P is large, else row (output channel) blocks of CONV_ROW_BLOCK.
- * Each output element is computed by one sgemm call over the same K, whatever the thread count. */
-#define CONV_COL_BLOCK 256
-#define CONV_ROW_BLOCK 32
-
+ * The GEMM y_bg [og, P] = w_g . col_bg is cut into `ways` blocks of columns (when P has at least
+ * 64 per block) or else of output channels: ways = fk_det_gemm_ways() in deterministic mode (the
+ * machine's cores, whatever `threads` is), else the thread count. Every block is one sgemm call,
+ * which repacks its operands, so there are no more blocks than threads can use. Each output
+ * element is computed by one call over the same K. */
 typedef struct intra_job {
   const conv_job *j;
   size_t b, gr;
-  const float *cm; /* the column matrix [rows, P] */
-  float *col;      /* im2col target */
-  size_t n_col_blocks, n_row_blocks;
+  const float *cm;           /* the column matrix [rows, P] */
+  float *col;                /* im2col target */
+  size_t col_step, row_step; /* block extents (one of them the whole extent) */
+  size_t n_blocks;
 } intra_job;
 
 static void intra_im2col_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -416,12 +416,12 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
   float *y = j->y + (t->b * g->Cout + t->gr * og) * P;
   for (size_t blk = lo; blk < hi; blk++) {
     size_t o0 = 0, o1 = og, p0 = 0, p1 = P;
-    if (t->n_col_blocks > 1) {
-      p0 = blk * CONV_COL_BLOCK;
-      p1 = p0 + CONV_COL_BLOCK < P ? p0 + CONV_COL_BLOCK : P;
+    if (t->col_step < P) {
+      p0 = blk * t->col_step;
+      p1 = p0 + t->col_step < P ? p0 + t->col_step : P;
     } else {
-      o0 = blk * CONV_ROW_BLOCK;
-      o1 = o0 + CONV_ROW_BLOCK < og ? o0 + CONV_ROW_BLOCK : og;
+      o0 = blk * t->row_step;
+      o1 = o0 + t->row_step < og ? o0 + t->row_step : og;
     }
     fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
     if (!j->bias) continue;
@@ -447,9 +447,13 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
 static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   const fgeo *g = &j->g;
   size_t P = g->Ho * g->Wo, og = g->Cout / g->G, cg = g->Cin / g->G, Pin = g->H * g->W;
-  intra_job t = {.j = j, .col = j->scratch};
-  t.n_col_blocks = P >= 2 * CONV_COL_BLOCK ? (P + CONV_COL_BLOCK - 1) / CONV_COL_BLOCK : 1;
-  t.n_row_blocks = t.n_col_blocks > 1 ? 1 : (og + CONV_ROW_BLOCK - 1) / CONV_ROW_BLOCK;
+  intra_job t = {.j = j, .col = j->scratch, .col_step = P, .row_step = og};
+  size_t ways = ctx && ctx->deterministic ? (size_t)fk_det_gemm_ways() : (size_t)fk_chunks(ctx, FK_DET_MAX_PARTS, 1);
+  if (ways > 1 && P >= 64 * ways)
+    t.col_step = (P / ways + 15) / 16 * 16; /* whole 16-column panels */
+  else if (ways > 1 && og >= 8 * ways)
+    t.row_step = (og / ways + 7) / 8 * 8;
+  t.n_blocks = (P + t.col_step - 1) / t.col_step * ((og + t.row_step - 1) / t.row_step);
   for (size_t b = 0; b < g->N; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
       t.b = b;
@@ -460,7 +464,7 @@ static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
         fk_parallel_for(ctx, cg, 1, intra_im2col_task, &t);
         t.cm = t.col;
       }
-      fk_parallel_for(ctx, t.n_col_blocks * t.n_row_blocks, 1, intra_gemm_task, &t);
+      fk_parallel_for(ctx, t.n_blocks, 1, intra_gemm_task, &t);
     }
 }
 
