@@ -135,6 +135,17 @@ static bool inner_uses_closed(const pat_rule *r, const pat_match *m, const uint3
   return true;
 }
 
+/* Can the node be the root of slot s at all (its kind, through alternatives)? A cheap filter
+ * before the full match. */
+static bool root_kind_ok(const pat_rule *r, uint8_t s, const rlx_node *n) {
+  const pat_slot *ps = &r->slots[s];
+  if (ps->kind == PS_OP) return ps->op == n->op && (ps->sub < 0 || node_sub(n) == ps->sub);
+  if (ps->kind != PS_ALT) return true;
+  for (uint8_t i = 0; i < ps->n_in; i++)
+    if (root_kind_ok(r, ps->in[i], n)) return true;
+  return false;
+}
+
 static bool consumed_any(const pat_rule *r, const pat_match *m, const uint8_t *consumed) {
   for (uint8_t s = 0; s < r->n_slots; s++)
     if (r->slots[s].kind == PS_OP && m->bound[s] != RLX_NO_ID && consumed[m->bound[s]]) return true;
@@ -176,7 +187,7 @@ rlx_status rlx_pattern_fuse(const rlx_graph *g, const uint8_t claimed[RLX_OP_COU
     if (consumed[i]) continue;
     for (uint32_t r = 0; r < rlx_pattern_rule_count; r++) {
       const pat_rule *rule = &rlx_pattern_rules[r];
-      if (!claimed[rule->fused]) continue;
+      if (!claimed[rule->fused] || !root_kind_ok(rule, rule->root, rlx_graph_node(g, i))) continue;
       pat_match m = {.g = g};
       for (uint32_t s = 0; s < PAT_MAX_SLOTS; s++) m.bound[s] = RLX_NO_ID;
       if (!match_slot(rule, &m, rule->root, i)) continue;
@@ -212,6 +223,10 @@ rlx_status rlx_pattern_fuse(const rlx_graph *g, const uint8_t claimed[RLX_OP_COU
     }
   }
 
+  if (n_matches == 0) { /* nothing to rewrite: the caller keeps using g */
+    *out = NULL;
+    goto done;
+  }
   st = rlx_rebuild_begin(g, &rb);
   for (uint32_t i = 0; i < n && st == RLX_OK; i++) {
     if (!match_of[i]) {

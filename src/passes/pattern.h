@@ -97,9 +97,9 @@ extern const uint32_t rlx_pattern_rule_count;
 /* The node bound to a slot (NULL when unbound). */
 const rlx_node *pat_node(const pat_match *m, uint8_t slot);
 
-/* Runs every rule whose fused kind is claimed; writes the rewritten graph to *out (a copy when
- * nothing fired) and, when `fired` is not NULL, the number of matches per rule index into
- * fired[0..rlx_pattern_rule_count). Dead nodes are left for DCE. */
+/* Runs every rule whose fused kind is claimed; writes the rewritten graph to *out, or NULL when
+ * nothing fired (g is then the result), and, when `fired` is not NULL, the number of matches per
+ * rule index into fired[0..rlx_pattern_rule_count). Dead nodes are left for DCE. */
 rlx_status rlx_pattern_fuse(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT], uint32_t *fired, rlx_graph **out);
 
 #endif

@@ -340,7 +340,7 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
     rlx_error_context(st, "compile for '%s'", be->name);
     goto fail;
   }
-  st = rlx_legalize(fused, claimed, staged, &e->report, &legal);
+  st = rlx_legalize(fused ? fused : src, claimed, staged, &e->report, &legal);
   rlx_graph_free(fused);
   e->report.nodes_after = 0; /* set once the compiled graph exists */
   if (st != RLX_OK) {
