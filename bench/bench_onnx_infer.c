@@ -117,7 +117,8 @@ int main(int argc, char **argv) {
   const rlx_graph *cg = rlx_executable_graph(e);
   printf("{\"import_ms\": %.3f, \"compile_ms\": %.3f, \"median_ms\": %.4f, \"best_ms\": %.4f, "
          "\"mean_ms\": %.4f, \"cpu_ms\": %.4f, \"iters\": %d, \"nodes_before\": %u, \"nodes_after\": %u}\n",
-         t_import, t_compile, median, t[0], sum / iters, cpu_run, iters, rlx_graph_node_count(g), rlx_graph_node_count(cg));
+         t_import, t_compile, median, t[0], sum / iters, cpu_run, iters, rlx_graph_node_count(g),
+         rlx_graph_node_count(cg));
   free(t);
   free(name);
   rlx_executable_free(e);
