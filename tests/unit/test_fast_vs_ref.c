@@ -402,6 +402,21 @@ static void test_conv(void) {
   conv_family("wide kernel", (conv_geo){1, 2, 6, 20, 3, 1, 7, 1, NOLIST, IL(0, 3), NOLIST});
   conv_family("batch 1, 1 channel", (conv_geo){1, 1, 5, 5, 1, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   conv_family("large padding", (conv_geo){2, 2, 4, 5, 3, 3, 3, 1, NOLIST, IL(3, 3), NOLIST});
+  /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 64 per block, else
+     blocks of output channels), the direct kernel's tiles split; depthwise planes */
+  conv_family("batch 1 direct", (conv_geo){1, 8, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("batch 1 stride 2, channel blocks", (conv_geo){1, 6, 14, 13, 70, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("batch 1 1x1, column blocks", (conv_geo){1, 7, 23, 25, 10, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("batch 1 1x1, channel blocks", (conv_geo){1, 16, 7, 7, 67, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("batch 2 1x1 stride 2", (conv_geo){2, 9, 15, 14, 40, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
+  conv_family("depthwise 5x5 stride 2", (conv_geo){2, 7, 13, 12, 7, 5, 5, 7, IL(2, 2), IL(2, 2), NOLIST});
+  conv_family("depthwise batch 1 dilation 2", (conv_geo){1, 4, 11, 10, 4, 3, 3, 4, NOLIST, IL(2, 1), IL(2, 2)});
+  conv_family("depthwise asymmetric padding", (conv_geo){1, 3, 8, 9, 3, 3, 3, 3, IL(1, 2), IL(0, 1, 2, 0), NOLIST});
+  fk_dconv_disable(true);
+  conv_family("batch 1 im2col, column blocks", (conv_geo){1, 4, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1 im2col, channel blocks", (conv_geo){1, 4, 9, 8, 40, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  fk_dconv_disable(false);
   /* declined: f64 */
   tcase c;
   targ fa[2] = {{SHP(F64, 1, 2, 5, 5), FILL_UNIFORM}, {SHP(F64, 3, 2, 3, 3), FILL_UNIFORM}};
@@ -1105,6 +1120,84 @@ static void test_activation_ulps(void) {
   free(r);
 }
 
+/* ======================================================================================
+ * Attention, LayerNorm
+ * ====================================================================================== */
+
+static void attention_case(const char *name, int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, rlx_mask mk,
+                           bool scale, fill_kind f) {
+  char what[200];
+  tcase c;
+  targ args[4] = {{SHP(F32, B, H, Sq, D), f},
+                  {SHP(F32, B, H, Sk, D), FILL_UNIFORM},
+                  {SHP(F32, B, H, Sk, D), FILL_UNIFORM},
+                  {SHP(F32, B, H, Sq, Sk), FILL_UNIFORM}};
+  rlx_attrs_Attention a = {.num_heads = H,
+                           .head_dim = D,
+                           .v_head_dim = {.has = false},
+                           .mask_kind = mk,
+                           .window = 0,
+                           .score_scale = {.has = scale, .v = 0.3f},
+                           .attn_logit_softcap = {.has = false}};
+  snprintf(what, sizeof what, "Attention %s", name);
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, mk == RLX_MASK_BIAS ? 4 : 3, args, 0));
+  if (c.node) run_case(what, &c, 1e-5, 1e-6);
+  case_free(&c);
+}
+
+static void test_attention_norm(void) {
+  attention_case("no mask", 2, 3, 5, 7, 4, RLX_MASK_NONE, false, FILL_UNIFORM);
+  attention_case("bias, score scale", 2, 4, 9, 9, 8, RLX_MASK_BIAS, true, FILL_UNIFORM);
+  attention_case("causal, Sk > Sq", 1, 2, 6, 11, 5, RLX_MASK_CAUSAL, false, FILL_UNIFORM);
+  attention_case("bert-sized, two query blocks", 1, 12, 100, 100, 32, RLX_MASK_BIAS, true, FILL_UNIFORM);
+  attention_case("NaN queries", 1, 2, 4, 6, 3, RLX_MASK_NONE, false, FILL_SPECIAL);
+  tcase c;
+  /* declined: the [B, S, H, D] layout (dim 1 != num_heads) and a softcap */
+  targ bshd[3] = {
+      {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}, {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}, {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}};
+  rlx_attrs_Attention a = {.num_heads = 2,
+                           .head_dim = 4,
+                           .v_head_dim = {.has = false},
+                           .mask_kind = RLX_MASK_NONE,
+                           .window = 0,
+                           .score_scale = {.has = false},
+                           .attn_logit_softcap = {.has = false}};
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, 3, bshd, 0));
+  if (c.node) expect_declined("Attention BSHD", &c);
+  case_free(&c);
+  a.num_heads = 5;
+  a.attn_logit_softcap = (rlx_of32){.has = true, .v = 5.0f};
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, 3, bshd, 0));
+  if (c.node) expect_declined("Attention softcap", &c);
+  case_free(&c);
+
+  const struct {
+    const char *name;
+    rlx_shape x, g;
+    fill_kind f;
+  } ln[] = {
+      {"rows of 384", SHP(F32, 2, 13, 384), SHP(F32, 384), FILL_UNIFORM},
+      {"odd width", SHP(F32, 7, 5), SHP(F32, 5), FILL_WIDE},
+      {"rank 1", SHP(F32, 19), SHP(F32, 19), FILL_UNIFORM},
+      {"gamma [1, 1, D]", SHP(F32, 3, 4, 10), SHP(F32, 1, 1, 10), FILL_UNIFORM},
+      {"specials", SHP(F32, 6, 9), SHP(F32, 9), FILL_SPECIAL},
+  };
+  for (size_t i = 0; i < sizeof ln / sizeof ln[0]; i++) {
+    char what[200];
+    targ args[3] = {{ln[i].x, ln[i].f}, {ln[i].g, FILL_UNIFORM}, {ln[i].g, FILL_UNIFORM}};
+    rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+    snprintf(what, sizeof what, "LayerNorm %s", ln[i].name);
+    CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, args, 0));
+    if (c.node) run_case(what, &c, 2e-5, 2e-6);
+    case_free(&c);
+  }
+  targ ln64[3] = {{SHP(F64, 3, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}};
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+  CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, ln64, 0));
+  if (c.node) expect_declined("LayerNorm f64", &c);
+  case_free(&c);
+}
+
 int main(void) {
   CHECK_OK(fk_isa_configure()); /* RLX_CPU_ISA: scripts/test_isa.sh runs every path */
   fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
@@ -1122,6 +1215,7 @@ int main(void) {
   test_reduce();
   test_softmax();
   test_fft();
+  test_attention_norm();
   test_executor(false);
   test_executor(true);
   for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);

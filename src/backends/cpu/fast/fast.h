@@ -125,6 +125,11 @@ void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float
 void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp); /* x [C][H][W] */
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
                       float *yw); /* yw [Op][Qpad] */
+/* The same for the wide-grid tiles [t0, t1) of fk_dconv_tile_count(d) (each tile's results do not
+ * depend on the others: a split across threads gives the same bits). */
+size_t fk_dconv_tile_count(const fk_dconv *d);
+void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                            size_t t0, size_t t1);
 /* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
  * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
@@ -175,6 +180,9 @@ FK_DECL(SoftmaxCrossEntropyWithLogits);
 FK_DECL(SoftmaxCrossEntropyBackward);
 /* signal.c */
 FK_DECL(Fft);
+/* attention.c */
+FK_DECL(Attention);
+FK_DECL(LayerNorm);
 
 /* MatMul with operands read transposed (the executor's Transpose -> MatMul fusion): a and b as
  * stored; ta / tb say that the last two axes of a / b are to be swapped first. `n` is the MatMul
