@@ -83,5 +83,17 @@ if [ -n "${RLX_GPU_TRAIN:-}" ]; then
     rm -rf "$OUTDIR/train-$be" "$OUTDIR/train-$be.err"
   done
 fi
+# RLX_GPU_BENCH=1: bench_cuda (rlx) and bench/bench_cuda_torch.py (PyTorch eager / torch.compile)
+# on the same GPU, into bench-rlx.txt / bench-torch.txt.
+if [ -n "${RLX_GPU_BENCH:-}" ]; then
+  BENCH=$BIN/bench_cuda
+  [ -x "$BENCH" ] || BENCH=build-gpu/bench_cuda
+  log "bench_cuda"
+  timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" "$BENCH" > "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  cat "$OUTDIR/bench-rlx.txt"
+  log "bench_cuda_torch.py"
+  PYTHONUNBUFFERED=1 timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" python3 bench/bench_cuda_torch.py > "$OUTDIR/bench-torch.txt" 2>&1 || rc=1
+  cat "$OUTDIR/bench-torch.txt"
+fi
 log "exit $rc"
 exit $rc

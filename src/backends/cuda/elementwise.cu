@@ -418,3 +418,168 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   }
   return cu_launch_status("elementwise kernel");
 }
+
+/* ---- fused elementwise regions: the whole chain per element, in registers ----
+ * Each step's value is kept exactly as the unfused graph would hold it: a double for float
+ * dtypes (rounded to the step's dtype), an int64 for integer and bool dtypes (saturated to the
+ * step's dtype), so the result is the same as running the steps as separate nodes. */
+struct rv {
+  double f;
+  int64_t i;
+};
+
+__device__ inline void rv_load(const void *p, int t, int64_t i, rv &r) {
+  if (dt_is_int(t)) r.i = ld_i(p, t, i);
+  else r.f = ld_f(p, t, i);
+}
+/* store-then-load through a local buffer: exactly the dtype's rounding / saturation rules */
+__device__ inline void rv_put_f(int t, double v, rv &r) {
+  if (t == RLX_F64) { r.f = v; return; }
+  if (t == RLX_F32) { r.f = (double)(float)v; return; }
+  unsigned long long buf[2];
+  st_f(buf, t, 0, v);
+  rv_load(buf, t, 0, r);
+}
+__device__ inline void rv_put_i(int t, int64_t v, rv &r) {
+  unsigned long long buf[2];
+  st_i(buf, t, 0, v);
+  rv_load(buf, t, 0, r);
+}
+
+__device__ inline int64_t region_index(const rlx_cu_region &p, int k, int64_t e) {
+  int64_t cnt = p.in_count[k];
+  int64_t j = cnt == p.n ? e : e % cnt;
+  if (k == p.pro) {
+    int64_t W2 = 2 * p.pro_w, H2 = 2 * p.pro_h;
+    int64_t w2 = j % W2, h2 = (j / W2) % H2, lead = j / (W2 * H2);
+    j = (lead * p.pro_h + h2 / 2) * p.pro_w + w2 / 2;
+  }
+  return j;
+}
+
+__global__ void region_kernel(rlx_cu_region p, int *kerr) {
+  rv vals[RLX_CU_REGION_MAX_STEPS];
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < p.n; e += (int64_t)gridDim.x * blockDim.x) {
+    for (int s = 0; s < p.n_steps; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+      rv a[3];
+      int ta[3];
+      int used = st.kind == RLX_CHAIN_STEP_WHERE                                            ? 3
+                 : (st.kind == RLX_CHAIN_STEP_BINARY || st.kind == RLX_CHAIN_STEP_COMPARE) ? 2
+                                                                                           : 1;
+      for (int k = 0; k < used; k++) {
+        int src = st.src[k];
+        if (src >= RLX_CU_REGION_MAX_IN) {
+          a[k] = vals[src - RLX_CU_REGION_MAX_IN];
+          ta[k] = p.steps[src - RLX_CU_REGION_MAX_IN].dtype;
+        } else {
+          ta[k] = p.in_dtype[src];
+          rv_load(p.in[src], ta[k], region_index(p, src, e), a[k]);
+        }
+      }
+      int t = st.dtype;
+      rv r = {0, 0};
+      switch (st.kind) {
+      case RLX_CHAIN_STEP_ACTIVATION:
+        if (dt_is_int(t)) {
+          int64_t q;
+          if (act_int(st.sub, a[0].i, &q)) rv_put_i(t, q, r);
+          else rv_put_f(t, act_real(st.sub, (double)a[0].i), r);
+        } else {
+          rv_put_f(t, act_real(st.sub, a[0].f), r);
+        }
+        break;
+      case RLX_CHAIN_STEP_CAST:
+        if (dt_is_int(ta[0])) {
+          if (t == RLX_BOOL) r.i = a[0].i != 0;
+          else if (dt_is_int(t)) rv_put_i(t, wrap_int(a[0].i, t), r);
+          else rv_put_i(t, a[0].i, r);
+        } else {
+          rv_put_f(t, a[0].f, r);
+        }
+        break;
+      case RLX_CHAIN_STEP_BINARY:
+        if (dt_is_int(t)) {
+          if (st.sub == RLX_BINOP_ATAN2) rv_put_f(t, atan2((double)a[0].i, (double)a[1].i), r);
+          else rv_put_i(t, binary_int(st.sub, a[0].i, a[1].i, t, kerr), r);
+        } else {
+          rv_put_f(t, binary_float(st.sub, a[0].f, a[1].f), r);
+        }
+        break;
+      case RLX_CHAIN_STEP_COMPARE: {
+        int order;
+        bool unordered = false;
+        if (dt_is_int(ta[0])) {
+          order = (a[0].i > a[1].i) - (a[0].i < a[1].i);
+        } else {
+          unordered = a[0].f != a[0].f || a[1].f != a[1].f;
+          order = (a[0].f > a[1].f) - (a[0].f < a[1].f);
+        }
+        r.i = cmp_result(st.sub, order, unordered);
+        break;
+      }
+      default: { /* Where */
+        bool c = dt_is_int(ta[0]) ? a[0].i != 0 : a[0].f != 0;
+        r = c ? a[1] : a[2];
+        break;
+      }
+      }
+      vals[s] = r;
+    }
+    const rv &last = vals[p.n_steps - 1];
+    if (dt_is_int(p.out_dtype)) st_i(p.out, p.out_dtype, e, last.i);
+    else st_f(p.out, p.out_dtype, e, last.f);
+  }
+}
+
+/* All-f32 chains of arithmetic steps: float registers. Add / Sub / Mul / Div in float are the
+ * correctly rounded results the double path gives; other steps go through double once. */
+__device__ inline float region_f32_step(int kind, int sub, float x, float y) {
+  if (kind == RLX_CHAIN_STEP_BINARY) {
+    switch (sub) {
+    case RLX_BINOP_ADD: return x + y;
+    case RLX_BINOP_SUB: return x - y;
+    case RLX_BINOP_MUL: return x * y;
+    case RLX_BINOP_DIV: return x / y;
+    default: return (float)binary_float(sub, x, y);
+    }
+  }
+  switch (sub) {
+  case RLX_ACT_RELU: return x < 0 ? 0.0f : x;
+  case RLX_ACT_NEG: return -x;
+  case RLX_ACT_ABS: return fabsf(x);
+  default: return (float)act_real(sub, x);
+  }
+}
+
+__global__ void region_f32_kernel(rlx_cu_region p) {
+  float vals[RLX_CU_REGION_MAX_STEPS];
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < p.n; e += (int64_t)gridDim.x * blockDim.x) {
+    for (int s = 0; s < p.n_steps; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+      float a[2] = {0, 0};
+      int used = st.kind == RLX_CHAIN_STEP_BINARY ? 2 : 1;
+      for (int k = 0; k < used; k++) {
+        int src = st.src[k];
+        if (src >= RLX_CU_REGION_MAX_IN) a[k] = vals[src - RLX_CU_REGION_MAX_IN];
+        else {
+          int64_t cnt = p.in_count[src];
+          a[k] = ((const float *)p.in[src])[cnt == p.n ? e : e % cnt];
+        }
+      }
+      vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
+    }
+    ((float *)p.out)[e] = vals[p.n_steps - 1];
+  }
+}
+
+extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
+  if (p->n == 0) return RLX_OK;
+  const int threads = 256;
+  int64_t blocks = (p->n + threads - 1) / threads;
+  /* enough blocks to fill the device several times over; the kernels are grid-stride loops */
+  if (blocks > 132 * 32) blocks = 132 * 32;
+  if (p->fast_f32) region_f32_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p);
+  else region_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p, c->kerr);
+  return cu_launch_status("elementwise region kernel");
+}

@@ -28,7 +28,18 @@ typedef enum step_kind {
   ST_SCATTER,
   ST_GATHER_EL,
   ST_ATTN,
-  ST_ROPE
+  ST_ROPE,
+  ST_ACT_BW,
+  ST_SCE,
+  ST_NORM_BW,
+  ST_MAXPOOL_BW,
+  ST_CONV_BW_W,
+  ST_ARGEXT,
+  ST_CUM2,
+  ST_SORT,
+  ST_RNG,
+  ST_TRILU,
+  ST_REGION
 } step_kind;
 
 typedef struct cu_step {
@@ -52,6 +63,12 @@ typedef struct cu_step {
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */
   rlx_cu_rope rope;             /* ST_ROPE */
+  rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
+  rlx_cu_region *regions;       /* ST_REGION: n_regions launches */
+  uint32_t n_regions;
+  int aux_dtype;
+  uint64_t key;  /* ST_RNG */
+  void *scratch; /* owned device scratch (norm statistics, sort positions) */
 } cu_step;
 
 struct rlx_cu_prog {
@@ -61,6 +78,7 @@ struct rlx_cu_prog {
   uint8_t *arena;
   cu_step *steps;
   uint32_t n_steps;
+  uint64_t rng_seed;
 };
 
 typedef struct lower_ctx {
@@ -728,6 +746,517 @@ static bool lower_Rope(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   return true;
 }
 
+/* ---- backward kinds ---- */
+
+static bool same_x_dy(lower_ctx *L, const rlx_node *n, uint32_t xi, uint32_t dyi) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[xi]), *dy = shape_of(L->p, n->inputs[dyi]);
+  if (x->dtype != n->shape.dtype || dy->dtype != n->shape.dtype)
+    return fail(L, "operands must have the output's dtype %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (!rlx_shape_equal(x, dy)) return fail(L, "dy must have x's shape%s", "");
+  return true;
+}
+
+static bool act_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int act) {
+  int t = n->shape.dtype;
+  if (!same_x_dy(L, n, 0, 1)) return false;
+  if (act >= 0 ? !rlx_dtype_is_float((rlx_dtype)t)
+               : (!rlx_dtype_is_float((rlx_dtype)t) && !rlx_dtype_is_int((rlx_dtype)t)))
+    return fail(L, "x needs a %s dtype", act >= 0 ? "float" : "real");
+  if (act >= RLX_ACT_COUNT) return fail(L, "attribute kind is not an %s", "Activation");
+  s->kind = ST_ACT_BW;
+  s->op = act;
+  s->dtype = t;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  s->d = numel(&n->shape);
+  return true;
+}
+static bool lower_ReluBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return act_bw_setup(L, id, n, s, -1);
+}
+static bool lower_ActivationBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return act_bw_setup(L, id, n, s, n->attrs.ActivationBackward.kind);
+}
+
+static bool index_dtype_ok(int t) { return !is_complex(t) && t != RLX_BOOL; }
+
+static bool sce_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *t1 = shape_of(L->p, n->inputs[1]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype) || x->dtype != n->shape.dtype)
+    return fail(L, "logits must be a float tensor of the output's dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank != 2) return fail(L, "logits must be [N, C]%s", "");
+  int64_t N = x->dims[0], C = x->dims[1];
+  if (mode == 0) {
+    if (!rlx_shape_equal(t1, x)) return fail(L, "targets must have the logits' shape%s", "");
+  } else {
+    if (!index_dtype_ok(t1->dtype))
+      return fail(L, "labels must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)t1->dtype));
+    if (t1->rank != 1 || t1->dims[0] != N) return fail(L, "labels must be [N]%s", "");
+  }
+  if (mode == 2) {
+    const rlx_shape *g = shape_of(L->p, n->inputs[2]);
+    if (g->rank != 1 || g->dims[0] != N || g->dtype != x->dtype)
+      return fail(L, "d_loss must be [N] of the logits' dtype%s", "");
+    s->aux[1] = addr(L->p, n->inputs[2]);
+  }
+  s->kind = ST_SCE;
+  s->op = mode;
+  s->dtype = x->dtype;
+  s->aux_dtype = t1->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  s->a = N;
+  s->b = C;
+  return true;
+}
+static bool lower_SoftmaxCrossEntropy(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sce_setup(L, id, n, s, 0);
+}
+static bool lower_SoftmaxCrossEntropyWithLogits(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sce_setup(L, id, n, s, 1);
+}
+static bool lower_SoftmaxCrossEntropyBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sce_setup(L, id, n, s, 2);
+}
+
+/* what: 0 dx, 1 dgamma, 2 dbeta; x is operand 0, gamma operand 1 (dx only), dy operand dyi. */
+static bool norm_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int what, int rms, int64_t axis,
+                          double eps, uint32_t dyi) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!rlx_dtype_is_float((rlx_dtype)x->dtype) || x->dtype != n->shape.dtype)
+    return fail(L, "x must be a float tensor of the output's dtype, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank < 1) return fail(L, "x needs rank >= %s", "1");
+  if (axis != -1 && axis != (int64_t)x->rank - 1) return fail(L, "attribute axis must be the last axis%s", "");
+  if (!same_x_dy(L, n, 0, dyi)) return false;
+  int64_t C = x->dims[x->rank - 1];
+  if (what == 0 || rms) {
+    const rlx_shape *gm = shape_of(L->p, n->inputs[1]);
+    if (gm->dtype != x->dtype || numel(gm) != C)
+      return fail(L, "gamma must hold one %s per channel", rlx_dtype_name((rlx_dtype)x->dtype));
+  }
+  s->kind = ST_NORM_BW;
+  s->op = what;
+  s->rms = rms;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->aux[1] = addr(L->p, n->inputs[dyi]);
+  s->dst = addr(L->p, id);
+  s->b = C;
+  s->a = C ? numel(x) / C : 0;
+  s->eps = eps;
+  if (what == 1 && rlx_cu_malloc(L->p->ctx, (size_t)(s->a ? s->a : 1) * 2 * sizeof(double), &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the row statistics: %s", rlx_last_error());
+  return true;
+}
+static bool lower_LayerNormBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_LayerNormBackwardInput *a = &n->attrs.LayerNormBackwardInput;
+  return norm_bw_setup(L, id, n, s, 0, 0, a->axis, a->eps, 2);
+}
+static bool lower_LayerNormBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_LayerNormBackwardGamma *a = &n->attrs.LayerNormBackwardGamma;
+  return norm_bw_setup(L, id, n, s, 1, 0, a->axis, a->eps, 1);
+}
+static bool lower_RmsNormBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_RmsNormBackwardInput *a = &n->attrs.RmsNormBackwardInput;
+  return norm_bw_setup(L, id, n, s, 0, 1, a->axis, a->eps, 3);
+}
+static bool lower_RmsNormBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_RmsNormBackwardGamma *a = &n->attrs.RmsNormBackwardGamma;
+  return norm_bw_setup(L, id, n, s, 1, 1, a->axis, a->eps, 3);
+}
+static bool lower_RmsNormBackwardBeta(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_RmsNormBackwardBeta *a = &n->attrs.RmsNormBackwardBeta;
+  return norm_bw_setup(L, id, n, s, 2, 1, a->axis, a->eps, 3);
+}
+
+static bool maxpool_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, const rlx_ilist *ks,
+                             const rlx_ilist *stride, const rlx_ilist *padding) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *dy = shape_of(L->p, n->inputs[1]);
+  int t = n->shape.dtype;
+  if (x->dtype != t || dy->dtype != t)
+    return fail(L, "x and dy need the output's dtype %s", rlx_dtype_name((rlx_dtype)t));
+  if (!rlx_dtype_is_float((rlx_dtype)t) && !rlx_dtype_is_int((rlx_dtype)t))
+    return fail(L, "max pooling needs a real dtype%s", "");
+  if (x->rank != 2 + nsp || dy->rank != 2 + nsp || x->dims[0] != dy->dims[0] || x->dims[1] != dy->dims[1])
+    return fail(L, "x and dy must be [N, C, spatial...] with equal N and C%s", "");
+  cu_geom cg;
+  if (cu_pool_geom(nsp, ks, stride, padding, &cg) != RLX_OK) return fail(L, "bad geometry: %s", rlx_last_error());
+  rlx_cu_pool3 *g = &s->p3;
+  g->NC = x->dims[0] * x->dims[1];
+  uint32_t off = 3 - nsp;
+  for (uint32_t i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = 1;
+    g->pb[i] = 0;
+  }
+  for (uint32_t i = 0; i < nsp; i++) {
+    g->in[off + i] = x->dims[2 + i];
+    g->out[off + i] = dy->dims[2 + i];
+    g->k[off + i] = cg.k[i];
+    g->s[off + i] = cg.s[i];
+    g->pb[off + i] = cg.pb[i];
+  }
+  s->kind = ST_MAXPOOL_BW;
+  s->dtype = t;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_MaxPool2dBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_MaxPool2dBackward *a = &n->attrs.MaxPool2dBackward;
+  return maxpool_bw_setup(L, id, n, s, 2, &a->kernel_size, &a->stride, &a->padding);
+}
+static bool lower_MaxPool3dBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_MaxPool3dBackward *a = &n->attrs.MaxPool3dBackward;
+  return maxpool_bw_setup(L, id, n, s, 3, &a->kernel_size, &a->stride, &a->padding);
+}
+
+/* Conv*BackwardInput ([dy, w] -> dx) is the transposed convolution of dy with w; Conv*BackwardWeight
+ * ([x, dy] -> dw) has its own kernel. The geometry is read from x (or dx) and dy. */
+static bool conv_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool weight,
+                          const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation, int64_t G) {
+  const rlx_shape *x = weight ? shape_of(L->p, n->inputs[0]) : &n->shape;
+  const rlx_shape *dy = weight ? shape_of(L->p, n->inputs[1]) : shape_of(L->p, n->inputs[0]);
+  const rlx_shape *w = weight ? &n->shape : shape_of(L->p, n->inputs[1]);
+  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype))
+    return fail(L, "convolutions need a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (x->rank != 2 + nsp || dy->rank != 2 + nsp || w->rank != 2 + nsp)
+    return fail(L, "operands need rank 2 + spatial axes%s", "");
+  if (G < 1 || x->dims[1] % G || dy->dims[1] % G || w->dims[0] != dy->dims[1] || w->dims[1] != x->dims[1] / G)
+    return fail(L, "channels do not fit [N, Cin], [N, Cout], [Cout, Cin/groups] %s", "");
+  cu_geom cg;
+  if (cu_parse(nsp, stride, padding, dilation, NULL, &cg) != RLX_OK)
+    return fail(L, "bad geometry: %s", rlx_last_error());
+  rlx_cu_conv_geom *g = &s->geom;
+  uint32_t off = 3 - nsp;
+  for (uint32_t i = 0; i < 3; i++) {
+    g->in[i] = g->out[i] = g->k[i] = g->s[i] = g->d[i] = 1;
+    g->pb[i] = 0;
+  }
+  int64_t xin[3] = {1, 1, 1}, yout[3] = {1, 1, 1};
+  for (uint32_t i = 0; i < nsp; i++) {
+    xin[off + i] = x->dims[2 + i];
+    yout[off + i] = dy->dims[2 + i];
+    g->k[off + i] = w->dims[2 + i];
+    g->s[off + i] = cg.s[i];
+    g->d[off + i] = cg.d[i];
+    g->pb[off + i] = cg.pb[i];
+  }
+  g->N = x->dims[0];
+  g->G = G;
+  if (weight) { /* the forward geometry */
+    g->Cin = x->dims[1];
+    g->Cout = dy->dims[1];
+    memcpy(g->in, xin, sizeof xin);
+    memcpy(g->out, yout, sizeof yout);
+    s->kind = ST_CONV_BW_W;
+  } else { /* the transposed convolution dy -> dx */
+    g->Cin = dy->dims[1];
+    g->Cout = x->dims[1];
+    memcpy(g->in, yout, sizeof yout);
+    memcpy(g->out, xin, sizeof xin);
+    s->kind = ST_CONV;
+    s->rms = 1;
+  }
+  s->dtype = n->shape.dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_Conv2dBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv2dBackwardInput *a = &n->attrs.Conv2dBackwardInput;
+  return conv_bw_setup(L, id, n, s, 2, false, &a->stride, &a->padding, &a->dilation, a->groups);
+}
+static bool lower_Conv3dBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv3dBackwardInput *a = &n->attrs.Conv3dBackwardInput;
+  return conv_bw_setup(L, id, n, s, 3, false, &a->stride, &a->padding, &a->dilation, a->groups);
+}
+static bool lower_Conv2dBackwardWeight(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv2dBackwardWeight *a = &n->attrs.Conv2dBackwardWeight;
+  return conv_bw_setup(L, id, n, s, 2, true, &a->stride, &a->padding, &a->dilation, a->groups);
+}
+static bool lower_Conv3dBackwardWeight(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Conv3dBackwardWeight *a = &n->attrs.Conv3dBackwardWeight;
+  return conv_bw_setup(L, id, n, s, 3, true, &a->stride, &a->padding, &a->dilation, a->groups);
+}
+
+/* ---- ordering, cumulative, random, masks ---- */
+
+static bool split_axis(lower_ctx *L, const rlx_shape *x, int64_t axis_attr, cu_step *s) {
+  s->a = s->b = s->c2 = 1;
+  if (x->rank == 0) return true;
+  int64_t ax = axis_attr < 0 ? axis_attr + x->rank : axis_attr;
+  if (ax < 0 || ax >= x->rank) return fail(L, "attribute axis is out of range%s", "");
+  for (int64_t k = 0; k < ax; k++) s->a *= x->dims[k];
+  s->b = x->dims[ax];
+  for (uint32_t k = (uint32_t)ax + 1; k < x->rank; k++) s->c2 *= x->dims[k];
+  return true;
+}
+static bool index_out_ok(lower_ctx *L, int t, int64_t largest) {
+  if (t != RLX_I64 && t != RLX_I32 && t != RLX_F32)
+    return fail(L, "indices are written as i64, i32 or f32, got %s", rlx_dtype_name((rlx_dtype)t));
+  if ((t == RLX_F32 && largest > (1 << 24)) || (t == RLX_I32 && largest > INT32_MAX))
+    return fail(L, "indices are not exact in %s", rlx_dtype_name((rlx_dtype)t));
+  return true;
+}
+static bool real_dtype(lower_ctx *L, int t) {
+  if (!rlx_dtype_is_float((rlx_dtype)t) && !rlx_dtype_is_int((rlx_dtype)t))
+    return fail(L, "needs a real dtype, got %s", rlx_dtype_name((rlx_dtype)t));
+  return true;
+}
+
+static bool argext_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int want_max, int64_t axis) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!real_dtype(L, x->dtype) || !split_axis(L, x, axis, s) || !index_out_ok(L, n->shape.dtype, s->b)) return false;
+  if (s->b == 0 && s->a * s->c2 > 0) return fail(L, "the reduced axis is empty%s", "");
+  s->kind = ST_ARGEXT;
+  s->op = want_max;
+  s->dtype = x->dtype;
+  s->aux_dtype = n->shape.dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_ArgMax(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return argext_setup(L, id, n, s, 1, n->attrs.ArgMax.axis);
+}
+static bool lower_ArgMin(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return argext_setup(L, id, n, s, 0, n->attrs.ArgMin.axis);
+}
+
+static bool cum_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int kind, int64_t axis, bool excl) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (x->dtype != n->shape.dtype) return fail(L, "the output needs x's dtype%s", "");
+  if (kind == 2 && !real_dtype(L, x->dtype)) return false;
+  if (!split_axis(L, x, axis, s)) return false;
+  s->kind = ST_CUM2;
+  s->op = kind;
+  s->rms = excl;
+  s->dtype = x->dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+static bool lower_CumProd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return cum_setup(L, id, n, s, 1, n->attrs.CumProd.axis, n->attrs.CumProd.exclusive);
+}
+static bool lower_CumMax(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return cum_setup(L, id, n, s, 2, n->attrs.CumMax.axis, n->attrs.CumMax.exclusive);
+}
+
+static bool sort_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, int64_t axis, bool desc) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!real_dtype(L, x->dtype)) return false;
+  if (mode == 2) {
+    if (x->rank == 0) return fail(L, "TopK needs rank >= %s", "1");
+    axis = -1;
+  }
+  if (!split_axis(L, x, axis, s)) return false;
+  if (mode == 0 && n->shape.dtype != x->dtype) return fail(L, "Sort's output needs x's dtype%s", "");
+  if (mode != 0 && !index_out_ok(L, n->shape.dtype, s->b)) return false;
+  if (mode == 2) {
+    s->d = n->attrs.TopK.k;
+    if (s->d < 0 || s->d > s->b) return fail(L, "attribute k is out of range%s", "");
+  }
+  s->kind = ST_SORT;
+  s->op = mode;
+  s->rms = desc;
+  s->dtype = x->dtype;
+  s->aux_dtype = n->shape.dtype;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  size_t bytes = (size_t)(s->a * s->c2) * (size_t)s->b * 2 * sizeof(int64_t);
+  if (rlx_cu_malloc(L->p->ctx, bytes ? bytes : 8, &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the sort scratch: %s", rlx_last_error());
+  return true;
+}
+static bool lower_Sort(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sort_setup(L, id, n, s, 0, n->attrs.Sort.axis, n->attrs.Sort.descending);
+}
+static bool lower_ArgSort(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sort_setup(L, id, n, s, 1, n->attrs.ArgSort.axis, n->attrs.ArgSort.descending);
+}
+static bool lower_TopK(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return sort_setup(L, id, n, s, 2, -1, true);
+}
+
+/* splitmix64's finaliser, as the CPU reference mixes seeds into keys */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= UINT64_C(0xBF58476D1CE4E5B9);
+  x ^= x >> 27;
+  x *= UINT64_C(0x94D049BB133111EB);
+  x ^= x >> 31;
+  return x;
+}
+static bool rng_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int normal, uint64_t key,
+                      const rlx_of32 *op_seed, double a, double b) {
+  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype))
+    return fail(L, "random tensors are f32, f64, f16 or bf16, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
+  if (!normal && (!(a < b) || a != a || b != b || a - a != 0 || b - b != 0))
+    return fail(L, "attributes low and high must be finite with low < high%s", "");
+  uint64_t k = key ^ mix64(L->p->rng_seed);
+  if (op_seed->has) {
+    uint32_t bits;
+    memcpy(&bits, &op_seed->v, 4);
+    k ^= mix64((UINT64_C(1) << 32) | bits);
+  }
+  s->kind = ST_RNG;
+  s->op = normal;
+  s->dtype = n->shape.dtype;
+  s->key = k;
+  s->eps = a;
+  s->a = 0;
+  s->dims[0] = 0;
+  s->bytes = 0;
+  s->d = numel(&n->shape);
+  s->dst = addr(L->p, id);
+  memcpy(&s->dims[1], &b, sizeof b); /* the second parameter, bit-exact */
+  return true;
+}
+static bool lower_RngUniform(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_RngUniform *a = &n->attrs.RngUniform;
+  return rng_setup(L, id, n, s, 0, a->key, &a->op_seed, a->low, a->high);
+}
+static bool lower_RngNormal(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_RngNormal *a = &n->attrs.RngNormal;
+  return rng_setup(L, id, n, s, 1, a->key, &a->op_seed, a->mean, a->scale);
+}
+
+static bool lower_Trilu(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (x->rank < 2) return fail(L, "operand 0 needs rank >= %s", "2");
+  if (x->dtype != n->shape.dtype) return fail(L, "the output needs x's dtype%s", "");
+  s->kind = ST_TRILU;
+  s->rms = n->attrs.Trilu.upper;
+  s->eps = 0;
+  s->a = x->dims[x->rank - 2];
+  s->b = x->dims[x->rank - 1];
+  s->c2 = n->attrs.Trilu.diagonal;
+  s->d = numel(x);
+  s->esz = (int)rlx_dtype_size((rlx_dtype)x->dtype);
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+
+/* ---- fused elementwise regions ---- */
+
+/* Fills the chain of r over operand dtypes in_dt (n_in operands); checks what the kernel supports. */
+static bool region_chain(lower_ctx *L, const rlx_chain *ch, rlx_cu_region *r) {
+  if (ch->n == 0 || ch->n > RLX_CU_REGION_MAX_STEPS) return fail(L, "the chain needs 1..%s steps", "64");
+  bool fast = true;
+  for (int k = 0; k < r->n_in; k++) fast &= r->in_dtype[k] == RLX_F32;
+  for (uint32_t j = 0; j < ch->n; j++) {
+    const rlx_chain_step *st = &ch->steps[j];
+    const rlx_chain_operand *ops[3] = {&st->a, &st->b, &st->c};
+    int used = st->kind == RLX_CHAIN_STEP_WHERE                                            ? 3
+               : (st->kind == RLX_CHAIN_STEP_BINARY || st->kind == RLX_CHAIN_STEP_COMPARE) ? 2
+                                                                                           : 1;
+    int t[3] = {0, 0, 0};
+    rlx_cu_region_step *rs = &r->steps[j];
+    for (int k = 0; k < used; k++) {
+      const rlx_chain_operand *o = ops[k];
+      if (o->is_step ? o->index >= j : o->index >= (uint32_t)r->n_in)
+        return fail(L, "a chain operand refers to %s", "a missing value");
+      t[k] = o->is_step ? r->steps[o->index].dtype : r->in_dtype[o->index];
+      rs->src[k] = (uint8_t)(o->is_step ? RLX_CU_REGION_MAX_IN + o->index : o->index);
+      if (is_complex(t[k]))
+        return fail(L, "complex values in a region are not supported (%s)", rlx_dtype_name((rlx_dtype)t[k]));
+    }
+    rs->kind = (int8_t)st->kind;
+    rs->sub = (int8_t)st->sub;
+    switch (st->kind) {
+    case RLX_CHAIN_STEP_ACTIVATION: rs->dtype = (int8_t)t[0]; break;
+    case RLX_CHAIN_STEP_CAST: rs->dtype = (int8_t)st->sub; break;
+    case RLX_CHAIN_STEP_BINARY: rs->dtype = (int8_t)t[0]; break;
+    case RLX_CHAIN_STEP_COMPARE: rs->dtype = RLX_BOOL; break;
+    case RLX_CHAIN_STEP_WHERE: rs->dtype = (int8_t)t[1]; break;
+    default: return fail(L, "unknown chain step kind%s", "");
+    }
+    if (is_complex(rs->dtype)) return fail(L, "complex values in a region are not supported%s", "");
+    fast &= rs->dtype == RLX_F32 && (st->kind == RLX_CHAIN_STEP_ACTIVATION || st->kind == RLX_CHAIN_STEP_BINARY);
+  }
+  r->n_steps = (int)ch->n;
+  r->out_dtype = r->steps[ch->n - 1].dtype;
+  r->fast_f32 = fast;
+  return true;
+}
+
+static bool region_prologue(lower_ctx *L, rlx_cu_region *r, int k, const rlx_shape *x) {
+  if (x->rank < 2) return fail(L, "the ResizeNearest2x prologue needs rank >= %s", "2");
+  r->pro = k;
+  r->pro_h = x->dims[x->rank - 2];
+  r->pro_w = x->dims[x->rank - 1];
+  r->in_count[k] *= 4;
+  r->fast_f32 = 0;
+  return true;
+}
+
+static bool lower_ElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_ElementwiseRegion *a = &n->attrs.ElementwiseRegion;
+  if (n->n_inputs < 1 || n->n_inputs > RLX_CU_REGION_MAX_IN) return fail(L, "a region takes 1..%s operands", "16");
+  rlx_cu_region *r = calloc(1, sizeof *r);
+  if (!r) return fail(L, "out of %s", "memory");
+  s->kind = ST_REGION;
+  s->regions = r;
+  s->n_regions = 1;
+  r->n_in = (int)n->n_inputs;
+  r->pro = -1;
+  r->n = numel(&n->shape);
+  for (uint32_t k = 0; k < n->n_inputs; k++) {
+    const rlx_shape *x = shape_of(L->p, n->inputs[k]);
+    r->in[k] = addr(L->p, n->inputs[k]);
+    r->in_dtype[k] = x->dtype;
+    r->in_count[k] = numel(x);
+  }
+  if (!region_chain(L, &a->chain, r)) return false;
+  if (a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X) {
+    if (a->prologue_input < 0 || a->prologue_input >= (int64_t)n->n_inputs)
+      return fail(L, "attribute prologue_input is out of range%s", "");
+    if (!region_prologue(L, r, (int)a->prologue_input, shape_of(L->p, n->inputs[a->prologue_input]))) return false;
+  }
+  for (int k = 0; k < r->n_in; k++)
+    if (r->n && (r->in_count[k] == 0 || r->n % r->in_count[k]))
+      return fail(L, "an operand does not tile the output%s", "");
+  if (r->out_dtype != n->shape.dtype) return fail(L, "the chain's result dtype differs from the node's%s", "");
+  r->out = addr(L->p, id);
+  return true;
+}
+
+/* The chain (reading operand 0) applied to every operand separately, the results concatenated on
+ * axis 0: one region launch per operand, each writing its slice of the output. */
+static bool lower_BatchElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_BatchElementwiseRegion *a = &n->attrs.BatchElementwiseRegion;
+  if (n->n_inputs < 1 || n->n_inputs > RLX_CU_REGION_MAX_IN) return fail(L, "a region takes 1..%s operands", "16");
+  rlx_cu_region *r = calloc(n->n_inputs, sizeof *r);
+  if (!r) return fail(L, "out of %s", "memory");
+  s->kind = ST_REGION;
+  s->regions = r;
+  s->n_regions = n->n_inputs;
+  size_t esz = rlx_dtype_size((rlx_dtype)n->shape.dtype), at = 0;
+  for (uint32_t k = 0; k < n->n_inputs; k++) {
+    const rlx_shape *x = shape_of(L->p, n->inputs[k]);
+    r[k].n_in = 1;
+    r[k].pro = -1;
+    r[k].in[0] = addr(L->p, n->inputs[k]);
+    r[k].in_dtype[0] = x->dtype;
+    r[k].in_count[0] = numel(x);
+    if (!region_chain(L, &a->chain, &r[k])) return false;
+    if (a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X && !region_prologue(L, &r[k], 0, x)) return false;
+    r[k].n = r[k].in_count[0];
+    if (r[k].out_dtype != n->shape.dtype) return fail(L, "the chain's result dtype differs from the node's%s", "");
+    r[k].out = (uint8_t *)addr(L->p, id) + at * esz;
+    at += (size_t)r[k].n;
+  }
+  if ((int64_t)at != numel(&n->shape)) return fail(L, "the parts do not fill the output%s", "");
+  return true;
+}
+
 /* ---- the table ---- */
 
 static const lower_fn lower_table[RLX_OP_COUNT] = {
@@ -762,6 +1291,34 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherElements] = lower_GatherElements,
     [RLX_OP_Attention] = lower_Attention,
     [RLX_OP_Rope] = lower_Rope,
+    [RLX_OP_ReluBackward] = lower_ReluBackward,
+    [RLX_OP_ActivationBackward] = lower_ActivationBackward,
+    [RLX_OP_SoftmaxCrossEntropy] = lower_SoftmaxCrossEntropy,
+    [RLX_OP_SoftmaxCrossEntropyWithLogits] = lower_SoftmaxCrossEntropyWithLogits,
+    [RLX_OP_SoftmaxCrossEntropyBackward] = lower_SoftmaxCrossEntropyBackward,
+    [RLX_OP_LayerNormBackwardInput] = lower_LayerNormBackwardInput,
+    [RLX_OP_LayerNormBackwardGamma] = lower_LayerNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardInput] = lower_RmsNormBackwardInput,
+    [RLX_OP_RmsNormBackwardGamma] = lower_RmsNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardBeta] = lower_RmsNormBackwardBeta,
+    [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
+    [RLX_OP_MaxPool3dBackward] = lower_MaxPool3dBackward,
+    [RLX_OP_Conv2dBackwardInput] = lower_Conv2dBackwardInput,
+    [RLX_OP_Conv3dBackwardInput] = lower_Conv3dBackwardInput,
+    [RLX_OP_Conv2dBackwardWeight] = lower_Conv2dBackwardWeight,
+    [RLX_OP_Conv3dBackwardWeight] = lower_Conv3dBackwardWeight,
+    [RLX_OP_ArgMax] = lower_ArgMax,
+    [RLX_OP_ArgMin] = lower_ArgMin,
+    [RLX_OP_CumProd] = lower_CumProd,
+    [RLX_OP_CumMax] = lower_CumMax,
+    [RLX_OP_Sort] = lower_Sort,
+    [RLX_OP_ArgSort] = lower_ArgSort,
+    [RLX_OP_TopK] = lower_TopK,
+    [RLX_OP_RngUniform] = lower_RngUniform,
+    [RLX_OP_RngNormal] = lower_RngNormal,
+    [RLX_OP_Trilu] = lower_Trilu,
+    [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
+    [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -789,6 +1346,8 @@ void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   for (uint32_t i = 0; i < p->n_steps; i++) {
     if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
+    if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
+    free(p->steps[i].regions);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
     free(p->steps[i].b_off);
@@ -798,7 +1357,8 @@ void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   free(p);
 }
 
-rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, rlx_cu_prog **out) {
+rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, uint64_t rng_seed,
+                              rlx_cu_prog **out) {
   *out = NULL;
   uint32_t n = rlx_graph_node_count(g);
   if (plan->n_nodes != n) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the plan does not match the graph");
@@ -807,6 +1367,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   p->ctx = c;
   p->g = g;
   p->plan = plan;
+  p->rng_seed = rng_seed;
   p->steps = calloc(plan->n_schedule ? plan->n_schedule : 1, sizeof *p->steps);
   if (!p->steps) {
     free(p);
@@ -858,6 +1419,8 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     free(s->a_off);
     free(s->b_off);
     if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
+    if (s->scratch) rlx_cu_free(c, s->scratch);
+    free(s->regions);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -908,6 +1471,31 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
     case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
     case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+    case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
+    case ST_SCE:
+      st = rlx_cu_sce(c, s->op, s->dtype, s->src, s->aux[0], s->aux_dtype, s->aux[1], s->a, s->b, s->dst);
+      break;
+    case ST_NORM_BW:
+      st = rlx_cu_norm_backward(c, s->op, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst,
+                                s->scratch);
+      break;
+    case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
+    case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+    case ST_ARGEXT: st = rlx_cu_argext(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->aux_dtype, s->dst); break;
+    case ST_CUM2: st = rlx_cu_cumulative(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+    case ST_SORT:
+      st = rlx_cu_sort(c, s->op, s->rms, s->dtype, s->src, s->a, s->b, s->c2, s->d, s->aux_dtype, s->dst, s->scratch);
+      break;
+    case ST_RNG: {
+      double b;
+      memcpy(&b, &s->dims[1], sizeof b);
+      st = rlx_cu_rng(c, s->op, s->dtype, s->key, s->eps, b, s->d, s->dst);
+      break;
+    }
+    case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+    case ST_REGION:
+      for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
+      break;
     }
     if (st != RLX_OK) {
       const rlx_node *nd = rlx_graph_node(p->g, s->node);
