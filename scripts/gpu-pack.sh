@@ -9,7 +9,7 @@ B=$1
 OUTF=$2
 T=$(mktemp -d)
 mkdir -p "$T/bin" "$T/lib"
-for f in tests/test_conformance tests/test_cuda_backend tests/test_gradcheck rlx bench_cuda; do
+for f in tests/test_conformance tests/test_cuda_backend tests/test_gradcheck rlx bench_cuda bench_cuda_block; do
   [ -x "$B/$f" ] && cp "$B/$f" "$T/bin/"
 done
 for f in "$T"/bin/*; do

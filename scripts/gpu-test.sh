@@ -36,7 +36,7 @@ if [ -n "${RLX_GPU_PREBUILT:-}" ]; then
   export LD_LIBRARY_PATH=$PRE/lib${CUBLAS_DIR:+:$CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRLX_TESTS=ON -DRLX_CUDA=ON > "$OUTDIR/build.log" 2>&1 &&
-    cmake --build build-gpu -j"$(nproc)" --target test_conformance test_cuda_backend test_gradcheck rlx \
+    cmake --build build-gpu -j"$(nproc)" --target test_conformance test_cuda_backend test_gradcheck rlx bench_cuda bench_cuda_block \
       >> "$OUTDIR/build.log" 2>&1 || { log "build failed (see build.log)"; tail -30 "$OUTDIR/build.log"; exit 1; }
   BIN=build-gpu/tests
   export LD_LIBRARY_PATH=${CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -90,6 +90,15 @@ if [ -n "${RLX_GPU_BENCH:-}" ]; then
   [ -x "$BENCH" ] || BENCH=build-gpu/bench_cuda
   log "bench_cuda"
   timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" "$BENCH" > "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  BLOCK=$BIN/bench_cuda_block
+  [ -x "$BLOCK" ] || BLOCK=build-gpu/bench_cuda_block
+  log "bench_cuda_block"
+  timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" "$BLOCK" >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  # RLX_GPU_PROFILE=1: the f32 block again with every step timed by op kind (stderr)
+  if [ -n "${RLX_GPU_PROFILE:-}" ]; then
+    RLX_CUDA_PROFILE=1 timeout 120 "$BLOCK" f32 >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+    RLX_CUDA_PROFILE=1 timeout 120 "$BLOCK" bf16 >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  fi
   cat "$OUTDIR/bench-rlx.txt"
   log "bench_cuda_torch.py"
   PYTHONUNBUFFERED=1 timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" python3 bench/bench_cuda_torch.py > "$OUTDIR/bench-torch.txt" 2>&1 || rc=1

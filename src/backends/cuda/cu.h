@@ -195,7 +195,7 @@ rlx_status rlx_cu_conv_backward_weight(rlx_cu_ctx *c, int dtype, const void *x, 
 /* ArgMax / ArgMin along the middle axis of [outer, len, inner]: first extreme wins, NaN wins. */
 rlx_status rlx_cu_argext(rlx_cu_ctx *c, int want_max, int dtype, const void *x, int64_t outer, int64_t len,
                          int64_t inner, int out_dtype, void *out);
-/* CumProd (kind 1) / CumMax (kind 2) along the middle axis. */
+/* CumProd (kind 1) / CumMax (kind 2) / CumsumBackward (kind 3: suffix sums) along the middle axis. */
 rlx_status rlx_cu_cumulative(rlx_cu_ctx *c, int kind, int dtype, const void *x, int64_t outer, int64_t len,
                              int64_t inner, int exclusive, void *out);
 /* mode 0 Sort (values), 1 ArgSort (positions), 2 TopK (positions of the k largest, last axis,
@@ -208,6 +208,23 @@ rlx_status rlx_cu_rng(rlx_cu_ctx *c, int normal, int dtype, uint64_t key, double
 /* Trilu over the last two axes (rows x cols), esz-byte elements. */
 rlx_status rlx_cu_trilu(rlx_cu_ctx *c, int upper, int64_t diag, const void *x, void *out, int64_t n, int64_t rows,
                         int64_t cols, int esz);
+
+/* ---- index remaps (shape.cu): out[i] = x[map(i)] per axis, esz-byte elements ----
+ * kind 0 Pad (before[k], pad mode; a constant cell takes `fill`), 1 Tile (coordinate mod the
+ * input extent), 2 Roll (coordinate - shift[k] mod the extent). */
+typedef struct rlx_cu_remap {
+  int kind, mode, rank, esz;
+  int64_t n;
+  int64_t out_dims[RLX_CU_MAX_RANK], in_dims[RLX_CU_MAX_RANK], in_stride[RLX_CU_MAX_RANK];
+  int64_t shift[RLX_CU_MAX_RANK];
+  unsigned char fill[16];
+  const void *src;
+  void *dst;
+} rlx_cu_remap;
+rlx_status rlx_cu_remap_run(rlx_cu_ctx *c, const rlx_cu_remap *p);
+/* GatherBackward: out [outer, L, inner] = zeros + dy [outer, n_idx, inner] added at index[j]. */
+rlx_status rlx_cu_gather_backward(rlx_cu_ctx *c, int dtype, const void *dy, const void *index, int idx_dtype,
+                                  int64_t outer, int64_t L, int64_t inner, int64_t n_idx, void *out);
 
 /* ---- fused elementwise regions (region.cu): one kernel per ElementwiseRegion ---- */
 #define RLX_CU_REGION_MAX_IN 16

@@ -4,12 +4,15 @@
  * fixed at compile time (every tensor lives in the executable's arena at the plan's offset;
  * views — Reshape, same-dtype Cast, leading-axis Narrow — alias their root and need no step).
  * The claim list is the table's non-empty rows. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cpu/ref/attention_util.h"
 #include "backends/cuda/lower.h"
+#include "core/elem.h"
 #include "infer_conv_util.h"
 #include "rlx/ops.h"
 
@@ -39,7 +42,9 @@ typedef enum step_kind {
   ST_SORT,
   ST_RNG,
   ST_TRILU,
-  ST_REGION
+  ST_REGION,
+  ST_REMAP,
+  ST_GATHER_BW
 } step_kind;
 
 typedef struct cu_step {
@@ -64,6 +69,7 @@ typedef struct cu_step {
   rlx_cu_attn at;               /* ST_ATTN */
   rlx_cu_rope rope;             /* ST_ROPE */
   rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
+  rlx_cu_remap remap;           /* ST_REMAP */
   rlx_cu_region *regions;       /* ST_REGION: n_regions launches */
   uint32_t n_regions;
   int aux_dtype;
@@ -79,7 +85,36 @@ struct rlx_cu_prog {
   cu_step *steps;
   uint32_t n_steps;
   uint64_t rng_seed;
+  int profile;                 /* RLX_CUDA_PROFILE set: time every step (synchronously) */
+  double prof_s[RLX_OP_COUNT]; /* seconds per op kind */
+  uint32_t prof_n[RLX_OP_COUNT];
+  uint32_t prof_runs;
 };
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The profile by op kind, largest first, to stderr. */
+static void print_profile(const rlx_cu_prog *p) {
+  double total = 0;
+  for (int k = 0; k < RLX_OP_COUNT; k++) total += p->prof_s[k];
+  if (!p->prof_runs || total <= 0) return;
+  fprintf(stderr, "cuda profile: %u runs, %.3f ms per run (steps timed one by one)\n", p->prof_runs,
+          total * 1e3 / p->prof_runs);
+  bool done[RLX_OP_COUNT] = {false};
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < RLX_OP_COUNT; k++)
+      if (!done[k] && p->prof_n[k] && (best < 0 || p->prof_s[k] > p->prof_s[best])) best = k;
+    if (best < 0) break;
+    done[best] = true;
+    fprintf(stderr, "  %-28s %8.3f ms %5.1f%% (%u steps per run)\n", rlx_op_name((rlx_op)best),
+            p->prof_s[best] * 1e3 / p->prof_runs, 100 * p->prof_s[best] / total, p->prof_n[best] / p->prof_runs);
+  }
+}
 
 typedef struct lower_ctx {
   rlx_cu_prog *p;
@@ -1144,6 +1179,140 @@ static bool lower_Trilu(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) 
   return true;
 }
 
+/* ---- Slice, Pad, Tile, Roll, CumsumBackward, GatherBackward ---- */
+
+static bool lower_Slice(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Slice *a = &n->attrs.Slice;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (x->rank == 0) return fail(L, "operand 0 needs rank >= %s", "1");
+  int64_t ax = a->axis < 0 ? a->axis + x->rank : a->axis;
+  if (ax < 0 || ax >= x->rank) return fail(L, "attribute axis is out of range%s", "");
+  if (a->step == 0 || a->len < 0) return fail(L, "attribute step must be nonzero and len >= 0%s", "");
+  if (a->len > 0) {
+    int64_t last = a->start + (a->len - 1) * a->step;
+    if (a->start < 0 || a->start >= x->dims[ax] || last < 0 || last >= x->dims[ax])
+      return fail(L, "attributes start, len, step leave the axis%s", "");
+  }
+  rlx_cu_copy *c = copies(s, 1);
+  if (!c) return fail(L, "out of %s", "memory");
+  size_t esz = rlx_dtype_size((rlx_dtype)x->dtype);
+  c->rank = n->shape.rank;
+  for (uint32_t k = 0; k < n->shape.rank; k++) c->dims[k] = n->shape.dims[k];
+  dense_strides(x, c->src_stride);
+  int64_t start = a->len > 0 ? a->start * c->src_stride[ax] : 0;
+  c->src_stride[ax] *= a->step;
+  dense_strides(&n->shape, c->dst_stride);
+  c->n = numel(&n->shape);
+  c->src = (const uint8_t *)addr(L->p, n->inputs[0]) + (size_t)start * esz;
+  c->dst = addr(L->p, id);
+  c->esz = (int)esz;
+  return true;
+}
+
+static bool remap_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int kind) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (x->dtype != n->shape.dtype || x->rank != n->shape.rank)
+    return fail(L, "the output needs x's dtype and rank%s", "");
+  if (x->rank > RLX_CU_MAX_RANK) return fail(L, "rank over %s", "8");
+  rlx_cu_remap *r = &s->remap;
+  r->kind = kind;
+  r->rank = x->rank;
+  r->esz = (int)rlx_dtype_size((rlx_dtype)x->dtype);
+  r->n = numel(&n->shape);
+  for (uint32_t k = 0; k < x->rank; k++) {
+    r->out_dims[k] = n->shape.dims[k];
+    r->in_dims[k] = x->dims[k];
+  }
+  dense_strides(x, r->in_stride);
+  r->src = addr(L->p, n->inputs[0]);
+  r->dst = addr(L->p, id);
+  s->kind = ST_REMAP;
+  if (r->n > 0)
+    for (uint32_t k = 0; k < x->rank; k++)
+      if (x->dims[k] <= 0 && !(kind == 0 && n->attrs.Pad.mode == RLX_PAD_MODE_CONSTANT))
+        return fail(L, "an empty input axis cannot fill a non-empty output%s", "");
+  return true;
+}
+
+static bool lower_Pad(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Pad *a = &n->attrs.Pad;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (a->mode < 0 || a->mode >= RLX_PAD_MODE_COUNT) return fail(L, "attribute mode is not a %s", "PadMode");
+  if (a->pads.n != 2u * x->rank) return fail(L, "attribute pads needs (before, after) per %s", "axis");
+  for (uint32_t k = 0; k < x->rank; k++) {
+    int64_t before = a->pads.v[2 * k], after = a->pads.v[2 * k + 1], d = x->dims[k];
+    int64_t most = before > after ? before : after;
+    bool ok = before >= 0 && after >= 0;
+    if (ok && most > 0) {
+      if (a->mode == RLX_PAD_MODE_REFLECT)
+        ok = most < d;
+      else if (a->mode == RLX_PAD_MODE_CIRCULAR)
+        ok = most <= d;
+      else if (a->mode == RLX_PAD_MODE_REPLICATE)
+        ok = d > 0;
+    }
+    if (!ok || n->shape.dims[k] != d + before + after)
+      return fail(L, "attribute pads is not valid for this %s", "mode");
+  }
+  if (!remap_setup(L, id, n, s, 0)) return false;
+  s->remap.mode = a->mode;
+  for (uint32_t k = 0; k < x->rank; k++) s->remap.shift[k] = a->pads.v[2 * k];
+  /* the fill value as one element of the dtype */
+  double v = (double)a->value;
+  memset(s->remap.fill, 0, sizeof s->remap.fill);
+  rlx_elem_set(s->remap.fill, (rlx_dtype)x->dtype, 0, v);
+  return true;
+}
+
+static bool lower_Tile(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  const rlx_ilist *reps = &n->attrs.Tile.reps;
+  if (reps->n != x->rank) return fail(L, "attribute reps needs one entry per %s", "axis");
+  for (uint32_t k = 0; k < x->rank; k++)
+    if (reps->v[k] < 0 || n->shape.dims[k] != x->dims[k] * reps->v[k])
+      return fail(L, "attribute reps does not fit%s", "");
+  return remap_setup(L, id, n, s, 1);
+}
+
+static bool lower_Roll(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Roll *a = &n->attrs.Roll;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (a->shifts.n != a->dims.n) return fail(L, "attributes shifts and dims need equal %s", "lengths");
+  if (!remap_setup(L, id, n, s, 2)) return false;
+  for (uint32_t k = 0; k < a->dims.n; k++) {
+    int64_t ax = a->dims.v[k] < 0 ? a->dims.v[k] + x->rank : a->dims.v[k];
+    if (ax < 0 || ax >= x->rank) return fail(L, "attribute dims: an axis is out of range%s", "");
+    int64_t d = x->dims[ax];
+    if (d > 0) s->remap.shift[ax] = (s->remap.shift[ax] + ((a->shifts.v[k] % d) + d) % d) % d;
+  }
+  return true;
+}
+
+static bool lower_CumsumBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!real_dtype(L, x->dtype)) return false;
+  return cum_setup(L, id, n, s, 3, n->attrs.CumsumBackward.axis, n->attrs.CumsumBackward.exclusive);
+}
+
+static bool lower_GatherBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *tab = &n->shape, *dy = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]);
+  if (!real_dtype(L, tab->dtype) || dy->dtype != tab->dtype) return false;
+  if (!index_dtype_ok(ix->dtype))
+    return fail(L, "indices must be integers or f32, got %s", rlx_dtype_name((rlx_dtype)ix->dtype));
+  if (tab->rank == 0) return fail(L, "the table needs rank >= %s", "1");
+  if (!split_axis(L, tab, n->attrs.GatherBackward.axis, s)) return false;
+  if (dy->rank != tab->rank - 1 + ix->rank || numel(dy) != s->a * s->c2 * numel(ix))
+    return fail(L, "dy does not match the gathered shape%s", "");
+  s->kind = ST_GATHER_BW;
+  s->dtype = tab->dtype;
+  s->aux_dtype = ix->dtype;
+  s->d = numel(ix);
+  s->src = addr(L->p, n->inputs[0]);
+  s->aux[0] = addr(L->p, n->inputs[1]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+
 /* ---- fused elementwise regions ---- */
 
 /* Fills the chain of r over operand dtypes in_dt (n_in operands); checks what the kernel supports. */
@@ -1317,6 +1486,12 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_RngUniform] = lower_RngUniform,
     [RLX_OP_RngNormal] = lower_RngNormal,
     [RLX_OP_Trilu] = lower_Trilu,
+    [RLX_OP_Slice] = lower_Slice,
+    [RLX_OP_Pad] = lower_Pad,
+    [RLX_OP_Tile] = lower_Tile,
+    [RLX_OP_Roll] = lower_Roll,
+    [RLX_OP_CumsumBackward] = lower_CumsumBackward,
+    [RLX_OP_GatherBackward] = lower_GatherBackward,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
     [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };
@@ -1344,6 +1519,7 @@ size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_siz
 
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
+  if (p->profile) print_profile(p);
   for (uint32_t i = 0; i < p->n_steps; i++) {
     if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
     if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
@@ -1368,6 +1544,8 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   p->g = g;
   p->plan = plan;
   p->rng_seed = rng_seed;
+  const char *prof = getenv("RLX_CUDA_PROFILE");
+  p->profile = prof && *prof && strcmp(prof, "0") != 0;
   p->steps = calloc(plan->n_schedule ? plan->n_schedule : 1, sizeof *p->steps);
   if (!p->steps) {
     free(p);
@@ -1443,9 +1621,14 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
 
 rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
   rlx_cu_ctx *c = p->ctx;
+  if (p->profile) {
+    RLX_TRY(rlx_cu_sync(c));
+    p->prof_runs++;
+  }
   for (uint32_t i = 0; i < p->n_steps; i++) {
     const cu_step *s = &p->steps[i];
     rlx_status st = RLX_OK;
+    double t0 = p->profile ? wall_now() : 0;
     switch (s->kind) {
     case ST_EW: st = rlx_cu_elementwise(c, &s->ew); break;
     case ST_COPIES:
@@ -1493,9 +1676,19 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
       break;
     }
     case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+    case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
+    case ST_GATHER_BW:
+      st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
+      break;
     case ST_REGION:
       for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
       break;
+    }
+    if (st == RLX_OK && p->profile) {
+      st = rlx_cu_sync(c);
+      rlx_op op = rlx_graph_node(p->g, s->node)->op;
+      p->prof_s[op] += wall_now() - t0;
+      p->prof_n[op]++;
     }
     if (st != RLX_OK) {
       const rlx_node *nd = rlx_graph_node(p->g, s->node);

@@ -50,6 +50,24 @@ __global__ void cum_kernel(int kind, int t, const void *x, int64_t outer, int64_
   bool ints = dt_is_int(t), cx = dt_is_complex(t);
   for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines; l += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = l / inner, i = l % inner;
+    if (kind == 3) { /* suffix sums (CumsumBackward): plain double sums like the CPU reference */
+      double s = 0;
+      int64_t is = 0;
+      for (int64_t k = len - 1; k >= 0; k--) {
+        int64_t at = o * len * inner + k * inner + i;
+        if (exclusive) {
+          if (ints) st_i(out, t, at, is);
+          else st_f(out, t, at, s);
+        }
+        if (ints) is = sat_add(is, ld_i(x, t, at));
+        else s += ld_f(x, t, at);
+        if (!exclusive) {
+          if (ints) st_i(out, t, at, is);
+          else st_f(out, t, at, s);
+        }
+      }
+      continue;
+    }
     double acc = kind == 1 ? 1.0 : -INFINITY, re = 1, im = 0;
     int64_t iacc = kind == 1 ? 1 : INT64_MIN;
     if (ints && kind == 2) {
