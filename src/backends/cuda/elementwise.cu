@@ -265,14 +265,17 @@ __device__ inline void copy_elem(void *dst, int64_t di, const void *src, int64_t
   }
 }
 
+/* I: the index type of the coordinate arithmetic (32-bit division when the tensor allows it) */
+template <typename I>
 __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
   const int t = p.out_dtype;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t off[RLX_CU_MAX_IN] = {0, 0, 0}, rem = i;
+    int64_t off[RLX_CU_MAX_IN] = {0, 0, 0};
+    I rem = (I)i;
     for (int d = p.rank - 1; d >= 0; d--) {
-      int64_t c = rem % p.dims[d];
-      rem /= p.dims[d];
-      for (int k = 0; k < p.n_in; k++) off[k] += c * p.stride[k][d];
+      I c = rem % (I)p.dims[d];
+      rem /= (I)p.dims[d];
+      for (int k = 0; k < p.n_in; k++) off[k] += (int64_t)c * p.stride[k][d];
     }
     const int t0 = p.in_dtype[0];
     switch (p.kind) {
@@ -413,8 +416,10 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
     ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
                                                                               (const float *)p->in[1], (float *)p->out,
                                                                               p->n, p->sub);
+  } else if (p->n < ((int64_t)1 << 31)) {
+    ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
-    ew_kernel<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
+    ew_kernel<int64_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   }
   return cu_launch_status("elementwise kernel");
 }
@@ -552,34 +557,105 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   }
 }
 
+/* N steps known at compile time: the loops unroll, every value stays in a register (an
+ * operand reference selects among the earlier steps by compare, never by a dynamic index). Each
+ * thread handles 4 consecutive elements per iteration, dense operands read as float4. */
+template <int N>
 __global__ void region_f32_kernel(rlx_cu_region p) {
-  float vals[RLX_CU_REGION_MAX_STEPS];
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < p.n; e += (int64_t)gridDim.x * blockDim.x) {
-    for (int s = 0; s < p.n_steps; s++) {
-      const rlx_cu_region_step &st = p.steps[s];
-      float a[2] = {0, 0};
-      int used = st.kind == RLX_CHAIN_STEP_BINARY ? 2 : 1;
-      for (int k = 0; k < used; k++) {
-        int src = st.src[k];
-        if (src >= RLX_CU_REGION_MAX_IN) a[k] = vals[src - RLX_CU_REGION_MAX_IN];
-        else {
-          int64_t cnt = p.in_count[src];
-          a[k] = ((const float *)p.in[src])[cnt == p.n ? e : e % cnt];
-        }
+  const int64_t groups = p.n / 4;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+    float4 in4[RLX_CU_REGION_MAX_IN];
+#pragma unroll
+    for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
+      if (k >= p.n_in) break;
+      int64_t cnt = p.in_count[k];
+      const float *src = (const float *)p.in[k];
+      if (cnt == p.n) {
+        in4[k] = ((const float4 *)src)[g];
+      } else {
+        int64_t e = 4 * g;
+        in4[k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
       }
-      vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
     }
-    ((float *)p.out)[e] = vals[p.n_steps - 1];
+    float4 res;
+#pragma unroll
+    for (int lane = 0; lane < 4; lane++) {
+      float vals[N];
+#pragma unroll
+      for (int s = 0; s < N; s++) {
+        const rlx_cu_region_step &st = p.steps[s];
+        float a[2] = {0, 0};
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+          int src = st.src[k];
+          float v = 0;
+#pragma unroll
+          for (int j = 0; j < s; j++)
+            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
+          if (src < RLX_CU_REGION_MAX_IN) {
+            const float4 &q = in4[src];
+            v = lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
+          }
+          a[k] = v;
+        }
+        vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
+      }
+      float r = vals[N - 1];
+      if (lane == 0) res.x = r;
+      else if (lane == 1) res.y = r;
+      else if (lane == 2) res.z = r;
+      else res.w = r;
+    }
+    ((float4 *)p.out)[g] = res;
   }
 }
 
+/* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
 extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
+  bool vec = p->fast_f32 && p->n_steps <= 8 && ((uintptr_t)p->out & 15) == 0;
+  for (int k = 0; vec && k < p->n_in; k++)
+    vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
+  if (vec) {
+    int64_t groups = p->n / 4, blocks = (groups + threads - 1) / threads;
+    if (blocks > 132 * 16) blocks = 132 * 16;
+    if (blocks < 1) blocks = 1;
+    switch (p->n_steps) {
+#define RLX_REGION_CASE(K)                                                                                             \
+  case K: region_f32_kernel<K><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
+      RLX_REGION_CASE(1)
+      RLX_REGION_CASE(2)
+      RLX_REGION_CASE(3)
+      RLX_REGION_CASE(4)
+      RLX_REGION_CASE(5)
+      RLX_REGION_CASE(6)
+      RLX_REGION_CASE(7)
+      RLX_REGION_CASE(8)
+#undef RLX_REGION_CASE
+    default: break;
+    }
+    rlx_status st = cu_launch_status("elementwise region kernel (f32)");
+    if (st != RLX_OK || p->n % 4 == 0) return st;
+    /* the last n % 4 elements through the general kernel */
+    rlx_cu_region tail = *p;
+    int64_t done = groups * 4;
+    tail.n = p->n - done;
+    for (int k = 0; k < p->n_in; k++)
+      if (p->in_count[k] == p->n) {
+        tail.in[k] = (const float *)p->in[k] + done;
+        tail.in_count[k] = tail.n;
+      } else if (done % p->in_count[k]) {
+        /* a tiled operand whose phase would shift: run everything in the general kernel */
+        tail = *p;
+        break;
+      }
+    if (tail.n != p->n) tail.out = (float *)p->out + done;
+    region_kernel<<<1, threads, 0, c->stream>>>(tail, c->kerr);
+    return cu_launch_status("elementwise region kernel");
+  }
   int64_t blocks = (p->n + threads - 1) / threads;
-  /* enough blocks to fill the device several times over; the kernels are grid-stride loops */
   if (blocks > 132 * 32) blocks = 132 * 32;
-  if (p->fast_f32) region_f32_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p);
-  else region_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p, c->kerr);
+  region_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p, c->kerr);
   return cu_launch_status("elementwise region kernel");
 }

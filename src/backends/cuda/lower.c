@@ -6,6 +6,7 @@
  * The claim list is the table's non-empty rows. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -44,7 +45,8 @@ typedef enum step_kind {
   ST_TRILU,
   ST_REGION,
   ST_REMAP,
-  ST_GATHER_BW
+  ST_GATHER_BW,
+  ST_DFT
 } step_kind;
 
 typedef struct cu_step {
@@ -87,6 +89,7 @@ struct rlx_cu_prog {
   uint64_t rng_seed;
   int profile;                 /* RLX_CUDA_PROFILE set: time every step (synchronously) */
   double prof_s[RLX_OP_COUNT]; /* seconds per op kind */
+  double *prof_step;           /* seconds per step */
   uint32_t prof_n[RLX_OP_COUNT];
   uint32_t prof_runs;
 };
@@ -114,6 +117,22 @@ static void print_profile(const rlx_cu_prog *p) {
     fprintf(stderr, "  %-28s %8.3f ms %5.1f%% (%u steps per run)\n", rlx_op_name((rlx_op)best),
             p->prof_s[best] * 1e3 / p->prof_runs, 100 * p->prof_s[best] / total, p->prof_n[best] / p->prof_runs);
   }
+  /* the slowest single steps */
+  for (int shown = 0; shown < 12 && p->prof_step; shown++) {
+    int64_t best = -1;
+    for (uint32_t i = 0; i < p->n_steps; i++)
+      if (p->prof_step[i] >= 0 && (best < 0 || p->prof_step[i] > p->prof_step[best])) best = i;
+    if (best < 0) break;
+    const rlx_node *nd = rlx_graph_node(p->g, p->steps[best].node);
+    char sb[96];
+    rlx_shape_format(&nd->shape, sb, sizeof sb);
+    char ib[96] = "";
+    if (nd->n_inputs) rlx_shape_format(&rlx_graph_node(p->g, nd->inputs[0])->shape, ib, sizeof ib);
+    fprintf(stderr, "  step %%%u %-22s %8.3f ms  out %s  in0 %s\n", p->steps[best].node, rlx_op_name(nd->op),
+            p->prof_step[best] * 1e3 / p->prof_runs, sb, ib);
+    p->prof_step[best] = -1;
+  }
+  free(p->prof_step);
 }
 
 typedef struct lower_ctx {
@@ -1313,6 +1332,32 @@ static bool lower_GatherBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_
   return true;
 }
 
+static bool lower_Fft(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  int t = n->shape.dtype;
+  bool cplx = is_complex(t);
+  if (x->dtype != t || (!cplx && t != RLX_F32 && t != RLX_F64))
+    return fail(L, "Fft takes f32 / f64 (real-block) or c64 / c128, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
+  if (x->rank < 1) return fail(L, "Fft transforms the last axis; operand 0 is a %s", "scalar");
+  int64_t last = x->dims[x->rank - 1], N = cplx ? last : last / 2;
+  if (N < 1 || (!cplx && last % 2)) return fail(L, "the last axis must hold N >= 1 complex values or 2N %s", "reals");
+  const rlx_attrs_Fft *a = &n->attrs.Fft;
+  double scale = 1.0;
+  if (a->norm == RLX_FFT_NORM_FORWARD)
+    scale = a->inverse ? 1.0 / (double)N : 1.0;
+  else if (a->norm == RLX_FFT_NORM_ORTHO)
+    scale = 1.0 / sqrt((double)N);
+  s->kind = ST_DFT;
+  s->dtype = t;
+  s->a = numel(x) / last;
+  s->b = N;
+  s->op = a->inverse ? 1 : -1;
+  s->eps = scale;
+  s->src = addr(L->p, n->inputs[0]);
+  s->dst = addr(L->p, id);
+  return true;
+}
+
 /* ---- fused elementwise regions ---- */
 
 /* Fills the chain of r over operand dtypes in_dt (n_in operands); checks what the kernel supports. */
@@ -1492,6 +1537,7 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Roll] = lower_Roll,
     [RLX_OP_CumsumBackward] = lower_CumsumBackward,
     [RLX_OP_GatherBackward] = lower_GatherBackward,
+    [RLX_OP_Fft] = lower_Fft,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
     [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };
@@ -1676,6 +1722,7 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
       break;
     }
     case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+    case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
     case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
     case ST_GATHER_BW:
       st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
@@ -1687,6 +1734,8 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     if (st == RLX_OK && p->profile) {
       st = rlx_cu_sync(c);
       rlx_op op = rlx_graph_node(p->g, s->node)->op;
+      if (!p->prof_step) p->prof_step = calloc(p->n_steps ? p->n_steps : 1, sizeof *p->prof_step);
+      if (p->prof_step) p->prof_step[i] += wall_now() - t0;
       p->prof_s[op] += wall_now() - t0;
       p->prof_n[op]++;
     }

@@ -275,3 +275,47 @@ extern "C" rlx_status rlx_cu_trilu(rlx_cu_ctx *c, int upper, int64_t diag, const
   trilu_kernel<<<cu_blocks(n, 256), 256, 0, c->stream>>>(upper, diag, x, out, n, rows, cols, esz);
   return cu_launch_status("trilu kernel");
 }
+
+/* ---- Fft as a direct DFT: one thread per output value ---- */
+__device__ inline void dft_load(int t, const void *x, int64_t line, int64_t N, int64_t j, double *re, double *im) {
+  if (dt_is_complex(t)) {
+    ld_c(x, t, line * N + j, re, im);
+  } else {
+    *re = ld_f(x, t, line * 2 * N + j);
+    *im = ld_f(x, t, line * 2 * N + N + j);
+  }
+}
+
+__global__ void dft_kernel(int t, const void *x, void *out, int64_t n_lines, int64_t N, int sign, double scale) {
+  int64_t total = n_lines * N;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t line = e / N, k = e % N;
+    double sr = 0, si = 0;
+    int64_t jk = 0; /* j * k mod N, kept exact */
+    for (int64_t j = 0; j < N; j++) {
+      double re, im, s, c;
+      dft_load(t, x, line, N, j, &re, &im);
+      sincospi(2.0 * (double)jk / (double)N * (double)sign, &s, &c);
+      sr += re * c - im * s;
+      si += re * s + im * c;
+      jk += k;
+      if (jk >= N) jk -= N;
+    }
+    sr *= scale;
+    si *= scale;
+    if (dt_is_complex(t)) {
+      st_c(out, t, e, sr, si);
+    } else {
+      st_f(out, t, line * 2 * N + k, sr);
+      st_f(out, t, line * 2 * N + N + k, si);
+    }
+  }
+}
+
+extern "C" rlx_status rlx_cu_dft(rlx_cu_ctx *c, int dtype, const void *x, void *out, int64_t n_lines, int64_t N,
+                                 int sign, double scale) {
+  int64_t total = n_lines * N;
+  if (total == 0) return RLX_OK;
+  dft_kernel<<<cu_blocks(total, 128), 128, 0, c->stream>>>(dtype, x, out, n_lines, N, sign, scale);
+  return cu_launch_status("dft kernel");
+}
