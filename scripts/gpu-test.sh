@@ -100,9 +100,11 @@ if [ -n "${RLX_GPU_BENCH:-}" ]; then
     RLX_CUDA_PROFILE=1 timeout 120 "$BLOCK" bf16 >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
   fi
   cat "$OUTDIR/bench-rlx.txt"
-  log "bench_cuda_torch.py"
-  PYTHONUNBUFFERED=1 timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" python3 bench/bench_cuda_torch.py > "$OUTDIR/bench-torch.txt" 2>&1 || rc=1
-  cat "$OUTDIR/bench-torch.txt"
+  if [ "${RLX_GPU_TORCH:-1}" != 0 ]; then # RLX_GPU_TORCH=0: skip the PyTorch side
+    log "bench_cuda_torch.py"
+    PYTHONUNBUFFERED=1 timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" python3 bench/bench_cuda_torch.py > "$OUTDIR/bench-torch.txt" 2>&1 || rc=1
+    cat "$OUTDIR/bench-torch.txt"
+  fi
 fi
 log "exit $rc"
 exit $rc

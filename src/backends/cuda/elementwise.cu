@@ -539,6 +539,8 @@ __global__ void region_kernel(rlx_cu_region p, int *kerr) {
 
 /* All-f32 chains of arithmetic steps: float registers. Add / Sub / Mul / Div in float are the
  * correctly rounded results the double path gives; other steps go through double once. */
+__device__ __noinline__ float region_f32_binary_slow(int sub, float x, float y) { return (float)binary_float(sub, x, y); }
+__device__ __noinline__ float region_f32_act_slow(int sub, float x) { return (float)act_real(sub, x); }
 __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   if (kind == RLX_CHAIN_STEP_BINARY) {
     switch (sub) {
@@ -546,14 +548,14 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
     case RLX_BINOP_SUB: return x - y;
     case RLX_BINOP_MUL: return x * y;
     case RLX_BINOP_DIV: return x / y;
-    default: return (float)binary_float(sub, x, y);
+    default: return region_f32_binary_slow(sub, x, y);
     }
   }
   switch (sub) {
   case RLX_ACT_RELU: return x < 0 ? 0.0f : x;
   case RLX_ACT_NEG: return -x;
   case RLX_ACT_ABS: return fabsf(x);
-  default: return (float)act_real(sub, x);
+  default: return region_f32_act_slow(sub, x);
   }
 }
 
