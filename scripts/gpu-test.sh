@@ -68,6 +68,12 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
        END { for (k in n) printf "| %s | %d | %d | %d | %d | %d |\n", k, n[k], a[k], b[k], f[k], u[k] }' \
     "$OUTDIR/cases.txt" "$OUTDIR/conformance.log" | sort
 } > "$OUTDIR/cuda-summary.md"
+# The same per kind as docs/cuda-conformance.tsv (read by test_conformance --coverage for the cuda
+# column of docs/op-coverage.md on machines without a GPU): commit it after a run.
+{
+  echo "# $(date -u +%Y-%m-%d) ${GPU:-unknown GPU}, driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  awk -F'|' 'NR > 4 { gsub(/ /, ""); print $2, $3, $4, $5, $6, $7 }' "$OUTDIR/cuda-summary.md"
+} > "$OUTDIR/cuda-conformance.tsv"
 awk -F'|' 'NR > 4 { c += $3; p += $4 + $5; f += $6; u += $7 } END { printf "cuda: %d cases, %d passed, %d failed, %d unsupported\n", c, p, f, u }' \
   "$OUTDIR/cuda-summary.md" | tee -a "$OUTDIR/gpu-test.log"
 # RLX_GPU_TRAIN=DATA_DIR: one epoch of the Fashion-MNIST CNN on the cpu and on the cuda backend
