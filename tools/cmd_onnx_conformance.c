@@ -43,11 +43,11 @@
 
 const char cli_onnx_conformance_usage[] =
     "usage: rlx onnx-conformance DIR... [--json] [--doc FILE] [--min-passed N] [--jobs N]\n"
-    "                            [--timeout S] [--filter TEXT] [-v | -q]\n"
+    "                            [--timeout S] [--filter TEXT] [--backend B] [-v | -q]\n"
     "\n"
     "Runs ONNX backend tests (e.g. /usr/include/onnx/backend/test/data/node). DIR is a suite folder\n"
     "of test_* folders (the suite is named after DIR) or one test folder holding model.onnx. Each\n"
-    "test is imported (symbolic dims bound from the input .pb shapes), compiled for the CPU backend\n"
+    "test is imported (symbolic dims bound from the input .pb shapes), compiled for the CPU backend (or --backend)\n"
     "and run on every test_data_set_N; its outputs are compared with output_K.pb (floats:\n"
     "|got - expected| <= 1e-7 + 1e-3 |expected|, NaN equals NaN; integers and bools exactly).\n"
     "Each test runs in its own process: a crash or a timeout is a result, not the end of the run.\n"
@@ -62,8 +62,12 @@ const char cli_onnx_conformance_usage[] =
     "  --jobs N, -j N  tests run at the same time (default 1)\n"
     "  --timeout S     time limit of one test in seconds (default 60)\n"
     "  --filter TEXT   only the tests whose name contains TEXT\n"
+    "  --backend B     compile the tests for backend B instead of cpu (e.g. mlx)\n"
     "  -v, --verbose   also print passed tests\n"
     "  -q, --quiet     print only the totals\n";
+
+/* The backend the tests compile for (--backend; the tests run in forked children, which see it). */
+static const char *conf_backend = "cpu";
 
 /* ======================================================================================
  * Small string helpers
@@ -646,10 +650,10 @@ static bool run_data_set(const char *tdir, const char *model, const model_info *
     rlx_cpu_options cpu;
     rlx_cpu_options_init(&cpu);
     cpu.threads = 1; /* the runner parallelises over processes */
-    co.backend_options = &cpu;
-    rlx_status s = rlx_compile(g, "cpu", &co, &e);
+    if (strcmp(conf_backend, "cpu") == 0) co.backend_options = &cpu;
+    rlx_status s = rlx_compile(g, conf_backend, &co, &e);
     if (s) {
-      set_result(r, status_of(s), "compile (cpu): %s", last_error_in(tdir, buf, sizeof buf));
+      set_result(r, status_of(s), "compile (%s): %s", conf_backend, last_error_in(tdir, buf, sizeof buf));
       ok = false;
     }
   }
@@ -1136,7 +1140,8 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
     if (strcmp(a, "--json") == 0) {
       json = true;
     } else if (strcmp(a, "--doc") == 0 || strcmp(a, "--min-passed") == 0 || strcmp(a, "--jobs") == 0 ||
-               strcmp(a, "-j") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--filter") == 0) {
+               strcmp(a, "-j") == 0 || strcmp(a, "--timeout") == 0 || strcmp(a, "--filter") == 0 ||
+               strcmp(a, "--backend") == 0) {
       if (!cli_option_value(self, argc, argv, &i, &v)) {
         rc = CLI_USAGE;
         break;
@@ -1145,6 +1150,11 @@ int cli_cmd_onnx_conformance(const cli_command *self, int argc, char **argv) {
         doc = v;
       else if (strcmp(a, "--filter") == 0)
         filter = v;
+      else if (strcmp(a, "--backend") == 0) {
+        if (!rlx_backend_find(v))
+          rc = cli_usage_error(self, "--backend: no backend '%s' (registered: %s)", v, rlx_backend_names());
+        conf_backend = v;
+      }
       else if (strcmp(a, "--min-passed") == 0) {
         if (!parse_uint(v, 0, 1000000, &min_passed))
           rc = cli_usage_error(self, "--min-passed expects a count, got '%s'", v);

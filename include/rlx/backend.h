@@ -62,9 +62,17 @@ typedef struct rlx_backend_exe_vtable {
    * size). The backend copies it into its own storage or keeps the handle: h stays valid and
    * unchanged until the next bind_param of this node or until the executable is destroyed. */
   rlx_status (*bind_param)(rlx_backend_exe *x, uint32_t node, rlx_buffer_handle h);
+  /* Optional: a handle on the executable's own storage of node `node` of its graph — an Input, a
+   * Param or the root of a graph output — or NULL in *out for none. The handle must stay valid
+   * until destroy, keep its bytes between runs (the plan keeps leaves and outputs live for the whole
+   * run), and work with every buffer function of any executable of this backend. The runtime then
+   * uses it as that value's buffer instead of allocating one: it passes it to run / bind_param,
+   * which recognise their own storage and skip the copy, and it never frees it. */
+  rlx_status (*slot_buffer)(rlx_backend_exe *x, uint32_t node, rlx_buffer_handle *out);
   /* inputs[i] holds the value of the compiled graph's i-th Input node (node order); the graph's
    * outputs are written into outputs[i] (allocated by the runtime with buffer_alloc, the output's
-   * byte size). Inputs never alias outputs. */
+   * byte size, or lent by slot_buffer). Inputs never alias outputs, except where both are handles
+   * slot_buffer lent (an output that is a view of an input). */
   rlx_status (*run)(rlx_backend_exe *x, const rlx_buffer_handle *inputs, uint32_t n_inputs,
                     const rlx_buffer_handle *outputs, uint32_t n_outputs);
   void (*destroy)(rlx_backend_exe *x);

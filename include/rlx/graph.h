@@ -88,6 +88,10 @@ rlx_status rlx_graph_clone(const rlx_graph *src, const rlx_allocator *al, rlx_gr
 rlx_status rlx_graph_clone_child(rlx_graph *parent, const rlx_graph *src, rlx_graph **out);
 /* Structural equality: names, nodes (op, inputs, shape, name, attributes), outputs, bodies. */
 bool rlx_graph_equal(const rlx_graph *a, const rlx_graph *b);
+/* Structural 128-bit hash of everything rlx_graph_equal compares (constant bytes and bodies
+ * included): equal graphs hash alike; a change of any op, operand, attribute, shape, dtype, name
+ * or constant byte changes it (up to hash collisions). The compile cache keys on it. */
+void rlx_graph_hash(const rlx_graph *g, uint64_t out[2]);
 
 /* ---- one builder per op kind (expanded from ops.def) ----
  * rlx_build_<Op>(g, inputs, n_inputs, attrs, name, &out) appends the op with an inferred shape.

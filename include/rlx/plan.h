@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The memory plan (public: a backend may use it for its own arena, or ignore it; docs/backends.md):
- * one arena per executable, liveness over the schedule, greedy placement by size, views aliasing
+ * one arena per executable, liveness over the schedule, O(n log n) placement (docs/compile.md), views aliasing
  * their root, no output overlapping its own inputs. */
 #ifndef RLX_PLAN_H
 #define RLX_PLAN_H
@@ -33,6 +33,8 @@ bool rlx_plan_is_view(const rlx_graph *g, rlx_id id, size_t *byte_offset);
 
 rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan **out);
 void rlx_plan_free(rlx_plan *p, const rlx_allocator *al);
+/* A deep copy of p allocated with al (NULL = default). */
+rlx_status rlx_plan_clone(const rlx_plan *p, const rlx_allocator *al, rlx_plan **out);
 
 /* Independent checker: re-derives liveness from the schedule (not from the planner's arrays) and
  * rejects overlapping live tensors, reads after overwrite, outputs clobbered, slots outside the

@@ -59,9 +59,24 @@ typedef struct rlx_compile_options {
   /* The backend's own options (rlx_cpu_options of rlx/cpu.h, ...), or NULL for its defaults.
    * The struct starts with an rlx_backend_options_header naming the backend it is for. */
   const void *backend_options;
+  /* Reuse the result of an earlier compile of an identical graph (same structural hash, backend
+   * and options): the process-wide compile cache (docs/compile.md). Default true; the environment
+   * variable RLX_COMPILE_CACHE=0 turns it off for the whole process. */
+  bool compile_cache;
 } rlx_compile_options;
 
 void rlx_compile_options_init(rlx_compile_options *o);
+
+/* The process-wide compile cache (docs/compile.md): counters since the start of the process
+ * (a hit is a compile that reused a cached result, a miss one that looked and found none) and
+ * the entries held now. */
+typedef struct rlx_compile_cache_stats_t {
+  uint64_t hits, misses;
+  uint32_t entries;
+} rlx_compile_cache_stats_t;
+void rlx_compile_cache_stats(rlx_compile_cache_stats_t *out);
+/* Drops every entry (executables that share an entry's graph keep it until they are freed). */
+void rlx_compile_cache_clear(void);
 
 typedef struct rlx_executable rlx_executable;
 

@@ -13,24 +13,27 @@
 extern "C" {
 #endif
 
-/* X(ENUM, text name, bytes, class, promotion rank); order = RLX's declaration order. */
-#define RLX_DTYPE_LIST(X)              \
-  X(F32, f32, 4, RLX_CLASS_FLOAT, 6)   \
-  X(F16, f16, 2, RLX_CLASS_FLOAT, 3)   \
-  X(BF16, bf16, 2, RLX_CLASS_FLOAT, 2) \
-  X(F64, f64, 8, RLX_CLASS_FLOAT, 7)   \
-  X(I8, i8, 1, RLX_CLASS_INT, 1)       \
-  X(I16, i16, 2, RLX_CLASS_INT, 2)     \
-  X(I32, i32, 4, RLX_CLASS_INT, 4)     \
-  X(I64, i64, 8, RLX_CLASS_INT, 5)     \
-  X(U8, u8, 1, RLX_CLASS_INT, 1)       \
-  X(U32, u32, 4, RLX_CLASS_INT, 4)     \
-  X(BOOL, bool, 1, RLX_CLASS_BOOL, 0)  \
-  X(C64, c64, 8, RLX_CLASS_COMPLEX, 8) \
-  X(C128, c128, 16, RLX_CLASS_COMPLEX, 9)
+/* X(ENUM, text name, bytes, class, promotion rank, C lane type, codec); order = RLX's declaration
+ * order. The lane type is what one element (complex: one of its two parts) is stored as; the codec
+ * says how elements are read and written (src/core/elem.c): FLOAT and INT natively, HALF and
+ * BFLOAT through their f32 conversions, BOOL as a 0/1 byte, COMPLEX as (re, im) lane pairs. */
+#define RLX_DTYPE_LIST(X)                                \
+  X(F32, f32, 4, RLX_CLASS_FLOAT, 6, float, FLOAT)       \
+  X(F16, f16, 2, RLX_CLASS_FLOAT, 3, uint16_t, HALF)     \
+  X(BF16, bf16, 2, RLX_CLASS_FLOAT, 2, uint16_t, BFLOAT) \
+  X(F64, f64, 8, RLX_CLASS_FLOAT, 7, double, FLOAT)      \
+  X(I8, i8, 1, RLX_CLASS_INT, 1, int8_t, INT)            \
+  X(I16, i16, 2, RLX_CLASS_INT, 2, int16_t, INT)         \
+  X(I32, i32, 4, RLX_CLASS_INT, 4, int32_t, INT)         \
+  X(I64, i64, 8, RLX_CLASS_INT, 5, int64_t, INT)         \
+  X(U8, u8, 1, RLX_CLASS_INT, 1, uint8_t, INT)           \
+  X(U32, u32, 4, RLX_CLASS_INT, 4, uint32_t, INT)        \
+  X(BOOL, bool, 1, RLX_CLASS_BOOL, 0, uint8_t, BOOL)     \
+  X(C64, c64, 8, RLX_CLASS_COMPLEX, 8, float, COMPLEX)   \
+  X(C128, c128, 16, RLX_CLASS_COMPLEX, 9, double, COMPLEX)
 
 typedef enum rlx_dtype {
-#define RLX_X(e, name, bytes, cls, rank) RLX_##e,
+#define RLX_X(e, ...) RLX_##e,
   RLX_DTYPE_LIST(RLX_X)
 #undef RLX_X
       RLX_DTYPE_COUNT

@@ -72,113 +72,131 @@ static float f32_round_odd(double v) {
   return f;
 }
 
-static int64_t sat_i64(double v, double lo, double hi) {
-  if (isnan(v)) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
-  return (int64_t)v; /* truncates toward zero */
-}
+/* ---- per-dtype access, generated from RLX_DTYPE_LIST's lane type and codec ---- */
 
-double rlx_elem_get(const void *b, rlx_dtype t, size_t i) {
-  switch (t) {
-  case RLX_F32: return ((const float *)b)[i];
-  case RLX_F16: return rlx_f16_to_f32(((const uint16_t *)b)[i]);
-  case RLX_BF16: return rlx_bf16_to_f32(((const uint16_t *)b)[i]);
-  case RLX_F64: return ((const double *)b)[i];
-  case RLX_I8: return ((const int8_t *)b)[i];
-  case RLX_I16: return ((const int16_t *)b)[i];
-  case RLX_I32: return ((const int32_t *)b)[i];
-  case RLX_I64: return (double)((const int64_t *)b)[i];
-  case RLX_U8: return ((const uint8_t *)b)[i];
-  case RLX_U32: return ((const uint32_t *)b)[i];
-  case RLX_BOOL: return ((const uint8_t *)b)[i] ? 1.0 : 0.0;
-  case RLX_C64: return ((const float *)b)[2 * i];
-  case RLX_C128: return ((const double *)b)[2 * i];
-  default: return 0;
-  }
+/* double -> integer like Cast: truncates toward zero, saturates at [lo, hi], NaN -> 0. The bounds
+ * are powers of two (lo) or one less (hi), so v >= (double)hi means v is at or past hi. */
+static int64_t sat_int(double v, int64_t lo, int64_t hi) {
+  if (isnan(v)) return 0;
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi;
+  return (int64_t)v;
 }
+static int64_t clamp_int(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* element i as double */
+#define GET_FLOAT(T, b, i) ((double)((const T *)(b))[i])
+#define GET_INT(T, b, i) ((double)((const T *)(b))[i])
+#define GET_HALF(T, b, i) ((double)rlx_f16_to_f32(((const T *)(b))[i]))
+#define GET_BFLOAT(T, b, i) ((double)rlx_bf16_to_f32(((const T *)(b))[i]))
+#define GET_BOOL(T, b, i) (((const T *)(b))[i] ? 1.0 : 0.0)
+#define GET_COMPLEX(T, b, i) ((double)((const T *)(b))[2 * (i)])
+/* store v (double) with Cast semantics */
+#define SET_FLOAT(T, b, i, v) (((T *)(b))[i] = (T)(v))
+#define SET_INT(T, b, i, v) (((T *)(b))[i] = (T)sat_int(v, RLX_LANE_MIN(T), RLX_LANE_MAX(T)))
+#define SET_HALF(T, b, i, v) (((T *)(b))[i] = rlx_f32_to_f16(f32_round_odd(v)))
+#define SET_BFLOAT(T, b, i, v) (((T *)(b))[i] = rlx_f32_to_bf16(f32_round_odd(v)))
+#define SET_BOOL(T, b, i, v) (((T *)(b))[i] = (v) != 0)
+#define SET_COMPLEX(T, b, i, v) (((T *)(b))[2 * (i)] = (T)(v), ((T *)(b))[2 * (i) + 1] = 0)
+/* exact integer read: integers natively, bool 0/1, everything else through double like Cast */
+#define GETI_INT(T, b, i) ((int64_t)((const T *)(b))[i])
+#define GETI_BOOL(T, b, i) ((int64_t)(((const T *)(b))[i] != 0))
+#define GETI_VIA_DOUBLE(T, b, i, get) sat_int(get(T, b, i), INT64_MIN, INT64_MAX)
+#define GETI_FLOAT(T, b, i) GETI_VIA_DOUBLE(T, b, i, GET_FLOAT)
+#define GETI_HALF(T, b, i) GETI_VIA_DOUBLE(T, b, i, GET_HALF)
+#define GETI_BFLOAT(T, b, i) GETI_VIA_DOUBLE(T, b, i, GET_BFLOAT)
+#define GETI_COMPLEX(T, b, i) GETI_VIA_DOUBLE(T, b, i, GET_COMPLEX)
+/* exact integer store: integers saturate, bool is v != 0, the rest through double */
+#define SETI_INT(T, b, i, v) (((T *)(b))[i] = (T)clamp_int(v, RLX_LANE_MIN(T), RLX_LANE_MAX(T)))
+#define SETI_BOOL(T, b, i, v) (((T *)(b))[i] = (v) != 0)
+#define SETI_FLOAT(T, b, i, v) SET_FLOAT(T, b, i, (double)(v))
+#define SETI_HALF(T, b, i, v) SET_HALF(T, b, i, (double)(v))
+#define SETI_BFLOAT(T, b, i, v) SET_BFLOAT(T, b, i, (double)(v))
+#define SETI_COMPLEX(T, b, i, v) SET_COMPLEX(T, b, i, (double)(v))
+/* integer -> integer conversion wraps (two's complement), like NumPy and the Cast kernel */
+#define WRAP_INT(T, b, i, v) (((T *)(b))[i] = (T)(v))
+#define WRAP_BOOL SETI_BOOL
+#define WRAP_FLOAT SETI_FLOAT
+#define WRAP_HALF SETI_HALF
+#define WRAP_BFLOAT SETI_BFLOAT
+#define WRAP_COMPLEX SETI_COMPLEX
+
+typedef struct elem_codec {
+  double (*get)(const void *b, size_t i);
+  void (*set)(void *b, size_t i, double v);
+  int64_t (*get_i64)(const void *b, size_t i);
+  void (*set_i64)(void *b, size_t i, int64_t v);
+  void (*set_wrap)(void *b, size_t i, int64_t v);
+  void (*get_c)(const void *b, size_t i, double *re, double *im);
+  void (*set_c)(void *b, size_t i, double re, double im);
+} elem_codec;
+
+/* complex access: (re, im) pairs natively, every other codec has im = 0 */
+#define GETC_COMPLEX(T, b, i, re, im) (*(re) = ((const T *)(b))[2 * (i)], *(im) = ((const T *)(b))[2 * (i) + 1])
+#define GETC_REAL(T, b, i, re, im, get) (*(re) = get(T, b, i), *(im) = 0)
+#define GETC_FLOAT(T, b, i, re, im) GETC_REAL(T, b, i, re, im, GET_FLOAT)
+#define GETC_INT(T, b, i, re, im) GETC_REAL(T, b, i, re, im, GET_INT)
+#define GETC_HALF(T, b, i, re, im) GETC_REAL(T, b, i, re, im, GET_HALF)
+#define GETC_BFLOAT(T, b, i, re, im) GETC_REAL(T, b, i, re, im, GET_BFLOAT)
+#define GETC_BOOL(T, b, i, re, im) GETC_REAL(T, b, i, re, im, GET_BOOL)
+#define SETC_COMPLEX(T, b, i, re, im) (((T *)(b))[2 * (i)] = (T)(re), ((T *)(b))[2 * (i) + 1] = (T)(im))
+#define SETC_FLOAT(T, b, i, re, im) SET_FLOAT(T, b, i, re)
+#define SETC_INT(T, b, i, re, im) SET_INT(T, b, i, re)
+#define SETC_HALF(T, b, i, re, im) SET_HALF(T, b, i, re)
+#define SETC_BFLOAT(T, b, i, re, im) SET_BFLOAT(T, b, i, re)
+#define SETC_BOOL(T, b, i, re, im) SET_BOOL(T, b, i, re)
+/* lanes per element */
+#define LANES_FLOAT 1
+#define LANES_INT 1
+#define LANES_HALF 1
+#define LANES_BFLOAT 1
+#define LANES_BOOL 1
+#define LANES_COMPLEX 2
+
+#define ELEM_FNS(E, name, bytes, cls, rank, T, codec)                                                        \
+  _Static_assert(sizeof(T) * LANES_##codec == (bytes), "dtype " #name ": lane type and byte size disagree"); \
+  static void get_c_##E(const void *b, size_t i, double *re, double *im) { GETC_##codec(T, b, i, re, im); }  \
+  static void set_c_##E(void *b, size_t i, double re, double im) {                                           \
+    (void)im;                                                                                                \
+    SETC_##codec(T, b, i, re, im);                                                                           \
+  }                                                                                                          \
+  static double get_##E(const void *b, size_t i) { return GET_##codec(T, b, i); }                            \
+  static void set_##E(void *b, size_t i, double v) { SET_##codec(T, b, i, v); }                              \
+  static int64_t get_i64_##E(const void *b, size_t i) { return GETI_##codec(T, b, i); }                      \
+  static void set_i64_##E(void *b, size_t i, int64_t v) { SETI_##codec(T, b, i, v); }                        \
+  static void set_wrap_##E(void *b, size_t i, int64_t v) { WRAP_##codec(T, b, i, v); }
+RLX_DTYPE_LIST(ELEM_FNS)
+#undef ELEM_FNS
+
+static const elem_codec codecs[RLX_DTYPE_COUNT] = {
+#define ELEM_ROW(E, ...) [RLX_##E] = {get_##E, set_##E, get_i64_##E, set_i64_##E, set_wrap_##E, get_c_##E, set_c_##E},
+    RLX_DTYPE_LIST(ELEM_ROW)
+#undef ELEM_ROW
+};
+
+static bool known(rlx_dtype t) { return (unsigned)t < RLX_DTYPE_COUNT; }
+
+double rlx_elem_get(const void *b, rlx_dtype t, size_t i) { return known(t) ? codecs[t].get(b, i) : 0; }
 
 void rlx_elem_set(void *b, rlx_dtype t, size_t i, double v) {
-  switch (t) {
-  case RLX_F32: ((float *)b)[i] = (float)v; break;
-  case RLX_F16: ((uint16_t *)b)[i] = rlx_f32_to_f16(f32_round_odd(v)); break;
-  case RLX_BF16: ((uint16_t *)b)[i] = rlx_f32_to_bf16(f32_round_odd(v)); break;
-  case RLX_F64: ((double *)b)[i] = v; break;
-  case RLX_I8: ((int8_t *)b)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
-  case RLX_I16: ((int16_t *)b)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
-  case RLX_I32: ((int32_t *)b)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;
-  case RLX_I64:
-    ((int64_t *)b)[i] = isnan(v)                      ? 0
-                        : v >= 9223372036854775807.0  ? INT64_MAX
-                        : v <= -9223372036854775808.0 ? INT64_MIN
-                                                      : (int64_t)v;
-    break;
-  case RLX_U8: ((uint8_t *)b)[i] = (uint8_t)sat_i64(v, 0, UINT8_MAX); break;
-  case RLX_U32: ((uint32_t *)b)[i] = (uint32_t)sat_i64(v, 0, UINT32_MAX); break;
-  case RLX_BOOL: ((uint8_t *)b)[i] = v != 0; break;
-  case RLX_C64:
-    ((float *)b)[2 * i] = (float)v;
-    ((float *)b)[2 * i + 1] = 0;
-    break;
-  case RLX_C128:
-    ((double *)b)[2 * i] = v;
-    ((double *)b)[2 * i + 1] = 0;
-    break;
-  default: break;
-  }
+  if (known(t)) codecs[t].set(b, i, v);
 }
 
-int64_t rlx_elem_get_i64(const void *b, rlx_dtype t, size_t i) {
-  switch (t) {
-  case RLX_I8: return ((const int8_t *)b)[i];
-  case RLX_I16: return ((const int16_t *)b)[i];
-  case RLX_I32: return ((const int32_t *)b)[i];
-  case RLX_I64: return ((const int64_t *)b)[i];
-  case RLX_U8: return ((const uint8_t *)b)[i];
-  case RLX_U32: return ((const uint32_t *)b)[i];
-  case RLX_BOOL: return ((const uint8_t *)b)[i] != 0;
-  default: {
-    double v = rlx_elem_get(b, t, i);
-    return isnan(v) ? 0 : v >= 9223372036854775807.0 ? INT64_MAX : v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
-  }
-  }
-}
+int64_t rlx_elem_get_i64(const void *b, rlx_dtype t, size_t i) { return known(t) ? codecs[t].get_i64(b, i) : 0; }
 
 void rlx_elem_set_i64(void *b, rlx_dtype t, size_t i, int64_t v) {
-  switch (t) {
-  case RLX_I8: ((int8_t *)b)[i] = (int8_t)(v < INT8_MIN ? INT8_MIN : v > INT8_MAX ? INT8_MAX : v); break;
-  case RLX_I16: ((int16_t *)b)[i] = (int16_t)(v < INT16_MIN ? INT16_MIN : v > INT16_MAX ? INT16_MAX : v); break;
-  case RLX_I32: ((int32_t *)b)[i] = (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v); break;
-  case RLX_I64: ((int64_t *)b)[i] = v; break;
-  case RLX_U8: ((uint8_t *)b)[i] = (uint8_t)(v < 0 ? 0 : v > UINT8_MAX ? UINT8_MAX : v); break;
-  case RLX_U32: ((uint32_t *)b)[i] = (uint32_t)(v < 0 ? 0 : v > (int64_t)UINT32_MAX ? UINT32_MAX : v); break;
-  case RLX_BOOL: ((uint8_t *)b)[i] = v != 0; break;
-  default: rlx_elem_set(b, t, i, (double)v); break;
-  }
+  if (known(t)) codecs[t].set_i64(b, i, v);
 }
 
 void rlx_elem_get_c(const void *b, rlx_dtype t, size_t i, double *re, double *im) {
-  if (t == RLX_C64) {
-    *re = ((const float *)b)[2 * i];
-    *im = ((const float *)b)[2 * i + 1];
-  } else if (t == RLX_C128) {
-    *re = ((const double *)b)[2 * i];
-    *im = ((const double *)b)[2 * i + 1];
-  } else {
-    *re = rlx_elem_get(b, t, i);
-    *im = 0;
-  }
+  if (known(t))
+    codecs[t].get_c(b, i, re, im);
+  else
+    *re = *im = 0;
 }
 
 void rlx_elem_set_c(void *b, rlx_dtype t, size_t i, double re, double im) {
-  if (t == RLX_C64) {
-    ((float *)b)[2 * i] = (float)re;
-    ((float *)b)[2 * i + 1] = (float)im;
-  } else if (t == RLX_C128) {
-    ((double *)b)[2 * i] = re;
-    ((double *)b)[2 * i + 1] = im;
-  } else
-    rlx_elem_set(b, t, i, re);
+  if (known(t)) codecs[t].set_c(b, i, re, im);
 }
 
 void rlx_elem_convert(const void *src, rlx_dtype st, void *dst, rlx_dtype dt, size_t n) {
@@ -196,15 +214,7 @@ void rlx_elem_convert(const void *src, rlx_dtype st, void *dst, rlx_dtype dt, si
       rlx_elem_set_c(dst, dt, i, re, im);
     } else if (si && di) {
       /* integer -> integer wraps (two's complement), like NumPy and the Cast kernel */
-      int64_t v = rlx_elem_get_i64(src, st, i);
-      switch (dt) {
-      case RLX_I8: ((int8_t *)dst)[i] = (int8_t)v; break;
-      case RLX_I16: ((int16_t *)dst)[i] = (int16_t)v; break;
-      case RLX_I32: ((int32_t *)dst)[i] = (int32_t)v; break;
-      case RLX_U8: ((uint8_t *)dst)[i] = (uint8_t)v; break;
-      case RLX_U32: ((uint32_t *)dst)[i] = (uint32_t)v; break;
-      default: rlx_elem_set_i64(dst, dt, i, v); break; /* I64, BOOL */
-      }
+      codecs[dt].set_wrap(dst, i, rlx_elem_get_i64(src, st, i));
     } else {
       rlx_elem_set(dst, dt, i, rlx_elem_get(src, st, i));
     }

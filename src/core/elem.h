@@ -9,6 +9,20 @@
 
 #include "rlx/types.h"
 
+/* The range of an integer lane type of RLX_DTYPE_LIST (C's own limits, picked by type). */
+#define RLX_LANE_MIN(T) \
+  _Generic((T)0, int8_t : INT8_MIN, int16_t : INT16_MIN, int32_t : INT32_MIN, int64_t : INT64_MIN, default : 0)
+#define RLX_LANE_MAX(T)           \
+  _Generic((T)0, int8_t           \
+           : INT8_MAX, int16_t    \
+           : INT16_MAX, int32_t   \
+           : INT32_MAX, int64_t   \
+           : INT64_MAX, uint8_t   \
+           : UINT8_MAX, uint16_t  \
+           : UINT16_MAX, uint32_t \
+           : (int64_t)UINT32_MAX, default : 0)
+#define RLX_LANE_SIGNED(T) (RLX_LANE_MIN(T) < 0)
+
 float rlx_f16_to_f32(uint16_t h);
 uint16_t rlx_f32_to_f16(float f); /* round to nearest even; overflow -> inf */
 float rlx_bf16_to_f32(uint16_t h);

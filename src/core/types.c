@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 #include "rlx/types.h"
 
+#include "core/elem.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -9,8 +11,9 @@ static const struct {
   size_t size;
   rlx_dtype_class cls;
   int rank;
+  bool is_signed; /* integer lanes that hold negative values */
 } dtype_info[RLX_DTYPE_COUNT] = {
-#define RLX_X(e, name, bytes, cls, rank) {#name, bytes, cls, rank},
+#define RLX_X(e, name, bytes, cls, rank, lane, codec) {#name, bytes, cls, rank, RLX_LANE_SIGNED(lane)},
     RLX_DTYPE_LIST(RLX_X)
 #undef RLX_X
 };
@@ -20,7 +23,7 @@ const char *rlx_dtype_name(rlx_dtype t) { return (unsigned)t < RLX_DTYPE_COUNT ?
 rlx_dtype_class rlx_dtype_class_of(rlx_dtype t) { return dtype_info[t].cls; }
 bool rlx_dtype_is_float(rlx_dtype t) { return dtype_info[t].cls == RLX_CLASS_FLOAT; }
 bool rlx_dtype_is_int(rlx_dtype t) { return dtype_info[t].cls == RLX_CLASS_INT; }
-bool rlx_dtype_is_signed_int(rlx_dtype t) { return t == RLX_I8 || t == RLX_I16 || t == RLX_I32 || t == RLX_I64; }
+bool rlx_dtype_is_signed_int(rlx_dtype t) { return dtype_info[t].cls == RLX_CLASS_INT && dtype_info[t].is_signed; }
 
 bool rlx_dtype_from_name(const char *s, size_t len, rlx_dtype *out) {
   for (int i = 0; i < RLX_DTYPE_COUNT; i++) {

@@ -69,6 +69,7 @@ void rlx_graph_free(rlx_graph *g) {
   al.free(al.ctx, g->children);
   al.free(al.ctx, g->nodes);
   al.free(al.ctx, g->outputs);
+  al.free(al.ctx, g->leaf_index);
   rlx_arena_release(&g->arena);
   al.free(al.ctx, g);
 }
@@ -217,6 +218,71 @@ rlx_status rlx_attrs_copy_into(rlx_graph *g, rlx_op op, const void *src, rlx_att
   return copy_attrs(g, op, src, dst, NULL, NULL);
 }
 
+/* ---- the leaf index ---- */
+
+static const char *leaf_binding(const rlx_node *n) {
+  return n->op == RLX_OP_Input ? n->attrs.Input.name : n->op == RLX_OP_Param ? n->attrs.Param.name : NULL;
+}
+
+static uint64_t leaf_hash(rlx_op op, const char *name) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)op;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h ^ (h >> 29);
+}
+
+/* Puts leaf `id` into the table unless a leaf of its kind and name is there already. */
+static void leaf_index_put(rlx_graph *g, rlx_id id) {
+  const rlx_node *n = &g->nodes[id];
+  const char *nm = leaf_binding(n);
+  if (!nm) return;
+  uint32_t mask = g->leaf_index_cap - 1;
+  for (uint32_t i = (uint32_t)leaf_hash(n->op, nm) & mask;; i = (i + 1) & mask) {
+    rlx_id k = g->leaf_index[i];
+    if (k == RLX_NO_ID) {
+      g->leaf_index[i] = id;
+      g->leaf_index_used++;
+      return;
+    }
+    const rlx_node *o = &g->nodes[k];
+    if (o->op == n->op && strcmp(leaf_binding(o), nm) == 0) return;
+  }
+}
+
+/* (Re)builds the table with room for at least `need` leaves at load factor <= 1/2. On OOM it
+ * returns false and leaves the old table as it was. */
+static bool leaf_index_build(rlx_graph *g, uint32_t need) {
+  uint32_t cap = 16;
+  while (cap < 2 * (uint64_t)need + 2 && cap < (1u << 31)) cap *= 2;
+  rlx_id *t = g->al.alloc(g->al.ctx, (size_t)cap * sizeof *t);
+  if (!t) return false;
+  g->al.free(g->al.ctx, g->leaf_index);
+  g->leaf_index = t;
+  g->leaf_index_cap = cap;
+  g->leaf_index_used = 0;
+  g->leaf_index_broken = false;
+  for (uint32_t i = 0; i < cap; i++) t[i] = RLX_NO_ID;
+  for (rlx_id i = 0; i < g->n_nodes; i++) leaf_index_put(g, i);
+  return true;
+}
+
+void rlx_graph_leaf_index_rebuild(rlx_graph *g) {
+  if (!g) return;
+  uint32_t leaves = 0;
+  for (rlx_id i = 0; i < g->n_nodes; i++) leaves += leaf_binding(&g->nodes[i]) != NULL;
+  if (leaf_index_build(g, leaves)) return;
+  g->al.free(g->al.ctx, g->leaf_index); /* stale now: lookups scan */
+  g->leaf_index = NULL;
+  g->leaf_index_cap = g->leaf_index_used = 0;
+  g->leaf_index_broken = true;
+}
+
+/* Before appending a leaf named `name`: room in the table for one more (growing it at load factor
+ * 1/2). False when out of memory (the append then fails, as any allocation failure does). */
+static bool leaf_index_reserve(rlx_graph *g) {
+  if (g->leaf_index_broken || 2 * (uint64_t)(g->leaf_index_used + 1) <= g->leaf_index_cap) return true;
+  return leaf_index_build(g, 2 * g->leaf_index_used + 1);
+}
+
 static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uint32_t n_inputs,
                               const rlx_attrs *attrs_copied, const rlx_shape *shape, const char *name, rlx_id *out) {
   if (g->n_nodes == UINT32_MAX - 1) return rlx_errorf(RLX_ERR_OVERFLOW, "graph @%s is full", g->name);
@@ -229,6 +295,9 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
     g->nodes = nn;
     g->cap_nodes = cap;
   }
+  bool named_leaf =
+      (op == RLX_OP_Input && attrs_copied->Input.name) || (op == RLX_OP_Param && attrs_copied->Param.name);
+  if (named_leaf && !leaf_index_reserve(g)) return oom("the leaf index");
   rlx_id *in = NULL;
   if (n_inputs) {
     in = rlx_arena_alloc(&g->arena, n_inputs * sizeof *in, 4);
@@ -251,6 +320,7 @@ static rlx_status append_node(rlx_graph *g, rlx_op op, const rlx_id *inputs, uin
   n->attrs = *attrs_copied;
   if (out) *out = g->n_nodes;
   g->n_nodes++;
+  if (named_leaf && !g->leaf_index_broken) leaf_index_put(g, g->n_nodes - 1);
   return RLX_OK;
 }
 
@@ -336,12 +406,21 @@ rlx_status rlx_graph_add_unchecked(rlx_graph *g, rlx_op op, const rlx_id *inputs
 }
 
 rlx_id rlx_graph_find_leaf(const rlx_graph *g, rlx_op leaf_kind, const char *name) {
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
+  if (!g || !name || (leaf_kind != RLX_OP_Input && leaf_kind != RLX_OP_Param)) return RLX_NO_ID;
+  if (!g->leaf_index_broken) {
+    if (!g->leaf_index) return RLX_NO_ID; /* no named leaf yet */
+    uint32_t mask = g->leaf_index_cap - 1;
+    for (uint32_t i = (uint32_t)leaf_hash(leaf_kind, name) & mask;; i = (i + 1) & mask) {
+      rlx_id k = g->leaf_index[i];
+      if (k == RLX_NO_ID) return RLX_NO_ID;
+      const rlx_node *o = &g->nodes[k];
+      if (o->op == leaf_kind && strcmp(leaf_binding(o), name) == 0) return k;
+    }
+  }
+  for (uint32_t i = 0; i < g->n_nodes; i++) { /* no memory for the index */
     const rlx_node *n = &g->nodes[i];
     if (n->op != leaf_kind) continue;
-    const char *nm = leaf_kind == RLX_OP_Input   ? n->attrs.Input.name
-                     : leaf_kind == RLX_OP_Param ? n->attrs.Param.name
-                                                 : NULL;
+    const char *nm = leaf_binding(n);
     if (nm && strcmp(nm, name) == 0) return i;
   }
   return RLX_NO_ID;

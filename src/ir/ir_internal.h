@@ -29,7 +29,18 @@ struct rlx_graph {
   rlx_graph_add_hook add_hook; /* rlx_graph_set_add_hook; inherited by child graphs */
   void *add_hook_ctx;
   bool in_hook;
+  /* Index of the Input/Param leaves by (kind, binding name) for rlx_graph_find_leaf: an open-
+   * addressing table of node ids (RLX_NO_ID = empty), kept up to date by every append (so a
+   * lookup only reads: graphs may be shared by threads); the first leaf of a name wins, as in a
+   * scan. NULL with leaf_index_broken false = no named leaf yet; leaf_index_broken = no memory
+   * for it, lookups scan. */
+  rlx_id *leaf_index;
+  uint32_t leaf_index_cap, leaf_index_used;
+  bool leaf_index_broken;
 };
+
+/* Rebuilds the leaf index: for code that renames a leaf of a graph it owns in place. */
+void rlx_graph_leaf_index_rebuild(rlx_graph *g);
 
 /* Deep-copies attribute lists/strings/bytes of `src` into g's arena, writing `dst`.
  * Subgraph fields must be children of g (checked). */

@@ -9,6 +9,7 @@
  *   - no two slots that are live at the same step share bytes (so nothing is read after being
  *     overwritten, and no graph output, input, param or constant is clobbered). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,10 +40,102 @@ typedef struct slot {
   rlx_id id;
 } slot;
 
-static int slot_by_offset(const void *pa, const void *pb) {
-  const slot *a = pa, *b = pb;
-  if (a->off != b->off) return a->off < b->off ? -1 : 1;
-  return a->id < b->id ? -1 : a->id > b->id;
+/* (key, index) pairs for the sorts of the sweep. */
+typedef struct keyed {
+  size_t key;
+  uint32_t idx;
+} keyed;
+
+/* Sorts out[0..n) = (key[k], k) by key, keys in [0, max]: a counting sort (stable). */
+static bool sort_by_step(const uint32_t *key, uint32_t n, uint32_t max, keyed *out) {
+  uint32_t *cnt = calloc((size_t)max + 2, sizeof *cnt);
+  if (!cnt) return false;
+  for (uint32_t k = 0; k < n; k++) cnt[key[k] + 1]++;
+  for (uint32_t v = 0; v <= max; v++) cnt[v + 1] += cnt[v];
+  for (uint32_t k = 0; k < n; k++) out[cnt[key[k]]++] = (keyed){key[k], k};
+  free(cnt);
+  return true;
+}
+
+/* Sorts size_t values ascending: quicksort with a three-way partition, insertion sort below 16. */
+static void sort_sizes(size_t *a, uint32_t n) {
+  while (n > 16) {
+    size_t m = a[n / 2], x = a[0], z = a[n - 1];
+    size_t piv = x < m ? (m < z ? m : (x < z ? z : x)) : (x < z ? x : (m < z ? z : m));
+    uint32_t lt = 0, i = 0, gt = n;
+    while (i < gt) {
+      if (a[i] < piv) {
+        size_t t = a[i];
+        a[i++] = a[lt];
+        a[lt++] = t;
+      } else if (a[i] > piv) {
+        size_t t = a[i];
+        a[i] = a[--gt];
+        a[gt] = t;
+      } else
+        i++;
+    }
+    if (lt < n - gt) {
+      sort_sizes(a, lt);
+      a += gt;
+      n -= gt;
+    } else {
+      sort_sizes(a + gt, n - gt);
+      n = lt;
+    }
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    size_t t = a[i];
+    uint32_t j = i;
+    while (j > 0 && a[j - 1] > t) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = t;
+  }
+}
+
+/* A segment tree over the elementary address intervals [xs[i], xs[i+1]): how many live slots
+ * cover each one, with range add and range max (the add of a node applies to its whole range,
+ * so nothing is pushed down). */
+typedef struct segtree {
+  int32_t *mx, *add;
+  uint32_t n; /* leaves: a power of two >= the elementary intervals */
+} segtree;
+
+static void seg_add(segtree *t, uint32_t node, uint32_t l, uint32_t r, uint32_t ql, uint32_t qr, int32_t v) {
+  if (qr <= l || r <= ql) return;
+  if (ql <= l && r <= qr) {
+    t->add[node] += v;
+    t->mx[node] += v;
+    return;
+  }
+  uint32_t m = l + (r - l) / 2;
+  seg_add(t, 2 * node, l, m, ql, qr, v);
+  seg_add(t, 2 * node + 1, m, r, ql, qr, v);
+  int32_t a = t->mx[2 * node], b = t->mx[2 * node + 1];
+  t->mx[node] = t->add[node] + (a > b ? a : b);
+}
+
+static int32_t seg_max(const segtree *t, uint32_t node, uint32_t l, uint32_t r, uint32_t ql, uint32_t qr) {
+  if (qr <= l || r <= ql) return INT32_MIN / 2;
+  if (ql <= l && r <= qr) return t->mx[node];
+  uint32_t m = l + (r - l) / 2;
+  int32_t a = seg_max(t, 2 * node, l, m, ql, qr), b = seg_max(t, 2 * node + 1, m, r, ql, qr);
+  return t->add[node] + (a > b ? a : b);
+}
+
+/* Index of v in the sorted, unique xs[0..n). */
+static uint32_t coord(const size_t *xs, uint32_t n, size_t v) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    uint32_t m = lo + (hi - lo) / 2;
+    if (xs[m] < v)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
 }
 
 static const char *node_label(const rlx_graph *g, rlx_id id, char *buf, size_t cap) {
@@ -179,26 +272,83 @@ rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p) {
     }
   }
 
-  /* Slots live at the same time never share bytes: sweep the slots by offset. */
+  /* Slots live at the same time never share bytes. A sweep over the steps (O(n log n)): at step
+   * t the slots born at t are checked against the slots live at t (a segment tree counts, per
+   * address interval, the live slots covering it) and added; then the slots whose last step is t
+   * leave. Only on a collision is the partner looked for, by a linear scan. */
   uint32_t ns = 0;
   for (rlx_id i = 0; i < n; i++)
     if (p->root[i] == i && p->size[i] > 0) slots[ns++] = (slot){p->offset[i], p->offset[i] + p->size[i], i};
-  qsort(slots, ns, sizeof *slots, slot_by_offset);
-  for (uint32_t x = 0; x < ns; x++) {
-    for (uint32_t y = x + 1; y < ns && slots[y].off < slots[x].end; y++) {
-      rlx_id u = slots[x].id, v = slots[y].id;
-      if (birth[u] > death[v] || birth[v] > death[u]) continue;
-      /* Report the later-born one as the writer. */
-      rlx_id early = birth[u] <= birth[v] ? u : v, late = early == u ? v : u;
-      if (is_out[early])
-        st = plan_bad("graph output %s is clobbered by %s (same bytes, written at step %u)",
-                      node_label(g, early, a, sizeof a), node_label(g, late, b, sizeof b), step[late]);
-      else
-        st = plan_bad("%s (live steps %u..%u) and %s (live steps %u..%u) share arena bytes",
-                      node_label(g, early, a, sizeof a), birth[early], death[early], node_label(g, late, b, sizeof b),
-                      birth[late], death[late]);
-      goto done;
+  if (ns > 1) {
+    size_t *xs = malloc(2 * (size_t)ns * sizeof *xs);
+    keyed *births = malloc((size_t)ns * sizeof *births), *deaths = malloc((size_t)ns * sizeof *deaths);
+    uint32_t nx = 0, cap = 1;
+    segtree t = {0};
+    if (xs) {
+      for (uint32_t k = 0; k < ns; k++) {
+        xs[nx++] = slots[k].off;
+        xs[nx++] = slots[k].end;
+      }
+      sort_sizes(xs, nx);
+      uint32_t u = 0;
+      for (uint32_t k = 0; k < nx; k++)
+        if (u == 0 || xs[k] != xs[u - 1]) xs[u++] = xs[k];
+      nx = u;
+      while (cap < nx - 1) cap *= 2; /* nx - 1 >= 1 elementary intervals: every slot has end > off */
+      t.n = cap;                     /* a full tree over [0, cap): node k has children 2k, 2k + 1 */
+      t.mx = calloc(2 * (size_t)cap, sizeof *t.mx);
+      t.add = calloc(2 * (size_t)cap, sizeof *t.add);
     }
+    uint32_t *kb = malloc((size_t)ns * sizeof *kb), *kd = malloc((size_t)ns * sizeof *kd);
+    if (kb && kd)
+      for (uint32_t k = 0; k < ns; k++) {
+        kb[k] = birth[slots[k].id];
+        kd[k] = death[slots[k].id];
+      }
+    bool sorted = kb && kd && births && deaths && sort_by_step(kb, ns, n, births) && sort_by_step(kd, ns, n, deaths);
+    free(kb);
+    free(kd);
+    if (!xs || !sorted || !t.mx || !t.add) {
+      st = rlx_errorf(RLX_ERR_OOM, "memory plan check: out of memory");
+    } else {
+      uint32_t bi = 0, di = 0;
+      while (bi < ns && st == RLX_OK) {
+        size_t now = births[bi].key;
+        while (di < ns && deaths[di].key < now) { /* leave before the next births */
+          const slot *sl = &slots[deaths[di++].idx];
+          seg_add(&t, 1, 0, t.n, coord(xs, nx, sl->off), coord(xs, nx, sl->end), -1);
+        }
+        for (; bi < ns && births[bi].key == now && st == RLX_OK; bi++) {
+          const slot *sl = &slots[births[bi].idx];
+          uint32_t lo = coord(xs, nx, sl->off), hi = coord(xs, nx, sl->end);
+          if (seg_max(&t, 1, 0, t.n, lo, hi) > 0) {
+            /* Find the live slot it collides with (born no later, not yet dead). */
+            rlx_id late = sl->id, early = RLX_NO_ID;
+            for (uint32_t k = 0; k < ns && early == RLX_NO_ID; k++) {
+              rlx_id v = slots[k].id;
+              if (v != late && birth[v] <= birth[late] && death[v] >= birth[late] && slots[k].off < sl->end &&
+                  sl->off < slots[k].end)
+                early = v;
+            }
+            if (early == RLX_NO_ID) early = late; /* unreachable: the tree counted a live slot */
+            if (is_out[early])
+              st = plan_bad("graph output %s is clobbered by %s (same bytes, written at step %u)",
+                            node_label(g, early, a, sizeof a), node_label(g, late, b, sizeof b), step[late]);
+            else
+              st = plan_bad("%s (live steps %u..%u) and %s (live steps %u..%u) share arena bytes",
+                            node_label(g, early, a, sizeof a), birth[early], death[early],
+                            node_label(g, late, b, sizeof b), birth[late], death[late]);
+            break;
+          }
+          seg_add(&t, 1, 0, t.n, lo, hi, +1);
+        }
+      }
+    }
+    free(xs);
+    free(births);
+    free(deaths);
+    free(t.mx);
+    free(t.add);
   }
 
 done:

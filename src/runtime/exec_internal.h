@@ -15,6 +15,7 @@
 #ifndef RLX_EXEC_INTERNAL_H
 #define RLX_EXEC_INTERNAL_H
 
+#include "name_map.h"
 #include "rlx/backend.h"
 
 typedef struct rt_buf {
@@ -22,6 +23,7 @@ typedef struct rt_buf {
   size_t bytes;
   uint64_t version; /* bumped on every write of a parameter */
   bool live;        /* allocated */
+  bool lent;        /* the handle is a segment executable's own storage (slot_buffer): not freed */
 } rt_buf;
 
 typedef struct exe_leaf {
@@ -87,6 +89,10 @@ struct rlx_executable {
   exe_leaf **bind_par;
   rlx_transfer_stats stats; /* the root's counts everything, bodies and staging included */
   const rlx_tensor **by_pos;
+  /* by-name lookups of params and inputs (index into params / inputs); empty when there was no
+   * memory for them (lookups then scan) */
+  rlx_name_map param_map, input_map;
+  void *cache_hold; /* the compile-cache entry whose graph this executable shares (compile_cache.c) */
 };
 
 /* steps.c: cuts e->graph into steps, builds the segment graphs and the staged one-node graphs,
@@ -101,6 +107,8 @@ rlx_status rlx_rt_upload(rlx_executable *e, rt_buf *b, const void *src, size_t n
 rlx_status rlx_rt_download(rlx_executable *e, rt_buf *b, void *dst, size_t n, bool param);
 rlx_status rlx_rt_device_copy(rlx_executable *e, rt_buf *dst, rt_buf *src, size_t n);
 
+/* session.c: index of the param called `name` in e->params, or -1. */
+int rlx_rt_find_param(const rlx_executable *e, const char *name);
 /* session.c: compiles a body (positional inputs) whose params are the root's. */
 rlx_status rlx_rt_compile_body(const rlx_graph *body, const rlx_backend *be, const rlx_compile_options *opt,
                                rlx_executable *root, rlx_executable **out);

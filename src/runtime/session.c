@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir_internal.h"
 #include "passes/passes.h"
 #include "rlx/verify.h"
+#include "runtime/compile_cache.h"
 #include "runtime/exec_internal.h"
 #include "strbuf.h"
 
@@ -30,6 +32,7 @@ void rlx_compile_options_init(rlx_compile_options *o) {
   o->rng_seed = 0;
   o->memory_limit = 0;
   o->backend_options = NULL;
+  o->compile_cache = true;
 }
 
 /* ---- small helpers ---- */
@@ -80,9 +83,11 @@ typedef struct iface {
   uint32_t n_inputs;
   exe_leaf *params;
   uint32_t n_params, cap_params;
+  rlx_name_map pmap; /* param name -> index while collecting */
 } iface;
 
 static void iface_free(iface *f, const rlx_allocator *al) {
+  rlx_name_map_free(&f->pmap, al);
   for (uint32_t i = 0; i < f->n_inputs; i++) al->free(al->ctx, f->inputs[i].name);
   for (uint32_t i = 0; i < f->n_params; i++) al->free(al->ctx, f->params[i].name);
   al->free(al->ctx, f->inputs);
@@ -102,9 +107,8 @@ static rlx_status collect_params(iface *f, const rlx_graph *g, const rlx_allocat
       if (!name[0])
         return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': Param %%%u has no name; every Param needs one to be set",
                           rlx_graph_name(g), i);
-      uint32_t k = 0;
-      while (k < f->n_params && strcmp(f->params[k].name, name) != 0) k++;
-      if (k < f->n_params) {
+      uint32_t k = rlx_name_map_get(&f->pmap, name);
+      if (k != RLX_NAME_MAP_NONE) {
         if (!rlx_shape_equal(&f->params[k].shape, &n->shape))
           return rlx_errorf(RLX_ERR_INVALID_ARG, "param '%s' is declared twice with different shapes: %s and %s", name,
                             fmt_shape(&f->params[k].shape, a, sizeof a), fmt_shape(&n->shape, b, sizeof b));
@@ -124,6 +128,10 @@ static rlx_status collect_params(iface *f, const rlx_graph *g, const rlx_allocat
       if (!p->name) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting params");
       p->shape = n->shape;
       p->node = RLX_NO_ID;
+      if (!rlx_name_map_put(&f->pmap, al, p->name, f->n_params, NULL)) {
+        al->free(al->ctx, p->name);
+        return rlx_errorf(RLX_ERR_OOM, "out of memory collecting params");
+      }
       f->n_params++;
     }
     const rlx_graph *bodies[8];
@@ -135,6 +143,8 @@ static rlx_status collect_params(iface *f, const rlx_graph *g, const rlx_allocat
 
 /* Inputs of the top graph in node order. Named compiles need unique non-empty names. */
 static rlx_status collect_inputs(iface *f, const rlx_graph *g, const rlx_allocator *al, bool positional) {
+  rlx_name_map seen = {0};
+  rlx_status st = RLX_OK;
   uint32_t n = 0;
   for (rlx_id i = 0; i < rlx_graph_node_count(g); i++) n += rlx_graph_node(g, i)->op == RLX_OP_Input;
   f->inputs = ex_alloc(al, n, sizeof *f->inputs);
@@ -143,32 +153,51 @@ static rlx_status collect_inputs(iface *f, const rlx_graph *g, const rlx_allocat
     const rlx_node *nd = rlx_graph_node(g, i);
     if (nd->op != RLX_OP_Input) continue;
     const char *name = leaf_name(nd);
-    if (!positional) {
-      if (!name[0])
-        return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': Input %%%u has no name; inputs are bound by name",
-                          rlx_graph_name(g), i);
-      for (uint32_t k = 0; k < f->n_inputs; k++)
-        if (strcmp(f->inputs[k].name, name) == 0)
-          return rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': two Inputs are named '%s' (%%%u and %%%u)",
-                            rlx_graph_name(g), name, f->inputs[k].node, i);
+    if (!positional && !name[0]) {
+      st = rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': Input %%%u has no name; inputs are bound by name",
+                      rlx_graph_name(g), i);
+      break;
     }
     exe_leaf *in = &f->inputs[f->n_inputs++];
     in->name = ex_strdup(al, name);
-    if (!in->name) return rlx_errorf(RLX_ERR_OOM, "out of memory collecting inputs");
+    if (!in->name) {
+      st = rlx_errorf(RLX_ERR_OOM, "out of memory collecting inputs");
+      break;
+    }
     in->shape = nd->shape;
     in->node = i; /* id in the source graph until mapped */
+    if (positional) continue;
+    uint32_t k;
+    if (!rlx_name_map_put(&seen, al, in->name, f->n_inputs - 1, &k)) {
+      st = rlx_errorf(RLX_ERR_OOM, "out of memory collecting inputs");
+      break;
+    }
+    if (k != RLX_NAME_MAP_NONE) {
+      st = rlx_errorf(RLX_ERR_INVALID_ARG, "graph '%s': two Inputs are named '%s' (%%%u and %%%u)", rlx_graph_name(g),
+                      name, f->inputs[k].node, i);
+      break;
+    }
   }
-  return RLX_OK;
+  rlx_name_map_free(&seen, al);
+  return st;
 }
 
 /* For positional binding: are the Input names usable as keys (non-empty, unique)? */
-static bool inputs_have_unique_names(const iface *f) {
-  for (uint32_t i = 0; i < f->n_inputs; i++) {
-    if (!f->inputs[i].name[0]) return false;
-    for (uint32_t k = 0; k < i; k++)
-      if (strcmp(f->inputs[k].name, f->inputs[i].name) == 0) return false;
+static bool inputs_have_unique_names(const iface *f, const rlx_allocator *al) {
+  rlx_name_map seen = {0};
+  bool unique = true;
+  for (uint32_t i = 0; i < f->n_inputs && unique; i++) {
+    uint32_t k;
+    if (!f->inputs[i].name[0])
+      unique = false;
+    else if (!rlx_name_map_put(&seen, al, f->inputs[i].name, i, &k)) {
+      for (uint32_t j = 0; j < i && unique; j++) /* no memory for the map: scan */
+        unique = strcmp(f->inputs[j].name, f->inputs[i].name) != 0;
+    } else
+      unique = k == RLX_NAME_MAP_NONE;
   }
-  return true;
+  rlx_name_map_free(&seen, al);
+  return unique;
 }
 
 /* A copy of `body` whose Inputs are named arg0, arg1, ... (for bodies with unnamed inputs). */
@@ -194,6 +223,7 @@ static rlx_status rename_inputs(const rlx_graph *body, const rlx_allocator *al, 
     f->inputs[k].name = dup;
     k++;
   }
+  rlx_graph_leaf_index_rebuild(c); /* the names changed in place */
   *out = c;
   return RLX_OK;
 }
@@ -211,10 +241,14 @@ void rlx_executable_free(rlx_executable *e) {
   al->free(al->ctx, e->outs);
   al->free(al->ctx, e->bind_out);
   al->free(al->ctx, e->bind_par);
-  iface f = {e->inputs, e->n_inputs, e->params, e->n_params, e->n_params};
+  iface f = {e->inputs, e->n_inputs, e->params, e->n_params, e->n_params, e->param_map};
   iface_free(&f, al);
+  rlx_name_map_free(&e->input_map, al);
   al->free(al->ctx, e->by_pos);
-  rlx_graph_free(e->graph);
+  if (e->cache_hold)
+    rlx_cc_release(e->cache_hold); /* the graph is the cache entry's */
+  else
+    rlx_graph_free(e->graph);
   al->free(al->ctx, e);
 }
 
@@ -259,12 +293,20 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   }
 
   const rlx_allocator *al = rlx_graph_allocator(g);
-  rlx_status st = rlx_verify(g);
+  /* compile cache: a hit stands for an identical graph that verified, legalized and simplified */
+  rlx_cc_key cc_key;
+  bool cc_on = rlx_cc_key_make(g, be, &opt, positional, &cc_key);
+  rlx_cc_entry *cc_hit = cc_on ? rlx_cc_lookup(&cc_key) : NULL;
+  rlx_status st = cc_hit ? RLX_OK : rlx_verify(g);
   if (st == RLX_ERR_OOM) return st;
   if (st != RLX_OK) return rlx_error_context(st, "compile: the graph does not verify");
 
   rlx_executable *e = ex_alloc(al, 1, sizeof *e);
-  if (!e) return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+  if (!e) {
+    rlx_cc_release(cc_hit);
+    return rlx_errorf(RLX_ERR_OOM, "out of memory creating an executable");
+  }
+  e->cache_hold = cc_hit; /* freed with e from here on */
   e->al = *al;
   e->backend = be;
   e->root = root ? root : e;
@@ -274,12 +316,17 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
 
   st = collect_inputs(&f, g, al, positional);
   if (st == RLX_OK) st = collect_params(&f, g, al, 0);
-  if (st == RLX_OK && positional && !inputs_have_unique_names(&f)) {
+  if (st == RLX_OK && positional && !inputs_have_unique_names(&f, al)) {
     st = rename_inputs(g, al, &f, &src_copy);
     if (st == RLX_OK) src = src_copy;
   }
   if (st != RLX_OK) goto fail;
 
+  if (cc_hit) {
+    e->graph = rlx_cc_graph(cc_hit);
+    e->report = *rlx_cc_report(cc_hit);
+    goto pipeline_done;
+  }
   uint8_t claimed[RLX_OP_COUNT], staged[RLX_OP_COUNT];
   rlx_backend_claim_set(be, claimed);
   for (int k = 0; k < RLX_OP_COUNT; k++) staged[k] = rlx_backend_host_stages(be, (rlx_op)k);
@@ -306,6 +353,11 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
     goto fail;
   }
   e->report.nodes_after = rlx_graph_node_count(e->graph);
+  if (cc_on) { /* the entry takes the graph and shares it; NULL: e keeps it */
+    e->cache_hold = rlx_cc_insert(&cc_key, e->graph, &e->report);
+  }
+
+pipeline_done:
 
   /* Map the interface onto the compiled graph. */
   for (uint32_t i = 0; i < f.n_inputs; i++) {
@@ -324,9 +376,8 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
     }
     f.params[i].node = id;
     if (root) { /* a body: the value lives in the root's buffer */
-      exe_leaf *rp = NULL;
-      for (uint32_t k = 0; k < root->n_params && !rp; k++)
-        if (strcmp(root->params[k].name, f.params[i].name) == 0) rp = &root->params[k];
+      int rk = rlx_rt_find_param(root, f.params[i].name);
+      exe_leaf *rp = rk >= 0 ? &root->params[rk] : NULL;
       if (!rp || !rlx_shape_equal(&rp->shape, &f.params[i].shape)) {
         st = rlx_errorf(RLX_ERR_INVALID_ARG,
                         "body '%s' reads param '%s', which the enclosing graph does not have "
@@ -341,7 +392,13 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   e->n_inputs = f.n_inputs;
   e->params = f.params;
   e->n_params = f.n_params;
+  e->param_map = f.pmap; /* built while collecting: index into params */
   memset(&f, 0, sizeof f);
+  for (uint32_t i = 0; i < e->n_inputs; i++) /* positional names may repeat: the first wins, as in a scan */
+    if (!rlx_name_map_put(&e->input_map, al, e->inputs[i].name, i, NULL)) {
+      rlx_name_map_free(&e->input_map, al); /* lookups scan */
+      break;
+    }
 
   e->n_outputs = rlx_graph_output_count(e->graph);
   if (e->n_outputs != rlx_graph_output_count(g)) {
@@ -423,10 +480,18 @@ rlx_status rlx_rt_compile_positional(const rlx_graph *g, const rlx_backend *be, 
 
 /* ---- params ---- */
 
-static int find_leaf(const exe_leaf *v, uint32_t n, const char *name) {
-  for (uint32_t i = 0; i < n; i++)
+static int find_leaf(const exe_leaf *v, uint32_t n, const rlx_name_map *m, const char *name) {
+  if (m->cap) {
+    uint32_t k = rlx_name_map_get(m, name);
+    return k == RLX_NAME_MAP_NONE ? -1 : (int)k;
+  }
+  for (uint32_t i = 0; i < n; i++) /* no map (out of memory when it was built) */
     if (strcmp(v[i].name, name) == 0) return (int)i;
   return -1;
+}
+
+int rlx_rt_find_param(const rlx_executable *e, const char *name) {
+  return find_leaf(e->params, e->n_params, &e->param_map, name);
 }
 
 /* "'a' [2, 3] f32, 'b' [] f32" for the leaves selected by `pick` (NULL = all). */
@@ -472,7 +537,7 @@ static rlx_status no_such_param(const rlx_executable *e, const char *name) {
 rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const rlx_tensor *value) {
   if (!e || !name)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_param: executable and name must not be NULL");
-  int k = find_leaf(e->params, e->n_params, name);
+  int k = find_leaf(e->params, e->n_params, &e->param_map, name);
   if (k < 0) return no_such_param(e, name);
   exe_leaf *p = &e->params[k];
   RLX_TRY(check_tensor("param", name, &p->shape, value));
@@ -485,7 +550,7 @@ rlx_status rlx_executable_set_param(rlx_executable *e, const char *name, const r
 rlx_status rlx_executable_get_param(rlx_executable *e, const char *name, rlx_tensor *value) {
   if (!e || !name || !value)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_get_param: executable, name and value must not be NULL");
-  int k = find_leaf(e->params, e->n_params, name);
+  int k = find_leaf(e->params, e->n_params, &e->param_map, name);
   if (k < 0) return no_such_param(e, name);
   exe_leaf *p = &e->params[k];
   RLX_TRY(check_tensor("param", name, &p->shape, value));
@@ -499,7 +564,7 @@ rlx_status rlx_executable_bind_output_to_param(rlx_executable *e, uint32_t outpu
                       "rlx_executable_bind_output_to_param: executable and param must not be NULL");
   if (output >= e->n_outputs)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "output %u does not exist: the graph has %u outputs", output, e->n_outputs);
-  int k = find_leaf(e->params, e->n_params, param);
+  int k = find_leaf(e->params, e->n_params, &e->param_map, param);
   if (k < 0) return no_such_param(e, param);
   char a[96], b[96];
   if (!rlx_shape_equal(&e->outputs[output].shape, &e->params[k].shape))
@@ -546,7 +611,7 @@ static rlx_status set_input_at(rlx_executable *e, uint32_t k, const rlx_tensor *
 rlx_status rlx_executable_set_input(rlx_executable *e, const char *name, const rlx_tensor *value) {
   if (!e || !name)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "rlx_executable_set_input: executable and name must not be NULL");
-  int k = find_leaf(e->inputs, e->n_inputs, name);
+  int k = find_leaf(e->inputs, e->n_inputs, &e->input_map, name);
   if (k < 0) {
     char *list = list_leaves(e->inputs, e->n_inputs, NULL);
     rlx_status st =
@@ -634,7 +699,7 @@ rlx_status rlx_executable_run(rlx_executable *e, const rlx_named_tensor *inputs,
   for (uint32_t j = 0; j < n_inputs; j++) {
     const char *name = inputs[j].name;
     if (!name) return rlx_errorf(RLX_ERR_INVALID_ARG, "input %u has no name", j);
-    int k = find_leaf(e->inputs, e->n_inputs, name);
+    int k = find_leaf(e->inputs, e->n_inputs, &e->input_map, name);
     if (k < 0) {
       char *list = list_leaves(e->inputs, e->n_inputs, NULL);
       rlx_status st =

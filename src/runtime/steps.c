@@ -19,6 +19,7 @@
 #include "passes/passes.h"
 #include "rlx/verify.h"
 #include "runtime/control.h"
+#include "runtime/compile_cache.h"
 #include "runtime/exec_internal.h"
 
 static void *st_alloc(const rlx_allocator *al, size_t n, size_t elem) {
@@ -93,9 +94,8 @@ typedef struct seg_builder {
 } seg_builder;
 
 static exe_leaf *find_param(rlx_executable *e, const char *name) {
-  for (uint32_t i = 0; i < e->n_params; i++)
-    if (strcmp(e->params[i].name, name) == 0) return &e->params[i];
-  return NULL;
+  int k = rlx_rt_find_param(e, name);
+  return k >= 0 ? &e->params[k] : NULL;
 }
 
 /* Makes g's node `id` available in the segment graph: a copy (Param, Constant) or an Input bound
@@ -118,12 +118,15 @@ static rlx_status seg_operand(seg_builder *sb, rlx_id id) {
 }
 
 /* Builds the graph of segment `s` (nodes first..last of the schedule that belong to it). */
-static rlx_status build_segment(seg_builder *sb, const uint32_t *step_of, uint32_t index, const bool *needed) {
+static rlx_status build_segment(seg_builder *sb, const uint32_t *step_of, uint32_t index, const bool *needed, rlx_id lo,
+                                rlx_id hi) {
   rlx_executable *e = sb->e;
   const rlx_graph *g = sb->g;
   rt_step *s = sb->step;
-  uint32_t n = rlx_graph_node_count(g), members = 0, n_out = 0, max_in = 0;
-  for (rlx_id i = 0; i < n; i++) {
+  /* the members are the nodes lo..hi of this step (node order is step order); only they and
+   * their operands are looked at, so building every segment is linear in the graph */
+  uint32_t members = 0, n_out = 0, max_in = 0;
+  for (rlx_id i = lo; i <= hi; i++) {
     if (step_of[i] != index) continue;
     members++;
     max_in += rlx_graph_node(g, i)->n_inputs;
@@ -142,10 +145,15 @@ static rlx_status build_segment(seg_builder *sb, const uint32_t *step_of, uint32
     e->al.free(e->al.ctx, outs);
     return rlx_errorf(RLX_ERR_OOM, "out of memory building a segment");
   }
-  for (rlx_id i = 0; i < n; i++) sb->map[i] = RLX_NO_ID;
+  for (rlx_id i = lo; i <= hi; i++) {
+    if (step_of[i] != index) continue;
+    const rlx_node *nd = rlx_graph_node(g, i);
+    sb->map[i] = RLX_NO_ID;
+    for (uint32_t k = 0; k < nd->n_inputs; k++) sb->map[nd->inputs[k]] = RLX_NO_ID;
+  }
   rlx_status st = RLX_OK;
   rlx_id small[16];
-  for (rlx_id i = 0; i < n && st == RLX_OK; i++) {
+  for (rlx_id i = lo; i <= hi && st == RLX_OK; i++) {
     if (step_of[i] != index) continue;
     const rlx_node *nd = rlx_graph_node(g, i);
     rlx_id *in = nd->n_inputs <= 16 ? small : st_alloc(&e->al, nd->n_inputs, sizeof *in);
@@ -192,6 +200,40 @@ static rlx_status segment_params(rlx_executable *e, rt_step *s) {
   return RLX_OK;
 }
 
+/* Lets buffer b be node `id`'s own storage in segment s's executable, when the backend lends it
+ * (slot_buffer) and no earlier segment already did. The bytes are b's for as long as the runtime
+ * needs them: the plan keeps Inputs and Params live for the whole run and persists them across
+ * runs, and a graph output's root from its step to the end of the run. */
+static rlx_status lend_slot(rt_step *s, rlx_id id, rt_buf *b) {
+  if (!b || b->live) return RLX_OK;
+  rlx_buffer_handle h = NULL;
+  RLX_TRY(s->bx->vt->slot_buffer(s->bx, id, &h));
+  if (!h) return RLX_OK;
+  b->h = h;
+  b->live = b->lent = true;
+  return RLX_OK;
+}
+
+/* The buffers a segment's executable can hold in its own storage: its Inputs, its Params (root
+ * executables only: a body reads its root's), and its outputs that are computed values. An output
+ * whose slot is a leaf's (the output is an Input, a Param, a Constant or a view of one) keeps a
+ * buffer of its own, so that setting an input after a run cannot change what the run returned. */
+static rlx_status lend_slots(rt_step *s) {
+  if (!s->bx || !s->bx->vt->slot_buffer) return RLX_OK;
+  const rlx_graph *g = s->graph;
+  uint32_t n = rlx_graph_node_count(g), k = 0;
+  for (rlx_id id = 0; id < n && k < s->n_in; id++)
+    if (rlx_graph_node(g, id)->op == RLX_OP_Input) RLX_TRY(lend_slot(s, id, s->in[k++]));
+  for (uint32_t i = 0; i < s->n_par; i++) RLX_TRY(lend_slot(s, s->par_node[i], s->par[i]->buf));
+  const rlx_id *outs = rlx_graph_outputs(g);
+  for (uint32_t i = 0; i < s->n_out; i++) {
+    rlx_op root = rlx_graph_node(g, s->plan->root[outs[i]])->op;
+    if (root == RLX_OP_Input || root == RLX_OP_Param || root == RLX_OP_Constant) continue;
+    RLX_TRY(lend_slot(s, outs[i], s->out[i]));
+  }
+  return RLX_OK;
+}
+
 /* The one-node graph of a host-staged node: its operands as Inputs, the node, its output. */
 static rlx_status staged_graph(rlx_executable *e, const rlx_node *n, rlx_graph **out) {
   rlx_graph *g;
@@ -232,7 +274,7 @@ void rlx_rt_free_steps(rlx_executable *e) {
     for (uint32_t k = 0; s->bodies && k < s->n_bodies; k++) rlx_executable_free(s->bodies[k]);
   }
   for (uint32_t i = 0; e->dev && i < e->n_pool; i++)
-    if (e->pool[i].live) e->dev->vt->buffer_free(e->dev, e->pool[i].h);
+    if (e->pool[i].live && !e->pool[i].lent) e->dev->vt->buffer_free(e->dev, e->pool[i].h);
   if (e->dev) e->dev->vt->destroy(e->dev);
   e->dev = NULL;
   for (uint32_t i = 0; e->steps && i < e->n_steps; i++) {
@@ -261,12 +303,18 @@ void rlx_rt_free_steps(rlx_executable *e) {
 
 /* Plans the memory of segment s and compiles it for the backend (after the memory check). */
 static rlx_status plan_segment(rlx_executable *e, rt_step *s, const rlx_compile_options *opt) {
-  rlx_status st = rlx_plan_memory(s->graph, &e->al, &s->plan);
-  if (st != RLX_OK) return rlx_error_context(st, "memory plan");
-  if (opt->check_plan) {
-    st = rlx_plan_check(s->graph, s->plan);
-    if (st != RLX_OK)
-      return rlx_error_context(RLX_ERR_INTERNAL, "compile: the memory planner produced a bad plan (a compiler bug)");
+  /* The plan of a graph shared with the compile cache comes from (and goes to) its entry. */
+  bool shared = e->cache_hold && s->graph == e->graph;
+  if (shared) s->plan = rlx_cc_plan_get(e->cache_hold, &e->al);
+  if (!s->plan) {
+    rlx_status st = rlx_plan_memory(s->graph, &e->al, &s->plan);
+    if (st != RLX_OK) return rlx_error_context(st, "memory plan");
+    if (opt->check_plan) {
+      st = rlx_plan_check(s->graph, s->plan);
+      if (st != RLX_OK)
+        return rlx_error_context(RLX_ERR_INTERNAL, "compile: the memory planner produced a bad plan (a compiler bug)");
+    }
+    if (shared) rlx_cc_plan_put(e->cache_hold, s->plan);
   }
   e->report.arena_bytes += s->plan->arena_size;
   e->report.tensor_bytes += s->plan->tensor_bytes;
@@ -405,16 +453,19 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
       if (!e->outs[k]) st = rlx_errorf(RLX_ERR_INTERNAL, "runtime: output %u has no buffer", k);
     }
     seg_builder sb = {e, g, NULL, map, val, NULL, 0, 0};
+    rlx_id at = 0; /* steps are numbered in node order: the next step starts after this node */
     for (uint32_t si = 0; st == RLX_OK && si < n_steps; si++) {
       rt_step *s = &e->steps[si];
-      rlx_id first = RLX_NO_ID;
-      for (rlx_id i = 0; i < n && first == RLX_NO_ID; i++)
-        if (step_of[i] == si) first = i;
+      rlx_id first = RLX_NO_ID, last;
+      for (; at < n && first == RLX_NO_ID; at++)
+        if (step_of[at] == si) first = at;
+      for (last = first; at < n && (step_of[at] == si || step_of[at] == UINT32_MAX); at++)
+        if (step_of[at] == si) last = at;
       const rlx_node *nd = rlx_graph_node(g, first);
       if (!is_special(be, nd->op)) {
         s->kind = STEP_SEGMENT;
         sb.step = s;
-        st = build_segment(&sb, step_of, si, needed);
+        st = build_segment(&sb, step_of, si, needed, first, last);
         if (st == RLX_OK) st = rlx_verify(s->graph);
         if (st != RLX_OK) st = rlx_error_context(st, "runtime: segment %u of graph '%s'", si, rlx_graph_name(g));
         if (st == RLX_OK) st = segment_params(e, s);
@@ -466,8 +517,12 @@ rlx_status rlx_rt_build_steps(rlx_executable *e, const rlx_compile_options *opt)
     s->out_h = st_alloc(al, s->n_out, sizeof *s->out_h);
     if (!s->in_h || !s->out_h) st = rlx_errorf(RLX_ERR_OOM, "out of memory building the executable");
   }
-  /* Allocate every buffer, then fill the handle lists and upload constants read across steps. */
+  /* Borrow the segments' own slots where they lend them, allocate every other buffer, then fill
+   * the handle lists and upload constants read across steps. */
+  for (uint32_t si = 0; st == RLX_OK && si < e->n_steps; si++)
+    if (e->steps[si].kind == STEP_SEGMENT) st = lend_slots(&e->steps[si]);
   for (uint32_t i = 0; st == RLX_OK && i < e->n_pool; i++) {
+    if (e->pool[i].live) continue; /* lent */
     st = e->dev->vt->buffer_alloc(e->dev, e->pool[i].bytes, &e->pool[i].h);
     if (st == RLX_OK)
       e->pool[i].live = true;

@@ -8,6 +8,9 @@
 
 #include "cases.h"
 #include "rlx/custom.h"
+#ifdef RLX_HAVE_MLX
+#include "rlx/mlx.h"
+#endif
 
 static double conf_custom_a(const uint8_t *attrs, size_t len) {
   double a = 1.0;
@@ -42,12 +45,26 @@ static rlx_status conf_sq_cpu(const rlx_tensor *in, uint32_t n_in, rlx_tensor *o
   return RLX_OK;
 }
 
+#ifdef RLX_HAVE_MLX
+/* The MLX backend's kernel of the op: a lowering onto MLX multiplies (include/rlx/mlx.h). */
+static rlx_status conf_sq_mlx(rlx_mlx_builder *b, rlx_mlx_array *const *in, uint32_t n_in, const rlx_shape *out_shape,
+                              const uint8_t *attrs, size_t len, void *user, rlx_mlx_array **out) {
+  (void)n_in, (void)user;
+  rlx_mlx_array *a = rlx_mlx_scalar(b, conf_custom_a(attrs, len), (rlx_dtype)out_shape->dtype);
+  *out = rlx_mlx_binary(b, RLX_BINOP_MUL, a, rlx_mlx_binary(b, RLX_BINOP_MUL, in[0], in[0]));
+  return *out ? RLX_OK : rlx_errorf(RLX_ERR_RUNTIME, "%s", rlx_mlx_builder_error(b));
+}
+#endif
+
 static rlx_status build_custom_scaled_square(rlx_graph *g, const rlx_id *in, uint32_t n, rlx_id *out) {
   (void)n;
   if (!rlx_custom_lookup("conf.scaled_square", NULL)) {
     rlx_custom_op_desc d = {.name = "conf.scaled_square", .num_inputs = 1, .infer = conf_sq_infer};
     RLX_TRY(rlx_custom_register(&d));
     RLX_TRY(rlx_custom_register_cpu_kernel("conf.scaled_square", conf_sq_cpu, NULL));
+#ifdef RLX_HAVE_MLX
+    RLX_TRY(rlx_mlx_register_custom_lowering("conf.scaled_square", conf_sq_mlx, NULL));
+#endif
   }
   double a = 1.5;
   return rlx_custom(g, "conf.scaled_square", in, 1, &a, sizeof a, NULL, out);

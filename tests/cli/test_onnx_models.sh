@@ -10,10 +10,13 @@
 # and every output compared with torch: max|rlx - torch| / max|torch| <= 1e-4.
 # Models live in a temporary folder, never in the repository.
 # A missing package, a failed export or a failed run is a failure (no skip).
-# usage: test_onnx_models.sh PATH/TO/rlx SOURCE_DIR
+# An optional third argument names the backend the models run on (default cpu; CMake adds an mlx
+# run of the same models when the MLX backend is built), always compared with torch.
+# usage: test_onnx_models.sh PATH/TO/rlx SOURCE_DIR [BACKEND]
 set -u
-RLX=${1:?usage: test_onnx_models.sh RLX SOURCE_DIR}
-SRC=${2:?usage: test_onnx_models.sh RLX SOURCE_DIR}
+RLX=${1:?usage: test_onnx_models.sh RLX SOURCE_DIR [BACKEND]}
+SRC=${2:?usage: test_onnx_models.sh RLX SOURCE_DIR [BACKEND]}
+BACKEND=${3:-cpu}
 PY=/usr/bin/python3
 MODELS="resnet18 mobilenet_v3_small squeezenet1_0 efficientnet_b0 regnet_y_400mf transformer_encoder gpt rnn resample"
 TOL=1e-4
@@ -38,7 +41,7 @@ fi
 
 for m in $MODELS; do
   out="$TMP/$m.out"
-  if ! "$RLX" run "$TMP/$m.onnx" --input "x=$TMP/$m.x.npy" --output-dir "$out" >"$TMP/$m.log" 2>&1; then
+  if ! "$RLX" run "$TMP/$m.onnx" --input "x=$TMP/$m.x.npy" --output-dir "$out" --backend "$BACKEND" >"$TMP/$m.log" 2>&1; then
     bad "$m: rlx run failed"
     sed 's/^/  /' "$TMP/$m.log" | head -n 20 >&2
     # which ops are missing, if that is the reason
@@ -73,5 +76,5 @@ PYEOF
   done
 done
 
-echo "test_onnx_models: $passed passed, $failed failed"
+echo "test_onnx_models ($BACKEND): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -15,7 +15,13 @@
 
 /* ---- deterministic values ---- */
 
+/* A test made of several files defines ADT_SHARED_RNG everywhere and the state once, so all its
+ * files draw from one stream. */
+#ifdef ADT_SHARED_RNG
+extern uint64_t adt_rng_state;
+#else
 static uint64_t adt_rng_state = 0x9e3779b97f4a7c15ull;
+#endif
 static inline double adt_uniform(double lo, double hi) {
   adt_rng_state = adt_rng_state * 6364136223846793005ull + 1442695040888963407ull;
   double u = (double)(adt_rng_state >> 11) / 9007199254740992.0;

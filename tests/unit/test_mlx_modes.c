@@ -5,7 +5,7 @@
  *     kernel cache lands under the folder the options name;
  *   - a graph with a host-evaluated node (Cholesky) runs in compiled mode by falling back to lazy,
  *     and says so; the host-evaluated node gives the CPU kernel's values;
- *   - FakeQuantize with scale_mode EMA is host-evaluated on the CPU kernel; Fixed runs natively;
+ *   - FakeQuantize with scale_mode EMA is a compile error naming the node; Fixed runs natively;
  *   - parameters rebind without recompiling. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
@@ -204,8 +204,9 @@ static void test_fake_quantize(void) {
     mlx_prog *p = NULL;
     rlx_status s = mlx_prog_create(g, NULL, 0, &p);
     if (mode == 0) {
-      CHECK_OK(s);
-      CHECK(p && mlx_prog_node_is_host(p, 2));
+      CHECK(s == RLX_ERR_UNSUPPORTED && !p);
+      CHECK_MSG(strstr(rlx_last_error(), "'fq'") && strstr(rlx_last_error(), "scale_mode EMA"), "error: %s",
+                rlx_last_error());
       mlx_prog_free(p);
     } else {
       CHECK_OK(s);

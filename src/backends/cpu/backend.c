@@ -6,7 +6,9 @@
  * arena) in schedule order. Views (nodes the plan aliases onto their root: Reshape, same-dtype
  * Cast, contiguous Narrow) get no thunk: their bytes already are where the plan says.
  * run: copy the inputs into their slots, run the thunks, copy the outputs out. Buffers are host
- * memory (malloc); bind_param copies a Param's buffer into its slot. If/While/Scan and the Scan
+ * memory (malloc); bind_param copies a Param's buffer into its slot. The runtime normally borrows
+ * the slots of Inputs, Params and outputs as those values' buffers (slot_buffer), and then each of
+ * these copies is skipped: values are written and read where the thunks use them. If/While/Scan and the Scan
  * backwards are listed as runtime_control: the runtime runs their bodies (on this backend).
  *
  * Kernel selection (docs/cpu-backend.md): per node, at compile time, the fast kernel of
@@ -199,7 +201,17 @@ static rlx_status cpu_bind_param(rlx_backend_exe *bx, uint32_t node, rlx_buffer_
   if (node >= x->plan->n_nodes || rlx_graph_node(x->g, node)->op != RLX_OP_Param)
     return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not a Param", node);
   size_t nb = x->plan->size[node];
-  if (nb) memcpy(x->arena + x->plan->offset[node], h, nb);
+  uint8_t *slot = x->arena + x->plan->offset[node];
+  if (nb && h != slot) memcpy(slot, h, nb); /* h is the slot itself when lent by cpu_slot_buffer */
+  return RLX_OK;
+}
+
+/* The arena slot of an Input, a Param or an output root, lent to the runtime as that value's
+ * buffer: run and bind_param then skip their copies. Slots of empty tensors are not lent. */
+static rlx_status cpu_slot_buffer(rlx_backend_exe *bx, uint32_t node, rlx_buffer_handle *out) {
+  cpu_exe *x = (cpu_exe *)bx;
+  if (node >= x->plan->n_nodes) return rlx_errorf(RLX_ERR_INTERNAL, "cpu: node %%%u is not in the graph", node);
+  *out = x->plan->size[node] ? x->arena + x->plan->offset[node] : NULL;
   return RLX_OK;
 }
 
@@ -216,6 +228,7 @@ static const rlx_backend_exe_vtable cpu_vtable = {
     .copy = cpu_copy,
     .sync = NULL,
     .bind_param = cpu_bind_param,
+    .slot_buffer = cpu_slot_buffer,
     .run = cpu_run,
     .destroy = cpu_destroy,
 };
@@ -273,21 +286,77 @@ typedef struct fuse_state {
   bool *dead;             /* root never written (its producer is fused away) */
   bool *kept;             /* tensor a fused thunk reads directly: its producer must run */
   bool *relu_masked;      /* ReluBackward fused with its mask read from relu(z), not from z */
+  /* Roots listed by their current first and last step (doubly linked, heads per step), so that
+   * interval_free looks only at the roots whose interval ends (starts) in the part of the query
+   * window outside the root's own interval; NULL = no memory, interval_free scans. */
+  rlx_id *by_first, *by_last; /* heads, per step 0..n */
+  rlx_id *nf_next, *nf_prev, *nl_next, *nl_prev;
+  bool *scan_only; /* shares a step with another root in the same bytes (in-place): scan for it */
 } fuse_state;
+
+static void list_unlink(rlx_id *head, rlx_id *next, rlx_id *prev, uint32_t key, rlx_id x) {
+  if (prev[x] != RLX_NO_ID)
+    next[prev[x]] = next[x];
+  else
+    head[key] = next[x];
+  if (next[x] != RLX_NO_ID) prev[next[x]] = prev[x];
+}
+
+static void list_link(rlx_id *head, rlx_id *next, rlx_id *prev, uint32_t key, rlx_id x) {
+  prev[x] = RLX_NO_ID;
+  next[x] = head[key];
+  if (head[key] != RLX_NO_ID) prev[head[key]] = x;
+  head[key] = x;
+}
+
+static void set_first(fuse_state *f, rlx_id x, uint32_t v) {
+  if (f->by_first) {
+    list_unlink(f->by_first, f->nf_next, f->nf_prev, f->first[x], x);
+    list_link(f->by_first, f->nf_next, f->nf_prev, v, x);
+  }
+  f->first[x] = v;
+}
+
+static void set_last(fuse_state *f, rlx_id x, uint32_t v) {
+  if (f->by_last) {
+    list_unlink(f->by_last, f->nl_next, f->nl_prev, f->last[x], x);
+    list_link(f->by_last, f->nl_next, f->nl_prev, v, x);
+  }
+  f->last[x] = v;
+}
 
 static bool bytes_overlap(const rlx_plan *p, rlx_id a, rlx_id b) {
   return p->offset[a] < p->offset[b] + p->size[b] && p->offset[b] < p->offset[a] + p->size[a];
 }
 
+/* Does root x (not r, not ignored, written, sized) live during [a, b] in bytes of r? */
+static bool blocks(const fuse_state *f, rlx_id x, rlx_id r, uint32_t a, uint32_t b, rlx_id ignore, rlx_id ignore2) {
+  const rlx_plan *p = f->p;
+  if (x == r || x == ignore || x == ignore2 || p->root[x] != x || f->dead[x] || p->size[x] == 0) return false;
+  return f->first[x] <= b && a <= f->last[x] && bytes_overlap(p, x, r);
+}
+
 /* May root r be live over [a, b] without meeting another live root that shares its bytes (roots
- * `ignore` and `ignore2` aside)? */
+ * `ignore` and `ignore2` aside)?
+ * Roots in the same bytes have disjoint intervals (the plan's guarantee, kept by every fusion,
+ * which extends an interval only after this check; the in-place MaxPool2dBackward case, whose
+ * two roots share a step, marks both scan_only). So a root in r's bytes that meets [a, b] lies
+ * wholly before r's interval and ends in [a, first[r]), or wholly after it and starts in
+ * (last[r], b]: only the roots listed at those steps are looked at. */
 static bool interval_free(const fuse_state *f, rlx_id r, uint32_t a, uint32_t b, rlx_id ignore, rlx_id ignore2) {
   const rlx_plan *p = f->p;
-  for (rlx_id x = 0; x < f->n; x++) {
-    if (x == r || x == ignore || x == ignore2 || p->root[x] != x || f->dead[x] || p->size[x] == 0 || p->size[r] == 0)
-      continue;
-    if (f->first[x] <= b && a <= f->last[x] && bytes_overlap(p, x, r)) return false;
+  if (p->size[r] == 0) return true;
+  if (!f->by_first || f->scan_only[r] || f->dead[r]) {
+    for (rlx_id x = 0; x < f->n; x++)
+      if (blocks(f, x, r, a, b, ignore, ignore2)) return false;
+    return true;
   }
+  for (uint32_t t = a; t <= b && t < f->first[r]; t++)
+    for (rlx_id x = f->by_last[t]; x != RLX_NO_ID; x = f->nl_next[x])
+      if (blocks(f, x, r, a, b, ignore, ignore2)) return false;
+  for (uint32_t t = a > f->last[r] + 1 ? a : f->last[r] + 1; t <= b && t <= f->n; t++)
+    for (rlx_id x = f->by_first[t]; x != RLX_NO_ID; x = f->nf_next[x])
+      if (blocks(f, x, r, a, b, ignore, ignore2)) return false;
   return true;
 }
 
@@ -320,11 +389,11 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
         f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, &an->shape))
       relu = u;
   }
-  f->first[add] = s;
+  set_first(f, add, s);
   t->mid = add;
   if (relu != RLX_NO_ID) {
     if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
-      f->first[relu] = s;
+      set_first(f, relu, s);
     else
       relu = RLX_NO_ID;
   }
@@ -372,8 +441,9 @@ static void fuse_maxpool_bwd(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
     if (p->offset[rb] != p->offset[xin] || p->size[rb] != p->size[xin] || f->last[rx] > s ||
         !interval_free(f, rb, s, f->last[rb], mp, rx))
       return;
+    f->scan_only[rb] = f->scan_only[rx] = true; /* they share step s in the same bytes */
   }
-  f->first[rb] = s;
+  set_first(f, rb, s);
   f->dead[mp] = true;
   t->kind = TK_MPB_RELU;
   t->out.data = x->arena + p->offset[rb];
@@ -390,7 +460,7 @@ static void fuse_maxpool_bwd(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   rlx_id zr = p->root[z];
   uint32_t zl = last_read_without(f, zr, rb);
   if (zl < s) zl = s;
-  if (zl < f->last[zr] && f->last[zr] == p->last_use[zr]) f->last[zr] = zl; /* not extended by a fusion */
+  if (zl < f->last[zr] && f->last[zr] == p->last_use[zr]) set_last(f, zr, zl); /* not extended by a fusion */
   /* ... and the bias gradient Reduce(sum over N, H, W) of the result, from per-plane sums */
   for (uint32_t k = f->use_at[rb]; k < f->use_at[rb + 1]; k++) {
     rlx_id u = f->users[k];
@@ -400,7 +470,7 @@ static void fuse_maxpool_bwd(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
     /* written after every read of this step: only what lives on past it must not share bytes */
     if (!rlx_fast_reduce_planes_applies(ut->node, ut->in) || !interval_free(f, u, s + 1, f->last[u], mp, RLX_NO_ID))
       continue;
-    f->first[u] = s + 1;
+    set_first(f, u, s + 1);
     t->aux_node = ut->node;
     t->out3 = x->arena + p->offset[u];
     ut->kind = TK_SKIP;
@@ -455,7 +525,7 @@ static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused
     f->kept[src[k]] = true; /* a chain may end at a Transpose, which then must run */
     if (!chained[k]) continue;
     rlx_id r = p->root[src[k]];
-    if (f->last[r] < s) f->last[r] = s;
+    if (f->last[r] < s) set_last(f, r, s);
   }
   for (uint32_t k = 0; k < 2; k++) /* the readers the chains' first Transposes lose */
     if (is_last_swap(rlx_graph_node(f->g, t->node->inputs[k])) && src[0] != t->node->inputs[k] &&
@@ -479,6 +549,13 @@ static void fuse_free(fuse_state *f) {
   free(f->dead);
   free(f->kept);
   free(f->relu_masked);
+  free(f->by_first);
+  free(f->by_last);
+  free(f->nf_next);
+  free(f->nf_prev);
+  free(f->nl_next);
+  free(f->nl_prev);
+  free(f->scan_only);
 }
 
 /* Rewrites thunks into fused ones where the patterns above apply. Best effort: without memory
@@ -526,6 +603,26 @@ static void fuse(cpu_exe *x) {
   memset(fused_uses, 0, n * sizeof *fused_uses);
   for (uint32_t k = 0; k < rlx_graph_output_count(x->g); k++) f.is_out[rlx_graph_outputs(x->g)[k]] = true;
   for (uint32_t i = 0; i < x->n_thunks; i++) f.thunk[x->thunks[i].id] = (int32_t)i;
+  f.by_first = malloc(((size_t)n + 1) * sizeof *f.by_first);
+  f.by_last = malloc(((size_t)n + 1) * sizeof *f.by_last);
+  f.nf_next = malloc((n ? n : 1) * sizeof *f.nf_next);
+  f.nf_prev = malloc((n ? n : 1) * sizeof *f.nf_prev);
+  f.nl_next = malloc((n ? n : 1) * sizeof *f.nl_next);
+  f.nl_prev = malloc((n ? n : 1) * sizeof *f.nl_prev);
+  f.scan_only = calloc(n ? n : 1, sizeof *f.scan_only);
+  if (!f.by_first || !f.by_last || !f.nf_next || !f.nf_prev || !f.nl_next || !f.nl_prev || !f.scan_only) {
+    free(f.by_first); /* interval_free scans instead */
+    free(f.by_last);
+    f.by_first = f.by_last = NULL;
+    if (!f.scan_only) goto done;
+  } else {
+    for (uint32_t s = 0; s <= n; s++) f.by_first[s] = f.by_last[s] = RLX_NO_ID;
+    for (rlx_id i = n; i-- > 0;) { /* every node; interval_free filters the roots */
+      if (f.first[i] > n || f.last[i] > n) continue;
+      list_link(f.by_first, f.nf_next, f.nf_prev, f.first[i], i);
+      list_link(f.by_last, f.nl_next, f.nl_prev, f.last[i], i);
+    }
+  }
 
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
@@ -730,7 +827,8 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
                       n_inputs, n_outputs, x->n_input_nodes, rlx_graph_output_count(x->g));
   for (uint32_t i = 0; i < n_inputs; i++) {
     rlx_id id = x->input_nodes[i];
-    if (p->size[id]) memcpy(x->arena + p->offset[id], inputs[i], p->size[id]);
+    uint8_t *slot = x->arena + p->offset[id];
+    if (p->size[id] && inputs[i] != slot) memcpy(slot, inputs[i], p->size[id]);
   }
   char lb[160];
   for (uint32_t k = 0; k < x->n_thunks; k++) {
@@ -760,8 +858,10 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
                                label(x->g, t->kind == TK_KERNEL ? t->id : t->last, lb, sizeof lb));
   }
   const rlx_id *outs = rlx_graph_outputs(x->g);
-  for (uint32_t i = 0; i < n_outputs; i++)
-    if (p->size[outs[i]]) memcpy(outputs[i], x->arena + p->offset[outs[i]], p->size[outs[i]]);
+  for (uint32_t i = 0; i < n_outputs; i++) {
+    uint8_t *slot = x->arena + p->offset[outs[i]];
+    if (p->size[outs[i]] && outputs[i] != slot) memcpy(outputs[i], slot, p->size[outs[i]]);
+  }
   return RLX_OK;
 }
 

@@ -8,9 +8,10 @@
  * copy), bind_param keeps a view of the buffer (zero copy), and a whole-buffer device copy shares
  * the array. Every run evaluates its outputs, so the vtable needs no sync.
  *
- * While is runtime control (the runtime runs its bodies on this backend, so loops without
- * max_iterations work too); If, Scan, ScanBackward and ScanBackwardXs are unrolled by the backend
- * (program.c lowers them through their shared decompositions). */
+ * Control flow is the backend's own, as the document says: If evaluates both branches and
+ * selects, While is unrolled up to max_iterations with an active mask (without max_iterations it
+ * is a compile error naming the node), Scan / ScanBackward / ScanBackwardXs are unrolled
+ * statically (program.c lowers them through their shared decompositions). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,7 +183,6 @@ static bool mlx_available(const char **why) {
   return true; /* mlx-cpu needs no device */
 }
 
-static const rlx_op runtime_control[] = {RLX_OP_While};
 static rlx_backend mlx_record;
 
 const rlx_backend *rlx_mlx_backend(void) {
@@ -194,8 +194,8 @@ const rlx_backend *rlx_mlx_backend(void) {
         .available = mlx_available,
         .claims = claims,
         .n_claims = n,
-        .runtime_control = runtime_control,
-        .n_runtime_control = (uint32_t)(sizeof runtime_control / sizeof runtime_control[0]),
+        .runtime_control = NULL, /* no kind: the backend unrolls its control flow itself */
+        .n_runtime_control = 0,
         .host_memory = false,
         .compile = mlx_compile,
     };

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* FakeQuantize: Fixed lowers natively, PerBatch through its shared decomposition, EMA on the CPU
- * kernel (host-evaluated). The document has the reference system reject EMA with a compile error;
- * here the CPU kernel computes it (the node's value; the IR returns the updated scale nowhere
- * else), and the EMA conformance cases pass. Without a CPU kernel EMA would fail to compile,
- * naming the node.
- * (The document also says a grouped convolution backward is a compile error; here it is not: the
- * shared decomposition of Conv2dBackwardInput / Conv2dBackwardWeight handles groups and lowers
- * natively onto conv_general, and the conformance cases with groups = 2 pass.) */
+/* The document's stated errors for the backward family, and FakeQuantize:
+ * - FakeQuantize: Fixed lowers natively, PerBatch through its shared decomposition; scale_mode
+ *   EMA is a compile error naming the node (the document: "EMA returns a clear error"). The EMA
+ *   scale is running state that the IR returns nowhere but the node's value, so the backend does
+ *   not emulate it (the CPU backend computes it).
+ * - Conv2dBackwardInput / Conv2dBackwardWeight: groups = 1 lowers through the shared
+ *   decomposition onto conv_general; groups > 1 is a compile error naming the node (the
+ *   document: "currently groups=1 only; grouped conv backward will surface as a clear error"). */
 #include "backends/mlx/mlx_internal.h"
 
 /* Fixed (ir-special §1.4): s = max(state, 1e-12), out = clamp(round(x / s), -qmax, qmax) * s. */
@@ -14,7 +14,9 @@ static rlx_status lower_FakeQuantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_a
   const rlx_attrs_FakeQuantize *a = &n->attrs.FakeQuantize;
   rlxm_scope *s = c->s;
   if (a->scale_mode == RLX_SCALE_MODE_EMA)
-    return mlx_decline(c, "FakeQuantize with scale_mode EMA runs on the CPU kernel");
+    return mlx_node_error(c, "FakeQuantize with scale_mode EMA is not supported on the MLX backend (its running scale "
+                             "is state the backend does not keep); use scale_mode Fixed with a scale operand or "
+                             "PerBatch, or compile this graph for the cpu backend");
   if (a->scale_mode != RLX_SCALE_MODE_FIXED || n->n_inputs != 2)
     return mlx_decline(c, "PerBatch: lowered through its shared decomposition");
   double qmax = a->bits == 8 ? 127.0 : a->bits == 4 ? 7.0 : a->bits == 2 ? 1.0 : 0.0;
@@ -27,6 +29,44 @@ static rlx_status lower_FakeQuantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_a
   return mlx_check(c, rlxm_astype(s, rlxm_binary(s, RLXM_MUL, q, sc), n->shape.dtype), out);
 }
 
+/* groups = 1: declined, so the node takes its shared decomposition (conv_general underneath). */
+static rlx_status conv_backward_groups(mlx_lower_ctx *c, const rlx_node *n, int64_t groups) {
+  if (groups != 1)
+    return mlx_node_error(c,
+                          "%s with groups = %lld: the MLX backend computes convolution backward for groups = 1 only "
+                          "(a grouped convolution backward is not supported); compile the gradient graph for the cpu "
+                          "backend, or split the grouped convolution into groups = 1 convolutions and Concat",
+                          rlx_op_name(n->op), (long long)groups);
+  return mlx_decline(c, "groups = 1: lowered through its shared decomposition");
+}
+static rlx_status lower_Conv2dBackwardInput(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)in;
+  (void)out;
+  return conv_backward_groups(c, n, n->attrs.Conv2dBackwardInput.groups);
+}
+static rlx_status lower_Conv2dBackwardWeight(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)in;
+  (void)out;
+  return conv_backward_groups(c, n, n->attrs.Conv2dBackwardWeight.groups);
+}
+
+/* While: bounded unroll with an active mask (the shared decomposition: max_iterations times
+ * { active &= cond(carried); carried = where(active, body(carried), carried) }). Without
+ * max_iterations there is no bound to unroll to: a compile error naming the node. */
+static rlx_status lower_While(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  (void)in;
+  (void)out;
+  if (!n->attrs.While.max_iterations.has)
+    return mlx_node_error(c, "While without max_iterations: the MLX backend unrolls While up to max_iterations "
+                             "with an active mask; set max_iterations to a bound on the trip count, or compile "
+                             "this graph for the cpu backend");
+  return mlx_decline(c, "unrolled %lld times through its shared decomposition",
+                     (long long)n->attrs.While.max_iterations.v);
+}
+
 const mlx_lower_fn mlx_lower_backward[RLX_OP_COUNT] = {
     [RLX_OP_FakeQuantize] = lower_FakeQuantize,
+    [RLX_OP_Conv2dBackwardInput] = lower_Conv2dBackwardInput,
+    [RLX_OP_Conv2dBackwardWeight] = lower_Conv2dBackwardWeight,
+    [RLX_OP_While] = lower_While,
 };

@@ -3,7 +3,11 @@
  * inline: a region's chain becomes the same MLX expression its ops would). Floating-point cases
  * lower natively; integer cases whose CPU semantics MLX does not share (saturating add / sub /
  * mul, truncating division, errors on division by zero, integer activations) decline, and the
- * node is host-evaluated on the CPU kernel. */
+ * node is host-evaluated on the CPU kernel. ElementwiseRegion lowers every chain the IR allows
+ * natively, its scalar_input_mask, input_modulus and ResizeNearest2x prologue included (operands
+ * are reshaped so MLX's broadcasting tiles them as the region does); only a prologue together
+ * with input_modulus takes the shared decomposition. TransformRegion and BatchElementwiseRegion
+ * lower natively too (nearest 2x resizes; the batch chain runs once on the concatenation). */
 #include "backends/mlx/mlx_internal.h"
 
 static rlxm_arr *sc(mlx_lower_ctx *c, double v, rlxm_arr *like) { return rlxm_scalar(c->s, v, rlxm_dtype(like)); }
@@ -172,6 +176,11 @@ static rlx_status where_of(mlx_lower_ctx *c, rlxm_arr *cond, rlxm_arr *a, rlxm_a
   return mlx_check(c, rlxm_where(c->s, cond, a, b), out);
 }
 
+rlx_status mlx_activation_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out) { return act_of(c, act, x, out); }
+rlx_status mlx_binary_of(mlx_lower_ctx *c, int op, rlxm_arr *a, rlxm_arr *b, rlxm_arr **out) {
+  return binary_of(c, op, a, b, out);
+}
+
 static rlx_status lower_Activation(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   return act_of(c, n->attrs.Activation.kind, in[0], out);
 }
@@ -234,16 +243,105 @@ static rlx_status chain_of(mlx_lower_ctx *c, const rlx_chain *ch, rlxm_arr *cons
   return RLX_OK;
 }
 
+/* x with its last two axes doubled by nearest-neighbour repetition (the ResizeNearest2x prologue). */
+static rlxm_arr *resize2x(mlx_lower_ctx *c, rlxm_arr *x) {
+  uint32_t r = rlxm_rank(x);
+  if (r < 2 || r > RLX_MAX_RANK - 2) return NULL;
+  int64_t d[RLX_MAX_RANK], e[RLX_MAX_RANK], f[RLX_MAX_RANK];
+  for (uint32_t i = 0; i < r; i++) d[i] = rlxm_dim(x, i);
+  /* [..., H, W] -> [..., H, 1, W, 1] -> broadcast [..., H, 2, W, 2] -> [..., 2H, 2W] */
+  for (uint32_t i = 0; i + 2 < r; i++) e[i] = f[i] = d[i];
+  e[r - 2] = d[r - 2], e[r - 1] = 1, e[r] = d[r - 1], e[r + 1] = 1;
+  rlxm_arr *y = rlxm_reshape(c->s, x, r + 2, e);
+  e[r - 1] = 2, e[r + 1] = 2;
+  y = rlxm_broadcast(c->s, y, r + 2, e);
+  f[r - 2] = 2 * d[r - 2], f[r - 1] = 2 * d[r - 1];
+  return rlxm_reshape(c->s, y, r, f);
+}
+
+/* Operand k of a region, shaped so that MLX's broadcasting gives the region's semantics:
+ * a scalar_input_mask bit makes it a scalar; input_modulus k >= 1 (the operand's flat index is the
+ * output's modulo k) views its k elements as the output's trailing axes of that product; 0 (as
+ * large as the output) views it as the output's shape. */
+static rlx_status region_operand(mlx_lower_ctx *c, const rlx_node *n, int64_t mask, const rlx_ilist *modulus,
+                                 uint32_t k, rlxm_arr *x, rlxm_arr **out) {
+  size_t numel = 1;
+  for (uint32_t i = 0; i < rlxm_rank(x); i++) numel *= (size_t)rlxm_dim(x, i);
+  if (k < 63 && (mask >> k) & 1) {
+    if (numel != 1) return mlx_decline(c, "scalar_input_mask operand %u has %zu elements", k, numel);
+    return mlx_check(c, rlxm_reshape(c->s, x, 0, NULL), out);
+  }
+  if (modulus->n && k < modulus->n) {
+    int64_t m = modulus->v[k];
+    uint32_t r = n->shape.rank;
+    int64_t dims[RLX_MAX_RANK];
+    if (m == 0) {
+      for (uint32_t i = 0; i < r; i++) dims[i] = n->shape.dims[i];
+      return mlx_check(c, rlxm_reshape(c->s, x, r, dims), out);
+    }
+    if ((size_t)m != numel)
+      return mlx_decline(c, "input_modulus %lld of operand %u with %zu elements", (long long)m, k, numel);
+    /* the shortest run of trailing output axes whose product is m */
+    int64_t prod = 1;
+    uint32_t j = r;
+    while (j > 0 && prod < m) prod *= n->shape.dims[--j];
+    if (prod != m) return mlx_decline(c, "input_modulus %lld does not tile the output's trailing axes", (long long)m);
+    for (uint32_t i = j; i < r; i++) dims[i - j] = n->shape.dims[i];
+    return mlx_check(c, rlxm_reshape(c->s, x, r - j, dims), out);
+  }
+  *out = x;
+  return RLX_OK;
+}
+
 static rlx_status lower_ElementwiseRegion(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   const rlx_attrs_ElementwiseRegion *a = &n->attrs.ElementwiseRegion;
-  if (a->input_modulus.n || a->prologue != RLX_PROLOGUE_NONE || a->scalar_input_mask)
-    return mlx_decline(c, "region with input_modulus / scalar_input_mask / prologue runs on the CPU kernel");
+  if (a->prologue != RLX_PROLOGUE_NONE && (a->prologue != RLX_PROLOGUE_RESIZE_NEAREST2X || a->input_modulus.n))
+    return mlx_decline(c, "region prologue with input_modulus runs through the shared decomposition");
+  if (n->n_inputs > 16) return mlx_decline(c, "region with %u operands", n->n_inputs);
+  rlxm_arr *ops[16];
+  for (uint32_t k = 0; k < n->n_inputs; k++) {
+    rlxm_arr *x = in[k];
+    if (a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X && (int64_t)k == a->prologue_input) {
+      x = resize2x(c, x);
+      if (!x) return mlx_decline(c, "prologue operand of rank < 2");
+    }
+    RLX_TRY(region_operand(c, n, a->scalar_input_mask, &a->input_modulus, k, x, &ops[k]));
+  }
   rlxm_arr *r;
-  RLX_TRY(chain_of(c, &a->chain, in, n->n_inputs, &r));
+  RLX_TRY(chain_of(c, &a->chain, ops, n->n_inputs, &r));
   /* the region's value has the node's (broadcast) shape */
   int64_t dims[RLX_MAX_RANK];
   for (uint32_t i = 0; i < n->shape.rank; i++) dims[i] = n->shape.dims[i];
   return mlx_check(c, rlxm_broadcast(c->s, r, n->shape.rank, dims), out);
+}
+
+/* TransformRegion: operand 0 upsampled (nearest 2x on the last two axes) once per step. */
+static rlx_status lower_TransformRegion(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  rlxm_arr *x = in[0];
+  for (uint32_t i = 0; i < n->attrs.TransformRegion.steps.n; i++) {
+    x = resize2x(c, x);
+    if (!x) return mlx_decline(c, "TransformRegion of rank < 2");
+  }
+  return mlx_check(c, x, out);
+}
+
+/* BatchElementwiseRegion: the chain (reading operand 0) on every operand after the optional 2x
+ * prologue, concatenated on axis 0; elementwise, so the chain runs once on the concatenation. */
+static rlx_status lower_BatchElementwiseRegion(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in,
+                                               rlxm_arr **out) {
+  const rlx_attrs_BatchElementwiseRegion *a = &n->attrs.BatchElementwiseRegion;
+  if (n->n_inputs == 0 || n->n_inputs > 16)
+    return mlx_decline(c, "BatchElementwiseRegion with %u operands", n->n_inputs);
+  if (a->prologue != RLX_PROLOGUE_NONE && a->prologue != RLX_PROLOGUE_RESIZE_NEAREST2X)
+    return mlx_decline(c, "unknown prologue %d", (int)a->prologue);
+  rlxm_arr *parts[16];
+  for (uint32_t i = 0; i < n->n_inputs; i++) {
+    parts[i] = a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X ? resize2x(c, in[i]) : in[i];
+    if (!parts[i]) return mlx_decline(c, "prologue operand of rank < 2");
+  }
+  rlxm_arr *x = n->n_inputs == 1 ? parts[0] : rlxm_concat(c->s, parts, n->n_inputs, 0);
+  RLX_TRY(mlx_check(c, x, &x));
+  return chain_of(c, &a->chain, &x, 1, out);
 }
 
 const mlx_lower_fn mlx_lower_elementwise[RLX_OP_COUNT] = {
@@ -255,4 +353,6 @@ const mlx_lower_fn mlx_lower_elementwise[RLX_OP_COUNT] = {
     [RLX_OP_Where] = lower_Where,
     [RLX_OP_Fma] = lower_Fma,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
+    [RLX_OP_TransformRegion] = lower_TransformRegion,
+    [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };

@@ -245,6 +245,22 @@ static rlx_status lower_Im2Col(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *co
 
 /* ---- pooling (2-D, NCHW) ---- */
 
+/* Non-overlapping 2-D windows (stride = kernel, no padding, exact fit): x [N, C, OH*k0, OW*k1] as
+ * one contiguous array of window slots [k0, k1, N, C, OH, OW] (one transpose copy), so each slot is
+ * a contiguous block and the per-slot elementwise work runs on MLX's contiguous kernels (the
+ * strided slices it replaces ran on its much slower general-stride path). */
+static rlxm_arr *window_slots(mlx_lower_ctx *c, rlxm_arr *x, const int64_t *d6) {
+  rlxm_scope *s = c->s;
+  /* d6 = {N, C, OH, k0, OW, k1} */
+  rlxm_arr *r = rlxm_reshape(s, x, 6, d6);
+  return rlxm_contiguous(s, rlxm_transpose(s, r, 6, (int64_t[]){3, 5, 0, 1, 2, 4}));
+}
+static rlxm_arr *window_slot(mlx_lower_ctx *c, rlxm_arr *slots, const int64_t *d6, int64_t i, int64_t j) {
+  int64_t start[6] = {i, j, 0, 0, 0, 0}, stop[6] = {i + 1, j + 1, d6[0], d6[1], d6[2], d6[4]},
+          step[6] = {1, 1, 1, 1, 1, 1};
+  return rlxm_reshape(c->s, rlxm_slice(c->s, slots, start, stop, step), 4, (int64_t[]){d6[0], d6[1], d6[2], d6[4]});
+}
+
 static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   const rlx_attrs_Pool *a = &n->attrs.Pool;
   rlxm_scope *s = c->s;
@@ -266,21 +282,22 @@ static rlx_status lower_Pool(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *cons
   int64_t hi_h = need_h - H - pl[0], hi_w = need_w - W - pl[1];
   if (hi_h < 0) hi_h = 0;
   if (hi_w < 0) hi_w = 0;
+  bool tiled = st[0] == k[0] && st[1] == k[1] && pl[0] == 0 && pl[1] == 0 && ph[0] == 0 && ph[1] == 0 &&
+               H == OH * k[0] && W == OW * k[1];
+  int64_t d6[6] = {N, C, OH, k[0], OW, k[1]};
   rlxm_arr *x =
-      rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, mx ? -INFINITY : 0.0);
+      tiled ? window_slots(c, in[0], d6)
+            : rlxm_pad(s, in[0], (int64_t[]){0, 0, pl[0], pl[1]}, (int64_t[]){0, 0, hi_h, hi_w}, mx ? -INFINITY : 0.0);
   rlxm_arr *acc = NULL;
-  (void)N, (void)C;
   for (int64_t i = 0; i < k[0]; i++)
     for (int64_t j = 0; j < k[1]; j++) {
       int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, i + (OH - 1) * st[0] + 1, j + (OW - 1) * st[1] + 1},
               step[4] = {1, 1, st[0], st[1]};
-      rlxm_arr *win = rlxm_slice(s, x, start, stop, step);
+      rlxm_arr *win = tiled ? window_slot(c, x, d6, i, j) : rlxm_slice(s, x, start, stop, step);
       if (!acc)
         acc = win;
       else if (mx) {
-        /* NaN propagates, as on the CPU */
-        rlxm_arr *m = rlxm_binary(s, RLXM_MAX, acc, win);
-        acc = rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, win), win, m);
+        acc = rlxm_binary(s, RLXM_MAX, acc, win); /* MLX's maximum propagates NaN, as the CPU */
       } else
         acc = rlxm_binary(s, RLXM_ADD, acc, win);
     }
@@ -312,29 +329,30 @@ static rlx_status lower_MaxPool2dBackward(mlx_lower_ctx *c, const rlx_node *n, r
      * gradient is interleaved back (concat + reshape), no scatter */
     if (k[0] * k[1] > 64) return mlx_decline(c, "windows of more than 64 cells run on the CPU kernel");
     rlxm_arr *w[64], *m = NULL;
+    int64_t d6[6] = {N, C, OH, k[0], OW, k[1]};
+    rlxm_arr *slots = window_slots(c, in[0], d6);
     for (int64_t i = 0; i < k[0]; i++)
       for (int64_t j = 0; j < k[1]; j++) {
-        int64_t start[4] = {0, 0, i, j}, stop[4] = {N, C, H, W}, step[4] = {1, 1, k[0], k[1]};
-        w[i * k[1] + j] = rlxm_slice(s, in[0], start, stop, step);
+        w[i * k[1] + j] = window_slot(c, slots, d6, i, j);
         rlxm_arr *x = w[i * k[1] + j];
-        m = !m ? x : rlxm_where(s, rlxm_unary(s, RLXM_ISNAN, x), x, rlxm_binary(s, RLXM_MAX, m, x));
+        m = !m ? x : rlxm_binary(s, RLXM_MAX, m, x); /* MLX's maximum propagates NaN, as the CPU */
       }
     rlxm_arr *found = NULL, *zero = rlxm_scalar(s, 0, t), *rows[64];
     for (int64_t i = 0; i < k[0]; i++) {
       rlxm_arr *cols[64];
       for (int64_t j = 0; j < k[1]; j++) {
         rlxm_arr *x = w[i * k[1] + j];
-        rlxm_arr *eq =
-            rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m),
-                        rlxm_binary(s, RLXM_AND, rlxm_unary(s, RLXM_ISNAN, x), rlxm_unary(s, RLXM_ISNAN, m)));
+        /* a NaN cell makes its window's maximum NaN, so "x is the maximum" is x == m or x is NaN */
+        rlxm_arr *eq = rlxm_binary(s, RLXM_OR, rlxm_binary(s, RLXM_EQ, x, m), rlxm_unary(s, RLXM_ISNAN, x));
         rlxm_arr *hit = found ? rlxm_binary(s, RLXM_AND, eq, rlxm_unary(s, RLXM_NOT, found)) : eq;
-        found = found ? rlxm_binary(s, RLXM_OR, found, hit) : hit;
-        cols[j] = rlxm_reshape(s, rlxm_where(s, hit, in[1], zero), 5, (int64_t[]){N, C, OH, OW, 1});
+        if (i + 1 < k[0] || j + 1 < k[1]) found = found ? rlxm_binary(s, RLXM_OR, found, eq) : eq;
+        cols[j] = rlxm_reshape(s, rlxm_where(s, hit, in[1], zero), 6, (int64_t[]){1, 1, N, C, OH, OW});
       }
-      rlxm_arr *row = k[1] == 1 ? cols[0] : rlxm_concat(s, cols, (uint32_t)k[1], 4);
-      rows[i] = rlxm_reshape(s, row, 5, (int64_t[]){N, C, OH, 1, W});
+      rows[i] = k[1] == 1 ? cols[0] : rlxm_concat(s, cols, (uint32_t)k[1], 1);
     }
-    rlxm_arr *g = k[0] == 1 ? rows[0] : rlxm_concat(s, rows, (uint32_t)k[0], 3);
+    /* slots [k0, k1, N, C, OH, OW] back to [N, C, OH, k0, OW, k1] = [N, C, H, W] */
+    rlxm_arr *g = k[0] == 1 ? rows[0] : rlxm_concat(s, rows, (uint32_t)k[0], 0);
+    g = rlxm_transpose(s, g, 6, (int64_t[]){2, 3, 4, 0, 5, 1});
     return mlx_check(c, rlxm_reshape(s, g, 4, (int64_t[]){N, C, H, W}), out);
   }
   int64_t need_h = (OH - 1) * st[0] + k[0], need_w = (OW - 1) * st[1] + k[1];

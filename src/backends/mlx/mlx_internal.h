@@ -24,6 +24,7 @@ typedef struct mlx_lower_ctx {
   bool declined; /* set by a lowering that does not handle this case (host evaluation instead) */
   uint64_t rng_seed;
   struct mlx_prog *prog;
+  bool want_host; /* set by a declining lowering that asks for host evaluation (a Custom host kernel) */
 } mlx_lower_ctx;
 
 /* Lowers node n (operands in[]) into *out. Returns RLX_OK, or an error naming the node; a
@@ -42,6 +43,13 @@ extern const mlx_lower_fn mlx_lower_random[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_signal[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_scatter[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_quant[RLX_OP_COUNT];
+/* Elementwise building blocks (lower_elem.c), shared with the Custom-op builder (lower_custom.c). */
+rlx_status mlx_activation_of(mlx_lower_ctx *c, int act, rlxm_arr *x, rlxm_arr **out);
+rlx_status mlx_binary_of(mlx_lower_ctx *c, int op, rlxm_arr *a, rlxm_arr *b, rlxm_arr **out);
+extern const mlx_lower_fn mlx_lower_custom[RLX_OP_COUNT];
+/* The host kernel of a Custom node registered with rlx_mlx_register_custom_host_kernel, in the CPU
+ * kernel signature (program.c's host evaluation calls it). */
+rlx_status mlx_custom_host_kernel(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out, void *ctx);
 /* Kinds the document wants host-evaluated on the CPU reference kernel (never lowered natively). */
 bool mlx_host_kind(rlx_op op);
 

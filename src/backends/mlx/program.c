@@ -123,6 +123,7 @@ mlx_lower_fn mlx_native_lowering(rlx_op op) {
   if (mlx_lower_signal[op]) return mlx_lower_signal[op];
   if (mlx_lower_scatter[op]) return mlx_lower_scatter[op];
   if (mlx_lower_quant[op]) return mlx_lower_quant[op];
+  if (mlx_lower_custom[op]) return mlx_lower_custom[op];
   return NULL;
 }
 
@@ -197,12 +198,17 @@ static int host_eval(void *user, const void *const *in, uint32_t n_in, void *out
   return 0;
 }
 
+static rlx_status custom_host(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, rlx_tensor *out,
+                              rlx_cpu_ctx *ctx) {
+  return mlx_custom_host_kernel(n, in, n_in, out, ctx);
+}
+
 static rlx_status make_host_call(mlx_prog *p, rlx_id id) {
   const rlx_node *n = rlx_graph_node(p->g, id);
   host_call *hc = calloc(1, sizeof *hc + n->n_inputs * sizeof(rlx_shape));
   if (!hc) return rlx_errorf(RLX_ERR_OOM, "mlx: out of memory");
   hc->n = n;
-  hc->k = rlx_cpu_ref_table[n->op];
+  hc->k = n->op == RLX_OP_Custom ? custom_host : rlx_cpu_ref_table[n->op];
   hc->ctx = (rlx_cpu_ctx){.threads = 1, .rng_seed = p->rng_seed};
   hc->n_in = n->n_inputs;
   for (uint32_t i = 0; i < n->n_inputs; i++) hc->in_shapes[i] = rlx_graph_node(p->g, n->inputs[i])->shape;
@@ -312,6 +318,8 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_TopK] = true,
     [RLX_OP_Activation] = true,
     [RLX_OP_ElementwiseRegion] = true,
+    [RLX_OP_BatchElementwiseRegion] = true, /* the chain's steps check f64 themselves */
+    [RLX_OP_TransformRegion] = true,
     [RLX_OP_RngUniform] = true,
     [RLX_OP_RngNormal] = true,
     [RLX_OP_GatherElements] = true,
@@ -325,6 +333,13 @@ static const bool f64_exact[RLX_OP_COUNT] = {
     [RLX_OP_Quantize] = true,
     [RLX_OP_Dequantize] = true,
     [RLX_OP_QMatMul] = true,
+    /* IEEE-exact (round, divide, clamp, multiply); and its EMA stated error must not be bypassed */
+    [RLX_OP_FakeQuantize] = true,
+    /* lowerings that only decide between a stated error and the shared decomposition */
+    [RLX_OP_While] = true,
+    [RLX_OP_Conv2dBackwardInput] = true,
+    [RLX_OP_Conv2dBackwardWeight] = true,
+    [RLX_OP_Custom] = true, /* the user's lowering decides */
 };
 static bool f64_inexact(const rlx_graph *g, const rlx_node *n) {
   if (f64_exact[n->op]) return false;
@@ -405,9 +420,11 @@ static rlx_status walk_node(walk *w, rlx_id id, rlxm_arr *const *inputs, uint32_
         if (!c.declined || !w->trial) return st;
         char why[700], dec[700];
         snprintf(why, sizeof why, "%s", rlx_last_error());
-        rlx_status cs = compose_node(p, id);
+        rlx_status cs = c.want_host ? RLX_ERR_UNSUPPORTED : compose_node(p, id);
         snprintf(dec, sizeof dec, "%s", rlx_last_error());
-        if (cs == RLX_OK)
+        if (c.want_host)
+          path = MLX_PATH_HOST;
+        else if (cs == RLX_OK)
           path = MLX_PATH_COMPOSED;
         else if (rlx_cpu_ref_table[n->op])
           path = MLX_PATH_HOST;

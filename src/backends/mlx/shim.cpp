@@ -43,8 +43,7 @@ thread_local std::string last_error;
 void set_err(const char *what) { last_error = what ? what : "unknown MLX error"; }
 
 /* Runs f, turning every exception into a message and a failure value. */
-template <class F>
-rlxm_arr *guard(rlxm_scope *s, F &&f) {
+template <class F> rlxm_arr *guard(rlxm_scope *s, F &&f) {
   try {
     mx::array r = f();
     s->owned.push_back(std::make_unique<rlxm_arr>(std::move(r)));
@@ -59,26 +58,27 @@ rlxm_arr *guard(rlxm_scope *s, F &&f) {
 
 bool map_dtype(int t, mx::Dtype *out) {
   switch (t) {
-    case RLX_F32: *out = mx::float32; return true;
-    case RLX_F16: *out = mx::float16; return true;
-    case RLX_BF16: *out = mx::bfloat16; return true;
-    case RLX_F64: *out = mx::float64; return true;
-    case RLX_I8: *out = mx::int8; return true;
-    case RLX_I16: *out = mx::int16; return true;
-    case RLX_I32: *out = mx::int32; return true;
-    case RLX_I64: *out = mx::int64; return true;
-    case RLX_U8: *out = mx::uint8; return true;
-    case RLX_U32: *out = mx::uint32; return true;
-    case RLX_BOOL: *out = mx::bool_; return true;
-    case RLX_C64: *out = mx::complex64; return true;
-    case RLXM_U64: *out = mx::uint64; return true;
-    default: return false;
+  case RLX_F32: *out = mx::float32; return true;
+  case RLX_F16: *out = mx::float16; return true;
+  case RLX_BF16: *out = mx::bfloat16; return true;
+  case RLX_F64: *out = mx::float64; return true;
+  case RLX_I8: *out = mx::int8; return true;
+  case RLX_I16: *out = mx::int16; return true;
+  case RLX_I32: *out = mx::int32; return true;
+  case RLX_I64: *out = mx::int64; return true;
+  case RLX_U8: *out = mx::uint8; return true;
+  case RLX_U32: *out = mx::uint32; return true;
+  case RLX_BOOL: *out = mx::bool_; return true;
+  case RLX_C64: *out = mx::complex64; return true;
+  case RLXM_U64: *out = mx::uint64; return true;
+  default: return false;
   }
 }
 
 mx::Dtype dt(int t) {
   mx::Dtype d = mx::float32;
-  if (!map_dtype(t, &d)) throw std::invalid_argument("dtype " + std::to_string(t) + " has no MLX equivalent (c128 is not supported by MLX)");
+  if (!map_dtype(t, &d))
+    throw std::invalid_argument("dtype " + std::to_string(t) + " has no MLX equivalent (c128 is not supported by MLX)");
   return d;
 }
 
@@ -130,7 +130,7 @@ bool any_null(rlxm_arr *const *a, uint32_t n) {
 /* A node computed on the host: eval_cpu allocates the output and queues the C callback on the
  * stream's command encoder, after the inputs' own work. */
 class HostEval : public mx::UnaryPrimitive {
- public:
+public:
   HostEval(mx::Stream st, std::string name, rlxm_host_fn fn, void *user)
       : mx::UnaryPrimitive(st), name_(std::move(name)), fn_(fn), user_(user) {}
   void eval_cpu(const std::vector<mx::array> &inputs, mx::array &out) override {
@@ -151,13 +151,13 @@ class HostEval : public mx::UnaryPrimitive {
   }
   const char *name() const override { return name_.c_str(); }
 
- private:
+private:
   std::string name_;
   rlxm_host_fn fn_;
   void *user_;
 };
 
-}  // namespace
+} // namespace
 
 struct rlxm_fn {
   std::function<std::vector<mx::array>(const std::vector<mx::array> &)> f;
@@ -239,7 +239,9 @@ rlxm_arr *rlxm_arange(rlxm_scope *s, double start, double stop, double step, int
 
 int rlxm_dtype(const rlxm_arr *a) { return a ? rlx_of(a->a.dtype()) : -1; }
 uint32_t rlxm_rank(const rlxm_arr *a) { return a ? static_cast<uint32_t>(a->a.ndim()) : 0; }
-int64_t rlxm_dim(const rlxm_arr *a, uint32_t axis) { return a && axis < a->a.ndim() ? a->a.shape(static_cast<int>(axis)) : 0; }
+int64_t rlxm_dim(const rlxm_arr *a, uint32_t axis) {
+  return a && axis < a->a.ndim() ? a->a.shape(static_cast<int>(axis)) : 0;
+}
 size_t rlxm_nbytes(const rlxm_arr *a) { return a ? a->a.nbytes() : 0; }
 
 rlxm_arr *rlxm_unary(rlxm_scope *s, rlxm_unary_op op, rlxm_arr *x) {
@@ -247,34 +249,34 @@ rlxm_arr *rlxm_unary(rlxm_scope *s, rlxm_unary_op op, rlxm_arr *x) {
   return guard(s, [&]() -> mx::array {
     const mx::array &a = x->a;
     switch (op) {
-      case RLXM_NEG: return mx::negative(a);
-      case RLXM_ABS: return mx::abs(a);
-      case RLXM_EXP: return mx::exp(a);
-      case RLXM_LOG: return mx::log(a);
-      case RLXM_SQRT: return mx::sqrt(a);
-      case RLXM_RSQRT: return mx::rsqrt(a);
-      case RLXM_SIN: return mx::sin(a);
-      case RLXM_COS: return mx::cos(a);
-      case RLXM_TAN: return mx::tan(a);
-      case RLXM_ATAN: return mx::arctan(a);
-      case RLXM_TANH: return mx::tanh(a);
-      case RLXM_SIGMOID: return mx::sigmoid(a);
-      case RLXM_ERF: return mx::erf(a);
-      case RLXM_FLOOR: return mx::floor(a);
-      case RLXM_CEIL: return mx::ceil(a);
-      case RLXM_ROUND: return mx::round(a);
-      case RLXM_SIGN: return mx::sign(a);
-      case RLXM_RECIP: return mx::reciprocal(a);
-      case RLXM_LOG1P: return mx::log1p(a);
-      case RLXM_EXPM1: return mx::expm1(a);
-      case RLXM_NOT: return mx::logical_not(a);
-      case RLXM_SQUARE: return mx::square(a);
-      case RLXM_ISNAN: return mx::isnan(a);
-      case RLXM_STOP_GRAD: return mx::stop_gradient(a);
-      case RLXM_REAL: return mx::real(a);
-      case RLXM_IMAG: return mx::imag(a);
-      case RLXM_CONJ: return mx::conjugate(a);
-      case RLXM_BIT_NOT: return mx::bitwise_invert(a);
+    case RLXM_NEG: return mx::negative(a);
+    case RLXM_ABS: return mx::abs(a);
+    case RLXM_EXP: return mx::exp(a);
+    case RLXM_LOG: return mx::log(a);
+    case RLXM_SQRT: return mx::sqrt(a);
+    case RLXM_RSQRT: return mx::rsqrt(a);
+    case RLXM_SIN: return mx::sin(a);
+    case RLXM_COS: return mx::cos(a);
+    case RLXM_TAN: return mx::tan(a);
+    case RLXM_ATAN: return mx::arctan(a);
+    case RLXM_TANH: return mx::tanh(a);
+    case RLXM_SIGMOID: return mx::sigmoid(a);
+    case RLXM_ERF: return mx::erf(a);
+    case RLXM_FLOOR: return mx::floor(a);
+    case RLXM_CEIL: return mx::ceil(a);
+    case RLXM_ROUND: return mx::round(a);
+    case RLXM_SIGN: return mx::sign(a);
+    case RLXM_RECIP: return mx::reciprocal(a);
+    case RLXM_LOG1P: return mx::log1p(a);
+    case RLXM_EXPM1: return mx::expm1(a);
+    case RLXM_NOT: return mx::logical_not(a);
+    case RLXM_SQUARE: return mx::square(a);
+    case RLXM_ISNAN: return mx::isnan(a);
+    case RLXM_STOP_GRAD: return mx::stop_gradient(a);
+    case RLXM_REAL: return mx::real(a);
+    case RLXM_IMAG: return mx::imag(a);
+    case RLXM_CONJ: return mx::conjugate(a);
+    case RLXM_BIT_NOT: return mx::bitwise_invert(a);
     }
     throw std::invalid_argument("unknown unary op");
   });
@@ -285,29 +287,29 @@ rlxm_arr *rlxm_binary(rlxm_scope *s, rlxm_binary_op op, rlxm_arr *x, rlxm_arr *y
   return guard(s, [&]() -> mx::array {
     const mx::array &a = x->a, &b = y->a;
     switch (op) {
-      case RLXM_ADD: return mx::add(a, b);
-      case RLXM_SUB: return mx::subtract(a, b);
-      case RLXM_MUL: return mx::multiply(a, b);
-      case RLXM_DIV: return mx::divide(a, b);
-      case RLXM_MAX: return mx::maximum(a, b);
-      case RLXM_MIN: return mx::minimum(a, b);
-      case RLXM_POW: return mx::power(a, b);
-      case RLXM_REM: return mx::remainder(a, b);
-      case RLXM_BIT_AND: return mx::bitwise_and(a, b);
-      case RLXM_BIT_OR: return mx::bitwise_or(a, b);
-      case RLXM_BIT_XOR: return mx::bitwise_xor(a, b);
-      case RLXM_SHL: return mx::left_shift(a, b);
-      case RLXM_SHR: return mx::right_shift(a, b);
-      case RLXM_ATAN2: return mx::arctan2(a, b);
-      case RLXM_EQ: return mx::equal(a, b);
-      case RLXM_NE: return mx::not_equal(a, b);
-      case RLXM_LT: return mx::less(a, b);
-      case RLXM_LE: return mx::less_equal(a, b);
-      case RLXM_GT: return mx::greater(a, b);
-      case RLXM_GE: return mx::greater_equal(a, b);
-      case RLXM_AND: return mx::logical_and(a, b);
-      case RLXM_OR: return mx::logical_or(a, b);
-      case RLXM_FLOOR_DIV: return mx::floor_divide(a, b);
+    case RLXM_ADD: return mx::add(a, b);
+    case RLXM_SUB: return mx::subtract(a, b);
+    case RLXM_MUL: return mx::multiply(a, b);
+    case RLXM_DIV: return mx::divide(a, b);
+    case RLXM_MAX: return mx::maximum(a, b);
+    case RLXM_MIN: return mx::minimum(a, b);
+    case RLXM_POW: return mx::power(a, b);
+    case RLXM_REM: return mx::remainder(a, b);
+    case RLXM_BIT_AND: return mx::bitwise_and(a, b);
+    case RLXM_BIT_OR: return mx::bitwise_or(a, b);
+    case RLXM_BIT_XOR: return mx::bitwise_xor(a, b);
+    case RLXM_SHL: return mx::left_shift(a, b);
+    case RLXM_SHR: return mx::right_shift(a, b);
+    case RLXM_ATAN2: return mx::arctan2(a, b);
+    case RLXM_EQ: return mx::equal(a, b);
+    case RLXM_NE: return mx::not_equal(a, b);
+    case RLXM_LT: return mx::less(a, b);
+    case RLXM_LE: return mx::less_equal(a, b);
+    case RLXM_GT: return mx::greater(a, b);
+    case RLXM_GE: return mx::greater_equal(a, b);
+    case RLXM_AND: return mx::logical_and(a, b);
+    case RLXM_OR: return mx::logical_or(a, b);
+    case RLXM_FLOOR_DIV: return mx::floor_divide(a, b);
     }
     throw std::invalid_argument("unknown binary op");
   });
@@ -357,7 +359,8 @@ rlxm_arr *rlxm_slice(rlxm_scope *s, rlxm_arr *a, const int64_t *start, const int
     return mx::slice(a->a, b, e, st);
   });
 }
-rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop, const int64_t *step) {
+rlxm_arr *rlxm_slice_update(rlxm_scope *s, rlxm_arr *a, rlxm_arr *upd, const int64_t *start, const int64_t *stop,
+                            const int64_t *step) {
   if (!a || !upd) return nullptr;
   return guard(s, [&] {
     mx::Shape b, e, st;
@@ -408,14 +411,14 @@ rlxm_arr *rlxm_reduce(rlxm_scope *s, rlxm_reduce_op op, rlxm_arr *x, uint32_t n_
     std::vector<int> ax = ints(n_axes, axes);
     const mx::array &a = x->a;
     switch (op) {
-      case RLXM_R_SUM: return mx::sum(a, ax, keep);
-      case RLXM_R_MEAN: return mx::mean(a, ax, keep);
-      case RLXM_R_MAX: return mx::max(a, ax, keep);
-      case RLXM_R_MIN: return mx::min(a, ax, keep);
-      case RLXM_R_PROD: return mx::prod(a, ax, keep);
-      case RLXM_R_ANY: return mx::any(a, ax, keep);
-      case RLXM_R_ALL: return mx::all(a, ax, keep);
-      case RLXM_R_LOGSUMEXP: return mx::logsumexp(a, ax, keep);
+    case RLXM_R_SUM: return mx::sum(a, ax, keep);
+    case RLXM_R_MEAN: return mx::mean(a, ax, keep);
+    case RLXM_R_MAX: return mx::max(a, ax, keep);
+    case RLXM_R_MIN: return mx::min(a, ax, keep);
+    case RLXM_R_PROD: return mx::prod(a, ax, keep);
+    case RLXM_R_ANY: return mx::any(a, ax, keep);
+    case RLXM_R_ALL: return mx::all(a, ax, keep);
+    case RLXM_R_LOGSUMEXP: return mx::logsumexp(a, ax, keep);
     }
     throw std::invalid_argument("unknown reduction");
   });
@@ -435,20 +438,19 @@ rlxm_arr *rlxm_cumulative(rlxm_scope *s, rlxm_reduce_op op, rlxm_arr *x, int64_t
   return guard(s, [&]() -> mx::array {
     int ax = static_cast<int>(axis);
     switch (op) {
-      case RLXM_R_SUM: return mx::cumsum(x->a, ax, reverse, inclusive);
-      case RLXM_R_PROD: return mx::cumprod(x->a, ax, reverse, inclusive);
-      case RLXM_R_MAX: return mx::cummax(x->a, ax, reverse, inclusive);
-      case RLXM_R_MIN: return mx::cummin(x->a, ax, reverse, inclusive);
-      default: break;
+    case RLXM_R_SUM: return mx::cumsum(x->a, ax, reverse, inclusive);
+    case RLXM_R_PROD: return mx::cumprod(x->a, ax, reverse, inclusive);
+    case RLXM_R_MAX: return mx::cummax(x->a, ax, reverse, inclusive);
+    case RLXM_R_MIN: return mx::cummin(x->a, ax, reverse, inclusive);
+    default: break;
     }
     throw std::invalid_argument("unsupported cumulative op");
   });
 }
 rlxm_arr *rlxm_sort(rlxm_scope *s, rlxm_arr *a, int64_t axis, bool indices) {
   if (!a) return nullptr;
-  return guard(s, [&] {
-    return indices ? mx::argsort(a->a, static_cast<int>(axis)) : mx::sort(a->a, static_cast<int>(axis));
-  });
+  return guard(
+      s, [&] { return indices ? mx::argsort(a->a, static_cast<int>(axis)) : mx::sort(a->a, static_cast<int>(axis)); });
 }
 rlxm_arr *rlxm_topk(rlxm_scope *s, rlxm_arr *a, int64_t k, int64_t axis) {
   if (!a) return nullptr;
@@ -459,9 +461,8 @@ rlxm_arr *rlxm_matmul(rlxm_scope *s, rlxm_arr *a, rlxm_arr *b) {
   if (!a || !b) return nullptr;
   return guard(s, [&] { return mx::matmul(a->a, b->a); });
 }
-rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const int64_t *stride,
-                    const int64_t *pad_lo, const int64_t *pad_hi, const int64_t *kdil, const int64_t *idil,
-                    int64_t groups, bool flip) {
+rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const int64_t *stride, const int64_t *pad_lo,
+                    const int64_t *pad_hi, const int64_t *kdil, const int64_t *idil, int64_t groups, bool flip) {
   if (!in || !w) return nullptr;
   return guard(s, [&] {
     return mx::conv_general(in->a, w->a, ints(nd, stride), ints(nd, pad_lo), ints(nd, pad_hi), ints(nd, kdil),
@@ -473,7 +474,8 @@ rlxm_arr *rlxm_sdpa(rlxm_scope *s, rlxm_arr *q, rlxm_arr *k, rlxm_arr *v, float 
   return guard(s, [&] {
     std::optional<mx::array> m;
     if (mask) m = mask->a;
-    return mx::fast::scaled_dot_product_attention(q->a, k->a, v->a, scale, causal ? "causal" : (mask ? "array" : ""), m);
+    return mx::fast::scaled_dot_product_attention(q->a, k->a, v->a, scale, causal ? "causal" : (mask ? "array" : ""),
+                                                  m);
   });
 }
 rlxm_arr *rlxm_layer_norm(rlxm_scope *s, rlxm_arr *x, rlxm_arr *w, rlxm_arr *b, float eps) {
@@ -513,12 +515,12 @@ rlxm_arr *rlxm_scatter(rlxm_scope *s, int op, rlxm_arr *a, rlxm_arr *const *idx,
     for (uint32_t i = 0; i < n; i++) axes.push_back(static_cast<int>(i));
     std::vector<mx::array> ix = arrays(idx, n);
     switch (op) {
-      case 0: return mx::scatter(a->a, ix, upd->a, axes);
-      case 1: return mx::scatter_add(a->a, ix, upd->a, axes);
-      case 2: return mx::scatter_prod(a->a, ix, upd->a, axes);
-      case 3: return mx::scatter_max(a->a, ix, upd->a, axes);
-      case 4: return mx::scatter_min(a->a, ix, upd->a, axes);
-      default: break;
+    case 0: return mx::scatter(a->a, ix, upd->a, axes);
+    case 1: return mx::scatter_add(a->a, ix, upd->a, axes);
+    case 2: return mx::scatter_prod(a->a, ix, upd->a, axes);
+    case 3: return mx::scatter_max(a->a, ix, upd->a, axes);
+    case 4: return mx::scatter_min(a->a, ix, upd->a, axes);
+    default: break;
     }
     throw std::invalid_argument("unknown scatter op");
   });
@@ -535,7 +537,9 @@ rlxm_arr *rlxm_gather(rlxm_scope *s, rlxm_arr *a, rlxm_arr *const *idx, uint32_t
 rlxm_arr *rlxm_fft(rlxm_scope *s, rlxm_arr *a, bool inverse, int norm) {
   if (!a) return nullptr;
   return guard(s, [&] {
-    mx::fft::FFTNorm nm = norm == 1 ? mx::fft::FFTNorm::Forward : norm == 2 ? mx::fft::FFTNorm::Ortho : mx::fft::FFTNorm::Backward;
+    mx::fft::FFTNorm nm = norm == 1   ? mx::fft::FFTNorm::Forward
+                          : norm == 2 ? mx::fft::FFTNorm::Ortho
+                                      : mx::fft::FFTNorm::Backward;
     int ax = static_cast<int>(a->a.ndim()) - 1;
     int n = a->a.shape(ax);
     return inverse ? mx::fft::ifftn(a->a, {n}, {ax}, nm) : mx::fft::fftn(a->a, {n}, {ax}, nm);
@@ -631,9 +635,30 @@ rlxm_arr *rlxm_as(rlxm_scope *s, rlxm_arr *x, int dtype, uint32_t rank, const in
     size_t want = d.size();
     for (auto e : sh) want *= static_cast<size_t>(e);
     if (want != x->a.nbytes())
-      throw std::invalid_argument("buffer of " + std::to_string(x->a.nbytes()) + " bytes viewed as " + std::to_string(want));
+      throw std::invalid_argument("buffer of " + std::to_string(x->a.nbytes()) + " bytes viewed as " +
+                                  std::to_string(want));
     mx::array a = x->a;
     if (a.dtype() == d && a.shape() == sh) return a;
+    /* A materialized row-major buffer (an upload, an evaluated output) becomes the typed array by
+     * sharing its data: no primitive enters the graph, so a run schedules no view / reshape
+     * kernels for its inputs and params (on small shapes those dominated the run). */
+    if (a.status() != mx::array::Status::unscheduled && a.is_available() && a.flags().row_contiguous &&
+        a.data_size() == a.size() && a.size() * a.itemsize() == want) {
+      mx::array out(sh, d, nullptr, {});
+      mx::Strides st(sh.size(), 1);
+      for (int i = static_cast<int>(sh.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * sh[i + 1];
+      size_t big = 0;
+      for (auto e : sh) big += e > 1;
+      mx::array::Flags fl{};
+      fl.contiguous = true;
+      fl.row_contiguous = true;
+      fl.col_contiguous = big <= 1;
+      size_t n = 1;
+      for (auto e : sh) n *= static_cast<size_t>(e);
+      out.copy_shared_buffer(a, st, fl, n, 0);
+      out.set_status(mx::array::Status::available);
+      return out;
+    }
     if (a.dtype() != d) {
       a = mx::reshape(a, {-1});
       if (a.dtype().size() != d.size() && a.dtype() != mx::uint8) a = mx::view(a, mx::uint8);
@@ -701,4 +726,4 @@ int rlxm_fn_call(rlxm_fn *f, rlxm_scope *s, rlxm_arr *const *in, uint32_t n_in, 
   return 1;
 }
 
-}  // extern "C"
+} // extern "C"

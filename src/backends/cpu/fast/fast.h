@@ -44,9 +44,11 @@ typedef void (*fk_task)(void *arg, size_t lo, size_t hi, int chunk);
 #define FK_DET_MIN_PARTS 4
 #define FK_DET_MAX_PARTS 64
 int fk_parts(const rlx_cpu_ctx *ctx, size_t n);
-/* MatMul column blocks in deterministic mode: as if for FK_DET_GEMM_WAYS threads, at least
- * FK_DET_GEMM_MIN_COLS columns each. */
-#define FK_DET_GEMM_WAYS 4
+/* MatMul blocks in deterministic mode: as if for one thread per online core of the machine (at
+ * most 8), whatever `threads` is, at least FK_DET_GEMM_MIN_COLS rows / columns each. Each block is
+ * one sgemm call, and every call repacks an operand, so the split costs time even at 1 thread;
+ * sizing it by the machine (not a fixed 4) keeps that cost at what its cores can use. */
+int fk_det_gemm_ways(void);
 #define FK_DET_GEMM_MIN_COLS 64
 int fk_chunks(const rlx_cpu_ctx *ctx, size_t n, size_t grain);
 void fk_parallel_for(rlx_cpu_ctx *ctx, size_t n, size_t grain, fk_task fn, void *arg);

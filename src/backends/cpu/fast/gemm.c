@@ -152,7 +152,7 @@ rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, c
   /* Enough work items for every thread: split the rows (M > N) or the columns when there are fewer
    * batches than threads and the product is big enough to be worth it. In deterministic mode the split (which
    * changes the sgemm calls, hence possibly OpenBLAS's kernel) depends on the shape only. */
-  int ways = ctx && ctx->deterministic ? FK_DET_GEMM_WAYS : fk_chunks(ctx, (size_t)1 << 30, 1);
+  int ways = ctx && ctx->deterministic ? fk_det_gemm_ways() : fk_chunks(ctx, (size_t)1 << 30, 1);
   size_t min_cols = ctx && ctx->deterministic ? FK_DET_GEMM_MIN_COLS : 16;
   double flops = 2.0 * (double)batches * (double)j.M * (double)j.N * (double)j.K;
   j.col_chunks = 1;

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/cpu/fast/fast.h"
 
@@ -25,6 +26,17 @@ void openblas_set_num_threads(int num_threads);
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 void fk_blas_serial(void) { pthread_once(&blas_once, blas_single_thread); }
+
+static pthread_once_t ways_once = PTHREAD_ONCE_INIT;
+static int det_gemm_ways = 1;
+static void count_ways(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  det_gemm_ways = n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+int fk_det_gemm_ways(void) {
+  pthread_once(&ways_once, count_ways);
+  return det_gemm_ways;
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
