@@ -138,10 +138,15 @@ __global__ void attention_warp_kernel(rlx_cu_attn p) {
   }
 }
 
-/* The same for f32 / f64 and the masks decided by position (none, causal, sliding window):
+/* The same for the float dtypes and the masks decided by position (none, causal, sliding window):
  * typed loads, addresses hoisted out of the key loop (a key step is one row stride).
  */
 __device__ inline int64_t row_stride(const rlx_cu_attn_view &v) { return v.kind == 0 ? v.D : v.H * v.D; }
+
+__device__ inline double to_d(float v) { return v; }
+__device__ inline double to_d(double v) { return v; }
+__device__ inline double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+__device__ inline double to_d(__half v) { return (double)__half2float(v); }
 
 template <typename T>
 __global__ void attention_warp_fast(rlx_cu_attn p) {
@@ -157,7 +162,7 @@ __global__ void attention_warp_fast(rlx_cu_attn p) {
 #pragma unroll
     for (int j = 0; j < WARP_LANES; j++) {
       int d = lane + 32 * j;
-      q[j] = d < p.q.D ? (double)qb[d] : 0.0;
+      q[j] = d < p.q.D ? to_d(qb[d]) : 0.0;
       acc[j] = 0;
     }
     double m = -INFINITY, l = 0;
@@ -171,7 +176,7 @@ __global__ void attention_warp_fast(rlx_cu_attn p) {
 #pragma unroll
       for (int j = 0; j < WARP_LANES; j++) {
         int d = lane + 32 * j;
-        if (d < p.q.D) part += q[j] * (double)kr[d];
+        if (d < p.q.D) part += q[j] * to_d(kr[d]);
       }
       for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
       double sc = part * p.scale;
@@ -187,15 +192,15 @@ __global__ void attention_warp_fast(rlx_cu_attn p) {
 #pragma unroll
       for (int j = 0; j < WARP_LANES; j++) {
         int d = lane + 32 * j;
-        if (d < p.v.D) acc[j] = acc[j] * corr + e * (double)vr[d];
+        if (d < p.v.D) acc[j] = acc[j] * corr + e * to_d(vr[d]);
       }
       m = mn;
     }
-    T *orow = Op + at(p.o, b, h, qi, 0);
+    int64_t obase = at(p.o, b, h, qi, 0);
 #pragma unroll
     for (int j = 0; j < WARP_LANES; j++) {
       int d = lane + 32 * j;
-      if (d < p.o.D) orow[d] = (T)(nan_seen ? nan("") : l > 0 ? acc[j] / l : 0.0);
+      if (d < p.o.D) st_f(Op, p.dtype, obase + d, nan_seen ? nan("") : l > 0 ? acc[j] / l : 0.0);
     }
   }
 }
@@ -206,10 +211,13 @@ extern "C" rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p) {
   if (p->q.D <= 32 * WARP_LANES && p->v.D <= 32 * WARP_LANES) {
     int64_t blocks = (rows + 7) / 8;
     if (blocks > 65535 * 8) blocks = 65535 * 8;
-    bool fast = (p->dtype == RLX_F32 || p->dtype == RLX_F64) &&
+    bool fast = (p->dtype == RLX_F32 || p->dtype == RLX_F64 || p->dtype == RLX_BF16 || p->dtype == RLX_F16) &&
                 (p->mask == RLX_MASK_NONE || p->mask == RLX_MASK_CAUSAL || p->mask == RLX_MASK_SLIDING_WINDOW);
     if (fast && p->dtype == RLX_F32) attention_warp_fast<float><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
-    else if (fast) attention_warp_fast<double><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast && p->dtype == RLX_F64) attention_warp_fast<double><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast && p->dtype == RLX_BF16)
+      attention_warp_fast<__nv_bfloat16><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast) attention_warp_fast<__half><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
     else attention_warp_kernel<<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
     return cu_launch_status("attention kernel");
   }

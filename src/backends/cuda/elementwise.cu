@@ -562,16 +562,14 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
 /* N steps known at compile time: the loops unroll, every value stays in a register (an
  * operand reference selects among the earlier steps by compare, never by a dynamic index). Each
  * thread handles 4 consecutive elements per iteration, dense operands read as float4. */
-__device__ inline float f4_lane(const float4 &q, int lane) {
-  return lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
-}
-template <int N, int NI>
+template <int N>
 __global__ void region_f32_kernel(rlx_cu_region p) {
   const int64_t groups = p.n / 4;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
-    float4 in4[NI];
+    float4 in4[RLX_CU_REGION_MAX_IN];
 #pragma unroll
-    for (int k = 0; k < NI; k++) {
+    for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
+      if (k >= p.n_in) break;
       int64_t cnt = p.in_count[k];
       const float *src = (const float *)p.in[k];
       if (cnt == p.n) {
@@ -596,9 +594,10 @@ __global__ void region_f32_kernel(rlx_cu_region p) {
 #pragma unroll
           for (int j = 0; j < s; j++)
             if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
-#pragma unroll
-          for (int j = 0; j < NI; j++)
-            if (src == j) v = f4_lane(in4[j], lane);
+          if (src < RLX_CU_REGION_MAX_IN) {
+            const float4 &q = in4[src];
+            v = lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
+          }
           a[k] = v;
         }
         vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
@@ -617,17 +616,16 @@ __global__ void region_f32_kernel(rlx_cu_region p) {
 extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
-  bool vec = p->fast_f32 && p->n_steps <= 8 && p->n_in <= 4 && ((uintptr_t)p->out & 15) == 0;
+  bool vec = p->fast_f32 && p->n_steps <= 8 && ((uintptr_t)p->out & 15) == 0;
   for (int k = 0; vec && k < p->n_in; k++)
     vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
   if (vec) {
     int64_t groups = p->n / 4, blocks = (groups + threads - 1) / threads;
     if (blocks > 132 * 16) blocks = 132 * 16;
     if (blocks < 1) blocks = 1;
-    switch (p->n_steps * 8 + p->n_in) {
-#define RLX_REGION_CASE1(K, I)                                                                                         \
-  case K * 8 + I: region_f32_kernel<K, I><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
-#define RLX_REGION_CASE(K) RLX_REGION_CASE1(K, 1) RLX_REGION_CASE1(K, 2) RLX_REGION_CASE1(K, 3) RLX_REGION_CASE1(K, 4)
+    switch (p->n_steps) {
+#define RLX_REGION_CASE(K)                                                                                             \
+  case K: region_f32_kernel<K><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
       RLX_REGION_CASE(1)
       RLX_REGION_CASE(2)
       RLX_REGION_CASE(3)
@@ -637,7 +635,6 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
       RLX_REGION_CASE(7)
       RLX_REGION_CASE(8)
 #undef RLX_REGION_CASE
-#undef RLX_REGION_CASE1
     default: break;
     }
     rlx_status st = cu_launch_status("elementwise region kernel (f32)");
