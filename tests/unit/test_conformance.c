@@ -1087,8 +1087,8 @@ static void load_gpu_run(void) {
       continue;
     }
     gpu_row r;
-    if (n_gpu_rows < RLX_OP_COUNT && sscanf(line, "%63s %u %u %u %u %u", r.op, &r.cases, &r.native, &r.decomposed,
-                                            &r.failed, &r.unsupported) == 6)
+    if (n_gpu_rows < RLX_OP_COUNT &&
+        sscanf(line, "%63s %u %u %u %u %u", r.op, &r.cases, &r.native, &r.decomposed, &r.failed, &r.unsupported) == 6)
       gpu_rows[n_gpu_rows++] = r;
   }
   free(text);
@@ -1207,8 +1207,8 @@ static int write_coverage(const char *file) {
         cases_ok += r->native + r->decomposed;
         cases_n += r->cases;
       }
-      fprintf(f, "| cuda (GPU run %s) | %u / %d | %u | %u | %u / %u |\n", gpu_run_label, claimed_n, RLX_OP_COUNT, ok, bad,
-              cases_ok, cases_n);
+      fprintf(f, "| cuda (GPU run %s) | %u / %d | %u | %u | %u / %u |\n", gpu_run_label, claimed_n, RLX_OP_COUNT, ok,
+              bad, cases_ok, cases_n);
       continue;
     }
     fprintf(f, "| %s | %s | | | |\n", missing[i], absent_reason(missing[i]));
@@ -1232,8 +1232,10 @@ static int write_coverage(const char *file) {
         write_cell(f, &cell);
       }
       for (uint32_t i = 0; i < n_missing; i++) {
-        if (gpu_col && strcmp(missing[i], "cuda") == 0) write_gpu_cell(f, cuda_be, (rlx_op)op);
-        else fprintf(f, " %s |", absent_reason(missing[i]));
+        if (gpu_col && strcmp(missing[i], "cuda") == 0)
+          write_gpu_cell(f, cuda_be, (rlx_op)op);
+        else
+          fprintf(f, " %s |", absent_reason(missing[i]));
       }
       fputc('\n', f);
     }
