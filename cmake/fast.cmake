@@ -8,7 +8,7 @@ set_source_files_properties(${RLX_FAST_SOURCES} TARGET_DIRECTORY rlx_objects PRO
 
 option(RLX_BENCH "Build the kernel and CNN-step benchmarks (bench/)" ON)
 if(RLX_BENCH)
-  foreach(b bench_kernels bench_cnn_step bench_gemm bench_compile)
+  foreach(b bench_kernels bench_cnn_step bench_gemm bench_compile bench_onnx_infer)
     if(EXISTS ${PROJECT_SOURCE_DIR}/bench/${b}.c)
       add_executable(${b} ${PROJECT_SOURCE_DIR}/bench/${b}.c)
       target_include_directories(${b} PRIVATE ${PROJECT_SOURCE_DIR}/src)

@@ -35,7 +35,8 @@ typedef enum rlx_dispatch_path {
 } rlx_dispatch_path;
 
 typedef struct rlx_dispatch_report {
-  /* Per op kind: how it is executed, and how many nodes of the *input* graph had it. */
+  /* Per op kind: how it is executed, and how many nodes of the input graph had it (counted after
+   * pattern fusion: a decomposed LayerNorm the backend claims counts as one LayerNorm). */
   uint8_t path[RLX_OP_COUNT];
   uint32_t count[RLX_OP_COUNT];
   uint32_t nodes_before, nodes_after; /* node counts of the input graph and the compiled graph */

@@ -29,6 +29,17 @@ rlx_status rlx_legalize(const rlx_graph *g, const uint8_t claimed[RLX_OP_COUNT],
  * kernels), algebraic identities, CSE and DCE. Returns a new graph. */
 rlx_status rlx_simplify(const rlx_graph *g, const rlx_compile_options *opt, rlx_graph **out);
 
+/* Elementwise fusion (fuse_elementwise.c): groups trees of elementwise nodes (Activation,
+ * Binary, Compare, Where, Cast on real floats / bool) into ElementwiseRegion nodes, for backends
+ * that claim ElementwiseRegion. A value with several consumers or that is a graph output ends a
+ * region (nothing is recomputed); operands must tile the region output's trailing axes; at most 16
+ * operands per region. Returns a new graph (an exact copy when nothing fuses); *regions (may be
+ * NULL) = regions made. Linear in the node count. */
+rlx_status rlx_fuse_elementwise(const rlx_graph *g, rlx_graph **out, uint32_t *regions);
+/* The environment variable RLX_FUSE_ELEMENTWISE=0 turns the pass off in the compile pipeline
+ * (for measuring and for comparing fused with unfused results). */
+bool rlx_fuse_disabled(void);
+
 /* The constant evaluator (const_eval.c), shared by simplify and the importers: may `op` be
  * evaluated at compile time (pure, deterministic, with a CPU kernel)? */
 bool rlx_const_foldable(rlx_op op);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/passes.h"
 #include "rlx/cpu.h"
 #include "runtime/exec_internal.h" /* rlx_node_bodies */
 
@@ -63,6 +64,7 @@ bool rlx_cc_key_make(const rlx_graph *g, const rlx_backend *be, const rlx_compil
   h = mix(h, opt->rng_seed);
   h = mix(h, positional);
   h = mix_str(h, be->name);
+  h = mix(h, rlx_fuse_disabled()); /* RLX_FUSE_ELEMENTWISE=0 compiles another graph */
   if (opt->backend_options) {
     const rlx_backend_options_header *hd = opt->backend_options;
     if (!hd->backend || strcmp(hd->backend, "cpu") != 0) return false; /* options we cannot read */

@@ -15,6 +15,7 @@
 
 #include "ir/ir_internal.h"
 #include "passes/passes.h"
+#include "passes/pattern.h"
 #include "rlx/verify.h"
 #include "runtime/compile_cache.h"
 #include "runtime/exec_internal.h"
@@ -331,7 +332,16 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   rlx_backend_claim_set(be, claimed);
   for (int k = 0; k < RLX_OP_COUNT; k++) staged[k] = rlx_backend_host_stages(be, (rlx_op)k);
   e->report.nodes_before = rlx_graph_node_count(g);
-  st = rlx_legalize(src, claimed, staged, &e->report, &legal);
+  /* Decomposed forms of the kinds the backend claims (LayerNorm, GELU, attention...) become
+   * those kinds (src/passes/pattern.c). */
+  rlx_graph *fused = NULL;
+  st = rlx_pattern_fuse(src, claimed, NULL, &fused);
+  if (st != RLX_OK) {
+    rlx_error_context(st, "compile for '%s'", be->name);
+    goto fail;
+  }
+  st = rlx_legalize(fused ? fused : src, claimed, staged, &e->report, &legal);
+  rlx_graph_free(fused);
   e->report.nodes_after = 0; /* set once the compiled graph exists */
   if (st != RLX_OK) {
     rlx_error_context(st, "compile for '%s'", be->name);
@@ -344,6 +354,16 @@ static rlx_status compile_impl(const rlx_graph *g, const rlx_backend *be, const 
   if (st != RLX_OK) {
     rlx_error_context(st, "simplify");
     goto fail;
+  }
+  if (claimed[RLX_OP_ElementwiseRegion] && !rlx_fuse_disabled()) {
+    rlx_graph *fused = NULL;
+    st = rlx_fuse_elementwise(e->graph, &fused, NULL);
+    if (st != RLX_OK) {
+      rlx_error_context(st, "elementwise fusion");
+      goto fail;
+    }
+    rlx_graph_free(e->graph);
+    e->graph = fused;
   }
   st = rlx_verify(e->graph);
   if (st == RLX_ERR_OOM) goto fail;

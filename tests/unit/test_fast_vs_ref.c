@@ -402,6 +402,21 @@ static void test_conv(void) {
   conv_family("wide kernel", (conv_geo){1, 2, 6, 20, 3, 1, 7, 1, NOLIST, IL(0, 3), NOLIST});
   conv_family("batch 1, 1 channel", (conv_geo){1, 1, 5, 5, 1, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   conv_family("large padding", (conv_geo){2, 2, 4, 5, 3, 3, 3, 1, NOLIST, IL(3, 3), NOLIST});
+  /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 64 per block, else
+     blocks of output channels), the direct kernel's tiles split; depthwise planes */
+  conv_family("batch 1 direct", (conv_geo){1, 8, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("batch 1 stride 2, channel blocks", (conv_geo){1, 6, 14, 13, 70, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
+  conv_family("batch 1 1x1, column blocks", (conv_geo){1, 7, 23, 25, 10, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("batch 1 1x1, channel blocks", (conv_geo){1, 16, 7, 7, 67, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  conv_family("batch 2 1x1 stride 2", (conv_geo){2, 9, 15, 14, 40, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
+  conv_family("depthwise 5x5 stride 2", (conv_geo){2, 7, 13, 12, 7, 5, 5, 7, IL(2, 2), IL(2, 2), NOLIST});
+  conv_family("depthwise batch 1 dilation 2", (conv_geo){1, 4, 11, 10, 4, 3, 3, 4, NOLIST, IL(2, 1), IL(2, 2)});
+  conv_family("depthwise asymmetric padding", (conv_geo){1, 3, 8, 9, 3, 3, 3, 3, IL(1, 2), IL(0, 1, 2, 0), NOLIST});
+  fk_dconv_disable(true);
+  conv_family("batch 1 im2col, column blocks", (conv_geo){1, 4, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1 im2col, channel blocks", (conv_geo){1, 4, 9, 8, 40, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  fk_dconv_disable(false);
   /* declined: f64 */
   tcase c;
   targ fa[2] = {{SHP(F64, 1, 2, 5, 5), FILL_UNIFORM}, {SHP(F64, 3, 2, 3, 3), FILL_UNIFORM}};
@@ -486,8 +501,25 @@ static void test_binary(void) {
   targ pw[2] = {{SHP(F32, 4), FILL_UNIFORM}, {SHP(F32, 4), FILL_UNIFORM}};
   rlx_attrs_Binary pa = {.op = RLX_BINOP_POW};
   CHECK(build(&c, RLX_OP_Binary, &pa, NULL, 2, pw, 0));
-  if (c.node) expect_declined("Binary Pow", &c);
+  if (c.node) expect_declined("Binary Pow with a tensor exponent", &c);
   case_free(&c);
+  /* Pow with a constant exponent: the short forms (and the generic one for 1.7), on edge values */
+  float exps[] = {2, 3, 4, 0.5f, -0.5f, -1, 1, 0, 1.7f, -2};
+  fill_kind pf[3] = {FILL_UNIFORM, FILL_SPECIAL, FILL_WIDE};
+  for (size_t e = 0; e < sizeof exps / sizeof exps[0]; e++)
+    for (int f = 0; f < 3; f++) {
+      targ pc[2] = {{SHP(F32, 3, 3001), pf[f]}, {SHP(F32), FILL_UNIFORM}};
+      char what[96];
+      snprintf(what, sizeof what, "Binary Pow x ^ %g fill %d", (double)exps[e], f);
+      CHECK(build(&c, RLX_OP_Binary, &pa, NULL, 2, pc, 0));
+      if (c.node) {
+        *(float *)c.in[1].data = exps[e];
+        /* 1 ulp: 3, 4, -1/2 and -1 are computed in double and rounded like pow's result, which can
+           differ by one rounding from the reference's correctly rounded pow in rare cases */
+        run_case(what, &c, 1.2e-7, 1e-38);
+      }
+      case_free(&c);
+    }
   /* 5 merged broadcast axes: declined */
   targ five[2] = {{SHP(F32, 2, 1, 2, 1, 2), FILL_UNIFORM}, {SHP(F32, 1, 2, 1, 2, 1), FILL_UNIFORM}};
   rlx_attrs_Binary aa = {.op = RLX_BINOP_ADD};
@@ -497,9 +529,10 @@ static void test_binary(void) {
 }
 
 static void test_activation(void) {
-  rlx_act kinds[] = {RLX_ACT_RELU, RLX_ACT_NEG,         RLX_ACT_ABS,     RLX_ACT_SQRT, RLX_ACT_RECIP,
-                     RLX_ACT_EXP,  RLX_ACT_LOG,         RLX_ACT_SIGMOID, RLX_ACT_TANH, RLX_ACT_SILU,
-                     RLX_ACT_GELU, RLX_ACT_GELU_APPROX, RLX_ACT_SOFTPLUS};
+  rlx_act kinds[] = {RLX_ACT_RELU,     RLX_ACT_NEG,  RLX_ACT_ABS,        RLX_ACT_SQRT,
+                     RLX_ACT_RECIP,    RLX_ACT_EXP,  RLX_ACT_LOG,        RLX_ACT_SIGMOID,
+                     RLX_ACT_TANH,     RLX_ACT_SILU, RLX_ACT_GELU,       RLX_ACT_GELU_APPROX,
+                     RLX_ACT_SOFTPLUS, RLX_ACT_ERF,  RLX_ACT_HARD_SWISH, RLX_ACT_HARD_SIGMOID};
   fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     for (int f = 0; f < 3; f++) {
@@ -924,7 +957,250 @@ static void test_fft(void) {
   case_free(&c);
 }
 
+/* ======================================================================================
+ * ElementwiseRegion: block-wise chains against the step-by-step reference
+ * ====================================================================================== */
+
+#define OPI(i) \
+  { .is_step = 0, .index = (i) }
+#define OPS(i) \
+  { .is_step = 1, .index = (i) }
+#define ST_ACT(K, A) \
+  { .kind = RLX_CHAIN_STEP_ACTIVATION, .sub = RLX_ACT_##K, .a = A }
+#define ST_BIN(K, A, B) \
+  { .kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_##K, .a = A, .b = B }
+#define ST_CMP(K, A, B) \
+  { .kind = RLX_CHAIN_STEP_COMPARE, .sub = RLX_CMP_##K, .a = A, .b = B }
+#define ST_WHERE(C, A, B) \
+  { .kind = RLX_CHAIN_STEP_WHERE, .a = C, .b = A, .c = B }
+#define ST_CAST(T, A) \
+  { .kind = RLX_CHAIN_STEP_CAST, .sub = RLX_##T, .a = A }
+
+static void region_case(const char *what, const rlx_chain_step *steps, uint32_t ns, uint32_t n, const targ *args,
+                        double rtol, double atol) {
+  tcase c;
+  rlx_attrs_ElementwiseRegion ra = {.chain = {.steps = (rlx_chain_step *)steps, .n = ns},
+                                    .num_inputs = n,
+                                    .scalar_input_mask = 0,
+                                    .input_modulus = NOLIST,
+                                    .prologue = RLX_PROLOGUE_NONE,
+                                    .prologue_input = 0};
+  CHECK(build(&c, RLX_OP_ElementwiseRegion, &ra, NULL, n, args, 0));
+  if (c.node) run_case(what, &c, rtol, atol);
+  case_free(&c);
+}
+
+static void test_region(void) {
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_SPECIAL, FILL_WIDE};
+  for (int f = 0; f < 3; f++) {
+    /* the Adam parameter step: p - h * (m / (sqrt(v) / bc + eps)) */
+    rlx_chain_step adam[] = {ST_ACT(SQRT, OPI(1)),        ST_BIN(DIV, OPS(0), OPI(3)), ST_BIN(ADD, OPS(1), OPI(3)),
+                             ST_BIN(DIV, OPI(2), OPS(2)), ST_BIN(MUL, OPI(3), OPS(3)), ST_BIN(SUB, OPI(0), OPS(4))};
+    targ a4[4] = {{SHP(F32, 100001), fills[f]},
+                  {SHP(F32, 100001), FILL_UNIFORM},
+                  {SHP(F32, 100001), fills[f]},
+                  {SHP(F32), FILL_UNIFORM}};
+    region_case("region adam step", adam, 6, 4, a4, 0, 0);
+    /* a bias that tiles the trailing axis, relu, a product with the input */
+    rlx_chain_step bias[] = {ST_BIN(ADD, OPI(0), OPI(1)), ST_ACT(RELU, OPS(0)), ST_BIN(MUL, OPS(1), OPI(0))};
+    targ ab[2] = {{SHP(F32, 5, 7, 123), fills[f]}, {SHP(F32, 123), fills[f]}};
+    region_case("region bias relu mul", bias, 3, 2, ab, 0, 0);
+    targ ab2[2] = {{SHP(F32, 3, 1000), fills[f]}, {SHP(F32, 1, 1000), fills[f]}};
+    region_case("region [3,1000] + [1,1000]", bias, 3, 2, ab2, 0, 0);
+    /* compare / where / casts, with a scalar-only step (uniform per block) */
+    rlx_chain_step sel[] = {ST_BIN(MUL, OPI(2), OPI(2)),      ST_CMP(GT, OPI(0), OPI(1)), ST_BIN(MUL, OPI(1), OPS(0)),
+                            ST_WHERE(OPS(1), OPI(0), OPS(2)), ST_CAST(BOOL, OPS(3)),      ST_CAST(F32, OPS(4)),
+                            ST_BIN(ADD, OPS(5), OPS(3))};
+    targ as[3] = {{SHP(F32, 2, 3001), fills[f]}, {SHP(F32, 2, 3001), FILL_TIES}, {SHP(F32, 1), FILL_UNIFORM}};
+    region_case("region compare where cast", sel, 7, 3, as, 0, 0);
+    /* a bool operand as the condition, tiled */
+    rlx_chain_step bw[] = {ST_WHERE(OPI(0), OPI(1), OPI(2)), ST_ACT(TANH, OPS(0))};
+    targ abw[3] = {{SHP(BOOL, 700), FILL_BOOL}, {SHP(F32, 3, 700), fills[f]}, {SHP(F32), FILL_UNIFORM}};
+    region_case("region bool condition", bw, 2, 3, abw, 4e-6, 1e-30);
+    /* the activations with f32 loops, and those computed through double; Pow */
+    rlx_chain_step acts[] = {ST_ACT(GELU, OPI(0)),        ST_ACT(SIGMOID, OPS(0)),     ST_ACT(SILU, OPI(0)),
+                             ST_BIN(ADD, OPS(1), OPS(2)), ST_ACT(SIN, OPS(3)),         ST_ACT(RSQRT, OPI(0)),
+                             ST_ACT(ROUND, OPI(0)),       ST_BIN(POW, OPS(4), OPI(1)), ST_BIN(MAX, OPS(7), OPS(5)),
+                             ST_BIN(MIN, OPS(8), OPS(6)), ST_ACT(ATAN, OPS(9)),        ST_ACT(EXP, OPS(10))};
+    targ aa[2] = {{SHP(F32, 9, 1111), fills[f]}, {SHP(F32), FILL_TIES}};
+    region_case("region activations", acts, 12, 2, aa, 1e-5, 1e-30);
+  }
+  /* declined: a prologue, an f16 chain */
+  tcase c;
+  rlx_chain_step neg[] = {ST_ACT(NEG, OPI(0)), ST_ACT(ABS, OPS(0))};
+  rlx_attrs_ElementwiseRegion pro = {.chain = {.steps = neg, .n = 2},
+                                     .num_inputs = 1,
+                                     .input_modulus = NOLIST,
+                                     .prologue = RLX_PROLOGUE_RESIZE_NEAREST2X,
+                                     .prologue_input = 0};
+  targ ap[1] = {{SHP(F32, 1, 2, 3, 4), FILL_UNIFORM}};
+  CHECK(build(&c, RLX_OP_ElementwiseRegion, &pro, NULL, 1, ap, 0));
+  if (c.node) expect_declined("region with a prologue", &c);
+  case_free(&c);
+  pro.prologue = RLX_PROLOGUE_NONE;
+  targ ah[1] = {{SHP(F16, 40), FILL_UNIFORM}};
+  CHECK(build(&c, RLX_OP_ElementwiseRegion, &pro, NULL, 1, ah, 0));
+  if (c.node) expect_declined("region on f16", &c);
+  case_free(&c);
+}
+
+/* ======================================================================================
+ * Accuracy of the f32 activation loops: a dense sweep plus edge values, in ulps of the
+ * exact value (computed in double by the reference kernel; 0.5 = correctly rounded). Bounds
+ * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 1, GeluApprox 32 (its argument
+ * 2z is rounded to f32 and e^2z amplifies that by |2z| in the negative tail); HardSwish,
+ * HardSigmoid, Relu, Neg, Abs, Sqrt, Recip correctly rounded. Measured where the result is a
+ * normal f32; a subnormal result must be within FLT_MIN absolutely (f32 intermediates underflow
+ * there), and Silu is measured for x >= -87 (below, sigmoid(x) is an f32 subnormal and the product
+ * x * sigmoid(x) keeps only its few bits). GeluApprox is measured where |y| >= 1e-6: below, the
+ * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not).
+ * ====================================================================================== */
+
+/* |f - r| in ulps of the f32 result r rounds to (0.5 = correctly rounded); results that round
+ * to +-inf must match exactly. */
+static double ulps(float f, double r) {
+  float rf = (float)r;
+  if (isnan(r) || isnan(f)) return isnan(r) && isnan(f) ? 0 : INFINITY;
+  if (isinf(rf) || isinf(f)) return f == rf ? 0 : INFINITY;
+  double u = ldexp(1.0, ilogb(rf) - 23);
+  return fabs((double)f - r) / u;
+}
+
+static void test_activation_ulps(void) {
+  struct {
+    rlx_act k;
+    double bound;
+  } kinds[] = {{RLX_ACT_EXP, 2.5},        {RLX_ACT_SIGMOID, 3.5},    {RLX_ACT_SILU, 4.5},
+               {RLX_ACT_GELU_APPROX, 32}, {RLX_ACT_HARD_SWISH, 0.5}, {RLX_ACT_HARD_SIGMOID, 0.5},
+               {RLX_ACT_RELU, 0},         {RLX_ACT_SQRT, 0.5},       {RLX_ACT_RECIP, 0.5},
+               {RLX_ACT_ERF, 1},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0}};
+  size_t n = 400000;
+  float *x = malloc((n + 16) * sizeof *x), *y = malloc((n + 16) * sizeof *y);
+  double *r = malloc((n + 16) * sizeof *r);
+  rlx_tensor tx = {x, SHP(F32, (int64_t)n + 16)}, tr = {r, SHP(F64, (int64_t)n + 16)};
+  for (size_t i = 0; i < n; i++) x[i] = (float)(-110.0 + 200.0 * (double)i / (double)n);
+  float edge[16] = {0.0f,   -0.0f,  NAN,    INFINITY, -INFINITY, 1e-30f, -1e-30f, 1e-45f,
+                    88.72f, 88.73f, -87.5f, -103.9f,  -104.5f,   3.0f,   -3.0f,   6.0f};
+  memcpy(x + n, edge, sizeof edge);
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    rlx_graph *g;
+    rlx_id xi, yi;
+    CHECK_OK(rlx_graph_create(NULL, "ulps", &g));
+    CHECK_OK(rlx_input(g, "x", SHP(F64, (int64_t)n + 16), &xi));
+    CHECK_OK(rlx_activation(g, kinds[k].k, xi, &yi));
+    /* the reference in double, on the f32 inputs widened */
+    double *xd = malloc((n + 16) * sizeof *xd);
+    for (size_t i = 0; i < n + 16; i++) xd[i] = x[i];
+    rlx_tensor txd = {xd, tr.shape};
+    rlx_cpu_ctx c1 = {.threads = 1};
+    CHECK_OK(rlx_cpu_ref_table[RLX_OP_Activation](rlx_graph_node(g, yi), &txd, 1, &tr, &c1));
+    fk_act_f32(kinds[k].k, x, y, n + 16);
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n + 16; i++) {
+      if (kinds[k].k == RLX_ACT_GELU_APPROX && fabs(r[i]) < 1e-6) continue;
+      if (kinds[k].k == RLX_ACT_SILU && x[i] < -87.0f) continue; /* sigmoid(x) is subnormal */
+      if (isfinite(r[i]) && fabs(r[i]) < 1.17549435e-38) {
+        CHECK_MSG(fabs((double)y[i] - r[i]) < 1.17549435e-38, "%s: x = %.9g gives %.9g, not %.9g",
+                  rlx_enum_act.names[kinds[k].k], (double)x[i], (double)y[i], r[i]);
+        continue;
+      }
+      double u = ulps(y[i], r[i]);
+      if (u > worst) worst = u, at = i;
+    }
+    fprintf(stderr, "  %s: max %.2f ulp (at x = %.9g)\n", rlx_enum_act.names[kinds[k].k], worst, (double)x[at]);
+    CHECK_MSG(worst <= kinds[k].bound, "%s: %.2f ulp at x = %.9g (fast %.9g, double %.17g); bound %.0f",
+              rlx_enum_act.names[kinds[k].k], worst, (double)x[at], (double)y[at], r[at], kinds[k].bound);
+    free(xd);
+    rlx_graph_free(g);
+  }
+  (void)tx;
+  free(x);
+  free(y);
+  free(r);
+}
+
+/* ======================================================================================
+ * Attention, LayerNorm
+ * ====================================================================================== */
+
+static void attention_case(const char *name, int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t D, rlx_mask mk,
+                           bool scale, fill_kind f) {
+  char what[200];
+  tcase c;
+  targ args[4] = {{SHP(F32, B, H, Sq, D), f},
+                  {SHP(F32, B, H, Sk, D), FILL_UNIFORM},
+                  {SHP(F32, B, H, Sk, D), FILL_UNIFORM},
+                  {SHP(F32, B, H, Sq, Sk), FILL_UNIFORM}};
+  rlx_attrs_Attention a = {.num_heads = H,
+                           .head_dim = D,
+                           .v_head_dim = {.has = false},
+                           .mask_kind = mk,
+                           .window = 0,
+                           .score_scale = {.has = scale, .v = 0.3f},
+                           .attn_logit_softcap = {.has = false}};
+  snprintf(what, sizeof what, "Attention %s", name);
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, mk == RLX_MASK_BIAS ? 4 : 3, args, 0));
+  if (c.node) run_case(what, &c, 1e-5, 1e-6);
+  case_free(&c);
+}
+
+static void test_attention_norm(void) {
+  attention_case("no mask", 2, 3, 5, 7, 4, RLX_MASK_NONE, false, FILL_UNIFORM);
+  attention_case("bias, score scale", 2, 4, 9, 9, 8, RLX_MASK_BIAS, true, FILL_UNIFORM);
+  attention_case("causal, Sk > Sq", 1, 2, 6, 11, 5, RLX_MASK_CAUSAL, false, FILL_UNIFORM);
+  attention_case("bert-sized, two query blocks", 1, 12, 100, 100, 32, RLX_MASK_BIAS, true, FILL_UNIFORM);
+  attention_case("NaN queries", 1, 2, 4, 6, 3, RLX_MASK_NONE, false, FILL_SPECIAL);
+  tcase c;
+  /* declined: the [B, S, H, D] layout (dim 1 != num_heads) and a softcap */
+  targ bshd[3] = {
+      {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}, {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}, {SHP(F32, 1, 5, 2, 4), FILL_UNIFORM}};
+  rlx_attrs_Attention a = {.num_heads = 2,
+                           .head_dim = 4,
+                           .v_head_dim = {.has = false},
+                           .mask_kind = RLX_MASK_NONE,
+                           .window = 0,
+                           .score_scale = {.has = false},
+                           .attn_logit_softcap = {.has = false}};
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, 3, bshd, 0));
+  if (c.node) expect_declined("Attention BSHD", &c);
+  case_free(&c);
+  a.num_heads = 5;
+  a.attn_logit_softcap = (rlx_of32){.has = true, .v = 5.0f};
+  CHECK(build(&c, RLX_OP_Attention, &a, NULL, 3, bshd, 0));
+  if (c.node) expect_declined("Attention softcap", &c);
+  case_free(&c);
+
+  const struct {
+    const char *name;
+    rlx_shape x, g;
+    fill_kind f;
+  } ln[] = {
+      {"rows of 384", SHP(F32, 2, 13, 384), SHP(F32, 384), FILL_UNIFORM},
+      {"odd width", SHP(F32, 7, 5), SHP(F32, 5), FILL_WIDE},
+      {"rank 1", SHP(F32, 19), SHP(F32, 19), FILL_UNIFORM},
+      {"gamma [1, 1, D]", SHP(F32, 3, 4, 10), SHP(F32, 1, 1, 10), FILL_UNIFORM},
+      {"specials", SHP(F32, 6, 9), SHP(F32, 9), FILL_SPECIAL},
+  };
+  for (size_t i = 0; i < sizeof ln / sizeof ln[0]; i++) {
+    char what[200];
+    targ args[3] = {{ln[i].x, ln[i].f}, {ln[i].g, FILL_UNIFORM}, {ln[i].g, FILL_UNIFORM}};
+    rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+    snprintf(what, sizeof what, "LayerNorm %s", ln[i].name);
+    CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, args, 0));
+    if (c.node) run_case(what, &c, 2e-5, 2e-6);
+    case_free(&c);
+  }
+  targ ln64[3] = {{SHP(F64, 3, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}};
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+  CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, ln64, 0));
+  if (c.node) expect_declined("LayerNorm f64", &c);
+  case_free(&c);
+}
+
 int main(void) {
+  CHECK_OK(fk_isa_configure()); /* RLX_CPU_ISA: scripts/test_isa.sh runs every path */
+  fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
   test_transpose();
@@ -932,11 +1208,14 @@ int main(void) {
   test_pool();
   test_binary();
   test_activation();
+  test_activation_ulps();
   test_backward_act();
   test_where_cast();
+  test_region();
   test_reduce();
   test_softmax();
   test_fft();
+  test_attention_norm();
   test_executor(false);
   test_executor(true);
   for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);

@@ -264,9 +264,21 @@ static rlx_status sim_compile(const rlx_backend *b, const rlx_backend_compile_ar
 
 /* Kinds left to the shared decompositions (when they have one), so legalization is exercised. */
 static const rlx_op decomposed_kinds[] = {
-    RLX_OP_Slice,     RLX_OP_Pad,          RLX_OP_Tile,          RLX_OP_Trilu,     RLX_OP_Roll,
-    RLX_OP_Clamp,     RLX_OP_KvAppend,     RLX_OP_CumProd,       RLX_OP_GroupNorm, RLX_OP_Fma,
-    RLX_OP_Histogram, RLX_OP_AdaLayerNorm, RLX_OP_GatedResidual,
+    RLX_OP_Slice,
+    RLX_OP_Pad,
+    RLX_OP_Tile,
+    RLX_OP_Trilu,
+    RLX_OP_Roll,
+    RLX_OP_Clamp,
+    RLX_OP_KvAppend,
+    RLX_OP_CumProd,
+    RLX_OP_GroupNorm,
+    RLX_OP_Fma,
+    RLX_OP_Histogram,
+    RLX_OP_AdaLayerNorm,
+    RLX_OP_GatedResidual,
+    RLX_OP_ElementwiseRegion,
+    RLX_OP_BatchElementwiseRegion,
 };
 /* Kinds claimed but run on the CPU by the runtime's host staging. */
 static const rlx_op staged_kinds[] = {

@@ -295,9 +295,63 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
     }
 }
 
+/* One image and group of the direct kernel across the threads: tiles of the wide grid, then the
+ * compaction by output channel (each tile is computed the same way whatever the split). */
+typedef struct dintra_job {
+  const conv_job *j;
+  const float *xp, *wpk;
+  float *yw, *y, *r;
+  const float *bias;
+} dintra_job;
+
+static void dintra_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const dintra_job *t = arg;
+  fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
+}
+
+static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const dintra_job *t = arg;
+  fk_dconv sub = t->j->d;
+  sub.O = hi - lo;
+  size_t plane = sub.Ho * sub.Wo;
+  float *y = t->y ? t->y + lo * plane : NULL, *r = t->r ? t->r + lo * plane : NULL;
+  fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, y, r);
+}
+
+static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
+  const fgeo *g = &j->g;
+  const fk_dconv *d = &j->d;
+  size_t shared = direct_shared_floats(g, d), per_group = fk_dconv_wpk_floats(d);
+  float *xp = j->scratch + shared;
+  float *yw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
+  const float *src = j->x ? j->x : j->dy;
+  for (size_t b = 0; b < g->N; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
+      dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
+      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
+      t.bias = j->bias ? j->bias + gr * d->O : NULL;
+      t.y = j->relu_in_y ? NULL : j->y + at;
+      t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+      fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
+    }
+}
+
 /* Runs direct_conv_task over the batch (j->x or j->dy set, j->d filled). */
 static rlx_status direct_conv(conv_job *j, bool flipped, rlx_cpu_ctx *ctx, const char *op) {
   const fk_dconv *d = &j->d;
+  if (fk_chunks(ctx, (size_t)FK_DET_MAX_PARTS, 1) > (int)(j->g.N < INT_MAX ? j->g.N : INT_MAX)) {
+    j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Qpad;
+    j->scratch = fk_scratch(ctx, (direct_shared_floats(&j->g, d) + j->per_chunk) * sizeof(float));
+    if (!j->scratch) return rlx_errorf(RLX_ERR_OOM, "%s: out of memory for the convolution buffers", op);
+    direct_prepare(j, flipped);
+    direct_intra(j, ctx);
+    fk_scratch_release(ctx, j->scratch);
+    return RLX_OK;
+  }
   int chunks = fk_chunks(ctx, j->g.N, 1);
   j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) + d->Op * d->Qpad;
   size_t total = direct_shared_floats(&j->g, d) + j->per_chunk * (size_t)chunks;
@@ -314,18 +368,202 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   const fgeo *g = &j->g;
   size_t cg = g->Cin / g->G, og = g->Cout / g->G, rows = cg_rows(g), P = g->Ho * g->Wo, Pin = g->H * g->W;
   float *col = j->scratch + (size_t)chunk * j->per_chunk;
-  for (size_t b = lo; b < hi; b++)
-    for (size_t gr = 0; gr < g->G; gr++) {
-      const float *xg = j->x + (b * g->Cin + gr * cg) * Pin;
-      const float *cm = xg;
-      if (!direct_cols(g)) {
-        im2col(g, xg, cg, col);
-        cm = col;
-      }
-      fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
-               P);
-      epilogue_planes(j, b, gr * og, og, P);
+  for (size_t item = lo; item < hi; item++) { /* item = image * G + group */
+    size_t b = item / g->G, gr = item % g->G;
+    const float *xg = j->x + (b * g->Cin + gr * cg) * Pin;
+    const float *cm = xg;
+    if (!direct_cols(g)) {
+      im2col(g, xg, cg, col);
+      cm = col;
     }
+    fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
+             P);
+    epilogue_planes(j, b, gr * og, og, P);
+  }
+}
+
+/* ---- one image and group across every thread (batch 1, few groups) ----
+ * The GEMM y_bg [og, P] = w_g . col_bg is cut into `ways` blocks of columns (when P has at least
+ * 64 per block) or else of output channels: ways = fk_det_gemm_ways() in deterministic mode (the
+ * machine's cores, whatever `threads` is), else the thread count. Every block is one sgemm call,
+ * which repacks its operands, so there are no more blocks than threads can use. Each output
+ * element is computed by one call over the same K. */
+typedef struct intra_job {
+  const conv_job *j;
+  size_t b, gr;
+  const float *cm;           /* the column matrix [rows, P] */
+  float *col;                /* im2col target */
+  size_t col_step, row_step; /* block extents (one of them the whole extent) */
+  size_t n_blocks;
+} intra_job;
+
+static void intra_im2col_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const intra_job *t = arg;
+  const fgeo *g = &t->j->g;
+  size_t cg = g->Cin / g->G, kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  const float *xg = t->j->x + (t->b * g->Cin + t->gr * cg) * Pin;
+  im2col(g, xg + lo * Pin, hi - lo, t->col + lo * kk * P);
+}
+
+static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const intra_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  size_t og = g->Cout / g->G, rows = cg_rows(g), P = g->Ho * g->Wo;
+  const float *w = j->w + t->gr * og * rows;
+  float *y = j->y + (t->b * g->Cout + t->gr * og) * P;
+  for (size_t blk = lo; blk < hi; blk++) {
+    size_t o0 = 0, o1 = og, p0 = 0, p1 = P;
+    if (t->col_step < P) {
+      p0 = blk * t->col_step;
+      p1 = p0 + t->col_step < P ? p0 + t->col_step : P;
+    } else {
+      o0 = blk * t->row_step;
+      o1 = o0 + t->row_step < og ? o0 + t->row_step : og;
+    }
+    fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
+    if (!j->bias) continue;
+    /* the epilogue on this block */
+    for (size_t o = o0; o < o1; o++) {
+      size_t c = t->gr * og + o;
+      float *restrict z = y + o * P, bias = j->bias[c];
+      float *restrict r = j->r ? j->r + (t->b * g->Cout + c) * P : NULL;
+      for (size_t i = p0; i < p1; i++) {
+        float v = z[i] + bias;
+        if (j->relu_in_y)
+          z[i] = v < 0 ? 0.0f : v;
+        else {
+          z[i] = v;
+          if (r) r[i] = v < 0 ? 0.0f : v;
+        }
+      }
+    }
+  }
+}
+
+/* The whole forward convolution image by image, each image's GEMM split across the threads. */
+static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
+  const fgeo *g = &j->g;
+  size_t P = g->Ho * g->Wo, og = g->Cout / g->G, cg = g->Cin / g->G, Pin = g->H * g->W;
+  intra_job t = {.j = j, .col = j->scratch, .col_step = P, .row_step = og};
+  size_t ways = ctx && ctx->deterministic ? (size_t)fk_det_gemm_ways() : (size_t)fk_chunks(ctx, FK_DET_MAX_PARTS, 1);
+  if (ways > 1 && P >= 64 * ways)
+    t.col_step = (P / ways + 15) / 16 * 16; /* whole 16-column panels */
+  else if (ways > 1 && og >= 8 * ways)
+    t.row_step = (og / ways + 7) / 8 * 8;
+  t.n_blocks = (P + t.col_step - 1) / t.col_step * ((og + t.row_step - 1) / t.row_step);
+  for (size_t b = 0; b < g->N; b++)
+    for (size_t gr = 0; gr < g->G; gr++) {
+      t.b = b;
+      t.gr = gr;
+      if (direct_cols(g)) {
+        t.cm = j->x + (b * g->Cin + gr * cg) * Pin;
+      } else {
+        fk_parallel_for(ctx, cg, 1, intra_im2col_task, &t);
+        t.cm = t.col;
+      }
+      fk_parallel_for(ctx, t.n_blocks, 1, intra_gemm_task, &t);
+    }
+}
+
+/* Images x groups too few to occupy the threads? In deterministic mode the answer depends on
+ * the shape and the machine only (as if for fk_det_gemm_ways() threads), so every thread count
+ * takes one path. */
+static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
+  size_t items = g->N * g->G;
+  if (ctx && ctx->deterministic) return items < (size_t)fk_det_gemm_ways();
+  return (size_t)fk_chunks(ctx, (size_t)FK_DET_MAX_PARTS, 1) > items;
+}
+
+/* ---- depthwise: groups == C_in == C_out, one input plane per output plane ----
+ * Each plane is copied into a zero-padded buffer [Hp][Wp] (the window's reach on every side), so
+ * the tap loops need no bounds checks. Stride 1: every tap adds w * xp[q + offset] over the whole
+ * wide grid q < Ho * Wp in one long loop (columns >= Wo are dropped when compacting); other
+ * strides: per output row and tap, a strided loop over the row. Taps in (ki, kj) order, f32;
+ * planes split across the threads (each plane by one thread, whatever the split). */
+static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
+
+typedef struct dw_geo {
+  size_t Hp, Wp, pt, pl, wide; /* padded plane; wide grid (stride 1) or 0 */
+} dw_geo;
+
+static void dw_geometry(const fgeo *g, dw_geo *d) {
+  d->pt = (size_t)(g->ph > 0 ? g->ph : 0);
+  d->pl = (size_t)(g->pw > 0 ? g->pw : 0);
+  /* rows / columns the last window reaches (covers negative end padding too) */
+  d->Hp = (g->Ho - 1) * g->sh + g->dh * (g->kh - 1) + 1;
+  d->Wp = (g->Wo - 1) * g->sw + g->dw * (g->kw - 1) + 1;
+  if (d->Hp < d->pt + g->H) d->Hp = d->pt + g->H;
+  if (d->Wp < d->pl + g->W) d->Wp = d->pl + g->W;
+  d->wide = g->sh == 1 && g->sw == 1 ? g->Ho * d->Wp : 0;
+}
+
+static size_t dw_scratch_floats(const dw_geo *d) {
+  return fk_align64((d->Hp * d->Wp + d->wide + 8) * sizeof(float)) / sizeof(float);
+}
+
+typedef struct dw_job {
+  const conv_job *j;
+  dw_geo d;
+  float *scratch;
+} dw_job;
+
+static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const dw_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  const dw_geo *d = &t->d;
+  float *xp = t->scratch + (size_t)chunk * dw_scratch_floats(d), *yw = xp + d->Hp * d->Wp;
+  size_t kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  /* the input offset of padded row 0 / column 0 (negative begin padding crops) */
+  size_t crop_r = (size_t)(g->ph < 0 ? -g->ph : 0), crop_c = (size_t)(g->pw < 0 ? -g->pw : 0);
+  memset(xp, 0, d->Hp * d->Wp * sizeof *xp);
+  for (size_t plane = lo; plane < hi; plane++) {
+    size_t c = plane % g->Cin;
+    const float *x = j->x + plane * Pin, *w = j->w + c * kk;
+    float *y = j->y + plane * P;
+    for (size_t r = crop_r; r < g->H && d->pt + r - crop_r < d->Hp; r++) {
+      size_t n = g->W - crop_c < d->Wp - d->pl ? g->W - crop_c : d->Wp - d->pl;
+      memcpy(xp + (d->pt + r - crop_r) * d->Wp + d->pl, x + r * g->W + crop_c, n * sizeof *xp);
+    }
+    if (d->wide) {
+      float *restrict acc = yw;
+      for (size_t q = 0; q < d->wide; q++) acc[q] = 0.0f;
+      for (size_t ki = 0; ki < g->kh; ki++)
+        for (size_t kj = 0; kj < g->kw; kj++) {
+          float wv = w[ki * g->kw + kj];
+          const float *restrict src = xp + ki * g->dh * d->Wp + kj * g->dw;
+          for (size_t q = 0; q < d->wide; q++) acc[q] += wv * src[q];
+        }
+      for (size_t oh = 0; oh < g->Ho; oh++) memcpy(y + oh * g->Wo, acc + oh * d->Wp, g->Wo * sizeof *y);
+    } else {
+      for (size_t oh = 0; oh < g->Ho; oh++) {
+        float *restrict yr = y + oh * g->Wo;
+        for (size_t ow = 0; ow < g->Wo; ow++) yr[ow] = 0.0f;
+        for (size_t ki = 0; ki < g->kh; ki++)
+          for (size_t kj = 0; kj < g->kw; kj++) {
+            float wv = w[ki * g->kw + kj];
+            const float *restrict src = xp + (oh * g->sh + ki * g->dh) * d->Wp + kj * g->dw;
+            for (size_t ow = 0; ow < g->Wo; ow++) yr[ow] += wv * src[ow * g->sw];
+          }
+      }
+    }
+    if (j->bias) epilogue_planes(j, plane / g->Cin, c, 1, P);
+  }
+}
+
+static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
+  dw_job t = {.j = j};
+  dw_geometry(&j->g, &t.d);
+  size_t planes = j->g.N * j->g.Cin;
+  int chunks = fk_chunks(ctx, planes, 1);
+  t.scratch = fk_scratch(ctx, (size_t)chunks * dw_scratch_floats(&t.d) * sizeof(float));
+  if (!t.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the depthwise buffers");
+  fk_parallel_for(ctx, planes, 1, depthwise_task, &t);
+  fk_scratch_release(ctx, t.scratch);
+  return RLX_OK;
 }
 
 /* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
@@ -350,15 +588,24 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     for (size_t b = 0; b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, P);
     return RLX_OK;
   }
+  if (depthwise(g)) return depthwise_forward(&j, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
     return direct_conv(&j, false, ctx, "Conv");
   }
-  int chunks = fk_chunks(ctx, g->N, 1);
+  if (use_intra(g, ctx)) {
+    j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
+    j.scratch = fk_scratch(ctx, (j.per_chunk ? j.per_chunk : 1) * sizeof(float));
+    if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffer");
+    intra_forward(&j, ctx);
+    fk_scratch_release(ctx, j.scratch);
+    return RLX_OK;
+  }
+  int chunks = fk_chunks(ctx, g->N * g->G, 1);
   j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
   j.scratch = fk_scratch(ctx, j.per_chunk * (size_t)chunks * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffers");
-  fk_parallel_for(ctx, g->N, 1, conv_fwd_task, &j);
+  fk_parallel_for(ctx, g->N * g->G, 1, conv_fwd_task, &j);
   fk_scratch_release(ctx, j.scratch);
   return RLX_OK;
 }

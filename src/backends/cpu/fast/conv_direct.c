@@ -50,6 +50,7 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
 }
 
 size_t fk_dconv_wpk_floats(const fk_dconv *d) { return d->Op * d->R; }
+size_t fk_dconv_tile_count(const fk_dconv *d) { return d->Qpad / NRQ; }
 size_t fk_dconv_acc_floats(const fk_dconv *d) { return d->Op * d->Rp * 8; }
 
 void fk_dconv_offsets(const fk_dconv *d, int32_t *off) {
@@ -159,10 +160,14 @@ bool fk_dconv_available(void) {
 
 #if HAVE_X86
 
-__attribute__((target("avx2,fma"))) void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk,
-                                                          const int32_t *off, float *yw) {
+void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw) {
+  fk_dconv_forward_tiles(d, xp, wpk, off, yw, 0, fk_dconv_tile_count(d));
+}
+
+__attribute__((target("avx2,fma"))) void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk,
+                                                                const int32_t *off, float *yw, size_t t0, size_t t1) {
   size_t R = d->R, MB = d->Op / MR;
-  for (size_t q0 = 0; q0 < d->Qpad; q0 += NRQ) {
+  for (size_t q0 = t0 * NRQ; q0 < t1 * NRQ; q0 += NRQ) {
     const float *B = xp + q0;
     for (size_t mb = 0; mb < MB; mb++) {
       const float *A = wpk + mb * R * MR;
@@ -260,6 +265,10 @@ __attribute__((target("avx2,fma"))) void fk_dconv_dw(const fk_dconv *d, const fl
 
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw) {
   (void)d, (void)xp, (void)wpk, (void)off, (void)yw; /* never called: fk_dconv_available() is false */
+}
+void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                            size_t t0, size_t t1) {
+  (void)d, (void)xp, (void)wpk, (void)off, (void)yw, (void)t0, (void)t1;
 }
 void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off, float *acc) {
   (void)d, (void)xp, (void)dyw, (void)off, (void)acc;

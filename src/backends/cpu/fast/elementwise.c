@@ -74,7 +74,11 @@ static bool binary_op_ok(rlx_binop op) {
 }
 
 FK_APPLIES(Binary) {
-  if (n_in != 2 || !binary_op_ok((rlx_binop)n->attrs.Binary.op)) return false;
+  if (n_in != 2) return false;
+  rlx_binop op = (rlx_binop)n->attrs.Binary.op;
+  /* Pow: with a single-element exponent (the constant exponents of ONNX models) */
+  if (!binary_op_ok(op) && !(op == RLX_BINOP_POW && fk_is_f32(&in[1].shape) && fk_numel(&in[1].shape) == 1))
+    return false;
   if (!fk_static_f32(&in[0].shape) || !fk_static_f32(&in[1].shape) || !fk_static_f32(&n->shape)) return false;
   bview v;
   return binary_view(&in[0].shape, &in[1].shape, &n->shape, &v);
@@ -123,15 +127,86 @@ typedef struct bin_job {
     }                                            \
   } while (0)
 
-static void bin_run(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb,
-                    float *restrict c, size_t len) {
-  switch (op) {
-  case RLX_BINOP_ADD: BIN_RUN(x + y); break;
-  case RLX_BINOP_SUB: BIN_RUN(x - y); break;
-  case RLX_BINOP_MUL: BIN_RUN(x * y); break;
-  case RLX_BINOP_DIV: BIN_RUN(x / y); break;
-  case RLX_BINOP_MAX: BIN_RUN(ref_max(x, y)); break;
-  default: BIN_RUN(ref_min(x, y)); break;
+/* e^x in f32 arithmetic that vectorises (no libm call): x = n ln2 + r with n = round(x / ln2) and
+ * |r| <= ln2 / 2 (Cody-Waite: ln2 in two parts), e^r by its Taylor polynomial of degree 7
+ * (truncation < 6e-9 relative), scaled by 2^n as two powers of two so that subnormal results
+ * come out right. Max error 2 ulp on [-104, 89] (tests/unit/test_fast_vs_ref.c measures it);
+ * overflow gives +inf, x < -104 gives +0, NaN stays NaN. */
+static inline float el_pow2i(int32_t k) {
+  uint32_t u = (uint32_t)(k + 127) << 23;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline float el_expf(float x) {
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+  float r = xc - n * 0.693145751953125f;
+  r = r - n * 1.42860682030941723e-6f;
+  float p = 1.98412698e-4f; /* 1/7! */
+  p = p * r + 1.38888889e-3f;
+  p = p * r + 8.33333333e-3f;
+  p = p * r + 4.16666667e-2f;
+  p = p * r + 1.66666667e-1f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
+  float y = p * el_pow2i(k1) * el_pow2i(k2);
+  y = x > 88.7228394f ? INFINITY : y;
+  y = x < -104.0f ? 0.0f : y;
+  return x != x ? x : y;
+}
+/* 1 / (1 + e^-x) without overflow: e = e^-|x|; x >= 0: 1 / (1 + e), else e / (1 + e). */
+static inline float el_sigmoidf(float x) {
+  float e = el_expf(-fabsf(x)), d = 1.0f + e;
+  return x >= 0.0f ? 1.0f / d : e / d;
+}
+
+/* The loops of elem_loops.h for each instruction-set path. */
+#define EL_ATTR
+#define EL_NAME(x) x##_base
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+#define EL_ATTR __attribute__((target("avx2")))
+#define EL_NAME(x) x##_avx2
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+#define EL_ATTR __attribute__((target("avx512f")))
+#define EL_NAME(x) x##_avx512
+#include "backends/cpu/fast/elem_loops.h"
+#undef EL_ATTR
+#undef EL_NAME
+
+bool fk_bin_f32_ok(rlx_binop op) { return binary_op_ok(op) || op == RLX_BINOP_POW; }
+
+/* a ^ b, b a single element: the short forms of elem_loops.h; anything else through double pow,
+ * rounded once (the reference's value). */
+static void pow_run(const float *restrict a, size_t sa, const float *restrict b, size_t sb, float *restrict c,
+                    size_t len) {
+  if (sb == 0 && sa == 1) {
+    fk_isa isa = fk_isa_active();
+    bool done = isa == FK_ISA_AVX512 ? powc_avx512(b[0], a, c, len)
+                : isa == FK_ISA_AVX2 ? powc_avx2(b[0], a, c, len)
+                                     : powc_base(b[0], a, c, len);
+    if (done) return;
+  }
+  for (size_t i = 0; i < len; i++) c[i] = (float)pow((double)a[i * sa], (double)b[i * sb]);
+}
+
+void fk_bin_f32(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb, float *restrict c,
+                size_t len) {
+  if (op == RLX_BINOP_POW) {
+    pow_run(a, sa, b, sb, c, len);
+    return;
+  }
+  switch (fk_isa_active()) {
+  case FK_ISA_AVX512: bin_avx512(op, a, sa, b, sb, c, len); break;
+  case FK_ISA_AVX2: bin_avx2(op, a, sa, b, sb, c, len); break;
+  default: bin_base(op, a, sa, b, sb, c, len); break;
   }
 }
 
@@ -145,7 +220,7 @@ static void bin_task(void *arg, size_t lo, size_t hi, int chunk) {
   size_t inner = v->dims[r - 1];
   if (r == 1) {
     size_t s = lo * BLOCK, e = hi * BLOCK < inner ? hi * BLOCK : inner;
-    bin_run(j->op, j->a + s * v->sa[0], v->sa[0], j->b + s * v->sb[0], v->sb[0], j->c + s, e - s);
+    fk_bin_f32(j->op, j->a + s * v->sa[0], v->sa[0], j->b + s * v->sb[0], v->sb[0], j->c + s, e - s);
     return;
   }
   for (size_t row = lo; row < hi; row++) {
@@ -156,7 +231,7 @@ static void bin_task(void *arg, size_t lo, size_t hi, int chunk) {
       oa += c * v->sa[k];
       ob += c * v->sb[k];
     }
-    bin_run(j->op, j->a + oa, v->sa[r - 1], j->b + ob, v->sb[r - 1], j->c + row * inner, inner);
+    fk_bin_f32(j->op, j->a + oa, v->sa[r - 1], j->b + ob, v->sb[r - 1], j->c + row * inner, inner);
   }
 }
 
@@ -221,7 +296,10 @@ static bool act_ok(rlx_act k) {
   case RLX_ACT_SILU:
   case RLX_ACT_GELU:
   case RLX_ACT_GELU_APPROX:
-  case RLX_ACT_SOFTPLUS: return true;
+  case RLX_ACT_SOFTPLUS:
+  case RLX_ACT_ERF:
+  case RLX_ACT_HARD_SWISH:
+  case RLX_ACT_HARD_SIGMOID: return true;
   default: return false;
   }
 }
@@ -252,57 +330,37 @@ typedef struct act_job {
   float *y;
 } act_job;
 
-static void act_block(const void *job, size_t s, size_t e) {
-  const act_job *j = job;
-  const float *restrict x = j->x;
-  float *restrict y = j->y;
-  switch (j->kind) {
-  case RLX_ACT_RELU:
-    for (size_t i = s; i < e; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; /* NaN and -0 pass, like the reference */
-    break;
-  case RLX_ACT_NEG:
-    for (size_t i = s; i < e; i++) y[i] = -x[i];
-    break;
-  case RLX_ACT_ABS:
-    for (size_t i = s; i < e; i++) y[i] = fabsf(x[i]);
-    break;
-  case RLX_ACT_SQRT:
-    for (size_t i = s; i < e; i++) y[i] = sqrtf(x[i]);
-    break;
-  case RLX_ACT_RECIP:
-    for (size_t i = s; i < e; i++) y[i] = 1.0f / x[i];
-    break;
-  case RLX_ACT_EXP:
-    for (size_t i = s; i < e; i++) y[i] = expf(x[i]);
+bool fk_act_f32_ok(rlx_act k) { return act_ok(k); }
+
+void fk_act_f32(rlx_act kind, const float *restrict x, float *restrict y, size_t len) {
+  fk_isa isa = fk_isa_active();
+  bool done = isa == FK_ISA_AVX512 ? act_avx512(kind, x, y, len)
+              : isa == FK_ISA_AVX2 ? act_avx2(kind, x, y, len)
+                                   : act_base(kind, x, y, len);
+  if (done) return;
+  const size_t s = 0, e = len;
+  switch (kind) {
+  case RLX_ACT_ERF:
+    for (size_t i = s; i < e; i++) y[i] = erff(x[i]);
     break;
   case RLX_ACT_LOG:
     for (size_t i = s; i < e; i++) y[i] = logf(x[i]);
     break;
-  case RLX_ACT_SIGMOID:
-    for (size_t i = s; i < e; i++) y[i] = sigmoidf(x[i]);
-    break;
   case RLX_ACT_TANH:
     for (size_t i = s; i < e; i++) y[i] = tanhf(x[i]);
-    break;
-  case RLX_ACT_SILU:
-    for (size_t i = s; i < e; i++) y[i] = x[i] * sigmoidf(x[i]);
     break;
   case RLX_ACT_GELU:
     for (size_t i = s; i < e; i++) y[i] = 0.5f * x[i] * erfcf(-x[i] * SQRT1_2F);
     break;
-  case RLX_ACT_GELU_APPROX: {
-    /* 0.5 x (1 + tanh z) = x * sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) */
-    const float c = 0.79788456080286535588f;
-    for (size_t i = s; i < e; i++) {
-      float v = x[i], z = c * (v + 0.044715f * v * v * v);
-      y[i] = v * sigmoidf(2.0f * z);
-    }
-    break;
-  }
   default: /* RLX_ACT_SOFTPLUS */
     for (size_t i = s; i < e; i++) y[i] = softplusf(x[i]);
     break;
   }
+}
+
+static void act_block(const void *job, size_t s, size_t e) {
+  const act_job *j = job;
+  fk_act_f32(j->kind, j->x + s, j->y + s, e - s);
 }
 
 FK_KERNEL(Activation) {

@@ -103,8 +103,9 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
                    size_t pt, size_t pl, size_t pb, size_t pr);
 /* The instruction-set path of the fast kernels: the best the CPU runs, or the one the environment
  * variable RLX_CPU_ISA (scalar | avx2 | avx512 | auto) forces. scalar = baseline x86-64 (SSE2
- * only, no AVX2/FMA kernels); avx2 = the AVX2 + FMA kernels; avx512 = the same kernels (none of
- * ours uses AVX-512 yet; OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
+ * only, no AVX2/FMA kernels); avx2 = the AVX2 + FMA kernels and the elementwise loops built for
+ * AVX2; avx512 = the same convolutions, the elementwise loops built for AVX-512F (elem_loops.h;
+ * OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
 typedef enum fk_isa { FK_ISA_SCALAR, FK_ISA_AVX2, FK_ISA_AVX512 } fk_isa;
 fk_isa fk_isa_cpu(void);    /* what this CPU runs */
 fk_isa fk_isa_active(void); /* what the kernels use now */
@@ -124,6 +125,11 @@ void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float
 void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp); /* x [C][H][W] */
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
                       float *yw); /* yw [Op][Qpad] */
+/* The same for the wide-grid tiles [t0, t1) of fk_dconv_tile_count(d) (each tile's results do not
+ * depend on the others: a split across threads gives the same bits). */
+size_t fk_dconv_tile_count(const fk_dconv *d);
+void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                            size_t t0, size_t t1);
 /* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
  * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
@@ -158,6 +164,15 @@ FK_DECL(ReluBackward);
 FK_DECL(ActivationBackward);
 FK_DECL(Where);
 FK_DECL(Cast);
+FK_DECL(ElementwiseRegion);
+/* The f32 loops behind Binary and Activation, for the region kernel (fast/region.c): c[i] =
+ * a[i*sa] op b[i*sb] (sa, sb in {0, 1}) for the ops fk_bin_f32_ok accepts (Add Sub Mul Div Max
+ * Min); y = act(x) for the kinds fk_act_f32_ok accepts. Same values as the Binary / Activation
+ * fast kernels. */
+bool fk_bin_f32_ok(rlx_binop op);
+void fk_bin_f32(rlx_binop op, const float *a, size_t sa, const float *b, size_t sb, float *c, size_t len);
+bool fk_act_f32_ok(rlx_act k);
+void fk_act_f32(rlx_act k, const float *x, float *y, size_t len);
 /* reduce.c */
 FK_DECL(Reduce);
 FK_DECL(Softmax);
@@ -165,6 +180,9 @@ FK_DECL(SoftmaxCrossEntropyWithLogits);
 FK_DECL(SoftmaxCrossEntropyBackward);
 /* signal.c */
 FK_DECL(Fft);
+/* attention.c */
+FK_DECL(Attention);
+FK_DECL(LayerNorm);
 
 /* MatMul with operands read transposed (the executor's Transpose -> MatMul fusion): a and b as
  * stored; ta / tb say that the last two axes of a / b are to be swapped first. `n` is the MatMul

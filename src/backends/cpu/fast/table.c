@@ -23,6 +23,8 @@ const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT] = {
     FAST(ActivationBackward),
     FAST(Where),
     FAST(Cast),
+    /* region.c */
+    FAST(ElementwiseRegion),
     /* reduce.c */
     FAST(Reduce),
     FAST(Softmax),
@@ -30,4 +32,7 @@ const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT] = {
     FAST(SoftmaxCrossEntropyBackward),
     /* signal.c */
     FAST(Fft),
+    /* attention.c */
+    FAST(Attention),
+    FAST(LayerNorm),
 };

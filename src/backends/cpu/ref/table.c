@@ -13,6 +13,9 @@ const rlx_cpu_kernel rlx_cpu_ref_table[RLX_OP_COUNT] = {
     [RLX_OP_Where] = rlx_cpu_ref_Where,
     [RLX_OP_Fma] = rlx_cpu_ref_Fma,
     [RLX_OP_Clamp] = rlx_cpu_ref_Clamp,
+    /* ref/region.c */
+    [RLX_OP_ElementwiseRegion] = rlx_cpu_ref_ElementwiseRegion,
+    [RLX_OP_BatchElementwiseRegion] = rlx_cpu_ref_BatchElementwiseRegion,
     /* ref/shape.c */
     [RLX_OP_Reshape] = rlx_cpu_ref_Reshape,
     [RLX_OP_Transpose] = rlx_cpu_ref_Transpose,

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Fast CPU kernels of the attention and normalization families:
+ *   Attention   f32, rank 4 [B, H, S, D] (dim 1 == num_heads), K and V with Q's heads, mask
+ *               None, Causal or Bias ([B, H, Sq, Sk]), no logit softcap. Per (batch, head) and
+ *               block of up to FA_ROWS query rows: S = Q K^T (sgemm), S = S * scale (+ bias,
+ *               causal keys hidden), a row softmax in f32 with double sums, O = P V (sgemm).
+ *               The (batch, head) pairs are split across the threads; each output row is
+ *               computed by one thread in a fixed order, so results do not depend on the thread
+ *               count. Rows with a NaN score give NaN, rows with every key masked give zeros
+ *               (as in the reference kernel).
+ *   LayerNorm   f32 over the last axis, gamma and beta of D elements ([D] or [1, .., D]); mean,
+ *               variance and the normalised value in double, rounded once; rows split across
+ *               the threads. */
+#include <math.h>
+#include <string.h>
+
+#include "backends/cpu/fast/fast.h"
+
+/* ======================================================================================
+ * Attention
+ * ====================================================================================== */
+
+#define FA_ROWS 64
+
+FK_APPLIES(Attention) {
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  int mk = a->mask_kind;
+  bool bias = mk == RLX_MASK_BIAS;
+  if (!(mk == RLX_MASK_NONE || mk == RLX_MASK_CAUSAL || bias) || a->attn_logit_softcap.has) return false;
+  if (n_in != (bias ? 4u : 3u)) return false;
+  const rlx_shape *q = &in[0].shape, *k = &in[1].shape, *v = &in[2].shape;
+  for (uint32_t i = 0; i < n_in; i++)
+    if (!fk_static_f32(&in[i].shape) || in[i].shape.rank != 4) return false;
+  if (!fk_static_f32(&n->shape) || n->shape.rank != 4) return false;
+  int64_t H = a->num_heads, D = a->head_dim, Dv = a->v_head_dim.has ? a->v_head_dim.v : D;
+  if (H < 1 || D < 1 || Dv < 1 || q->dims[1] != H || k->dims[1] != H || v->dims[1] != H) return false;
+  if (k->dims[0] != q->dims[0] || v->dims[0] != q->dims[0]) return false;
+  if (q->dims[3] != D || k->dims[3] != D || v->dims[3] != Dv || v->dims[2] != k->dims[2]) return false;
+  if (k->dims[2] < 1 || q->dims[2] < 1 || k->dims[2] < q->dims[2] * (mk == RLX_MASK_CAUSAL)) return false;
+  if (n->shape.dims[0] != q->dims[0] || n->shape.dims[1] != H || n->shape.dims[2] != q->dims[2] ||
+      n->shape.dims[3] != Dv)
+    return false;
+  if (bias) {
+    const rlx_shape *m = &in[3].shape;
+    if (m->dims[0] != q->dims[0] || m->dims[1] != H || m->dims[2] != q->dims[2] || m->dims[3] != k->dims[2])
+      return false;
+  }
+  /* sgemm extents are ints. */
+  return k->dims[2] < (1 << 24) && D < (1 << 24) && Dv < (1 << 24);
+}
+
+typedef struct fa_job {
+  const float *q, *k, *v, *bias;
+  float *o, *scratch;
+  size_t Sq, Sk, D, Dv, scratch_per_chunk;
+  float scale;
+  bool causal;
+} fa_job;
+
+/* Softmax of one score row in place (len keys, the first `visible` of them visible). */
+static void fa_softmax_row(float *s, size_t len, size_t visible) {
+  float mx = -INFINITY;
+  bool nan_seen = false;
+  for (size_t i = 0; i < visible; i++) {
+    nan_seen |= s[i] != s[i];
+    mx = s[i] > mx ? s[i] : mx;
+  }
+  if (nan_seen || mx == -INFINITY) {
+    float fill = nan_seen ? NAN : 0.0f;
+    for (size_t i = 0; i < len; i++) s[i] = fill;
+    return;
+  }
+  double sum = 0;
+  for (size_t i = 0; i < visible; i++) {
+    float e = expf(s[i] - mx);
+    s[i] = e;
+    sum += e;
+  }
+  float inv = (float)(1.0 / sum);
+  for (size_t i = 0; i < visible; i++) s[i] *= inv;
+  for (size_t i = visible; i < len; i++) s[i] = 0.0f;
+}
+
+static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const fa_job *j = arg;
+  float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk;
+  for (size_t bh = lo; bh < hi; bh++) {
+    const float *q = j->q + bh * j->Sq * j->D, *k = j->k + bh * j->Sk * j->D, *v = j->v + bh * j->Sk * j->Dv;
+    float *o = j->o + bh * j->Sq * j->Dv;
+    for (size_t r0 = 0; r0 < j->Sq; r0 += FA_ROWS) {
+      size_t rows = j->Sq - r0 < FA_ROWS ? j->Sq - r0 : FA_ROWS;
+      fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * j->D, j->D, k, j->D, false, s, j->Sk);
+      for (size_t r = 0; r < rows; r++) {
+        float *row = s + r * j->Sk;
+        const float *b = j->bias ? j->bias + (bh * j->Sq + r0 + r) * j->Sk : NULL;
+        if (b)
+          for (size_t i = 0; i < j->Sk; i++) row[i] = row[i] * j->scale + b[i];
+        else
+          for (size_t i = 0; i < j->Sk; i++) row[i] *= j->scale;
+        size_t visible = j->causal ? j->Sk - j->Sq + r0 + r + 1 : j->Sk;
+        fa_softmax_row(row, j->Sk, visible);
+      }
+      fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, j->Dv, false, o + r0 * j->Dv, j->Dv);
+    }
+  }
+}
+
+FK_KERNEL(Attention) {
+  (void)n_in;
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  const rlx_shape *qs = &in[0].shape, *ks = &in[1].shape;
+  size_t BH = (size_t)qs->dims[0] * (size_t)qs->dims[1];
+  fa_job j = {.q = in[0].data,
+              .k = in[1].data,
+              .v = in[2].data,
+              .bias = a->mask_kind == RLX_MASK_BIAS ? in[3].data : NULL,
+              .o = out->data,
+              .Sq = (size_t)qs->dims[2],
+              .Sk = (size_t)ks->dims[2],
+              .D = (size_t)qs->dims[3],
+              .Dv = (size_t)out->shape.dims[3],
+              .scale = a->score_scale.has ? a->score_scale.v : (float)(1.0 / sqrt((double)a->head_dim)),
+              .causal = a->mask_kind == RLX_MASK_CAUSAL};
+  if (BH == 0) return RLX_OK;
+  int chunks = fk_chunks(ctx, BH, 1);
+  size_t rows = j.Sq < FA_ROWS ? j.Sq : FA_ROWS;
+  j.scratch_per_chunk = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
+  j.scratch = fk_scratch(ctx, (size_t)chunks * j.scratch_per_chunk * sizeof(float));
+  if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Attention: out of memory for the score blocks");
+  fk_parallel_for(ctx, BH, 1, fa_task, &j);
+  fk_scratch_release(ctx, j.scratch);
+  return RLX_OK;
+}
+
+/* ======================================================================================
+ * LayerNorm (last axis)
+ * ====================================================================================== */
+
+static bool ln_param_ok(const rlx_shape *p, int64_t D) {
+  if (!fk_static_f32(p) || p->rank == 0) return false;
+  for (uint32_t i = 0; i + 1 < p->rank; i++)
+    if (p->dims[i] != 1) return false;
+  return p->dims[p->rank - 1] == D;
+}
+
+FK_APPLIES(LayerNorm) {
+  if (n_in != 3) return false;
+  const rlx_shape *x = &in[0].shape;
+  if (!fk_static_f32(x) || x->rank == 0 || !fk_static_f32(&n->shape) || !fk_same_dims(x, &n->shape)) return false;
+  int64_t D = x->dims[x->rank - 1];
+  return D > 0 && ln_param_ok(&in[1].shape, D) && ln_param_ok(&in[2].shape, D);
+}
+
+typedef struct ln_job {
+  const float *x, *g, *b;
+  float *y;
+  size_t D;
+  double eps;
+} ln_job;
+
+static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const ln_job *j = arg;
+  size_t D = j->D;
+  for (size_t r = lo; r < hi; r++) {
+    const float *x = j->x + r * D;
+    float *y = j->y + r * D;
+    double mean = fk_sum_run(x, D) / (double)D;
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 8 <= D; i += 8)
+      for (int l = 0; l < 8; l++) {
+        double d = (double)x[i + l] - mean;
+        acc[l] += d * d;
+      }
+    double var = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < D; i++) {
+      double d = (double)x[i] - mean;
+      var += d * d;
+    }
+    var /= (double)D;
+    /* (x - mean) in double: with a large common offset the f32 difference would lose digits */
+    double rstd = 1.0 / sqrt(var + j->eps);
+    for (size_t k = 0; k < D; k++) y[k] = (float)(((double)x[k] - mean) * rstd * (double)j->g[k] + (double)j->b[k]);
+  }
+}
+
+FK_KERNEL(LayerNorm) {
+  (void)n_in;
+  const rlx_shape *x = &in[0].shape;
+  ln_job j = {.x = in[0].data,
+              .g = in[1].data,
+              .b = in[2].data,
+              .y = out->data,
+              .D = (size_t)x->dims[x->rank - 1],
+              .eps = n->attrs.LayerNorm.eps};
+  size_t rows = fk_numel(x) / j.D;
+  fk_parallel_for(ctx, rows, 16384 / j.D + 1, ln_task, &j);
+  return RLX_OK;
+}
