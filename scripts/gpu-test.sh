@@ -36,7 +36,7 @@ if [ -n "${RLX_GPU_PREBUILT:-}" ]; then
   export LD_LIBRARY_PATH=$PRE/lib${CUBLAS_DIR:+:$CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DRLX_TESTS=ON -DRLX_CUDA=ON > "$OUTDIR/build.log" 2>&1 &&
-    cmake --build build-gpu -j"$(nproc)" --target test_conformance test_cuda_backend test_gradcheck rlx \
+    cmake --build build-gpu -j"$(nproc)" --target test_conformance test_cuda_backend test_gradcheck rlx bench_cuda bench_cuda_block \
       >> "$OUTDIR/build.log" 2>&1 || { log "build failed (see build.log)"; tail -30 "$OUTDIR/build.log"; exit 1; }
   BIN=build-gpu/tests
   export LD_LIBRARY_PATH=${CUBLAS_DIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -68,6 +68,12 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
        END { for (k in n) printf "| %s | %d | %d | %d | %d | %d |\n", k, n[k], a[k], b[k], f[k], u[k] }' \
     "$OUTDIR/cases.txt" "$OUTDIR/conformance.log" | sort
 } > "$OUTDIR/cuda-summary.md"
+# The same per kind as docs/cuda-conformance.tsv (read by test_conformance --coverage for the cuda
+# column of docs/op-coverage.md on machines without a GPU): commit it after a run.
+{
+  echo "# $(date -u +%Y-%m-%d) ${GPU:-unknown GPU}, driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  awk -F'|' 'NR > 4 { gsub(/ /, ""); print $2, $3, $4, $5, $6, $7 }' "$OUTDIR/cuda-summary.md"
+} > "$OUTDIR/cuda-conformance.tsv"
 awk -F'|' 'NR > 4 { c += $3; p += $4 + $5; f += $6; u += $7 } END { printf "cuda: %d cases, %d passed, %d failed, %d unsupported\n", c, p, f, u }' \
   "$OUTDIR/cuda-summary.md" | tee -a "$OUTDIR/gpu-test.log"
 # RLX_GPU_TRAIN=DATA_DIR: one epoch of the Fashion-MNIST CNN on the cpu and on the cuda backend
@@ -82,6 +88,29 @@ if [ -n "${RLX_GPU_TRAIN:-}" ]; then
     tail -1 "$OUTDIR/train-$be.json"
     rm -rf "$OUTDIR/train-$be" "$OUTDIR/train-$be.err"
   done
+fi
+# RLX_GPU_BENCH=1: bench_cuda (rlx) and bench/bench_cuda_torch.py (PyTorch eager / torch.compile)
+# on the same GPU, into bench-rlx.txt / bench-torch.txt.
+if [ -n "${RLX_GPU_BENCH:-}" ]; then
+  BENCH=$BIN/bench_cuda
+  [ -x "$BENCH" ] || BENCH=build-gpu/bench_cuda
+  log "bench_cuda"
+  timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" "$BENCH" > "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  BLOCK=$BIN/bench_cuda_block
+  [ -x "$BLOCK" ] || BLOCK=build-gpu/bench_cuda_block
+  log "bench_cuda_block"
+  timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" "$BLOCK" >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  # RLX_GPU_PROFILE=1: the f32 block again with every step timed by op kind (stderr)
+  if [ -n "${RLX_GPU_PROFILE:-}" ]; then
+    RLX_CUDA_PROFILE=1 timeout 120 "$BLOCK" f32 >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+    RLX_CUDA_PROFILE=1 timeout 120 "$BLOCK" bf16 >> "$OUTDIR/bench-rlx.txt" 2>&1 || rc=1
+  fi
+  cat "$OUTDIR/bench-rlx.txt"
+  if [ "${RLX_GPU_TORCH:-1}" != 0 ]; then # RLX_GPU_TORCH=0: skip the PyTorch side
+    log "bench_cuda_torch.py"
+    PYTHONUNBUFFERED=1 timeout "${RLX_GPU_BENCH_TIMEOUT:-240}" python3 bench/bench_cuda_torch.py > "$OUTDIR/bench-torch.txt" 2>&1 || rc=1
+    cat "$OUTDIR/bench-torch.txt"
+  fi
 fi
 log "exit $rc"
 exit $rc

@@ -1065,6 +1065,60 @@ static void write_cell(FILE *f, const op_cell *cell) {
 
 static const char *const expected_backends[] = {"mlx", "cuda"};
 
+/* The cuda column when this machine has no GPU: the per-kind verdicts of the last run of
+ * scripts/gpu-test.sh on a GPU machine, committed as docs/cuda-conformance.tsv (first line
+ * "# DATE GPU", then "op cases native decomposed failed unsupported" per kind). */
+typedef struct gpu_row {
+  char op[64];
+  unsigned cases, native, decomposed, failed, unsupported;
+} gpu_row;
+static gpu_row *gpu_rows;
+static uint32_t n_gpu_rows;
+static char gpu_run_label[160];
+
+static void load_gpu_run(void) {
+  if (gpu_rows || n_gpu_rows) return;
+  char *text = rlx_test_read_file(rlx_test_src_path("docs/cuda-conformance.tsv"), NULL);
+  if (!text) return;
+  gpu_rows = calloc(RLX_OP_COUNT, sizeof *gpu_rows);
+  for (char *line = strtok(text, "\n"); line && gpu_rows; line = strtok(NULL, "\n")) {
+    if (line[0] == '#') {
+      snprintf(gpu_run_label, sizeof gpu_run_label, "%s", line + 1 + (line[1] == ' '));
+      continue;
+    }
+    gpu_row r;
+    if (n_gpu_rows < RLX_OP_COUNT &&
+        sscanf(line, "%63s %u %u %u %u %u", r.op, &r.cases, &r.native, &r.decomposed, &r.failed, &r.unsupported) == 6)
+      gpu_rows[n_gpu_rows++] = r;
+  }
+  free(text);
+}
+
+static const gpu_row *gpu_row_of(rlx_op op) {
+  for (uint32_t i = 0; i < n_gpu_rows; i++)
+    if (strcmp(gpu_rows[i].op, rlx_op_name(op)) == 0) return &gpu_rows[i];
+  return NULL;
+}
+
+/* A recorded-run cell: claimed (this build's claim list) · path · result of the GPU run. */
+static void write_gpu_cell(FILE *f, const rlx_backend *be, rlx_op op) {
+  uint8_t claimed[RLX_OP_COUNT];
+  rlx_backend_claim_set(be, claimed);
+  const gpu_row *r = gpu_row_of(op);
+  const char *path = claimed[op] ? "native" : rlx_decompose_table[op] ? "decomposed" : "unsupported";
+  if (r && !claimed[op] && r->decomposed) path = "decomposed";
+  fprintf(f, " %s · %s · ", claimed[op] ? "yes" : "no", path);
+  if (!r || r->cases == 0)
+    fputs("—", f);
+  else if (r->native + r->decomposed == r->cases)
+    fprintf(f, "✅ %u/%u", r->cases, r->cases);
+  else if (r->failed)
+    fprintf(f, "❌ %u/%u failed", r->failed, r->cases);
+  else
+    fprintf(f, "unsupported %u/%u", r->unsupported, r->cases);
+  fputs(" |", f);
+}
+
 /* Why an expected backend has no column: compiled out, or registered but not usable here. */
 static const char *absent_reason(const char *name) {
   const rlx_backend *b = rlx_backend_find(name);
@@ -1108,9 +1162,19 @@ static int write_coverage(const char *file) {
   for (uint32_t b = 0; b < n_backends; b++) fprintf(f, " %s%s", b ? ", " : "", backends[b]->name);
   for (uint32_t i = 0; i < n_missing; i++) fprintf(f, ", %s (%s)", missing[i], absent_reason(missing[i]));
   fprintf(f, ". Conformance cases: %u.\n", n_cases);
-  fputs("A backend built without its device here (cuda) has no column: its runs on the device are recorded by\n"
-        "scripts/gpu-test.sh in its own document (docs/cuda.md, with the date and the GPU).\n\n",
-        f);
+  load_gpu_run();
+  const rlx_backend *cuda_be = rlx_backend_find("cuda");
+  bool gpu_col = false; /* cuda registered without a device, with a recorded GPU run */
+  for (uint32_t i = 0; i < n_missing; i++) gpu_col |= strcmp(missing[i], "cuda") == 0 && cuda_be && n_gpu_rows;
+  if (gpu_col)
+    fprintf(f,
+            "The cuda column is the last run of scripts/gpu-test.sh on a GPU machine (%s; recorded in\n"
+            "docs/cuda-conformance.tsv, details in docs/cuda.md); claimed is this build's claim list.\n\n",
+            gpu_run_label);
+  else
+    fputs("A backend built without its device here (cuda) has no column: its runs on the device are recorded by\n"
+          "scripts/gpu-test.sh in its own document (docs/cuda.md, with the date and the GPU).\n\n",
+          f);
   /* summary */
   fputs("## Summary\n\n| backend | kinds claimed | kinds with cases, all passing | kinds with a failing case | cases "
         "passed |\n"
@@ -1129,7 +1193,26 @@ static int write_coverage(const char *file) {
     fprintf(f, "| %s | %u / %d | %u | %u | %u / %u |\n", backends[b]->name, claimed_n, RLX_OP_COUNT, ok, bad, cases_ok,
             cases_n);
   }
-  for (uint32_t i = 0; i < n_missing; i++) fprintf(f, "| %s | %s | | | |\n", missing[i], absent_reason(missing[i]));
+  for (uint32_t i = 0; i < n_missing; i++) {
+    if (gpu_col && strcmp(missing[i], "cuda") == 0) {
+      uint8_t claimed[RLX_OP_COUNT];
+      rlx_backend_claim_set(cuda_be, claimed);
+      uint32_t claimed_n = 0, ok = 0, bad = 0, cases_ok = 0, cases_n = 0;
+      for (int op = 0; op < RLX_OP_COUNT; op++) {
+        claimed_n += claimed[op] != 0;
+        const gpu_row *r = gpu_row_of((rlx_op)op);
+        if (!r) continue;
+        ok += r->cases && r->native + r->decomposed == r->cases;
+        bad += r->failed > 0;
+        cases_ok += r->native + r->decomposed;
+        cases_n += r->cases;
+      }
+      fprintf(f, "| cuda (GPU run %s) | %u / %d | %u | %u | %u / %u |\n", gpu_run_label, claimed_n, RLX_OP_COUNT, ok,
+              bad, cases_ok, cases_n);
+      continue;
+    }
+    fprintf(f, "| %s | %s | | | |\n", missing[i], absent_reason(missing[i]));
+  }
   /* one table per family */
   for (int fam = 0; fam < RLX_FAMILY_COUNT; fam++) {
     fprintf(f, "\n## %s\n\n| op | differentiable | cases |", rlx_family_name((rlx_family)fam));
@@ -1148,7 +1231,12 @@ static int write_coverage(const char *file) {
         op_cell cell = cell_for((rlx_op)op, b);
         write_cell(f, &cell);
       }
-      for (uint32_t i = 0; i < n_missing; i++) fprintf(f, " %s |", absent_reason(missing[i]));
+      for (uint32_t i = 0; i < n_missing; i++) {
+        if (gpu_col && strcmp(missing[i], "cuda") == 0)
+          write_gpu_cell(f, cuda_be, (rlx_op)op);
+        else
+          fprintf(f, " %s |", absent_reason(missing[i]));
+      }
       fputc('\n', f);
     }
   }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "rlx/build.h"
 #include "rlx/cuda.h"
 #include "rlx_test.h"
 
@@ -188,6 +189,65 @@ static void tf32_policy(void) {
 }
 #endif
 
+/* Paths the conformance table's small cases do not reach: the split reduction (few lines of
+ * >= 65536 elements), the f32 ElementwiseRegion kernel with float4 loads, a tiled operand and a
+ * tail (n % 4 != 0), and the typed attention kernel on bf16. */
+static void large_paths(void) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_large", &g));
+  const int64_t R = 3, L = 70001, M = 142858, C = 7, S = 200, HD = 256;
+  rlx_id x, s_all, s_ax, m_ax, a, b, c, y, q, k, v, qb, kb, vb, at, atf;
+  CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, L}), &x));
+  CHECK_OK(rlx_sum_all(g, x, &s_all));
+  rlx_attrs_Reduce ra = {.op = RLX_REDUCE_SUM, .axes = {.v = (int64_t[]){1}, .n = 1}};
+  CHECK_OK(rlx_build_Reduce(g, &x, 1, &ra, NULL, &s_ax));
+  rlx_attrs_Reduce rm = {.op = RLX_REDUCE_MAX, .axes = {.v = (int64_t[]){1}, .n = 1}};
+  CHECK_OK(rlx_build_Reduce(g, &x, 1, &rm, NULL, &m_ax));
+  CHECK_OK(rlx_input(g, "a", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, C}), &a));
+  CHECK_OK(rlx_input(g, "b", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, C}), &b));
+  CHECK_OK(rlx_input(g, "c", rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C}), &c));
+  rlx_chain_step steps[4] = {
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_MUL, .a = {.index = 0}, .b = {.index = 1}},
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_ADD, .a = {.is_step = 1, .index = 0}, .b = {.index = 2}},
+      {.kind = RLX_CHAIN_STEP_ACTIVATION, .sub = RLX_ACT_RELU, .a = {.is_step = 1, .index = 1}},
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_MUL, .a = {.is_step = 1, .index = 2}, .b = {.index = 0}},
+  };
+  rlx_attrs_ElementwiseRegion era = {.chain = {.steps = steps, .n = 4}, .num_inputs = 3};
+  CHECK_OK(rlx_build_ElementwiseRegion(g, (rlx_id[]){a, b, c}, 3, &era, NULL, &y));
+  rlx_shape qs = rlx_shape_make(RLX_F32, 3, (rlx_dim[]){2, S, HD});
+  CHECK_OK(rlx_input(g, "q", qs, &q));
+  CHECK_OK(rlx_input(g, "k", qs, &k));
+  CHECK_OK(rlx_input(g, "v", qs, &v));
+  CHECK_OK(rlx_cast_to(g, q, RLX_BF16, &qb));
+  CHECK_OK(rlx_cast_to(g, k, RLX_BF16, &kb));
+  CHECK_OK(rlx_cast_to(g, v, RLX_BF16, &vb));
+  rlx_attrs_Attention aa = {.num_heads = 4, .head_dim = 64, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_Attention(g, (rlx_id[]){qb, kb, vb}, 3, &aa, NULL, &at));
+  CHECK_OK(rlx_cast_to(g, at, RLX_F32, &atf));
+  CHECK_OK(rlx_graph_set_outputs(g, (rlx_id[]){s_all, s_ax, m_ax, y}, 4));
+  float *vx = fill((size_t)(R * L), 21), *va = fill((size_t)(M * C), 22), *vb2 = fill((size_t)(M * C), 23),
+        *vc = fill((size_t)C, 24), *vq = fill((size_t)(2 * S * HD), 25), *vk = fill((size_t)(2 * S * HD), 26),
+        *vv = fill((size_t)(2 * S * HD), 27);
+  rlx_named_tensor in[] = {
+      {"x", {vx, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, L})}},
+      {"a", {va, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, C})}},
+      {"b", {vb2, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, C})}},
+      {"c", {vc, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C})}},
+      {"q", {vq, qs}},
+      {"k", {vk, qs}},
+      {"v", {vv, qs}},
+  };
+  double d = run_both(g, in, 7);
+  printf("split reductions + f32 region with a tiled operand and a tail: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-5, "reductions / region: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, &atf, 1));
+  d = run_both(g, in, 7);
+  printf("causal bf16 attention (typed warp kernel): max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-2, "bf16 attention: cuda differs from cpu by %g", d);
+  free(vx), free(va), free(vb2), free(vc), free(vq), free(vk), free(vv);
+  rlx_graph_free(g);
+}
+
 int main(void) {
 #ifndef RLX_HAVE_CUDA
   /* Built without nvcc: the registry must not list a cuda backend. */
@@ -221,6 +281,7 @@ int main(void) {
   batched_matmul();
   attention_and_conv();
   tf32_policy();
+  large_paths();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

@@ -78,9 +78,149 @@ __global__ void attention_kernel(rlx_cu_attn p) {
   }
 }
 
+/* One warp per (b, h, qi) for head dims up to 32 * WARP_LANES: each lane owns head lanes
+ * d = lane, lane + 32, ...; the score is a warp-shuffle sum (no block barrier per key), the
+ * online softmax runs in registers, in double as above. */
+#define WARP_LANES 8
+__global__ void attention_warp_kernel(rlx_cu_attn p) {
+  const int t = p.dtype, lane = threadIdx.x & 31;
+  int64_t rows = p.B * p.H * p.Sq, warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t row = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; row < rows; row += warps) {
+    int64_t qi = row % p.Sq, h = (row / p.Sq) % p.H, b = row / (p.Sq * p.H), kh = h / p.group;
+    double q[WARP_LANES], acc[WARP_LANES];
+#pragma unroll
+    for (int j = 0; j < WARP_LANES; j++) {
+      int64_t d = lane + 32 * j;
+      q[j] = d < p.q.D ? ld_f(p.Q, t, at(p.q, b, h, qi, d)) : 0.0;
+      acc[j] = 0;
+    }
+    double m = -INFINITY, l = 0;
+    bool nan_seen = false;
+    int64_t pos = p.Sk - p.Sq + qi, kend = p.Sk;
+    if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) kend = pos + 1 < p.Sk ? pos + 1 : p.Sk;
+    int64_t kbeg = p.mask == RLX_MASK_SLIDING_WINDOW && pos - p.window > 0 ? pos - p.window : 0;
+    for (int64_t ki = kbeg; ki < kend; ki++) {
+      if (p.mask == RLX_MASK_CUSTOM) {
+        int64_t mi = p.per_query ? (b * p.Sq + qi) * p.Sk + ki : b * p.Sk + ki;
+        if (ld_f(p.M, p.mask_dtype, mi) < 0.5) continue;
+      }
+      double part = 0;
+#pragma unroll
+      for (int j = 0; j < WARP_LANES; j++) {
+        int64_t d = lane + 32 * j;
+        if (d < p.q.D) part += q[j] * ld_f(p.K, t, at(p.k, b, kh, ki, d));
+      }
+      for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+      double sc = part * p.scale;
+      if (p.capped) sc = p.cap * tanh(sc / p.cap);
+      if (p.mask == RLX_MASK_BIAS)
+        sc += ld_f(p.M, p.mask_dtype,
+                   b * p.bias_stride[0] + h * p.bias_stride[1] + qi * p.bias_stride[2] + ki * p.bias_stride[3]);
+      if (sc != sc) {
+        nan_seen = true;
+        continue;
+      }
+      if (sc == -INFINITY) continue;
+      double mn = sc > m ? sc : m, corr = exp(m - mn), e = exp(sc - mn);
+      l = l * corr + e;
+#pragma unroll
+      for (int j = 0; j < WARP_LANES; j++) {
+        int64_t d = lane + 32 * j;
+        if (d < p.v.D) acc[j] = acc[j] * corr + e * ld_f(p.V, t, at(p.v, b, kh, ki, d));
+      }
+      m = mn;
+    }
+#pragma unroll
+    for (int j = 0; j < WARP_LANES; j++) {
+      int64_t d = lane + 32 * j;
+      if (d < p.o.D) st_f(p.out, t, at(p.o, b, h, qi, d), nan_seen ? nan("") : l > 0 ? acc[j] / l : 0.0);
+    }
+  }
+}
+
+/* The same for the float dtypes and the masks decided by position (none, causal, sliding window):
+ * typed loads, addresses hoisted out of the key loop (a key step is one row stride).
+ */
+__device__ inline int64_t row_stride(const rlx_cu_attn_view &v) { return v.kind == 0 ? v.D : v.H * v.D; }
+
+__device__ inline double to_d(float v) { return v; }
+__device__ inline double to_d(double v) { return v; }
+__device__ inline double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+__device__ inline double to_d(__half v) { return (double)__half2float(v); }
+
+template <typename T>
+__global__ void attention_warp_fast(rlx_cu_attn p) {
+  const int lane = threadIdx.x & 31;
+  const T *Qp = (const T *)p.Q, *Kp = (const T *)p.K, *Vp = (const T *)p.V;
+  T *Op = (T *)p.out;
+  const int64_t ks = row_stride(p.k), vs = row_stride(p.v);
+  int64_t rows = p.B * p.H * p.Sq, warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  for (int64_t row = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; row < rows; row += warps) {
+    int64_t qi = row % p.Sq, h = (row / p.Sq) % p.H, b = row / (p.Sq * p.H), kh = h / p.group;
+    const T *kb = Kp + at(p.k, b, kh, 0, 0), *vb = Vp + at(p.v, b, kh, 0, 0), *qb = Qp + at(p.q, b, h, qi, 0);
+    double q[WARP_LANES], acc[WARP_LANES];
+#pragma unroll
+    for (int j = 0; j < WARP_LANES; j++) {
+      int d = lane + 32 * j;
+      q[j] = d < p.q.D ? to_d(qb[d]) : 0.0;
+      acc[j] = 0;
+    }
+    double m = -INFINITY, l = 0;
+    bool nan_seen = false;
+    int64_t pos = p.Sk - p.Sq + qi, kend = p.Sk;
+    if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) kend = pos + 1 < p.Sk ? pos + 1 : p.Sk;
+    int64_t kbeg = p.mask == RLX_MASK_SLIDING_WINDOW && pos - p.window > 0 ? pos - p.window : 0;
+    for (int64_t ki = kbeg; ki < kend; ki++) {
+      const T *kr = kb + ki * ks;
+      double part = 0;
+#pragma unroll
+      for (int j = 0; j < WARP_LANES; j++) {
+        int d = lane + 32 * j;
+        if (d < p.q.D) part += q[j] * to_d(kr[d]);
+      }
+      for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+      double sc = part * p.scale;
+      if (p.capped) sc = p.cap * tanh(sc / p.cap);
+      if (sc != sc) {
+        nan_seen = true;
+        continue;
+      }
+      if (sc == -INFINITY) continue;
+      double mn = sc > m ? sc : m, corr = exp(m - mn), e = exp(sc - mn);
+      l = l * corr + e;
+      const T *vr = vb + ki * vs;
+#pragma unroll
+      for (int j = 0; j < WARP_LANES; j++) {
+        int d = lane + 32 * j;
+        if (d < p.v.D) acc[j] = acc[j] * corr + e * to_d(vr[d]);
+      }
+      m = mn;
+    }
+    int64_t obase = at(p.o, b, h, qi, 0);
+#pragma unroll
+    for (int j = 0; j < WARP_LANES; j++) {
+      int d = lane + 32 * j;
+      if (d < p.o.D) st_f(Op, p.dtype, obase + d, nan_seen ? nan("") : l > 0 ? acc[j] / l : 0.0);
+    }
+  }
+}
+
 extern "C" rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p) {
   int64_t rows = p->B * p->H * p->Sq;
   if (rows == 0 || p->o.D == 0) return RLX_OK;
+  if (p->q.D <= 32 * WARP_LANES && p->v.D <= 32 * WARP_LANES) {
+    int64_t blocks = (rows + 7) / 8;
+    if (blocks > 65535 * 8) blocks = 65535 * 8;
+    bool fast = (p->dtype == RLX_F32 || p->dtype == RLX_F64 || p->dtype == RLX_BF16 || p->dtype == RLX_F16) &&
+                (p->mask == RLX_MASK_NONE || p->mask == RLX_MASK_CAUSAL || p->mask == RLX_MASK_SLIDING_WINDOW);
+    if (fast && p->dtype == RLX_F32) attention_warp_fast<float><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast && p->dtype == RLX_F64) attention_warp_fast<double><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast && p->dtype == RLX_BF16)
+      attention_warp_fast<__nv_bfloat16><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else if (fast) attention_warp_fast<__half><<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    else attention_warp_kernel<<<(unsigned)blocks, 256, 0, c->stream>>>(*p);
+    return cu_launch_status("attention kernel");
+  }
   int64_t lanes = p->v.D > p->q.D ? p->v.D : p->q.D;
   int threads = 32;
   while (threads < 256 && threads < lanes) threads *= 2;

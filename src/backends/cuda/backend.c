@@ -4,7 +4,11 @@
  * tensor of a compiled graph lives in one arena laid out by the memory plan (lower.c). A run
  * copies the inputs and bound parameters into their arena slots, queues the kernels, and copies
  * the outputs into the runtime's buffers, all on one stream; sync waits and reports kernel-side
- * errors. */
+ * errors. The slot copies are skipped when they would copy what the slots already hold: the
+ * same buffers as at this executable's last run, and no device buffer written since (every write
+ * the runtime makes goes through upload / copy / run, which count them in g_writes; the plan
+ * keeps input and parameter slots alive across runs). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,8 +32,15 @@ typedef struct cuda_exe {
   const rlx_graph *g;
   rlx_id *inputs; /* Input node ids, node order */
   uint32_t n_inputs;
-  void **param_buf; /* per node id: the bound buffer of a Param (new contract) */
+  void **param_buf;     /* per node id: the bound buffer of a Param (new contract) */
+  void **last_in;       /* the input buffers copied at the last run */
+  uint64_t last_writes; /* g_writes after the last run; 0 = never ran */
+  int params_dirty;     /* a bind_param since the last run */
 } cuda_exe;
+
+/* Writes into device buffers of any cuda executable in this process (see the top of the file). */
+static _Atomic uint64_t g_writes = 1;
+static uint64_t bump_writes(void) { return atomic_fetch_add(&g_writes, 1) + 1; }
 
 static void cuda_destroy(rlx_backend_exe *bx) {
   cuda_exe *x = (cuda_exe *)bx;
@@ -39,6 +50,7 @@ static void cuda_destroy(rlx_backend_exe *bx) {
   rlx_cu_ctx_destroy(x->ctx);
   free(x->inputs);
   free(x->param_buf);
+  free(x->last_in);
   free(x);
 }
 
@@ -47,7 +59,8 @@ static const rlx_cuda_options *options_of(const void *backend_options, rlx_cuda_
   return backend_options ? (const rlx_cuda_options *)backend_options : defaults;
 }
 
-static rlx_status exe_create(const rlx_graph *g, const rlx_plan *plan, const rlx_cuda_options *o, cuda_exe **out) {
+static rlx_status exe_create(const rlx_graph *g, const rlx_plan *plan, const rlx_cuda_options *o, uint64_t rng_seed,
+                             cuda_exe **out) {
   *out = NULL;
   cuda_exe *x = calloc(1, sizeof *x);
   uint32_t n = rlx_graph_node_count(g);
@@ -55,14 +68,15 @@ static rlx_status exe_create(const rlx_graph *g, const rlx_plan *plan, const rlx
   x->g = g;
   x->inputs = calloc(n ? n : 1, sizeof *x->inputs);
   x->param_buf = calloc(n ? n : 1, sizeof *x->param_buf);
-  if (!x->inputs || !x->param_buf) {
+  x->last_in = calloc(n ? n : 1, sizeof *x->last_in);
+  if (!x->inputs || !x->param_buf || !x->last_in) {
     cuda_destroy(&x->base);
     return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
   }
   for (rlx_id id = 0; id < n; id++)
     if (rlx_graph_node(g, id)->op == RLX_OP_Input) x->inputs[x->n_inputs++] = id;
   rlx_status st = rlx_cu_ctx_create(o->device, o->stream, (int)o->matmul, &x->ctx);
-  if (st == RLX_OK) st = rlx_cu_prog_create(x->ctx, g, plan, &x->prog);
+  if (st == RLX_OK) st = rlx_cu_prog_create(x->ctx, g, plan, rng_seed, &x->prog);
   if (st != RLX_OK) {
     cuda_destroy(&x->base);
     return st;
@@ -92,6 +106,7 @@ static rlx_status cuda_buffer_alloc(rlx_backend_exe *bx, size_t bytes, rlx_buffe
 }
 static void cuda_buffer_free(rlx_backend_exe *bx, rlx_buffer_handle h) { rlx_cu_free(((cuda_exe *)bx)->ctx, h); }
 static rlx_status cuda_upload(rlx_backend_exe *bx, rlx_buffer_handle h, size_t offset, const void *src, size_t n) {
+  bump_writes();
   return rlx_cu_h2d(((cuda_exe *)bx)->ctx, (char *)h + offset, src, n);
 }
 static rlx_status cuda_download(rlx_backend_exe *bx, rlx_buffer_handle h, size_t offset, void *dst, size_t n) {
@@ -99,6 +114,7 @@ static rlx_status cuda_download(rlx_backend_exe *bx, rlx_buffer_handle h, size_t
 }
 static rlx_status cuda_copy(rlx_backend_exe *bx, rlx_buffer_handle dst, size_t dst_offset, rlx_buffer_handle src,
                             size_t src_offset, size_t n) {
+  bump_writes();
   return rlx_cu_d2d(((cuda_exe *)bx)->ctx, (char *)dst + dst_offset, (const char *)src + src_offset, n);
 }
 static rlx_status cuda_sync(rlx_backend_exe *bx) { return rlx_cu_sync(((cuda_exe *)bx)->ctx); }
@@ -108,6 +124,7 @@ static rlx_status cuda_bind_param(rlx_backend_exe *bx, uint32_t node, rlx_buffer
   if (node >= rlx_graph_node_count(x->g) || rlx_graph_node(x->g, node)->op != RLX_OP_Param)
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: bind_param: node %%%u is not a Param", node);
   x->param_buf[node] = h; /* read at every run: the runtime may update the buffer between runs */
+  x->params_dirty = 1;
   return RLX_OK;
 }
 
@@ -116,17 +133,36 @@ static rlx_status cuda_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs,
   cuda_exe *x = (cuda_exe *)bx;
   if (n_inputs != x->n_inputs)
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: %u input buffers for %u inputs", n_inputs, x->n_inputs);
-  for (uint32_t i = 0; i < n_inputs; i++)
-    RLX_TRY(rlx_cu_d2d(x->ctx, rlx_cu_prog_addr(x->prog, x->inputs[i]), inputs[i],
-                       rlx_cu_prog_size(x->prog, x->inputs[i])));
+  /* Can the slot copies be skipped? Nothing written since the last run (whose outputs did not
+   * land in an input or parameter buffer), the same input buffers, no rebinding. */
+  bool fresh = x->last_writes != 0 && x->last_writes == atomic_load(&g_writes) && !x->params_dirty;
+  for (uint32_t i = 0; i < n_inputs && fresh; i++) fresh = inputs[i] == x->last_in[i];
   uint32_t n = rlx_graph_node_count(x->g);
-  for (rlx_id id = 0; id < n; id++) {
-    if (rlx_graph_node(x->g, id)->op != RLX_OP_Param) continue;
-    if (!x->param_buf[id]) return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: Param node %%%u was never bound", id);
-    RLX_TRY(rlx_cu_d2d(x->ctx, rlx_cu_prog_addr(x->prog, id), x->param_buf[id], rlx_cu_prog_size(x->prog, id)));
+  if (!fresh) {
+    for (uint32_t i = 0; i < n_inputs; i++) {
+      RLX_TRY(rlx_cu_d2d(x->ctx, rlx_cu_prog_addr(x->prog, x->inputs[i]), inputs[i],
+                         rlx_cu_prog_size(x->prog, x->inputs[i])));
+      x->last_in[i] = inputs[i];
+    }
+    for (rlx_id id = 0; id < n; id++) {
+      if (rlx_graph_node(x->g, id)->op != RLX_OP_Param) continue;
+      if (!x->param_buf[id]) return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: Param node %%%u was never bound", id);
+      RLX_TRY(rlx_cu_d2d(x->ctx, rlx_cu_prog_addr(x->prog, id), x->param_buf[id], rlx_cu_prog_size(x->prog, id)));
+    }
   }
+  x->last_writes = 0;
   RLX_TRY(rlx_cu_prog_run(x->prog));
-  return copy_outputs_back(x, (void *const *)outputs, n_outputs);
+  RLX_TRY(copy_outputs_back(x, (void *const *)outputs, n_outputs));
+  x->params_dirty = 0;
+  uint64_t w = bump_writes(); /* the outputs were written */
+  bool aliased = false;
+  for (uint32_t o = 0; o < n_outputs && !aliased; o++) {
+    for (uint32_t i = 0; i < n_inputs && !aliased; i++) aliased = outputs[o] == inputs[i];
+    for (rlx_id id = 0; id < n && !aliased; id++)
+      aliased = rlx_graph_node(x->g, id)->op == RLX_OP_Param && outputs[o] == x->param_buf[id];
+  }
+  x->last_writes = aliased ? 0 : w;
+  return RLX_OK;
 }
 
 static const rlx_backend_exe_vtable cuda_vtable = {
@@ -146,7 +182,8 @@ static rlx_status cuda_compile(const rlx_backend *b, const rlx_backend_compile_a
   *out = NULL;
   rlx_cuda_options defaults;
   cuda_exe *x;
-  RLX_TRY(exe_create(args->graph, args->plan, options_of(args->backend_options, &defaults), &x));
+  RLX_TRY(exe_create(args->graph, args->plan, options_of(args->backend_options, &defaults),
+                     args->options ? args->options->rng_seed : 0, &x));
   x->base.vt = &cuda_vtable;
   *out = &x->base;
   return RLX_OK;

@@ -169,6 +169,90 @@ typedef struct rlx_cu_rope {
 } rlx_cu_rope;
 rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p);
 
+/* ---- backward kernels (backward.cu) ---- */
+/* dx = dy * f'(x) of Activation kind `act` (act = -1: ReluBackward, integers exact), n elements. */
+rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy, void *dx, int64_t n);
+/* Softmax cross-entropy over logits [N, C]: mode 0 SoftmaxCrossEntropy (targets [N, C]) -> [N];
+ * 1 ...WithLogits (labels [N] of lab_dtype) -> [N]; 2 ...Backward (labels, d_loss [N]) -> [N, C]. */
+rlx_status rlx_cu_sce(rlx_cu_ctx *c, int mode, int dtype, const void *logits, const void *tgt, int lab_dtype,
+                      const void *dloss, int64_t N, int64_t C, void *out);
+/* LayerNorm / RmsNorm backward over the last axis (rows x C): what 0 = dx (gamma, dy), 1 = dgamma,
+ * 2 = dbeta (sum of dy). scratch: 2 doubles per row (what 1). */
+rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x, const void *gamma,
+                                const void *dy, int64_t rows, int64_t C, double eps, void *out, void *scratch);
+/* MaxPool backward (NC x [D, H, W] planes, depth 1 for 2-D): dx[i] = sum of dy over the windows
+ * whose first maximum is i. */
+typedef struct rlx_cu_pool3 {
+  int64_t NC, in[3], out[3], k[3], s[3], pb[3];
+} rlx_cu_pool3;
+rlx_status rlx_cu_maxpool_backward(rlx_cu_ctx *c, int dtype, const void *x, const void *dy, void *dx,
+                                   const rlx_cu_pool3 *g);
+/* Convolution weight gradient: x [N, Cin, in...], dy [N, Cout, out...] -> dw [Cout, Cin/G, k...]. */
+rlx_status rlx_cu_conv_backward_weight(rlx_cu_ctx *c, int dtype, const void *x, const void *dy, void *dw,
+                                       const rlx_cu_conv_geom *g);
+
+/* ---- ordering, cumulative, random, masks (order.cu) ---- */
+/* ArgMax / ArgMin along the middle axis of [outer, len, inner]: first extreme wins, NaN wins. */
+rlx_status rlx_cu_argext(rlx_cu_ctx *c, int want_max, int dtype, const void *x, int64_t outer, int64_t len,
+                         int64_t inner, int out_dtype, void *out);
+/* CumProd (kind 1) / CumMax (kind 2) / CumsumBackward (kind 3: suffix sums) along the middle axis. */
+rlx_status rlx_cu_cumulative(rlx_cu_ctx *c, int kind, int dtype, const void *x, int64_t outer, int64_t len,
+                             int64_t inner, int exclusive, void *out);
+/* mode 0 Sort (values), 1 ArgSort (positions), 2 TopK (positions of the k largest, last axis,
+ * NaN largest); stable. scratch: 2 * len int64 per line. */
+rlx_status rlx_cu_sort(rlx_cu_ctx *c, int mode, int desc, int dtype, const void *x, int64_t outer, int64_t len,
+                       int64_t inner, int64_t k, int out_dtype, void *out, void *scratch);
+/* Philox-4x32-10 random tensors with the CPU reference's values: normal = 0 uniform in
+ * [a, b), 1 normal(mean a, scale b). */
+rlx_status rlx_cu_rng(rlx_cu_ctx *c, int normal, int dtype, uint64_t key, double a, double b, int64_t n, void *out);
+/* Fft of every line: n_lines lines of N complex values (complex dtypes) or of the real-block
+ * layout [re 0..N | im 0..N] (f32 / f64); sign -1 forward, +1 inverse; every value scaled. A
+ * direct DFT in double with exact twiddles (j k mod N). */
+rlx_status rlx_cu_dft(rlx_cu_ctx *c, int dtype, const void *x, void *out, int64_t n_lines, int64_t N, int sign,
+                      double scale);
+/* Trilu over the last two axes (rows x cols), esz-byte elements. */
+rlx_status rlx_cu_trilu(rlx_cu_ctx *c, int upper, int64_t diag, const void *x, void *out, int64_t n, int64_t rows,
+                        int64_t cols, int esz);
+
+/* ---- index remaps (shape.cu): out[i] = x[map(i)] per axis, esz-byte elements ----
+ * kind 0 Pad (before[k], pad mode; a constant cell takes `fill`), 1 Tile (coordinate mod the
+ * input extent), 2 Roll (coordinate - shift[k] mod the extent). */
+typedef struct rlx_cu_remap {
+  int kind, mode, rank, esz;
+  int64_t n;
+  int64_t out_dims[RLX_CU_MAX_RANK], in_dims[RLX_CU_MAX_RANK], in_stride[RLX_CU_MAX_RANK];
+  int64_t shift[RLX_CU_MAX_RANK];
+  unsigned char fill[16];
+  const void *src;
+  void *dst;
+} rlx_cu_remap;
+rlx_status rlx_cu_remap_run(rlx_cu_ctx *c, const rlx_cu_remap *p);
+/* GatherBackward: out [outer, L, inner] = zeros + dy [outer, n_idx, inner] added at index[j]. */
+rlx_status rlx_cu_gather_backward(rlx_cu_ctx *c, int dtype, const void *dy, const void *index, int idx_dtype,
+                                  int64_t outer, int64_t L, int64_t inner, int64_t n_idx, void *out);
+
+/* ---- fused elementwise regions (region.cu): one kernel per ElementwiseRegion ---- */
+#define RLX_CU_REGION_MAX_IN 16
+#define RLX_CU_REGION_MAX_STEPS 64
+typedef struct rlx_cu_region_step {
+  int8_t kind, dtype; /* rlx_chain_step_kind, the step's result dtype */
+  int8_t sub;
+  uint8_t src[3]; /* operand: index < 16 = region operand, 16 + j = step j */
+} rlx_cu_region_step;
+typedef struct rlx_cu_region {
+  int n_in, n_steps, out_dtype, fast_f32;
+  int64_t n;
+  const void *in[RLX_CU_REGION_MAX_IN];
+  int in_dtype[RLX_CU_REGION_MAX_IN];
+  int64_t in_count[RLX_CU_REGION_MAX_IN]; /* element i reads in[k][i % in_count[k]] */
+  /* the ResizeNearest2x prologue on operand `pro` (-1: none): source H, W */
+  int pro;
+  int64_t pro_h, pro_w;
+  rlx_cu_region_step steps[RLX_CU_REGION_MAX_STEPS];
+  void *out;
+} rlx_cu_region;
+rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,6 +49,8 @@ struct rlx_cu_ctx {
   int precision;
   void *blas; /* cublasHandle_t */
   int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
+  void *scratch; /* kernels' temporary device memory (split reductions), grown on demand */
+  size_t scratch_bytes;
   char name[128];
 };
 

@@ -265,14 +265,17 @@ __device__ inline void copy_elem(void *dst, int64_t di, const void *src, int64_t
   }
 }
 
+/* I: the index type of the coordinate arithmetic (32-bit division when the tensor allows it) */
+template <typename I>
 __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
   const int t = p.out_dtype;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t off[RLX_CU_MAX_IN] = {0, 0, 0}, rem = i;
+    int64_t off[RLX_CU_MAX_IN] = {0, 0, 0};
+    I rem = (I)i;
     for (int d = p.rank - 1; d >= 0; d--) {
-      int64_t c = rem % p.dims[d];
-      rem /= p.dims[d];
-      for (int k = 0; k < p.n_in; k++) off[k] += c * p.stride[k][d];
+      I c = rem % (I)p.dims[d];
+      rem /= (I)p.dims[d];
+      for (int k = 0; k < p.n_in; k++) off[k] += (int64_t)c * p.stride[k][d];
     }
     const int t0 = p.in_dtype[0];
     switch (p.kind) {
@@ -413,8 +416,248 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
     ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
                                                                               (const float *)p->in[1], (float *)p->out,
                                                                               p->n, p->sub);
+  } else if (p->n < ((int64_t)1 << 31)) {
+    ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
-    ew_kernel<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
+    ew_kernel<int64_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   }
   return cu_launch_status("elementwise kernel");
+}
+
+/* ---- fused elementwise regions: the whole chain per element, in registers ----
+ * Each step's value is kept exactly as the unfused graph would hold it: a double for float
+ * dtypes (rounded to the step's dtype), an int64 for integer and bool dtypes (saturated to the
+ * step's dtype), so the result is the same as running the steps as separate nodes. */
+struct rv {
+  double f;
+  int64_t i;
+};
+
+__device__ inline void rv_load(const void *p, int t, int64_t i, rv &r) {
+  if (dt_is_int(t)) r.i = ld_i(p, t, i);
+  else r.f = ld_f(p, t, i);
+}
+/* store-then-load through a local buffer: exactly the dtype's rounding / saturation rules */
+__device__ inline void rv_put_f(int t, double v, rv &r) {
+  if (t == RLX_F64) { r.f = v; return; }
+  if (t == RLX_F32) { r.f = (double)(float)v; return; }
+  unsigned long long buf[2];
+  st_f(buf, t, 0, v);
+  rv_load(buf, t, 0, r);
+}
+__device__ inline void rv_put_i(int t, int64_t v, rv &r) {
+  unsigned long long buf[2];
+  st_i(buf, t, 0, v);
+  rv_load(buf, t, 0, r);
+}
+
+__device__ inline int64_t region_index(const rlx_cu_region &p, int k, int64_t e) {
+  int64_t cnt = p.in_count[k];
+  int64_t j = cnt == p.n ? e : e % cnt;
+  if (k == p.pro) {
+    int64_t W2 = 2 * p.pro_w, H2 = 2 * p.pro_h;
+    int64_t w2 = j % W2, h2 = (j / W2) % H2, lead = j / (W2 * H2);
+    j = (lead * p.pro_h + h2 / 2) * p.pro_w + w2 / 2;
+  }
+  return j;
+}
+
+__global__ void region_kernel(rlx_cu_region p, int *kerr) {
+  rv vals[RLX_CU_REGION_MAX_STEPS];
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < p.n; e += (int64_t)gridDim.x * blockDim.x) {
+    for (int s = 0; s < p.n_steps; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+      rv a[3];
+      int ta[3];
+      int used = st.kind == RLX_CHAIN_STEP_WHERE                                            ? 3
+                 : (st.kind == RLX_CHAIN_STEP_BINARY || st.kind == RLX_CHAIN_STEP_COMPARE) ? 2
+                                                                                           : 1;
+      for (int k = 0; k < used; k++) {
+        int src = st.src[k];
+        if (src >= RLX_CU_REGION_MAX_IN) {
+          a[k] = vals[src - RLX_CU_REGION_MAX_IN];
+          ta[k] = p.steps[src - RLX_CU_REGION_MAX_IN].dtype;
+        } else {
+          ta[k] = p.in_dtype[src];
+          rv_load(p.in[src], ta[k], region_index(p, src, e), a[k]);
+        }
+      }
+      int t = st.dtype;
+      rv r = {0, 0};
+      switch (st.kind) {
+      case RLX_CHAIN_STEP_ACTIVATION:
+        if (dt_is_int(t)) {
+          int64_t q;
+          if (act_int(st.sub, a[0].i, &q)) rv_put_i(t, q, r);
+          else rv_put_f(t, act_real(st.sub, (double)a[0].i), r);
+        } else {
+          rv_put_f(t, act_real(st.sub, a[0].f), r);
+        }
+        break;
+      case RLX_CHAIN_STEP_CAST:
+        if (dt_is_int(ta[0])) {
+          if (t == RLX_BOOL) r.i = a[0].i != 0;
+          else if (dt_is_int(t)) rv_put_i(t, wrap_int(a[0].i, t), r);
+          else rv_put_i(t, a[0].i, r);
+        } else {
+          rv_put_f(t, a[0].f, r);
+        }
+        break;
+      case RLX_CHAIN_STEP_BINARY:
+        if (dt_is_int(t)) {
+          if (st.sub == RLX_BINOP_ATAN2) rv_put_f(t, atan2((double)a[0].i, (double)a[1].i), r);
+          else rv_put_i(t, binary_int(st.sub, a[0].i, a[1].i, t, kerr), r);
+        } else {
+          rv_put_f(t, binary_float(st.sub, a[0].f, a[1].f), r);
+        }
+        break;
+      case RLX_CHAIN_STEP_COMPARE: {
+        int order;
+        bool unordered = false;
+        if (dt_is_int(ta[0])) {
+          order = (a[0].i > a[1].i) - (a[0].i < a[1].i);
+        } else {
+          unordered = a[0].f != a[0].f || a[1].f != a[1].f;
+          order = (a[0].f > a[1].f) - (a[0].f < a[1].f);
+        }
+        r.i = cmp_result(st.sub, order, unordered);
+        break;
+      }
+      default: { /* Where */
+        bool c = dt_is_int(ta[0]) ? a[0].i != 0 : a[0].f != 0;
+        r = c ? a[1] : a[2];
+        break;
+      }
+      }
+      vals[s] = r;
+    }
+    const rv &last = vals[p.n_steps - 1];
+    if (dt_is_int(p.out_dtype)) st_i(p.out, p.out_dtype, e, last.i);
+    else st_f(p.out, p.out_dtype, e, last.f);
+  }
+}
+
+/* All-f32 chains of arithmetic steps: float registers. Add / Sub / Mul / Div in float are the
+ * correctly rounded results the double path gives; other steps go through double once. */
+__device__ __noinline__ float region_f32_binary_slow(int sub, float x, float y) { return (float)binary_float(sub, x, y); }
+__device__ __noinline__ float region_f32_act_slow(int sub, float x) { return (float)act_real(sub, x); }
+__device__ inline float region_f32_step(int kind, int sub, float x, float y) {
+  if (kind == RLX_CHAIN_STEP_BINARY) {
+    switch (sub) {
+    case RLX_BINOP_ADD: return x + y;
+    case RLX_BINOP_SUB: return x - y;
+    case RLX_BINOP_MUL: return x * y;
+    case RLX_BINOP_DIV: return x / y;
+    default: return region_f32_binary_slow(sub, x, y);
+    }
+  }
+  switch (sub) {
+  case RLX_ACT_RELU: return x < 0 ? 0.0f : x;
+  case RLX_ACT_NEG: return -x;
+  case RLX_ACT_ABS: return fabsf(x);
+  default: return region_f32_act_slow(sub, x);
+  }
+}
+
+/* N steps known at compile time: the loops unroll, every value stays in a register (an
+ * operand reference selects among the earlier steps by compare, never by a dynamic index). Each
+ * thread handles 4 consecutive elements per iteration, dense operands read as float4. */
+template <int N>
+__global__ void region_f32_kernel(rlx_cu_region p) {
+  const int64_t groups = p.n / 4;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
+    float4 in4[RLX_CU_REGION_MAX_IN];
+#pragma unroll
+    for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
+      if (k >= p.n_in) break;
+      int64_t cnt = p.in_count[k];
+      const float *src = (const float *)p.in[k];
+      if (cnt == p.n) {
+        in4[k] = ((const float4 *)src)[g];
+      } else {
+        int64_t e = 4 * g;
+        in4[k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+      }
+    }
+    float4 res;
+#pragma unroll
+    for (int lane = 0; lane < 4; lane++) {
+      float vals[N];
+#pragma unroll
+      for (int s = 0; s < N; s++) {
+        const rlx_cu_region_step &st = p.steps[s];
+        float a[2] = {0, 0};
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+          int src = st.src[k];
+          float v = 0;
+#pragma unroll
+          for (int j = 0; j < s; j++)
+            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
+          if (src < RLX_CU_REGION_MAX_IN) {
+            const float4 &q = in4[src];
+            v = lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
+          }
+          a[k] = v;
+        }
+        vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
+      }
+      float r = vals[N - 1];
+      if (lane == 0) res.x = r;
+      else if (lane == 1) res.y = r;
+      else if (lane == 2) res.z = r;
+      else res.w = r;
+    }
+    ((float4 *)p.out)[g] = res;
+  }
+}
+
+/* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
+extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
+  if (p->n == 0) return RLX_OK;
+  const int threads = 256;
+  bool vec = p->fast_f32 && p->n_steps <= 8 && ((uintptr_t)p->out & 15) == 0;
+  for (int k = 0; vec && k < p->n_in; k++)
+    vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
+  if (vec) {
+    int64_t groups = p->n / 4, blocks = (groups + threads - 1) / threads;
+    if (blocks > 132 * 16) blocks = 132 * 16;
+    if (blocks < 1) blocks = 1;
+    switch (p->n_steps) {
+#define RLX_REGION_CASE(K)                                                                                             \
+  case K: region_f32_kernel<K><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
+      RLX_REGION_CASE(1)
+      RLX_REGION_CASE(2)
+      RLX_REGION_CASE(3)
+      RLX_REGION_CASE(4)
+      RLX_REGION_CASE(5)
+      RLX_REGION_CASE(6)
+      RLX_REGION_CASE(7)
+      RLX_REGION_CASE(8)
+#undef RLX_REGION_CASE
+    default: break;
+    }
+    rlx_status st = cu_launch_status("elementwise region kernel (f32)");
+    if (st != RLX_OK || p->n % 4 == 0) return st;
+    /* the last n % 4 elements through the general kernel */
+    rlx_cu_region tail = *p;
+    int64_t done = groups * 4;
+    tail.n = p->n - done;
+    for (int k = 0; k < p->n_in; k++)
+      if (p->in_count[k] == p->n) {
+        tail.in[k] = (const float *)p->in[k] + done;
+        tail.in_count[k] = tail.n;
+      } else if (done % p->in_count[k]) {
+        /* a tiled operand whose phase would shift: run everything in the general kernel */
+        tail = *p;
+        break;
+      }
+    if (tail.n != p->n) tail.out = (float *)p->out + done;
+    region_kernel<<<1, threads, 0, c->stream>>>(tail, c->kerr);
+    return cu_launch_status("elementwise region kernel");
+  }
+  int64_t blocks = (p->n + threads - 1) / threads;
+  if (blocks > 132 * 32) blocks = 132 * 32;
+  region_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(*p, c->kerr);
+  return cu_launch_status("elementwise region kernel");
 }

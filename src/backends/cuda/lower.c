@@ -4,198 +4,61 @@
  * fixed at compile time (every tensor lives in the executable's arena at the plan's offset;
  * views — Reshape, same-dtype Cast, leading-axis Narrow — alias their root and need no step).
  * The claim list is the table's non-empty rows. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cpu/ref/attention_util.h"
-#include "backends/cuda/lower.h"
+#include "backends/cuda/lower_internal.h"
+#include "core/elem.h"
 #include "infer_conv_util.h"
 #include "rlx/ops.h"
 
-typedef enum step_kind {
-  ST_EW,
-  ST_COPIES,
-  ST_GATHER,
-  ST_REDUCE,
-  ST_SOFTMAX,
-  ST_NORM,
-  ST_MATMUL,
-  ST_D2D,
-  ST_CONV,
-  ST_POOL,
-  ST_CUMSUM,
-  ST_SCATTER,
-  ST_GATHER_EL,
-  ST_ATTN,
-  ST_ROPE
-} step_kind;
-
-typedef struct cu_step {
-  step_kind kind;
-  rlx_id node;
-  rlx_cu_ew ew;
-  rlx_cu_copy *copies; /* ST_COPIES: n_copies pieces */
-  uint32_t n_copies;
-  const void *src;
-  void *dst;
-  const void *aux[2];
-  int dtype, op, rank, esz, rms;
-  int64_t dims[RLX_CU_MAX_RANK];
-  uint32_t mask;
-  int64_t a, b, c2, d; /* outer / len / inner / count, or M N K batches */
-  double eps;
-  size_t bytes;
-  int64_t *a_off, *b_off;       /* ST_MATMUL */
-  rlx_cu_conv_geom geom;        /* ST_CONV */
-  int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
-  rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
-  rlx_cu_attn at;               /* ST_ATTN */
-  rlx_cu_rope rope;             /* ST_ROPE */
-} cu_step;
-
-struct rlx_cu_prog {
-  rlx_cu_ctx *ctx;
-  const rlx_graph *g;
-  const rlx_plan *plan;
-  uint8_t *arena;
-  cu_step *steps;
-  uint32_t n_steps;
-};
-
-typedef struct lower_ctx {
-  rlx_cu_prog *p;
-  char why[256];
-} lower_ctx;
-
-typedef bool (*lower_fn)(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
-
-/* ---- helpers ---- */
-
-static void *addr(const rlx_cu_prog *p, rlx_id id) { return p->arena + p->plan->offset[id]; }
-static const rlx_shape *shape_of(const rlx_cu_prog *p, rlx_id id) { return &rlx_graph_node(p->g, id)->shape; }
-
-static int64_t numel(const rlx_shape *s) {
-  int64_t n = 1;
-  for (uint32_t k = 0; k < s->rank; k++) n *= s->dims[k];
-  return n;
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void dense_strides(const rlx_shape *s, int64_t *st) {
-  int64_t acc = 1;
-  for (int k = (int)s->rank - 1; k >= 0; k--) {
-    st[k] = acc;
-    acc *= s->dims[k];
+/* The profile by op kind, largest first, to stderr. */
+static void print_profile(const rlx_cu_prog *p) {
+  double total = 0;
+  for (int k = 0; k < RLX_OP_COUNT; k++) total += p->prof_s[k];
+  if (!p->prof_runs || total <= 0) return;
+  fprintf(stderr, "cuda profile: %u runs, %.3f ms per run (steps timed one by one)\n", p->prof_runs,
+          total * 1e3 / p->prof_runs);
+  bool done[RLX_OP_COUNT] = {false};
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < RLX_OP_COUNT; k++)
+      if (!done[k] && p->prof_n[k] && (best < 0 || p->prof_s[k] > p->prof_s[best])) best = k;
+    if (best < 0) break;
+    done[best] = true;
+    fprintf(stderr, "  %-28s %8.3f ms %5.1f%% (%u steps per run)\n", rlx_op_name((rlx_op)best),
+            p->prof_s[best] * 1e3 / p->prof_runs, 100 * p->prof_s[best] / total, p->prof_n[best] / p->prof_runs);
   }
-}
-
-/* Strides (elements) reading operand shape s at the indices of output shape o (right-aligned
- * broadcasting: a missing or size-1 axis gets stride 0). */
-static void bcast_strides(const rlx_shape *s, const rlx_shape *o, int64_t *st) {
-  int64_t ds[RLX_MAX_RANK];
-  dense_strides(s, ds);
-  int shift = (int)o->rank - (int)s->rank;
-  for (int k = 0; k < (int)o->rank; k++) {
-    int j = k - shift;
-    st[k] = (j < 0 || s->dims[j] == 1) ? 0 : ds[j];
+  /* the slowest single steps */
+  for (int shown = 0; shown < 12 && p->prof_step; shown++) {
+    int64_t best = -1;
+    for (uint32_t i = 0; i < p->n_steps; i++)
+      if (p->prof_step[i] >= 0 && (best < 0 || p->prof_step[i] > p->prof_step[best])) best = i;
+    if (best < 0) break;
+    const rlx_node *nd = rlx_graph_node(p->g, p->steps[best].node);
+    char sb[96];
+    rlx_shape_format(&nd->shape, sb, sizeof sb);
+    char ib[96] = "";
+    if (nd->n_inputs) rlx_shape_format(&rlx_graph_node(p->g, nd->inputs[0])->shape, ib, sizeof ib);
+    fprintf(stderr, "  step %%%u %-22s %8.3f ms  out %s  in0 %s\n", p->steps[best].node, rlx_op_name(nd->op),
+            p->prof_step[best] * 1e3 / p->prof_runs, sb, ib);
+    p->prof_step[best] = -1;
   }
-}
-
-static bool fail(lower_ctx *L, const char *fmt, const char *a) {
-  snprintf(L->why, sizeof L->why, fmt, a);
-  return false;
-}
-
-static bool is_complex(int t) { return t == RLX_C64 || t == RLX_C128; }
-
-/* ---- elementwise ---- */
-
-static bool ew_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int kind, int sub) {
-  rlx_cu_prog *p = L->p;
-  const rlx_shape *o = &n->shape;
-  if (o->rank > RLX_CU_MAX_RANK) return fail(L, "rank over %s", "8");
-  s->kind = ST_EW;
-  rlx_cu_ew *e = &s->ew;
-  e->kind = kind;
-  e->sub = sub;
-  e->rank = o->rank;
-  for (uint32_t k = 0; k < o->rank; k++) e->dims[k] = o->dims[k];
-  e->n = numel(o);
-  e->n_in = (int)n->n_inputs;
-  for (uint32_t i = 0; i < n->n_inputs; i++) {
-    const rlx_shape *si = shape_of(p, n->inputs[i]);
-    e->in[i] = addr(p, n->inputs[i]);
-    e->in_dtype[i] = si->dtype;
-    if (numel(si) == e->n && si->rank != o->rank)
-      dense_strides(o, e->stride[i]); /* same elements, other dims */
-    else
-      bcast_strides(si, o, e->stride[i]);
-  }
-  e->out = addr(p, id);
-  e->out_dtype = o->dtype;
-  return true;
-}
-
-static bool lower_Activation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  int t = n->shape.dtype, k = n->attrs.Activation.kind;
-  if (t == RLX_BOOL) return fail(L, "activations need a numeric dtype, got %s", "bool");
-  if (is_complex(t)) {
-    static const int ok[] = {RLX_ACT_NEG,   RLX_ACT_ABS, RLX_ACT_EXP, RLX_ACT_LOG, RLX_ACT_SQRT, RLX_ACT_RSQRT,
-                             RLX_ACT_RECIP, RLX_ACT_SIN, RLX_ACT_COS, RLX_ACT_TAN, RLX_ACT_TANH, RLX_ACT_SIGMOID};
-    bool found = false;
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) found |= ok[i] == k;
-    if (!found) return fail(L, "this activation is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
-  }
-  return ew_setup(L, id, n, s, RLX_CU_EW_ACT, k);
-}
-static bool lower_Cast(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  return ew_setup(L, id, n, s, RLX_CU_EW_CAST, 0);
-}
-static bool lower_StopGradient(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  return ew_setup(L, id, n, s, RLX_CU_EW_COPY, 0);
-}
-static bool lower_Binary(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  int t = n->shape.dtype, op = n->attrs.Binary.op;
-  bool bitwise = op == RLX_BINOP_BIT_AND || op == RLX_BINOP_BIT_OR || op == RLX_BINOP_BIT_XOR || op == RLX_BINOP_SHL ||
-                 op == RLX_BINOP_SHR;
-  if (is_complex(t) && op != RLX_BINOP_ADD && op != RLX_BINOP_SUB && op != RLX_BINOP_MUL && op != RLX_BINOP_DIV)
-    return fail(L, "only Add, Sub, Mul, Div are defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
-  if (bitwise && rlx_dtype_is_float((rlx_dtype)t))
-    return fail(L, "bitwise ops need integer (or bool) operands, got %s", rlx_dtype_name((rlx_dtype)t));
-  if (t == RLX_BOOL && (op == RLX_BINOP_SHL || op == RLX_BINOP_SHR)) return fail(L, "%s cannot be shifted", "bool");
-  return ew_setup(L, id, n, s, RLX_CU_EW_BINARY, op);
-}
-static bool lower_Compare(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  int t = shape_of(L->p, n->inputs[0])->dtype, op = n->attrs.Compare.op;
-  if (is_complex(t) && op != RLX_CMP_EQ && op != RLX_CMP_NE)
-    return fail(L, "only Eq and Ne are defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
-  return ew_setup(L, id, n, s, RLX_CU_EW_COMPARE, op);
-}
-static bool lower_Where(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  return ew_setup(L, id, n, s, RLX_CU_EW_WHERE, 0);
-}
-static bool lower_Fma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  return ew_setup(L, id, n, s, RLX_CU_EW_FMA, 0);
-}
-static bool lower_Clamp(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  double lo = n->attrs.Clamp.min, hi = n->attrs.Clamp.max;
-  if (lo != lo || hi != hi) return fail(L, "attributes min and max must not be %s", "NaN");
-  if (is_complex(n->shape.dtype))
-    return fail(L, "Clamp is not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
-  if (!ew_setup(L, id, n, s, RLX_CU_EW_CLAMP, 0)) return false;
-  s->ew.lo = lo;
-  s->ew.hi = hi;
-  return true;
+  free(p->prof_step);
 }
 
 /* ---- shape ops ---- */
-
-static rlx_cu_copy *copies(cu_step *s, uint32_t n) {
-  s->kind = ST_COPIES;
-  s->copies = calloc(n ? n : 1, sizeof *s->copies);
-  s->n_copies = n;
-  return s->copies;
-}
 
 static bool lower_Reshape(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   s->kind = ST_D2D; /* only reached when the plan did not alias it */
@@ -762,6 +625,41 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_GatherElements] = lower_GatherElements,
     [RLX_OP_Attention] = lower_Attention,
     [RLX_OP_Rope] = lower_Rope,
+    [RLX_OP_ReluBackward] = lower_ReluBackward,
+    [RLX_OP_ActivationBackward] = lower_ActivationBackward,
+    [RLX_OP_SoftmaxCrossEntropy] = lower_SoftmaxCrossEntropy,
+    [RLX_OP_SoftmaxCrossEntropyWithLogits] = lower_SoftmaxCrossEntropyWithLogits,
+    [RLX_OP_SoftmaxCrossEntropyBackward] = lower_SoftmaxCrossEntropyBackward,
+    [RLX_OP_LayerNormBackwardInput] = lower_LayerNormBackwardInput,
+    [RLX_OP_LayerNormBackwardGamma] = lower_LayerNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardInput] = lower_RmsNormBackwardInput,
+    [RLX_OP_RmsNormBackwardGamma] = lower_RmsNormBackwardGamma,
+    [RLX_OP_RmsNormBackwardBeta] = lower_RmsNormBackwardBeta,
+    [RLX_OP_MaxPool2dBackward] = lower_MaxPool2dBackward,
+    [RLX_OP_MaxPool3dBackward] = lower_MaxPool3dBackward,
+    [RLX_OP_Conv2dBackwardInput] = lower_Conv2dBackwardInput,
+    [RLX_OP_Conv3dBackwardInput] = lower_Conv3dBackwardInput,
+    [RLX_OP_Conv2dBackwardWeight] = lower_Conv2dBackwardWeight,
+    [RLX_OP_Conv3dBackwardWeight] = lower_Conv3dBackwardWeight,
+    [RLX_OP_ArgMax] = lower_ArgMax,
+    [RLX_OP_ArgMin] = lower_ArgMin,
+    [RLX_OP_CumProd] = lower_CumProd,
+    [RLX_OP_CumMax] = lower_CumMax,
+    [RLX_OP_Sort] = lower_Sort,
+    [RLX_OP_ArgSort] = lower_ArgSort,
+    [RLX_OP_TopK] = lower_TopK,
+    [RLX_OP_RngUniform] = lower_RngUniform,
+    [RLX_OP_RngNormal] = lower_RngNormal,
+    [RLX_OP_Trilu] = lower_Trilu,
+    [RLX_OP_Slice] = lower_Slice,
+    [RLX_OP_Pad] = lower_Pad,
+    [RLX_OP_Tile] = lower_Tile,
+    [RLX_OP_Roll] = lower_Roll,
+    [RLX_OP_CumsumBackward] = lower_CumsumBackward,
+    [RLX_OP_GatherBackward] = lower_GatherBackward,
+    [RLX_OP_Fft] = lower_Fft,
+    [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
+    [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -787,8 +685,11 @@ size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_siz
 
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
+  if (p->profile) print_profile(p);
   for (uint32_t i = 0; i < p->n_steps; i++) {
     if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
+    if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
+    free(p->steps[i].regions);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
     free(p->steps[i].b_off);
@@ -798,7 +699,8 @@ void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   free(p);
 }
 
-rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, rlx_cu_prog **out) {
+rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, uint64_t rng_seed,
+                              rlx_cu_prog **out) {
   *out = NULL;
   uint32_t n = rlx_graph_node_count(g);
   if (plan->n_nodes != n) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the plan does not match the graph");
@@ -807,6 +709,9 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   p->ctx = c;
   p->g = g;
   p->plan = plan;
+  p->rng_seed = rng_seed;
+  const char *prof = getenv("RLX_CUDA_PROFILE");
+  p->profile = prof && *prof && strcmp(prof, "0") != 0;
   p->steps = calloc(plan->n_schedule ? plan->n_schedule : 1, sizeof *p->steps);
   if (!p->steps) {
     free(p);
@@ -858,6 +763,8 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     free(s->a_off);
     free(s->b_off);
     if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
+    if (s->scratch) rlx_cu_free(c, s->scratch);
+    free(s->regions);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -880,9 +787,14 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
 
 rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
   rlx_cu_ctx *c = p->ctx;
+  if (p->profile) {
+    RLX_TRY(rlx_cu_sync(c));
+    p->prof_runs++;
+  }
   for (uint32_t i = 0; i < p->n_steps; i++) {
     const cu_step *s = &p->steps[i];
     rlx_status st = RLX_OK;
+    double t0 = p->profile ? wall_now() : 0;
     switch (s->kind) {
     case ST_EW: st = rlx_cu_elementwise(c, &s->ew); break;
     case ST_COPIES:
@@ -908,6 +820,44 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
     case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
     case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+    case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
+    case ST_SCE:
+      st = rlx_cu_sce(c, s->op, s->dtype, s->src, s->aux[0], s->aux_dtype, s->aux[1], s->a, s->b, s->dst);
+      break;
+    case ST_NORM_BW:
+      st = rlx_cu_norm_backward(c, s->op, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst,
+                                s->scratch);
+      break;
+    case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
+    case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+    case ST_ARGEXT: st = rlx_cu_argext(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->aux_dtype, s->dst); break;
+    case ST_CUM2: st = rlx_cu_cumulative(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+    case ST_SORT:
+      st = rlx_cu_sort(c, s->op, s->rms, s->dtype, s->src, s->a, s->b, s->c2, s->d, s->aux_dtype, s->dst, s->scratch);
+      break;
+    case ST_RNG: {
+      double b;
+      memcpy(&b, &s->dims[1], sizeof b);
+      st = rlx_cu_rng(c, s->op, s->dtype, s->key, s->eps, b, s->d, s->dst);
+      break;
+    }
+    case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+    case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
+    case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
+    case ST_GATHER_BW:
+      st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
+      break;
+    case ST_REGION:
+      for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
+      break;
+    }
+    if (st == RLX_OK && p->profile) {
+      st = rlx_cu_sync(c);
+      rlx_op op = rlx_graph_node(p->g, s->node)->op;
+      if (!p->prof_step) p->prof_step = calloc(p->n_steps ? p->n_steps : 1, sizeof *p->prof_step);
+      if (p->prof_step) p->prof_step[i] += wall_now() - t0;
+      p->prof_s[op] += wall_now() - t0;
+      p->prof_n[op]++;
     }
     if (st != RLX_OK) {
       const rlx_node *nd = rlx_graph_node(p->g, s->node);

@@ -15,7 +15,9 @@ const rlx_op *rlx_cu_claim_list(uint32_t *n);
 
 /* Allocates the arena, uploads constants and prepares one step per non-view node. Every node's
  * reason for failing is reported at once (node, op, dtype). */
-rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, rlx_cu_prog **out);
+/* rng_seed: the compile seed mixed into RngNormal / RngUniform keys (as the CPU does). */
+rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan *plan, uint64_t rng_seed,
+                              rlx_cu_prog **out);
 void rlx_cu_prog_destroy(rlx_cu_prog *p);
 /* The device address of node `id`'s tensor inside the arena. */
 void *rlx_cu_prog_addr(const rlx_cu_prog *p, rlx_id id);

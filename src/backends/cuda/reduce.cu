@@ -119,6 +119,81 @@ __device__ inline int64_t int_max_of(int t) {
   }
 }
 
+__device__ inline acc_t acc_init(const red_params &p) {
+  acc_t s;
+  s.a = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? -INFINITY : p.op == RLX_REDUCE_MIN ? INFINITY : 0;
+  s.b = 0;
+  if (dt_is_complex(p.t)) s.a = p.op == RLX_REDUCE_PROD ? 1 : 0;
+  s.i = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? int_min_of(p.t) : p.op == RLX_REDUCE_MIN ? int_max_of(p.t) : 0;
+  return s;
+}
+
+__device__ inline int64_t line_base(const red_params &p, int64_t o) {
+  int64_t base = 0, rem = o;
+  for (int d = p.n_kept - 1; d >= 0; d--) {
+    int64_t c = rem % p.kept_dims[d];
+    rem /= p.kept_dims[d];
+    base += c * p.kept_stride[d];
+  }
+  return base;
+}
+
+__device__ inline int64_t red_offset(const red_params &p, int64_t base, int64_t j) {
+  int64_t off = base, r2 = j;
+  for (int d = p.n_red - 1; d >= 0; d--) {
+    int64_t c = r2 % p.red_dims[d];
+    r2 /= p.red_dims[d];
+    off += c * p.red_stride[d];
+  }
+  return off;
+}
+
+__device__ inline void acc_store(const red_params &p, acc_t tot, int64_t o) {
+  bool mean = p.op == RLX_REDUCE_MEAN;
+  double n = (double)p.n_red_elems;
+  if (dt_is_complex(p.t)) {
+    if (mean) { tot.a /= n; tot.b /= n; }
+    st_c(p.out, p.t, o, tot.a, tot.b);
+  } else if (dt_is_int(p.t)) {
+    if (mean) tot.i = p.n_red_elems ? tot.i / p.n_red_elems : 0;
+    st_i(p.out, p.t, o, tot.i);
+  } else {
+    double v = tot.a;
+    if (p.op == RLX_REDUCE_SUM || mean) v = (isinf(tot.a) || tot.a != tot.a) ? tot.a : tot.a + tot.b;
+    if (mean) v /= n;
+    st_f(p.out, p.t, o, v);
+  }
+}
+
+/* Split reduction for few long lines: block (s, o) folds chunk s of line o into part[o * S + s];
+ * then one thread per line merges its S partials in order. */
+__global__ void reduce_split_kernel(red_params p, int64_t S, acc_t *part) {
+  __shared__ acc_t sh[RED_THREADS];
+  int64_t o = blockIdx.y, s = blockIdx.x, chunk = (p.n_red_elems + S - 1) / S;
+  int64_t base = line_base(p, o), lo = s * chunk, hi = lo + chunk < p.n_red_elems ? lo + chunk : p.n_red_elems;
+  acc_t a = acc_init(p);
+  const acc_t init = a;
+  for (int64_t j = lo + threadIdx.x; j < hi; j += blockDim.x) acc_fold(p, a, red_offset(p, base, j));
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if ((int)threadIdx.x < w) acc_merge(p, sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    acc_t tot = init;
+    acc_merge(p, tot, sh[0]);
+    part[o * S + s] = tot;
+  }
+}
+__global__ void reduce_merge_kernel(red_params p, int64_t S, const acc_t *part) {
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < p.n_out; o += (int64_t)gridDim.x * blockDim.x) {
+    acc_t tot = acc_init(p);
+    for (int64_t s = 0; s < S; s++) acc_merge(p, tot, part[o * S + s]);
+    acc_store(p, tot, o);
+  }
+}
+
 __global__ void reduce_kernel(red_params p) {
   __shared__ acc_t sh[RED_THREADS];
   for (int64_t o = blockIdx.x; o < p.n_out; o += gridDim.x) {
@@ -195,6 +270,29 @@ extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void
     }
   }
   if (p.n_out == 0) return RLX_OK;
+  if (p.n_out <= 1024 && p.n_red_elems >= ((int64_t)1 << 16)) {
+    int64_t S = p.n_red_elems / 8192;
+    if (S > 512) S = 512;
+    if (S * p.n_out > 132 * 8 && p.n_out > 1) S = (132 * 8 + p.n_out - 1) / p.n_out;
+    if (S < 2) S = 2;
+    size_t need = (size_t)(S * p.n_out) * sizeof(acc_t);
+    if (c->scratch_bytes < need) {
+      if (c->scratch) cudaFree(c->scratch);
+      c->scratch = NULL;
+      c->scratch_bytes = 0;
+      cudaError_t e = cudaMalloc(&c->scratch, need);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return rlx_errorf(RLX_ERR_OOM, "cuda: %zu bytes of reduction scratch: %s", need, cudaGetErrorString(e));
+      }
+      c->scratch_bytes = need;
+    }
+    reduce_split_kernel<<<dim3((unsigned)S, (unsigned)p.n_out), RED_THREADS, 0, c->stream>>>(p, S, (acc_t *)c->scratch);
+    rlx_status st = cu_launch_status("split reduce kernel");
+    if (st != RLX_OK) return st;
+    reduce_merge_kernel<<<cu_blocks(p.n_out, 128), 128, 0, c->stream>>>(p, S, (const acc_t *)c->scratch);
+    return cu_launch_status("reduce merge kernel");
+  }
   int64_t blocks = p.n_out < 65535 * 4 ? p.n_out : 65535 * 4;
   int threads = p.n_red_elems >= RED_THREADS ? RED_THREADS : 32;
   reduce_kernel<<<(unsigned)blocks, threads, 0, c->stream>>>(p);

@@ -77,6 +77,7 @@ extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
   if (!c) return;
   if (c->blas) cublasDestroy((cublasHandle_t)c->blas);
   if (c->kerr) cudaFree(c->kerr);
+  if (c->scratch) cudaFree(c->scratch);
   if (c->own_stream && c->stream) cudaStreamDestroy(c->stream);
   free(c);
 }

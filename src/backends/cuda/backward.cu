@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Backward kernels with the CPU reference's numerics (src/backends/cpu/ref/backward_*.c): the
+ * elementwise activation backward ops, the softmax cross-entropy losses and their backward, the
+ * LayerNorm / RmsNorm backward ops over the last axis, max-pool backward and the convolution
+ * weight gradient. Everything is computed in double and rounded once to the output dtype. */
+#include "backends/cuda/dev.cuh"
+#include "rlx/ops.h"
+
+#define BW_THREADS 256
+
+/* ---- activation backward ---- */
+__device__ inline double bw_sigmoid(double x) {
+  if (x >= 0) return 1 / (1 + exp(-x));
+  double e = exp(x);
+  return e / (1 + e);
+}
+__device__ inline double bw_softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+
+__device__ double act_derivative(int k, double x) {
+  const double inv_sqrt_2pi = 0.39894228040143267794, two_over_sqrt_pi = 1.12837916709551257390;
+  switch (k) {
+  case RLX_ACT_GELU: return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * inv_sqrt_2pi * exp(-0.5 * x * x);
+  case RLX_ACT_GELU_APPROX: {
+    const double c = 0.79788456080286535588, a = 0.044715;
+    double t = tanh(c * (x + a * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * a * x * x);
+  }
+  case RLX_ACT_SILU: {
+    double s = bw_sigmoid(x);
+    return s * (1.0 + x * (1.0 - s));
+  }
+  case RLX_ACT_SIGMOID: {
+    double s = bw_sigmoid(x);
+    return s * (1.0 - s);
+  }
+  case RLX_ACT_TANH: {
+    double t = tanh(x);
+    return 1.0 - t * t;
+  }
+  case RLX_ACT_EXP: return exp(x);
+  case RLX_ACT_LOG: return 1.0 / x;
+  case RLX_ACT_NEG: return -1.0;
+  case RLX_ACT_ABS: return x > 0 ? 1.0 : x < 0 ? -1.0 : x == 0 ? 0.0 : x;
+  case RLX_ACT_SIN: return cos(x);
+  case RLX_ACT_COS: return -sin(x);
+  case RLX_ACT_TAN: {
+    double t = tan(x);
+    return 1.0 + t * t;
+  }
+  case RLX_ACT_ATAN: return 1.0 / (1.0 + x * x);
+  case RLX_ACT_RECIP: return -1.0 / (x * x);
+  case RLX_ACT_ROUND: return 1.0;
+  case RLX_ACT_FLOOR:
+  case RLX_ACT_CEIL:
+  case RLX_ACT_SIGN: return 0.0;
+  case RLX_ACT_SOFTPLUS: return bw_sigmoid(x);
+  case RLX_ACT_ELU: return x > 0 ? 1.0 : exp(x);
+  case RLX_ACT_ERF: return two_over_sqrt_pi * exp(-x * x);
+  case RLX_ACT_HARD_SWISH: return x < -3.0 ? 0.0 : x <= 3.0 ? (2.0 * x + 3.0) / 6.0 : 1.0;
+  case RLX_ACT_HARD_SIGMOID: return x > -3.0 && x < 3.0 ? 1.0 / 6.0 : 0.0;
+  case RLX_ACT_MISH: {
+    double t = tanh(bw_softplus(x));
+    return t + x * (1.0 - t * t) * bw_sigmoid(x);
+  }
+  case RLX_ACT_SOFTSIGN: {
+    double d = 1.0 + fabs(x);
+    return 1.0 / (d * d);
+  }
+  case RLX_ACT_LOG_SIGMOID: return bw_sigmoid(-x);
+  default: return nan("");
+  }
+}
+
+__device__ inline double act_backward(int k, double x, double dy) {
+  switch (k) {
+  case RLX_ACT_RELU: return x > 0 ? dy : 0.0;
+  case RLX_ACT_SQRT: {
+    double s = sqrt(x);
+    return s <= 0 ? 0.0 : dy * 0.5 / s;
+  }
+  case RLX_ACT_RSQRT: {
+    double s = sqrt(x);
+    return s <= 0 ? 0.0 : dy * -0.5 / (x * s);
+  }
+  default: return dy * act_derivative(k, x);
+  }
+}
+
+__global__ void act_backward_kernel(int act, int t, const void *x, const void *dy, void *dx, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    if (act < 0 && dt_is_int(t)) {
+      st_i(dx, t, i, ld_i(x, t, i) > 0 ? ld_i(dy, t, i) : 0);
+    } else if (t == RLX_F32 && (act < 0 || act == RLX_ACT_RELU)) {
+      float xv = ((const float *)x)[i];
+      ((float *)dx)[i] = xv > 0 ? ((const float *)dy)[i] : 0.0f;
+    } else {
+      st_f(dx, t, i, act_backward(act < 0 ? RLX_ACT_RELU : act, ld_f(x, t, i), ld_f(dy, t, i)));
+    }
+  }
+}
+
+extern "C" rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy, void *dx,
+                                          int64_t n) {
+  if (n == 0) return RLX_OK;
+  act_backward_kernel<<<cu_blocks(n, BW_THREADS), BW_THREADS, 0, c->stream>>>(act, dtype, x, dy, dx, n);
+  return cu_launch_status("activation backward kernel");
+}
+
+/* ---- block reductions ---- */
+__device__ inline double block_sum(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = 0;
+  int nw = (blockDim.x + 31) >> 5;
+  for (int i = 0; i < nw; i++) r += sh[i];
+  return r;
+}
+__device__ inline double block_max(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) {
+    double u = __shfl_down_sync(0xffffffffu, v, o);
+    v = u > v ? u : v;
+  }
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = -INFINITY;
+  int nw = (blockDim.x + 31) >> 5;
+  for (int i = 0; i < nw; i++) r = sh[i] > r ? sh[i] : r;
+  return r;
+}
+
+/* label r as an index in [0, C): integers, or floats holding integers */
+__device__ inline bool read_label(const void *p, int t, int64_t r, int64_t C, int64_t *v) {
+  if (dt_is_int(t)) {
+    *v = ld_i(p, t, r);
+  } else {
+    double d = ld_f(p, t, r);
+    if (!(d == floor(d)) || fabs(d) >= 9.2e18) return false;
+    *v = (int64_t)d;
+  }
+  return *v >= 0 && *v < C;
+}
+
+/* One block per row: max (NaN noted), log-sum-exp, then the mode's result. */
+__global__ void sce_kernel(int mode, int t, const void *logits, const void *tgt, int lt, const void *dloss, int64_t N,
+                           int64_t C, void *out, int *kerr) {
+  __shared__ double sh[32];
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    int64_t base = r * C;
+    double m = -INFINITY, nan_seen = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      double v = ld_f(logits, t, base + c);
+      if (v != v) nan_seen = 1;
+      else if (v > m) m = v;
+    }
+    m = block_max(m, sh);
+    nan_seen = block_sum(nan_seen, sh);
+    double lse;
+    if (nan_seen > 0 || C == 0 || m == -INFINITY || m == INFINITY) {
+      lse = nan_seen > 0 ? nan("") : C == 0 ? -INFINITY : m;
+    } else {
+      double s = 0;
+      for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += exp(ld_f(logits, t, base + c) - m);
+      lse = m + log(block_sum(s, sh));
+    }
+    if (mode == 0) {
+      double dot = 0;
+      for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dot += ld_f(tgt, t, base + c) * ld_f(logits, t, base + c);
+      dot = block_sum(dot, sh);
+      if (threadIdx.x == 0) st_f(out, t, r, lse - dot);
+    } else {
+      int64_t label = 0;
+      bool ok = read_label(tgt, lt, r, C, &label);
+      if (!ok) {
+        if (threadIdx.x == 0) cu_raise(kerr, RLX_CU_KERR_INDEX);
+        label = -1;
+      }
+      if (mode == 1) {
+        if (threadIdx.x == 0) st_f(out, t, r, ok ? lse - ld_f(logits, t, base + label) : nan(""));
+      } else {
+        double g = ld_f(dloss, t, r);
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+          double p = exp(ld_f(logits, t, base + c) - lse);
+          st_f(out, t, base + c, (p - (c == label ? 1.0 : 0.0)) * g);
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_sce(rlx_cu_ctx *c, int mode, int dtype, const void *logits, const void *tgt, int lab_dtype,
+                                 const void *dloss, int64_t N, int64_t C, void *out) {
+  if (N == 0) return RLX_OK;
+  unsigned blocks = (unsigned)(N < 65535 * 4 ? N : 65535 * 4);
+  int threads = C >= 256 ? 256 : C > 32 ? 128 : 32;
+  sce_kernel<<<blocks, threads, 0, c->stream>>>(mode, dtype, logits, tgt, lab_dtype, dloss, N, C, out, c->kerr);
+  return cu_launch_status("softmax cross-entropy kernel");
+}
+
+/* ---- LayerNorm / RmsNorm backward (last axis) ---- */
+/* mean and r = 1/sqrt(var + eps) of a row (two-pass, biased variance; rms: mean 0). */
+__device__ inline void row_stats(int t, const void *x, int64_t base, int64_t C, double eps, int rms, double *sh,
+                                 double *mean, double *r) {
+  double m = 0;
+  if (!rms) {
+    double s = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += ld_f(x, t, base + c);
+    m = block_sum(s, sh) / (double)C;
+  }
+  double v = 0;
+  for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+    double d = ld_f(x, t, base + c) - m;
+    v += d * d;
+  }
+  v = block_sum(v, sh);
+  *mean = m;
+  *r = 1.0 / sqrt(v / (double)C + eps);
+}
+
+__global__ void norm_dx_kernel(int rms, int t, const void *x, const void *gamma, const void *dy, int64_t rows,
+                               int64_t C, double eps, void *out) {
+  __shared__ double sh[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    int64_t base = row * C;
+    double mean, r;
+    row_stats(t, x, base, C, eps, rms, sh, &mean, &r);
+    double ms = 0, msx = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      double s = ld_f(dy, t, base + c) * ld_f(gamma, t, c), xh = (ld_f(x, t, base + c) - mean) * r;
+      ms += s;
+      msx += s * xh;
+    }
+    ms = block_sum(ms, sh) / (double)C;
+    msx = block_sum(msx, sh) / (double)C;
+    if (rms) ms = 0;
+    for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+      double s = ld_f(dy, t, base + c) * ld_f(gamma, t, c), xh = (ld_f(x, t, base + c) - mean) * r;
+      st_f(out, t, base + c, r * (s - ms - xh * msx));
+    }
+    __syncthreads();
+  }
+}
+
+__global__ void norm_stats_kernel(int rms, int t, const void *x, int64_t rows, int64_t C, double eps, double *st) {
+  __shared__ double sh[32];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    double mean, r;
+    row_stats(t, x, row * C, C, eps, rms, sh, &mean, &r);
+    if (threadIdx.x == 0) {
+      st[2 * row] = mean;
+      st[2 * row + 1] = r;
+    }
+    __syncthreads();
+  }
+}
+
+/* one thread per column: sum over rows of dy * xh (want_xh) or dy */
+__global__ void norm_param_kernel(int want_xh, int t, const void *x, const void *dy, int64_t rows, int64_t C,
+                                  const double *st, void *out) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+    double acc = 0;
+    for (int64_t r = 0; r < rows; r++) {
+      double g = ld_f(dy, t, r * C + c);
+      acc += want_xh ? g * (ld_f(x, t, r * C + c) - st[2 * r]) * st[2 * r + 1] : g;
+    }
+    st_f(out, t, c, acc);
+  }
+}
+
+extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
+                                           const void *gamma, const void *dy, int64_t rows, int64_t C, double eps,
+                                           void *out, void *scratch) {
+  if (C == 0) return RLX_OK;
+  unsigned blocks = (unsigned)(rows < 65535 * 4 ? (rows ? rows : 1) : 65535 * 4);
+  int threads = C >= 256 ? 256 : C > 32 ? 128 : 32;
+  if (what == 0) {
+    if (rows == 0) return RLX_OK;
+    norm_dx_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, gamma, dy, rows, C, eps, out);
+    return cu_launch_status("norm backward kernel");
+  }
+  if (what == 1 && rows) {
+    norm_stats_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, rows, C, eps, (double *)scratch);
+    rlx_status s = cu_launch_status("norm statistics kernel");
+    if (s != RLX_OK) return s;
+  }
+  norm_param_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(what == 1, dtype, x, dy, rows, C,
+                                                               (const double *)scratch, out);
+  return cu_launch_status("norm parameter backward kernel");
+}
+
+/* ---- max-pool backward: one thread per input cell, gathering from the windows that hold it ---- */
+__device__ inline bool pool_beats(bool ints, int t, const void *x, int64_t a, int64_t b) {
+  if (ints) return ld_i(x, t, a) > ld_i(x, t, b);
+  double va = ld_f(x, t, a), vb = ld_f(x, t, b);
+  return vb == vb && (va != va || va > vb);
+}
+
+__global__ void maxpool_bw_kernel(int t, const void *x, const void *dy, void *dx, rlx_cu_pool3 g) {
+  int64_t Pin = g.in[0] * g.in[1] * g.in[2], P = g.out[0] * g.out[1] * g.out[2], total = g.NC * Pin;
+  bool ints = dt_is_int(t);
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t c = e / Pin, ip = e % Pin;
+    int64_t i3[3] = {ip / (g.in[1] * g.in[2]), (ip / g.in[2]) % g.in[1], ip % g.in[2]};
+    int64_t lo[3], hi[3];
+    for (int a = 0; a < 3; a++) {
+      /* windows o with o*s - pb <= i < o*s - pb + k */
+      int64_t num = i3[a] + g.pb[a] - g.k[a] + 1;
+      lo[a] = num <= 0 ? 0 : (num + g.s[a] - 1) / g.s[a];
+      hi[a] = (i3[a] + g.pb[a]) / g.s[a];
+      if (hi[a] >= g.out[a]) hi[a] = g.out[a] - 1;
+    }
+    double acc = 0;
+    int64_t iacc = 0;
+    for (int64_t od = lo[0]; od <= hi[0]; od++)
+      for (int64_t oh = lo[1]; oh <= hi[1]; oh++)
+        for (int64_t ow = lo[2]; ow <= hi[2]; ow++) {
+          int64_t best = -1;
+          for (int64_t kd = 0; kd < g.k[0]; kd++) {
+            int64_t id = od * g.s[0] - g.pb[0] + kd;
+            if (id < 0 || id >= g.in[0]) continue;
+            for (int64_t kh = 0; kh < g.k[1]; kh++) {
+              int64_t ih = oh * g.s[1] - g.pb[1] + kh;
+              if (ih < 0 || ih >= g.in[1]) continue;
+              for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                int64_t iw = ow * g.s[2] - g.pb[2] + kw;
+                if (iw < 0 || iw >= g.in[2]) continue;
+                int64_t o = (id * g.in[1] + ih) * g.in[2] + iw;
+                if (best < 0 || pool_beats(ints, t, x, c * Pin + o, c * Pin + best)) best = o;
+              }
+            }
+          }
+          if (best != ip) continue;
+          int64_t src = c * P + (od * g.out[1] + oh) * g.out[2] + ow;
+          if (ints) iacc = sat_add(iacc, ld_i(dy, t, src));
+          else acc += ld_f(dy, t, src);
+        }
+    if (ints) st_i(dx, t, e, iacc);
+    else st_f(dx, t, e, acc);
+  }
+}
+
+extern "C" rlx_status rlx_cu_maxpool_backward(rlx_cu_ctx *c, int dtype, const void *x, const void *dy, void *dx,
+                                              const rlx_cu_pool3 *g) {
+  int64_t total = g->NC * g->in[0] * g->in[1] * g->in[2];
+  if (total == 0) return RLX_OK;
+  maxpool_bw_kernel<<<cu_blocks(total, BW_THREADS), BW_THREADS, 0, c->stream>>>(dtype, x, dy, dx, *g);
+  return cu_launch_status("max-pool backward kernel");
+}
+
+/* ---- convolution weight gradient: one block per weight element, threads split N x out ---- */
+__global__ void conv_bw_weight_kernel(int t, const void *x, const void *dy, void *dw, rlx_cu_conv_geom g) {
+  __shared__ double sh[32];
+  int64_t cg = g.Cin / g.G, og = g.Cout / g.G, kv = g.k[0] * g.k[1] * g.k[2];
+  int64_t total = g.Cout * cg * kv, P = g.out[0] * g.out[1] * g.out[2], Pin = g.in[0] * g.in[1] * g.in[2];
+  for (int64_t e = blockIdx.x; e < total; e += gridDim.x) {
+    int64_t kk = e % kv, ci = (e / kv) % cg, co = e / (kv * cg);
+    int64_t k3[3] = {kk / (g.k[1] * g.k[2]), (kk / g.k[2]) % g.k[1], kk % g.k[2]};
+    int64_t cin = (co / og) * cg + ci;
+    double acc = 0;
+    for (int64_t q = threadIdx.x; q < g.N * P; q += blockDim.x) {
+      int64_t b = q / P, p = q % P;
+      int64_t o3[3] = {p / (g.out[1] * g.out[2]), (p / g.out[2]) % g.out[1], p % g.out[2]};
+      int64_t i3[3];
+      bool in = true;
+      for (int a = 0; a < 3; a++) {
+        i3[a] = o3[a] * g.s[a] + k3[a] * g.d[a] - g.pb[a];
+        in = in && i3[a] >= 0 && i3[a] < g.in[a];
+      }
+      if (!in) continue;
+      acc += ld_f(dy, t, (b * g.Cout + co) * P + p) *
+             ld_f(x, t, (b * g.Cin + cin) * Pin + (i3[0] * g.in[1] + i3[1]) * g.in[2] + i3[2]);
+    }
+    acc = block_sum(acc, sh);
+    if (threadIdx.x == 0) st_f(dw, t, e, acc);
+    __syncthreads();
+  }
+}
+
+extern "C" rlx_status rlx_cu_conv_backward_weight(rlx_cu_ctx *c, int dtype, const void *x, const void *dy, void *dw,
+                                                  const rlx_cu_conv_geom *g) {
+  int64_t total = g->Cout * (g->Cin / g->G) * g->k[0] * g->k[1] * g->k[2];
+  if (total == 0) return RLX_OK;
+  unsigned blocks = (unsigned)(total < 65535 * 16 ? total : 65535 * 16);
+  conv_bw_weight_kernel<<<blocks, BW_THREADS, 0, c->stream>>>(dtype, x, dy, dw, *g);
+  return cu_launch_status("convolution weight-gradient kernel");
+}
