@@ -6,6 +6,7 @@ result back to host memory. Prints the same line format as bench_mlx.
 
     python bench_mlx_peer.py gemm N [reps]
     python bench_mlx_peer.py block B S D H [reps]
+    python bench_mlx_peer.py cnnstep [reps]   (rlx train's CNN: one Adam step on a batch of 64)
 """
 import math
 import sys
@@ -74,11 +75,57 @@ def block(B, S, D, H, reps):
     report(f"block_B{B}_S{S}_D{D}_H{H}", med, best, flops)
 
 
+def cnnstep(reps):
+    """One training step of rlx train's CNN (conv3x3 16 + relu + maxpool2, conv3x3 32 + relu +
+    maxpool2, fc128 + relu, fc10; softmax cross-entropy, Adam lr 1e-3) on a batch of 64 Fashion-MNIST
+    sized images: batch in, forward + backward + update, the loss back to host memory. MLX's conv
+    is NHWC, so the batch is stored that way (rlx's graph transposes NCHW inside)."""
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    class Cnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+            self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+            self.fc1 = nn.Linear(32 * 7 * 7, 128)
+            self.fc2 = nn.Linear(128, 10)
+            self.pool = nn.MaxPool2d(2, 2)
+
+        def __call__(self, x):
+            x = self.pool(nn.relu(self.conv1(x)))
+            x = self.pool(nn.relu(self.conv2(x)))
+            return self.fc2(nn.relu(self.fc1(x.reshape(x.shape[0], -1))))
+
+    rng = np.random.default_rng(0)
+    xs = rng.random((64, 28, 28, 1), dtype=np.float32)
+    ys = rng.integers(0, 10, 64).astype(np.int32)
+    model = Cnn()
+    opt = optim.Adam(learning_rate=1e-3)
+    mx.eval(model.parameters())
+
+    def loss_fn(m, x, y):
+        return nn.losses.cross_entropy(m(x), y, reduction="mean")
+
+    step = nn.value_and_grad(model, loss_fn)
+
+    def run():
+        loss, grads = step(model, mx.array(xs), mx.array(ys))
+        opt.update(model, grads)
+        mx.eval(loss, model.parameters(), opt.state)
+        return float(loss.item())
+
+    med, best = timed(run, reps)
+    report("cnnstep_B64", med, best, 0)
+
+
 if __name__ == "__main__":
     mx.set_default_device(mx.cpu)
     if sys.argv[1] == "gemm":
         gemm(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 20)
     elif sys.argv[1] == "block":
         block(*(int(v) for v in sys.argv[2:6]), int(sys.argv[6]) if len(sys.argv) > 6 else 20)
+    elif sys.argv[1] == "cnnstep":
+        cnnstep(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
     else:
-        sys.exit("usage: bench_mlx_peer.py gemm N [reps] | block B S D H [reps]")
+        sys.exit("usage: bench_mlx_peer.py gemm N [reps] | block B S D H [reps] | cnnstep [reps]")

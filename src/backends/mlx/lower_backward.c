@@ -4,8 +4,8 @@
  *   EMA is a compile error naming the node (the document: "EMA returns a clear error"). The EMA
  *   scale is running state that the IR returns nowhere but the node's value, so the backend does
  *   not emulate it (the CPU backend computes it).
- * - Conv2dBackwardInput / Conv2dBackwardWeight: groups = 1 lowers through the shared
- *   decomposition onto conv_general; groups > 1 is a compile error naming the node (the
+ * - Conv2dBackwardInput / Conv2dBackwardWeight: groups = 1 lowers natively as MLX's vjp of
+ *   conv_general (lower_nn.c); groups > 1 is a compile error naming the node (the
  *   document: "currently groups=1 only; grouped conv backward will surface as a clear error"). */
 #include "backends/mlx/mlx_internal.h"
 
@@ -29,25 +29,22 @@ static rlx_status lower_FakeQuantize(mlx_lower_ctx *c, const rlx_node *n, rlxm_a
   return mlx_check(c, rlxm_astype(s, rlxm_binary(s, RLXM_MUL, q, sc), n->shape.dtype), out);
 }
 
-/* groups = 1: declined, so the node takes its shared decomposition (conv_general underneath). */
-static rlx_status conv_backward_groups(mlx_lower_ctx *c, const rlx_node *n, int64_t groups) {
+/* groups = 1: MLX's vjp of conv_general (lower_nn.c). */
+static rlx_status conv_backward_groups(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out,
+                                       int64_t groups) {
   if (groups != 1)
     return mlx_node_error(c,
                           "%s with groups = %lld: the MLX backend computes convolution backward for groups = 1 only "
                           "(a grouped convolution backward is not supported); compile the gradient graph for the cpu "
                           "backend, or split the grouped convolution into groups = 1 convolutions and Concat",
                           rlx_op_name(n->op), (long long)groups);
-  return mlx_decline(c, "groups = 1: lowered through its shared decomposition");
+  return mlx_lower_conv2d_backward(c, n, in, out);
 }
 static rlx_status lower_Conv2dBackwardInput(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
-  (void)in;
-  (void)out;
-  return conv_backward_groups(c, n, n->attrs.Conv2dBackwardInput.groups);
+  return conv_backward_groups(c, n, in, out, n->attrs.Conv2dBackwardInput.groups);
 }
 static rlx_status lower_Conv2dBackwardWeight(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
-  (void)in;
-  (void)out;
-  return conv_backward_groups(c, n, n->attrs.Conv2dBackwardWeight.groups);
+  return conv_backward_groups(c, n, in, out, n->attrs.Conv2dBackwardWeight.groups);
 }
 
 /* While: bounded unroll with an active mask (the shared decomposition: max_iterations times

@@ -202,6 +202,31 @@ static rlx_status conv_nd(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *x, rlxm
   return mlx_check(c, to_first(c, y, nd), out);
 }
 
+/* Conv2dBackwardInput [dy, w] -> dx and Conv2dBackwardWeight [x, dy] -> dw, groups = 1 (the
+ * caller rejects grouped ones): MLX's vjp of the forward conv_general, in channels-last layout. */
+rlx_status mlx_lower_conv2d_backward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
+  bool wrt_w = n->op == RLX_OP_Conv2dBackwardWeight;
+  const rlx_ilist *stride = wrt_w ? &n->attrs.Conv2dBackwardWeight.stride : &n->attrs.Conv2dBackwardInput.stride;
+  const rlx_ilist *padding = wrt_w ? &n->attrs.Conv2dBackwardWeight.padding : &n->attrs.Conv2dBackwardInput.padding;
+  const rlx_ilist *dilation = wrt_w ? &n->attrs.Conv2dBackwardWeight.dilation : &n->attrs.Conv2dBackwardInput.dilation;
+  if (!mlx_is_float((rlx_dtype)n->shape.dtype) || !rlx_shape_is_static(&n->shape) || n->shape.rank != 4)
+    return mlx_decline(c, "integer or symbolic convolution backward: lowered through its shared decomposition");
+  if (n->shape.dtype == RLX_F64) /* MLX convolves f32 / f16 / bf16 only */
+    return mlx_decline(c, "f64 convolution backward: lowered through its shared decomposition");
+  if (rlxm_rank(in[0]) != 4 || rlxm_rank(in[1]) != 4 || rlxm_dtype(in[0]) != rlxm_dtype(in[1]))
+    return mlx_decline(c, "operand ranks or dtypes: the CPU kernel checks them");
+  int64_t st[2], st2[2], pl[2], ph[2], dl[2], dl2[2];
+  if (!geom(stride, 2, 1, st, st2) || !geom(padding, 2, 0, pl, ph) || !geom(dilation, 2, 1, dl, dl2))
+    return mlx_decline(c, "geometry attributes: the CPU kernel checks them");
+  /* the shape of the operand being differentiated, channels last: [N, H, W, C] or [O, kH, kW, I] */
+  const rlx_dim *d = n->shape.dims;
+  int64_t shp[4] = {d[0], d[2], d[3], d[1]};
+  rlxm_arr *dy = to_last(c, wrt_w ? in[1] : in[0], 2);
+  rlxm_arr *g = wrt_w ? rlxm_conv_grad(c->s, to_last(c, in[0], 2), NULL, dy, true, 4, shp, 2, st, pl, ph, dl, 1)
+                      : rlxm_conv_grad(c->s, NULL, to_last(c, in[1], 2), dy, false, 4, shp, 2, st, pl, ph, dl, 1);
+  return mlx_check(c, to_first(c, g, 2), out);
+}
+
 static rlx_status lower_Conv(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out) {
   const rlx_attrs_Conv *a = &n->attrs.Conv;
   return conv_nd(c, n, in[0], in[1], &a->stride, &a->padding, &a->dilation, a->groups, out);

@@ -39,6 +39,8 @@ extern const mlx_lower_fn mlx_lower_linalg[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_shape[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_nn[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_backward[RLX_OP_COUNT];
+/* Conv2dBackwardInput / Weight with groups = 1 (lower_nn.c; lower_backward.c checks groups). */
+rlx_status mlx_lower_conv2d_backward(mlx_lower_ctx *c, const rlx_node *n, rlxm_arr *const *in, rlxm_arr **out);
 extern const mlx_lower_fn mlx_lower_random[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_signal[RLX_OP_COUNT];
 extern const mlx_lower_fn mlx_lower_scatter[RLX_OP_COUNT];

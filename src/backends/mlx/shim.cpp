@@ -469,6 +469,23 @@ rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const
                             ints(nd, idil), static_cast<int>(groups), flip);
   });
 }
+rlxm_arr *rlxm_conv_grad(rlxm_scope *s, rlxm_arr *x, rlxm_arr *w, rlxm_arr *dy, bool wrt_weight, uint32_t rank,
+                         const int64_t *in_shape, uint32_t nd, const int64_t *stride, const int64_t *pad_lo,
+                         const int64_t *pad_hi, const int64_t *kdil, int64_t groups) {
+  if (!dy || (wrt_weight ? !x : !w)) return nullptr;
+  return guard(s, [&] {
+    /* the other operand only gives the shape: zeros, never evaluated (the vjp does not read it) */
+    mx::array other = mx::zeros(shape_of(rank, in_shape), dy->a.dtype());
+    mx::array xa = wrt_weight ? x->a : other, wa = wrt_weight ? other : w->a;
+    std::vector<int> one(nd, 1);
+    auto f = [&](const std::vector<mx::array> &p) {
+      return std::vector<mx::array>{mx::conv_general(p[0], p[1], ints(nd, stride), ints(nd, pad_lo), ints(nd, pad_hi),
+                                                     ints(nd, kdil), one, static_cast<int>(groups), false)};
+    };
+    auto [outs, grads] = mx::vjp(f, {xa, wa}, {dy->a});
+    return grads[wrt_weight ? 1 : 0];
+  });
+}
 rlxm_arr *rlxm_sdpa(rlxm_scope *s, rlxm_arr *q, rlxm_arr *k, rlxm_arr *v, float scale, bool causal, rlxm_arr *mask) {
   if (!q || !k || !v) return nullptr;
   return guard(s, [&] {

@@ -155,6 +155,13 @@ rlxm_arr *rlxm_matmul(rlxm_scope *s, rlxm_arr *a, rlxm_arr *b);
 /* Channels-last input [N, spatial..., C], weight [O, spatial..., C/groups]. */
 rlxm_arr *rlxm_conv(rlxm_scope *s, rlxm_arr *in, rlxm_arr *w, uint32_t nd, const int64_t *stride, const int64_t *pad_lo,
                     const int64_t *pad_hi, const int64_t *kdil, const int64_t *idil, int64_t groups, bool flip);
+/* The gradient of conv_general (channels last, as rlxm_conv, no input dilation or flip) with
+ * respect to its input (wrt_weight false: w given, in_shape the input's dims) or its weight
+ * (wrt_weight true: x given, in_shape the weight's dims), for the cotangent dy: MLX's own
+ * vjp of the convolution. */
+rlxm_arr *rlxm_conv_grad(rlxm_scope *s, rlxm_arr *x, rlxm_arr *w, rlxm_arr *dy, bool wrt_weight, uint32_t rank,
+                         const int64_t *in_shape, uint32_t nd, const int64_t *stride, const int64_t *pad_lo,
+                         const int64_t *pad_hi, const int64_t *kdil, int64_t groups);
 /* q [B, H, Lq, D], k/v [B, Hkv, Lk, D]; mask: NULL, or additive / boolean, broadcastable. */
 rlxm_arr *rlxm_sdpa(rlxm_scope *s, rlxm_arr *q, rlxm_arr *k, rlxm_arr *v, float scale, bool causal, rlxm_arr *mask);
 rlxm_arr *rlxm_layer_norm(rlxm_scope *s, rlxm_arr *x, rlxm_arr *w, rlxm_arr *b, float eps);
