@@ -41,8 +41,12 @@ done
 train() { "$BUILD/rlx" train --backend "$1" --epochs 1 --limit-train 6400 --limit-test 2000 --json --out "$(mktemp -d)" 2>/dev/null | tail -1; }
 tcpu=$(train cpu)
 tmlx=$(train mlx)
+# The FMNIST CNN training step written against MLX's Python API (bench_mlx_peer.py cnnstep), with
+# the same BLAS, right after our run: ms per step of 64 images.
+tpeer=""
+[ -n "$OPENBLAS" ] && tpeer=$(LD_PRELOAD=$OPENBLAS "$VENV/bin/python" bench/bench_mlx_peer.py cnnstep 30)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$OUT" "$load_before" "$load_after" "$tcpu" "$tmlx" "$(git rev-parse --short HEAD)" "$ROUNDS" <<'PY' >"$OUT.md"
+python3 - "$OUT" "$load_before" "$load_after" "$tcpu" "$tmlx" "$(git rev-parse --short HEAD)" "$ROUNDS" "$tpeer" <<'PY' >"$OUT.md"
 import collections, json, sys, datetime
 rows = collections.OrderedDict()
 best = collections.OrderedDict()
@@ -70,6 +74,13 @@ c, m = json.loads(sys.argv[4]), json.loads(sys.argv[5])
 print(f"\n`rlx train` (CNN, batch 64, 6400 images, 1 epoch): cpu {c['train_images_per_second']:.0f} images/s, test accuracy "
       f"{c['test_accuracy']:.4f}; mlx {m['train_images_per_second']:.0f} images/s, test accuracy {m['test_accuracy']:.4f} "
       f"(2000 test images).")
+if sys.argv[8]:
+    f = sys.argv[8].split()
+    ours = 64e3 / m["train_images_per_second"]
+    print(f"\nFMNIST CNN training step (batch 64, Adam): rlx on mlx {ours:.1f} ms per step (from the run above: "
+          f"batch gather, upload, forward, backward, update, loss read back); MLX's Python API "
+          f"(`bench_mlx_peer.py cnnstep`, OpenBLAS) {float(f[3]):.1f} ms median, {float(f[5]):.1f} ms best: "
+          f"ratio {ours / float(f[3]):.2f} of the median.")
 PY
 cat "$OUT.md"
 python3 - "$OUT.md" docs/benchmarks.md <<'PY'
