@@ -48,7 +48,7 @@ log "test_cuda_backend"
 tail -5 "$OUTDIR/cuda_backend.log"
 "$BIN/test_conformance" --list > "$OUTDIR/cases.txt" 2>&1
 log "test_conformance -v"
-"$BIN/test_conformance" -v > "$OUTDIR/conformance.log" 2>&1 || rc=1
+"$BIN/test_conformance" -v > "$OUTDIR/conformance.log" 2> "$OUTDIR/conformance.err" || rc=1 # stderr apart: its FAIL lines must not split the per-case lines parsed below
 tail -3 "$OUTDIR/conformance.log"
 log "test_gradcheck"
 timeout 300 "$BIN/test_gradcheck" > "$OUTDIR/gradcheck.log" 2>&1 || rc=1
