@@ -124,6 +124,13 @@ else
   done
 fi
 
+# The GPU half of the suite (conformance, gradient checks and training on the CUDA backend) needs
+# an NVIDIA GPU: scripts/gpu-test.sh runs it there; here the CUDA code is only built and its
+# no-device behaviour tested.
+if ! nvidia-smi >/dev/null 2>&1; then
+  results+=("NOT RUN  GPU tests (scripts/gpu-test.sh: no NVIDIA GPU here; the last GPU run is in docs/cuda.md)")
+fi
+
 echo
 echo "=== summary"
 printf '  %s\n' "${results[@]}"
