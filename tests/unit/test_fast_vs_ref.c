@@ -338,6 +338,44 @@ typedef struct conv_geo {
   rlx_ilist stride, padding, dilation;
 } conv_geo;
 
+/* The fused Conv + bias (+ Relu) epilogue against the plain fast Conv followed by the bias add and
+ * Relu written here: bit for bit, for z and r, r only and z only, at 1, 2 and 3 threads (also in
+ * deterministic mode), and every element written. */
+static void conv_epilogue_case(const char *what, tcase *c) {
+  const rlx_node *n = c->node;
+  size_t count = numel(&n->shape), C = (size_t)n->shape.dims[1], P = count / (size_t)n->shape.dims[0] / C;
+  rlx_shape bs = SHP(F32, (rlx_dim)C, 1, 1);
+  if (!rlx_fast_conv_epilogue_applies(n, c->in, c->n_in, &bs)) {
+    CHECK_MSG(false, "%s: the conv epilogue does not apply", what);
+    return;
+  }
+  float *base = malloc(count * sizeof *base), *ez = malloc(count * sizeof *ez), *er = malloc(count * sizeof *er);
+  float *z = malloc(count * sizeof *z), *r = malloc(count * sizeof *r), *bias = malloc(C * sizeof *bias);
+  rlx_tensor out = {base, n->shape};
+  rlx_cpu_ctx ctx1 = {.threads = 1};
+  rlx_status st = rlx_cpu_fast_table[n->op].kernel(n, c->in, c->n_in, &out, &ctx1);
+  CHECK_MSG(st == RLX_OK, "%s: fast Conv failed: %s", what, rlx_last_error());
+  for (size_t k = 0; k < C; k++) bias[k] = (float)(2 * urand() - 1);
+  for (size_t i = 0; i < count && st == RLX_OK; i++) {
+    ez[i] = base[i] + bias[i / P % C];
+    er[i] = ez[i] < 0 ? 0.0f : ez[i];
+  }
+  for (int det = 0; det < 2 && st == RLX_OK; det++)
+    for (int t = 1; t <= 3; t++)
+      for (int mode = 0; mode < 3; mode++) { /* z and r, r only, z only */
+        memset(z, 0xA5, count * sizeof *z);
+        memset(r, 0xA5, count * sizeof *r);
+        rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = det == 1};
+        float *zz = mode == 1 ? NULL : z, *rr = mode == 2 ? NULL : r;
+        rlx_status fs = rlx_fast_conv_epilogue(n, c->in, c->n_in, bias, zz, rr, &ctx);
+        CHECK_MSG(fs == RLX_OK, "%s: epilogue failed: %s", what, rlx_last_error());
+        bool okz = !zz || memcmp(z, ez, count * sizeof *z) == 0, okr = !rr || memcmp(r, er, count * sizeof *r) == 0;
+        CHECK_MSG(okz && okr, "%s (epilogue mode %d, threads %d%s): %s differs from conv + bias%s", what, mode, t,
+                  det ? ", deterministic" : "", okz ? "r" : "z", okz ? " + relu" : "");
+      }
+  free(base), free(ez), free(er), free(z), free(r), free(bias);
+}
+
 /* Runs the forward conv and both backward ops for one geometry. */
 static void conv_family(const char *name, conv_geo g) {
   char what[200];
@@ -351,6 +389,7 @@ static void conv_family(const char *name, conv_geo g) {
   if (!c.node) return;
   rlx_shape ys = c.node->shape;
   run_case(what, &c, F32_RTOL, 1e-5);
+  conv_epilogue_case(what, &c);
   case_free(&c);
 
   targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
@@ -405,6 +444,17 @@ static void test_conv(void) {
   /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 64 per block, else
      blocks of output channels), the direct kernel's tiles split; depthwise planes */
   conv_family("batch 1 direct", (conv_geo){1, 8, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  /* the AVX-512 tiles' edges: 8-channel blocks (9, 17, 7 channels), 48-position tiles whose last
+     one is 1 or 2 vectors wide (wide grids of 56 and 72 positions), rows longer than a vector,
+     image counts that are not a multiple of the backward-weight's 4-image passes */
+  conv_family("tail tile of 1 vector, 9 channels", (conv_geo){5, 2, 7, 6, 9, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("tail tile of 2 vectors, 17 channels", (conv_geo){7, 3, 9, 6, 17, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("rows over a vector, 7 channels", (conv_geo){3, 2, 6, 37, 7, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("11 images, 24 channels, 5x3 kernel", (conv_geo){11, 5, 13, 17, 24, 5, 3, 1, NOLIST, IL(2, 1), NOLIST});
+  conv_family("dilation 2, 20 channels", (conv_geo){6, 4, 12, 13, 20, 3, 3, 1, NOLIST, IL(2, 2), IL(2, 2)});
+  conv_family("asymmetric padding, 10 channels", (conv_geo){3, 3, 9, 11, 10, 3, 3, 1, NOLIST, IL(0, 2, 1, 0), NOLIST});
+  conv_family("groups 2, 9 channels each", (conv_geo){4, 6, 8, 10, 18, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1, 17 channels, tiles split", (conv_geo){1, 4, 21, 19, 17, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 stride 2, channel blocks", (conv_geo){1, 6, 14, 13, 70, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 1x1, column blocks", (conv_geo){1, 7, 23, 25, 10, 1, 1, 1, NOLIST, NOLIST, NOLIST});

@@ -284,10 +284,15 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
   const float *src = j->x ? j->x : j->dy;
   for (size_t b = lo; b < hi; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
-      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
-      fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp, b > lo || gr > 0);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       const float *bias = j->bias ? j->bias + gr * d->O : NULL;
+      if (fk_dconv_fused_out(d)) { /* no wide buffer: the tiles write y (and r) themselves */
+        float *y = j->relu_in_y ? NULL : j->y + at, *r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+        fk_dconv_forward_out(d, xp, j->wpk + gr * per_group, j->off, bias, y, r, 0, fk_dconv_tile_count(d));
+        continue;
+      }
+      fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
       if (j->relu_in_y)
         fk_dconv_compact(d, yw, bias, NULL, j->y + at);
       else
@@ -307,7 +312,10 @@ typedef struct dintra_job {
 static void dintra_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const dintra_job *t = arg;
-  fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
+  if (fk_dconv_fused_out(&t->j->d))
+    fk_dconv_forward_out(&t->j->d, t->xp, t->wpk, t->j->off, t->bias, t->y, t->r, lo, hi);
+  else
+    fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
 }
 
 static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -329,14 +337,14 @@ static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
   const float *src = j->x ? j->x : j->dy;
   for (size_t b = 0; b < g->N; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
-      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp, b > 0 || gr > 0);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
-      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
       t.bias = j->bias ? j->bias + gr * d->O : NULL;
       t.y = j->relu_in_y ? NULL : j->y + at;
       t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
-      fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
+      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
+      if (!fk_dconv_fused_out(d)) fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
     }
 }
 
@@ -758,24 +766,30 @@ static void bwd_weight_task(void *arg, size_t lo, size_t hi, int chunk) {
 }
 
 /* Direct backward-weight: part p accumulates lane sums for every group into its own buffer; the
- * padded input and wide dy buffers belong to the chunk. */
+ * chunk owns FK_DCONV_DW_IMAGES slots of padded input + wide dy, so that the kernel sums several
+ * images (in order) per pass over its accumulators. */
 static void direct_dw_task(void *arg, size_t lo, size_t hi, int chunk) {
   const conv_job *j = arg;
   const fgeo *g = &j->g;
   const fk_dconv *d = &j->d;
-  size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G;
+  size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G, slot = j->per_chunk / FK_DCONV_DW_IMAGES;
+  size_t xpf = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float), ready = 0; /* slots padded once */
   float *xp = j->scratch + fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float) + (size_t)chunk * j->per_chunk;
-  float *dyw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
   for (size_t part = lo; part < hi; part++) {
     float *acc = j->parts + part * j->part_floats;
     memset(acc, 0, g->G * accf * sizeof *acc);
     size_t b0, b1;
     part_images(j, part, &b0, &b1);
-    for (size_t b = b0; b < b1; b++)
-      for (size_t gr = 0; gr < g->G; gr++) {
-        fk_dconv_pad(d, j->x + (b * g->G + gr) * d->C * d->H * d->W, xp);
-        fk_dconv_wide_dy(d, j->dy + (b * g->Cout + gr * og) * d->Ho * d->Wo, dyw);
-        fk_dconv_dw(d, xp, dyw, j->off, acc + gr * accf);
+    for (size_t gr = 0; gr < g->G; gr++)
+      for (size_t b = b0; b < b1; b += FK_DCONV_DW_IMAGES) {
+        size_t n = b1 - b < FK_DCONV_DW_IMAGES ? b1 - b : FK_DCONV_DW_IMAGES;
+        for (size_t k = 0; k < n; k++) {
+          float *xk = xp + k * slot;
+          fk_dconv_pad(d, j->x + ((b + k) * g->G + gr) * d->C * d->H * d->W, xk, k < ready);
+          fk_dconv_wide_dy(d, j->dy + ((b + k) * g->Cout + gr * og) * d->Ho * d->Wo, xk + xpf, k < ready);
+        }
+        if (n > ready) ready = n;
+        fk_dconv_dw(d, xp, xp + xpf, slot, n, j->off, acc + gr * accf);
       }
   }
 }
@@ -786,8 +800,9 @@ static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
   j->n_parts = fk_parts(ctx, g->N);
   int chunks = fk_chunks(ctx, (size_t)j->n_parts, 1);
   size_t accf = fk_dconv_acc_floats(d), shared = fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float);
-  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) +
-                 fk_align64(d->Op * d->Q8 * sizeof(float)) / sizeof(float);
+  j->per_chunk = (fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) +
+                  fk_align64(d->Op * d->Qv * sizeof(float)) / sizeof(float)) *
+                 FK_DCONV_DW_IMAGES;
   j->part_floats = fk_align64(g->G * accf * sizeof(float)) / sizeof(float);
   size_t total = shared + j->per_chunk * (size_t)chunks + j->part_floats * (size_t)j->n_parts;
   j->scratch = fk_scratch(ctx, total * sizeof(float));

@@ -96,9 +96,15 @@ void fk_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, const float *A, si
 typedef struct fk_dconv {
   size_t C, O, H, W, kh, kw, dh, dw, pt, pl;
   size_t Hp, Wp, Ho, Wo, R, Rp, Op;
-  size_t Q, Qpad, Q8; /* wide grid Ho*Wp; rounded up to the forward tile / to 8 */
+  size_t Q, Qpad, Qv; /* wide grid Ho*Wp; the forward buffer's row length; rounded up to a vector */
   size_t xp_floats;   /* padded input buffer (with read slack) */
+  /* the kernel set, chosen by fk_dconv_init from the active path: AVX-512 (16 lanes, tiles of
+     FK_DCONV512_MR channels x FK_DCONV512_NQ positions) or AVX2 (8 lanes, 4 x 24) */
+  bool avx512;
+  size_t mr, lanes, nq; /* channels per tile (Op is a multiple), lanes per vector, positions per tile */
 } fk_dconv;
+#define FK_DCONV512_MR 8
+#define FK_DCONV512_NQ 48
 void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t kh, size_t kw, size_t dh, size_t dw,
                    size_t pt, size_t pl, size_t pb, size_t pr);
 /* The instruction-set path of the fast kernels: the best the CPU runs, or the one the environment
@@ -122,7 +128,9 @@ void fk_dconv_offsets(const fk_dconv *d, int32_t *off);
 /* Packs w [O][C][kh][kw] (flipped: w [C][O][kh][kw] read with reversed taps, the backward-input
  * convolution) into 4-channel blocks [Op/4][R][4]. */
 void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float *wpk);
-void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp); /* x [C][H][W] */
+/* x [C][H][W]; again: xp already holds an image padded with this geometry (only the interior is
+ * rewritten, the zero border stays) */
+void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp, bool again);
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
                       float *yw); /* yw [Op][Qpad] */
 /* The same for the wide-grid tiles [t0, t1) of fk_dconv_tile_count(d) (each tile's results do not
@@ -133,10 +141,31 @@ void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk
 /* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
  * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
-void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw); /* dyw [Op][Q8] */
-void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off,
-                 float *acc); /* acc [acc_floats] += lane partial sums */
+/* dyw [Op][Qv]; again as for fk_dconv_pad */
+void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again);
+/* The forward tiles [t0, t1) written straight to y / r [O][Ho][Wo] with fk_dconv_compact's
+ * epilogue (same values), without the wide buffer: only where fk_dconv_fused_out(d). */
+bool fk_dconv_fused_out(const fk_dconv *d);
+void fk_dconv_forward_out(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, const float *bias,
+                          float *y, float *r, size_t t0, size_t t1);
+/* acc [acc_floats] += lane partial sums of n images, image k at xp + k*stride and dyw + k*stride
+ * (summed in image order per lane, so any n gives the same bits) */
+void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                 float *acc);
+#define FK_DCONV_DW_IMAGES 4 /* images per fk_dconv_dw call of conv.c */
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw); /* [O][R] */
+/* The AVX-512 kernels behind fk_dconv_forward_tiles and fk_dconv_dw (conv_direct_avx512.c; called
+ * only when d->avx512). */
+void fk_dconv512_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                               size_t t0, size_t t1);
+void fk_dconv512_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                    float *acc);
+/* fk_dconv_pad, fk_dconv_wide_dy, fk_dconv_compact with 16-lane row copies (same results) */
+void fk_dconv512_pad(const fk_dconv *d, const float *x, float *xp, bool again);
+void fk_dconv512_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again);
+void fk_dconv512_forward_out(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
+                             const float *bias, float *y, float *r, size_t t0, size_t t1);
+void fk_dconv512_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 
