@@ -505,7 +505,69 @@ static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s
     }
 }
 
+/* The fused MaxPool2dBackward + ReluBackward (+ bias gradient) against its parts: the fast
+ * MaxPool2dBackward kernel (checked against the reference above), the Relu mask applied here and
+ * the fast Reduce kernel on that result, bit for bit, with the mask from z and from x = relu(z),
+ * at 1, 2 and 3 threads. Plane counts that are not a multiple of 4 and rows of more than 16
+ * windows reach the AVX-512 path's edges. */
+static void maxpool_relu_bwd_case(const char *name, rlx_shape xs, fill_kind f) {
+  char what[200];
+  tcase c, rc;
+  targ a[1] = {{xs, f}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
+  CHECK(build(&c, RLX_OP_Pool, &pa, NULL, 1, a, 0));
+  if (!c.node) return;
+  rlx_shape ys = c.node->shape;
+  case_free(&c);
+  size_t count = numel(&xs);
+  /* z with ties, NaN and -0 as f asks; x = relu(z) (the pooled tensor the mask is read from) */
+  targ b[2] = {{xs, f}, {ys, FILL_UNIFORM}};
+  rlx_attrs_MaxPool2dBackward ba = {.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
+  CHECK(build(&c, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, b, 0));
+  if (!c.node) return;
+  float *z = malloc(count * sizeof *z), *x = c.in[0].data;
+  memcpy(z, x, count * sizeof *z);
+  for (size_t i = 0; i < count; i++) x[i] = z[i] < 0 ? 0.0f : z[i];
+  targ r[1] = {{xs, FILL_UNIFORM}};
+  rlx_attrs_Reduce ra = {.op = RLX_REDUCE_SUM, .axes = IL(0, 2, 3), .keep_dim = true};
+  CHECK(build(&rc, RLX_OP_Reduce, &ra, NULL, 1, r, 0));
+  CHECK(rlx_fast_maxpool_relu_bwd_applies(c.node, c.in, 2, &xs));
+  CHECK(rc.node && rlx_fast_reduce_planes_applies(rc.node, rc.in));
+  size_t C = (size_t)xs.dims[1];
+  float *ex = malloc(count * sizeof *ex), *eb = malloc(C * sizeof *eb), *dx = malloc(count * sizeof *dx);
+  float *bg = malloc(C * sizeof *bg);
+  rlx_cpu_ctx ctx1 = {.threads = 1};
+  rlx_tensor o = {ex, xs};
+  CHECK(rlx_cpu_fast_table[RLX_OP_MaxPool2dBackward].kernel(c.node, c.in, 2, &o, &ctx1) == RLX_OK);
+  for (size_t i = 0; i < count; i++) ex[i] = z[i] > 0 ? ex[i] : 0.0f; /* ReluBackward(z, .) */
+  memcpy(rc.in[0].data, ex, count * sizeof *ex);
+  rlx_tensor ob = {eb, rc.node->shape};
+  CHECK(rlx_cpu_fast_table[RLX_OP_Reduce].kernel(rc.node, rc.in, 1, &ob, &ctx1) == RLX_OK);
+  for (int t = 1; t <= 3; t++)
+    for (int from_x = 0; from_x < 2; from_x++) {
+      memset(dx, 0xA5, count * sizeof *dx);
+      memset(bg, 0xA5, C * sizeof *bg);
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = true};
+      rlx_status st = rlx_fast_maxpool_relu_bwd(c.node, c.in, from_x ? NULL : z, dx, rc.node, bg, &ctx);
+      snprintf(what, sizeof what,
+               "MaxPool2dBackward + ReluBackward + bias gradient %s fill %d (mask from %s, threads %d)", name, (int)f,
+               from_x ? "x" : "z", t);
+      CHECK_MSG(st == RLX_OK, "%s: failed: %s", what, rlx_last_error());
+      CHECK_MSG(memcmp(dx, ex, count * sizeof *dx) == 0, "%s: dx differs from the unfused kernels", what);
+      CHECK_MSG(memcmp(bg, eb, C * sizeof *bg) == 0, "%s: the bias gradient differs from the Reduce kernel", what);
+    }
+  free(z), free(ex), free(eb), free(dx), free(bg);
+  case_free(&c);
+  case_free(&rc);
+}
+
 static void test_pool(void) {
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_TIES, FILL_SPECIAL};
+  for (int f = 0; f < 3; f++) {
+    maxpool_relu_bwd_case("cnn layer 1", SHP(F32, 4, 16, 28, 28), fills[f]);
+    maxpool_relu_bwd_case("15 planes, odd extents", SHP(F32, 5, 3, 9, 11), fills[f]);
+    maxpool_relu_bwd_case("rows of 35 windows", SHP(F32, 3, 2, 6, 70), fills[f]);
+  }
   pool_family("2x2 s2", SHP(F32, 4, 16, 28, 28), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 s2 odd extents", SHP(F32, 2, 3, 7, 9), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 default stride", SHP(F32, 2, 3, 8, 6), IL(2, 2), NOLIST, NOLIST);
