@@ -567,9 +567,12 @@ static void test_pool(void) {
     maxpool_relu_bwd_case("cnn layer 1", SHP(F32, 4, 16, 28, 28), fills[f]);
     maxpool_relu_bwd_case("15 planes, odd extents", SHP(F32, 5, 3, 9, 11), fills[f]);
     maxpool_relu_bwd_case("rows of 35 windows", SHP(F32, 3, 2, 6, 70), fills[f]);
+    maxpool_relu_bwd_case("rows of 13 windows, odd extents", SHP(F32, 3, 5, 25, 27), fills[f]);
   }
   pool_family("2x2 s2", SHP(F32, 4, 16, 28, 28), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 s2 odd extents", SHP(F32, 2, 3, 7, 9), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 s2 rows of 13 and 35 windows", SHP(F32, 2, 3, 25, 27), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 s2 rows of 35 windows", SHP(F32, 2, 3, 6, 71), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 default stride", SHP(F32, 2, 3, 8, 6), IL(2, 2), NOLIST, NOLIST);
   pool_family("3x3 s2 pad 1 (overlapping)", SHP(F32, 2, 3, 9, 10), IL(3, 3), IL(2, 2), IL(1, 1));
   pool_family("3x3 s1", SHP(F32, 1, 2, 6, 7), IL(3, 3), IL(1, 1), NOLIST);

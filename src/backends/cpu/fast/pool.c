@@ -288,6 +288,10 @@ TGT512 static void sum_planes512(const float *x, size_t stride, size_t len, int 
 }
 #endif
 
+/* Rows of fewer windows keep the SSE2 loops (one 16-window step would be mostly masked lanes and
+ * permutes: the CNN's 7-window rows ran slower with it). */
+#define POOL512_MIN_WO 12
+
 static bool pool512(void) {
 #if HAVE_POOL512
   return fk_isa_active() >= FK_ISA_AVX512;
@@ -324,7 +328,7 @@ static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pool_job *j = arg;
   const pgeo *g = &j->g;
   float inv = 1.0f / (float)(g->kh * g->kw);
-  bool wide = pool512();
+  bool wide = pool512() && g->Wo >= POOL512_MIN_WO;
   for (size_t p = lo; p < hi; p++) {
     const float *x = j->x + p * g->H * g->W;
     float *restrict y = j->y + p * g->Ho * g->Wo;
@@ -393,7 +397,7 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const pool_job *j = arg;
   const pgeo *g = &j->g;
-  bool wide = pool512();
+  bool wide = pool512(), rows512 = wide && g->Wo >= POOL512_MIN_WO;
   size_t summed = lo; /* AVX-512: planes lo .. summed-1 have their sums (taken four at a time) */
   for (size_t p = lo; p < hi; p++) {
     const float *x = j->x + p * g->H * g->W, *dy = j->dy + p * g->Ho * g->Wo;
@@ -407,7 +411,7 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
         const float *z0 = z ? z + 2 * oh * g->W : NULL, *z1 = z ? z0 + g->W : NULL;
         const float *x0 = x + 2 * oh * g->W, *x1 = x0 + g->W, *d = dy + oh * g->Wo;
 #if HAVE_POOL512
-        if (wide)
+        if (rows512)
           max2x2_bwd_row512(x0, x1, d, z0, z1, j->mask_x, o0, o1, g->Wo);
         else
 #endif
