@@ -31,17 +31,21 @@ typedef struct tile_map {
 } tile_map;
 
 static void map_tile(const fk_dconv *d, size_t q0, int nz, tile_map *t) {
-  size_t oh = q0 / d->Wp, ow = q0 % d->Wp;
+  size_t oh = q0 / d->Wp, ow = q0 % d->Wp; /* of position q, walked row segment by row segment */
   for (int j = 0; j < nz; j++) {
+    size_t base = q0 + 16 * (size_t)j, q = base, end = base + 16 < d->Q ? base + 16 : d->Q;
     unsigned m = 0;
     size_t start = 0;
-    for (int l = 0; l < 16; l++) {
-      size_t q = q0 + 16 * (size_t)j + (size_t)l;
-      if (q < d->Q && ow < d->Wo) {
+    while (q < end) {
+      size_t seg = d->Wp - ow < end - q ? d->Wp - ow : end - q; /* to the row's end or the vector's */
+      if (ow < d->Wo) {
+        size_t a = q - base, b = a + (d->Wo - ow < seg ? d->Wo - ow : seg);
         if (!m) start = oh * d->Wo + ow;
-        m |= 1u << l;
+        m |= ((1u << b) - 1u) ^ ((1u << a) - 1u); /* lanes [a, b) */
       }
-      if (++ow == d->Wp) {
+      q += seg;
+      ow += seg;
+      if (ow == d->Wp) {
         ow = 0;
         oh++;
       }
