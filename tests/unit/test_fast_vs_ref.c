@@ -457,6 +457,13 @@ static void test_conv(void) {
   conv_family("asymmetric padding, 10 channels", (conv_geo){3, 3, 9, 11, 10, 3, 3, 1, NOLIST, IL(0, 2, 1, 0), NOLIST});
   conv_family("groups 2, 9 channels each", (conv_geo){4, 6, 8, 10, 18, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
   conv_family("batch 1, 17 channels, tiles split", (conv_geo){1, 4, 21, 19, 17, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  /* backward-weight with the channels in the lanes (multiples of 16 channels, 3-wide kernel rows):
+     a last block of 16 channels, kernel-row counts not a multiple of 4, position counts not a
+     multiple of 16, row dilation, groups */
+  conv_family("48 channels, 15 kernel rows", (conv_geo){3, 5, 9, 13, 48, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("16 channels, row dilation 2, 5x3", (conv_geo){5, 2, 11, 10, 16, 5, 3, 1, NOLIST, IL(2, 1), IL(2, 1)});
+  conv_family("groups 2 of 16 channels", (conv_geo){2, 4, 7, 9, 32, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("16 channels, no padding", (conv_geo){9, 3, 8, 21, 16, 3, 3, 1, NOLIST, NOLIST, NOLIST});
   conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 stride 2, channel blocks", (conv_geo){1, 6, 14, 13, 70, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 1x1, column blocks", (conv_geo){1, 7, 23, 25, 10, 1, 1, 1, NOLIST, NOLIST, NOLIST});

@@ -46,6 +46,7 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
   d->lanes = d->avx512 ? 16 : 8;
   d->nq = d->avx512 ? FK_DCONV512_NQ : NRQ;
   d->Op = (O + d->mr - 1) / d->mr * d->mr;
+  d->dwt = d->avx512 && O % 16 == 0 && kw == 3 && dw == 1;
   d->Q = d->Ho * d->Wp;
   d->Qv = (d->Q + d->lanes - 1) / d->lanes * d->lanes;
   /* AVX-512: tiles of nq positions, the last one narrower (whole vectors); AVX2: whole tiles */
@@ -56,7 +57,7 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
 
 size_t fk_dconv_wpk_floats(const fk_dconv *d) { return d->Op * d->R; }
 size_t fk_dconv_tile_count(const fk_dconv *d) { return (d->Qpad + d->nq - 1) / d->nq; }
-size_t fk_dconv_acc_floats(const fk_dconv *d) { return d->Op * d->Rp * d->lanes; }
+size_t fk_dconv_acc_floats(const fk_dconv *d) { return d->dwt ? d->R * d->O : d->Op * d->Rp * d->lanes; }
 
 void fk_dconv_offsets(const fk_dconv *d, int32_t *off) {
   size_t r = 0;
@@ -95,6 +96,10 @@ void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp, bool again) {
 }
 
 void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again) {
+  if (d->dwt) {
+    fk_dconv512_transpose_dy(d, dy, dyw);
+    return;
+  }
   if (d->avx512) {
     fk_dconv512_wide_dy(d, dy, dyw, again);
     return;
@@ -291,6 +296,10 @@ __attribute__((target("avx2,fma"))) static void dw_avx2(const fk_dconv *d, const
 
 void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
                  float *acc) {
+  if (d->dwt) {
+    fk_dconv512_dwt(d, xp, dyw, stride, n, off, acc);
+    return;
+  }
   if (d->avx512) {
     fk_dconv512_dw(d, xp, dyw, stride, n, off, acc);
     return;
@@ -350,6 +359,12 @@ void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, flo
 }
 
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw) {
+  if (d->dwt) { /* acc [R][O] */
+    for (size_t o = 0; o < d->O; o++)
+      for (size_t r = 0; r < d->R; r++)
+        dw[o * d->R + r] = accumulate ? dw[o * d->R + r] + acc[r * d->O + o] : acc[r * d->O + o];
+    return;
+  }
   size_t TB = d->Rp / NRT, mr = d->mr, L = d->lanes;
   for (size_t o = 0; o < d->O; o++)
     for (size_t r = 0; r < d->R; r++) {

@@ -195,6 +195,121 @@ TGT void fk_dconv512_dw(const fk_dconv *d, const float *xp, const float *dyw, si
     }
 }
 
+/* ---- backward-weight with the output channels in the lanes (d->dwt) ----
+ * dw[r][o] += dyt[p][o] * x[c][oh + ki*dh][ow + kj] over the output positions p = (oh, ow), the
+ * compact grid only (no wide-grid columns). A tile is 16*nv channels x np (c, ki) kernel rows x
+ * their 3 taps kj (nv <= 2, np <= 4: 24 accumulators), kept in registers across the images; per
+ * position it loads nv vectors of dyt and broadcasts 3*np input values. Each dw element is one
+ * FMA chain over the images and positions in order. */
+
+/* dyt [P][O] = dy [O][P]^T in 16 x 16 blocks (O is a multiple of 16; the last block of
+ * positions masked). */
+TGT void fk_dconv512_transpose_dy(const fk_dconv *d, const float *dy, float *dyt) {
+  size_t P = d->Ho * d->Wo, O = d->O;
+  for (size_t o0 = 0; o0 < O; o0 += 16)
+    for (size_t p0 = 0; p0 < P; p0 += 16) {
+      size_t np = P - p0 < 16 ? P - p0 : 16;
+      __mmask16 m = tail_mask(np);
+      __m512 r[16], t[16], u[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++) r[i] = _mm512_maskz_loadu_ps(m, dy + (o0 + (size_t)i) * P + p0);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      /* u[4g + k], 128-bit lane L: channels 4g .. 4g+3 at position 4L + k */
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; g++) {
+        __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 1]);
+        __m512d c = _mm512_castps_pd(t[4 * g + 2]), e = _mm512_castps_pd(t[4 * g + 3]);
+        u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, e));
+        u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, e));
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) {
+        __m512 v = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44), w = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
+        __m512 v2 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE), w2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
+        r[k] = _mm512_shuffle_f32x4(v, w, 0x88);       /* position k */
+        r[4 + k] = _mm512_shuffle_f32x4(v, w, 0xDD);   /* 4 + k */
+        r[8 + k] = _mm512_shuffle_f32x4(v2, w2, 0x88); /* 8 + k */
+        r[12 + k] = _mm512_shuffle_f32x4(v2, w2, 0xDD);
+      }
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; j++)
+        if ((size_t)j < np) _mm512_storeu_ps(dyt + (p0 + (size_t)j) * O + o0, r[j]);
+    }
+}
+
+TGT static inline __attribute__((always_inline)) void dwt_tile(const fk_dconv *d, const float *xp, const float *dyt,
+                                                               size_t stride, size_t n, const int32_t *off, float *acc,
+                                                               size_t ob, size_t pair0, const int nv, const int np) {
+  size_t O = d->O;
+  __m512 c[2][12];
+#pragma GCC unroll 2
+  for (int v = 0; v < nv; v++)
+#pragma GCC unroll 12
+    for (int t = 0; t < 3 * np; t++) c[v][t] = _mm512_loadu_ps(acc + (pair0 * 3 + (size_t)t) * O + ob + 16 * (size_t)v);
+  for (size_t img = 0; img < n; img++) {
+    const float *xi = xp + img * stride, *g = dyt + img * stride + ob;
+    const float *px[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < np; k++) px[k] = xi + off[(pair0 + (size_t)k) * 3];
+    for (size_t oh = 0; oh < d->Ho; oh++) {
+      size_t q = oh * d->Wp;
+      for (size_t ow = 0; ow < d->Wo; ow++, q++, g += O) {
+        __m512 g0 = _mm512_loadu_ps(g), g1 = nv > 1 ? _mm512_loadu_ps(g + 16) : g0;
+#pragma GCC unroll 4
+        for (int k = 0; k < np; k++)
+#pragma GCC unroll 3
+          for (int kj = 0; kj < 3; kj++) {
+            __m512 b = _mm512_set1_ps(px[k][q + (size_t)kj]);
+            c[0][k * 3 + kj] = _mm512_fmadd_ps(g0, b, c[0][k * 3 + kj]);
+            if (nv > 1) c[1][k * 3 + kj] = _mm512_fmadd_ps(g1, b, c[1][k * 3 + kj]);
+          }
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int v = 0; v < nv; v++)
+#pragma GCC unroll 12
+    for (int t = 0; t < 3 * np; t++) _mm512_storeu_ps(acc + (pair0 * 3 + (size_t)t) * O + ob + 16 * (size_t)v, c[v][t]);
+}
+
+TGT void fk_dconv512_dwt(const fk_dconv *d, const float *xp, const float *dyt, size_t stride, size_t n,
+                         const int32_t *off, float *acc) {
+  size_t pairs = d->C * d->kh;
+  for (size_t ob = 0; ob < d->O; ob += 32) {
+    bool two = d->O - ob >= 32;
+    for (size_t p0 = 0; p0 < pairs; p0 += 4) {
+      size_t np = pairs - p0 < 4 ? pairs - p0 : 4;
+#define DWT_CASE(NV, NP) dwt_tile(d, xp, dyt, stride, n, off, acc, ob, p0, NV, NP)
+      if (two) {
+        if (np == 4)
+          DWT_CASE(2, 4);
+        else if (np == 3)
+          DWT_CASE(2, 3);
+        else if (np == 2)
+          DWT_CASE(2, 2);
+        else
+          DWT_CASE(2, 1);
+      } else {
+        if (np == 4)
+          DWT_CASE(1, 4);
+        else if (np == 3)
+          DWT_CASE(1, 3);
+        else if (np == 2)
+          DWT_CASE(1, 2);
+        else
+          DWT_CASE(1, 1);
+      }
+#undef DWT_CASE
+    }
+  }
+}
+
 /* ---- the copies around the tiles: rows of a few to a few tens of floats, so 16-lane chunks with
  * a masked tail instead of a memcpy call per row (same values: copies, and the epilogue's add and
  * Relu compare, which are exact IEEE operations like the scalar loops of conv_direct.c) ---- */
@@ -258,6 +373,11 @@ void fk_dconv512_forward_out(const fk_dconv *d, const float *xp, const float *wp
 void fk_dconv512_pad(const fk_dconv *d, const float *x, float *xp, bool again) {
   (void)d, (void)x, (void)xp, (void)again;
 }
+void fk_dconv512_dwt(const fk_dconv *d, const float *xp, const float *dyt, size_t stride, size_t n, const int32_t *off,
+                     float *acc) {
+  (void)d, (void)xp, (void)dyt, (void)stride, (void)n, (void)off, (void)acc;
+}
+void fk_dconv512_transpose_dy(const fk_dconv *d, const float *dy, float *dyt) { (void)d, (void)dy, (void)dyt; }
 void fk_dconv512_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again) {
   (void)d, (void)dy, (void)dyw, (void)again;
 }

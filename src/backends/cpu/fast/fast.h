@@ -102,6 +102,10 @@ typedef struct fk_dconv {
      FK_DCONV512_MR channels x FK_DCONV512_NQ positions) or AVX2 (8 lanes, 4 x 24) */
   bool avx512;
   size_t mr, lanes, nq; /* channels per tile (Op is a multiple), lanes per vector, positions per tile */
+  /* backward-weight with the output channels in the lanes (AVX-512, O a multiple of 16, 3-wide
+     kernel rows, no column dilation): fk_dconv_wide_dy transposes dy to [Ho*Wo][O] and the
+     accumulators are dw itself, [R][O] (conv_direct_avx512.c) */
+  bool dwt;
 } fk_dconv;
 #define FK_DCONV512_MR 8
 #define FK_DCONV512_NQ 48
@@ -160,6 +164,9 @@ void fk_dconv512_forward_tiles(const fk_dconv *d, const float *xp, const float *
                                size_t t0, size_t t1);
 void fk_dconv512_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
                     float *acc);
+void fk_dconv512_dwt(const fk_dconv *d, const float *xp, const float *dyt, size_t stride, size_t n, const int32_t *off,
+                     float *acc);
+void fk_dconv512_transpose_dy(const fk_dconv *d, const float *dy, float *dyt);
 /* fk_dconv_pad, fk_dconv_wide_dy, fk_dconv_compact with 16-lane row copies (same results) */
 void fk_dconv512_pad(const fk_dconv *d, const float *x, float *xp, bool again);
 void fk_dconv512_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again);
