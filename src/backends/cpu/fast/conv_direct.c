@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Direct stride-1 convolution with AVX2 + FMA register tiles (used by conv.c when the CPU has
- * them; conv.c's im2col + sgemm path is the portable fallback).
+/* Direct stride-1 convolution: the geometry and buffers, and the AVX2 + FMA register tiles (used by
+ * conv.c when the CPU has them; conv.c's im2col + sgemm path is the portable fallback). On the
+ * avx512 path fk_dconv_init picks the AVX-512 tiles of conv_direct_avx512.c instead.
  *
  * The input channel planes are copied once into a zero-padded buffer xp [C][Hp][Wp]. On the
  * "wide" output grid q = oh * Wp + ow (ow up to Wp, the last Wp - Wo columns are garbage that is

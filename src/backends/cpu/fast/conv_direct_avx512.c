@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The AVX-512 register tiles of the direct stride-1 convolution (conv_direct.c has the geometry,
  * the buffers and the AVX2 tiles; it calls these when fk_dconv_init chose the AVX-512 set, that is
- * when the active path is avx512). Same arithmetic as the AVX2 tiles, wider:
+ * when the active path is avx512). Same wide grid as the AVX2 tiles:
  *   forward / backward-input: 8 output channels x 48 wide positions (3 vectors of 16; 24
- *     accumulators), the last tile of a row of the wide grid 1 or 2 vectors wide. Every output is
- *     one fused multiply-add chain over the taps in order, as in the AVX2 tile, so both paths give
- *     the same bits;
- *   backward-weight: 8 channels x 3 taps, 16 lanes each (lane l sums the positions q = l mod 16),
- *     accumulated in memory across the images, reduced across lanes by fk_dconv_dw_finish.
+ *     accumulators), the last tile of the grid 1 or 2 vectors wide; each tile writes its own
+ *     outputs (the dropped columns compressed away, the bias / Relu epilogue in registers). Every
+ *     output is one fused multiply-add chain over the taps in order, as in the AVX2 tile, so both
+ *     paths give the same bits;
+ *   backward-weight, 3-wide kernel rows and multiples of 16 channels (d->dwt): the channels in the
+ *     lanes, dw [R][O] accumulated in registers over the compact output grid (below);
+ *   backward-weight, other shapes: 8 channels x 3 taps, 16 lanes each (lane l sums the positions
+ *     q = l mod 16), accumulated in memory across the images, reduced across lanes by
+ *     fk_dconv_dw_finish.
  * Only this file is compiled with AVX-512 enabled (function attributes), so the library still
  * runs on any x86-64. */
 #include <string.h>

@@ -89,7 +89,7 @@ bool fk_same_dims(const rlx_shape *a, const rlx_shape *b);
 void fk_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B, size_t ldb,
               bool accumulate, float *C, size_t ldc);
 
-/* ---- direct stride-1 convolution with AVX2 + FMA (conv_direct.c) ---- */
+/* ---- direct stride-1 convolution with AVX2 + FMA or AVX-512 (conv_direct.c, conv_direct_avx512.c) ---- */
 
 /* Geometry of one group of one image: C input planes [H][W] padded to [Hp][Wp], O outputs
  * [Ho][Wo] (stride 1), R = C*kh*kw taps; buffer extents for the routines below. */
@@ -123,14 +123,15 @@ const char *fk_isa_name(fk_isa isa);
 /* Reads RLX_CPU_ISA (at every CPU compile): an unknown name or a path this CPU cannot run is an
  * error naming the variable; otherwise the path is used process-wide from now on. */
 rlx_status fk_isa_configure(void);
-bool fk_dconv_available(void);   /* AVX2 + FMA kernels: the CPU runs them, the path allows them, not disabled */
+bool fk_dconv_available(
+    void); /* AVX2 + FMA (or AVX-512) kernels: the CPU runs them, the path allows them, not disabled */
 void fk_dconv_disable(bool off); /* tests: force the im2col + sgemm path */
 size_t fk_dconv_wpk_floats(const fk_dconv *d);
 size_t fk_dconv_acc_floats(const fk_dconv *d);
 /* off[Rp]: xp offset of every tap. */
 void fk_dconv_offsets(const fk_dconv *d, int32_t *off);
 /* Packs w [O][C][kh][kw] (flipped: w [C][O][kh][kw] read with reversed taps, the backward-input
- * convolution) into 4-channel blocks [Op/4][R][4]. */
+ * convolution) into blocks of d->mr channels [Op/mr][R][mr]. */
 void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float *wpk);
 /* x [C][H][W]; again: xp already holds an image padded with this geometry (only the interior is
  * rewritten, the zero border stays) */
