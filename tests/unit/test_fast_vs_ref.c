@@ -378,6 +378,37 @@ static void conv_epilogue_case(const char *what, tcase *c) {
   free(base), free(ez), free(er), free(z), free(r), free(bias);
 }
 
+/* On an AVX-512 machine: the direct forward kernel (Conv, Conv2dBackwardInput) gives the same bits
+ * with the AVX2 tiles (RLX_CPU_ISA=avx2) as with the AVX-512 ones (each output is the same FMA
+ * chain over the taps), at 1 and 2 threads. The path the test was started with is restored. */
+static void isa_same_bits(const char *what, tcase *c) {
+  if (fk_isa_cpu() < FK_ISA_AVX512) return;
+  const rlx_node *n = c->node;
+  size_t bytes = numel(&n->shape) * sizeof(float);
+  const char *was = getenv("RLX_CPU_ISA");
+  char saved[32] = "";
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  void *out[2] = {malloc(bytes ? bytes : 1), malloc(bytes ? bytes : 1)};
+  for (int t = 1; t <= 2; t++) {
+    for (int k = 0; k < 2; k++) {
+      setenv("RLX_CPU_ISA", k ? "avx512" : "avx2", 1);
+      CHECK_OK(fk_isa_configure());
+      memset(out[k], 0xA5, bytes ? bytes : 1);
+      rlx_tensor o = {out[k], n->shape};
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = true};
+      CHECK(rlx_cpu_fast_table[n->op].kernel(n, c->in, c->n_in, &o, &ctx) == RLX_OK);
+    }
+    CHECK_MSG(memcmp(out[0], out[1], bytes) == 0, "%s (threads %d): the avx2 and avx512 paths give other bits", what,
+              t);
+  }
+  if (saved[0])
+    setenv("RLX_CPU_ISA", saved, 1);
+  else
+    unsetenv("RLX_CPU_ISA");
+  CHECK_OK(fk_isa_configure());
+  free(out[0]), free(out[1]);
+}
+
 /* Runs the forward conv and both backward ops for one geometry. */
 static void conv_family(const char *name, conv_geo g) {
   char what[200];
@@ -392,6 +423,7 @@ static void conv_family(const char *name, conv_geo g) {
   rlx_shape ys = c.node->shape;
   run_case(what, &c, F32_RTOL, 1e-5);
   conv_epilogue_case(what, &c);
+  isa_same_bits(what, &c);
   case_free(&c);
 
   targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
@@ -402,7 +434,10 @@ static void conv_family(const char *name, conv_geo g) {
                                       .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardInput %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardInput, &ba, &xs, 2, bi, 0));
-  if (c.node) run_case(what, &c, F32_RTOL, 1e-5);
+  if (c.node) {
+    run_case(what, &c, F32_RTOL, 1e-5);
+    isa_same_bits(what, &c);
+  }
   case_free(&c);
 
   targ bw[2] = {{xs, FILL_UNIFORM}, {ys, FILL_UNIFORM}};
