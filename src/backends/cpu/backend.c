@@ -64,6 +64,8 @@ typedef struct cpu_thunk {
   void *out3;
   const rlx_node *aux_node;    /* TK_MPB_RELU: the bias-gradient Reduce computed on the way (or NULL) */
   rlx_id mid;                  /* TK_CONV_EPI: the Add node */
+  uint8_t act;                 /* TK_CONV_EPI: the fused activation (rlx_act) */
+  bool z_dead;                 /* TK_CONV_EPI: the sum is read by the activation only: not stored */
   rlx_id last;                 /* the last node of a fused group (profile and error labels) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
@@ -365,11 +367,44 @@ static rlx_id sole_user(const fuse_state *f, rlx_id id) {
   return f->uses[id] == 1 && !f->is_out[id] ? f->users[f->use_at[id]] : RLX_NO_ID;
 }
 
-/* Conv -> Add(bias) [-> Relu]. */
+/* Is u an activation the conv epilogue fuses, run by its own kernel thunk, over a sum of `shape`? */
+static bool fusable_act(const cpu_exe *x, const fuse_state *f, rlx_id u, const rlx_shape *shape) {
+  const rlx_node *un = rlx_graph_node(f->g, u);
+  return un->op == RLX_OP_Activation && fk_conv_act_ok((rlx_act)un->attrs.Activation.kind) && f->p->root[u] == u &&
+         f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, shape);
+}
+
+/* Conv -> activation, the Conv read by nothing else (a convolution without bias, or whose zero
+ * bias was simplified away): the activation is written, the convolution's own result is not. */
+static void fuse_conv_act(cpu_exe *x, fuse_state *f, cpu_thunk *t, rlx_id act) {
+  const rlx_plan *p = f->p;
+  rlx_id c = t->id;
+  if (p->root[c] != c || !rlx_fast_conv_epilogue_applies(t->node, t->in, t->n_in, NULL)) return;
+  uint32_t s = f->step[c];
+  if (!interval_free(f, act, s, f->last[act], c, RLX_NO_ID)) return;
+  set_first(f, act, s);
+  f->dead[c] = true;
+  t->kind = TK_CONV_EPI;
+  t->mid = act;
+  t->out.data = x->arena + p->offset[act];
+  t->aux = NULL;
+  t->out2 = t->out.data;
+  t->act = (uint8_t)rlx_graph_node(f->g, act)->attrs.Activation.kind;
+  t->z_dead = true;
+  t->last = act;
+  fusions_made++;
+  x->thunks[f->thunk[act]].kind = TK_SKIP;
+}
+
+/* Conv -> Add(bias) [-> Relu | HardSwish | HardSigmoid], or Conv -> activation. */
 static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   const rlx_plan *p = f->p;
   rlx_id c = t->id, add = sole_user(f, c);
   if (add == RLX_NO_ID || f->thunk[add] < 0) return;
+  if (fusable_act(x, f, add, &t->out.shape)) {
+    fuse_conv_act(x, f, t, add);
+    return;
+  }
   const rlx_node *an = rlx_graph_node(f->g, add);
   if (an->op != RLX_OP_Binary || an->attrs.Binary.op != RLX_BINOP_ADD || !rlx_shape_equal(&an->shape, &t->out.shape))
     return;
@@ -384,10 +419,7 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   rlx_id relu = RLX_NO_ID;
   for (uint32_t k = f->use_at[add]; k < f->use_at[add + 1] && relu == RLX_NO_ID; k++) {
     rlx_id u = f->users[k];
-    const rlx_node *un = rlx_graph_node(f->g, u);
-    if (un->op == RLX_OP_Activation && un->attrs.Activation.kind == RLX_ACT_RELU && p->root[u] == u &&
-        f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, &an->shape))
-      relu = u;
+    if (fusable_act(x, f, u, &an->shape)) relu = u;
   }
   set_first(f, add, s);
   t->mid = add;
@@ -402,6 +434,10 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   t->out.data = x->arena + p->offset[add];
   t->aux = x->arena + p->offset[bias];
   t->out2 = relu != RLX_NO_ID ? x->arena + p->offset[relu] : NULL;
+  t->act = relu != RLX_NO_ID ? (uint8_t)rlx_graph_node(f->g, relu)->attrs.Activation.kind : (uint8_t)RLX_ACT_RELU;
+  /* the activation is the only reader of the sum (views count as readers), which is no output:
+     only the activation is written */
+  t->z_dead = relu != RLX_NO_ID && sole_user(f, add) == relu && p->root[add] == add;
   t->last = relu != RLX_NO_ID ? relu : add;
   fusions_made++;
   x->thunks[f->thunk[add]].kind = TK_SKIP;
@@ -841,7 +877,8 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
     case TK_CONV_EPI:
-      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->out.data, t->out2, &x->ctx);
+      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->z_dead ? NULL : t->out.data, t->out2,
+                                  (rlx_act)t->act, &x->ctx);
       break;
     case TK_MPB_RELU:
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);

@@ -227,32 +227,35 @@ typedef struct conv_job {
   fk_dconv d;
   const float *wpk; /* packed weights of every group */
   const int32_t *off;
-  /* forward epilogue (the executor's Conv + bias + Relu fusion): y is then z = conv + bias[channel]
-     and r, when not NULL, receives relu(z); with relu_in_y, y itself becomes relu(conv + bias)
-     (z is not kept) */
-  const float *bias;
+  /* forward epilogue (the executor's Conv + bias + activation fusion): y is then z = conv +
+     bias[channel] and r, when not NULL, receives act(z); with act_in_y, y itself becomes
+     act(conv + bias) (z is not kept) */
+  const float *bias; /* NULL: no bias (the activation only) */
   float *r;
-  bool relu_in_y;
+  bool epi; /* the epilogue runs (bias and / or activation) */
+  bool act_in_y;
+  rlx_act act;
 } conv_job;
+
+/* The activation of the epilogue over n elements whose z = conv + bias is at y (at offset `at`
+ * of the output): in place with act_in_y, else into r when there is one. */
+static void epilogue_act(const conv_job *j, size_t at, size_t n) {
+  if (j->act_in_y)
+    fk_conv_act(j->act, j->y + at, j->y + at, n);
+  else if (j->r)
+    fk_conv_act(j->act, j->y + at, j->r + at, n);
+}
 
 /* The epilogue over channels [c0, c0 + C) of image b (output planes of P elements). */
 static void epilogue_planes(const conv_job *j, size_t b, size_t c0, size_t C, size_t P) {
-  if (!j->bias) return;
+  if (!j->epi) return;
   for (size_t c = c0; c < c0 + C; c++) {
     size_t at = (b * j->g.Cout + c) * P;
-    float *restrict z = j->y + at, bias = j->bias[c];
-    if (j->relu_in_y) {
-      for (size_t i = 0; i < P; i++) {
-        float v = z[i] + bias;
-        z[i] = v < 0 ? 0.0f : v; /* NaN and -0 pass, like Relu */
-      }
-      continue;
+    if (j->bias) {
+      float *restrict z = j->y + at, bias = j->bias[c];
+      for (size_t i = 0; i < P; i++) z[i] += bias;
     }
-    for (size_t i = 0; i < P; i++) z[i] += bias;
-    if (j->r) {
-      float *restrict r = j->r + at;
-      for (size_t i = 0; i < P; i++) r[i] = z[i] < 0 ? 0.0f : z[i];
-    }
+    epilogue_act(j, at, P);
   }
 }
 
@@ -288,10 +291,15 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
       fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       const float *bias = j->bias ? j->bias + gr * d->O : NULL;
-      if (j->relu_in_y)
-        fk_dconv_compact(d, yw, bias, NULL, j->y + at);
-      else
-        fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
+      if (j->bias && j->act == RLX_ACT_RELU) { /* the direct kernel's own relu epilogue */
+        if (j->act_in_y)
+          fk_dconv_compact(d, yw, bias, NULL, j->y + at);
+        else
+          fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
+        continue;
+      }
+      fk_dconv_compact(d, yw, bias, j->y + at, NULL);
+      if (j->epi) epilogue_act(j, at, d->O * d->Ho * d->Wo);
     }
 }
 
@@ -301,6 +309,7 @@ typedef struct dintra_job {
   const conv_job *j;
   const float *xp, *wpk;
   float *yw, *y, *r;
+  float *zy; /* the output planes of this image and group (j->y) */
   const float *bias;
 } dintra_job;
 
@@ -317,6 +326,14 @@ static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
   sub.O = hi - lo;
   size_t plane = sub.Ho * sub.Wo;
   float *y = t->y ? t->y + lo * plane : NULL, *r = t->r ? t->r + lo * plane : NULL;
+  if (t->j->epi && !(t->bias && t->j->act == RLX_ACT_RELU)) {
+    fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, t->zy + lo * plane, NULL);
+    if (t->j->act_in_y)
+      fk_conv_act(t->j->act, t->zy + lo * plane, t->zy + lo * plane, sub.O * plane);
+    else if (r)
+      fk_conv_act(t->j->act, t->zy + lo * plane, r, sub.O * plane);
+    return;
+  }
   fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, y, r);
 }
 
@@ -334,8 +351,9 @@ static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
       dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
       fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
       t.bias = j->bias ? j->bias + gr * d->O : NULL;
-      t.y = j->relu_in_y ? NULL : j->y + at;
-      t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+      t.zy = j->y + at;
+      t.y = j->act_in_y ? NULL : j->y + at;
+      t.r = j->act_in_y ? j->y + at : (j->r ? j->r + at : NULL);
       fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
     }
 }
@@ -424,21 +442,14 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
       o1 = o0 + t->row_step < og ? o0 + t->row_step : og;
     }
     fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
-    if (!j->bias) continue;
+    if (!j->epi) continue;
     /* the epilogue on this block */
     for (size_t o = o0; o < o1; o++) {
       size_t c = t->gr * og + o;
-      float *restrict z = y + o * P, bias = j->bias[c];
-      float *restrict r = j->r ? j->r + (t->b * g->Cout + c) * P : NULL;
-      for (size_t i = p0; i < p1; i++) {
-        float v = z[i] + bias;
-        if (j->relu_in_y)
-          z[i] = v < 0 ? 0.0f : v;
-        else {
-          z[i] = v;
-          if (r) r[i] = v < 0 ? 0.0f : v;
-        }
-      }
+      float *restrict z = y + o * P, bias = j->bias ? j->bias[c] : 0.0f;
+      if (j->bias)
+        for (size_t i = p0; i < p1; i++) z[i] += bias;
+      epilogue_act(j, (t->b * g->Cout + c) * P + p0, p1 - p0);
     }
   }
 }
@@ -485,6 +496,10 @@ static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
  * planes split across the threads (each plane by one thread, whatever the split). */
 static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
 
+/* Tests: force the plain depthwise loops instead of conv_dw.c's phase-plane kernels. */
+static bool dw_plain;
+void fk_dw_disable(bool off) { dw_plain = off; }
+
 typedef struct dw_geo {
   size_t Hp, Wp, pt, pl, wide; /* padded plane; wide grid (stride 1) or 0 */
 } dw_geo;
@@ -507,8 +522,26 @@ static size_t dw_scratch_floats(const dw_geo *d) {
 typedef struct dw_job {
   const conv_job *j;
   dw_geo d;
+  fk_dw f; /* the phase-plane kernels of conv_dw.c, when fast */
+  bool fast;
   float *scratch;
 } dw_job;
+
+/* Planes lo..hi on conv_dw.c's kernels, the epilogue fused into the store. */
+static void depthwise_fast_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const dw_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  float *s = t->scratch + (size_t)chunk * fk_dw_scratch_floats(&t->f);
+  size_t kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  fk_dw_prepare(&t->f, s);
+  for (size_t plane = lo; plane < hi; plane++) {
+    size_t c = plane % g->Cin;
+    float *z = j->act_in_y ? NULL : j->y + plane * P;
+    float *r = j->act_in_y ? j->y + plane * P : (j->r ? j->r + plane * P : NULL);
+    fk_dw_plane(&t->f, j->x + plane * Pin, j->w + c * kk, j->bias ? j->bias + c : NULL, j->act, j->epi, z, r, s);
+  }
+}
 
 static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
   const dw_job *t = arg;
@@ -556,20 +589,107 @@ static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   dw_job t = {.j = j};
-  dw_geometry(&j->g, &t.d);
-  size_t planes = j->g.N * j->g.Cin;
+  const fgeo *g = &j->g;
+  dw_geometry(g, &t.d);
+  t.fast =
+      !dw_plain && fk_dw_init(&t.f, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph, g->pw);
+  size_t planes = g->N * g->Cin, per = t.fast ? fk_dw_scratch_floats(&t.f) : dw_scratch_floats(&t.d);
   int chunks = fk_chunks(ctx, planes, 1);
-  t.scratch = fk_scratch(ctx, (size_t)chunks * dw_scratch_floats(&t.d) * sizeof(float));
+  t.scratch = fk_scratch(ctx, (size_t)chunks * per * sizeof(float));
   if (!t.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the depthwise buffers");
-  fk_parallel_for(ctx, planes, 1, depthwise_task, &t);
+  fk_parallel_for(ctx, planes, 1, t.fast ? depthwise_fast_task : depthwise_task, &t);
   fk_scratch_release(ctx, t.scratch);
+  return RLX_OK;
+}
+
+/* ---- one group, strided (or large-kernel) on the phase planes of conv_phase.c (AVX-512) ---- */
+
+static bool pconv_plain;
+void fk_pconv_disable(bool off) { pconv_plain = off; }
+
+/* Stride-1 convolutions keep the direct kernels (conv_direct.c) and 1x1 stride-1 ones the plain
+ * GEMM; the strided ones go to the phase planes. */
+static bool pconv_pick(const fgeo *g, fk_pconv *d) {
+  if (pconv_plain || g->G != 1 || !fk_pconv_available() || (g->sh == 1 && g->sw == 1)) return false;
+  return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
+                       g->pw);
+}
+
+typedef struct pconv_job {
+  const conv_job *j;
+  fk_pconv d;
+  const int32_t *off;
+  float *bufs; /* per chunk: the phase planes, then the wide output */
+  size_t per_chunk;
+  size_t b; /* the image (one image across the threads) */
+} pconv_job;
+
+/* Where image b's sum and activation go (see conv_job). */
+static void pconv_targets(const conv_job *j, size_t b, float **z, float **r) {
+  size_t at = b * j->g.Cout * j->g.Ho * j->g.Wo;
+  *z = j->act_in_y ? NULL : j->y + at;
+  *r = j->act_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+}
+
+static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const pconv_job *t = arg;
+  const conv_job *j = t->j;
+  float *buf = t->bufs + (size_t)chunk * t->per_chunk, *yw = buf + t->d.buf_floats, *z, *r;
+  memset(buf, 0, t->d.buf_floats * sizeof *buf);
+  for (size_t b = lo; b < hi; b++) {
+    fk_pconv_fill(&t->d, j->x + b * j->g.Cin * j->g.H * j->g.W, buf);
+    fk_pconv_tiles(&t->d, buf, j->w, t->off, yw, 0, fk_pconv_tiles_count(&t->d));
+    pconv_targets(j, b, &z, &r);
+    fk_pconv_store(&t->d, yw, 0, j->g.Cout, j->bias, j->act, j->epi, z, r);
+  }
+}
+
+static void pconv_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const pconv_job *t = arg;
+  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->bufs + t->d.buf_floats, lo, hi);
+}
+
+static void pconv_store_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const pconv_job *t = arg;
+  float *z, *r;
+  pconv_targets(t->j, t->b, &z, &r);
+  fk_pconv_store(&t->d, t->bufs + t->d.buf_floats, lo, hi, t->j->bias, t->j->act, t->j->epi, z, r);
+}
+
+static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx) {
+  pconv_job t = {.j = j, .d = *d};
+  const fgeo *g = &j->g;
+  bool intra = use_intra(g, ctx);
+  int chunks = intra ? 1 : fk_chunks(ctx, g->N, 1);
+  size_t offs = fk_align64(d->R * sizeof(int32_t)) / sizeof(float);
+  t.per_chunk = d->buf_floats + fk_align64(d->Op * d->Qt * sizeof(float)) / sizeof(float);
+  float *scratch = fk_scratch(ctx, (offs + t.per_chunk * (size_t)chunks) * sizeof(float));
+  if (!scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the convolution buffers");
+  int32_t *off = (int32_t *)scratch;
+  fk_pconv_offsets(d, off);
+  t.off = off;
+  t.bufs = scratch + offs;
+  if (!intra) {
+    fk_parallel_for(ctx, g->N, 1, pconv_image_task, &t);
+  } else {
+    memset(t.bufs, 0, d->buf_floats * sizeof(float));
+    for (size_t b = 0; b < g->N; b++) {
+      t.b = b;
+      fk_pconv_fill(d, j->x + b * g->Cin * g->H * g->W, t.bufs);
+      fk_parallel_for(ctx, fk_pconv_tiles_count(d), 1, pconv_tiles_task, &t);
+      fk_parallel_for(ctx, g->Cout, 1, pconv_store_task, &t);
+    }
+  }
+  fk_scratch_release(ctx, scratch);
   return RLX_OK;
 }
 
 /* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
  * z NULL only r is written). */
 static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *z, const float *bias,
-                               float *r, rlx_cpu_ctx *ctx) {
+                               float *r, bool epi, rlx_act act, rlx_cpu_ctx *ctx) {
   conv_job j;
   memset(&j, 0, sizeof j);
   conv_geo(n, in, n_in, &j.g);
@@ -578,7 +698,9 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   j.y = z ? z : r;
   j.bias = bias;
   j.r = z ? r : NULL;
-  j.relu_in_y = bias && !z;
+  j.epi = epi;
+  j.act_in_y = epi && !z;
+  j.act = act;
   float *y = j.y;
   const fgeo *g = &j.g;
   if (g->N == 0 || g->Cout == 0 || g->Ho * g->Wo == 0) return RLX_OK;
@@ -589,6 +711,8 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     return RLX_OK;
   }
   if (depthwise(g)) return depthwise_forward(&j, ctx);
+  fk_pconv pd;
+  if (pconv_pick(g, &pd)) return pconv_forward(&j, &pd, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
     return direct_conv(&j, false, ctx, "Conv");
@@ -610,11 +734,13 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   return RLX_OK;
 }
 
-FK_KERNEL(Conv) { return conv_forward(n, in, n_in, out->data, NULL, NULL, ctx); }
+FK_KERNEL(Conv) { return conv_forward(n, in, n_in, out->data, NULL, NULL, false, RLX_ACT_RELU, ctx); }
 
 bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias) {
   fgeo g;
-  if (!conv_geo(conv, in, n_in, &g) || !fk_static_f32(bias) || fk_numel(bias) != g.Cout) return false;
+  if (!conv_geo(conv, in, n_in, &g)) return false;
+  if (!bias) return true; /* the activation only */
+  if (!fk_static_f32(bias) || fk_numel(bias) != g.Cout) return false;
   /* the bias broadcasts along the channel axis only: [C], [C, 1, 1] or [1, C, 1, 1] */
   if (bias->rank > 4) return false;
   for (uint32_t k = 0; k < bias->rank; k++) {
@@ -625,8 +751,10 @@ bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, 
 }
 
 rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
-                                  float *z, float *r, rlx_cpu_ctx *ctx) {
-  return conv_forward(conv, in, n_in, z, bias, r, ctx);
+                                  float *z, float *r, rlx_act act, rlx_cpu_ctx *ctx) {
+  if (!fk_conv_act_ok(act))
+    return rlx_errorf(RLX_ERR_INTERNAL, "Conv epilogue: activation %d is not one the epilogue fuses", (int)act);
+  return conv_forward(conv, in, n_in, z, bias, r, true, act, ctx);
 }
 
 /* ======================================================================================
