@@ -133,12 +133,17 @@ static void print_profile(const cpu_exe *x) {
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
     if (t->kind == TK_SKIP) continue;
+    char epi[96] = "";
+    if (t->kind == TK_CONV_EPI) /* what the convolution's epilogue does */
+      snprintf(epi, sizeof epi, " (fused:%s%s%s%s)", t->aux ? " + bias" : "", t->out2 ? " + " : "",
+               t->out2 && t->act < rlx_enum_act.count ? rlx_enum_act.names[t->act] : "",
+               t->z_dead ? "; the sum is not kept" : "");
     fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
             label(x->g, t->id, lb, sizeof lb),
-            t->aux_node                              ? with_reduce
-            : t->kind == TK_CONV_EPI && !t->out.data ? " (fused: + bias + relu; the sum is not kept)"
-                                                     : kinds[t->kind]);
+            t->aux_node              ? with_reduce
+            : t->kind == TK_CONV_EPI ? epi
+                                     : kinds[t->kind]);
     for (uint32_t k = 0; k < t->n_in; k++) {
       rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
       fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);

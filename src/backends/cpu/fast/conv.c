@@ -11,6 +11,7 @@
  * with groups, stride, dilation and (asymmetric) padding; a 1x1 stride-1 unpadded convolution
  * uses the image itself as the column matrix. Geometry follows infer_conv_util.h. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cpu/fast/fast.h"
@@ -228,19 +229,19 @@ typedef struct conv_job {
   const float *wpk; /* packed weights of every group */
   const int32_t *off;
   /* forward epilogue (the executor's Conv + bias + activation fusion): y is then z = conv +
-     bias[channel] and r, when not NULL, receives act(z); with act_in_y, y itself becomes
-     act(conv + bias) (z is not kept) */
+     bias[channel] and r, when not NULL, receives act(z); with relu_in_y (named when Relu was the
+     only activation), y itself becomes act(conv + bias) (z is not kept) */
   const float *bias; /* NULL: no bias (the activation only) */
   float *r;
   bool epi; /* the epilogue runs (bias and / or activation) */
-  bool act_in_y;
+  bool relu_in_y;
   rlx_act act;
 } conv_job;
 
 /* The activation of the epilogue over n elements whose z = conv + bias is at y (at offset `at`
- * of the output): in place with act_in_y, else into r when there is one. */
+ * of the output): in place with relu_in_y, else into r when there is one. */
 static void epilogue_act(const conv_job *j, size_t at, size_t n) {
-  if (j->act_in_y)
+  if (j->relu_in_y)
     fk_conv_act(j->act, j->y + at, j->y + at, n);
   else if (j->r)
     fk_conv_act(j->act, j->y + at, j->r + at, n);
@@ -291,15 +292,10 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
       fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       const float *bias = j->bias ? j->bias + gr * d->O : NULL;
-      if (j->bias && j->act == RLX_ACT_RELU) { /* the direct kernel's own relu epilogue */
-        if (j->act_in_y)
-          fk_dconv_compact(d, yw, bias, NULL, j->y + at);
-        else
-          fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
-        continue;
-      }
-      fk_dconv_compact(d, yw, bias, j->y + at, NULL);
-      if (j->epi) epilogue_act(j, at, d->O * d->Ho * d->Wo);
+      if (j->relu_in_y)
+        fk_dconv_compact(d, yw, bias, NULL, j->y + at);
+      else
+        fk_dconv_compact(d, yw, bias, j->y + at, j->r ? j->r + at : NULL);
     }
 }
 
@@ -309,7 +305,6 @@ typedef struct dintra_job {
   const conv_job *j;
   const float *xp, *wpk;
   float *yw, *y, *r;
-  float *zy; /* the output planes of this image and group (j->y) */
   const float *bias;
 } dintra_job;
 
@@ -326,14 +321,6 @@ static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
   sub.O = hi - lo;
   size_t plane = sub.Ho * sub.Wo;
   float *y = t->y ? t->y + lo * plane : NULL, *r = t->r ? t->r + lo * plane : NULL;
-  if (t->j->epi && !(t->bias && t->j->act == RLX_ACT_RELU)) {
-    fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, t->zy + lo * plane, NULL);
-    if (t->j->act_in_y)
-      fk_conv_act(t->j->act, t->zy + lo * plane, t->zy + lo * plane, sub.O * plane);
-    else if (r)
-      fk_conv_act(t->j->act, t->zy + lo * plane, r, sub.O * plane);
-    return;
-  }
   fk_dconv_compact(&sub, t->yw + lo * sub.Qpad, t->bias ? t->bias + lo : NULL, y, r);
 }
 
@@ -351,9 +338,8 @@ static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
       dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
       fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
       t.bias = j->bias ? j->bias + gr * d->O : NULL;
-      t.zy = j->y + at;
-      t.y = j->act_in_y ? NULL : j->y + at;
-      t.r = j->act_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+      t.y = j->relu_in_y ? NULL : j->y + at;
+      t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
       fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
     }
 }
@@ -537,8 +523,8 @@ static void depthwise_fast_task(void *arg, size_t lo, size_t hi, int chunk) {
   fk_dw_prepare(&t->f, s);
   for (size_t plane = lo; plane < hi; plane++) {
     size_t c = plane % g->Cin;
-    float *z = j->act_in_y ? NULL : j->y + plane * P;
-    float *r = j->act_in_y ? j->y + plane * P : (j->r ? j->r + plane * P : NULL);
+    float *z = j->relu_in_y ? NULL : j->y + plane * P;
+    float *r = j->relu_in_y ? j->y + plane * P : (j->r ? j->r + plane * P : NULL);
     fk_dw_plane(&t->f, j->x + plane * Pin, j->w + c * kk, j->bias ? j->bias + c : NULL, j->act, j->epi, z, r, s);
   }
 }
@@ -583,7 +569,7 @@ static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
           }
       }
     }
-    if (j->bias) epilogue_planes(j, plane / g->Cin, c, 1, P);
+    epilogue_planes(j, plane / g->Cin, c, 1, P);
   }
 }
 
@@ -607,10 +593,11 @@ static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
 static bool pconv_plain;
 void fk_pconv_disable(bool off) { pconv_plain = off; }
 
-/* Stride-1 convolutions keep the direct kernels (conv_direct.c) and 1x1 stride-1 ones the plain
- * GEMM; the strided ones go to the phase planes. */
+/* Stride-1 convolutions keep the direct kernels (conv_direct.c) and 1x1 ones the plain GEMM; the
+ * strided ones with larger kernels go to the phase planes. */
 static bool pconv_pick(const fgeo *g, fk_pconv *d) {
-  if (pconv_plain || g->G != 1 || !fk_pconv_available() || (g->sh == 1 && g->sw == 1)) return false;
+  if (pconv_plain || g->G != 1 || !fk_pconv_available() || (g->sh == 1 && g->sw == 1 && !getenv("PCS1")) || g->kh * g->kw == 1)
+    return false; /* 1x1 strided: im2col is a cheap gather there, and the GEMM is faster (measured) */
   return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
                        g->pw);
 }
@@ -627,8 +614,8 @@ typedef struct pconv_job {
 /* Where image b's sum and activation go (see conv_job). */
 static void pconv_targets(const conv_job *j, size_t b, float **z, float **r) {
   size_t at = b * j->g.Cout * j->g.Ho * j->g.Wo;
-  *z = j->act_in_y ? NULL : j->y + at;
-  *r = j->act_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+  *z = j->relu_in_y ? NULL : j->y + at;
+  *r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
 }
 
 static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -699,7 +686,7 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   j.bias = bias;
   j.r = z ? r : NULL;
   j.epi = epi;
-  j.act_in_y = epi && !z;
+  j.relu_in_y = epi && !z;
   j.act = act;
   float *y = j.y;
   const fgeo *g = &j.g;
@@ -715,7 +702,17 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   if (pconv_pick(g, &pd)) return pconv_forward(&j, &pd, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
-    return direct_conv(&j, false, ctx, "Conv");
+    if (!j.epi || (j.bias && j.act == RLX_ACT_RELU)) return direct_conv(&j, false, ctx, "Conv");
+    /* the direct kernels fuse bias + relu only: the plain convolution into y, then the epilogue
+       over it */
+    conv_job k = j;
+    k.bias = NULL;
+    k.r = NULL;
+    k.relu_in_y = false;
+    k.epi = false;
+    rlx_status st = direct_conv(&k, false, ctx, "Conv");
+    for (size_t b = 0; st == RLX_OK && b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, g->Ho * g->Wo);
+    return st;
   }
   if (use_intra(g, ctx)) {
     j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
