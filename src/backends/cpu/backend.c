@@ -419,30 +419,37 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   if (!rlx_fast_conv_epilogue_applies(t->node, t->in, t->n_in, &bn->shape)) return;
   uint32_t s = f->step[c];
   if (f->first[p->root[bias]] >= s) return; /* the bias must exist before the Conv runs */
-  if (!interval_free(f, add, s, f->last[add], c, RLX_NO_ID)) return;
-  /* an optional Relu reader of the sum */
+  /* an optional activation reader of the sum */
   rlx_id relu = RLX_NO_ID;
   for (uint32_t k = f->use_at[add]; k < f->use_at[add + 1] && relu == RLX_NO_ID; k++) {
     rlx_id u = f->users[k];
     if (fusable_act(x, f, u, &an->shape)) relu = u;
   }
-  set_first(f, add, s);
-  t->mid = add;
-  if (relu != RLX_NO_ID) {
-    if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
-      set_first(f, relu, s);
-    else
-      relu = RLX_NO_ID;
+  /* the activation is the only reader of the sum (views count as readers), which is no output:
+     the sum is never written, only the activation (which may have the sum's bytes: in place) */
+  bool z_dead = relu != RLX_NO_ID && sole_user(f, add) == relu && p->root[add] == add;
+  if (z_dead && interval_free(f, relu, s, f->last[relu], c, add)) {
+    set_first(f, relu, s);
+    f->dead[add] = true;
+  } else {
+    z_dead = false;
+    if (!interval_free(f, add, s, f->last[add], c, RLX_NO_ID)) return;
+    set_first(f, add, s);
+    if (relu != RLX_NO_ID) {
+      if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
+        set_first(f, relu, s);
+      else
+        relu = RLX_NO_ID;
+    }
   }
+  t->mid = add;
   f->dead[c] = true;
   t->kind = TK_CONV_EPI;
   t->out.data = x->arena + p->offset[add];
   t->aux = x->arena + p->offset[bias];
   t->out2 = relu != RLX_NO_ID ? x->arena + p->offset[relu] : NULL;
   t->act = relu != RLX_NO_ID ? (uint8_t)rlx_graph_node(f->g, relu)->attrs.Activation.kind : (uint8_t)RLX_ACT_RELU;
-  /* the activation is the only reader of the sum (views count as readers), which is no output:
-     only the activation is written */
-  t->z_dead = relu != RLX_NO_ID && sole_user(f, add) == relu && p->root[add] == add;
+  t->z_dead = z_dead;
   t->last = relu != RLX_NO_ID ? relu : add;
   fusions_made++;
   x->thunks[f->thunk[add]].kind = TK_SKIP;
@@ -663,6 +670,15 @@ static void fuse(cpu_exe *x) {
       list_link(f.by_first, f.nf_next, f.nf_prev, f.first[i], i);
       list_link(f.by_last, f.nl_next, f.nl_prev, f.last[i], i);
     }
+  }
+  /* An Activation planned in place over its operand's bytes (rlx_plan_memory) shares its first
+     step with the operand's last one: both are checked by a full scan. */
+  for (rlx_id i = 0; i < n; i++) {
+    const rlx_node *nd = rlx_graph_node(x->g, i);
+    if (nd->op != RLX_OP_Activation || nd->n_inputs != 1 || x->plan->root[i] != i || x->plan->size[i] == 0) continue;
+    rlx_id r = x->plan->root[nd->inputs[0]];
+    if (r != i && x->plan->offset[r] == x->plan->offset[i] && x->plan->size[r] == x->plan->size[i])
+      f.scan_only[i] = f.scan_only[r] = true;
   }
 
   for (uint32_t i = 0; i < x->n_thunks; i++) {
