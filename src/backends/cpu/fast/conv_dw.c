@@ -77,28 +77,45 @@ size_t fk_dw_scratch_floats(const fk_dw *d) {
 void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_floats * sizeof(float)); }
 
 /* Writes the interior of the phase planes (the zero border stays from fk_dw_prepare). */
-void fk_dw_fill(const fk_dw *d, const float *x, float *buf) {
-  size_t pr = d->pt % d->sh, i = d->pt / d->sh; /* padded row r + pt = i * sh + pr */
-  for (size_t r = 0; r < d->H; r++) {
-    const float *src = x + r * d->W;
-    if (d->sw == 1) {
-      memcpy(buf + pr * d->plane_q + i * d->Wq + d->pl, src, d->W * sizeof *src);
-    } else {
-      for (size_t pc = 0; pc < d->sw; pc++) {
-        size_t n = d->coln[pc];
-        float *restrict dst = buf + (pr * d->sw + pc) * d->plane_q + i * d->Wq + d->colj[pc];
-        const float *restrict s = src + d->col0[pc];
-        if (d->sw == 2) /* a constant stride: the loads vectorise */
-          for (size_t k = 0; k < n; k++) dst[k] = s[2 * k];
-        else
-          for (size_t k = 0; k < n; k++) dst[k] = s[k * d->sw];
-      }
-    }
-    if (++pr == d->sh) {
-      pr = 0;
-      i++;
-    }
+/* The fill, compiled for the baseline and for AVX-512 (the rows are short: plain loops, which the
+ * compiler vectorises, instead of memcpy calls; stride 2 with permutes). */
+#define DW_FILL_BODY                                                                          \
+  size_t pr = d->pt % d->sh, i = d->pt / d->sh; /* padded row r + pt = i * sh + pr */         \
+  for (size_t r = 0; r < d->H; r++) {                                                         \
+    const float *restrict src = x + r * d->W;                                                 \
+    if (d->sw == 1) {                                                                         \
+      float *restrict dst = buf + pr * d->plane_q + i * d->Wq + d->pl;                        \
+      for (size_t k = 0; k < d->W; k++) dst[k] = src[k];                                      \
+    } else {                                                                                  \
+      for (size_t pc = 0; pc < d->sw; pc++) {                                                 \
+        size_t n = d->coln[pc];                                                               \
+        float *restrict dst = buf + (pr * d->sw + pc) * d->plane_q + i * d->Wq + d->colj[pc]; \
+        const float *restrict s = src + d->col0[pc];                                          \
+        if (d->sw == 2) /* a constant stride: the loads vectorise */                          \
+          for (size_t k = 0; k < n; k++) dst[k] = s[2 * k];                                   \
+        else                                                                                  \
+          for (size_t k = 0; k < n; k++) dst[k] = s[k * d->sw];                               \
+      }                                                                                       \
+    }                                                                                         \
+    if (++pr == d->sh) {                                                                      \
+      pr = 0;                                                                                 \
+      i++;                                                                                    \
+    }                                                                                         \
   }
+
+static void fill_base(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
+#if DW_X86
+__attribute__((target("avx512f"))) static void fill_avx512(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
+#endif
+
+void fk_dw_fill(const fk_dw *d, const float *x, float *buf) {
+#if DW_X86
+  if (fk_isa_active() == FK_ISA_AVX512) {
+    fill_avx512(d, x, buf);
+    return;
+  }
+#endif
+  fill_base(d, x, buf);
 }
 
 /* ---- the wide-grid sums, yw[q] = sum_t w[t] * buf[off[t] + q] (+ bias), q < Qpad ---- */
@@ -176,11 +193,16 @@ void fk_dw_plane(const fk_dw *d, const float *x, const float *w, const float *bi
   else
 #endif
     wide_base(d, buf, off, w, bias, yw);
-  for (size_t oh = 0; oh < d->Ho; oh++) {
-    const float *src = yw + oh * d->Wq;
-    if (z) memcpy(z + oh * d->Wo, src, d->Wo * sizeof *z);
-    if (r && has_act) fk_conv_act(act, src, r + oh * d->Wo, d->Wo);
+  /* the rows into z (or, when the sum is not kept, into r), then the activation over the plane
+     in one call */
+  float *dst = z ? z : (r && has_act ? r : NULL);
+  if (!dst) return;
+  for (size_t oh = 0; oh < d->Ho; oh++) { /* short rows: a plain loop, not memcpy calls */
+    float *restrict o = dst + oh * d->Wo;
+    const float *restrict q = yw + oh * d->Wq;
+    for (size_t k = 0; k < d->Wo; k++) o[k] = q[k];
   }
+  if (r && has_act) fk_conv_act(act, dst, r, d->Ho * d->Wo);
 }
 
 /* ---- the epilogue's activations ----
