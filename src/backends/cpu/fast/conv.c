@@ -611,43 +611,46 @@ typedef struct pconv_job {
   const conv_job *j;
   fk_pconv d;
   const int32_t *off;
-  float *bufs; /* per chunk: the phase planes, then the wide output */
+  float *bufs; /* per chunk: the phase planes */
   size_t per_chunk;
   size_t b; /* the image (one image across the threads) */
 } pconv_job;
 
-/* Where image b's sum and activation go (see conv_job). */
-static void pconv_targets(const conv_job *j, size_t b, float **z, float **r) {
+/* Where image b's sum goes (z, or r when the sum is not kept) and its activation (r, or NULL). */
+static void pconv_targets(const conv_job *j, size_t b, float **sum, float **r) {
   size_t at = b * j->g.Cout * j->g.Ho * j->g.Wo;
-  *z = j->relu_in_y ? NULL : j->y + at;
-  *r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+  float *z = j->relu_in_y ? NULL : j->y + at, *rr = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+  *sum = z ? z : rr;
+  *r = j->epi ? rr : NULL;
 }
 
 static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pconv_job *t = arg;
   const conv_job *j = t->j;
-  float *buf = t->bufs + (size_t)chunk * t->per_chunk, *yw = buf + t->d.buf_floats, *z, *r;
+  float *buf = t->bufs + (size_t)chunk * t->per_chunk, *sum, *r;
   memset(buf, 0, t->d.buf_floats * sizeof *buf);
   for (size_t b = lo; b < hi; b++) {
     fk_pconv_fill(&t->d, j->x + b * j->g.Cin * j->g.H * j->g.W, buf);
-    fk_pconv_tiles(&t->d, buf, j->w, t->off, yw, 0, fk_pconv_tiles_count(&t->d));
-    pconv_targets(j, b, &z, &r);
-    fk_pconv_store(&t->d, yw, 0, j->g.Cout, j->bias, j->act, j->epi, z, r);
+    pconv_targets(j, b, &sum, &r);
+    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, 0, fk_pconv_tiles_count(&t->d));
+    if (r) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
   }
 }
 
 static void pconv_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const pconv_job *t = arg;
-  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->bufs + t->d.buf_floats, lo, hi);
+  float *sum, *r;
+  pconv_targets(t->j, t->b, &sum, &r);
+  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, lo, hi);
 }
 
-static void pconv_store_task(void *arg, size_t lo, size_t hi, int chunk) {
+static void pconv_act_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const pconv_job *t = arg;
-  float *z, *r;
-  pconv_targets(t->j, t->b, &z, &r);
-  fk_pconv_store(&t->d, t->bufs + t->d.buf_floats, lo, hi, t->j->bias, t->j->act, t->j->epi, z, r);
+  float *sum, *r;
+  pconv_targets(t->j, t->b, &sum, &r);
+  if (r) fk_pconv_act(&t->d, lo, hi, t->j->act, sum, r);
 }
 
 static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx) {
@@ -656,7 +659,7 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
   bool intra = use_intra(g, ctx);
   int chunks = intra ? 1 : fk_chunks(ctx, g->N, 1);
   size_t offs = fk_align64(d->R * sizeof(int32_t)) / sizeof(float);
-  t.per_chunk = d->buf_floats + fk_align64(d->Op * d->Qt * sizeof(float)) / sizeof(float);
+  t.per_chunk = d->buf_floats;
   float *scratch = fk_scratch(ctx, (offs + t.per_chunk * (size_t)chunks) * sizeof(float));
   if (!scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the convolution buffers");
   int32_t *off = (int32_t *)scratch;
@@ -671,7 +674,7 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
       t.b = b;
       fk_pconv_fill(d, j->x + b * g->Cin * g->H * g->W, t.bufs);
       fk_parallel_for(ctx, fk_pconv_tiles_count(d), 1, pconv_tiles_task, &t);
-      fk_parallel_for(ctx, g->Cout, 1, pconv_store_task, &t);
+      if (j->epi) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
     }
   }
   fk_scratch_release(ctx, scratch);

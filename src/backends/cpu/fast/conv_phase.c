@@ -9,8 +9,9 @@
  *   yw[o][q] = sum_r w[o][r] * buf[off[r] + q]
  * whose B operand needs no im2col: its rows are unaligned loads from buf. Tiles of 4 output
  * channels x 64 positions (16 accumulators) run over the taps in order; every output element is
- * the same sum whatever the split across threads. The garbage columns ow >= Wo of the grid are
- * dropped when the rows are stored, with the bias and the activation on the way. */
+ * the same sum whatever the split across threads. Each tile goes through a small stack buffer
+ * straight to the output rows, the garbage columns ow >= Wo of the grid dropped and the bias
+ * added on the way; the activation is one pass over the output planes afterwards. */
 #include <string.h>
 
 #include "backends/cpu/fast/fast.h"
@@ -70,20 +71,47 @@ bool fk_pconv_available(void) {
   c##ROW##1 = _mm512_fmadd_ps(AV, b1, c##ROW##1); \
   c##ROW##2 = _mm512_fmadd_ps(AV, b2, c##ROW##2); \
   c##ROW##3 = _mm512_fmadd_ps(AV, b3, c##ROW##3)
-#define PC_STORE4(ROW)                               \
-  _mm512_storeu_ps(y + ROW * d->Qt, c##ROW##0);      \
-  _mm512_storeu_ps(y + ROW * d->Qt + 16, c##ROW##1); \
-  _mm512_storeu_ps(y + ROW * d->Qt + 32, c##ROW##2); \
-  _mm512_storeu_ps(y + ROW * d->Qt + 48, c##ROW##3)
+#define PC_STORE4(ROW)                         \
+  _mm512_storeu_ps(tile[ROW], c##ROW##0);      \
+  _mm512_storeu_ps(tile[ROW] + 16, c##ROW##1); \
+  _mm512_storeu_ps(tile[ROW] + 32, c##ROW##2); \
+  _mm512_storeu_ps(tile[ROW] + 48, c##ROW##3)
+
+/* The valid positions of a tile (q0 .. q0 + 63 of the wide grid; columns ow >= Wo dropped) of
+ * channels o0 .. o0 + n - 1 into y [O][Ho][Wo], + bias. */
+static void tile_out(const fk_pconv *d, const float (*tile)[PNQ], size_t q0, size_t o0, size_t n, const float *bias,
+                     float *y) {
+  size_t Wq = d->p.Wq, Wo = d->p.Wo, P = d->p.Ho * Wo, qend = q0 + PNQ < d->p.Q ? q0 + PNQ : d->p.Q;
+  for (size_t q = q0; q < qend;) {
+    size_t oh = q / Wq, ow = q % Wq, len = Wq - ow; /* the rest of this grid row */
+    if (q + len > qend) len = qend - q;
+    if (ow < Wo) {
+      size_t m = ow + len > Wo ? Wo - ow : len;
+      for (size_t i = 0; i < n; i++) {
+        float *restrict dst = y + (o0 + i) * P + oh * Wo + ow;
+        const float *restrict src = tile[i] + (q - q0);
+        if (bias) {
+          float b = bias[o0 + i];
+          for (size_t k = 0; k < m; k++) dst[k] = src[k] + b;
+        } else {
+          for (size_t k = 0; k < m; k++) dst[k] = src[k];
+        }
+      }
+    }
+    q += len;
+  }
+}
 
 __attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w,
-                                                       const int32_t *off, float *yw, size_t t0, size_t t1) {
+                                                       const int32_t *off, const float *bias, float *y, size_t t0,
+                                                       size_t t1) {
   size_t R = d->R, MB = d->Op / PMR;
+  float tile[PMR][PNQ];
   for (size_t tq = t0; tq < t1; tq++) {
     const float *B = buf + tq * PNQ;
     for (size_t mb = 0; mb < MB; mb++) {
       /* the weight rows of the tile's 4 channels as stored (w [O][R]); past O the last row again,
-         into rows of yw that are never stored */
+         into tile rows that are never stored */
       const float *a0 = w + (mb * PMR < d->O ? mb * PMR : d->O - 1) * R;
       const float *a1 = w + (mb * PMR + 1 < d->O ? mb * PMR + 1 : d->O - 1) * R;
       const float *a2 = w + (mb * PMR + 2 < d->O ? mb * PMR + 2 : d->O - 1) * R;
@@ -101,39 +129,23 @@ __attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const 
         PC_FMA4(2, w2);
         PC_FMA4(3, w3);
       }
-      float *y = yw + mb * PMR * d->Qt + tq * PNQ;
       PC_STORE4(0);
       PC_STORE4(1);
       PC_STORE4(2);
       PC_STORE4(3);
+      size_t o0 = mb * PMR;
+      tile_out(d, (const float(*)[PNQ])tile, tq * PNQ, o0, d->O - o0 < PMR ? d->O - o0 : PMR, bias, y);
     }
   }
 }
 #else
-void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, float *yw, size_t t0,
-                    size_t t1) {
-  (void)d, (void)buf, (void)w, (void)off, (void)yw, (void)t0, (void)t1;
+void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
+                    float *y, size_t t0, size_t t1) {
+  (void)d, (void)buf, (void)w, (void)off, (void)bias, (void)y, (void)t0, (void)t1;
 }
 #endif
 
-void fk_pconv_store(const fk_pconv *d, const float *yw, size_t o0, size_t o1, const float *bias, rlx_act act,
-                    bool has_act, float *z, float *r) {
-  size_t Ho = d->p.Ho, Wo = d->p.Wo, Wq = d->p.Wq, P = Ho * Wo;
-  for (size_t o = o0; o < o1; o++) {
-    const float *src = yw + o * d->Qt;
-    float *zo = z ? z + o * P : NULL, *ro = r ? r + o * P : NULL;
-    float *dst = zo ? zo : ro; /* the sum goes to z, or (not kept) straight to r */
-    if (!dst) continue;
-    for (size_t oh = 0; oh < Ho; oh++) {
-      float *restrict row = dst + oh * Wo;
-      const float *restrict s = src + oh * Wq;
-      if (bias) {
-        float b = bias[o];
-        for (size_t k = 0; k < Wo; k++) row[k] = s[k] + b;
-      } else {
-        memcpy(row, s, Wo * sizeof *row);
-      }
-    }
-    if (has_act && ro) fk_conv_act(act, dst, ro, P);
-  }
+void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r) {
+  size_t P = d->p.Ho * d->p.Wo;
+  fk_conv_act(act, sum + o0 * P, r + o0 * P, (o1 - o0) * P);
 }

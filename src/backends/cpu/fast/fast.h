@@ -173,7 +173,7 @@ bool fk_conv_act_ok(rlx_act act);
 /* ---- direct convolution of any stride on phase planes, AVX-512F (conv_phase.c) ---- */
 
 /* One image and group: C input planes (each as conv_dw.c's phase planes, cs floats apart in buf)
- * -> O output planes; yw [Op][Qt] is the wide grid of every output channel. */
+ * -> O output planes. */
 typedef struct fk_pconv {
   fk_dw p;                /* one plane's phase geometry and tap offsets */
   size_t C, O, Op, R, cs; /* R = C*kh*kw taps; Op = O rounded up to the tile */
@@ -187,13 +187,12 @@ void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_pconv_tiles_count(const fk_pconv *d);
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
 void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf); /* x [C][H][W]; buf zeroed once */
-/* Tiles [t0, t1) of every output channel into yw; w [O][C][kh][kw] as stored (no packing). */
-void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, float *yw, size_t t0,
-                    size_t t1);
-/* Output channels [o0, o1) from yw: z = conv (+ bias[o]) unless z is NULL; r = act(that) when r is
- * not NULL and has_act (z NULL: only r is written). z and r point at channel 0's plane. */
-void fk_pconv_store(const fk_pconv *d, const float *yw, size_t o0, size_t o1, const float *bias, rlx_act act,
-                    bool has_act, float *z, float *r);
+/* Tiles [t0, t1) of every output channel, straight to y [O][Ho][Wo] (+ bias[o] when not NULL);
+ * w [O][C][kh][kw] as stored (no packing). */
+void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
+                    float *y, size_t t0, size_t t1);
+/* r = act(sum) over output channels [o0, o1) (sum may be r: in place); both point at channel 0. */
+void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r);
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 
