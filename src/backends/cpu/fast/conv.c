@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
- * the batch (each worker with its own buffers). Stride-1 convolutions on a CPU with AVX2 + FMA run
- * the direct kernels of conv_direct.c (backward-input as the forward convolution of dy with the
- * flipped, transposed weight); everything else uses im2col + sgemm:
+ * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
+ * planes of conv_dw.c, one-group strided ones (and stride-1 ones of small planes with many taps) on
+ * those of conv_phase.c where the AVX-512 path is active. Stride-1 convolutions on a CPU with AVX2
+ * + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
+ * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
  *   Conv2dBackwardInput   col [cg*kk, P]  = w_g^T . dy_bg, then col2im adds it into dx_b
  *   Conv2dBackwardWeight  dw_g           += dy_bg . col_bg^T   (per-worker partial sums added in
@@ -681,8 +683,8 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
   return RLX_OK;
 }
 
-/* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
- * z NULL only r is written). */
+/* Conv, optionally with the epilogue (epi: z = conv (+ bias when not NULL), r = act(z) when r is
+ * not NULL; with z NULL only r is written). */
 static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *z, const float *bias,
                                float *r, bool epi, rlx_act act, rlx_cpu_ctx *ctx) {
   conv_job j;
