@@ -146,7 +146,8 @@ int main(int argc, char **argv) {
   printf("{\"import_ms\": %.3f, \"compile_ms\": %.3f, \"median_ms\": %.4f, \"best_ms\": %.4f, "
          "\"mean_ms\": %.4f, \"cpu_ms\": %.4f, \"iters\": %d, \"nodes_before\": %u, \"nodes_after\": %u, "
          "\"peak_rss_mb\": %.1f, \"base_rss_mb\": %.1f, \"arena_mb\": %.1f}\n",
-         t_import, t_compile, median, t[0], sum / iters, cpu_run, iters, nodes_before, rlx_graph_node_count(cg), rss_peak_mb(), base_rss, rep ? (double)rep->arena_bytes / 1048576.0 : 0.0);
+         t_import, t_compile, median, t[0], sum / iters, cpu_run, iters, nodes_before, rlx_graph_node_count(cg),
+         rss_peak_mb(), base_rss, rep ? (double)rep->arena_bytes / 1048576.0 : 0.0);
   free(t);
   free(name);
   rlx_executable_free(e);
