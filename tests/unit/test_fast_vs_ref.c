@@ -927,6 +927,153 @@ static void test_executor(bool torch_layout) {
 }
 
 /* ======================================================================================
+ * MatMul by a constant B packed once (fast/gemm_packed.c; the AVX-512 path only): against a
+ * double product within gamma_K sum_k |a_ik||b_kj| (one f32 fused multiply-add chain per element
+ * is within that), the same bits at 1, 2 and 3 threads and in deterministic mode, edges of M (12-row
+ * tiles, 192-row blocks), N (32-column panels) and K (256-step passes); then through the
+ * executor with a Constant B (packed there) against RLX_CPU_NO_PACK=1.
+ * ====================================================================================== */
+
+static void packed_case(rlx_shape as, int64_t K, int64_t N) {
+  rlx_graph *g;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed", &g));
+  rlx_shape bs = SHP(F32, K, N);
+  rlx_id a, b, m;
+  CHECK_OK(rlx_input(g, "a", as, &a));
+  CHECK_OK(rlx_input(g, "b", bs, &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  const rlx_node *mn = rlx_graph_node(g, m);
+  bool applies = rlx_fast_matmul_packed_applies(mn, &as, &bs);
+  CHECK_MSG(applies == (fk_isa_active() == FK_ISA_AVX512), "packed MatMul applies = %d on the %s path", applies,
+            fk_isa_name(fk_isa_active()));
+  if (!applies) {
+    rlx_graph_free(g);
+    return;
+  }
+  rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
+  fill(&A, FILL_UNIFORM, 0);
+  fill(&B, FILL_UNIFORM, 0);
+  size_t cnt = numel(&mn->shape), M = cnt / (size_t)N;
+  float *bp = rlx_fast_matmul_pack_b(&bs, B.data);
+  CHECK(bp != NULL);
+  rlx_tensor f = {malloc(cnt * 4), mn->shape}, f1 = {malloc(cnt * 4), mn->shape};
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *pa = A.data, *pb = B.data;
+  for (int det = 0; det < 2 && bp; det++)
+    for (int t = 1; t <= 3; t++) {
+      memset(f.data, 0xA5, cnt * 4);
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = det};
+      CHECK_OK(rlx_fast_matmul_packed(mn, &A, bp, &f, &ctx));
+      if (t == 1 && !det) {
+        size_t bad = 0;
+        for (size_t i = 0; i < M; i++)
+          for (size_t j = 0; j < (size_t)N; j++) {
+            double exact = 0, mag = 0;
+            for (size_t k = 0; k < (size_t)K; k++) {
+              double p = (double)pa[i * (size_t)K + k] * (double)pb[k * (size_t)N + j];
+              exact += p;
+              mag += fabs(p);
+            }
+            double got = ((float *)f.data)[i * (size_t)N + j];
+            bad += !(fabs(got - exact) <= gamma * mag + 1e-30);
+          }
+        CHECK_MSG(bad == 0,
+                  "packed MatMul %zux%lldx%lld: %zu elements off the exact product by more than gamma_K "
+                  "sum|a||b|",
+                  M, (long long)K, (long long)N, bad);
+        memcpy(f1.data, f.data, cnt * 4);
+      } else {
+        CHECK_MSG(memcmp(f.data, f1.data, cnt * 4) == 0, "packed MatMul %zux%lldx%lld: threads %d%s gives other bits",
+                  M, (long long)K, (long long)N, t, det ? " (deterministic)" : "");
+      }
+    }
+  rlx_fast_matmul_pack_free(bp);
+  free(A.data);
+  free(B.data);
+  free(f.data);
+  free(f1.data);
+  rlx_graph_free(g);
+}
+
+/* x [2, 37, 300] . W [300, 70] (+ nothing else) with W a Constant: packed by the executor, the
+ * result within the bound above of the unpacked executable's. */
+static void packed_executor_case(void) {
+  int64_t K = 300, N = 70;
+  rlx_shape xs = SHP(F32, 2, 37, 300), ws = SHP(F32, 300, 70);
+  rlx_tensor X = {malloc(numel(&xs) * 4), xs}, W = {malloc(numel(&ws) * 4), ws};
+  fill(&X, FILL_UNIFORM, 0);
+  fill(&W, FILL_UNIFORM, 0);
+  float *res[2] = {NULL, NULL};
+  size_t cnt = 2 * 37 * (size_t)N;
+  for (int pack = 0; pack < 2; pack++) {
+    if (!pack) setenv("RLX_CPU_NO_PACK", "1", 1);
+    rlx_graph *g;
+    rlx_id x, w, m;
+    CHECK_OK(rlx_graph_create(NULL, "mm_const", &g));
+    CHECK_OK(rlx_input(g, "x", xs, &x));
+    CHECK_OK(rlx_constant(g, ws, W.data, numel(&ws) * 4, &w));
+    CHECK_OK(rlx_matmul(g, x, w, &m));
+    CHECK_OK(rlx_graph_set_outputs(g, &m, 1));
+    rlx_compile_options co;
+    rlx_compile_options_init(&co);
+    rlx_executable *e = NULL;
+    uint64_t before = rlx_cpu_pack_count();
+    CHECK_OK(rlx_compile(g, "cpu", &co, &e));
+    uint64_t packs = rlx_cpu_pack_count() - before;
+    bool want = pack && fk_isa_active() == FK_ISA_AVX512;
+    CHECK_MSG(packs == (want ? 1u : 0u), "executor: %llu packed MatMuls, expected %d", (unsigned long long)packs,
+              (int)want);
+    unsetenv("RLX_CPU_NO_PACK");
+    rlx_named_tensor in[1] = {{"x", X}};
+    const rlx_tensor *outs;
+    uint32_t n_out = 0;
+    if (e && rlx_executable_run(e, in, 1, &outs, &n_out) == RLX_OK && n_out == 1) {
+      res[pack] = malloc(cnt * 4);
+      memcpy(res[pack], outs[0].data, cnt * 4);
+    }
+    CHECK(res[pack] != NULL);
+    rlx_executable_free(e);
+    rlx_graph_free(g);
+  }
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *px = X.data, *pw = W.data;
+  size_t bad = 0;
+  for (size_t i = 0; res[0] && res[1] && i < cnt; i++) {
+    size_t row = i / (size_t)N, col = i % (size_t)N;
+    double mag = 0;
+    for (size_t k = 0; k < (size_t)K; k++)
+      mag += fabs((double)px[row * (size_t)K + k] * (double)pw[k * (size_t)N + col]);
+    bad += !(fabs((double)res[0][i] - (double)res[1][i]) <= 2 * gamma * mag);
+  }
+  CHECK_MSG(bad == 0, "executor: the packed MatMul differs from the unpacked one in %zu of %zu elements", bad, cnt);
+  free(res[0]);
+  free(res[1]);
+  free(X.data);
+  free(W.data);
+}
+
+static void test_matmul_packed(void) {
+  packed_case(SHP(F32, 1, 1), 1, 1);
+  packed_case(SHP(F32, 5, 7), 7, 3);
+  packed_case(SHP(F32, 13, 33), 33, 31);         /* one tile + 1 row, one panel - 1 column */
+  packed_case(SHP(F32, 12, 256), 256, 32);       /* exact tile, pass and panel */
+  packed_case(SHP(F32, 3, 25, 300), 300, 65);    /* batch folded into M; two k passes; 3 panels */
+  packed_case(SHP(F32, 200, 513), 513, 47);      /* two row blocks, three k passes */
+  packed_case(SHP(F32, 1, 128, 384), 384, 1536); /* the encoder's FFN shape */
+  /* declined: B with a batch axis */
+  rlx_graph *g;
+  rlx_id a, b, m;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed_no", &g));
+  CHECK_OK(rlx_input(g, "a", SHP(F32, 2, 4, 5), &a));
+  CHECK_OK(rlx_input(g, "b", SHP(F32, 2, 5, 3), &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  rlx_shape sa = SHP(F32, 2, 4, 5), sb = SHP(F32, 2, 5, 3);
+  CHECK(!rlx_fast_matmul_packed_applies(rlx_graph_node(g, m), &sa, &sb));
+  rlx_graph_free(g);
+  packed_executor_case();
+}
+
+/* ======================================================================================
  * Fft (f32 real-block lines: radix-2 and Bluestein lengths, both directions, every norm)
  * ====================================================================================== */
 
@@ -1205,6 +1352,7 @@ int main(void) {
   fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
+  test_matmul_packed();
   test_transpose();
   test_conv();
   test_pool();

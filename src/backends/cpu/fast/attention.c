@@ -3,7 +3,8 @@
  *   Attention   f32, rank 4 [B, H, S, D] (dim 1 == num_heads), K and V with Q's heads, mask
  *               None, Causal or Bias ([B, H, Sq, Sk]), no logit softcap. Per (batch, head) and
  *               block of up to FA_ROWS query rows: S = Q K^T (sgemm), S = S * scale (+ bias,
- *               causal keys hidden), a row softmax in f32 with double sums, O = P V (sgemm).
+ *               causal keys hidden), a row softmax in f32 with double sums (the exponential of
+ *               the Exp activation's vectorised loop), O = P V (sgemm).
  *               The (batch, head) pairs are split across the threads; each output row is
  *               computed by one thread in a fixed order, so results do not depend on the thread
  *               count. Rows with a NaN score give NaN, rows with every key masked give zeros
@@ -52,38 +53,46 @@ FK_APPLIES(Attention) {
 typedef struct fa_job {
   const float *q, *k, *v, *bias;
   float *o, *scratch;
-  size_t Sq, Sk, D, Dv, scratch_per_chunk;
+  size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
   float scale;
   bool causal;
 } fa_job;
 
-/* Softmax of one score row in place (len keys, the first `visible` of them visible). */
-static void fa_softmax_row(float *s, size_t len, size_t visible) {
-  float mx = -INFINITY;
+/* Softmax of one score row in place (len keys, the first `visible` of them visible); tmp holds
+ * `visible` floats. The maximum in 16 independent lanes (order-free: max is exact), e^(s - max)
+ * by the Exp activation's vectorised loop (fk_act_f32), the sum in double in a fixed order. */
+static void fa_softmax_row(float *restrict s, float *restrict tmp, size_t len, size_t visible) {
+  float lane[16];
+  for (int l = 0; l < 16; l++) lane[l] = -INFINITY;
   bool nan_seen = false;
-  for (size_t i = 0; i < visible; i++) {
+  size_t i = 0;
+  for (; i + 16 <= visible; i += 16)
+    for (int l = 0; l < 16; l++) {
+      float v = s[i + l];
+      nan_seen |= v != v;
+      lane[l] = v > lane[l] ? v : lane[l];
+    }
+  float mx = -INFINITY;
+  for (int l = 0; l < 16; l++) mx = lane[l] > mx ? lane[l] : mx;
+  for (; i < visible; i++) {
     nan_seen |= s[i] != s[i];
     mx = s[i] > mx ? s[i] : mx;
   }
   if (nan_seen || mx == -INFINITY) {
     float fill = nan_seen ? NAN : 0.0f;
-    for (size_t i = 0; i < len; i++) s[i] = fill;
+    for (i = 0; i < len; i++) s[i] = fill;
     return;
   }
-  double sum = 0;
-  for (size_t i = 0; i < visible; i++) {
-    float e = expf(s[i] - mx);
-    s[i] = e;
-    sum += e;
-  }
-  float inv = (float)(1.0 / sum);
-  for (size_t i = 0; i < visible; i++) s[i] *= inv;
-  for (size_t i = visible; i < len; i++) s[i] = 0.0f;
+  for (i = 0; i < visible; i++) tmp[i] = s[i] - mx;
+  fk_act_f32(RLX_ACT_EXP, tmp, s, visible);
+  float inv = (float)(1.0 / fk_sum_run(s, visible));
+  for (i = 0; i < visible; i++) s[i] *= inv;
+  for (i = visible; i < len; i++) s[i] = 0.0f;
 }
 
 static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
   const fa_job *j = arg;
-  float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk;
+  float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk, *tmp = s + j->scores_floats;
   for (size_t bh = lo; bh < hi; bh++) {
     const float *q = j->q + bh * j->Sq * j->D, *k = j->k + bh * j->Sk * j->D, *v = j->v + bh * j->Sk * j->Dv;
     float *o = j->o + bh * j->Sq * j->Dv;
@@ -98,7 +107,7 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
         else
           for (size_t i = 0; i < j->Sk; i++) row[i] *= j->scale;
         size_t visible = j->causal ? j->Sk - j->Sq + r0 + r + 1 : j->Sk;
-        fa_softmax_row(row, j->Sk, visible);
+        fa_softmax_row(row, tmp, j->Sk, visible);
       }
       fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, j->Dv, false, o + r0 * j->Dv, j->Dv);
     }
@@ -124,7 +133,8 @@ FK_KERNEL(Attention) {
   if (BH == 0) return RLX_OK;
   int chunks = fk_chunks(ctx, BH, 1);
   size_t rows = j.Sq < FA_ROWS ? j.Sq : FA_ROWS;
-  j.scratch_per_chunk = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
+  j.scores_floats = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
+  j.scratch_per_chunk = j.scores_floats + fk_align64(j.Sk * sizeof(float)) / sizeof(float);
   j.scratch = fk_scratch(ctx, (size_t)chunks * j.scratch_per_chunk * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Attention: out of memory for the score blocks");
   fk_parallel_for(ctx, BH, 1, fa_task, &j);
