@@ -201,6 +201,15 @@ void rlx_fast_matmul_pack_free(float *bp);
 rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
                                   rlx_cpu_ctx *ctx);
 
+/* The packed tiles for other kernels (one thread; the AVX-512 path only, callers check
+ * fk_isa_active): fk_gemm_pack_b packs B [K, N] (row stride ldb; trans: B stored [N, K]) into
+ * fk_gemm_packed_b_floats(K, N) floats (64-byte aligned); fk_gemm_packed computes C [M, N] (row
+ * stride ldc) = A [M, K] (row stride lda, read in place) . B. One fused multiply-add chain over k
+ * per element. */
+size_t fk_gemm_packed_b_floats(size_t K, size_t N);
+void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp);
+void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc);
+
 /* Conv + Binary Add of a per-channel bias (+ Relu) in one pass (the executor's fusion): z = conv(x, w)
  * + bias and, when r is not NULL, r = relu(z); z may be NULL when r is not (the sum is then not
  * kept); in = the Conv's operands; bias has one element per output channel and broadcasts along

@@ -26,8 +26,13 @@
 #define GP_X86 1
 #endif
 
-#define GP_NR 32
+#ifndef GP_NV
+#define GP_NV 2 /* vectors of 16 columns per tile */
+#endif
+#ifndef GP_MR
 #define GP_MR 12
+#endif
+#define GP_NR (16 * GP_NV)
 #define GP_TILES_PER_BLOCK 16 /* row block: up to 16 tiles (192 rows) of A reused across the panels */
 
 bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b) {
@@ -72,45 +77,90 @@ void rlx_fast_matmul_pack_free(float *bp) { free(bp); }
 __attribute__((target("avx512f"))) static void gp_tile(size_t kc, const float *ap, const float *bp, float *C,
                                                        size_t ldc, size_t rows, size_t cols, bool acc,
                                                        const float *pf) {
-  __mmask16 m0 = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
-  __mmask16 m1 = cols >= 32 ? (__mmask16)0xFFFF : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
-  __m512 c0[GP_MR], c1[GP_MR];
-#pragma GCC unroll 12
+  __mmask16 m[GP_NV];
+  for (size_t v = 0; v < GP_NV; v++)
+    m[v] = cols >= 16 * (v + 1) ? (__mmask16)0xFFFF : cols > 16 * v ? (__mmask16)((1u << (cols - 16 * v)) - 1) : 0;
+  __m512 c[GP_MR][GP_NV];
+#pragma GCC unroll 16
   for (size_t r = 0; r < GP_MR; r++) {
     bool ld = acc && r < rows;
-    c0[r] = ld ? _mm512_maskz_loadu_ps(m0, C + r * ldc) : _mm512_setzero_ps();
-    c1[r] = ld ? _mm512_maskz_loadu_ps(m1, C + r * ldc + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++)
+      c[r][v] = ld ? _mm512_maskz_loadu_ps(m[v], C + r * ldc + 16 * v) : _mm512_setzero_ps();
   }
   for (size_t k = 0; k < kc; k++) {
-    __m512 b0 = _mm512_load_ps(bp + k * GP_NR), b1 = _mm512_load_ps(bp + k * GP_NR + 16);
+    __m512 b[GP_NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) b[v] = _mm512_load_ps(bp + k * GP_NR + 16 * v);
     if (pf) {
-      _mm_prefetch((const char *)(pf + k * GP_NR), _MM_HINT_T1);
-      _mm_prefetch((const char *)(pf + k * GP_NR + 16), _MM_HINT_T1);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
     }
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (size_t r = 0; r < GP_MR; r++) {
       __m512 a = _mm512_set1_ps(ap[k * GP_MR + r]);
-      c0[r] = _mm512_fmadd_ps(a, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(a, b1, c1[r]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
     }
   }
-#pragma GCC unroll 12
+#pragma GCC unroll 16
   for (size_t r = 0; r < GP_MR; r++) {
     if (r >= rows) break;
-    _mm512_mask_storeu_ps(C + r * ldc, m0, c0[r]);
-    _mm512_mask_storeu_ps(C + r * ldc + 16, m1, c1[r]);
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
+  }
+}
+/* The same with A read in place (row-major, row stride lda; rows past `rows` read the last one
+ * again): for short K, where packing A would cost more than the strided broadcasts. */
+__attribute__((target("avx512f"))) static void gp_tile_rows(size_t kc, const float *A, size_t lda, const float *bp,
+                                                            float *C, size_t ldc, size_t rows, size_t cols, bool acc,
+                                                            const float *pf) {
+  const float *ar[GP_MR];
+  for (size_t r = 0; r < GP_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
+  __mmask16 m[GP_NV];
+  for (size_t v = 0; v < GP_NV; v++)
+    m[v] = cols >= 16 * (v + 1) ? (__mmask16)0xFFFF : cols > 16 * v ? (__mmask16)((1u << (cols - 16 * v)) - 1) : 0;
+  __m512 c[GP_MR][GP_NV];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++)
+      c[r][v] = ld ? _mm512_maskz_loadu_ps(m[v], C + r * ldc + 16 * v) : _mm512_setzero_ps();
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m512 b[GP_NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) b[v] = _mm512_load_ps(bp + k * GP_NR + 16 * v);
+    if (pf) {
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < GP_MR; r++) {
+      __m512 a = _mm512_set1_ps(ar[r][k]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
   }
 }
 #endif
 
-/* Rows r0..r1 of A [M, K] into tiles [tile][K][GP_MR]; rows past r1 repeat row r1 - 1. */
-static void gp_pack_a(const float *A, size_t K, size_t r0, size_t r1, float *ap) {
+/* Rows r0..r1 of A [M, K] (row stride lda) into tiles [tile][K][GP_MR]; rows past r1 repeat
+ * row r1 - 1. */
+static void gp_pack_a(const float *A, size_t lda, size_t K, size_t r0, size_t r1, float *ap) {
   for (size_t t = 0; r0 + t * GP_MR < r1; t++) {
     float *dst = ap + t * K * GP_MR;
     const float *rows[GP_MR];
     for (size_t r = 0; r < GP_MR; r++) {
       size_t i = r0 + t * GP_MR + r;
-      rows[r] = A + (i < r1 ? i : r1 - 1) * K;
+      rows[r] = A + (i < r1 ? i : r1 - 1) * lda;
     }
     for (size_t k = 0; k < K; k++)
       for (size_t r = 0; r < GP_MR; r++) dst[k * GP_MR + r] = rows[r][k];
@@ -135,7 +185,7 @@ static void gp_task(void *arg, size_t lo, size_t hi, int chunk) {
   for (size_t w = lo; w < hi; w++) {
     size_t rb = w / j->panels, p = w % j->panels;
     size_t r0 = rb * j->block_rows, r1 = r0 + j->block_rows < j->M ? r0 + j->block_rows : j->M;
-    if (rb != packed) gp_pack_a(j->a, j->K, r0, r1, ap), packed = rb;
+    if (rb != packed) gp_pack_a(j->a, j->K, j->K, r0, r1, ap), packed = rb;
     size_t c0 = p * GP_NR, cols = j->N - c0 < GP_NR ? j->N - c0 : GP_NR;
     const float *panel = j->bp + p * j->K * GP_NR;
     for (size_t k0 = 0; k0 < j->K; k0 += GP_KC) {
@@ -181,4 +231,38 @@ rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const 
   fk_parallel_for(ctx, items, grain, gp_task, &j);
   fk_scratch_release(ctx, j.scratch);
   return RLX_OK;
+}
+
+/* ---- the same tiles for other kernels (attention.c): one thread, any operands ---- */
+
+size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GP_NR - 1) / GP_NR * GP_NR * K; }
+
+void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp) {
+  size_t panels = (N + GP_NR - 1) / GP_NR;
+  for (size_t p = 0; p < panels; p++) {
+    size_t c0 = p * GP_NR, w = N - c0 < GP_NR ? N - c0 : GP_NR;
+    float *dst = bp + p * K * GP_NR;
+    for (size_t k = 0; k < K; k++) {
+      for (size_t c = 0; c < w; c++) dst[k * GP_NR + c] = trans ? B[(c0 + c) * ldb + k] : B[k * ldb + c0 + c];
+      for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+    }
+  }
+}
+
+void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc) {
+#if GP_X86
+  size_t panels = (N + GP_NR - 1) / GP_NR;
+  for (size_t p = 0; p < panels; p++) {
+    size_t c0 = p * GP_NR, cols = N - c0 < GP_NR ? N - c0 : GP_NR;
+    const float *panel = bp + p * K * GP_NR;
+    for (size_t k0 = 0; k0 < K; k0 += GP_KC) {
+      size_t kc = K - k0 < GP_KC ? K - k0 : GP_KC;
+      for (size_t r = 0; r < M; r += GP_MR)
+        gp_tile_rows(kc, A + r * lda + k0, lda, panel + k0 * GP_NR, C + r * ldc + c0, ldc,
+                     M - r < GP_MR ? M - r : GP_MR, cols, k0 > 0, NULL);
+    }
+  }
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)bp, (void)C, (void)ldc;
+#endif
 }
