@@ -180,6 +180,46 @@ static void run_case(const char *what, tcase *c, double rtol, double atol) {
   free(ref.data);
 }
 
+/* On the AVX-512 path: the fast kernel gives the same bits when forced onto the baseline path
+ * (RLX_CPU_ISA=scalar) - for the kernels whose per-path loops do the same operations in the same
+ * order (the elementwise loops, LayerNorm). A NaN may differ in sign and payload (which operand's
+ * NaN an instruction passes on is the compiler's choice). Elsewhere nothing to compare. */
+static void same_bits_on_scalar(const char *what, tcase *c) {
+  if (fk_isa_active() != FK_ISA_AVX512) return;
+  const rlx_node *n = c->node;
+  const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[n->op];
+  size_t bytes = numel(&n->shape) * rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  rlx_tensor o1 = {malloc(bytes ? bytes : 1), n->shape}, o2 = {malloc(bytes ? bytes : 1), n->shape};
+  rlx_cpu_ctx ctx = {.threads = 1};
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o1, &ctx));
+  const char *old = getenv("RLX_CPU_ISA");
+  char saved[32] = "";
+  if (old) snprintf(saved, sizeof saved, "%s", old);
+  setenv("RLX_CPU_ISA", "scalar", 1);
+  CHECK_OK(fk_isa_configure());
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o2, &ctx));
+  if (old)
+    setenv("RLX_CPU_ISA", saved, 1);
+  else
+    unsetenv("RLX_CPU_ISA");
+  CHECK_OK(fk_isa_configure());
+  CHECK(fk_isa_active() == FK_ISA_AVX512);
+  size_t esz = rlx_dtype_size((rlx_dtype)n->shape.dtype), differ = 0, first = 0;
+  for (size_t i = 0; i < numel(&n->shape); i++)
+    if (memcmp((char *)o1.data + i * esz, (char *)o2.data + i * esz, esz) != 0 &&
+        !(isnan(rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, i)) &&
+          isnan(rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, i))) &&
+        differ++ == 0)
+      first = i;
+  CHECK_MSG(differ == 0,
+            "%s: the AVX-512 and scalar paths give other bits in %zu elements; first at %zu: %.9g (x %.9g) vs %.9g",
+            what, differ, first, rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, first),
+            rlx_elem_get(c->in[0].data, (rlx_dtype)c->in[0].shape.dtype, first),
+            rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, first));
+  free(o1.data);
+  free(o2.data);
+}
+
 /* The fast kernel must decline this case. */
 static void expect_declined(const char *what, tcase *c) {
   const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[c->node->op];
@@ -546,6 +586,7 @@ static void test_activation(void) {
          the far negative tail (|result| < 1e-10); the fast kernels use erfc / sigmoid there */
       bool tail = kinds[i] == RLX_ACT_GELU || kinds[i] == RLX_ACT_GELU_APPROX;
       if (c.node) run_case(what, &c, 4e-6, tail ? 1e-10 : 1e-30);
+      if (c.node) same_bits_on_scalar(what, &c);
       case_free(&c);
     }
   tcase c;
@@ -1338,6 +1379,7 @@ static void test_attention_norm(void) {
     snprintf(what, sizeof what, "LayerNorm %s", ln[i].name);
     CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, args, 0));
     if (c.node) run_case(what, &c, 2e-5, 2e-6);
+    if (c.node) same_bits_on_scalar(what, &c);
     case_free(&c);
   }
   targ ln64[3] = {{SHP(F64, 3, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}};

@@ -228,9 +228,9 @@ typedef struct ln_job {
   double eps;
 } ln_job;
 
-static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
-  (void)chunk;
-  const ln_job *j = arg;
+/* Rows lo..hi; compiled for the baseline and for AVX-512F (the same operations in the same order,
+ * no contraction: the same bits). */
+static inline __attribute__((always_inline)) void ln_rows(const ln_job *j, size_t lo, size_t hi) {
   size_t D = j->D;
   for (size_t r = lo; r < hi; r++) {
     const float *x = j->x + r * D;
@@ -253,6 +253,24 @@ static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
     double rstd = 1.0 / sqrt(var + j->eps);
     for (size_t k = 0; k < D; k++) y[k] = (float)(((double)x[k] - mean) * rstd * (double)j->g[k] + (double)j->b[k]);
   }
+}
+static void ln_rows_base(const ln_job *j, size_t lo, size_t hi) { ln_rows(j, lo, hi); }
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void ln_rows_avx512(const ln_job *j, size_t lo, size_t hi) {
+  ln_rows(j, lo, hi);
+}
+#endif
+
+static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const ln_job *j = arg;
+#if defined(__x86_64__)
+  if (fk_isa_active() == FK_ISA_AVX512) {
+    ln_rows_avx512(j, lo, hi);
+    return;
+  }
+#endif
+  ln_rows_base(j, lo, hi);
 }
 
 FK_KERNEL(LayerNorm) {
