@@ -111,6 +111,62 @@ static inline __attribute__((always_inline)) void fa_softmax_row(float *restrict
   for (i = visible; i < len; i++) s[i] = 0.0f;
 }
 
+#if defined(__x86_64__)
+/* e^x for x <= 0 (softmax arguments; larger x are clamped to 89), 16 lanes: x = n ln2 + r with
+ * n = round(x / ln2), ln2 in two parts, e^r by its Taylor polynomial of degree 7 with fused
+ * multiply-adds, then 2^n applied by vscalefps (one rounding, subnormal results exact, 0 below
+ * -104). NaN stays NaN (the clamps pass it on). */
+__attribute__((target("avx512f"))) static inline __m512 fa_exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
+  __m512 p = _mm512_set1_ps(1.98412698e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.38888889e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* The softmax of fa_softmax_row in one pass for the exponentials and their double sum (two
+ * 8-lane accumulators, a fixed order), on the AVX-512 path only (its products differ from the
+ * baseline's anyway). */
+__attribute__((target("avx512f"))) static void fa_softmax_row_avx512(float *restrict s, size_t len, size_t visible) {
+  float mx = fa_max_avx512(s, visible);
+  size_t i;
+  if (mx == -INFINITY) { /* all -inf or NaN */
+    bool nan_seen = false;
+    for (i = 0; i < visible; i++) nan_seen |= s[i] != s[i];
+    for (i = 0; i < len; i++) s[i] = nan_seen ? NAN : 0.0f;
+    return;
+  }
+  __m512 vm = _mm512_set1_ps(mx);
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+  for (i = 0; i < visible; i += 16) {
+    size_t w = visible - i < 16 ? visible - i : 16;
+    __mmask16 m = w == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+    __m512 e = _mm512_maskz_mov_ps(m, fa_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vm)));
+    _mm512_mask_storeu_ps(s + i, m, e);
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  double sum = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+  if (sum != sum) {
+    for (i = 0; i < len; i++) s[i] = NAN;
+    return;
+  }
+  __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+  for (i = 0; i + 16 <= visible; i += 16) _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv));
+  for (; i < visible; i++) s[i] *= (float)(1.0 / sum);
+  for (i = visible; i < len; i++) s[i] = 0.0f;
+}
+#endif
+
 /* Scale (+ bias) and softmax of score rows r0..r0+rows of head bh; compiled for the baseline and
  * for AVX-512F (the same operations in the same order: the same bits). */
 static inline __attribute__((always_inline)) void fa_rows(const fa_job *j, float *s, float *tmp, size_t bh, size_t r0,
@@ -124,6 +180,12 @@ static inline __attribute__((always_inline)) void fa_rows(const fa_job *j, float
     else
       for (size_t i = 0; i < j->Sk; i++) row[i] *= scale;
     size_t visible = j->causal ? j->Sk - j->Sq + r0 + r + 1 : j->Sk;
+#if defined(__x86_64__)
+    if (avx512) {
+      fa_softmax_row_avx512(row, j->Sk, visible);
+      continue;
+    }
+#endif
     fa_softmax_row(row, tmp, j->Sk, visible, avx512);
   }
 }
