@@ -16,7 +16,7 @@
  * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
  * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
  * executable). Some chains of fast kernels then run as one fused thunk (fuse() below;
- * RLX_CPU_NO_FUSION=1 turns that off). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
+ * RLX_CPU_NO_FUSION=1 turns that off); MatMuls by a Constant B get B packed once (RLX_CPU_NO_PACK=1: not). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
  * time) and prints a table to stderr when the executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -42,9 +42,10 @@
 typedef enum thunk_kind {
   TK_KERNEL,
   TK_SKIP,
-  TK_MATMUL_T, /* MatMul reading Transpose inputs directly: fin, ta / tb */
-  TK_CONV_EPI, /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
-  TK_MPB_RELU  /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+  TK_MATMUL_T,     /* MatMul reading Transpose inputs directly: fin, ta / tb */
+  TK_CONV_EPI,     /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
+  TK_MPB_RELU,     /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+  TK_MATMUL_PACKED /* MatMul by a Constant B packed at compile time: owned = the packed B */
 } thunk_kind;
 
 typedef struct cpu_thunk {
@@ -67,6 +68,7 @@ typedef struct cpu_thunk {
   uint8_t act;                 /* TK_CONV_EPI: the fused activation (rlx_act) */
   bool z_dead;                 /* TK_CONV_EPI: the sum is read by the activation only: not stored */
   rlx_id last;                 /* the last node of a fused group (profile and error labels) */
+  float *owned;                /* TK_MATMUL_PACKED: the packed B (freed with the executable) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
@@ -127,8 +129,8 @@ static void print_profile(const cpu_exe *x) {
           x->profile_clock == CLOCK_MONOTONIC ? "wall time" : "caller's CPU time", x->n_thunks,
           (unsigned long long)runs, (double)total / (double)runs * 1e-6);
   char lb[160], sh[160];
-  static const char *const kinds[] = {"", "", " (fused with Transposes)", " (fused: + bias + relu)",
-                                      " (fused: + ReluBackward)"};
+  static const char *const kinds[] = {
+      "", "", " (fused with Transposes)", " (fused: + bias + relu)", " (fused: + ReluBackward)", " (B packed once)"};
   static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
@@ -162,6 +164,7 @@ static void cpu_destroy(rlx_backend_exe *bx) {
   const rlx_allocator *al = &x->al;
   if (x->profile) print_profile(x);
   rlx_cpu_pool_free(x->ctx.pool);
+  for (uint32_t i = 0; x->thunks && i < x->n_thunks; i++) rlx_fast_matmul_pack_free(x->thunks[i].owned);
   al->free(al->ctx, x->input_nodes);
   al->free(al->ctx, x->thunks);
   al->free(al->ctx, x->pool);
@@ -278,6 +281,10 @@ static bool env_flag(const char *name) {
 static _Atomic uint64_t fusions_made; /* fused thunks created, process-wide (tests) */
 
 uint64_t rlx_cpu_fusion_count(void) { return fusions_made; }
+
+static _Atomic uint64_t packs_made; /* MatMuls with a packed constant B, process-wide (tests) */
+
+uint64_t rlx_cpu_pack_count(void) { return packs_made; }
 
 typedef struct fuse_state {
   const rlx_graph *g;
@@ -723,6 +730,21 @@ done:
   fuse_free(&f);
 }
 
+/* MatMuls (not fused) whose B is a Constant node get B packed once (gemm_packed.c); best
+ * effort: without memory for the copy the MatMul keeps its kernel. RLX_CPU_NO_PACK=1 turns it
+ * off. */
+static void pack_constant_weights(cpu_exe *x) {
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind != TK_KERNEL || t->kernel != rlx_fast_MatMul || t->n_in != 2) continue;
+    rlx_id b = t->node->inputs[1];
+    if (rlx_graph_node(x->g, b)->op != RLX_OP_Constant) continue;
+    if (!rlx_fast_matmul_packed_applies(t->node, &t->in[0].shape, &t->in[1].shape)) continue;
+    t->owned = rlx_fast_matmul_pack_b(&t->in[1].shape, t->in[1].data);
+    if (t->owned) t->kind = TK_MATMUL_PACKED, packs_made++;
+  }
+}
+
 /* The kernel for a node with operand views `in`: its fast kernel when one applies. */
 static rlx_cpu_kernel select_kernel(const rlx_node *nd, const rlx_tensor *in, bool ref_only, bool *fast) {
   const rlx_cpu_fast_kernel *f = &rlx_cpu_fast_table[nd->op];
@@ -852,6 +874,7 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_backend_compile_ar
     n_fast += t->fast;
   }
   if (n_fast && !env_flag("RLX_CPU_NO_FUSION")) fuse(x);
+  if (n_fast && !env_flag("RLX_CPU_NO_PACK")) pack_constant_weights(x);
   if (n_fast) {
     st = rlx_cpu_pool_create(x->ctx.threads, &x->ctx.pool);
     if (st != RLX_OK) goto fail;
@@ -904,6 +927,7 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     case TK_MPB_RELU:
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
       break;
+    case TK_MATMUL_PACKED: st = rlx_fast_matmul_packed(t->node, &t->in[0], t->owned, &o, &x->ctx); break;
     default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
     }
     if (x->profile) {

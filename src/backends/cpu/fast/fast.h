@@ -247,6 +247,25 @@ bool rlx_fast_matmul_ex_applies(const rlx_node *n, const rlx_shape *a, bool ta, 
 rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, const rlx_tensor *b, bool tb,
                               rlx_tensor *out, rlx_cpu_ctx *ctx);
 
+/* MatMul by a constant B of rank 2, packed once (gemm_packed.c; the AVX-512 path only): applies
+ * checks the MatMul's stored operand shapes; pack_b returns the packed copy of B (64-byte
+ * aligned; NULL when out of memory), freed with pack_free; the kernel computes out = a . B from
+ * it. Results do not depend on the thread count. */
+bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b);
+float *rlx_fast_matmul_pack_b(const rlx_shape *b, const float *B);
+void rlx_fast_matmul_pack_free(float *bp);
+rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
+                                  rlx_cpu_ctx *ctx);
+
+/* The packed tiles for other kernels (one thread; the AVX-512 path only, callers check
+ * fk_isa_active): fk_gemm_pack_b packs B [K, N] (row stride ldb; trans: B stored [N, K]) into
+ * fk_gemm_packed_b_floats(K, N) floats (64-byte aligned); fk_gemm_packed computes C [M, N] (row
+ * stride ldc) = A [M, K] (row stride lda, read in place) . B. One fused multiply-add chain over k
+ * per element. */
+size_t fk_gemm_packed_b_floats(size_t K, size_t N);
+void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp);
+void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc);
+
 /* Conv + Binary Add of a per-channel bias (+ an activation) in one pass (the executor's fusion):
  * z = conv(x, w) + bias and, when r is not NULL, r = act(z) (act: one fk_conv_act_ok accepts:
  * Relu, HardSwish, HardSigmoid); z may be NULL when r is not (the sum is then not kept); in = the
@@ -259,6 +278,8 @@ rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, ui
 
 /* Fused thunks the CPU executor has created so far in this process (backend.c; for tests). */
 uint64_t rlx_cpu_fusion_count(void);
+/* MatMuls the CPU executor has given a packed constant B so far in this process (for tests). */
+uint64_t rlx_cpu_pack_count(void);
 
 /* ReluBackward(z, MaxPool2dBackward(x, dy)) in one pass, for 2x2 stride-2 unpadded windows: dx is
  * the max-pool gradient where z > 0 and 0 elsewhere (bit-identical to the two kernels). z NULL
