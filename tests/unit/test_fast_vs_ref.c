@@ -180,6 +180,46 @@ static void run_case(const char *what, tcase *c, double rtol, double atol) {
   free(ref.data);
 }
 
+/* On the AVX-512 path: the fast kernel gives the same bits when forced onto the baseline path
+ * (RLX_CPU_ISA=scalar) - for the kernels whose per-path loops do the same operations in the same
+ * order (the elementwise loops, LayerNorm). A NaN may differ in sign and payload (which operand's
+ * NaN an instruction passes on is the compiler's choice). Elsewhere nothing to compare. */
+static void same_bits_on_scalar(const char *what, tcase *c) {
+  if (fk_isa_active() != FK_ISA_AVX512) return;
+  const rlx_node *n = c->node;
+  const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[n->op];
+  size_t bytes = numel(&n->shape) * rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  rlx_tensor o1 = {malloc(bytes ? bytes : 1), n->shape}, o2 = {malloc(bytes ? bytes : 1), n->shape};
+  rlx_cpu_ctx ctx = {.threads = 1};
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o1, &ctx));
+  const char *old = getenv("RLX_CPU_ISA");
+  char saved[32] = "";
+  if (old) snprintf(saved, sizeof saved, "%s", old);
+  setenv("RLX_CPU_ISA", "scalar", 1);
+  CHECK_OK(fk_isa_configure());
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o2, &ctx));
+  if (old)
+    setenv("RLX_CPU_ISA", saved, 1);
+  else
+    unsetenv("RLX_CPU_ISA");
+  CHECK_OK(fk_isa_configure());
+  CHECK(fk_isa_active() == FK_ISA_AVX512);
+  size_t esz = rlx_dtype_size((rlx_dtype)n->shape.dtype), differ = 0, first = 0;
+  for (size_t i = 0; i < numel(&n->shape); i++)
+    if (memcmp((char *)o1.data + i * esz, (char *)o2.data + i * esz, esz) != 0 &&
+        !(isnan(rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, i)) &&
+          isnan(rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, i))) &&
+        differ++ == 0)
+      first = i;
+  CHECK_MSG(differ == 0,
+            "%s: the AVX-512 and scalar paths give other bits in %zu elements; first at %zu: %.9g (x %.9g) vs %.9g",
+            what, differ, first, rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, first),
+            rlx_elem_get(c->in[0].data, (rlx_dtype)c->in[0].shape.dtype, first),
+            rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, first));
+  free(o1.data);
+  free(o2.data);
+}
+
 /* The fast kernel must decline this case. */
 static void expect_declined(const char *what, tcase *c) {
   const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[c->node->op];
@@ -705,6 +745,7 @@ static void test_activation(void) {
          the far negative tail (|result| < 1e-10); the fast kernels use erfc / sigmoid there */
       bool tail = kinds[i] == RLX_ACT_GELU || kinds[i] == RLX_ACT_GELU_APPROX;
       if (c.node) run_case(what, &c, 4e-6, tail ? 1e-10 : 1e-30);
+      if (c.node) same_bits_on_scalar(what, &c);
       case_free(&c);
     }
   tcase c;
@@ -1086,6 +1127,153 @@ static void test_executor(bool torch_layout) {
 }
 
 /* ======================================================================================
+ * MatMul by a constant B packed once (fast/gemm_packed.c; the AVX-512 path only): against a
+ * double product within gamma_K sum_k |a_ik||b_kj| (one f32 fused multiply-add chain per element
+ * is within that), the same bits at 1, 2 and 3 threads and in deterministic mode, edges of M (12-row
+ * tiles, 192-row blocks), N (32-column panels) and K (256-step passes); then through the
+ * executor with a Constant B (packed there) against RLX_CPU_NO_PACK=1.
+ * ====================================================================================== */
+
+static void packed_case(rlx_shape as, int64_t K, int64_t N) {
+  rlx_graph *g;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed", &g));
+  rlx_shape bs = SHP(F32, K, N);
+  rlx_id a, b, m;
+  CHECK_OK(rlx_input(g, "a", as, &a));
+  CHECK_OK(rlx_input(g, "b", bs, &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  const rlx_node *mn = rlx_graph_node(g, m);
+  bool applies = rlx_fast_matmul_packed_applies(mn, &as, &bs);
+  CHECK_MSG(applies == (fk_isa_active() == FK_ISA_AVX512), "packed MatMul applies = %d on the %s path", applies,
+            fk_isa_name(fk_isa_active()));
+  if (!applies) {
+    rlx_graph_free(g);
+    return;
+  }
+  rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
+  fill(&A, FILL_UNIFORM, 0);
+  fill(&B, FILL_UNIFORM, 0);
+  size_t cnt = numel(&mn->shape), M = cnt / (size_t)N;
+  float *bp = rlx_fast_matmul_pack_b(&bs, B.data);
+  CHECK(bp != NULL);
+  rlx_tensor f = {malloc(cnt * 4), mn->shape}, f1 = {malloc(cnt * 4), mn->shape};
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *pa = A.data, *pb = B.data;
+  for (int det = 0; det < 2 && bp; det++)
+    for (int t = 1; t <= 3; t++) {
+      memset(f.data, 0xA5, cnt * 4);
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = det};
+      CHECK_OK(rlx_fast_matmul_packed(mn, &A, bp, &f, &ctx));
+      if (t == 1 && !det) {
+        size_t bad = 0;
+        for (size_t i = 0; i < M; i++)
+          for (size_t j = 0; j < (size_t)N; j++) {
+            double exact = 0, mag = 0;
+            for (size_t k = 0; k < (size_t)K; k++) {
+              double p = (double)pa[i * (size_t)K + k] * (double)pb[k * (size_t)N + j];
+              exact += p;
+              mag += fabs(p);
+            }
+            double got = ((float *)f.data)[i * (size_t)N + j];
+            bad += !(fabs(got - exact) <= gamma * mag + 1e-30);
+          }
+        CHECK_MSG(bad == 0,
+                  "packed MatMul %zux%lldx%lld: %zu elements off the exact product by more than gamma_K "
+                  "sum|a||b|",
+                  M, (long long)K, (long long)N, bad);
+        memcpy(f1.data, f.data, cnt * 4);
+      } else {
+        CHECK_MSG(memcmp(f.data, f1.data, cnt * 4) == 0, "packed MatMul %zux%lldx%lld: threads %d%s gives other bits",
+                  M, (long long)K, (long long)N, t, det ? " (deterministic)" : "");
+      }
+    }
+  rlx_fast_matmul_pack_free(bp);
+  free(A.data);
+  free(B.data);
+  free(f.data);
+  free(f1.data);
+  rlx_graph_free(g);
+}
+
+/* x [2, 37, 300] . W [300, 70] (+ nothing else) with W a Constant: packed by the executor, the
+ * result within the bound above of the unpacked executable's. */
+static void packed_executor_case(void) {
+  int64_t K = 300, N = 70;
+  rlx_shape xs = SHP(F32, 2, 37, 300), ws = SHP(F32, 300, 70);
+  rlx_tensor X = {malloc(numel(&xs) * 4), xs}, W = {malloc(numel(&ws) * 4), ws};
+  fill(&X, FILL_UNIFORM, 0);
+  fill(&W, FILL_UNIFORM, 0);
+  float *res[2] = {NULL, NULL};
+  size_t cnt = 2 * 37 * (size_t)N;
+  for (int pack = 0; pack < 2; pack++) {
+    if (!pack) setenv("RLX_CPU_NO_PACK", "1", 1);
+    rlx_graph *g;
+    rlx_id x, w, m;
+    CHECK_OK(rlx_graph_create(NULL, "mm_const", &g));
+    CHECK_OK(rlx_input(g, "x", xs, &x));
+    CHECK_OK(rlx_constant(g, ws, W.data, numel(&ws) * 4, &w));
+    CHECK_OK(rlx_matmul(g, x, w, &m));
+    CHECK_OK(rlx_graph_set_outputs(g, &m, 1));
+    rlx_compile_options co;
+    rlx_compile_options_init(&co);
+    rlx_executable *e = NULL;
+    uint64_t before = rlx_cpu_pack_count();
+    CHECK_OK(rlx_compile(g, "cpu", &co, &e));
+    uint64_t packs = rlx_cpu_pack_count() - before;
+    bool want = pack && fk_isa_active() == FK_ISA_AVX512;
+    CHECK_MSG(packs == (want ? 1u : 0u), "executor: %llu packed MatMuls, expected %d", (unsigned long long)packs,
+              (int)want);
+    unsetenv("RLX_CPU_NO_PACK");
+    rlx_named_tensor in[1] = {{"x", X}};
+    const rlx_tensor *outs;
+    uint32_t n_out = 0;
+    if (e && rlx_executable_run(e, in, 1, &outs, &n_out) == RLX_OK && n_out == 1) {
+      res[pack] = malloc(cnt * 4);
+      memcpy(res[pack], outs[0].data, cnt * 4);
+    }
+    CHECK(res[pack] != NULL);
+    rlx_executable_free(e);
+    rlx_graph_free(g);
+  }
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *px = X.data, *pw = W.data;
+  size_t bad = 0;
+  for (size_t i = 0; res[0] && res[1] && i < cnt; i++) {
+    size_t row = i / (size_t)N, col = i % (size_t)N;
+    double mag = 0;
+    for (size_t k = 0; k < (size_t)K; k++)
+      mag += fabs((double)px[row * (size_t)K + k] * (double)pw[k * (size_t)N + col]);
+    bad += !(fabs((double)res[0][i] - (double)res[1][i]) <= 2 * gamma * mag);
+  }
+  CHECK_MSG(bad == 0, "executor: the packed MatMul differs from the unpacked one in %zu of %zu elements", bad, cnt);
+  free(res[0]);
+  free(res[1]);
+  free(X.data);
+  free(W.data);
+}
+
+static void test_matmul_packed(void) {
+  packed_case(SHP(F32, 1, 1), 1, 1);
+  packed_case(SHP(F32, 5, 7), 7, 3);
+  packed_case(SHP(F32, 13, 33), 33, 31);         /* one tile + 1 row, one panel - 1 column */
+  packed_case(SHP(F32, 12, 256), 256, 32);       /* exact tile, pass and panel */
+  packed_case(SHP(F32, 3, 25, 300), 300, 65);    /* batch folded into M; two k passes; 3 panels */
+  packed_case(SHP(F32, 200, 513), 513, 47);      /* two row blocks, three k passes */
+  packed_case(SHP(F32, 1, 128, 384), 384, 1536); /* the encoder's FFN shape */
+  /* declined: B with a batch axis */
+  rlx_graph *g;
+  rlx_id a, b, m;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed_no", &g));
+  CHECK_OK(rlx_input(g, "a", SHP(F32, 2, 4, 5), &a));
+  CHECK_OK(rlx_input(g, "b", SHP(F32, 2, 5, 3), &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  rlx_shape sa = SHP(F32, 2, 4, 5), sb = SHP(F32, 2, 5, 3);
+  CHECK(!rlx_fast_matmul_packed_applies(rlx_graph_node(g, m), &sa, &sb));
+  rlx_graph_free(g);
+  packed_executor_case();
+}
+
+/* ======================================================================================
  * Fft (f32 real-block lines: radix-2 and Bluestein lengths, both directions, every norm)
  * ====================================================================================== */
 
@@ -1206,13 +1394,14 @@ static void test_region(void) {
 /* ======================================================================================
  * Accuracy of the f32 activation loops: a dense sweep plus edge values, in ulps of the
  * exact value (computed in double by the reference kernel; 0.5 = correctly rounded). Bounds
- * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 1, GeluApprox 32 (its argument
+ * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 2, Gelu 6, GeluApprox 32 (its argument
  * 2z is rounded to f32 and e^2z amplifies that by |2z| in the negative tail); HardSwish,
  * HardSigmoid, Relu, Neg, Abs, Sqrt, Recip correctly rounded. Measured where the result is a
  * normal f32; a subnormal result must be within FLT_MIN absolutely (f32 intermediates underflow
  * there), and Silu is measured for x >= -87 (below, sigmoid(x) is an f32 subnormal and the product
  * x * sigmoid(x) keeps only its few bits). GeluApprox is measured where |y| >= 1e-6: below, the
- * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not).
+ * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not); Gelu
+ * likewise (1 + erf against the fast erfc form).
  * ====================================================================================== */
 
 /* |f - r| in ulps of the f32 result r rounds to (0.5 = correctly rounded); results that round
@@ -1232,7 +1421,8 @@ static void test_activation_ulps(void) {
   } kinds[] = {{RLX_ACT_EXP, 2.5},        {RLX_ACT_SIGMOID, 3.5},    {RLX_ACT_SILU, 4.5},
                {RLX_ACT_GELU_APPROX, 32}, {RLX_ACT_HARD_SWISH, 0.5}, {RLX_ACT_HARD_SIGMOID, 0.5},
                {RLX_ACT_RELU, 0},         {RLX_ACT_SQRT, 0.5},       {RLX_ACT_RECIP, 0.5},
-               {RLX_ACT_ERF, 1},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0}};
+               {RLX_ACT_ERF, 2},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0},
+               {RLX_ACT_GELU, 6}};
   size_t n = 400000;
   float *x = malloc((n + 16) * sizeof *x), *y = malloc((n + 16) * sizeof *y);
   double *r = malloc((n + 16) * sizeof *r);
@@ -1257,7 +1447,7 @@ static void test_activation_ulps(void) {
     double worst = 0;
     size_t at = 0;
     for (size_t i = 0; i < n + 16; i++) {
-      if (kinds[k].k == RLX_ACT_GELU_APPROX && fabs(r[i]) < 1e-6) continue;
+      if ((kinds[k].k == RLX_ACT_GELU_APPROX || kinds[k].k == RLX_ACT_GELU) && fabs(r[i]) < 1e-6) continue;
       if (kinds[k].k == RLX_ACT_SILU && x[i] < -87.0f) continue; /* sigmoid(x) is subnormal */
       if (isfinite(r[i]) && fabs(r[i]) < 1.17549435e-38) {
         CHECK_MSG(fabs((double)y[i] - r[i]) < 1.17549435e-38, "%s: x = %.9g gives %.9g, not %.9g",
@@ -1348,6 +1538,7 @@ static void test_attention_norm(void) {
     snprintf(what, sizeof what, "LayerNorm %s", ln[i].name);
     CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, args, 0));
     if (c.node) run_case(what, &c, 2e-5, 2e-6);
+    if (c.node) same_bits_on_scalar(what, &c);
     case_free(&c);
   }
   targ ln64[3] = {{SHP(F64, 3, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}};
@@ -1362,6 +1553,7 @@ int main(void) {
   fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
+  test_matmul_packed();
   test_transpose();
   test_conv();
   test_pool();
