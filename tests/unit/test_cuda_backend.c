@@ -158,6 +158,107 @@ static void attention_and_conv(void) {
   rlx_graph_free(g);
 }
 
+/* Attention forward and backward against the CPU at sizes that reach the tiled flash kernels
+ * (several 64-row tiles with a tail, grouped-query heads, S_q != S_k, both head-dim pads, every
+ * layout, soft-cap, sliding window, bf16) and the general backward kernels (a Custom keep-mask). */
+typedef struct bw_case {
+  const char *name;
+  rlx_dtype t;
+  int64_t B, H, Hkv, Sq, Sk, D;
+  int layout; /* 0 [B, H, S, D], 1 [B, S, H, D], 2 [B, S, H*D] */
+  int mask;
+  int64_t window;
+  float scale, cap; /* 0 = the default / none */
+  bool all;         /* AttentionBackwardAll instead of three AttentionBackward + the forward */
+  double tol;
+} bw_case;
+
+static rlx_shape bw_shape(const bw_case *c, int64_t S, int64_t H) {
+  if (c->layout == 0) return rlx_shape_make(RLX_F32, 4, (rlx_dim[]){c->B, H, S, c->D});
+  if (c->layout == 1) return rlx_shape_make(RLX_F32, 4, (rlx_dim[]){c->B, S, H, c->D});
+  return rlx_shape_make(RLX_F32, 3, (rlx_dim[]){c->B, S, H * c->D});
+}
+
+static void attention_backward_case(const bw_case *c) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, c->name, &g));
+  rlx_shape qs = bw_shape(c, c->Sq, c->H), ks = bw_shape(c, c->Sk, c->Hkv);
+  rlx_shape ms = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){c->B, c->Sk});
+  bool has_mask = c->mask == RLX_MASK_CUSTOM;
+  rlx_id in[5], op[5], outs[4];
+  const char *names[5] = {"q", "k", "v", "dy", "m"};
+  rlx_shape shapes[5] = {qs, ks, ks, qs, ms};
+  uint32_t n_in = has_mask ? 5 : 4, n_out = 0;
+  for (uint32_t i = 0; i < n_in; i++) {
+    CHECK_OK(rlx_input(g, names[i], shapes[i], &in[i]));
+    op[i] = in[i];
+    if (c->t != RLX_F32 && i < 4) CHECK_OK(rlx_cast_to(g, in[i], c->t, &op[i]));
+  }
+  rlx_of32 sc = {.has = c->scale != 0, .v = c->scale}, cap = {.has = c->cap != 0, .v = c->cap};
+  if (c->all) {
+    rlx_attrs_AttentionBackwardAll a = {.num_heads = c->H,
+                                        .head_dim = c->D,
+                                        .mask_kind = c->mask,
+                                        .window = c->window,
+                                        .score_scale = sc,
+                                        .attn_logit_softcap = cap};
+    CHECK_OK(rlx_build_AttentionBackwardAll(g, op, n_in, &a, NULL, &outs[n_out++]));
+  } else {
+    rlx_attrs_Attention fa = {.num_heads = c->H,
+                              .head_dim = c->D,
+                              .mask_kind = c->mask,
+                              .window = c->window,
+                              .score_scale = sc,
+                              .attn_logit_softcap = cap};
+    rlx_id fop[4] = {op[0], op[1], op[2], has_mask ? op[4] : 0};
+    CHECK_OK(rlx_build_Attention(g, fop, has_mask ? 4 : 3, &fa, NULL, &outs[n_out++]));
+    static const int wrt[3] = {RLX_ATTN_WRT_QUERY, RLX_ATTN_WRT_KEY, RLX_ATTN_WRT_VALUE};
+    for (int w = 0; w < 3; w++) {
+      rlx_attrs_AttentionBackward a = {.num_heads = c->H,
+                                       .head_dim = c->D,
+                                       .mask_kind = c->mask,
+                                       .window = c->window,
+                                       .wrt = wrt[w],
+                                       .score_scale = sc,
+                                       .attn_logit_softcap = cap};
+      CHECK_OK(rlx_build_AttentionBackward(g, op, n_in, &a, NULL, &outs[n_out++]));
+    }
+  }
+  if (c->t != RLX_F32)
+    for (uint32_t o = 0; o < n_out; o++) CHECK_OK(rlx_cast_to(g, outs[o], RLX_F32, &outs[o]));
+  CHECK_OK(rlx_graph_set_outputs(g, outs, n_out));
+  rlx_named_tensor tin[5];
+  float *vals[5];
+  for (uint32_t i = 0; i < n_in; i++) {
+    size_t n;
+    CHECK_OK(rlx_shape_numel(&shapes[i], &n));
+    vals[i] = fill(n, 31 + i);
+    if (i == 4)
+      for (size_t e = 0; e < n; e++) vals[i][e] = vals[i][e] > -0.4f ? 1.0f : 0.0f;
+    tin[i] = (rlx_named_tensor){names[i], {vals[i], shapes[i]}};
+  }
+  double d = run_both(g, tin, n_in);
+  printf("attention %s: max scaled difference %.3g\n", c->name, d);
+  CHECK_MSG(d < c->tol, "attention %s: cuda differs from cpu by %g (tolerance %g)", c->name, d, c->tol);
+  for (uint32_t i = 0; i < n_in; i++) free(vals[i]);
+  rlx_graph_free(g);
+}
+
+static void attention_backward(void) {
+  static const bw_case cases[] = {
+      {"f32 causal GQA [B,H,S,D] S=150 D=64", RLX_F32, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false, 1e-4},
+      {"f32 packed Sq=100 Sk=170 D=80 scale+softcap", RLX_F32, 2, 2, 2, 100, 170, 80, 2, RLX_MASK_NONE, 0, 0.2f, 5.0f,
+       false, 1e-4},
+      {"f32 All [B,S,H,D] sliding window 40 S=130 D=32", RLX_F32, 1, 3, 3, 130, 130, 32, 1, RLX_MASK_SLIDING_WINDOW, 40,
+       0, 0, true, 1e-4},
+      {"bf16 causal GQA [B,H,S,D] S=150 D=64", RLX_BF16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false,
+       3e-2},
+      {"f32 custom keep-mask (general kernels) Sq=70 Sk=90 D=16", RLX_F32, 2, 2, 1, 70, 90, 16, 0, RLX_MASK_CUSTOM, 0,
+       0, 0, false, 1e-4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_backward_case(&cases[i]);
+}
+
 /* The matmul precision option reaches cuBLAS: fp32 (default) matches the CPU closely, TF32 and
  * bf16 tensor-core modes are measurably less exact but within their expected error. */
 static void tf32_policy(void) {
@@ -280,6 +381,7 @@ int main(void) {
   mlp_block();
   batched_matmul();
   attention_and_conv();
+  attention_backward();
   tf32_policy();
   large_paths();
 #endif

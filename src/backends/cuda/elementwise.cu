@@ -399,6 +399,52 @@ __global__ void ew_f32_binary_dense(const float *a, const float *b, float *o, in
   }
 }
 
+/* Binary with tiled operands: operand k repeats every cnt_k elements (cnt = n: dense), e.g. a
+ * bias row [C] broadcast over [R, C]. Add / Sub / Mul in float are the double results rounded
+ * once. vec: 4 elements per thread (n and both counts multiples of 4, 16-byte aligned). */
+template <bool VEC>
+__global__ void ew_f32_binary_tiled(const float *a, const float *b, float *o, int64_t n, int64_t ca, int64_t cb,
+                                    int op) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  if (VEC) {
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n / 4; g += step) {
+      int64_t e = 4 * g;
+      float4 x = *(const float4 *)(a + e % ca), y = *(const float4 *)(b + e % cb), r;
+      if (op == RLX_BINOP_ADD) r = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+      else if (op == RLX_BINOP_SUB) r = make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+      else r = make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+      __stcs((float4 *)(o + e), r);
+    }
+  } else {
+      for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += step) {
+      float x = a[i % ca], y = b[i % cb];
+      o[i] = op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y;
+    }
+  }
+}
+
+/* Dense f32 activations: the double formula of the general kernel, without its indexing. */
+__global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = (float)act_real(sub, (double)a[i]);
+}
+
+/* Operand k repeats every *cnt elements of the output (dense trailing axes, stride-0 leading
+ * ones); false for any other pattern. */
+static bool tiled(const rlx_cu_ew *p, int k, int64_t *cnt) {
+  int64_t s = 1;
+  int d = p->rank - 1;
+  for (; d >= 0; d--) {
+    if (p->dims[d] == 1) continue;
+    if (p->stride[k][d] != s) break;
+    s *= p->dims[d];
+  }
+  for (; d >= 0; d--)
+    if (p->dims[d] != 1 && p->stride[k][d] != 0) return false;
+  *cnt = s;
+  return s > 0;
+}
+
 static bool dense(const rlx_cu_ew *p, int k) {
   int64_t s = 1;
   for (int d = p->rank - 1; d >= 0; d--) {
@@ -411,11 +457,28 @@ static bool dense(const rlx_cu_ew *p, int k) {
 extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
+  int64_t ca = 0, cb = 0;
   if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 &&
       (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && dense(p, 0) && dense(p, 1)) {
     ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
                                                                               (const float *)p->in[1], (float *)p->out,
                                                                               p->n, p->sub);
+  } else if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 &&
+             p->in_dtype[1] == RLX_F32 &&
+             (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
+             tiled(p, 1, &cb)) {
+    bool vec = p->n % 4 == 0 && ca % 4 == 0 && cb % 4 == 0 && ((uintptr_t)p->in[0] & 15) == 0 &&
+               ((uintptr_t)p->in[1] & 15) == 0 && ((uintptr_t)p->out & 15) == 0;
+    const float *a = (const float *)p->in[0], *b = (const float *)p->in[1];
+    if (vec)
+      ew_f32_binary_tiled<true><<<cu_blocks(p->n / 4, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n,
+                                                                                         ca, cb, p->sub);
+    else
+      ew_f32_binary_tiled<false><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca,
+                                                                                      cb, p->sub);
+  } else if (p->kind == RLX_CU_EW_ACT && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 && dense(p, 0)) {
+    ew_f32_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out,
+                                                                          p->n, p->sub);
   } else if (p->n < ((int64_t)1 << 31)) {
     ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
@@ -559,56 +622,53 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   }
 }
 
+__device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, const float4 &y) {
+  return make_float4(region_f32_step(kind, sub, x.x, y.x), region_f32_step(kind, sub, x.y, y.y),
+                     region_f32_step(kind, sub, x.z, y.z), region_f32_step(kind, sub, x.w, y.w));
+}
+
 /* N steps known at compile time: the loops unroll, every value stays in a register (an
- * operand reference selects among the earlier steps by compare, never by a dynamic index). Each
- * thread handles 4 consecutive elements per iteration, dense operands read as float4. */
+ * operand reference selects among the inputs and the earlier steps by compare, never by a
+ * dynamic index, which would put the arrays in local memory). Each thread handles 4
+ * consecutive elements as one float4 per operand, each step once per float4. */
 template <int N>
-__global__ void region_f32_kernel(rlx_cu_region p) {
+__global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
   const int64_t groups = p.n / 4;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
     float4 in4[RLX_CU_REGION_MAX_IN];
 #pragma unroll
     for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
-      if (k >= p.n_in) break;
+      in4[k] = make_float4(0, 0, 0, 0);
+      if (k >= p.n_in) continue;
       int64_t cnt = p.in_count[k];
       const float *src = (const float *)p.in[k];
       if (cnt == p.n) {
-        in4[k] = ((const float4 *)src)[g];
+        in4[k] = __ldcs((const float4 *)src + g);
       } else {
         int64_t e = 4 * g;
         in4[k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
       }
     }
-    float4 res;
+    float4 vals[N];
 #pragma unroll
-    for (int lane = 0; lane < 4; lane++) {
-      float vals[N];
+    for (int s = 0; s < N; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+      float4 a[2];
 #pragma unroll
-      for (int s = 0; s < N; s++) {
-        const rlx_cu_region_step &st = p.steps[s];
-        float a[2] = {0, 0};
+      for (int k = 0; k < 2; k++) {
+        int src = st.src[k];
+        float4 v = make_float4(0, 0, 0, 0);
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
-          int src = st.src[k];
-          float v = 0;
+        for (int j = 0; j < s; j++)
+          if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
 #pragma unroll
-          for (int j = 0; j < s; j++)
-            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
-          if (src < RLX_CU_REGION_MAX_IN) {
-            const float4 &q = in4[src];
-            v = lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
-          }
-          a[k] = v;
-        }
-        vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
+        for (int j = 0; j < RLX_CU_REGION_MAX_IN; j++)
+          if (src == j) v = in4[j];
+        a[k] = v;
       }
-      float r = vals[N - 1];
-      if (lane == 0) res.x = r;
-      else if (lane == 1) res.y = r;
-      else if (lane == 2) res.z = r;
-      else res.w = r;
+      vals[s] = region_f32_step4(st.kind, st.sub, a[0], a[1]);
     }
-    ((float4 *)p.out)[g] = res;
+    __stcs((float4 *)p.out + g, vals[N - 1]);
   }
 }
 

@@ -26,6 +26,7 @@ typedef enum step_kind {
   ST_SCATTER,
   ST_GATHER_EL,
   ST_ATTN,
+  ST_ATTN_BW,
   ST_ROPE,
   ST_ACT_BW,
   ST_SCE,
@@ -63,6 +64,7 @@ typedef struct cu_step {
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */
+  rlx_cu_attn_bw abw;           /* ST_ATTN_BW (stats in scratch when owned) */
   rlx_cu_rope rope;             /* ST_ROPE */
   rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
   rlx_cu_remap remap;           /* ST_REMAP */

@@ -3,6 +3,7 @@
  * copies, and the kernel error flag. */
 #include <cublas_v2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/dev.cuh"
@@ -69,6 +70,8 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
   cublasSetStream(h, c->stream);
   /* Pointer-mode host (alpha/beta on the host); math mode chosen per call by compute type. */
   cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  const char *ped = getenv("RLX_CUDA_FP32_PEDANTIC");
+  c->fp32_pedantic = ped && *ped && strcmp(ped, "0") != 0;
   *out = c;
   return RLX_OK;
 }
