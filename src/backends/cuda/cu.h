@@ -37,6 +37,13 @@ rlx_status rlx_cu_memset(rlx_cu_ctx *c, void *dst, int value, size_t n);
 rlx_status rlx_cu_sync(rlx_cu_ctx *c);
 /* The device name ("NVIDIA H200") for reports. */
 const char *rlx_cu_device_name(rlx_cu_ctx *c);
+/* CUDA graphs: begin redirects the context's launches to a capture stream ordered after the
+ * work queued so far; end (ok = every step queued without error) restores the stream and
+ * instantiates the graph into *exec, or fails (nothing ran: the caller runs the steps itself). */
+rlx_status rlx_cu_capture_begin(rlx_cu_ctx *c);
+rlx_status rlx_cu_capture_end(rlx_cu_ctx *c, int ok, void **exec);
+rlx_status rlx_cu_graph_launch(rlx_cu_ctx *c, void *exec);
+void rlx_cu_graph_free(void *exec);
 
 /* ---- generic elementwise (elementwise.cu): every dtype, NumPy broadcasting by strides ----
  * The output is dense row-major of dims; operand k is read at sum(idx[d] * stride[k][d]) (a

@@ -52,6 +52,8 @@ struct rlx_cu_ctx {
   int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
   void *scratch; /* kernels' temporary device memory (split reductions), grown on demand */
   size_t scratch_bytes;
+  cudaStream_t capture;  /* the stream a CUDA graph is captured on (rlx_cu_capture_begin) */
+  cudaStream_t saved;    /* stream while capturing */
   char name[128];
 };
 

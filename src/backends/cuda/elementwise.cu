@@ -3,6 +3,8 @@
  * Clamp on every dtype, with NumPy broadcasting through per-operand strides. The arithmetic
  * mirrors the CPU reference (src/backends/cpu/ref/elementwise.c): floats in double rounded once
  * to the output dtype, integers exact in int64 saturating to the dtype, complex in double. */
+#include <stdlib.h>
+
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
 
@@ -429,6 +431,20 @@ __global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
     o[i] = (float)act_real(sub, (double)a[i]);
 }
 
+/* The same two for f16 / bf16: double arithmetic rounded once to the dtype, as the general
+ * kernel, without its per-element index arithmetic. */
+__global__ void ew_lowp_binary_tiled(int t, const void *a, const void *b, void *o, int64_t n, int64_t ca, int64_t cb,
+                                     int op) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    double x = ld_f(a, t, i % ca), y = ld_f(b, t, i % cb);
+    st_f(o, t, i, op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y);
+  }
+}
+__global__ void ew_lowp_act_dense(int t, const void *a, void *o, int64_t n, int sub) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    st_f(o, t, i, act_real(sub, ld_f(a, t, i)));
+}
+
 /* Operand k repeats every *cnt elements of the output (dense trailing axes, stride-0 leading
  * ones); false for any other pattern. */
 static bool tiled(const rlx_cu_ew *p, int k, int64_t *cnt) {
@@ -458,6 +474,7 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
   int64_t ca = 0, cb = 0;
+  bool lowp = p->out_dtype == RLX_BF16 || p->out_dtype == RLX_F16;
   if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 &&
       (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && dense(p, 0) && dense(p, 1)) {
     ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
@@ -479,6 +496,15 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   } else if (p->kind == RLX_CU_EW_ACT && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 && dense(p, 0)) {
     ew_f32_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out,
                                                                           p->n, p->sub);
+  } else if (p->kind == RLX_CU_EW_BINARY && lowp && p->in_dtype[0] == p->out_dtype &&
+             p->in_dtype[1] == p->out_dtype &&
+             (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
+             tiled(p, 1, &cb)) {
+    ew_lowp_binary_tiled<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->in[1], p->out,
+                                                                              p->n, ca, cb, p->sub);
+  } else if (p->kind == RLX_CU_EW_ACT && lowp && p->in_dtype[0] == p->out_dtype && dense(p, 0)) {
+    ew_lowp_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->out, p->n,
+                                                                           p->sub);
   } else if (p->n < ((int64_t)1 << 31)) {
     ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
@@ -627,65 +653,96 @@ __device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, co
                      region_f32_step(kind, sub, x.z, y.z), region_f32_step(kind, sub, x.w, y.w));
 }
 
-/* N steps known at compile time: the loops unroll, every value stays in a register (an
- * operand reference selects among the inputs and the earlier steps by compare, never by a
- * dynamic index, which would put the arrays in local memory). Each thread handles 4
+/* N steps and NI inputs known at compile time: the loops unroll, every value stays in a
+ * register (an operand reference selects among the inputs and the earlier steps by compare,
+ * never by a dynamic index, which would put the arrays in local memory). Each thread handles 4
  * consecutive elements as one float4 per operand, each step once per float4. */
-template <int N>
+template <int N, int NI, int U>
 __global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
-  const int64_t groups = p.n / 4;
-  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
-    float4 in4[RLX_CU_REGION_MAX_IN];
+  const int64_t groups = p.n / 4, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g0 < groups; g0 += U * stride) {
+    float4 in4[U][NI];
 #pragma unroll
-    for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
-      in4[k] = make_float4(0, 0, 0, 0);
-      if (k >= p.n_in) continue;
-      int64_t cnt = p.in_count[k];
-      const float *src = (const float *)p.in[k];
-      if (cnt == p.n) {
-        in4[k] = __ldcs((const float4 *)src + g);
-      } else {
-        int64_t e = 4 * g;
-        in4[k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+    for (int u = 0; u < U; u++) {
+      int64_t g = g0 + u * stride;
+#pragma unroll
+      for (int k = 0; k < NI; k++) {
+        in4[u][k] = make_float4(0, 0, 0, 0);
+        if (g >= groups) continue;
+        int64_t cnt = p.in_count[k];
+        const float *src = (const float *)p.in[k];
+        if (cnt == p.n) {
+          in4[u][k] = __ldcs((const float4 *)src + g);
+        } else {
+          int64_t e = 4 * g;
+          in4[u][k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+        }
       }
     }
-    float4 vals[N];
 #pragma unroll
-    for (int s = 0; s < N; s++) {
-      const rlx_cu_region_step &st = p.steps[s];
-      float4 a[2];
+    for (int u = 0; u < U; u++) {
+      int64_t g = g0 + u * stride;
+      float4 vals[N];
 #pragma unroll
-      for (int k = 0; k < 2; k++) {
-        int src = st.src[k];
-        float4 v = make_float4(0, 0, 0, 0);
+      for (int s = 0; s < N; s++) {
+        const rlx_cu_region_step &st = p.steps[s];
+        float4 a[2];
 #pragma unroll
-        for (int j = 0; j < s; j++)
-          if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
+        for (int k = 0; k < 2; k++) {
+          int src = st.src[k];
+          float4 v = make_float4(0, 0, 0, 0);
 #pragma unroll
-        for (int j = 0; j < RLX_CU_REGION_MAX_IN; j++)
-          if (src == j) v = in4[j];
-        a[k] = v;
+          for (int j = 0; j < s; j++)
+            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
+#pragma unroll
+          for (int j = 0; j < NI; j++)
+            if (src == j) v = in4[u][j];
+          a[k] = v;
+        }
+        vals[s] = region_f32_step4(st.kind, st.sub, a[0], a[1]);
       }
-      vals[s] = region_f32_step4(st.kind, st.sub, a[0], a[1]);
+      if (g < groups) __stcs((float4 *)p.out + g, vals[N - 1]);
     }
-    __stcs((float4 *)p.out + g, vals[N - 1]);
   }
+}
+
+template <int N, int U> static void region_f32_launch_u(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  switch (p->n_in) {
+  case 1: region_f32_kernel<N, 1, U><<<blocks, 256, 0, s>>>(*p); break;
+  case 2: region_f32_kernel<N, 2, U><<<blocks, 256, 0, s>>>(*p); break;
+  case 3: region_f32_kernel<N, 3, U><<<blocks, 256, 0, s>>>(*p); break;
+  default: region_f32_kernel<N, 4, U><<<blocks, 256, 0, s>>>(*p); break;
+  }
+}
+/* RLX_CUDA_REGION_UNROLL (1 or 2 float4 groups per thread per iteration) and
+ * RLX_CUDA_REGION_BLOCKS (grid size cap) are tuning knobs for the benchmark. */
+static int region_unroll = -1;
+static int64_t region_block_cap = -1;
+template <int N> static void region_f32_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  if (region_unroll == 2) region_f32_launch_u<N, 2>(p, blocks, s);
+  else region_f32_launch_u<N, 1>(p, blocks, s);
 }
 
 /* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
 extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
-  bool vec = p->fast_f32 && p->n_steps <= 8 && ((uintptr_t)p->out & 15) == 0;
+  bool vec = p->fast_f32 && p->n_steps <= 8 && p->n_in >= 1 && p->n_in <= 4 && ((uintptr_t)p->out & 15) == 0;
   for (int k = 0; vec && k < p->n_in; k++)
     vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
   if (vec) {
-    int64_t groups = p->n / 4, blocks = (groups + threads - 1) / threads;
-    if (blocks > 132 * 16) blocks = 132 * 16;
+    if (region_unroll < 0) {
+      const char *u = getenv("RLX_CUDA_REGION_UNROLL"), *b = getenv("RLX_CUDA_REGION_BLOCKS");
+      region_unroll = u && atoi(u) == 2 ? 2 : 1;
+      region_block_cap = b && atoll(b) > 0 ? atoll(b) : 132 * 16;
+    }
+    int64_t groups = p->n / 4, blocks = (groups + threads * region_unroll - 1) / (threads * region_unroll);
+    if (blocks > region_block_cap) blocks = region_block_cap;
+    if (blocks > 65535LL * 16) blocks = 65535LL * 16;
     if (blocks < 1) blocks = 1;
     switch (p->n_steps) {
 #define RLX_REGION_CASE(K)                                                                                             \
-  case K: region_f32_kernel<K><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
+  case K: region_f32_launch<K>(p, (unsigned)blocks, c->stream); break;
       RLX_REGION_CASE(1)
       RLX_REGION_CASE(2)
       RLX_REGION_CASE(3)

@@ -575,6 +575,18 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
 
 static bool same_opt(rlx_of32 a, rlx_of32 b) { return a.has == b.has && (!a.has || a.v == b.v); }
 
+/* Two AttentionBackward nodes of one attention: the same operands and attributes but wrt. */
+static bool attn_siblings(const rlx_node *a, const rlx_node *b) {
+  if (a->op != RLX_OP_AttentionBackward || b->op != RLX_OP_AttentionBackward || a->n_inputs != b->n_inputs)
+    return false;
+  for (uint32_t k = 0; k < a->n_inputs; k++)
+    if (a->inputs[k] != b->inputs[k]) return false;
+  const rlx_attrs_AttentionBackward *x = &a->attrs.AttentionBackward, *y = &b->attrs.AttentionBackward;
+  return x->num_heads == y->num_heads && x->head_dim == y->head_dim && x->mask_kind == y->mask_kind &&
+         x->window == y->window && same_opt(x->score_scale, y->score_scale) &&
+         same_opt(x->attn_logit_softcap, y->attn_logit_softcap);
+}
+
 /* Common to both backward kinds: the geometry, dy, and the per-row statistics (lse, delta),
  * shared with an earlier AttentionBackward of the same operands and attributes (autodiff emits
  * one per wanted gradient): the first computes them, the others read them. */
@@ -587,29 +599,54 @@ static bool attn_bw_setup(lower_ctx *L, const rlx_node *n, const attn_params *ap
   w->G = addr(L->p, n->inputs[3]);
   s->kind = ST_ATTN_BW;
   rlx_cu_prog *p = L->p;
-  if (n->op == RLX_OP_AttentionBackward)
-    for (uint32_t i = 0; i < p->n_steps; i++) {
-      const cu_step *o = &p->steps[i];
-      const rlx_node *on = rlx_graph_node(p->g, o->node);
-      if (o->kind != ST_ATTN_BW || !o->scratch || on->op != RLX_OP_AttentionBackward || on->n_inputs != n->n_inputs)
-        continue;
-      bool same = true;
-      for (uint32_t k = 0; k < n->n_inputs; k++) same &= on->inputs[k] == n->inputs[k];
-      const rlx_attrs_AttentionBackward *x = &on->attrs.AttentionBackward, *y = &n->attrs.AttentionBackward;
-      same &= x->num_heads == y->num_heads && x->head_dim == y->head_dim && x->mask_kind == y->mask_kind &&
-              x->window == y->window && same_opt(x->score_scale, y->score_scale) &&
-              same_opt(x->attn_logit_softcap, y->attn_logit_softcap);
-      if (!same) continue;
-      w->stats = o->scratch;
-      w->compute_stats = 0;
-      return true;
-    }
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const cu_step *o = &p->steps[i];
+    if (o->kind != ST_ATTN_BW || !o->scratch || !attn_siblings(rlx_graph_node(p->g, o->node), n)) continue;
+    w->stats = o->scratch;
+    w->compute_stats = 0;
+    return true;
+  }
   size_t rows = (size_t)(w->a.B * w->a.H * w->a.Sq);
   if (rlx_cu_malloc(p->ctx, (rows ? rows : 1) * 2 * sizeof(double), &s->scratch) != RLX_OK)
     return fail(L, "no device memory for the attention statistics: %s", rlx_last_error());
   w->stats = s->scratch;
   w->compute_stats = 1;
   return true;
+}
+
+/* dk and dv come from one kernel for the price of dk and a little: the first of a Key and a Value
+ * sibling computes both, the other's gradient into an owned buffer (s->extra, extra_wrt), which
+ * the second step copies into its slot. */
+static bool attn_bw_pair(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int wrt, void *out) {
+  rlx_cu_prog *p = L->p;
+  size_t bytes = p->plan->size[id];
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const cu_step *o = &p->steps[i];
+    if (o->kind == ST_ATTN_BW && o->extra && o->extra_wrt == wrt && attn_siblings(rlx_graph_node(p->g, o->node), n)) {
+      s->kind = ST_D2D;
+      s->src = o->extra;
+      s->dst = out;
+      s->bytes = bytes;
+      return true;
+    }
+  }
+  /* a sibling wanting the other one, scheduled after this node? */
+  int other = wrt == RLX_ATTN_WRT_KEY ? RLX_ATTN_WRT_VALUE : RLX_ATTN_WRT_KEY;
+  uint32_t k = 0;
+  while (k < p->plan->n_schedule && p->plan->schedule[k] != id) k++;
+  for (k++; k < p->plan->n_schedule; k++) {
+    rlx_id j = p->plan->schedule[k];
+    const rlx_node *m = rlx_graph_node(p->g, j);
+    if (p->plan->root[j] != j || !attn_siblings(m, n) || m->attrs.AttentionBackward.wrt != other) continue;
+    if (rlx_cu_malloc(p->ctx, bytes ? bytes : 1, &s->extra) != RLX_OK) break; /* then each computes its own */
+    s->extra_wrt = other;
+    if (other == RLX_ATTN_WRT_KEY)
+      s->abw.dk = s->extra;
+    else
+      s->abw.dv = s->extra;
+    break;
+  }
+  return false;
 }
 
 static bool lower_AttentionBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
@@ -622,8 +659,9 @@ static bool lower_AttentionBackward(lower_ctx *L, rlx_id id, const rlx_node *n, 
                     .mask = a->mask_kind,
                     .score_scale = a->score_scale,
                     .softcap = a->attn_logit_softcap};
-  if (!attn_bw_setup(L, n, &ap, s)) return false;
   void *out = addr(L->p, id);
+  if (a->wrt != RLX_ATTN_WRT_QUERY && attn_bw_pair(L, id, n, s, a->wrt, out)) return true; /* a copy */
+  if (!attn_bw_setup(L, n, &ap, s)) return false;
   if (a->wrt == RLX_ATTN_WRT_QUERY)
     s->abw.dq = out;
   else if (a->wrt == RLX_ATTN_WRT_KEY)
@@ -777,9 +815,11 @@ size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_siz
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   if (p->profile) print_profile(p);
+  rlx_cu_graph_free(p->graph);
   for (uint32_t i = 0; i < p->n_steps; i++) {
     if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
     if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
+    if (p->steps[i].extra) rlx_cu_free(p->ctx, p->steps[i].extra);
     free(p->steps[i].regions);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
@@ -855,6 +895,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     free(s->b_off);
     if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
     if (s->scratch) rlx_cu_free(c, s->scratch);
+    if (s->extra) rlx_cu_free(c, s->extra);
     free(s->regions);
     memset(s, 0, sizeof *s);
     n_bad++;
@@ -876,7 +917,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   return RLX_OK;
 }
 
-rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
+static rlx_status run_steps(rlx_cu_prog *p) {
   rlx_cu_ctx *c = p->ctx;
   if (p->profile) {
     RLX_TRY(rlx_cu_sync(c));
@@ -957,4 +998,38 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     }
   }
   return RLX_OK;
+}
+
+/* CUDA graphs: the first run queues the steps one by one (it sizes the context's scratch and
+ * sets the kernels' attributes); the second captures them into a graph, which it and every later
+ * run replays with one launch (the device addresses are fixed at compile time, so the graph
+ * stays valid). A program whose steps cannot be captured (a step that waits for the device, the
+ * integer MatMul's offset upload) runs step by step, as with RLX_CUDA_PROFILE or
+ * RLX_CUDA_GRAPHS=0. */
+rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
+  if (p->profile || p->graph_state < 0) return run_steps(p);
+  if (p->graph) return rlx_cu_graph_launch(p->ctx, p->graph);
+  if (p->graph_state == 0) {
+    const char *env = getenv("RLX_CUDA_GRAPHS");
+    bool off = env && !strcmp(env, "0");
+    for (uint32_t i = 0; i < p->n_steps && !off; i++) {
+      const cu_step *s = &p->steps[i];
+      int t = s->dtype;
+      off = s->kind == ST_MATMUL && t != RLX_F32 && t != RLX_F64 && t != RLX_F16 && t != RLX_BF16;
+    }
+    p->graph_state = off ? -1 : 1;
+    return run_steps(p);
+  }
+  if (rlx_cu_capture_begin(p->ctx) != RLX_OK) {
+    p->graph_state = -1;
+    return run_steps(p);
+  }
+  rlx_status st = run_steps(p);
+  void *x = NULL;
+  if (rlx_cu_capture_end(p->ctx, st == RLX_OK, &x) != RLX_OK) {
+    p->graph_state = -1; /* nothing of the capture ran: run the steps for real */
+    return run_steps(p);
+  }
+  p->graph = x;
+  return rlx_cu_graph_launch(p->ctx, x);
 }

@@ -73,6 +73,8 @@ typedef struct cu_step {
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
   void *scratch; /* owned device scratch (norm statistics, sort positions) */
+  void *extra;   /* ST_ATTN_BW: owned buffer holding a sibling's dk or dv (extra_wrt) */
+  int extra_wrt;
 } cu_step;
 
 struct rlx_cu_prog {
@@ -88,6 +90,8 @@ struct rlx_cu_prog {
   double *prof_step;           /* seconds per step */
   uint32_t prof_n[RLX_OP_COUNT];
   uint32_t prof_runs;
+  int graph_state; /* 0 first run, 1 capture at the next, -1 step by step */
+  void *graph;     /* the instantiated CUDA graph once captured */
 };
 
 typedef struct lower_ctx {
