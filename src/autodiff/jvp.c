@@ -46,8 +46,8 @@ static rlx_status replace_inputs(const rlx_graph *g, const char *const *names, c
     }
     rlx_shape sh = nd->shape;
     rlx_id k;
-    s = dc_scalar(rb.dst, (rlx_dtype)sh.dtype, values[which], &k);
-    if (!s && sh.rank > 0) s = dc_expand(rb.dst, k, sh.rank, sh.dims, &k);
+    s = rlx_scalar(rb.dst, (rlx_dtype)sh.dtype, values[which], &k);
+    if (!s && sh.rank > 0) s = rlx_expand_dims(rb.dst, k, sh.rank, sh.dims, &k);
     rb.map[id] = k;
   }
   if (!s) s = rlx_rebuild_finish(&rb, out);
@@ -67,7 +67,7 @@ static rlx_status inner_product(rlx_graph *g, const rlx_id *a, const rlx_id *b, 
     for (uint32_t i = 0; i < s.rank; i++) axes[i] = i;
     r = p;
     if (s.rank) RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, p, s.rank, axes, false, &r));
-    RLX_TRY(dc_cast(g, r, t, &r));
+    RLX_TRY(rlx_cast_to(g, r, t, &r));
     if (acc == RLX_NO_ID)
       acc = r;
     else

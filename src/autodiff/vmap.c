@@ -44,7 +44,7 @@ static rlx_status lift_rank(vm_ctx *v, rlx_id x, uint32_t rank, rlx_id *out) {
   uint32_t k = 1;
   for (uint32_t i = have; i < rank; i++) d[k++] = 1;
   for (uint32_t i = 1; i < s.rank; i++) d[k++] = s.dims[i];
-  return dc_reshape(v->g, x, rank + 1u, d, out);
+  return rlx_reshape_dims(v->g, x, rank + 1u, d, out);
 }
 
 /* An unbatched value broadcast to [B, *s]. */
@@ -53,11 +53,11 @@ static rlx_status batch_expand(vm_ctx *v, rlx_id x, rlx_id *out) {
   if (s.rank + 1u > RLX_MAX_RANK)
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "vmap: rank %u + the batch axis is too large", s.rank);
   rlx_id u;
-  RLX_TRY(dc_unsqueeze(v->g, x, 0, &u));
+  RLX_TRY(rlx_unsqueeze(v->g, x, 0, &u));
   rlx_dim d[RLX_MAX_RANK];
   d[0] = v->B;
   for (uint32_t i = 0; i < s.rank; i++) d[1 + i] = s.dims[i];
-  return dc_expand(v->g, u, s.rank + 1u, d, out);
+  return rlx_expand_dims(v->g, u, s.rank + 1u, d, out);
 }
 
 /* Appends n's op with operands `in` and attributes `attrs` (n's when NULL); the output shape is
@@ -91,14 +91,14 @@ static rlx_status fallback(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_i
       }
       rlx_shape fs = rlx_graph_node(v->f, n->inputs[i])->shape;
       rlx_id t;
-      s = dc_narrow(v->g, in[i], 0, b, 1, &t);
-      if (!s) s = dc_reshape(v->g, t, fs.rank, fs.dims, &sl[i]);
+      s = rlx_narrow(v->g, in[i], 0, b, 1, &t);
+      if (!s) s = rlx_reshape_dims(v->g, t, fs.rank, fs.dims, &sl[i]);
     }
     rlx_id r;
     if (!s) s = rlx_pass_copy_node(v->g, n, sl, true, &r);
-    if (!s) s = dc_unsqueeze(v->g, r, 0, &parts[b]);
+    if (!s) s = rlx_unsqueeze(v->g, r, 0, &parts[b]);
   }
-  if (!s) s = dc_concat(v->g, parts, (uint32_t)v->B, 0, out);
+  if (!s) s = rlx_concat(v->g, parts, (uint32_t)v->B, 0, out);
   v->al->free(v->al->ctx, sl);
   v->al->free(v->al->ctx, parts);
   return s;
@@ -286,7 +286,7 @@ static rlx_status rule_fold_batch(vm_ctx *v, const rlx_node *n, const rlx_id *in
   for (uint32_t i = 2; i < s.rank; i++) d[i - 1] = s.dims[i];
   rlx_id x, y, tmp[16];
   if (n->n_inputs > 16) return fallback(v, n, in, out);
-  RLX_TRY(dc_reshape(v->g, in[0], s.rank - 1u, d, &x));
+  RLX_TRY(rlx_reshape_dims(v->g, in[0], s.rank - 1u, d, &x));
   tmp[0] = x;
   for (uint32_t i = 1; i < n->n_inputs; i++) tmp[i] = in[i];
   rlx_status st = emit(v, n, tmp, NULL, &y);
@@ -299,7 +299,7 @@ static rlx_status rule_fold_batch(vm_ctx *v, const rlx_node *n, const rlx_id *in
   d[0] = v->B;
   d[1] = ys.dims[0] / v->B;
   for (uint32_t i = 1; i < ys.rank; i++) d[i + 1] = ys.dims[i];
-  return dc_reshape(v->g, y, ys.rank + 1u, d, out);
+  return rlx_reshape_dims(v->g, y, ys.rank + 1u, d, out);
 }
 
 static rlx_status batch_node(vm_ctx *v, const rlx_node *n, const rlx_id *in, rlx_id *out) {

@@ -3,7 +3,7 @@
 # tests/fuzz/replay_main.c and run over every file of its corpus tests/fuzz/corpus/<name>/, so the
 # RelWithDebInfo and the ASan+UBSan suites both re-check every seed and every crash ever found
 # (ctest -R fuzz_corpus). Included from tests/CMakeLists.txt.
-foreach(name text binary npy safetensors onnx)
+foreach(name text binary npy safetensors onnx idx)
   set(target fuzz_replay_${name})
   add_executable(${target} ${CMAKE_CURRENT_LIST_DIR}/fuzz_${name}.c ${CMAKE_CURRENT_LIST_DIR}/replay_main.c)
   target_link_libraries(${target} PRIVATE rlx_static)

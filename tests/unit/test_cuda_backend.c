@@ -359,7 +359,6 @@ static void tf32_policy(void) {
   free(va), free(vb);
   rlx_graph_free(g);
 }
-#endif
 
 /* Paths the conformance table's small cases do not reach: the split reduction (few lines of
  * >= 65536 elements), the f32 ElementwiseRegion kernel with float4 loads, a tiled operand and a
@@ -419,6 +418,7 @@ static void large_paths(void) {
   free(vx), free(va), free(vb2), free(vc), free(vq), free(vk), free(vv);
   rlx_graph_free(g);
 }
+#endif
 
 int main(void) {
 #ifndef RLX_HAVE_CUDA

@@ -139,8 +139,8 @@ rlx_status rlx_ad_prepare_scan(rlx_graph *dst, const rlx_node *n, const rlx_id *
     d[0] = a->length;
     for (uint32_t i = 0; i < bs.rank; i++) d[1 + i] = bs.dims[i];
     rlx_id u;
-    s = dc_unsqueeze(dst, b, 0, &u);
-    if (!s) s = dc_expand(dst, u, bs.rank + 1u, d, &ops[1 + k]);
+    s = rlx_unsqueeze(dst, b, 0, &u);
+    if (!s) s = rlx_expand_dims(dst, u, bs.rank + 1u, d, &ops[1 + k]);
   }
   for (uint32_t k = 0; k < nx && !s; k++) ops[1 + np + nb + k] = in[1 + nb + k];
   rlx_id traj = RLX_NO_ID;
@@ -160,9 +160,9 @@ rlx_status rlx_ad_prepare_scan(rlx_graph *dst, const rlx_node *n, const rlx_id *
     return RLX_OK;
   }
   rlx_id last;
-  RLX_TRY(dc_narrow(dst, traj, 0, a->length - 1, 1, &last));
+  RLX_TRY(rlx_narrow(dst, traj, 0, a->length - 1, 1, &last));
   rlx_shape is = dc_shape(dst, in[0]);
-  return dc_reshape(dst, last, is.rank, is.dims, out);
+  return rlx_reshape_dims(dst, last, is.rank, is.dims, out);
 }
 
 /* ---- Scan VJP ---- */

@@ -45,23 +45,23 @@ RLX_DECOMPOSE_DECL(AxialRope2d) {
   for (int64_t l = 0; l < W && !s; l++) partner[l] = l ^ 1;
   rlx_dim td[2] = {N, W};
   rlx_id ctab = 0, stab = 0, pidx = 0, xc, xp, xps;
-  if (!s) s = dc_const_values(dst, t, 2, td, cs, &ctab);
-  if (!s) s = dc_const_values(dst, t, 2, td, sn, &stab);
-  if (!s) s = dc_const_i64(dst, (uint32_t)W, partner, &pidx);
+  if (!s) s = rlx_values(dst, t, 2, td, cs, &ctab);
+  if (!s) s = rlx_values(dst, t, 2, td, sn, &stab);
+  if (!s) s = rlx_i64s(dst, (uint32_t)W, partner, &pidx);
   al->free(al->ctx, cs);
   al->free(al->ctx, sn);
   al->free(al->ctx, partner);
   RLX_TRY(s);
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, in[0], ctab, &xc));
-  RLX_TRY(dc_gather(dst, in[0], pidx, 2, &xp));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, xp, stab, &xps));
-  return dc_bin(dst, RLX_BINOP_ADD, xc, xps, out);
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, in[0], ctab, &xc));
+  RLX_TRY(rlx_gather_axis(dst, in[0], pidx, 2, &xp));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, xp, stab, &xps));
+  return rlx_binary(dst, RLX_BINOP_ADD, xc, xps, out);
 }
 
 /* x @ w (+ b). */
 static rlx_status linear(rlx_graph *g, rlx_id x, rlx_id w, const rlx_id *b, rlx_id *out) {
-  RLX_TRY(dc_matmul(g, x, w, out));
-  if (b) RLX_TRY(dc_bin(g, RLX_BINOP_ADD, *out, *b, out));
+  RLX_TRY(rlx_matmul(g, x, w, out));
+  if (b) RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, *out, *b, out));
   return RLX_OK;
 }
 
@@ -78,9 +78,9 @@ static rlx_status attention_block(rlx_graph *g, const rlx_node *n, rlx_id hidden
     return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: invalid num_heads/head_dim", rlx_op_name(n->op));
   rlx_id qkv, q, k, v, att;
   RLX_TRY(linear(g, hidden, qkv_w, qkv_b, &qkv));
-  RLX_TRY(dc_narrow(g, qkv, 2, 0, W, &q));
-  RLX_TRY(dc_narrow(g, qkv, 2, W, W, &k));
-  RLX_TRY(dc_narrow(g, qkv, 2, 2 * W, W, &v));
+  RLX_TRY(rlx_narrow(g, qkv, 2, 0, W, &q));
+  RLX_TRY(rlx_narrow(g, qkv, 2, W, W, &k));
+  RLX_TRY(rlx_narrow(g, qkv, 2, 2 * W, W, &v));
   if (cos_sin) {
     rlx_attrs_Rope r = {.head_dim = head_dim, .n_rot = head_dim, .style = RLX_ROPE_STYLE_NEOX};
     rlx_id rq[3] = {q, cos_sin[0], cos_sin[1]}, rk[3] = {k, cos_sin[0], cos_sin[1]};
@@ -134,19 +134,19 @@ RLX_DECOMPOSE_DECL(FusedTransformerLayer) {
     rlx_shape hs = dc_shape(dst, hidden);
     rlx_dim w = hs.dims[hs.rank - 1];
     if (w < 0) return dc_unsupported(n, "the hidden width is symbolic");
-    RLX_TRY(dc_const_fill(dst, (rlx_dtype)hs.dtype, 1, &w, 0.0, &ln1_b));
+    RLX_TRY(rlx_fill(dst, (rlx_dtype)hs.dtype, 1, &w, 0.0, &ln1_b));
     ln2_b = ln1_b;
   }
   rlx_id att, h1, f, y;
   RLX_TRY(attention_block(dst, n, hidden, qkv_w, qkv_b, out_w, out_b, mask, NULL, a->num_heads, a->head_dim, &att));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, att, hidden, &h1));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, att, hidden, &h1));
   rlx_attrs_LayerNorm ln = {.axis = -1, .eps = a->eps1};
   rlx_id l1[3] = {h1, ln1_g, ln1_b};
   RLX_TRY(rlx_build_LayerNorm(dst, l1, 3, &ln, NULL, &h1));
   RLX_TRY(linear(dst, h1, fc1_w, fc1_b, &f));
-  RLX_TRY(dc_act(dst, (rlx_act)a->activation, f, &f));
+  RLX_TRY(rlx_activation(dst, (rlx_act)a->activation, f, &f));
   RLX_TRY(linear(dst, f, fc2_w, fc2_b, &y));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, y, h1, &y));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, y, h1, &y));
   ln.eps = a->eps2;
   rlx_id l2[3] = {y, ln2_g, ln2_b};
   return rlx_build_LayerNorm(dst, l2, 3, &ln, NULL, out);

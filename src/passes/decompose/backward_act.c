@@ -7,25 +7,25 @@
 #include "passes/decompose/decompose.h"
 
 /* Small builders over x's dtype. */
-static rlx_status mul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_MUL, a, b, out); }
-static rlx_status add(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_ADD, a, b, out); }
+static rlx_status mul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(g, RLX_BINOP_MUL, a, b, out); }
+static rlx_status add(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(g, RLX_BINOP_ADD, a, b, out); }
 static rlx_status muls(rlx_graph *g, rlx_id a, double v, rlx_id *out) {
-  return dc_bin_scalar(g, RLX_BINOP_MUL, a, v, out);
+  return rlx_binary_scalar(g, RLX_BINOP_MUL, a, v, out);
 }
 static rlx_status adds(rlx_graph *g, rlx_id a, double v, rlx_id *out) {
-  return dc_bin_scalar(g, RLX_BINOP_ADD, a, v, out);
+  return rlx_binary_scalar(g, RLX_BINOP_ADD, a, v, out);
 }
 /* v - a */
 static rlx_status rsubs(rlx_graph *g, double v, rlx_id a, rlx_id *out) {
   rlx_id c;
-  RLX_TRY(dc_scalar(g, (rlx_dtype)dc_shape(g, a).dtype, v, &c));
-  return dc_bin(g, RLX_BINOP_SUB, c, a, out);
+  RLX_TRY(rlx_scalar(g, (rlx_dtype)dc_shape(g, a).dtype, v, &c));
+  return rlx_binary(g, RLX_BINOP_SUB, c, a, out);
 }
 /* x <cmp> v (a Bool tensor). */
 static rlx_status cmps(rlx_graph *g, rlx_cmp op, rlx_id x, double v, rlx_id *out) {
   rlx_id c;
-  RLX_TRY(dc_scalar(g, (rlx_dtype)dc_shape(g, x).dtype, v, &c));
-  return dc_cmp(g, op, x, c, out);
+  RLX_TRY(rlx_scalar(g, (rlx_dtype)dc_shape(g, x).dtype, v, &c));
+  return rlx_compare(g, op, x, c, out);
 }
 /* cond ? a : b where a and/or b may be scalars of dtype t (NULL id = use the value). */
 static rlx_status select_s(rlx_graph *g, rlx_dtype t, rlx_id cond, const rlx_id *a, double av, const rlx_id *b,
@@ -34,12 +34,12 @@ static rlx_status select_s(rlx_graph *g, rlx_dtype t, rlx_id cond, const rlx_id 
   if (a)
     x = *a;
   else
-    RLX_TRY(dc_scalar(g, t, av, &x));
+    RLX_TRY(rlx_scalar(g, t, av, &x));
   if (b)
     y = *b;
   else
-    RLX_TRY(dc_scalar(g, t, bv, &y));
-  return dc_where(g, cond, x, y, out);
+    RLX_TRY(rlx_scalar(g, t, bv, &y));
+  return rlx_where(g, cond, x, y, out);
 }
 
 RLX_DECOMPOSE_DECL(ReluBackward) {
@@ -57,12 +57,12 @@ static rlx_status derivative(rlx_graph *g, rlx_act k, rlx_id x, rlx_id *d) {
   switch (k) {
   case RLX_ACT_GELU: /* 0.5 * (1 + erf(x / sqrt 2)) + x * exp(-x^2 / 2) / sqrt(2 pi) */
     RLX_TRY(muls(g, x, 0.70710678118654752440, &a));
-    RLX_TRY(dc_act(g, RLX_ACT_ERF, a, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_ERF, a, &a));
     RLX_TRY(adds(g, a, 1.0, &a));
     RLX_TRY(muls(g, a, 0.5, &a));
     RLX_TRY(mul(g, x, x, &b));
     RLX_TRY(muls(g, b, -0.5, &b));
-    RLX_TRY(dc_act(g, RLX_ACT_EXP, b, &b));
+    RLX_TRY(rlx_activation(g, RLX_ACT_EXP, b, &b));
     RLX_TRY(muls(g, b, 0.39894228040143267794, &b));
     RLX_TRY(mul(g, x, b, &b));
     return add(g, a, b, d);
@@ -74,7 +74,7 @@ static rlx_status derivative(rlx_graph *g, rlx_act k, rlx_id x, rlx_id *d) {
     RLX_TRY(adds(g, a, 1.0, &a));
     RLX_TRY(mul(g, x, a, &a));
     RLX_TRY(muls(g, a, cc, &a));
-    RLX_TRY(dc_act(g, RLX_ACT_TANH, a, &tt));
+    RLX_TRY(rlx_activation(g, RLX_ACT_TANH, a, &tt));
     RLX_TRY(adds(g, tt, 1.0, &b));
     RLX_TRY(muls(g, b, 0.5, &b));
     RLX_TRY(mul(g, tt, tt, &c));
@@ -87,49 +87,49 @@ static rlx_status derivative(rlx_graph *g, rlx_act k, rlx_id x, rlx_id *d) {
     return add(g, b, c, d);
   }
   case RLX_ACT_SILU: /* s (1 + x (1 - s)) */
-    RLX_TRY(dc_act(g, RLX_ACT_SIGMOID, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_SIGMOID, x, &a));
     RLX_TRY(rsubs(g, 1.0, a, &b));
     RLX_TRY(mul(g, x, b, &b));
     RLX_TRY(adds(g, b, 1.0, &b));
     return mul(g, a, b, d);
   case RLX_ACT_SIGMOID:
-    RLX_TRY(dc_act(g, RLX_ACT_SIGMOID, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_SIGMOID, x, &a));
     RLX_TRY(rsubs(g, 1.0, a, &b));
     return mul(g, a, b, d);
   case RLX_ACT_TANH:
-    RLX_TRY(dc_act(g, RLX_ACT_TANH, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_TANH, x, &a));
     RLX_TRY(mul(g, a, a, &a));
     return rsubs(g, 1.0, a, d);
-  case RLX_ACT_EXP: return dc_act(g, RLX_ACT_EXP, x, d);
-  case RLX_ACT_LOG: return dc_act(g, RLX_ACT_RECIP, x, d);
-  case RLX_ACT_ABS: return dc_act(g, RLX_ACT_SIGN, x, d);
-  case RLX_ACT_SIN: return dc_act(g, RLX_ACT_COS, x, d);
-  case RLX_ACT_COS: RLX_TRY(dc_act(g, RLX_ACT_SIN, x, &a)); return dc_act(g, RLX_ACT_NEG, a, d);
+  case RLX_ACT_EXP: return rlx_activation(g, RLX_ACT_EXP, x, d);
+  case RLX_ACT_LOG: return rlx_activation(g, RLX_ACT_RECIP, x, d);
+  case RLX_ACT_ABS: return rlx_activation(g, RLX_ACT_SIGN, x, d);
+  case RLX_ACT_SIN: return rlx_activation(g, RLX_ACT_COS, x, d);
+  case RLX_ACT_COS: RLX_TRY(rlx_activation(g, RLX_ACT_SIN, x, &a)); return rlx_activation(g, RLX_ACT_NEG, a, d);
   case RLX_ACT_TAN:
-    RLX_TRY(dc_act(g, RLX_ACT_TAN, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_TAN, x, &a));
     RLX_TRY(mul(g, a, a, &a));
     return adds(g, a, 1.0, d);
   case RLX_ACT_ATAN:
     RLX_TRY(mul(g, x, x, &a));
     RLX_TRY(adds(g, a, 1.0, &a));
-    return dc_act(g, RLX_ACT_RECIP, a, d);
+    return rlx_activation(g, RLX_ACT_RECIP, a, d);
   case RLX_ACT_RECIP:
     RLX_TRY(mul(g, x, x, &a));
-    RLX_TRY(dc_act(g, RLX_ACT_RECIP, a, &a));
-    return dc_act(g, RLX_ACT_NEG, a, d);
-  case RLX_ACT_ROUND: return dc_scalar(g, t, 1.0, d);
+    RLX_TRY(rlx_activation(g, RLX_ACT_RECIP, a, &a));
+    return rlx_activation(g, RLX_ACT_NEG, a, d);
+  case RLX_ACT_ROUND: return rlx_scalar(g, t, 1.0, d);
   case RLX_ACT_FLOOR:
   case RLX_ACT_CEIL:
-  case RLX_ACT_SIGN: return dc_scalar(g, t, 0.0, d);
-  case RLX_ACT_SOFTPLUS: return dc_act(g, RLX_ACT_SIGMOID, x, d);
+  case RLX_ACT_SIGN: return rlx_scalar(g, t, 0.0, d);
+  case RLX_ACT_SOFTPLUS: return rlx_activation(g, RLX_ACT_SIGMOID, x, d);
   case RLX_ACT_ELU:
     RLX_TRY(cmps(g, RLX_CMP_GT, x, 0.0, &c));
-    RLX_TRY(dc_act(g, RLX_ACT_EXP, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_EXP, x, &a));
     return select_s(g, t, c, NULL, 1.0, &a, 0, d);
   case RLX_ACT_ERF: /* 2 / sqrt(pi) * exp(-x^2) */
     RLX_TRY(mul(g, x, x, &a));
     RLX_TRY(muls(g, a, -1.0, &a));
-    RLX_TRY(dc_act(g, RLX_ACT_EXP, a, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_EXP, a, &a));
     return muls(g, a, 1.12837916709551257390, d);
   case RLX_ACT_HARD_SWISH: /* x < -3: 0; x <= 3: (2x + 3) / 6; else 1 */
     RLX_TRY(muls(g, x, 1.0 / 3.0, &a));
@@ -144,22 +144,22 @@ static rlx_status derivative(rlx_graph *g, rlx_act k, rlx_id x, rlx_id *d) {
     RLX_TRY(cmps(g, RLX_CMP_GT, x, -3.0, &c));
     return select_s(g, t, c, &a, 0, NULL, 0.0, d);
   case RLX_ACT_MISH: /* t + x (1 - t^2) sigmoid(x), t = tanh(softplus(x)) */
-    RLX_TRY(dc_act(g, RLX_ACT_SOFTPLUS, x, &a));
-    RLX_TRY(dc_act(g, RLX_ACT_TANH, a, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_SOFTPLUS, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_TANH, a, &a));
     RLX_TRY(mul(g, a, a, &b));
     RLX_TRY(rsubs(g, 1.0, b, &b));
-    RLX_TRY(dc_act(g, RLX_ACT_SIGMOID, x, &c));
+    RLX_TRY(rlx_activation(g, RLX_ACT_SIGMOID, x, &c));
     RLX_TRY(mul(g, b, c, &b));
     RLX_TRY(mul(g, x, b, &b));
     return add(g, a, b, d);
   case RLX_ACT_SOFTSIGN: /* 1 / (1 + |x|)^2 */
-    RLX_TRY(dc_act(g, RLX_ACT_ABS, x, &a));
+    RLX_TRY(rlx_activation(g, RLX_ACT_ABS, x, &a));
     RLX_TRY(adds(g, a, 1.0, &a));
     RLX_TRY(mul(g, a, a, &a));
-    return dc_act(g, RLX_ACT_RECIP, a, d);
+    return rlx_activation(g, RLX_ACT_RECIP, a, d);
   case RLX_ACT_LOG_SIGMOID: /* sigmoid(-x) */
-    RLX_TRY(dc_act(g, RLX_ACT_NEG, x, &a));
-    return dc_act(g, RLX_ACT_SIGMOID, a, d);
+    RLX_TRY(rlx_activation(g, RLX_ACT_NEG, x, &a));
+    return rlx_activation(g, RLX_ACT_SIGMOID, a, d);
   default: return rlx_errorf(RLX_ERR_INTERNAL, "ActivationBackward: kind %d has no multiplying derivative", (int)k);
   }
 }
@@ -174,13 +174,13 @@ RLX_DECOMPOSE_DECL(ActivationBackward) {
   switch (k) {
   case RLX_ACT_RELU: return rlx_decompose_ReluBackward(dst, src, n, in, out);
   case RLX_ACT_ROUND: *out = dy; return RLX_OK; /* straight-through */
-  case RLX_ACT_NEG: return dc_act(dst, RLX_ACT_NEG, dy, out);
+  case RLX_ACT_NEG: return rlx_activation(dst, RLX_ACT_NEG, dy, out);
   case RLX_ACT_SQRT:  /* sqrt(x) <= 0 ? 0 : dy * 0.5 / sqrt(x) */
   case RLX_ACT_RSQRT: /* sqrt(x) <= 0 ? 0 : dy * -0.5 / (x sqrt(x)) */
-    RLX_TRY(dc_act(dst, RLX_ACT_SQRT, x, &s));
+    RLX_TRY(rlx_activation(dst, RLX_ACT_SQRT, x, &s));
     RLX_TRY(cmps(dst, RLX_CMP_LE, s, 0.0, &c));
     if (k == RLX_ACT_RSQRT) RLX_TRY(mul(dst, x, s, &s));
-    RLX_TRY(dc_bin(dst, RLX_BINOP_DIV, dy, s, &v));
+    RLX_TRY(rlx_binary(dst, RLX_BINOP_DIV, dy, s, &v));
     RLX_TRY(muls(dst, v, k == RLX_ACT_SQRT ? 0.5 : -0.5, &v));
     return select_s(dst, t, c, NULL, 0.0, &v, 0, out);
   default: {

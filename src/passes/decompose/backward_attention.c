@@ -49,10 +49,10 @@ static rlx_status to_bhsd(rlx_graph *g, rlx_id x, int kind, int64_t h, int64_t D
     *out = x;
     return RLX_OK;
   }
-  if (kind == 1) return dc_transpose(g, x, 4, swap12, out);
+  if (kind == 1) return rlx_permute(g, x, 4, swap12, out);
   rlx_dim d4[4] = {kind == 2 ? s.dims[0] : 1, kind == 2 ? s.dims[1] : s.dims[0], h, D};
-  RLX_TRY(dc_reshape(g, x, 4, d4, &x));
-  return dc_transpose(g, x, 4, swap12, out);
+  RLX_TRY(rlx_reshape_dims(g, x, 4, d4, &x));
+  return rlx_permute(g, x, 4, swap12, out);
 }
 
 /* [B, h, S, D] -> the layout and dims of `like`. */
@@ -61,8 +61,8 @@ static rlx_status from_bhsd(rlx_graph *g, rlx_id x, int kind, const rlx_shape *l
     *out = x;
     return RLX_OK;
   }
-  RLX_TRY(dc_transpose(g, x, 4, swap12, &x));
-  return dc_reshape(g, x, like->rank, like->dims, out);
+  RLX_TRY(rlx_permute(g, x, 4, swap12, &x));
+  return rlx_reshape_dims(g, x, like->rank, like->dims, out);
 }
 
 /* [B, Hkv, S, D] -> [B, Hkv * G, S, D], each K/V head repeated for its G query heads. */
@@ -73,11 +73,11 @@ static rlx_status repeat_heads(rlx_graph *g, rlx_id x, int64_t G, rlx_id *out) {
   }
   rlx_shape s = dc_shape(g, x);
   rlx_dim d5[5] = {s.dims[0], s.dims[1], 1, s.dims[2], s.dims[3]};
-  RLX_TRY(dc_reshape(g, x, 5, d5, &x));
+  RLX_TRY(rlx_reshape_dims(g, x, 5, d5, &x));
   d5[2] = G;
-  RLX_TRY(dc_expand(g, x, 5, d5, &x));
+  RLX_TRY(rlx_expand_dims(g, x, 5, d5, &x));
   rlx_dim d4[4] = {s.dims[0], s.dims[1] * G, s.dims[2], s.dims[3]};
-  return dc_reshape(g, x, 4, d4, out);
+  return rlx_reshape_dims(g, x, 4, d4, out);
 }
 
 /* The transpose of repeat_heads: [B, Hkv * G, S, D] -> [B, Hkv, S, D] summing each group. */
@@ -89,8 +89,8 @@ static rlx_status sum_heads(rlx_graph *g, rlx_id x, int64_t G, rlx_id *out) {
   rlx_shape s = dc_shape(g, x);
   rlx_dim d5[5] = {s.dims[0], s.dims[1] / G, G, s.dims[2], s.dims[3]};
   static const int64_t ax2[1] = {2};
-  RLX_TRY(dc_reshape(g, x, 5, d5, &x));
-  return dc_reduce(g, RLX_REDUCE_SUM, x, 1, ax2, false, out);
+  RLX_TRY(rlx_reshape_dims(g, x, 5, d5, &x));
+  return rlx_reduce_axes(g, RLX_REDUCE_SUM, x, 1, ax2, false, out);
 }
 
 /* Bool [Sq, Sk]: the causal / sliding-window visibility pattern. */
@@ -110,7 +110,7 @@ static rlx_status position_mask(rlx_graph *g, const rlx_node *n, int mk, int64_t
       v[qi * Sk + ki] = vis;
     }
   rlx_dim d[2] = {Sq, Sk};
-  rlx_status s = dc_const_values(g, RLX_BOOL, 2, d, v, out);
+  rlx_status s = rlx_values(g, RLX_BOOL, 2, d, v, out);
   al->free(al->ctx, v);
   return s;
 }
@@ -149,23 +149,23 @@ static rlx_status attention_grads(rlx_graph *g, const rlx_node *n, const rlx_id 
   static const int64_t tr[4] = {0, 1, 3, 2}, last[1] = {3};
   rlx_id kt, s, th = 0, keep = 0, p;
   bool has_keep = false;
-  RLX_TRY(dc_transpose(g, ke, 4, tr, &kt));
-  RLX_TRY(dc_matmul(g, q, kt, &s));
-  RLX_TRY(dc_bin_scalar(g, RLX_BINOP_MUL, s, scale, &s));
+  RLX_TRY(rlx_permute(g, ke, 4, tr, &kt));
+  RLX_TRY(rlx_matmul(g, q, kt, &s));
+  RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_MUL, s, scale, &s));
   if (a->cap.has) {
-    RLX_TRY(dc_bin_scalar(g, RLX_BINOP_MUL, s, 1.0 / (double)a->cap.v, &th));
-    RLX_TRY(dc_act(g, RLX_ACT_TANH, th, &th));
-    RLX_TRY(dc_bin_scalar(g, RLX_BINOP_MUL, th, (double)a->cap.v, &s));
+    RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_MUL, s, 1.0 / (double)a->cap.v, &th));
+    RLX_TRY(rlx_activation(g, RLX_ACT_TANH, th, &th));
+    RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_MUL, th, (double)a->cap.v, &s));
   }
-  if (a->mask == RLX_MASK_BIAS) RLX_TRY(dc_bin(g, RLX_BINOP_ADD, s, in[4], &s));
+  if (a->mask == RLX_MASK_BIAS) RLX_TRY(rlx_binary(g, RLX_BINOP_ADD, s, in[4], &s));
   if (a->mask == RLX_MASK_CUSTOM) {
     rlx_shape ms = dc_shape(g, in[4]);
     rlx_id m = in[4], half;
-    if (!rlx_dtype_is_float((rlx_dtype)ms.dtype)) RLX_TRY(dc_cast(g, m, RLX_F32, &m));
+    if (!rlx_dtype_is_float((rlx_dtype)ms.dtype)) RLX_TRY(rlx_cast_to(g, m, RLX_F32, &m));
     rlx_dim d4[4] = {B, 1, ms.rank == 3 ? Sq : 1, Sk};
-    RLX_TRY(dc_reshape(g, m, 4, d4, &m));
-    RLX_TRY(dc_scalar(g, (rlx_dtype)dc_shape(g, m).dtype, 0.5, &half));
-    RLX_TRY(dc_cmp(g, RLX_CMP_GE, m, half, &keep));
+    RLX_TRY(rlx_reshape_dims(g, m, 4, d4, &m));
+    RLX_TRY(rlx_scalar(g, (rlx_dtype)dc_shape(g, m).dtype, 0.5, &half));
+    RLX_TRY(rlx_compare(g, RLX_CMP_GE, m, half, &keep));
     has_keep = true;
   } else if (a->mask == RLX_MASK_CAUSAL || a->mask == RLX_MASK_SLIDING_WINDOW) {
     RLX_TRY(position_mask(g, n, a->mask, a->window, Sq, Sk, &keep));
@@ -174,34 +174,34 @@ static rlx_status attention_grads(rlx_graph *g, const rlx_node *n, const rlx_id 
   rlx_attrs_Softmax sm = {.axis = -1};
   if (has_keep) {
     rlx_id ninf, zero;
-    RLX_TRY(dc_scalar(g, t, -INFINITY, &ninf));
-    RLX_TRY(dc_scalar(g, t, 0.0, &zero));
-    RLX_TRY(dc_where(g, keep, s, ninf, &s));
+    RLX_TRY(rlx_scalar(g, t, -INFINITY, &ninf));
+    RLX_TRY(rlx_scalar(g, t, 0.0, &zero));
+    RLX_TRY(rlx_where(g, keep, s, ninf, &s));
     RLX_TRY(rlx_build_Softmax(g, &s, 1, &sm, NULL, &p));
-    RLX_TRY(dc_where(g, keep, p, zero, &p));
+    RLX_TRY(rlx_where(g, keep, p, zero, &p));
   } else {
     RLX_TRY(rlx_build_Softmax(g, &s, 1, &sm, NULL, &p));
   }
   rlx_id pt, dv, vt, dp, rs, ds, dq, dst, dk;
-  RLX_TRY(dc_transpose(g, p, 4, tr, &pt));
-  RLX_TRY(dc_matmul(g, pt, dy, &dv));
-  RLX_TRY(dc_transpose(g, ve, 4, tr, &vt));
-  RLX_TRY(dc_matmul(g, dy, vt, &dp));
-  RLX_TRY(dc_bin(g, RLX_BINOP_MUL, p, dp, &rs));
-  RLX_TRY(dc_reduce(g, RLX_REDUCE_SUM, rs, 1, last, true, &rs));
-  RLX_TRY(dc_bin(g, RLX_BINOP_SUB, dp, rs, &ds));
-  RLX_TRY(dc_bin(g, RLX_BINOP_MUL, p, ds, &ds));
+  RLX_TRY(rlx_permute(g, p, 4, tr, &pt));
+  RLX_TRY(rlx_matmul(g, pt, dy, &dv));
+  RLX_TRY(rlx_permute(g, ve, 4, tr, &vt));
+  RLX_TRY(rlx_matmul(g, dy, vt, &dp));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, p, dp, &rs));
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, rs, 1, last, true, &rs));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_SUB, dp, rs, &ds));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, p, ds, &ds));
   if (a->cap.has) {
     rlx_id one, t2;
-    RLX_TRY(dc_bin(g, RLX_BINOP_MUL, th, th, &t2));
-    RLX_TRY(dc_scalar(g, t, 1.0, &one));
-    RLX_TRY(dc_bin(g, RLX_BINOP_SUB, one, t2, &t2));
-    RLX_TRY(dc_bin(g, RLX_BINOP_MUL, ds, t2, &ds));
+    RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, th, th, &t2));
+    RLX_TRY(rlx_scalar(g, t, 1.0, &one));
+    RLX_TRY(rlx_binary(g, RLX_BINOP_SUB, one, t2, &t2));
+    RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, ds, t2, &ds));
   }
-  RLX_TRY(dc_bin_scalar(g, RLX_BINOP_MUL, ds, scale, &ds));
-  RLX_TRY(dc_matmul(g, ds, ke, &dq));
-  RLX_TRY(dc_transpose(g, ds, 4, tr, &dst));
-  RLX_TRY(dc_matmul(g, dst, q, &dk));
+  RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_MUL, ds, scale, &ds));
+  RLX_TRY(rlx_matmul(g, ds, ke, &dq));
+  RLX_TRY(rlx_permute(g, ds, 4, tr, &dst));
+  RLX_TRY(rlx_matmul(g, dst, q, &dk));
   RLX_TRY(sum_heads(g, dk, G, &dk));
   RLX_TRY(sum_heads(g, dv, G, &dv));
   RLX_TRY(from_bhsd(g, dq, kind, &qs, &out[0]));
@@ -230,9 +230,9 @@ RLX_DECOMPOSE_DECL(AttentionBackwardAll) {
     size_t count;
     if (rlx_shape_numel(&s, &count) != RLX_OK) return dc_unsupported(n, "packing needs static operand shapes");
     rlx_dim d = (rlx_dim)count;
-    RLX_TRY(dc_reshape(dst, g[i], 1, &d, &g[i]));
+    RLX_TRY(rlx_reshape_dims(dst, g[i], 1, &d, &g[i]));
   }
-  return dc_concat(dst, g, 3, 0, out);
+  return rlx_concat(dst, g, 3, 0, out);
 }
 
 RLX_DECOMPOSE_DECL(RopeBackward) {
@@ -240,6 +240,6 @@ RLX_DECOMPOSE_DECL(RopeBackward) {
   const rlx_attrs_RopeBackward *a = &n->attrs.RopeBackward;
   rlx_attrs_Rope r = {.head_dim = a->head_dim, .n_rot = a->n_rot, .style = a->style};
   rlx_id args[3] = {in[0], in[1], 0};
-  RLX_TRY(dc_act(dst, RLX_ACT_NEG, in[2], &args[2]));
+  RLX_TRY(rlx_activation(dst, RLX_ACT_NEG, in[2], &args[2]));
   return rlx_build_Rope(dst, args, 3, &r, NULL, out);
 }

@@ -111,15 +111,15 @@ static rlx_status conv_weight(rlx_graph *dst, const rlx_node *n, const rlx_id *i
   int64_t perm[RLX_MAX_RANK] = {2, 1, 0};
   for (uint32_t i = 0; i < nsp; i++) perm[3 + i] = 3 + i;
   rlx_id xt, yt, c;
-  RLX_TRY(dc_reshape(dst, in[0], r + 1, d6, &xt));
-  RLX_TRY(dc_transpose(dst, xt, r + 1, perm, &xt));
+  RLX_TRY(rlx_reshape_dims(dst, in[0], r + 1, d6, &xt));
+  RLX_TRY(rlx_permute(dst, xt, r + 1, perm, &xt));
   rlx_dim d5[RLX_MAX_RANK] = {cg, G * N};
   for (uint32_t i = 0; i < nsp; i++) d5[2 + i] = xs.dims[2 + i];
-  RLX_TRY(dc_reshape(dst, xt, r, d5, &xt));
+  RLX_TRY(rlx_reshape_dims(dst, xt, r, d5, &xt));
   /* dy [N, Cout, o...] -> [Cout, N, o...] */
   int64_t swap[RLX_MAX_RANK] = {1, 0};
   for (uint32_t i = 0; i < nsp; i++) swap[2 + i] = 2 + i;
-  RLX_TRY(dc_transpose(dst, in[1], r, swap, &yt));
+  RLX_TRY(rlx_permute(dst, in[1], r, swap, &yt));
   int64_t s[3], p[6], d[3];
   for (uint32_t i = 0; i < nsp; i++) {
     s[i] = g.d[i];
@@ -150,9 +150,9 @@ static rlx_status conv_weight(rlx_graph *dst, const rlx_node *n, const rlx_id *i
   for (uint32_t i = 0; i < nsp; i++) {
     if (cs.dims[2 + i] < g.k[i])
       return rlx_errorf(RLX_ERR_INTERNAL, "%s: the swapped convolution is smaller than the kernel", rlx_op_name(n->op));
-    if (cs.dims[2 + i] > g.k[i]) RLX_TRY(dc_narrow(dst, c, 2 + i, 0, g.k[i], &c));
+    if (cs.dims[2 + i] > g.k[i]) RLX_TRY(rlx_narrow(dst, c, 2 + i, 0, g.k[i], &c));
   }
-  return dc_transpose(dst, c, r, swap, out);
+  return rlx_permute(dst, c, r, swap, out);
 }
 
 RLX_DECOMPOSE_DECL(Conv2dBackwardWeight) {
@@ -246,7 +246,7 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
       st = rlx_build_Slice(dst, &v, 1, &sa, NULL, &v);
     }
     views[tp] = v;
-    if (!st) st = tp == 0 ? (m = v, RLX_OK) : dc_bin(dst, RLX_BINOP_MAX, m, v, &m);
+    if (!st) st = tp == 0 ? (m = v, RLX_OK) : rlx_binary(dst, RLX_BINOP_MAX, m, v, &m);
   }
   /* cur starts as every window's first real cell (the fallback when no tap matches), then the taps
    * from last to first override it where they hold the maximum: the first maximum wins. */
@@ -263,7 +263,7 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     for (int64_t c = 0; c < P; c++)
       if (pos[c] >= 0) first[c] = pos[c];
   }
-  if (!st) st = dc_const_values(dst, RLX_I64, nsp, gd, first, &cur);
+  if (!st) st = rlx_values(dst, RLX_I64, nsp, gd, first, &cur);
   for (int64_t tp = kv; tp-- > 0 && !st;) {
     int64_t tap[3];
     tap_of(&g, nsp, tp, tap);
@@ -277,17 +277,17 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
     }
     if (!any_real) continue;
     rlx_id eq, pc, valid, no;
-    st = dc_cmp(dst, RLX_CMP_EQ, views[tp], m, &eq);
+    st = rlx_compare(dst, RLX_CMP_EQ, views[tp], m, &eq);
     if (!st && any_pad) { /* padded cells never match (first[] is scratch from here on) */
       for (int64_t c = 0; c < P; c++) first[c] = pos[c] >= 0;
-      st = dc_const_values(dst, RLX_BOOL, nsp, gd, first, &valid);
-      if (!st) st = dc_scalar(dst, RLX_BOOL, 0.0, &no);
-      if (!st) st = dc_where(dst, valid, eq, no, &eq);
+      st = rlx_values(dst, RLX_BOOL, nsp, gd, first, &valid);
+      if (!st) st = rlx_scalar(dst, RLX_BOOL, 0.0, &no);
+      if (!st) st = rlx_where(dst, valid, eq, no, &eq);
     }
     for (int64_t c = 0; c < P; c++)
       if (pos[c] < 0) pos[c] = 0;
-    if (!st) st = dc_const_values(dst, RLX_I64, nsp, gd, pos, &pc);
-    if (!st) st = dc_where(dst, eq, pc, cur, &cur);
+    if (!st) st = rlx_values(dst, RLX_I64, nsp, gd, pos, &pc);
+    if (!st) st = rlx_where(dst, eq, pc, cur, &cur);
   }
   al->free(al->ctx, first);
   al->free(al->ctx, views);
@@ -296,16 +296,16 @@ static rlx_status maxpool(rlx_graph *dst, const rlx_node *n, const rlx_id *in, u
   rlx_shape cs = dc_shape(dst, cur);
   rlx_dim full[RLX_MAX_RANK] = {ys.dims[0], ys.dims[1]};
   for (uint32_t i = 0; i < nsp; i++) full[2 + i] = od[i];
-  if (cs.rank != 2 + nsp) RLX_TRY(dc_expand(dst, cur, 2 + nsp, full, &cur));
+  if (cs.rank != 2 + nsp) RLX_TRY(rlx_expand_dims(dst, cur, 2 + nsp, full, &cur));
   rlx_dim flat3[3] = {xs.dims[0], xs.dims[1], P}, flat_in[3] = {xs.dims[0], xs.dims[1], Pin};
   rlx_id idx, upd, zeros, sc;
-  RLX_TRY(dc_reshape(dst, cur, 3, flat3, &idx));
-  RLX_TRY(dc_reshape(dst, in[1], 3, flat3, &upd));
-  RLX_TRY(dc_const_fill(dst, t, 3, flat_in, 0.0, &zeros));
+  RLX_TRY(rlx_reshape_dims(dst, cur, 3, flat3, &idx));
+  RLX_TRY(rlx_reshape_dims(dst, in[1], 3, flat3, &upd));
+  RLX_TRY(rlx_fill(dst, t, 3, flat_in, 0.0, &zeros));
   rlx_attrs_ScatterElements se = {.axis = 2, .reduction = RLX_SCATTER_REDUCTION_ADD};
   rlx_id sargs[3] = {zeros, idx, upd};
   RLX_TRY(rlx_build_ScatterElements(dst, sargs, 3, &se, NULL, &sc));
-  return dc_reshape(dst, sc, xs.rank, xs.dims, out);
+  return rlx_reshape_dims(dst, sc, xs.rank, xs.dims, out);
 }
 
 RLX_DECOMPOSE_DECL(MaxPool2dBackward) {

@@ -14,12 +14,12 @@ static const int64_t axis1[1] = {1};
 /* [N, 1] log-sum-exp of the rows of x. */
 static rlx_status row_lse(rlx_graph *g, rlx_id x, rlx_id *out) {
   rlx_id m, z, s;
-  RLX_TRY(dc_reduce(g, RLX_REDUCE_MAX, x, 1, axis1, true, &m));
-  RLX_TRY(dc_bin(g, RLX_BINOP_SUB, x, m, &z));
-  RLX_TRY(dc_act(g, RLX_ACT_EXP, z, &z));
-  RLX_TRY(dc_reduce(g, RLX_REDUCE_SUM, z, 1, axis1, true, &s));
-  RLX_TRY(dc_act(g, RLX_ACT_LOG, s, &s));
-  return dc_bin(g, RLX_BINOP_ADD, s, m, out);
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_MAX, x, 1, axis1, true, &m));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_SUB, x, m, &z));
+  RLX_TRY(rlx_activation(g, RLX_ACT_EXP, z, &z));
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, z, 1, axis1, true, &s));
+  RLX_TRY(rlx_activation(g, RLX_ACT_LOG, s, &s));
+  return rlx_binary(g, RLX_BINOP_ADD, s, m, out);
 }
 
 /* Bool [N, C]: label n == class c. */
@@ -32,20 +32,20 @@ static rlx_status onehot(rlx_graph *g, const rlx_node *n, rlx_id labels, rlx_dim
   if (!iota) return rlx_errorf(RLX_ERR_OOM, "out of memory for a class index");
   for (rlx_dim c = 0; c < C; c++) iota[c] = c;
   rlx_id cls;
-  rlx_status s = dc_const_i64(g, (uint32_t)C, iota, &cls);
+  rlx_status s = rlx_i64s(g, (uint32_t)C, iota, &cls);
   al->free(al->ctx, iota);
   RLX_TRY(s);
   rlx_id l;
   rlx_dim ld[2] = {N, 1};
-  RLX_TRY(dc_cast(g, labels, RLX_I64, &l));
-  RLX_TRY(dc_reshape(g, l, 2, ld, &l));
-  return dc_cmp(g, RLX_CMP_EQ, l, cls, out);
+  RLX_TRY(rlx_cast_to(g, labels, RLX_I64, &l));
+  RLX_TRY(rlx_reshape_dims(g, l, 2, ld, &l));
+  return rlx_compare(g, RLX_CMP_EQ, l, cls, out);
 }
 
 /* [N] from [N, 1]. */
 static rlx_status squeeze_rows(rlx_graph *g, rlx_id x, rlx_id *out) {
   rlx_dim N = dc_shape(g, x).dims[0];
-  return dc_reshape(g, x, 1, &N, out);
+  return rlx_reshape_dims(g, x, 1, &N, out);
 }
 
 RLX_DECOMPOSE_DECL(SoftmaxCrossEntropy) {
@@ -54,9 +54,9 @@ RLX_DECOMPOSE_DECL(SoftmaxCrossEntropy) {
   rlx_id lse, tx, dot;
   RLX_TRY(row_lse(dst, in[0], &lse));
   RLX_TRY(squeeze_rows(dst, lse, &lse));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, in[1], in[0], &tx));
-  RLX_TRY(dc_reduce(dst, RLX_REDUCE_SUM, tx, 1, axis1, false, &dot));
-  return dc_bin(dst, RLX_BINOP_SUB, lse, dot, out);
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, in[1], in[0], &tx));
+  RLX_TRY(rlx_reduce_axes(dst, RLX_REDUCE_SUM, tx, 1, axis1, false, &dot));
+  return rlx_binary(dst, RLX_BINOP_SUB, lse, dot, out);
 }
 
 RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyWithLogits) {
@@ -66,10 +66,10 @@ RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyWithLogits) {
   RLX_TRY(onehot(dst, n, in[1], xs.dims[0], xs.dims[1], &oh));
   RLX_TRY(row_lse(dst, in[0], &lse));
   RLX_TRY(squeeze_rows(dst, lse, &lse));
-  RLX_TRY(dc_scalar(dst, (rlx_dtype)xs.dtype, 0.0, &zero));
-  RLX_TRY(dc_where(dst, oh, in[0], zero, &picked));
-  RLX_TRY(dc_reduce(dst, RLX_REDUCE_SUM, picked, 1, axis1, false, &picked));
-  return dc_bin(dst, RLX_BINOP_SUB, lse, picked, out);
+  RLX_TRY(rlx_scalar(dst, (rlx_dtype)xs.dtype, 0.0, &zero));
+  RLX_TRY(rlx_where(dst, oh, in[0], zero, &picked));
+  RLX_TRY(rlx_reduce_axes(dst, RLX_REDUCE_SUM, picked, 1, axis1, false, &picked));
+  return rlx_binary(dst, RLX_BINOP_SUB, lse, picked, out);
 }
 
 RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyBackward) {
@@ -77,11 +77,11 @@ RLX_DECOMPOSE_DECL(SoftmaxCrossEntropyBackward) {
   rlx_shape xs = dc_shape(dst, in[0]);
   rlx_id oh, p, g;
   RLX_TRY(onehot(dst, n, in[1], xs.dims[0], xs.dims[1], &oh));
-  RLX_TRY(dc_cast(dst, oh, (rlx_dtype)xs.dtype, &oh));
+  RLX_TRY(rlx_cast_to(dst, oh, (rlx_dtype)xs.dtype, &oh));
   rlx_attrs_Softmax sa = {.axis = 1};
   RLX_TRY(rlx_build_Softmax(dst, &in[0], 1, &sa, NULL, &p));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_SUB, p, oh, &p));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_SUB, p, oh, &p));
   rlx_dim gd[2] = {xs.dims[0], 1};
-  RLX_TRY(dc_reshape(dst, in[2], 2, gd, &g));
-  return dc_bin(dst, RLX_BINOP_MUL, p, g, out);
+  RLX_TRY(rlx_reshape_dims(dst, in[2], 2, gd, &g));
+  return rlx_binary(dst, RLX_BINOP_MUL, p, g, out);
 }

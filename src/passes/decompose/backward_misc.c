@@ -20,16 +20,16 @@ RLX_DECOMPOSE_DECL(CumsumBackward) {
       *out = in[0];
       return RLX_OK;
     }
-    return dc_scalar(dst, (rlx_dtype)s.dtype, 0.0, out);
+    return rlx_scalar(dst, (rlx_dtype)s.dtype, 0.0, out);
   }
   uint32_t ax;
   RLX_TRY(dc_axis(n, "axis", a->axis, s.rank, &ax));
   int64_t axes[1] = {ax};
   rlx_id r;
-  RLX_TRY(dc_reverse(dst, in[0], 1, axes, &r));
+  RLX_TRY(rlx_reverse_axes(dst, in[0], 1, axes, &r));
   rlx_attrs_Cumsum ca = {.axis = ax, .exclusive = a->exclusive};
   RLX_TRY(rlx_build_Cumsum(dst, &r, 1, &ca, NULL, &r));
-  return dc_reverse(dst, r, 1, axes, out);
+  return rlx_reverse_axes(dst, r, 1, axes, out);
 }
 
 RLX_DECOMPOSE_DECL(GatherBackward) {
@@ -46,8 +46,8 @@ RLX_DECOMPOSE_DECL(GatherBackward) {
   rlx_dim d[RLX_MAX_RANK];
   for (uint32_t i = 0; i < tab->rank; i++) d[i] = i < ax ? dy.dims[i] : i == ax ? U : dy.dims[i + idx.rank - 1];
   rlx_id upd, ix;
-  RLX_TRY(dc_reshape(dst, in[0], tab->rank, d, &upd));
-  RLX_TRY(dc_reshape(dst, in[1], 1, &U, &ix));
+  RLX_TRY(rlx_reshape_dims(dst, in[0], tab->rank, d, &upd));
+  RLX_TRY(rlx_reshape_dims(dst, in[1], 1, &U, &ix));
   rlx_attrs_ScatterAdd sa = {.axis = ax};
   rlx_id args[2] = {upd, ix};
   return rlx_graph_add(dst, RLX_OP_ScatterAdd, args, 2, &sa, tab, NULL, out);
@@ -61,8 +61,8 @@ RLX_DECOMPOSE_DECL(GatherBackward) {
 static rlx_status row(rlx_graph *g, rlx_id x, int64_t t, rlx_id *out) {
   rlx_shape s = dc_shape(g, x);
   rlx_id r;
-  RLX_TRY(dc_narrow(g, x, 0, t, 1, &r));
-  return dc_reshape(g, r, s.rank - 1u, s.dims + 1, out);
+  RLX_TRY(rlx_narrow(g, x, 0, t, 1, &r));
+  return rlx_reshape_dims(g, r, s.rank - 1u, s.dims + 1, out);
 }
 
 /* The i-th Input (node order) of body. */
@@ -118,33 +118,33 @@ static rlx_status scan_unroll(rlx_graph *dst, const rlx_node *n, const rlx_id *i
       if (!dc_all_static(&cs))
         s = dc_unsupported(n, "the carry needs a static shape");
       else
-        s = dc_const_fill(dst, dt, cs.rank, cs.dims, 0.0, &dc);
+        s = rlx_fill(dst, dt, cs.rank, cs.dims, 0.0, &dc);
     } else {
-      s = dc_cast(dst, in[2], dt, &dc);
+      s = rlx_cast_to(dst, in[2], dt, &dc);
     }
   }
   for (int64_t t = L; t-- > 0 && !s;) {
     if (save_traj && row_at[t] >= 0) {
       rlx_id u;
       s = row(dst, in[2], row_at[t], &u);
-      if (!s) s = dc_cast(dst, u, dt, &u);
-      if (!s) s = dc_bin(dst, RLX_BINOP_ADD, dc, u, &dc);
+      if (!s) s = rlx_cast_to(dst, u, dt, &u);
+      if (!s) s = rlx_binary(dst, RLX_BINOP_ADD, dc, u, &dc);
     }
     args[0] = t == 0 ? in[0] : carry[t - 1];
     for (int64_t k = 0; k < nx && !s; k++) s = row(dst, in[3 + k], t, &args[1 + k]);
     args[nx + 1] = dc;
     if (!s) s = rlx_inline_graph(dst, vjp, args, (uint32_t)nx + 2, outs, (uint32_t)nx + 1);
     if (!s) dc = outs[0];
-    if (!s && xs_idx >= 0) s = dc_unsqueeze(dst, outs[1 + xs_idx], 0, &grads[t]);
+    if (!s && xs_idx >= 0) s = rlx_unsqueeze(dst, outs[1 + xs_idx], 0, &grads[t]);
   }
   if (!s) {
     if (xs_idx < 0) {
-      s = dc_cast(dst, dc, (rlx_dtype)cs.dtype, out);
+      s = rlx_cast_to(dst, dc, (rlx_dtype)cs.dtype, out);
     } else if (L == 0) {
       s = dc_unsupported(n, "a scan of length 0 has no rows to stack");
     } else {
-      s = dc_concat(dst, grads, (uint32_t)L, 0, out);
-      if (!s) s = dc_cast(dst, *out, (rlx_dtype)n->shape.dtype, out);
+      s = rlx_concat(dst, grads, (uint32_t)L, 0, out);
+      if (!s) s = rlx_cast_to(dst, *out, (rlx_dtype)n->shape.dtype, out);
     }
   }
   al->free(al->ctx, carry);

@@ -6,12 +6,12 @@
  * gradients reduce over the batch AND the spatial axes (every image contributes). */
 #include "passes/decompose/decompose.h"
 
-static rlx_status mul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_MUL, a, b, out); }
-static rlx_status sub(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return dc_bin(g, RLX_BINOP_SUB, a, b, out); }
+static rlx_status mul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(g, RLX_BINOP_MUL, a, b, out); }
+static rlx_status sub(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_binary(g, RLX_BINOP_SUB, a, b, out); }
 
 static rlx_status mean_keep(rlx_graph *g, rlx_id x, uint32_t axis, rlx_id *out) {
   int64_t ax[1] = {axis};
-  return dc_reduce(g, RLX_REDUCE_MEAN, x, 1, ax, true, out);
+  return rlx_reduce_axes(g, RLX_REDUCE_MEAN, x, 1, ax, true, out);
 }
 
 /* r and xh of x along `axis` (rms: no centring, var = mean(x^2)). */
@@ -24,8 +24,8 @@ static rlx_status normalize(rlx_graph *g, rlx_id x, uint32_t axis, double eps, b
   }
   RLX_TRY(mul(g, d, d, &sq));
   RLX_TRY(mean_keep(g, sq, axis, &var));
-  RLX_TRY(dc_bin_scalar(g, RLX_BINOP_ADD, var, eps, &var));
-  RLX_TRY(dc_act(g, RLX_ACT_RSQRT, var, r));
+  RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_ADD, var, eps, &var));
+  RLX_TRY(rlx_activation(g, RLX_ACT_RSQRT, var, r));
   return mul(g, d, *r, xh);
 }
 
@@ -53,7 +53,7 @@ static rlx_status sum_leading(rlx_graph *g, rlx_id x, rlx_id *out) {
   }
   int64_t ax[RLX_MAX_RANK];
   for (uint32_t i = 0; i + 1 < s.rank; i++) ax[i] = i;
-  return dc_reduce(g, RLX_REDUCE_SUM, x, s.rank - 1u, ax, false, out);
+  return rlx_reduce_axes(g, RLX_REDUCE_SUM, x, s.rank - 1u, ax, false, out);
 }
 
 /* Sums v (x's shape) down to `target` (which broadcasts onto x, NumPy right alignment). */
@@ -63,12 +63,12 @@ static rlx_status sum_to(rlx_graph *g, rlx_id v, const rlx_shape *target, rlx_id
   int64_t ax[RLX_MAX_RANK];
   for (uint32_t i = 0; i < target->rank; i++)
     if (target->dims[i] == 1 && s.dims[lead + i] != 1) ax[nk++] = lead + i;
-  if (nk) RLX_TRY(dc_reduce(g, RLX_REDUCE_SUM, v, nk, ax, true, &v));
+  if (nk) RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, v, nk, ax, true, &v));
   if (lead) {
     for (uint32_t i = 0; i < lead; i++) ax[i] = i;
-    RLX_TRY(dc_reduce(g, RLX_REDUCE_SUM, v, lead, ax, false, &v));
+    RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, v, lead, ax, false, &v));
   }
-  return dc_reshape(g, v, target->rank, target->dims, out);
+  return rlx_reshape_dims(g, v, target->rank, target->dims, out);
 }
 
 /* Flattens x to 1-D. */
@@ -77,7 +77,7 @@ static rlx_status flat(rlx_graph *g, const rlx_node *n, rlx_id x, rlx_id *out) {
   size_t count;
   if (rlx_shape_numel(&s, &count) != RLX_OK) return dc_unsupported(n, "packing needs static operand shapes");
   rlx_dim d = (rlx_dim)count;
-  return dc_reshape(g, x, 1, &d, out);
+  return rlx_reshape_dims(g, x, 1, &d, out);
 }
 
 static uint32_t last_axis(rlx_graph *g, rlx_id x) { return dc_shape(g, x).rank - 1u; }
@@ -154,7 +154,7 @@ static rlx_status grouped(rlx_graph *g, const rlx_node *n, rlx_id x, int64_t G, 
   }
   if (G < 1 || xs.dims[1] % G) return rlx_errorf(RLX_ERR_INVALID_ARG, "GroupNorm backward: num_groups must divide C");
   rlx_dim d[3] = {xs.dims[0], G, per / G};
-  return dc_reshape(g, x, 3, d, out);
+  return rlx_reshape_dims(g, x, 3, d, out);
 }
 
 /* xh of GroupNorm in x's shape. */
@@ -164,7 +164,7 @@ static rlx_status gn_xh(rlx_graph *g, const rlx_node *n, rlx_id x, int64_t G, do
   rlx_id xr;
   RLX_TRY(grouped(g, n, x, G, &xr));
   RLX_TRY(normalize(g, xr, 2, eps, false, r3, xh3));
-  return dc_reshape(g, *xh3, xs.rank, xs.dims, xh);
+  return rlx_reshape_dims(g, *xh3, xs.rank, xs.dims, xh);
 }
 
 /* Sum of v ([N, C, spatial...]) over the batch and spatial axes -> [C]. */
@@ -173,9 +173,9 @@ static rlx_status sum_channels(rlx_graph *g, rlx_id v, rlx_id *out) {
   int64_t ax[RLX_MAX_RANK];
   uint32_t k = 0;
   for (uint32_t i = 2; i < s.rank; i++) ax[k++] = i;
-  if (k) RLX_TRY(dc_reduce(g, RLX_REDUCE_SUM, v, k, ax, false, &v));
+  if (k) RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_SUM, v, k, ax, false, &v));
   static const int64_t ax0[1] = {0};
-  return dc_reduce(g, RLX_REDUCE_SUM, v, 1, ax0, false, out);
+  return rlx_reduce_axes(g, RLX_REDUCE_SUM, v, 1, ax0, false, out);
 }
 
 RLX_DECOMPOSE_DECL(GroupNormBackwardInput) {
@@ -188,7 +188,7 @@ RLX_DECOMPOSE_DECL(GroupNormBackwardInput) {
   RLX_TRY(mul(dst, in[3], gv, &s));
   RLX_TRY(grouped(dst, n, s, a->num_groups, &s3));
   RLX_TRY(norm_dx(dst, s3, r3, xh3, 2, false, &dx));
-  return dc_reshape(dst, dx, xs.rank, xs.dims, out);
+  return rlx_reshape_dims(dst, dx, xs.rank, xs.dims, out);
 }
 
 RLX_DECOMPOSE_DECL(GroupNormBackwardGamma) {
@@ -211,8 +211,8 @@ RLX_DECOMPOSE_DECL(GroupNormBackwardBeta) {
 /* rsqrt(var + eps) as [C]. */
 static rlx_status bn_inv(rlx_graph *g, rlx_id var, double eps, rlx_id *out) {
   RLX_TRY(dc_channel_vector(g, var, 0, &var));
-  RLX_TRY(dc_bin_scalar(g, RLX_BINOP_ADD, var, eps, &var));
-  return dc_act(g, RLX_ACT_RSQRT, var, out);
+  RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_ADD, var, eps, &var));
+  return rlx_activation(g, RLX_ACT_RSQRT, var, out);
 }
 
 RLX_DECOMPOSE_DECL(BatchNormInferenceBackwardInput) {
@@ -255,13 +255,13 @@ RLX_DECOMPOSE_DECL(AdaLayerNormBackward) {
   RLX_TRY(sum_to(dst, dy, &hs, &dshift));
   RLX_TRY(mul(dst, dy, xh, &dscale));
   RLX_TRY(sum_to(dst, dscale, &ss, &dscale));
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_ADD, scale, 1.0, &s1));
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_ADD, scale, 1.0, &s1));
   RLX_TRY(mul(dst, dy, s1, &gsc));
   RLX_TRY(norm_dx(dst, gsc, r, xh, ax, rms, &dx));
   RLX_TRY(flat(dst, n, dx, &parts[0]));
   RLX_TRY(flat(dst, n, dscale, &parts[1]));
   RLX_TRY(flat(dst, n, dshift, &parts[2]));
-  return dc_concat(dst, parts, 3, 0, out);
+  return rlx_concat(dst, parts, 3, 0, out);
 }
 
 RLX_DECOMPOSE_DECL(GatedResidualBackward) {
@@ -274,5 +274,5 @@ RLX_DECOMPOSE_DECL(GatedResidualBackward) {
   RLX_TRY(flat(dst, n, dy, &parts[0]));
   RLX_TRY(flat(dst, n, dyy, &parts[1]));
   RLX_TRY(flat(dst, n, dgate, &parts[2]));
-  return dc_concat(dst, parts, 3, 0, out);
+  return rlx_concat(dst, parts, 3, 0, out);
 }

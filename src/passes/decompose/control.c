@@ -18,7 +18,7 @@ static rlx_status unroll_budget(const rlx_node *n, uint64_t steps, uint64_t node
 static rlx_status scalar_pred(rlx_graph *g, rlx_id p, rlx_id *out) {
   rlx_shape s = dc_shape(g, p);
   size_t k;
-  if (s.rank > 0 && rlx_shape_numel(&s, &k) == RLX_OK && k == 1) return dc_reshape(g, p, 0, NULL, out);
+  if (s.rank > 0 && rlx_shape_numel(&s, &k) == RLX_OK && k == 1) return rlx_reshape_dims(g, p, 0, NULL, out);
   *out = p;
   return RLX_OK;
 }
@@ -31,8 +31,8 @@ static rlx_status truthy(rlx_graph *g, rlx_id c, rlx_id *out) {
     return RLX_OK;
   }
   rlx_id zero;
-  RLX_TRY(dc_scalar(g, (rlx_dtype)s.dtype, 0.0, &zero));
-  return dc_cmp(g, RLX_CMP_NE, c, zero, out);
+  RLX_TRY(rlx_scalar(g, (rlx_dtype)s.dtype, 0.0, &zero));
+  return rlx_compare(g, RLX_CMP_NE, c, zero, out);
 }
 
 /* If: both branches inlined on the captures, Where(pred, then, else). Only output 0 is the value
@@ -44,7 +44,7 @@ RLX_DECOMPOSE_DECL(If) {
   RLX_TRY(rlx_inline_graph(dst, a->then_branch, in + 1, n->n_inputs - 1, &t, 1));
   RLX_TRY(rlx_inline_graph(dst, a->else_branch, in + 1, n->n_inputs - 1, &e, 1));
   RLX_TRY(scalar_pred(dst, in[0], &p));
-  return dc_where(dst, p, t, e, out);
+  return rlx_where(dst, p, t, e, out);
 }
 
 /* While with max_iterations = N: N times { c = cond(carried); active = active && c;
@@ -76,11 +76,11 @@ RLX_DECOMPOSE_DECL(While) {
     if (!s && active == RLX_NO_ID) {
       active = c;
     } else if (!s) {
-      if (no == RLX_NO_ID) s = dc_scalar(dst, RLX_BOOL, 0.0, &no);
-      if (!s) s = dc_where(dst, active, c, no, &active);
+      if (no == RLX_NO_ID) s = rlx_scalar(dst, RLX_BOOL, 0.0, &no);
+      if (!s) s = rlx_where(dst, active, c, no, &active);
     }
     if (!s) s = rlx_inline_graph(dst, a->body, cur, m, next, m);
-    for (uint32_t k = 0; k < m && !s; k++) s = dc_where(dst, active, next[k], cur[k], &cur[k]);
+    for (uint32_t k = 0; k < m && !s; k++) s = rlx_where(dst, active, next[k], cur[k], &cur[k]);
   }
   if (!s) *out = cur[0];
   al->free(al->ctx, cur);
@@ -117,26 +117,26 @@ RLX_DECOMPOSE_DECL(Scan) {
         s = rlx_errorf(RLX_ERR_INVALID_ARG, "Scan: xs operand %lld is a scalar", (long long)i);
         break;
       }
-      s = dc_narrow(dst, xs, 0, t, 1, &row);
-      if (!s) s = dc_reshape(dst, row, ss.rank - 1u, ss.dims + 1, &args[1 + nb + i]);
+      s = rlx_narrow(dst, xs, 0, t, 1, &row);
+      if (!s) s = rlx_reshape_dims(dst, row, ss.rank - 1u, ss.dims + 1, &args[1 + nb + i]);
     }
     if (!s) s = rlx_inline_graph(dst, a->body, args, nargs, &args[0], 1);
-    if (!s && rows) s = dc_unsqueeze(dst, args[0], 0, &rows[t]);
+    if (!s && rows) s = rlx_unsqueeze(dst, args[0], 0, &rows[t]);
   }
   if (!s) {
     if (!a->save_trajectory) {
       *out = args[0];
     } else if (L == 0) {
       rlx_id r;
-      s = dc_unsqueeze(dst, in[0], 0, &r);
-      if (!s) s = dc_narrow(dst, r, 0, 0, 0, out);
+      s = rlx_unsqueeze(dst, in[0], 0, &r);
+      if (!s) s = rlx_narrow(dst, r, 0, 0, 0, out);
     } else {
       uint32_t nrows = (uint32_t)L;
       if (K > 0 && K < L) {
         for (int64_t j = 0; j < K; j++) rows[j] = rows[(j * L) / K];
         nrows = (uint32_t)K;
       }
-      s = dc_concat(dst, rows, nrows, 0, out);
+      s = rlx_concat(dst, rows, nrows, 0, out);
     }
   }
   al->free(al->ctx, args);

@@ -59,13 +59,13 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   /* 1. dilation */
   if (st[0] > 1 || st[1] > 1) {
     rlx_dim d6[6] = {N, cin, H, 1, W, 1}, d4[4] = {N, cin, H * st[0], W * st[1]};
-    RLX_TRY(dc_reshape(dst, x, 6, d6, &x));
+    RLX_TRY(rlx_reshape_dims(dst, x, 6, d6, &x));
     int64_t pads[12] = {0, 0, 0, 0, 0, 0, 0, st[0] - 1, 0, 0, 0, st[1] - 1};
     rlx_attrs_Pad pa = {.pads = {.v = pads, .n = 12}, .mode = RLX_PAD_MODE_CONSTANT, .value = 0.0f};
     RLX_TRY(rlx_build_Pad(dst, &x, 1, &pa, NULL, &x));
-    RLX_TRY(dc_reshape(dst, x, 4, d4, &x));
-    if (st[0] > 1) RLX_TRY(dc_narrow(dst, x, 2, 0, (H - 1) * st[0] + 1, &x));
-    if (st[1] > 1) RLX_TRY(dc_narrow(dst, x, 3, 0, (W - 1) * st[1] + 1, &x));
+    RLX_TRY(rlx_reshape_dims(dst, x, 4, d4, &x));
+    if (st[0] > 1) RLX_TRY(rlx_narrow(dst, x, 2, 0, (H - 1) * st[0] + 1, &x));
+    if (st[1] > 1) RLX_TRY(rlx_narrow(dst, x, 3, 0, (W - 1) * st[1] + 1, &x));
   }
   /* 2. border */
   int64_t lo[2], hi[2], ext[2] = {(H - 1) * st[0] + 1, (W - 1) * st[1] + 1};
@@ -85,22 +85,22 @@ RLX_DECOMPOSE_DECL(ConvTranspose2d) {
   for (int i = 0; i < 2; i++) {
     int64_t keep = ext[i] + lo[i] + hi[i];
     if (keep < 1) return rlx_errorf(RLX_ERR_INVALID_ARG, "ConvTranspose2d: the output would be empty");
-    if (lo[i] < 0 || hi[i] < 0) RLX_TRY(dc_narrow(dst, x, 2u + (uint32_t)i, lo[i] < 0 ? -lo[i] : 0, keep, &x));
+    if (lo[i] < 0 || hi[i] < 0) RLX_TRY(rlx_narrow(dst, x, 2u + (uint32_t)i, lo[i] < 0 ? -lo[i] : 0, keep, &x));
   }
   /* 3. weight */
   rlx_id w = in[1];
   if (g == 1) {
     int64_t perm[4] = {1, 0, 2, 3};
-    RLX_TRY(dc_transpose(dst, w, 4, perm, &w));
+    RLX_TRY(rlx_permute(dst, w, 4, perm, &w));
   } else {
     rlx_dim d5[5] = {g, cin / g, coutg, ks[0], ks[1]}, d4[4] = {g * coutg, cin / g, ks[0], ks[1]};
     int64_t perm[5] = {0, 2, 1, 3, 4};
-    RLX_TRY(dc_reshape(dst, w, 5, d5, &w));
-    RLX_TRY(dc_transpose(dst, w, 5, perm, &w));
-    RLX_TRY(dc_reshape(dst, w, 4, d4, &w));
+    RLX_TRY(rlx_reshape_dims(dst, w, 5, d5, &w));
+    RLX_TRY(rlx_permute(dst, w, 5, perm, &w));
+    RLX_TRY(rlx_reshape_dims(dst, w, 4, d4, &w));
   }
   int64_t flip[2] = {2, 3};
-  RLX_TRY(dc_reverse(dst, w, 2, flip, &w));
+  RLX_TRY(rlx_reverse_axes(dst, w, 2, flip, &w));
   /* 4. stride-1 convolution */
   int64_t one[2] = {1, 1}, zero[2] = {0, 0};
   rlx_attrs_Conv c = {.kernel_size = {.v = ks, .n = 2},
@@ -129,9 +129,9 @@ RLX_DECOMPOSE_DECL(FusedConvBiasAct) {
   RLX_TRY(rlx_build_Conv(dst, in, 2, &c, NULL, &y));
   uint32_t spatial = dc_shape(dst, y).rank - 2u;
   RLX_TRY(dc_channel_vector(dst, in[2], spatial, &b));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, y, b, &y));
-  if (a->has_residual) RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, y, in[3], &y));
-  if (a->activation >= 0) RLX_TRY(dc_act(dst, (rlx_act)a->activation, y, &y));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, y, b, &y));
+  if (a->has_residual) RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, y, in[3], &y));
+  if (a->activation >= 0) RLX_TRY(rlx_activation(dst, (rlx_act)a->activation, y, &y));
   *out = y;
   return RLX_OK;
 }

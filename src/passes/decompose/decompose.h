@@ -135,69 +135,8 @@ rlx_status dc_unsupported(const rlx_node *n, const char *fmt, ...)
 #endif
     ;
 
-/* The generic builders are the public layer of rlx/build.h; these names adapt it to the
- * decompositions' call style (no logic of their own). */
-static inline rlx_status dc_const_fill(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, double v,
-                                       rlx_id *out) {
-  return rlx_fill(g, t, rank, dims, v, out);
-}
-static inline rlx_status dc_const_values(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *dims, const double *v,
-                                         rlx_id *out) {
-  return rlx_values(g, t, rank, dims, v, out);
-}
-static inline rlx_status dc_scalar(rlx_graph *g, rlx_dtype t, double v, rlx_id *out) {
-  return rlx_scalar(g, t, v, out);
-}
-static inline rlx_status dc_const_i64(rlx_graph *g, uint32_t n, const int64_t *v, rlx_id *out) {
-  return rlx_i64s(g, n, v, out);
-}
-static inline rlx_status dc_bin(rlx_graph *g, rlx_binop op, rlx_id a, rlx_id b, rlx_id *out) {
-  return rlx_binary(g, op, a, b, out);
-}
-static inline rlx_status dc_bin_scalar(rlx_graph *g, rlx_binop op, rlx_id x, double v, rlx_id *out) {
-  return rlx_binary_scalar(g, op, x, v, out);
-}
-static inline rlx_status dc_act(rlx_graph *g, rlx_act act, rlx_id x, rlx_id *out) {
-  return rlx_activation(g, act, x, out);
-}
-static inline rlx_status dc_cmp(rlx_graph *g, rlx_cmp op, rlx_id a, rlx_id b, rlx_id *out) {
-  return rlx_compare(g, op, a, b, out);
-}
-static inline rlx_status dc_where(rlx_graph *g, rlx_id cond, rlx_id t, rlx_id f, rlx_id *out) {
-  return rlx_where(g, cond, t, f, out);
-}
-static inline rlx_status dc_cast(rlx_graph *g, rlx_id x, rlx_dtype to, rlx_id *out) {
-  return rlx_cast_to(g, x, to, out);
-}
-static inline rlx_status dc_narrow(rlx_graph *g, rlx_id x, uint32_t axis, int64_t start, int64_t len, rlx_id *out) {
-  return rlx_narrow(g, x, axis, start, len, out);
-}
-static inline rlx_status dc_concat(rlx_graph *g, const rlx_id *xs, uint32_t n, uint32_t axis, rlx_id *out) {
-  return rlx_concat(g, xs, n, axis, out);
-}
-static inline rlx_status dc_reshape(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
-  return rlx_reshape_dims(g, x, rank, dims, out);
-}
-static inline rlx_status dc_expand(rlx_graph *g, rlx_id x, uint32_t rank, const rlx_dim *dims, rlx_id *out) {
-  return rlx_expand_dims(g, x, rank, dims, out);
-}
-static inline rlx_status dc_transpose(rlx_graph *g, rlx_id x, uint32_t rank, const int64_t *perm, rlx_id *out) {
-  return rlx_permute(g, x, rank, perm, out);
-}
-static inline rlx_status dc_reverse(rlx_graph *g, rlx_id x, uint32_t n_axes, const int64_t *axes, rlx_id *out) {
-  return rlx_reverse_axes(g, x, n_axes, axes, out);
-}
-static inline rlx_status dc_gather(rlx_graph *g, rlx_id table, rlx_id idx, uint32_t axis, rlx_id *out) {
-  return rlx_gather_axis(g, table, idx, axis, out);
-}
-static inline rlx_status dc_reduce(rlx_graph *g, rlx_reduce op, rlx_id x, uint32_t n_axes, const int64_t *axes,
-                                   bool keep_dim, rlx_id *out) {
-  return rlx_reduce_axes(g, op, x, n_axes, axes, keep_dim, out);
-}
-static inline rlx_status dc_matmul(rlx_graph *g, rlx_id a, rlx_id b, rlx_id *out) { return rlx_matmul(g, a, b, out); }
-static inline rlx_status dc_unsqueeze(rlx_graph *g, rlx_id x, uint32_t pos, rlx_id *out) {
-  return rlx_unsqueeze(g, x, pos, out);
-}
+/* The generic builders (rlx_binary, rlx_narrow, rlx_concat, ...) are the public layer of rlx/build.h,
+ * shared with autodiff and the importers. */
 
 rlx_status dc_channel_vector(rlx_graph *g, rlx_id v, uint32_t trailing, rlx_id *out);
 

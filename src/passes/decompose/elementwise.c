@@ -9,8 +9,8 @@ RLX_DECOMPOSE_DECL(Fma) {
   (void)src;
   (void)n;
   rlx_id ab;
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, in[0], in[1], &ab));
-  return dc_bin(dst, RLX_BINOP_ADD, ab, in[2], out);
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, in[0], in[1], &ab));
+  return rlx_binary(dst, RLX_BINOP_ADD, ab, in[2], out);
 }
 
 /* min(max(x, lo), hi) with rank-0 constants of x's dtype. NaN passes through (Max/Min propagate
@@ -20,8 +20,8 @@ RLX_DECOMPOSE_DECL(Clamp) {
   double lo = n->attrs.Clamp.min, hi = n->attrs.Clamp.max;
   if (rlx_dtype_is_int((rlx_dtype)dc_shape(dst, in[0]).dtype)) lo = ceil(lo), hi = floor(hi);
   rlx_id y;
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_MAX, in[0], lo, &y));
-  return dc_bin_scalar(dst, RLX_BINOP_MIN, y, hi, out);
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_MAX, in[0], lo, &y));
+  return rlx_binary_scalar(dst, RLX_BINOP_MIN, y, hi, out);
 }
 
 /* PerBatch fake quantization (ir-special §1.4):
@@ -47,16 +47,16 @@ RLX_DECOMPOSE_DECL(FakeQuantize) {
     if (i != ch) axes[na++] = i;
 
   rlx_id absx, amax, s, q;
-  RLX_TRY(dc_act(dst, RLX_ACT_ABS, in[0], &absx));
+  RLX_TRY(rlx_activation(dst, RLX_ACT_ABS, in[0], &absx));
   if (na)
-    RLX_TRY(dc_reduce(dst, RLX_REDUCE_MAX, absx, na, axes, true, &amax));
+    RLX_TRY(rlx_reduce_axes(dst, RLX_REDUCE_MAX, absx, na, axes, true, &amax));
   else
     amax = absx;
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_DIV, amax, qmax, &s));
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_MAX, s, 1e-12, &s));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_DIV, in[0], s, &q));
-  RLX_TRY(dc_act(dst, RLX_ACT_ROUND, q, &q));
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_DIV, amax, qmax, &s));
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_MAX, s, 1e-12, &s));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_DIV, in[0], s, &q));
+  RLX_TRY(rlx_activation(dst, RLX_ACT_ROUND, q, &q));
   rlx_attrs_Clamp c = {.min = (float)-qmax, .max = (float)qmax};
   RLX_TRY(rlx_build_Clamp(dst, &q, 1, &c, NULL, &q));
-  return dc_bin(dst, RLX_BINOP_MUL, q, s, out);
+  return rlx_binary(dst, RLX_BINOP_MUL, q, s, out);
 }

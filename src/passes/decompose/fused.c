@@ -15,13 +15,13 @@ RLX_DECOMPOSE_DECL(FusedSwiGLU) {
   if (w < 0) return dc_unsupported(n, "the last axis is symbolic");
   if (w % 2) return rlx_errorf(RLX_ERR_INVALID_ARG, "FusedSwiGLU: the last axis (%lld) must be even", (long long)w);
   rlx_id lo, hi, gate, up, y;
-  RLX_TRY(dc_narrow(dst, in[0], last, 0, w / 2, &lo));
-  RLX_TRY(dc_narrow(dst, in[0], last, w / 2, w / 2, &hi));
+  RLX_TRY(rlx_narrow(dst, in[0], last, 0, w / 2, &lo));
+  RLX_TRY(rlx_narrow(dst, in[0], last, w / 2, w / 2, &hi));
   gate = a->gate_first ? lo : hi;
   up = a->gate_first ? hi : lo;
-  RLX_TRY(dc_act(dst, RLX_ACT_SILU, gate, &gate));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, gate, up, &y));
-  if (a->cast_to.has) RLX_TRY(dc_cast(dst, y, (rlx_dtype)a->cast_to.v, &y));
+  RLX_TRY(rlx_activation(dst, RLX_ACT_SILU, gate, &gate));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, gate, up, &y));
+  if (a->cast_to.has) RLX_TRY(rlx_cast_to(dst, y, (rlx_dtype)a->cast_to.v, &y));
   *out = y;
   return RLX_OK;
 }
@@ -30,10 +30,10 @@ RLX_DECOMPOSE_DECL(FusedSwiGLU) {
 RLX_DECOMPOSE_DECL(FusedMatMulBiasAct) {
   (void)src;
   rlx_id y;
-  RLX_TRY(dc_matmul(dst, in[0], in[1], &y));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, y, in[2], &y));
+  RLX_TRY(rlx_matmul(dst, in[0], in[1], &y));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, y, in[2], &y));
   if (n->attrs.FusedMatMulBiasAct.activation >= 0)
-    RLX_TRY(dc_act(dst, (rlx_act)n->attrs.FusedMatMulBiasAct.activation, y, &y));
+    RLX_TRY(rlx_activation(dst, (rlx_act)n->attrs.FusedMatMulBiasAct.activation, y, &y));
   *out = y;
   return RLX_OK;
 }
@@ -43,8 +43,8 @@ RLX_DECOMPOSE_DECL(FusedMatMulResidual) {
   (void)src;
   (void)n;
   rlx_id y;
-  RLX_TRY(dc_matmul(dst, in[0], in[1], &y));
-  return dc_bin(dst, RLX_BINOP_ADD, y, in[2], out);
+  RLX_TRY(rlx_matmul(dst, in[0], in[1], &y));
+  return rlx_binary(dst, RLX_BINOP_ADD, y, in[2], out);
 }
 
 /* x + res [+ bias]; operands x, res, [bias], gamma, beta. Writes the sum and the gamma index. */
@@ -54,8 +54,8 @@ static rlx_status residual_sum(rlx_graph *dst, const rlx_node *n, bool has_bias,
   if (n->n_inputs != want)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: has %u operands, has_bias needs %u", rlx_op_name(n->op), n->n_inputs,
                       want);
-  RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, in[0], in[1], sum));
-  if (has_bias) RLX_TRY(dc_bin(dst, RLX_BINOP_ADD, *sum, in[2], sum));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, in[0], in[1], sum));
+  if (has_bias) RLX_TRY(rlx_binary(dst, RLX_BINOP_ADD, *sum, in[2], sum));
   *gamma_at = has_bias ? 3u : 2u;
   return RLX_OK;
 }
@@ -88,9 +88,9 @@ RLX_DECOMPOSE_DECL(FusedResidualRmsNorm) {
 RLX_DECOMPOSE_DECL(LoraMatMul) {
   (void)src;
   rlx_id xw, xa, xab;
-  RLX_TRY(dc_matmul(dst, in[0], in[1], &xw));
-  RLX_TRY(dc_matmul(dst, in[0], in[2], &xa));
-  RLX_TRY(dc_matmul(dst, xa, in[3], &xab));
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_MUL, xab, n->attrs.LoraMatMul.scale, &xab));
-  return dc_bin(dst, RLX_BINOP_ADD, xw, xab, out);
+  RLX_TRY(rlx_matmul(dst, in[0], in[1], &xw));
+  RLX_TRY(rlx_matmul(dst, in[0], in[2], &xa));
+  RLX_TRY(rlx_matmul(dst, xa, in[3], &xab));
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_MUL, xab, n->attrs.LoraMatMul.scale, &xab));
+  return rlx_binary(dst, RLX_BINOP_ADD, xw, xab, out);
 }

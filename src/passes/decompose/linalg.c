@@ -64,21 +64,21 @@ RLX_DECOMPOSE_DECL(DotGeneral) {
   for (uint32_t i = 0; i < nlf; i++) perm[k++] = lf[i];
   for (uint32_t i = 0; i < nc; i++) perm[k++] = lc[i];
   rlx_id lt, rt, l3, r3, mm;
-  RLX_TRY(dc_transpose(dst, in[0], ls.rank, perm, &lt));
+  RLX_TRY(rlx_permute(dst, in[0], ls.rank, perm, &lt));
   k = 0;
   for (uint32_t i = 0; i < nb; i++) perm[k++] = rb[i];
   for (uint32_t i = 0; i < nc; i++) perm[k++] = rc[i];
   for (uint32_t i = 0; i < nrf; i++) perm[k++] = rf[i];
-  RLX_TRY(dc_transpose(dst, in[1], rs.rank, perm, &rt));
+  RLX_TRY(rlx_permute(dst, in[1], rs.rank, perm, &rt));
   rlx_dim ld[3] = {B, M, K}, rd[3] = {B, K, N};
   uint32_t off = nb ? 0 : 1; /* drop the batch axis when there is none */
-  RLX_TRY(dc_reshape(dst, lt, 3 - off, ld + off, &l3));
-  RLX_TRY(dc_reshape(dst, rt, 3 - off, rd + off, &r3));
-  RLX_TRY(dc_matmul(dst, l3, r3, &mm));
+  RLX_TRY(rlx_reshape_dims(dst, lt, 3 - off, ld + off, &l3));
+  RLX_TRY(rlx_reshape_dims(dst, rt, 3 - off, rd + off, &r3));
+  RLX_TRY(rlx_matmul(dst, l3, r3, &mm));
   rlx_dim od[RLX_MAX_RANK];
   k = 0;
   for (uint32_t i = 0; i < nb; i++) od[k++] = ls.dims[lb[i]];
   for (uint32_t i = 0; i < nlf; i++) od[k++] = ls.dims[lf[i]];
   for (uint32_t i = 0; i < nrf; i++) od[k++] = rs.dims[rf[i]];
-  return dc_reshape(dst, mm, k, od, out);
+  return rlx_reshape_dims(dst, mm, k, od, out);
 }

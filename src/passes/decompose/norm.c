@@ -7,13 +7,13 @@
 static rlx_status normalize_axis(rlx_graph *g, rlx_id x, uint32_t axis, double eps, rlx_id *out) {
   int64_t ax[1] = {axis};
   rlx_id mean, d, sq, var, inv;
-  RLX_TRY(dc_reduce(g, RLX_REDUCE_MEAN, x, 1, ax, true, &mean));
-  RLX_TRY(dc_bin(g, RLX_BINOP_SUB, x, mean, &d));
-  RLX_TRY(dc_bin(g, RLX_BINOP_MUL, d, d, &sq));
-  RLX_TRY(dc_reduce(g, RLX_REDUCE_MEAN, sq, 1, ax, true, &var));
-  RLX_TRY(dc_bin_scalar(g, RLX_BINOP_ADD, var, eps, &var));
-  RLX_TRY(dc_act(g, RLX_ACT_RSQRT, var, &inv));
-  return dc_bin(g, RLX_BINOP_MUL, d, inv, out);
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_MEAN, x, 1, ax, true, &mean));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_SUB, x, mean, &d));
+  RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, d, d, &sq));
+  RLX_TRY(rlx_reduce_axes(g, RLX_REDUCE_MEAN, sq, 1, ax, true, &var));
+  RLX_TRY(rlx_binary_scalar(g, RLX_BINOP_ADD, var, eps, &var));
+  RLX_TRY(rlx_activation(g, RLX_ACT_RSQRT, var, &inv));
+  return rlx_binary(g, RLX_BINOP_MUL, d, inv, out);
 }
 
 /* GroupNorm on [N, C, spatial...]: reshape to [N, G, C/G * spatial], normalise the last axis,
@@ -32,13 +32,13 @@ RLX_DECOMPOSE_DECL(GroupNorm) {
   rlx_shape x_shape = xs;
   rlx_dim gd[3] = {xs.dims[0], G, per / G};
   rlx_id xr, y, gamma, beta;
-  RLX_TRY(dc_reshape(dst, in[0], 3, gd, &xr));
+  RLX_TRY(rlx_reshape_dims(dst, in[0], 3, gd, &xr));
   RLX_TRY(normalize_axis(dst, xr, 2, a->eps, &y));
-  RLX_TRY(dc_reshape(dst, y, x_shape.rank, x_shape.dims, &y));
+  RLX_TRY(rlx_reshape_dims(dst, y, x_shape.rank, x_shape.dims, &y));
   RLX_TRY(dc_channel_vector(dst, in[1], x_shape.rank - 2u, &gamma));
   RLX_TRY(dc_channel_vector(dst, in[2], x_shape.rank - 2u, &beta));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, y, gamma, &y));
-  return dc_bin(dst, RLX_BINOP_ADD, y, beta, out);
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, y, gamma, &y));
+  return rlx_binary(dst, RLX_BINOP_ADD, y, beta, out);
 }
 
 /* BatchNormInference (features = last axis): (x - mean) * (gamma * rsqrt(var + eps)) + beta with
@@ -48,12 +48,12 @@ RLX_DECOMPOSE_DECL(BatchNormInference) {
   rlx_id v[4];
   for (uint32_t i = 0; i < 4; i++) RLX_TRY(dc_channel_vector(dst, in[1 + i], 0, &v[i]));
   rlx_id gamma = v[0], beta = v[1], mean = v[2], var = v[3], inv, scale, d, y;
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_ADD, var, n->attrs.BatchNormInference.eps, &inv));
-  RLX_TRY(dc_act(dst, RLX_ACT_RSQRT, inv, &inv));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, gamma, inv, &scale));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_SUB, in[0], mean, &d));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, d, scale, &y));
-  return dc_bin(dst, RLX_BINOP_ADD, y, beta, out);
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_ADD, var, n->attrs.BatchNormInference.eps, &inv));
+  RLX_TRY(rlx_activation(dst, RLX_ACT_RSQRT, inv, &inv));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, gamma, inv, &scale));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_SUB, in[0], mean, &d));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, d, scale, &y));
+  return rlx_binary(dst, RLX_BINOP_ADD, y, beta, out);
 }
 
 /* AdaLayerNorm: norm(x) * (1 + scale) + shift, norm being LayerNorm or RmsNorm over the last axis
@@ -66,8 +66,8 @@ RLX_DECOMPOSE_DECL(AdaLayerNorm) {
   if (D < 0) return dc_unsupported(n, "the normalised (last) axis is symbolic");
   rlx_dtype t = (rlx_dtype)xs.dtype;
   rlx_id ones, zeros, normed, s1, y;
-  RLX_TRY(dc_const_fill(dst, t, 1, &D, 1.0, &ones));
-  RLX_TRY(dc_const_fill(dst, t, 1, &D, 0.0, &zeros));
+  RLX_TRY(rlx_fill(dst, t, 1, &D, 1.0, &ones));
+  RLX_TRY(rlx_fill(dst, t, 1, &D, 0.0, &zeros));
   rlx_id nin[3] = {in[0], ones, zeros};
   if (a->norm == RLX_ADA_NORM_RMS_NORM) {
     rlx_attrs_RmsNorm r = {.axis = -1, .eps = a->eps};
@@ -76,9 +76,9 @@ RLX_DECOMPOSE_DECL(AdaLayerNorm) {
     rlx_attrs_LayerNorm l = {.axis = -1, .eps = a->eps};
     RLX_TRY(rlx_build_LayerNorm(dst, nin, 3, &l, NULL, &normed));
   }
-  RLX_TRY(dc_bin_scalar(dst, RLX_BINOP_ADD, in[1], 1.0, &s1));
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, normed, s1, &y));
-  return dc_bin(dst, RLX_BINOP_ADD, y, in[2], out);
+  RLX_TRY(rlx_binary_scalar(dst, RLX_BINOP_ADD, in[1], 1.0, &s1));
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, normed, s1, &y));
+  return rlx_binary(dst, RLX_BINOP_ADD, y, in[2], out);
 }
 
 /* GatedResidual: x + gate * y. */
@@ -86,6 +86,6 @@ RLX_DECOMPOSE_DECL(GatedResidual) {
   (void)src;
   (void)n;
   rlx_id gy;
-  RLX_TRY(dc_bin(dst, RLX_BINOP_MUL, in[2], in[1], &gy));
-  return dc_bin(dst, RLX_BINOP_ADD, in[0], gy, out);
+  RLX_TRY(rlx_binary(dst, RLX_BINOP_MUL, in[2], in[1], &gy));
+  return rlx_binary(dst, RLX_BINOP_ADD, in[0], gy, out);
 }

@@ -48,14 +48,14 @@ static rlx_status masked_scan(rlx_graph *dst, const rlx_node *n, rlx_id x, int64
   for (int64_t i = 0; i < L; i++)
     for (int64_t j = 0; j < L; j++) m[i * L + j] = exclusive ? j < i : j <= i;
   rlx_id mask, xe, fill, masked;
-  rlx_status s = dc_const_values(dst, RLX_BOOL, 2 + post, md, m, &mask);
+  rlx_status s = rlx_values(dst, RLX_BOOL, 2 + post, md, m, &mask);
   al->free(al->ctx, m);
   RLX_TRY(s);
-  RLX_TRY(dc_unsqueeze(dst, x, ax, &xe));
-  RLX_TRY(dc_scalar(dst, (rlx_dtype)xs.dtype, identity, &fill));
-  RLX_TRY(dc_where(dst, mask, xe, fill, &masked));
+  RLX_TRY(rlx_unsqueeze(dst, x, ax, &xe));
+  RLX_TRY(rlx_scalar(dst, (rlx_dtype)xs.dtype, identity, &fill));
+  RLX_TRY(rlx_where(dst, mask, xe, fill, &masked));
   int64_t red[1] = {(int64_t)ax + 1};
-  return dc_reduce(dst, op, masked, 1, red, false, out);
+  return rlx_reduce_axes(dst, op, masked, 1, red, false, out);
 }
 
 RLX_DECOMPOSE_DECL(CumProd) {
@@ -92,7 +92,7 @@ RLX_DECOMPOSE_DECL(Histogram) {
   rlx_dtype dt = (rlx_dtype)dc_shape(dst, in[0]).dtype;
   rlx_dtype t = dt == RLX_F32 || dt == RLX_F16 || dt == RLX_BF16 ? RLX_F32 : RLX_F64;
   rlx_id x;
-  RLX_TRY(dc_cast(dst, in[0], t, &x));
+  RLX_TRY(rlx_cast_to(dst, in[0], t, &x));
   uint32_t r = dc_shape(dst, x).rank;
   int64_t axes[RLX_MAX_RANK];
   for (uint32_t i = 0; i < r; i++) axes[i] = i;
@@ -111,17 +111,17 @@ RLX_DECOMPOSE_DECL(Histogram) {
     }
     rlx_id c0, c1, ge, lt, both, cnt;
     rlx_dim one = 1;
-    s = dc_scalar(dst, t, e0, &c0);
-    if (!s) s = dc_scalar(dst, t, e1, &c1);
-    if (!s) s = dc_cmp(dst, RLX_CMP_GE, x, c0, &ge);
-    if (!s) s = dc_cmp(dst, last ? RLX_CMP_LE : RLX_CMP_LT, x, c1, &lt);
-    if (!s) s = dc_cast(dst, ge, RLX_F32, &ge);
-    if (!s) s = dc_cast(dst, lt, RLX_F32, &lt);
-    if (!s) s = dc_bin(dst, RLX_BINOP_MUL, ge, lt, &both);
-    if (!s) s = r ? dc_reduce(dst, RLX_REDUCE_SUM, both, r, axes, false, &cnt) : (cnt = both, RLX_OK);
-    if (!s) s = dc_reshape(dst, cnt, 1, &one, &parts[b]);
+    s = rlx_scalar(dst, t, e0, &c0);
+    if (!s) s = rlx_scalar(dst, t, e1, &c1);
+    if (!s) s = rlx_compare(dst, RLX_CMP_GE, x, c0, &ge);
+    if (!s) s = rlx_compare(dst, last ? RLX_CMP_LE : RLX_CMP_LT, x, c1, &lt);
+    if (!s) s = rlx_cast_to(dst, ge, RLX_F32, &ge);
+    if (!s) s = rlx_cast_to(dst, lt, RLX_F32, &lt);
+    if (!s) s = rlx_binary(dst, RLX_BINOP_MUL, ge, lt, &both);
+    if (!s) s = r ? rlx_reduce_axes(dst, RLX_REDUCE_SUM, both, r, axes, false, &cnt) : (cnt = both, RLX_OK);
+    if (!s) s = rlx_reshape_dims(dst, cnt, 1, &one, &parts[b]);
   }
-  if (!s) s = dc_concat(dst, parts, bins, 0, out);
+  if (!s) s = rlx_concat(dst, parts, bins, 0, out);
   al->free(al->ctx, parts);
   return s;
 }

@@ -28,11 +28,11 @@ static rlx_status run_chain(rlx_graph *g, const rlx_node *n, const rlx_chain *ch
     }
     if (s) break;
     switch (st->kind) {
-    case RLX_CHAIN_STEP_ACTIVATION: s = dc_act(g, (rlx_act)st->sub, v[0], &vals[j]); break;
-    case RLX_CHAIN_STEP_CAST: s = dc_cast(g, v[0], (rlx_dtype)st->sub, &vals[j]); break;
-    case RLX_CHAIN_STEP_BINARY: s = dc_bin(g, (rlx_binop)st->sub, v[0], v[1], &vals[j]); break;
-    case RLX_CHAIN_STEP_COMPARE: s = dc_cmp(g, (rlx_cmp)st->sub, v[0], v[1], &vals[j]); break;
-    case RLX_CHAIN_STEP_WHERE: s = dc_where(g, v[0], v[1], v[2], &vals[j]); break;
+    case RLX_CHAIN_STEP_ACTIVATION: s = rlx_activation(g, (rlx_act)st->sub, v[0], &vals[j]); break;
+    case RLX_CHAIN_STEP_CAST: s = rlx_cast_to(g, v[0], (rlx_dtype)st->sub, &vals[j]); break;
+    case RLX_CHAIN_STEP_BINARY: s = rlx_binary(g, (rlx_binop)st->sub, v[0], v[1], &vals[j]); break;
+    case RLX_CHAIN_STEP_COMPARE: s = rlx_compare(g, (rlx_cmp)st->sub, v[0], v[1], &vals[j]); break;
+    case RLX_CHAIN_STEP_WHERE: s = rlx_where(g, v[0], v[1], v[2], &vals[j]); break;
     default:
       s = rlx_errorf(RLX_ERR_INVALID_ARG, "%s: chain step %u has unknown kind %d", rlx_op_name(n->op), j, st->kind);
     }
@@ -66,7 +66,7 @@ static rlx_status align_operand(rlx_graph *g, const rlx_node *n, rlx_id x, const
   for (uint32_t r = 0; r < o->rank; r++) {
     rlx_dim d = o->dims[o->rank - 1 - r];
     if (d < 0 || !rlx_mul_size(p, (size_t)d, &p)) break;
-    if (p == k) return dc_reshape(g, x, r + 1, o->dims + (o->rank - 1 - r), out);
+    if (p == k) return rlx_reshape_dims(g, x, r + 1, o->dims + (o->rank - 1 - r), out);
     if (p > k) break;
   }
   return dc_unsupported(n, "operand shape does not tile the output %s", "trailing axes");
@@ -90,7 +90,7 @@ RLX_DECOMPOSE_DECL(ElementwiseRegion) {
   RLX_TRY(run_chain(dst, n, &a->chain, ops, m, &y));
   /* A chain that never reads the widest operand still produces the region's full shape. */
   rlx_shape ys = dc_shape(dst, y), want = rlx_shape_make((rlx_dtype)ys.dtype, n->shape.rank, n->shape.dims);
-  if (!rlx_shape_equal(&ys, &want)) RLX_TRY(dc_expand(dst, y, n->shape.rank, n->shape.dims, &y));
+  if (!rlx_shape_equal(&ys, &want)) RLX_TRY(rlx_expand_dims(dst, y, n->shape.rank, n->shape.dims, &y));
   *out = y;
   return RLX_OK;
 }
@@ -118,5 +118,5 @@ RLX_DECOMPOSE_DECL(BatchElementwiseRegion) {
     if (a->prologue == RLX_PROLOGUE_RESIZE_NEAREST2X) RLX_TRY(dc_resize2x(dst, n, x, &x));
     RLX_TRY(run_chain(dst, n, &a->chain, &x, 1, &parts[i]));
   }
-  return dc_concat(dst, parts, m, 0, out);
+  return rlx_concat(dst, parts, m, 0, out);
 }

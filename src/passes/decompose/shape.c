@@ -13,13 +13,13 @@ RLX_DECOMPOSE_DECL(Slice) {
   rlx_shape xs = dc_shape(dst, in[0]);
   uint32_t ax;
   RLX_TRY(dc_axis(n, "axis", a->axis, xs.rank, &ax));
-  if (a->len == 0) return dc_narrow(dst, in[0], ax, 0, 0, out);
-  if (a->step == 1) return dc_narrow(dst, in[0], ax, a->start, a->len, out);
+  if (a->len == 0) return rlx_narrow(dst, in[0], ax, 0, 0, out);
+  if (a->step == 1) return rlx_narrow(dst, in[0], ax, a->start, a->len, out);
   if (a->step == -1) {
     rlx_id w;
-    RLX_TRY(dc_narrow(dst, in[0], ax, a->start - a->len + 1, a->len, &w));
+    RLX_TRY(rlx_narrow(dst, in[0], ax, a->start - a->len + 1, a->len, &w));
     int64_t axes[1] = {ax};
-    return dc_reverse(dst, w, 1, axes, out);
+    return rlx_reverse_axes(dst, w, 1, axes, out);
   }
   if (a->len > UINT32_MAX) return dc_unsupported(n, "attribute len %lld is too large", (long long)a->len);
   const rlx_allocator *al = rlx_graph_allocator(dst);
@@ -27,10 +27,10 @@ RLX_DECOMPOSE_DECL(Slice) {
   if (!idx) return rlx_errorf(RLX_ERR_OOM, "out of memory for Slice indices");
   for (int64_t j = 0; j < a->len; j++) idx[j] = a->start + j * a->step; /* range checked by the shape rule */
   rlx_id c;
-  rlx_status s = dc_const_i64(dst, (uint32_t)a->len, idx, &c);
+  rlx_status s = rlx_i64s(dst, (uint32_t)a->len, idx, &c);
   al->free(al->ctx, idx);
   RLX_TRY(s);
-  return dc_gather(dst, in[0], c, ax, out);
+  return rlx_gather_axis(dst, in[0], c, ax, out);
 }
 
 /* A block shaped like `x` but with extent `len` on `axis`, filled with `value` (x's dtype). Static
@@ -47,15 +47,15 @@ static rlx_status const_block(rlx_graph *g, rlx_id x, uint32_t axis, int64_t len
   }
   rlx_id src;
   if (dc_all_static(&xs)) {
-    RLX_TRY(dc_const_fill(g, t, r, ones, value, &src));
+    RLX_TRY(rlx_fill(g, t, r, ones, value, &src));
   } else {
     rlx_id edge, no, v;
-    RLX_TRY(dc_narrow(g, x, axis, 0, 1, &edge));
-    RLX_TRY(dc_scalar(g, RLX_BOOL, 0.0, &no));
-    RLX_TRY(dc_scalar(g, t, value, &v));
-    RLX_TRY(dc_where(g, no, edge, v, &src));
+    RLX_TRY(rlx_narrow(g, x, axis, 0, 1, &edge));
+    RLX_TRY(rlx_scalar(g, RLX_BOOL, 0.0, &no));
+    RLX_TRY(rlx_scalar(g, t, value, &v));
+    RLX_TRY(rlx_where(g, no, edge, v, &src));
   }
-  return dc_expand(g, src, r, dims, out);
+  return rlx_expand_dims(g, src, r, dims, out);
 }
 
 /* Pad, axis by axis (so corners see the earlier axes' padding, as NumPy does): each padded axis
@@ -89,24 +89,24 @@ RLX_DECOMPOSE_DECL(Pad) {
       switch (a->mode) {
       case RLX_PAD_MODE_CONSTANT: RLX_TRY(const_block(dst, cur, k, len, a->value, &blk)); break;
       case RLX_PAD_MODE_REFLECT:
-        RLX_TRY(dc_narrow(dst, cur, k, side == 0 ? 1 : d - 1 - len, len, &blk));
-        RLX_TRY(dc_reverse(dst, blk, 1, axes, &blk));
+        RLX_TRY(rlx_narrow(dst, cur, k, side == 0 ? 1 : d - 1 - len, len, &blk));
+        RLX_TRY(rlx_reverse_axes(dst, blk, 1, axes, &blk));
         break;
       case RLX_PAD_MODE_REPLICATE: {
-        RLX_TRY(dc_narrow(dst, cur, k, side == 0 ? 0 : d - 1, 1, &blk));
+        RLX_TRY(rlx_narrow(dst, cur, k, side == 0 ? 0 : d - 1, 1, &blk));
         rlx_dim dims[RLX_MAX_RANK];
         rlx_shape bs = dc_shape(dst, blk);
         for (uint32_t i = 0; i < r; i++) dims[i] = i == k ? len : bs.dims[i];
-        RLX_TRY(dc_expand(dst, blk, r, dims, &blk));
+        RLX_TRY(rlx_expand_dims(dst, blk, r, dims, &blk));
         break;
       }
-      case RLX_PAD_MODE_CIRCULAR: RLX_TRY(dc_narrow(dst, cur, k, side == 0 ? d - len : 0, len, &blk)); break;
+      case RLX_PAD_MODE_CIRCULAR: RLX_TRY(rlx_narrow(dst, cur, k, side == 0 ? d - len : 0, len, &blk)); break;
       default: return rlx_errorf(RLX_ERR_INVALID_ARG, "Pad: attribute mode %d is not a PadMode", (int)a->mode);
       }
       parts[np++] = blk;
       if (side == 0) parts[np++] = cur;
     }
-    RLX_TRY(dc_concat(dst, parts, np, k, &cur));
+    RLX_TRY(rlx_concat(dst, parts, np, k, &cur));
   }
   *out = cur;
   return RLX_OK;
@@ -121,10 +121,10 @@ static rlx_status repeat_concat(rlx_graph *g, rlx_id x, uint32_t axis, int64_t r
     if (r & 1) parts[np++] = pow2;
     if (r > 1) {
       rlx_id two[2] = {pow2, pow2};
-      RLX_TRY(dc_concat(g, two, 2, axis, &pow2));
+      RLX_TRY(rlx_concat(g, two, 2, axis, &pow2));
     }
   }
-  return dc_concat(g, parts, np, axis, out);
+  return rlx_concat(g, parts, np, axis, out);
 }
 
 /* Tile: per axis, Concat of `rep` copies (rep 0: an empty Narrow). */
@@ -138,7 +138,7 @@ RLX_DECOMPOSE_DECL(Tile) {
     int64_t rep = reps->v[k];
     if (rep == 1) continue;
     if (rep == 0)
-      RLX_TRY(dc_narrow(dst, cur, k, 0, 0, &cur));
+      RLX_TRY(rlx_narrow(dst, cur, k, 0, 0, &cur));
     else
       RLX_TRY(repeat_concat(dst, cur, k, rep, &cur));
   }
@@ -167,11 +167,11 @@ RLX_DECOMPOSE_DECL(Trilu) {
     }
   rlx_dim md[2] = {R, C};
   rlx_id mask, zero;
-  rlx_status s = dc_const_values(dst, RLX_BOOL, 2, md, m, &mask);
+  rlx_status s = rlx_values(dst, RLX_BOOL, 2, md, m, &mask);
   al->free(al->ctx, m);
   RLX_TRY(s);
-  RLX_TRY(dc_scalar(dst, (rlx_dtype)xs.dtype, 0.0, &zero));
-  return dc_where(dst, mask, in[0], zero, out);
+  RLX_TRY(rlx_scalar(dst, (rlx_dtype)xs.dtype, 0.0, &zero));
+  return rlx_where(dst, mask, in[0], zero, out);
 }
 
 /* Roll: per (shift, dim) pair in order, Concat(tail k, head n-k) with k = shift mod n. */
@@ -191,9 +191,9 @@ RLX_DECOMPOSE_DECL(Roll) {
     if (k < 0) k += len;
     if (k == 0) continue;
     rlx_id parts[2];
-    RLX_TRY(dc_narrow(dst, cur, ax, len - k, k, &parts[0]));
-    RLX_TRY(dc_narrow(dst, cur, ax, 0, len - k, &parts[1]));
-    RLX_TRY(dc_concat(dst, parts, 2, ax, &cur));
+    RLX_TRY(rlx_narrow(dst, cur, ax, len - k, k, &parts[0]));
+    RLX_TRY(rlx_narrow(dst, cur, ax, 0, len - k, &parts[1]));
+    RLX_TRY(rlx_concat(dst, parts, 2, ax, &cur));
   }
   *out = cur;
   return RLX_OK;
@@ -211,9 +211,9 @@ RLX_DECOMPOSE_DECL(KvAppend) {
     return RLX_OK;
   }
   rlx_id parts[2];
-  RLX_TRY(dc_narrow(dst, in[0], ax, 0, a->pos, &parts[0]));
+  RLX_TRY(rlx_narrow(dst, in[0], ax, 0, a->pos, &parts[0]));
   parts[1] = in[1];
-  return dc_concat(dst, parts, 2, ax, out);
+  return rlx_concat(dst, parts, 2, ax, out);
 }
 
 /* Nearest-neighbour 2x on the last two axes: [.., H, W] -> [.., H, 1, W, 1] -> expand
@@ -234,9 +234,9 @@ rlx_status dc_nearest2x(rlx_graph *g, const rlx_node *n, rlx_id x, rlx_id *out) 
   fin[r - 2] = 2 * H;
   fin[r - 1] = 2 * W;
   rlx_id u, e;
-  RLX_TRY(dc_reshape(g, x, r + 2, up, &u));
-  RLX_TRY(dc_expand(g, u, r + 2, ex, &e));
-  return dc_reshape(g, e, r, fin, out);
+  RLX_TRY(rlx_reshape_dims(g, x, r + 2, up, &u));
+  RLX_TRY(rlx_expand_dims(g, u, r + 2, ex, &e));
+  return rlx_reshape_dims(g, e, r, fin, out);
 }
 
 rlx_status dc_resize2x(rlx_graph *g, const rlx_node *n, rlx_id x, rlx_id *out) {

@@ -20,7 +20,7 @@
   } while (0)
 
 static rlx_status zeros(rlx_graph *g, rlx_dtype t, uint32_t rank, const rlx_dim *d, rlx_id *out) {
-  return dc_const_fill(g, t, rank, d, 0.0, out);
+  return rlx_fill(g, t, rank, d, 0.0, out);
 }
 
 static rlx_status fft(rlx_graph *g, rlx_id x, bool inverse, rlx_id *out) {
@@ -48,11 +48,11 @@ RLX_DECOMPOSE_DECL(PartitionedConv) {
     od[xs.rank - 1] = Y;
     return zeros(dst, ot, xs.rank, od, out);
   }
-  TRY_(dc_cast(dst, in[0], t, &x));
-  TRY_(dc_cast(dst, in[1], t, &h));
+  TRY_(rlx_cast_to(dst, in[0], t, &x));
+  TRY_(rlx_cast_to(dst, in[1], t, &h));
   {
     rlx_dim d2[2] = {R, L};
-    TRY_(dc_reshape(dst, x, 2, d2, &x));
+    TRY_(rlx_reshape_dims(dst, x, 2, d2, &x));
   }
   /* H_k: ir padded to K*P, [K, P], zero-padded to F, real-block [K, 2F], transformed */
   {
@@ -64,13 +64,13 @@ RLX_DECOMPOSE_DECL(PartitionedConv) {
       TRY_(zeros(dst, t, 1, &d, &z));
       parts[np++] = z;
     }
-    TRY_(dc_concat(dst, parts, np, 0, &Hs));
+    TRY_(rlx_concat(dst, parts, np, 0, &Hs));
     rlx_dim kp[2] = {K, P}, kz[2] = {K, 3 * P};
-    TRY_(dc_reshape(dst, Hs, 2, kp, &Hs));
+    TRY_(rlx_reshape_dims(dst, Hs, 2, kp, &Hs));
     TRY_(zeros(dst, t, 2, kz, &z));
     parts[0] = Hs;
     parts[1] = z;
-    TRY_(dc_concat(dst, parts, 2, 1, &Hs));
+    TRY_(rlx_concat(dst, parts, 2, 1, &Hs));
     TRY_(fft(dst, Hs, false, &Hs));
   }
   /* frames: [0 (P) | x | 0 (J P - L)] as [R, J + 1, P]; frame j = rows j, j + 1 */
@@ -84,16 +84,16 @@ RLX_DECOMPOSE_DECL(PartitionedConv) {
       TRY_(zeros(dst, t, 2, tail, &z));
       parts[np++] = z;
     }
-    TRY_(dc_concat(dst, parts, np, 1, &X));
+    TRY_(rlx_concat(dst, parts, np, 1, &X));
     rlx_dim fr[3] = {R, J + 1, P}, im[3] = {R, J, F};
-    TRY_(dc_reshape(dst, X, 3, fr, &X));
-    TRY_(dc_narrow(dst, X, 1, 0, J, &parts[0]));
-    TRY_(dc_narrow(dst, X, 1, 1, J, &parts[1]));
-    TRY_(dc_concat(dst, parts, 2, 2, &X)); /* [R, J, F] real frames */
+    TRY_(rlx_reshape_dims(dst, X, 3, fr, &X));
+    TRY_(rlx_narrow(dst, X, 1, 0, J, &parts[0]));
+    TRY_(rlx_narrow(dst, X, 1, 1, J, &parts[1]));
+    TRY_(rlx_concat(dst, parts, 2, 2, &X)); /* [R, J, F] real frames */
     TRY_(zeros(dst, t, 3, im, &z));
     parts[0] = X;
     parts[1] = z;
-    TRY_(dc_concat(dst, parts, 2, 2, &X));
+    TRY_(rlx_concat(dst, parts, 2, 2, &X));
     TRY_(fft(dst, X, false, &X)); /* [R, J, 2F] */
   }
   /* delayed frames Xd [R, J, K, 2F]: Xd[:, j, k] = X[:, j - k] (zero for j < k) */
@@ -105,51 +105,51 @@ RLX_DECOMPOSE_DECL(PartitionedConv) {
       TRY_(zeros(dst, t, 3, zd, &z));
       parts[0] = z;
       parts[1] = X;
-      TRY_(dc_concat(dst, parts, 2, 1, &Xp));
+      TRY_(rlx_concat(dst, parts, 2, 1, &Xp));
     }
     const rlx_allocator *al = rlx_graph_allocator(dst);
     rlx_id *dk = al->alloc(al->ctx, (size_t)K * sizeof *dk);
     if (!dk) return rlx_errorf(RLX_ERR_OOM, "out of memory decomposing PartitionedConv");
     for (int64_t k = 0; k < K && !st; k++) {
-      TRY_(dc_narrow(dst, Xp, 1, K - 1 - k, J, &dk[k]));
-      TRY_(dc_unsqueeze(dst, dk[k], 2, &dk[k]));
+      TRY_(rlx_narrow(dst, Xp, 1, K - 1 - k, J, &dk[k]));
+      TRY_(rlx_unsqueeze(dst, dk[k], 2, &dk[k]));
     }
-    TRY_(dc_concat(dst, dk, (uint32_t)K, 2, &Xd));
+    TRY_(rlx_concat(dst, dk, (uint32_t)K, 2, &Xd));
     al->free(al->ctx, dk);
   }
   /* Y = sum_k Xd H: (Xr Hr - Xi Hi) + i (Xr Hi + Xi Hr) over the partition axis */
   rlx_id Xr, Xi, Hr, Hi, a1, a2, Yr, Yi, y;
   int64_t kax = 2;
-  TRY_(dc_narrow(dst, Xd, 3, 0, F, &Xr));
-  TRY_(dc_narrow(dst, Xd, 3, F, F, &Xi));
-  TRY_(dc_narrow(dst, Hs, 1, 0, F, &Hr));
-  TRY_(dc_narrow(dst, Hs, 1, F, F, &Hi));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, Xr, Hr, &a1));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, Xi, Hi, &a2));
-  TRY_(dc_bin(dst, RLX_BINOP_SUB, a1, a2, &Yr));
-  TRY_(dc_reduce(dst, RLX_REDUCE_SUM, Yr, 1, &kax, false, &Yr));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, Xr, Hi, &a1));
-  TRY_(dc_bin(dst, RLX_BINOP_MUL, Xi, Hr, &a2));
-  TRY_(dc_bin(dst, RLX_BINOP_ADD, a1, a2, &Yi));
-  TRY_(dc_reduce(dst, RLX_REDUCE_SUM, Yi, 1, &kax, false, &Yi));
+  TRY_(rlx_narrow(dst, Xd, 3, 0, F, &Xr));
+  TRY_(rlx_narrow(dst, Xd, 3, F, F, &Xi));
+  TRY_(rlx_narrow(dst, Hs, 1, 0, F, &Hr));
+  TRY_(rlx_narrow(dst, Hs, 1, F, F, &Hi));
+  TRY_(rlx_binary(dst, RLX_BINOP_MUL, Xr, Hr, &a1));
+  TRY_(rlx_binary(dst, RLX_BINOP_MUL, Xi, Hi, &a2));
+  TRY_(rlx_binary(dst, RLX_BINOP_SUB, a1, a2, &Yr));
+  TRY_(rlx_reduce_axes(dst, RLX_REDUCE_SUM, Yr, 1, &kax, false, &Yr));
+  TRY_(rlx_binary(dst, RLX_BINOP_MUL, Xr, Hi, &a1));
+  TRY_(rlx_binary(dst, RLX_BINOP_MUL, Xi, Hr, &a2));
+  TRY_(rlx_binary(dst, RLX_BINOP_ADD, a1, a2, &Yi));
+  TRY_(rlx_reduce_axes(dst, RLX_REDUCE_SUM, Yi, 1, &kax, false, &Yi));
   parts[0] = Yr;
   parts[1] = Yi;
-  TRY_(dc_concat(dst, parts, 2, 2, &y));
+  TRY_(rlx_concat(dst, parts, 2, 2, &y));
   TRY_(fft(dst, y, true, &y));
-  TRY_(dc_narrow(dst, y, 2, P, P, &y)); /* real part, last P samples */
-  TRY_(dc_bin_scalar(dst, RLX_BINOP_MUL, y, 1.0 / (double)F, &y));
+  TRY_(rlx_narrow(dst, y, 2, P, P, &y)); /* real part, last P samples */
+  TRY_(rlx_binary_scalar(dst, RLX_BINOP_MUL, y, 1.0 / (double)F, &y));
   {
     rlx_dim flat[2] = {R, J * P};
-    TRY_(dc_reshape(dst, y, 2, flat, &y));
+    TRY_(rlx_reshape_dims(dst, y, 2, flat, &y));
   }
-  TRY_(dc_narrow(dst, y, 1, 0, Y, &y));
+  TRY_(rlx_narrow(dst, y, 1, 0, Y, &y));
   if (!st) {
     rlx_dim od[RLX_MAX_RANK];
     for (uint32_t i = 0; i < xs.rank; i++) od[i] = xs.dims[i];
     od[xs.rank - 1] = Y;
-    TRY_(dc_reshape(dst, y, xs.rank, od, &y));
+    TRY_(rlx_reshape_dims(dst, y, xs.rank, od, &y));
   }
-  TRY_(dc_cast(dst, y, ot, out));
+  TRY_(rlx_cast_to(dst, y, ot, out));
   return st;
 }
 
@@ -157,6 +157,6 @@ RLX_DECOMPOSE_DECL(ComplexNormSqBackward) {
   (void)src;
   (void)n;
   rlx_id g;
-  RLX_TRY(dc_cast(dst, in[1], (rlx_dtype)dc_shape(dst, in[0]).dtype, &g));
-  return dc_bin(dst, RLX_BINOP_MUL, g, in[0], out);
+  RLX_TRY(rlx_cast_to(dst, in[1], (rlx_dtype)dc_shape(dst, in[0]).dtype, &g));
+  return rlx_binary(dst, RLX_BINOP_MUL, g, in[0], out);
 }

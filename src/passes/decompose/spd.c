@@ -7,7 +7,7 @@ RLX_DECOMPOSE_DECL(BiMap) {
   (void)src;
   (void)n;
   rlx_id wx, wt;
-  RLX_TRY(dc_matmul(dst, in[0], in[1], &wx));
-  RLX_TRY(dc_transpose(dst, in[0], 2, (const int64_t[]){1, 0}, &wt));
-  return dc_matmul(dst, wx, wt, out);
+  RLX_TRY(rlx_matmul(dst, in[0], in[1], &wx));
+  RLX_TRY(rlx_permute(dst, in[0], 2, (const int64_t[]){1, 0}, &wt));
+  return rlx_matmul(dst, wx, wt, out);
 }
