@@ -4,8 +4,9 @@
  * online softmax (running max m, running sum l, accumulator per lane) in double, so no score
  * matrix is stored. Semantics follow the CPU reference (src/backends/cpu/ref/attention.c):
  * causal / sliding-window / keep-mask / bias masks, soft-capping, grouped-query heads; a row
- * with no visible finite score gives zeros, a NaN score gives NaN. This is the correct baseline,
- * not yet a tiled tensor-core kernel. */
+ * with no visible finite score gives zeros, a NaN score gives NaN. The f32 / bf16 / f16 cases with
+ * position masks and head dims up to 128 go to the tiled flash kernel (flash.cu); these row
+ * kernels take the rest (f64, keep-masks, biases, wider heads). */
 #include "backends/cuda/attn.cuh"
 
 #define ATTN_MAX_LANES 4 /* output lanes per thread: Dv <= 4 * blockDim */

@@ -648,9 +648,19 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   }
 }
 
+/* One step on a float4: the kind and sub are uniform, so one branch decides the whole step. */
 __device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, const float4 &y) {
-  return make_float4(region_f32_step(kind, sub, x.x, y.x), region_f32_step(kind, sub, x.y, y.y),
-                     region_f32_step(kind, sub, x.z, y.z), region_f32_step(kind, sub, x.w, y.w));
+  int code = kind == RLX_CHAIN_STEP_BINARY ? sub : 1000 + sub;
+  switch (code) {
+  case RLX_BINOP_ADD: return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  case RLX_BINOP_SUB: return make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+  case RLX_BINOP_MUL: return make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+  case 1000 + RLX_ACT_RELU:
+    return make_float4(x.x < 0 ? 0.f : x.x, x.y < 0 ? 0.f : x.y, x.z < 0 ? 0.f : x.z, x.w < 0 ? 0.f : x.w);
+  default:
+    return make_float4(region_f32_step(kind, sub, x.x, y.x), region_f32_step(kind, sub, x.y, y.y),
+                       region_f32_step(kind, sub, x.z, y.z), region_f32_step(kind, sub, x.w, y.w));
+  }
 }
 
 /* N steps and NI inputs known at compile time: the loops unroll, every value stays in a
