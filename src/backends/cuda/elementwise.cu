@@ -663,55 +663,70 @@ __device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, co
   }
 }
 
-/* N steps and NI inputs known at compile time: the loops unroll, every value stays in a
- * register (an operand reference selects among the inputs and the earlier steps by compare,
- * never by a dynamic index, which would put the arrays in local memory). Each thread handles 4
- * consecutive elements as one float4 per operand, each step once per float4. */
+/* operand src of a step: inputs 0 .. NI-1 are r[0 .. NI-1], step j's value is r[NI + j] (a
+ * uniform switch: one indirect branch, and r stays in registers since every index is constant) */
+template <int NI, int NR> __device__ inline float4 region_pick(int src, const float4 (&r)[NR]) {
+  int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
+  float4 v = make_float4(0, 0, 0, 0);
+  switch (i) {
+#define RLX_PICK(J)                                                                                                    \
+  case J:                                                                                                              \
+    if (J < NR) v = r[J < NR ? J : 0];                                                                                 \
+    break;
+    RLX_PICK(0)
+    RLX_PICK(1)
+    RLX_PICK(2)
+    RLX_PICK(3)
+    RLX_PICK(4)
+    RLX_PICK(5)
+    RLX_PICK(6)
+    RLX_PICK(7)
+    RLX_PICK(8)
+    RLX_PICK(9)
+    RLX_PICK(10)
+    RLX_PICK(11)
+#undef RLX_PICK
+  default: break;
+  }
+  return v;
+}
+
+/* N steps and NI inputs known at compile time: the loops unroll and every value stays in the
+ * register array r (operands picked by region_pick, never by a run-time index, which would put
+ * the array in local memory). Each thread handles 4 consecutive elements as one float4 per
+ * operand, each step once per float4; U float4 groups per thread per iteration. */
 template <int N, int NI, int U>
 __global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
   const int64_t groups = p.n / 4, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g0 < groups; g0 += U * stride) {
-    float4 in4[U][NI];
+    float4 r[U][NI + N];
 #pragma unroll
     for (int u = 0; u < U; u++) {
       int64_t g = g0 + u * stride;
 #pragma unroll
       for (int k = 0; k < NI; k++) {
-        in4[u][k] = make_float4(0, 0, 0, 0);
+        r[u][k] = make_float4(0, 0, 0, 0);
         if (g >= groups) continue;
         int64_t cnt = p.in_count[k];
         const float *src = (const float *)p.in[k];
         if (cnt == p.n) {
-          in4[u][k] = __ldcs((const float4 *)src + g);
+          r[u][k] = __ldcs((const float4 *)src + g);
         } else {
           int64_t e = 4 * g;
-          in4[u][k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+          r[u][k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
         }
       }
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {
       int64_t g = g0 + u * stride;
-      float4 vals[N];
 #pragma unroll
       for (int s = 0; s < N; s++) {
         const rlx_cu_region_step &st = p.steps[s];
-        float4 a[2];
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-          int src = st.src[k];
-          float4 v = make_float4(0, 0, 0, 0);
-#pragma unroll
-          for (int j = 0; j < s; j++)
-            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
-#pragma unroll
-          for (int j = 0; j < NI; j++)
-            if (src == j) v = in4[u][j];
-          a[k] = v;
-        }
-        vals[s] = region_f32_step4(st.kind, st.sub, a[0], a[1]);
+        r[u][NI + s] = region_f32_step4(st.kind, st.sub, region_pick<NI>(st.src[0], r[u]),
+                                        region_pick<NI>(st.src[1], r[u]));
       }
-      if (g < groups) __stcs((float4 *)p.out + g, vals[N - 1]);
+      if (g < groups) __stcs((float4 *)p.out + g, r[u][NI + N - 1]);
     }
   }
 }
