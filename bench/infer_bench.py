@@ -132,10 +132,22 @@ def cmd_torch(d, model, batch, threads, warmup, iters):
     print(json.dumps(r))
 
 
+def rss_now_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1048576.0
+
+
+def rss_peak_mb():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
 def cmd_ort(model, inp, threads, warmup, iters, out):
     import numpy as np
     import onnxruntime as ort
 
+    base = rss_now_mb()  # the interpreter, numpy and onnxruntime loaded; no model, no input
     so = ort.SessionOptions()
     so.intra_op_num_threads = int(threads)
     so.inter_op_num_threads = 1
@@ -147,6 +159,7 @@ def cmd_ort(model, inp, threads, warmup, iters, out):
     r = timed(lambda: s.run(None, feed), int(warmup), int(iters))
     np.save(out, s.run(None, feed)[0])
     r["version"] = ort.__version__
+    r["peak_rss_mb"], r["base_rss_mb"] = rss_peak_mb(), base
     print(json.dumps(r))
 
 
@@ -216,6 +229,22 @@ def cmd_report(argv):
         rs = f"{rel:.1e}" if isinstance(rel, float) else "—"
         out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {f(rl)} | {basecols(r, on)}{f(on)} | {f(tc)} | {ratio} | {best} | {cpu} | {rt} "
                    f"| {ds} | {rs} |")
+    # peak memory: the whole process's peak resident set, and that peak less the resident set
+    # before the model was loaded (the interpreter and libraries for ORT; the bare binary for rlx)
+    if any(r["rlx"].get("peak_rss_mb") and r["ort"].get("peak_rss_mb") for r in rows):
+        out += ["", "Peak memory (MiB): peak = the process's peak resident set (getrusage), over base = the peak "
+                "less the resident set before the model and input were loaded (for ORT after `import "
+                "onnxruntime`), arena = rlx's planned arena (activations; the constants are held apart).", "",
+                "| model | batch | threads | rlx peak | ORT peak | rlx over base | ORT over base | rlx/ORT over base | rlx arena |",
+                "|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            rp, op_ = r["rlx"].get("peak_rss_mb"), r["ort"].get("peak_rss_mb")
+            if not rp or not op_:
+                continue
+            ro, oo = rp - r["rlx"].get("base_rss_mb", 0.0), op_ - r["ort"].get("base_rss_mb", 0.0)
+            ratio = f"{ro / oo:.2f}" if oo > 0 else "—"
+            out.append(f"| {r['model']} | {r['batch']} | {r['threads']} | {rp:.0f} | {op_:.0f} | {ro:.0f} | {oo:.0f} | "
+                       f"{ratio} | {r['rlx'].get('arena_mb', 0.0):.0f} |")
     out += ["", END]
     block = "\n".join(out)
     print(block)

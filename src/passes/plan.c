@@ -488,7 +488,8 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
   p->schedule = al_array(al, n, sizeof *p->schedule);
   /* Work arrays: the last-step buckets and the gap trees' node pool (at most one gap per slot
    * plus one, per tree). */
-  rlx_id *head = al_array(al, (size_t)n + 1, sizeof *head);
+  rlx_id *head = al_array(al, (size_t)n + 1, sizeof *head), *inplace = NULL;
+  uint32_t *own_last = NULL;
   rlx_id *next = al_array(al, n, sizeof *next);
   tnode *pool = al_array(al, 2 * ((size_t)n + 2), sizeof *pool);
   rlx_status st = RLX_OK;
@@ -538,6 +539,31 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     p->last_use[p->root[outs[k]]] = n;
   }
 
+  /* In place: an Activation whose operand is a transient root of its size that no later step
+   * reads (nor the graph's outputs) writes over the operand's bytes (elementwise: every element is
+   * read before it is written; rlx_plan_check accepts exactly this overlap). The pair is placed as
+   * one slot, the operand's (the base of a chain of such activations), live to the last read of
+   * the chain; last_use keeps each tensor's own last read. */
+  inplace = al_array(al, n, sizeof *inplace);
+  own_last = al_array(al, n, sizeof *own_last);
+  if (!inplace || !own_last) {
+    st = rlx_errorf(RLX_ERR_OOM, "memory plan: out of memory for %u nodes", n);
+    goto done;
+  }
+  for (rlx_id i = 0; i < n; i++) {
+    inplace[i] = RLX_NO_ID;
+    own_last[i] = p->last_use[i];
+  }
+  for (rlx_id i = 0; i < n; i++) {
+    const rlx_node *nd = rlx_graph_node(g, i);
+    if (nd->op != RLX_OP_Activation || nd->n_inputs != 1 || p->root[i] != i || p->size[i] == 0) continue;
+    rlx_id x = nd->inputs[0];
+    if (p->root[x] != x || is_leaf(rlx_graph_node(g, x)->op) || p->size[x] != p->size[i] || own_last[x] != i) continue;
+    rlx_id b = inplace[x] != RLX_NO_ID ? inplace[x] : x;
+    inplace[i] = b;
+    if (p->last_use[b] < p->last_use[i]) p->last_use[b] = p->last_use[i]; /* placement only: restored */
+  }
+
   /* Placement (O(n log n)): the persistent slots (leaves, live for the whole run) are packed
    * into a prefix in node order; the others are placed by a sweep over the schedule: before step
    * t, every slot whose last read was step t-1 returns to the free gaps; then the slot produced at
@@ -565,7 +591,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
    * read at step s, linked through next[]). */
   for (uint32_t s = 0; s <= n; s++) head[s] = RLX_NO_ID;
   for (rlx_id i = n; i-- > 0;) {
-    if (p->root[i] != i || p->size[i] == 0 || is_leaf(rlx_graph_node(g, i)->op)) continue;
+    if (p->root[i] != i || inplace[i] != RLX_NO_ID || p->size[i] == 0 || is_leaf(rlx_graph_node(g, i)->op)) continue;
     uint32_t s = p->last_use[i];
     next[i] = head[s];
     head[s] = i;
@@ -577,7 +603,7 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     if (t > 0)
       for (rlx_id r = head[t - 1]; r != RLX_NO_ID; r = next[r])
         arena_give(&as, p->offset[r], align_up(p->size[r], PLAN_ALIGN, &ok));
-    if (p->root[t] != t || p->size[t] == 0 || is_leaf(rlx_graph_node(g, t)->op)) continue;
+    if (p->root[t] != t || inplace[t] != RLX_NO_ID || p->size[t] == 0 || is_leaf(rlx_graph_node(g, t)->op)) continue;
     size_t sz = align_up(p->size[t], PLAN_ALIGN, &ok);
     if (!ok || !arena_take(&as, sz, &p->offset[t])) {
       st = rlx_errorf(RLX_ERR_OVERFLOW, "memory plan: arena size overflows");
@@ -598,14 +624,15 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     }
     for (uint32_t t = n + 1; rev_ok && t-- > 0;) {
       rlx_id d = t + 1; /* a transient root first written at step t + 1 is dead before t */
-      if (d < n && p->root[d] == d && p->size[d] > 0 && !is_leaf(rlx_graph_node(g, d)->op))
+      if (d < n && p->root[d] == d && inplace[d] == RLX_NO_ID && p->size[d] > 0 && !is_leaf(rlx_graph_node(g, d)->op))
         arena_give(&rs, roff[d], align_up(p->size[d], PLAN_ALIGN, &ok));
       for (rlx_id r = head[t]; r != RLX_NO_ID && rev_ok; r = next[r])
         rev_ok = arena_take(&rs, align_up(p->size[r], PLAN_ALIGN, &ok), &roff[r]);
     }
     if (rev_ok && ok && rs.peak < arena) {
       for (rlx_id i = 0; i < n; i++)
-        if (p->root[i] == i && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op)) p->offset[i] = roff[i];
+        if (p->root[i] == i && inplace[i] == RLX_NO_ID && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op))
+          p->offset[i] = roff[i];
       arena = rs.peak;
     }
     al->free(al->ctx, roff);
@@ -614,7 +641,8 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
   {
     uint32_t nt = 0;
     for (rlx_id i = 0; i < n; i++)
-      if (p->root[i] == i && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op)) next[nt++] = i; /* birth order */
+      if (p->root[i] == i && inplace[i] == RLX_NO_ID && p->size[i] > 0 && !is_leaf(rlx_graph_node(g, i)->op))
+        next[nt++] = i; /* birth order */
     size_t *asz = nt ? al_array(al, nt, sizeof *asz) : NULL, *goff = nt ? al_array(al, n, sizeof *goff) : NULL, top = 0;
     if (asz && goff) {
       for (uint32_t k = 0; k < nt; k++) asz[k] = align_up(p->size[next[k]], PLAN_ALIGN, &ok);
@@ -625,6 +653,11 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
     }
     al->free(al->ctx, asz);
     al->free(al->ctx, goff);
+  }
+  /* In-place activations take their base's bytes; every tensor gets its own last read back. */
+  for (rlx_id i = 0; i < n; i++) {
+    if (inplace[i] != RLX_NO_ID) p->offset[i] = p->offset[inplace[i]];
+    p->last_use[i] = own_last[i];
   }
   /* Views: absolute offset = root offset + relative offset (roots precede their views). */
   for (rlx_id i = 0; i < n; i++) {
@@ -638,6 +671,8 @@ rlx_status rlx_plan_memory(const rlx_graph *g, const rlx_allocator *al, rlx_plan
   if (!ok) st = rlx_errorf(RLX_ERR_OVERFLOW, "memory plan: arena size overflows");
 
 done:
+  al->free(al->ctx, inplace);
+  al->free(al->ctx, own_last);
   al->free(al->ctx, head);
   al->free(al->ctx, next);
   al->free(al->ctx, pool);

@@ -147,6 +147,19 @@ static const char *node_label(const rlx_graph *g, rlx_id id, char *buf, size_t c
   return buf;
 }
 
+/* The root whose bytes Activation i takes in place (rlx_plan_memory), or RLX_NO_ID: exactly its
+ * operand's transient root's bytes, that root's last read being step i. */
+static rlx_id inplace_base(const rlx_graph *g, const rlx_plan *p, rlx_id i, const uint32_t *step,
+                           const uint32_t *death) {
+  const rlx_node *nd = rlx_graph_node(g, i);
+  if (nd->op != RLX_OP_Activation || nd->n_inputs != 1 || p->root[i] != i || p->size[i] == 0) return RLX_NO_ID;
+  rlx_id r = p->root[nd->inputs[0]];
+  if (r == i || rlx_op_has(rlx_graph_node(g, r)->op, RLX_PROP_LEAF) || p->offset[r] != p->offset[i] ||
+      p->size[r] != p->size[i] || death[r] != step[i] || step[i] == 0)
+    return RLX_NO_ID;
+  return r;
+}
+
 static rlx_status check_structure(const rlx_graph *g, const rlx_plan *p, uint32_t *step) {
   uint32_t n = rlx_graph_node_count(g);
   char a[160];
@@ -257,13 +270,23 @@ rlx_status rlx_plan_check(const rlx_graph *g, const rlx_plan *p) {
     }
     if (p->root[i] != i && death[p->root[i]] < step[i]) death[p->root[i]] = step[i];
   }
+  /* The one overlap allowed: an Activation over exactly the bytes of its operand's transient
+   * root, which no later step reads (in place, rlx_plan_memory); that root is then dead before
+   * the activation's step. Steps in node order, so a chain is seen from its base. */
+  for (rlx_id i = 0; i < n; i++) {
+    rlx_id r = inplace_base(g, p, i, step, death);
+    if (r != RLX_NO_ID) death[r] = step[i] - 1;
+  }
 
-  /* A node's output never shares bytes with its operands. */
+  /* A node's output never shares bytes with its operands (the in-place activation aside). */
   for (rlx_id i = 0; i < n; i++) {
     if (p->root[i] != i) continue;
     const rlx_node *nd = rlx_graph_node(g, i);
     for (uint32_t k = 0; k < nd->n_inputs; k++) {
       rlx_id r = p->root[nd->inputs[k]];
+      if (nd->op == RLX_OP_Activation && r != i && p->offset[r] == p->offset[i] && p->size[r] == p->size[i] &&
+          death[r] + 1 == step[i])
+        continue; /* in place (accepted above) */
       if (ranges_overlap(p->offset[i], p->size[i], p->offset[r], p->size[r])) {
         st = plan_bad("the output of %s overlaps its operand %u (slot of %s)", node_label(g, i, a, sizeof a), k,
                       node_label(g, r, b, sizeof b));

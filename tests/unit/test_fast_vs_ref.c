@@ -180,6 +180,46 @@ static void run_case(const char *what, tcase *c, double rtol, double atol) {
   free(ref.data);
 }
 
+/* On the AVX-512 path: the fast kernel gives the same bits when forced onto the baseline path
+ * (RLX_CPU_ISA=scalar) - for the kernels whose per-path loops do the same operations in the same
+ * order (the elementwise loops, LayerNorm). A NaN may differ in sign and payload (which operand's
+ * NaN an instruction passes on is the compiler's choice). Elsewhere nothing to compare. */
+static void same_bits_on_scalar(const char *what, tcase *c) {
+  if (fk_isa_active() != FK_ISA_AVX512) return;
+  const rlx_node *n = c->node;
+  const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[n->op];
+  size_t bytes = numel(&n->shape) * rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  rlx_tensor o1 = {malloc(bytes ? bytes : 1), n->shape}, o2 = {malloc(bytes ? bytes : 1), n->shape};
+  rlx_cpu_ctx ctx = {.threads = 1};
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o1, &ctx));
+  const char *old = getenv("RLX_CPU_ISA");
+  char saved[32] = "";
+  if (old) snprintf(saved, sizeof saved, "%s", old);
+  setenv("RLX_CPU_ISA", "scalar", 1);
+  CHECK_OK(fk_isa_configure());
+  CHECK_OK(fk->kernel(n, c->in, c->n_in, &o2, &ctx));
+  if (old)
+    setenv("RLX_CPU_ISA", saved, 1);
+  else
+    unsetenv("RLX_CPU_ISA");
+  CHECK_OK(fk_isa_configure());
+  CHECK(fk_isa_active() == FK_ISA_AVX512);
+  size_t esz = rlx_dtype_size((rlx_dtype)n->shape.dtype), differ = 0, first = 0;
+  for (size_t i = 0; i < numel(&n->shape); i++)
+    if (memcmp((char *)o1.data + i * esz, (char *)o2.data + i * esz, esz) != 0 &&
+        !(isnan(rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, i)) &&
+          isnan(rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, i))) &&
+        differ++ == 0)
+      first = i;
+  CHECK_MSG(differ == 0,
+            "%s: the AVX-512 and scalar paths give other bits in %zu elements; first at %zu: %.9g (x %.9g) vs %.9g",
+            what, differ, first, rlx_elem_get(o1.data, (rlx_dtype)n->shape.dtype, first),
+            rlx_elem_get(c->in[0].data, (rlx_dtype)c->in[0].shape.dtype, first),
+            rlx_elem_get(o2.data, (rlx_dtype)n->shape.dtype, first));
+  free(o1.data);
+  free(o2.data);
+}
+
 /* The fast kernel must decline this case. */
 static void expect_declined(const char *what, tcase *c) {
   const rlx_cpu_fast_kernel *fk = &rlx_cpu_fast_table[c->node->op];
@@ -338,6 +378,83 @@ typedef struct conv_geo {
   rlx_ilist stride, padding, dilation;
 } conv_geo;
 
+/* The fused Conv + bias (+ Relu) epilogue against the plain fast Conv followed by the bias add and
+ * Relu written here: bit for bit, for z and r, r only and z only, at 1, 2 and 3 threads (also in
+ * deterministic mode), and every element written. */
+static void conv_epilogue_case(const char *what, tcase *c) {
+  const rlx_node *n = c->node;
+  size_t count = numel(&n->shape), C = (size_t)n->shape.dims[1], P = count / (size_t)n->shape.dims[0] / C;
+  rlx_shape bs = SHP(F32, (rlx_dim)C, 1, 1);
+  if (!rlx_fast_conv_epilogue_applies(n, c->in, c->n_in, &bs)) {
+    CHECK_MSG(false, "%s: the conv epilogue does not apply", what);
+    return;
+  }
+  float *base = malloc(count * sizeof *base), *ez = malloc(count * sizeof *ez), *er = malloc(count * sizeof *er);
+  float *z = malloc(count * sizeof *z), *r = malloc(count * sizeof *r), *bias = malloc(C * sizeof *bias);
+  for (size_t k = 0; k < C; k++) bias[k] = (float)(2 * urand() - 1);
+  for (int det = 0; det < 2; det++)
+    for (int t = 1; t <= 3; t++) {
+      /* the plain kernel with the same settings (the GEMM split of some paths depends on them) */
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = det == 1};
+      rlx_tensor out = {base, n->shape};
+      rlx_status st = rlx_cpu_fast_table[n->op].kernel(n, c->in, c->n_in, &out, &ctx);
+      CHECK_MSG(st == RLX_OK, "%s: fast Conv failed: %s", what, rlx_last_error());
+      if (st != RLX_OK) break;
+      for (size_t i = 0; i < count; i++) {
+        ez[i] = base[i] + bias[i / P % C];
+        er[i] = ez[i] < 0 ? 0.0f : ez[i];
+      }
+      for (int mode = 0; mode < 3; mode++) { /* z and r, r only, z only */
+        memset(z, 0xA5, count * sizeof *z);
+        memset(r, 0xA5, count * sizeof *r);
+        float *zz = mode == 1 ? NULL : z, *rr = mode == 2 ? NULL : r;
+        rlx_status fs = rlx_fast_conv_epilogue(n, c->in, c->n_in, bias, zz, rr, RLX_ACT_RELU, &ctx);
+        CHECK_MSG(fs == RLX_OK, "%s: epilogue failed: %s", what, rlx_last_error());
+        bool okz = !zz || memcmp(z, ez, count * sizeof *z) == 0, okr = !rr || memcmp(r, er, count * sizeof *r) == 0;
+        CHECK_MSG(okz && okr, "%s (epilogue mode %d, threads %d%s): %s differs from conv + bias%s", what, mode, t,
+                  det ? ", deterministic" : "", okz ? "r" : "z", okz ? " + relu" : "");
+      }
+    }
+  free(base), free(ez), free(er), free(z), free(r), free(bias);
+}
+
+/* On an AVX-512 machine: the direct forward kernel (Conv, Conv2dBackwardInput) gives the same bits
+ * with the AVX2 tiles (RLX_CPU_ISA=avx2) as with the AVX-512 ones (each output is the same FMA
+ * chain over the taps), at 1 and 2 threads. The path the test was started with is restored. */
+static void isa_same_bits(const char *what, tcase *c, conv_geo g) {
+  /* the direct kernels' cases: stride 1, not depthwise, not 1x1, under the phase-plane kernel's
+     tap count (conv.c's PCONV_S1_MIN_TAPS; other kernels have AVX-512-only paths of their own) */
+  bool stride1 = g.stride.n == 0 || (g.stride.v[0] == 1 && g.stride.v[1] == 1);
+  bool depthwise = g.groups > 1 && g.groups == g.Cin && g.groups == g.Cout;
+  if (fk_isa_cpu() < FK_ISA_AVX512 || !stride1 || depthwise || g.kh * g.kw == 1 ||
+      g.Cin / g.groups * g.kh * g.kw >= 256 || g.Cout / g.groups * g.kh * g.kw >= 256)
+    return;
+  const rlx_node *n = c->node;
+  size_t bytes = numel(&n->shape) * sizeof(float);
+  const char *was = getenv("RLX_CPU_ISA");
+  char saved[32] = "";
+  if (was) snprintf(saved, sizeof saved, "%s", was);
+  void *out[2] = {malloc(bytes ? bytes : 1), malloc(bytes ? bytes : 1)};
+  for (int t = 1; t <= 2; t++) {
+    for (int k = 0; k < 2; k++) {
+      setenv("RLX_CPU_ISA", k ? "avx512" : "avx2", 1);
+      CHECK_OK(fk_isa_configure());
+      memset(out[k], 0xA5, bytes ? bytes : 1);
+      rlx_tensor o = {out[k], n->shape};
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = true};
+      CHECK(rlx_cpu_fast_table[n->op].kernel(n, c->in, c->n_in, &o, &ctx) == RLX_OK);
+    }
+    CHECK_MSG(memcmp(out[0], out[1], bytes) == 0, "%s (threads %d): the avx2 and avx512 paths give other bits", what,
+              t);
+  }
+  if (saved[0])
+    setenv("RLX_CPU_ISA", saved, 1);
+  else
+    unsetenv("RLX_CPU_ISA");
+  CHECK_OK(fk_isa_configure());
+  free(out[0]), free(out[1]);
+}
+
 /* Runs the forward conv and both backward ops for one geometry. */
 static void conv_family(const char *name, conv_geo g) {
   char what[200];
@@ -351,6 +468,8 @@ static void conv_family(const char *name, conv_geo g) {
   if (!c.node) return;
   rlx_shape ys = c.node->shape;
   run_case(what, &c, F32_RTOL, 1e-5);
+  conv_epilogue_case(what, &c);
+  isa_same_bits(what, &c, g);
   case_free(&c);
 
   targ bi[2] = {{ys, FILL_UNIFORM}, {ws, FILL_UNIFORM}};
@@ -361,7 +480,10 @@ static void conv_family(const char *name, conv_geo g) {
                                       .groups = g.groups};
   snprintf(what, sizeof what, "Conv2dBackwardInput %s", name);
   CHECK(build(&c, RLX_OP_Conv2dBackwardInput, &ba, &xs, 2, bi, 0));
-  if (c.node) run_case(what, &c, F32_RTOL, 1e-5);
+  if (c.node) {
+    run_case(what, &c, F32_RTOL, 1e-5);
+    isa_same_bits(what, &c, g);
+  }
   case_free(&c);
 
   targ bw[2] = {{xs, FILL_UNIFORM}, {ys, FILL_UNIFORM}};
@@ -405,6 +527,24 @@ static void test_conv(void) {
   /* batch 1 (and 2): one image's GEMM split across the threads (column blocks for P >= 64 per block, else
      blocks of output channels), the direct kernel's tiles split; depthwise planes */
   conv_family("batch 1 direct", (conv_geo){1, 8, 30, 29, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  /* the AVX-512 tiles' edges: 8-channel blocks (9, 17, 7 channels), 48-position tiles whose last
+     one is 1 or 2 vectors wide (wide grids of 56 and 72 positions), rows longer than a vector,
+     image counts that are not a multiple of the backward-weight's 4-image passes */
+  conv_family("tail tile of 1 vector, 9 channels", (conv_geo){5, 2, 7, 6, 9, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("tail tile of 2 vectors, 17 channels", (conv_geo){7, 3, 9, 6, 17, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("rows over a vector, 7 channels", (conv_geo){3, 2, 6, 37, 7, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("11 images, 24 channels, 5x3 kernel", (conv_geo){11, 5, 13, 17, 24, 5, 3, 1, NOLIST, IL(2, 1), NOLIST});
+  conv_family("dilation 2, 20 channels", (conv_geo){6, 4, 12, 13, 20, 3, 3, 1, NOLIST, IL(2, 2), IL(2, 2)});
+  conv_family("asymmetric padding, 10 channels", (conv_geo){3, 3, 9, 11, 10, 3, 3, 1, NOLIST, IL(0, 2, 1, 0), NOLIST});
+  conv_family("groups 2, 9 channels each", (conv_geo){4, 6, 8, 10, 18, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("batch 1, 17 channels, tiles split", (conv_geo){1, 4, 21, 19, 17, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  /* backward-weight with the channels in the lanes (multiples of 16 channels, 3-wide kernel rows):
+     a last block of 16 channels, kernel-row counts not a multiple of 4, position counts not a
+     multiple of 16, row dilation, groups */
+  conv_family("48 channels, 15 kernel rows", (conv_geo){3, 5, 9, 13, 48, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  conv_family("16 channels, row dilation 2, 5x3", (conv_geo){5, 2, 11, 10, 16, 5, 3, 1, NOLIST, IL(2, 1), IL(2, 1)});
+  conv_family("groups 2 of 16 channels", (conv_geo){2, 4, 7, 9, 32, 3, 3, 2, NOLIST, IL(1, 1), NOLIST});
+  conv_family("16 channels, no padding", (conv_geo){9, 3, 8, 21, 16, 3, 3, 1, NOLIST, NOLIST, NOLIST});
   conv_family("batch 1 stride 2, column blocks", (conv_geo){1, 5, 61, 47, 9, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 stride 2, channel blocks", (conv_geo){1, 6, 14, 13, 70, 3, 3, 1, IL(2, 2), IL(1, 1), NOLIST});
   conv_family("batch 1 1x1, column blocks", (conv_geo){1, 7, 23, 25, 10, 1, 1, 1, NOLIST, NOLIST, NOLIST});
@@ -455,9 +595,74 @@ static void pool_family(const char *name, rlx_shape xs, rlx_ilist k, rlx_ilist s
     }
 }
 
+/* The fused MaxPool2dBackward + ReluBackward (+ bias gradient) against its parts: the fast
+ * MaxPool2dBackward kernel (checked against the reference above), the Relu mask applied here and
+ * the fast Reduce kernel on that result, bit for bit, with the mask from z and from x = relu(z),
+ * at 1, 2 and 3 threads. Plane counts that are not a multiple of 4 and rows of more than 16
+ * windows reach the AVX-512 path's edges. */
+static void maxpool_relu_bwd_case(const char *name, rlx_shape xs, fill_kind f) {
+  char what[200];
+  tcase c, rc;
+  targ a[1] = {{xs, f}};
+  rlx_attrs_Pool pa = {.kind = RLX_REDUCE_MAX, .kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
+  CHECK(build(&c, RLX_OP_Pool, &pa, NULL, 1, a, 0));
+  if (!c.node) return;
+  rlx_shape ys = c.node->shape;
+  case_free(&c);
+  size_t count = numel(&xs);
+  /* z with ties, NaN and -0 as f asks; x = relu(z) (the pooled tensor the mask is read from) */
+  targ b[2] = {{xs, f}, {ys, FILL_UNIFORM}};
+  rlx_attrs_MaxPool2dBackward ba = {.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = NOLIST};
+  CHECK(build(&c, RLX_OP_MaxPool2dBackward, &ba, NULL, 2, b, 0));
+  if (!c.node) return;
+  float *z = malloc(count * sizeof *z), *x = c.in[0].data;
+  memcpy(z, x, count * sizeof *z);
+  for (size_t i = 0; i < count; i++) x[i] = z[i] < 0 ? 0.0f : z[i];
+  targ r[1] = {{xs, FILL_UNIFORM}};
+  rlx_attrs_Reduce ra = {.op = RLX_REDUCE_SUM, .axes = IL(0, 2, 3), .keep_dim = true};
+  CHECK(build(&rc, RLX_OP_Reduce, &ra, NULL, 1, r, 0));
+  CHECK(rlx_fast_maxpool_relu_bwd_applies(c.node, c.in, 2, &xs));
+  CHECK(rc.node && rlx_fast_reduce_planes_applies(rc.node, rc.in));
+  size_t C = (size_t)xs.dims[1];
+  float *ex = malloc(count * sizeof *ex), *eb = malloc(C * sizeof *eb), *dx = malloc(count * sizeof *dx);
+  float *bg = malloc(C * sizeof *bg);
+  rlx_cpu_ctx ctx1 = {.threads = 1};
+  rlx_tensor o = {ex, xs};
+  CHECK(rlx_cpu_fast_table[RLX_OP_MaxPool2dBackward].kernel(c.node, c.in, 2, &o, &ctx1) == RLX_OK);
+  for (size_t i = 0; i < count; i++) ex[i] = z[i] > 0 ? ex[i] : 0.0f; /* ReluBackward(z, .) */
+  memcpy(rc.in[0].data, ex, count * sizeof *ex);
+  rlx_tensor ob = {eb, rc.node->shape};
+  CHECK(rlx_cpu_fast_table[RLX_OP_Reduce].kernel(rc.node, rc.in, 1, &ob, &ctx1) == RLX_OK);
+  for (int t = 1; t <= 3; t++)
+    for (int from_x = 0; from_x < 2; from_x++) {
+      memset(dx, 0xA5, count * sizeof *dx);
+      memset(bg, 0xA5, C * sizeof *bg);
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = true};
+      rlx_status st = rlx_fast_maxpool_relu_bwd(c.node, c.in, from_x ? NULL : z, dx, rc.node, bg, &ctx);
+      snprintf(what, sizeof what,
+               "MaxPool2dBackward + ReluBackward + bias gradient %s fill %d (mask from %s, threads %d)", name, (int)f,
+               from_x ? "x" : "z", t);
+      CHECK_MSG(st == RLX_OK, "%s: failed: %s", what, rlx_last_error());
+      CHECK_MSG(memcmp(dx, ex, count * sizeof *dx) == 0, "%s: dx differs from the unfused kernels", what);
+      CHECK_MSG(memcmp(bg, eb, C * sizeof *bg) == 0, "%s: the bias gradient differs from the Reduce kernel", what);
+    }
+  free(z), free(ex), free(eb), free(dx), free(bg);
+  case_free(&c);
+  case_free(&rc);
+}
+
 static void test_pool(void) {
+  fill_kind fills[3] = {FILL_UNIFORM, FILL_TIES, FILL_SPECIAL};
+  for (int f = 0; f < 3; f++) {
+    maxpool_relu_bwd_case("cnn layer 1", SHP(F32, 4, 16, 28, 28), fills[f]);
+    maxpool_relu_bwd_case("15 planes, odd extents", SHP(F32, 5, 3, 9, 11), fills[f]);
+    maxpool_relu_bwd_case("rows of 35 windows", SHP(F32, 3, 2, 6, 70), fills[f]);
+    maxpool_relu_bwd_case("rows of 13 windows, odd extents", SHP(F32, 3, 5, 25, 27), fills[f]);
+  }
   pool_family("2x2 s2", SHP(F32, 4, 16, 28, 28), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 s2 odd extents", SHP(F32, 2, 3, 7, 9), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 s2 rows of 13 and 35 windows", SHP(F32, 2, 3, 25, 27), IL(2, 2), IL(2, 2), NOLIST);
+  pool_family("2x2 s2 rows of 35 windows", SHP(F32, 2, 3, 6, 71), IL(2, 2), IL(2, 2), NOLIST);
   pool_family("2x2 default stride", SHP(F32, 2, 3, 8, 6), IL(2, 2), NOLIST, NOLIST);
   pool_family("3x3 s2 pad 1 (overlapping)", SHP(F32, 2, 3, 9, 10), IL(3, 3), IL(2, 2), IL(1, 1));
   pool_family("3x3 s1", SHP(F32, 1, 2, 6, 7), IL(3, 3), IL(1, 1), NOLIST);
@@ -546,6 +751,7 @@ static void test_activation(void) {
          the far negative tail (|result| < 1e-10); the fast kernels use erfc / sigmoid there */
       bool tail = kinds[i] == RLX_ACT_GELU || kinds[i] == RLX_ACT_GELU_APPROX;
       if (c.node) run_case(what, &c, 4e-6, tail ? 1e-10 : 1e-30);
+      if (c.node) same_bits_on_scalar(what, &c);
       case_free(&c);
     }
   tcase c;
@@ -927,6 +1133,153 @@ static void test_executor(bool torch_layout) {
 }
 
 /* ======================================================================================
+ * MatMul by a constant B packed once (fast/gemm_packed.c; the AVX-512 path only): against a
+ * double product within gamma_K sum_k |a_ik||b_kj| (one f32 fused multiply-add chain per element
+ * is within that), the same bits at 1, 2 and 3 threads and in deterministic mode, edges of M (12-row
+ * tiles, 192-row blocks), N (32-column panels) and K (256-step passes); then through the
+ * executor with a Constant B (packed there) against RLX_CPU_NO_PACK=1.
+ * ====================================================================================== */
+
+static void packed_case(rlx_shape as, int64_t K, int64_t N) {
+  rlx_graph *g;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed", &g));
+  rlx_shape bs = SHP(F32, K, N);
+  rlx_id a, b, m;
+  CHECK_OK(rlx_input(g, "a", as, &a));
+  CHECK_OK(rlx_input(g, "b", bs, &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  const rlx_node *mn = rlx_graph_node(g, m);
+  bool applies = rlx_fast_matmul_packed_applies(mn, &as, &bs);
+  CHECK_MSG(applies == (fk_isa_active() == FK_ISA_AVX512), "packed MatMul applies = %d on the %s path", applies,
+            fk_isa_name(fk_isa_active()));
+  if (!applies) {
+    rlx_graph_free(g);
+    return;
+  }
+  rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
+  fill(&A, FILL_UNIFORM, 0);
+  fill(&B, FILL_UNIFORM, 0);
+  size_t cnt = numel(&mn->shape), M = cnt / (size_t)N;
+  float *bp = rlx_fast_matmul_pack_b(&bs, B.data);
+  CHECK(bp != NULL);
+  rlx_tensor f = {malloc(cnt * 4), mn->shape}, f1 = {malloc(cnt * 4), mn->shape};
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *pa = A.data, *pb = B.data;
+  for (int det = 0; det < 2 && bp; det++)
+    for (int t = 1; t <= 3; t++) {
+      memset(f.data, 0xA5, cnt * 4);
+      rlx_cpu_ctx ctx = {.threads = t, .pool = pools[t], .deterministic = det};
+      CHECK_OK(rlx_fast_matmul_packed(mn, &A, bp, &f, &ctx));
+      if (t == 1 && !det) {
+        size_t bad = 0;
+        for (size_t i = 0; i < M; i++)
+          for (size_t j = 0; j < (size_t)N; j++) {
+            double exact = 0, mag = 0;
+            for (size_t k = 0; k < (size_t)K; k++) {
+              double p = (double)pa[i * (size_t)K + k] * (double)pb[k * (size_t)N + j];
+              exact += p;
+              mag += fabs(p);
+            }
+            double got = ((float *)f.data)[i * (size_t)N + j];
+            bad += !(fabs(got - exact) <= gamma * mag + 1e-30);
+          }
+        CHECK_MSG(bad == 0,
+                  "packed MatMul %zux%lldx%lld: %zu elements off the exact product by more than gamma_K "
+                  "sum|a||b|",
+                  M, (long long)K, (long long)N, bad);
+        memcpy(f1.data, f.data, cnt * 4);
+      } else {
+        CHECK_MSG(memcmp(f.data, f1.data, cnt * 4) == 0, "packed MatMul %zux%lldx%lld: threads %d%s gives other bits",
+                  M, (long long)K, (long long)N, t, det ? " (deterministic)" : "");
+      }
+    }
+  rlx_fast_matmul_pack_free(bp);
+  free(A.data);
+  free(B.data);
+  free(f.data);
+  free(f1.data);
+  rlx_graph_free(g);
+}
+
+/* x [2, 37, 300] . W [300, 70] (+ nothing else) with W a Constant: packed by the executor, the
+ * result within the bound above of the unpacked executable's. */
+static void packed_executor_case(void) {
+  int64_t K = 300, N = 70;
+  rlx_shape xs = SHP(F32, 2, 37, 300), ws = SHP(F32, 300, 70);
+  rlx_tensor X = {malloc(numel(&xs) * 4), xs}, W = {malloc(numel(&ws) * 4), ws};
+  fill(&X, FILL_UNIFORM, 0);
+  fill(&W, FILL_UNIFORM, 0);
+  float *res[2] = {NULL, NULL};
+  size_t cnt = 2 * 37 * (size_t)N;
+  for (int pack = 0; pack < 2; pack++) {
+    if (!pack) setenv("RLX_CPU_NO_PACK", "1", 1);
+    rlx_graph *g;
+    rlx_id x, w, m;
+    CHECK_OK(rlx_graph_create(NULL, "mm_const", &g));
+    CHECK_OK(rlx_input(g, "x", xs, &x));
+    CHECK_OK(rlx_constant(g, ws, W.data, numel(&ws) * 4, &w));
+    CHECK_OK(rlx_matmul(g, x, w, &m));
+    CHECK_OK(rlx_graph_set_outputs(g, &m, 1));
+    rlx_compile_options co;
+    rlx_compile_options_init(&co);
+    rlx_executable *e = NULL;
+    uint64_t before = rlx_cpu_pack_count();
+    CHECK_OK(rlx_compile(g, "cpu", &co, &e));
+    uint64_t packs = rlx_cpu_pack_count() - before;
+    bool want = pack && fk_isa_active() == FK_ISA_AVX512;
+    CHECK_MSG(packs == (want ? 1u : 0u), "executor: %llu packed MatMuls, expected %d", (unsigned long long)packs,
+              (int)want);
+    unsetenv("RLX_CPU_NO_PACK");
+    rlx_named_tensor in[1] = {{"x", X}};
+    const rlx_tensor *outs;
+    uint32_t n_out = 0;
+    if (e && rlx_executable_run(e, in, 1, &outs, &n_out) == RLX_OK && n_out == 1) {
+      res[pack] = malloc(cnt * 4);
+      memcpy(res[pack], outs[0].data, cnt * 4);
+    }
+    CHECK(res[pack] != NULL);
+    rlx_executable_free(e);
+    rlx_graph_free(g);
+  }
+  double ur = ldexp(1.0, -24), gamma = (double)K * ur / (1.0 - (double)K * ur);
+  const float *px = X.data, *pw = W.data;
+  size_t bad = 0;
+  for (size_t i = 0; res[0] && res[1] && i < cnt; i++) {
+    size_t row = i / (size_t)N, col = i % (size_t)N;
+    double mag = 0;
+    for (size_t k = 0; k < (size_t)K; k++)
+      mag += fabs((double)px[row * (size_t)K + k] * (double)pw[k * (size_t)N + col]);
+    bad += !(fabs((double)res[0][i] - (double)res[1][i]) <= 2 * gamma * mag);
+  }
+  CHECK_MSG(bad == 0, "executor: the packed MatMul differs from the unpacked one in %zu of %zu elements", bad, cnt);
+  free(res[0]);
+  free(res[1]);
+  free(X.data);
+  free(W.data);
+}
+
+static void test_matmul_packed(void) {
+  packed_case(SHP(F32, 1, 1), 1, 1);
+  packed_case(SHP(F32, 5, 7), 7, 3);
+  packed_case(SHP(F32, 13, 33), 33, 31);         /* one tile + 1 row, one panel - 1 column */
+  packed_case(SHP(F32, 12, 256), 256, 32);       /* exact tile, pass and panel */
+  packed_case(SHP(F32, 3, 25, 300), 300, 65);    /* batch folded into M; two k passes; 3 panels */
+  packed_case(SHP(F32, 200, 513), 513, 47);      /* two row blocks, three k passes */
+  packed_case(SHP(F32, 1, 128, 384), 384, 1536); /* the encoder's FFN shape */
+  /* declined: B with a batch axis */
+  rlx_graph *g;
+  rlx_id a, b, m;
+  CHECK_OK(rlx_graph_create(NULL, "mm_packed_no", &g));
+  CHECK_OK(rlx_input(g, "a", SHP(F32, 2, 4, 5), &a));
+  CHECK_OK(rlx_input(g, "b", SHP(F32, 2, 5, 3), &b));
+  CHECK_OK(rlx_matmul(g, a, b, &m));
+  rlx_shape sa = SHP(F32, 2, 4, 5), sb = SHP(F32, 2, 5, 3);
+  CHECK(!rlx_fast_matmul_packed_applies(rlx_graph_node(g, m), &sa, &sb));
+  rlx_graph_free(g);
+  packed_executor_case();
+}
+
+/* ======================================================================================
  * Fft (f32 real-block lines: radix-2 and Bluestein lengths, both directions, every norm)
  * ====================================================================================== */
 
@@ -1047,13 +1400,14 @@ static void test_region(void) {
 /* ======================================================================================
  * Accuracy of the f32 activation loops: a dense sweep plus edge values, in ulps of the
  * exact value (computed in double by the reference kernel; 0.5 = correctly rounded). Bounds
- * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 1, GeluApprox 32 (its argument
+ * (docs/cpu-backend.md): Exp 2.5 ulp, Sigmoid 3.5, Silu 4.5, Erf 2, Gelu 6, GeluApprox 32 (its argument
  * 2z is rounded to f32 and e^2z amplifies that by |2z| in the negative tail); HardSwish,
  * HardSigmoid, Relu, Neg, Abs, Sqrt, Recip correctly rounded. Measured where the result is a
  * normal f32; a subnormal result must be within FLT_MIN absolutely (f32 intermediates underflow
  * there), and Silu is measured for x >= -87 (below, sigmoid(x) is an f32 subnormal and the product
  * x * sigmoid(x) keeps only its few bits). GeluApprox is measured where |y| >= 1e-6: below, the
- * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not).
+ * reference's own 1 + tanh(z) cancels in double (the fast form x * sigmoid(2z) does not); Gelu
+ * likewise (1 + erf against the fast erfc form).
  * ====================================================================================== */
 
 /* |f - r| in ulps of the f32 result r rounds to (0.5 = correctly rounded); results that round
@@ -1073,7 +1427,8 @@ static void test_activation_ulps(void) {
   } kinds[] = {{RLX_ACT_EXP, 2.5},        {RLX_ACT_SIGMOID, 3.5},    {RLX_ACT_SILU, 4.5},
                {RLX_ACT_GELU_APPROX, 32}, {RLX_ACT_HARD_SWISH, 0.5}, {RLX_ACT_HARD_SIGMOID, 0.5},
                {RLX_ACT_RELU, 0},         {RLX_ACT_SQRT, 0.5},       {RLX_ACT_RECIP, 0.5},
-               {RLX_ACT_ERF, 1},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0}};
+               {RLX_ACT_ERF, 2},          {RLX_ACT_NEG, 0},          {RLX_ACT_ABS, 0},
+               {RLX_ACT_GELU, 6}};
   size_t n = 400000;
   float *x = malloc((n + 16) * sizeof *x), *y = malloc((n + 16) * sizeof *y);
   double *r = malloc((n + 16) * sizeof *r);
@@ -1098,7 +1453,7 @@ static void test_activation_ulps(void) {
     double worst = 0;
     size_t at = 0;
     for (size_t i = 0; i < n + 16; i++) {
-      if (kinds[k].k == RLX_ACT_GELU_APPROX && fabs(r[i]) < 1e-6) continue;
+      if ((kinds[k].k == RLX_ACT_GELU_APPROX || kinds[k].k == RLX_ACT_GELU) && fabs(r[i]) < 1e-6) continue;
       if (kinds[k].k == RLX_ACT_SILU && x[i] < -87.0f) continue; /* sigmoid(x) is subnormal */
       if (isfinite(r[i]) && fabs(r[i]) < 1.17549435e-38) {
         CHECK_MSG(fabs((double)y[i] - r[i]) < 1.17549435e-38, "%s: x = %.9g gives %.9g, not %.9g",
@@ -1189,6 +1544,7 @@ static void test_attention_norm(void) {
     snprintf(what, sizeof what, "LayerNorm %s", ln[i].name);
     CHECK(build(&c, RLX_OP_LayerNorm, &la, NULL, 3, args, 0));
     if (c.node) run_case(what, &c, 2e-5, 2e-6);
+    if (c.node) same_bits_on_scalar(what, &c);
     case_free(&c);
   }
   targ ln64[3] = {{SHP(F64, 3, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}, {SHP(F64, 4), FILL_UNIFORM}};
@@ -1203,6 +1559,7 @@ int main(void) {
   fprintf(stderr, "fast kernels on the %s path\n", fk_isa_name(fk_isa_active()));
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
+  test_matmul_packed();
   test_transpose();
   test_conv();
   test_pool();

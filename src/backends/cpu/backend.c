@@ -16,7 +16,7 @@
  * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
  * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
  * executable). Some chains of fast kernels then run as one fused thunk (fuse() below;
- * RLX_CPU_NO_FUSION=1 turns that off). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
+ * RLX_CPU_NO_FUSION=1 turns that off); MatMuls by a Constant B get B packed once (RLX_CPU_NO_PACK=1: not). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
  * time) and prints a table to stderr when the executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -42,9 +42,10 @@
 typedef enum thunk_kind {
   TK_KERNEL,
   TK_SKIP,
-  TK_MATMUL_T, /* MatMul reading Transpose inputs directly: fin, ta / tb */
-  TK_CONV_EPI, /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
-  TK_MPB_RELU  /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+  TK_MATMUL_T,     /* MatMul reading Transpose inputs directly: fin, ta / tb */
+  TK_CONV_EPI,     /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
+  TK_MPB_RELU,     /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+  TK_MATMUL_PACKED /* MatMul by a Constant B packed at compile time: owned = the packed B */
 } thunk_kind;
 
 typedef struct cpu_thunk {
@@ -64,7 +65,10 @@ typedef struct cpu_thunk {
   void *out3;
   const rlx_node *aux_node;    /* TK_MPB_RELU: the bias-gradient Reduce computed on the way (or NULL) */
   rlx_id mid;                  /* TK_CONV_EPI: the Add node */
+  uint8_t act;                 /* TK_CONV_EPI: the fused activation (rlx_act) */
+  bool z_dead;                 /* TK_CONV_EPI: the sum is read by the activation only: not stored */
   rlx_id last;                 /* the last node of a fused group (profile and error labels) */
+  float *owned;                /* TK_MATMUL_PACKED: the packed B (freed with the executable) */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
@@ -125,18 +129,23 @@ static void print_profile(const cpu_exe *x) {
           x->profile_clock == CLOCK_MONOTONIC ? "wall time" : "caller's CPU time", x->n_thunks,
           (unsigned long long)runs, (double)total / (double)runs * 1e-6);
   char lb[160], sh[160];
-  static const char *const kinds[] = {"", "", " (fused with Transposes)", " (fused: + bias + relu)",
-                                      " (fused: + ReluBackward)"};
+  static const char *const kinds[] = {
+      "", "", " (fused with Transposes)", " (fused: + bias + relu)", " (fused: + ReluBackward)", " (B packed once)"};
   static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
     if (t->kind == TK_SKIP) continue;
+    char epi[96] = "";
+    if (t->kind == TK_CONV_EPI) /* what the convolution's epilogue does */
+      snprintf(epi, sizeof epi, " (fused:%s%s%s%s)", t->aux ? " + bias" : "", t->out2 ? " + " : "",
+               t->out2 && t->act < rlx_enum_act.count ? rlx_enum_act.names[t->act] : "",
+               t->z_dead ? "; the sum is not kept" : "");
     fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
             label(x->g, t->id, lb, sizeof lb),
-            t->aux_node                              ? with_reduce
-            : t->kind == TK_CONV_EPI && !t->out.data ? " (fused: + bias + relu; the sum is not kept)"
-                                                     : kinds[t->kind]);
+            t->aux_node              ? with_reduce
+            : t->kind == TK_CONV_EPI ? epi
+                                     : kinds[t->kind]);
     for (uint32_t k = 0; k < t->n_in; k++) {
       rlx_shape_format(&t->in[k].shape, sh, sizeof sh);
       fprintf(stderr, "%s%s", k ? ", " : " <- ", sh);
@@ -155,6 +164,7 @@ static void cpu_destroy(rlx_backend_exe *bx) {
   const rlx_allocator *al = &x->al;
   if (x->profile) print_profile(x);
   rlx_cpu_pool_free(x->ctx.pool);
+  for (uint32_t i = 0; x->thunks && i < x->n_thunks; i++) rlx_fast_matmul_pack_free(x->thunks[i].owned);
   al->free(al->ctx, x->input_nodes);
   al->free(al->ctx, x->thunks);
   al->free(al->ctx, x->pool);
@@ -272,6 +282,10 @@ static _Atomic uint64_t fusions_made; /* fused thunks created, process-wide (tes
 
 uint64_t rlx_cpu_fusion_count(void) { return fusions_made; }
 
+static _Atomic uint64_t packs_made; /* MatMuls with a packed constant B, process-wide (tests) */
+
+uint64_t rlx_cpu_pack_count(void) { return packs_made; }
+
 typedef struct fuse_state {
   const rlx_graph *g;
   const rlx_plan *p;
@@ -365,11 +379,44 @@ static rlx_id sole_user(const fuse_state *f, rlx_id id) {
   return f->uses[id] == 1 && !f->is_out[id] ? f->users[f->use_at[id]] : RLX_NO_ID;
 }
 
-/* Conv -> Add(bias) [-> Relu]. */
+/* Is u an activation the conv epilogue fuses, run by its own kernel thunk, over a sum of `shape`? */
+static bool fusable_act(const cpu_exe *x, const fuse_state *f, rlx_id u, const rlx_shape *shape) {
+  const rlx_node *un = rlx_graph_node(f->g, u);
+  return un->op == RLX_OP_Activation && fk_conv_act_ok((rlx_act)un->attrs.Activation.kind) && f->p->root[u] == u &&
+         f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, shape);
+}
+
+/* Conv -> activation, the Conv read by nothing else (a convolution without bias, or whose zero
+ * bias was simplified away): the activation is written, the convolution's own result is not. */
+static void fuse_conv_act(cpu_exe *x, fuse_state *f, cpu_thunk *t, rlx_id act) {
+  const rlx_plan *p = f->p;
+  rlx_id c = t->id;
+  if (p->root[c] != c || !rlx_fast_conv_epilogue_applies(t->node, t->in, t->n_in, NULL)) return;
+  uint32_t s = f->step[c];
+  if (!interval_free(f, act, s, f->last[act], c, RLX_NO_ID)) return;
+  set_first(f, act, s);
+  f->dead[c] = true;
+  t->kind = TK_CONV_EPI;
+  t->mid = act;
+  t->out.data = x->arena + p->offset[act];
+  t->aux = NULL;
+  t->out2 = t->out.data;
+  t->act = (uint8_t)rlx_graph_node(f->g, act)->attrs.Activation.kind;
+  t->z_dead = true;
+  t->last = act;
+  fusions_made++;
+  x->thunks[f->thunk[act]].kind = TK_SKIP;
+}
+
+/* Conv -> Add(bias) [-> Relu | HardSwish | HardSigmoid], or Conv -> activation. */
 static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   const rlx_plan *p = f->p;
   rlx_id c = t->id, add = sole_user(f, c);
   if (add == RLX_NO_ID || f->thunk[add] < 0) return;
+  if (fusable_act(x, f, add, &t->out.shape)) {
+    fuse_conv_act(x, f, t, add);
+    return;
+  }
   const rlx_node *an = rlx_graph_node(f->g, add);
   if (an->op != RLX_OP_Binary || an->attrs.Binary.op != RLX_BINOP_ADD || !rlx_shape_equal(&an->shape, &t->out.shape))
     return;
@@ -379,29 +426,37 @@ static void fuse_conv(cpu_exe *x, fuse_state *f, cpu_thunk *t) {
   if (!rlx_fast_conv_epilogue_applies(t->node, t->in, t->n_in, &bn->shape)) return;
   uint32_t s = f->step[c];
   if (f->first[p->root[bias]] >= s) return; /* the bias must exist before the Conv runs */
-  if (!interval_free(f, add, s, f->last[add], c, RLX_NO_ID)) return;
-  /* an optional Relu reader of the sum */
+  /* an optional activation reader of the sum */
   rlx_id relu = RLX_NO_ID;
   for (uint32_t k = f->use_at[add]; k < f->use_at[add + 1] && relu == RLX_NO_ID; k++) {
     rlx_id u = f->users[k];
-    const rlx_node *un = rlx_graph_node(f->g, u);
-    if (un->op == RLX_OP_Activation && un->attrs.Activation.kind == RLX_ACT_RELU && p->root[u] == u &&
-        f->thunk[u] >= 0 && x->thunks[f->thunk[u]].kind == TK_KERNEL && rlx_shape_equal(&un->shape, &an->shape))
-      relu = u;
+    if (fusable_act(x, f, u, &an->shape)) relu = u;
   }
-  set_first(f, add, s);
+  /* the activation is the only reader of the sum (views count as readers), which is no output:
+     the sum is never written, only the activation (which may have the sum's bytes: in place) */
+  bool z_dead = relu != RLX_NO_ID && sole_user(f, add) == relu && p->root[add] == add;
+  if (z_dead && interval_free(f, relu, s, f->last[relu], c, add)) {
+    set_first(f, relu, s);
+    f->dead[add] = true;
+  } else {
+    z_dead = false;
+    if (!interval_free(f, add, s, f->last[add], c, RLX_NO_ID)) return;
+    set_first(f, add, s);
+    if (relu != RLX_NO_ID) {
+      if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
+        set_first(f, relu, s);
+      else
+        relu = RLX_NO_ID;
+    }
+  }
   t->mid = add;
-  if (relu != RLX_NO_ID) {
-    if (interval_free(f, relu, s, f->last[relu], c, RLX_NO_ID))
-      set_first(f, relu, s);
-    else
-      relu = RLX_NO_ID;
-  }
   f->dead[c] = true;
   t->kind = TK_CONV_EPI;
   t->out.data = x->arena + p->offset[add];
   t->aux = x->arena + p->offset[bias];
   t->out2 = relu != RLX_NO_ID ? x->arena + p->offset[relu] : NULL;
+  t->act = relu != RLX_NO_ID ? (uint8_t)rlx_graph_node(f->g, relu)->attrs.Activation.kind : (uint8_t)RLX_ACT_RELU;
+  t->z_dead = z_dead;
   t->last = relu != RLX_NO_ID ? relu : add;
   fusions_made++;
   x->thunks[f->thunk[add]].kind = TK_SKIP;
@@ -623,6 +678,15 @@ static void fuse(cpu_exe *x) {
       list_link(f.by_last, f.nl_next, f.nl_prev, f.last[i], i);
     }
   }
+  /* An Activation planned in place over its operand's bytes (rlx_plan_memory) shares its first
+     step with the operand's last one: both are checked by a full scan. */
+  for (rlx_id i = 0; i < n; i++) {
+    const rlx_node *nd = rlx_graph_node(x->g, i);
+    if (nd->op != RLX_OP_Activation || nd->n_inputs != 1 || x->plan->root[i] != i || x->plan->size[i] == 0) continue;
+    rlx_id r = x->plan->root[nd->inputs[0]];
+    if (r != i && x->plan->offset[r] == x->plan->offset[i] && x->plan->size[r] == x->plan->size[i])
+      f.scan_only[i] = f.scan_only[r] = true;
+  }
 
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
@@ -664,6 +728,21 @@ static void fuse(cpu_exe *x) {
 done:
   free(fused_uses);
   fuse_free(&f);
+}
+
+/* MatMuls (not fused) whose B is a Constant node get B packed once (gemm_packed.c); best
+ * effort: without memory for the copy the MatMul keeps its kernel. RLX_CPU_NO_PACK=1 turns it
+ * off. */
+static void pack_constant_weights(cpu_exe *x) {
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind != TK_KERNEL || t->kernel != rlx_fast_MatMul || t->n_in != 2) continue;
+    rlx_id b = t->node->inputs[1];
+    if (rlx_graph_node(x->g, b)->op != RLX_OP_Constant) continue;
+    if (!rlx_fast_matmul_packed_applies(t->node, &t->in[0].shape, &t->in[1].shape)) continue;
+    t->owned = rlx_fast_matmul_pack_b(&t->in[1].shape, t->in[1].data);
+    if (t->owned) t->kind = TK_MATMUL_PACKED, packs_made++;
+  }
 }
 
 /* The kernel for a node with operand views `in`: its fast kernel when one applies. */
@@ -795,6 +874,7 @@ static rlx_status cpu_compile(const rlx_backend *b, const rlx_backend_compile_ar
     n_fast += t->fast;
   }
   if (n_fast && !env_flag("RLX_CPU_NO_FUSION")) fuse(x);
+  if (n_fast && !env_flag("RLX_CPU_NO_PACK")) pack_constant_weights(x);
   if (n_fast) {
     st = rlx_cpu_pool_create(x->ctx.threads, &x->ctx.pool);
     if (st != RLX_OK) goto fail;
@@ -841,11 +921,13 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
     case TK_CONV_EPI:
-      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->out.data, t->out2, &x->ctx);
+      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->z_dead ? NULL : t->out.data, t->out2,
+                                  (rlx_act)t->act, &x->ctx);
       break;
     case TK_MPB_RELU:
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
       break;
+    case TK_MATMUL_PACKED: st = rlx_fast_matmul_packed(t->node, &t->in[0], t->owned, &o, &x->ctx); break;
     default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
     }
     if (x->profile) {

@@ -3,7 +3,10 @@
  *   Attention   f32, rank 4 [B, H, S, D] (dim 1 == num_heads), K and V with Q's heads, mask
  *               None, Causal or Bias ([B, H, Sq, Sk]), no logit softcap. Per (batch, head) and
  *               block of up to FA_ROWS query rows: S = Q K^T (sgemm), S = S * scale (+ bias,
- *               causal keys hidden), a row softmax in f32 with double sums, O = P V (sgemm).
+ *               causal keys hidden), a row softmax in f32 with double sums (the exponential of
+ *               the Exp activation's vectorised loop), O = P V (sgemm). On the AVX-512 path
+ *               both products use gemm_packed.c's register tiles (K^T and V packed once per
+ *               head) instead of sgemm calls on these small matrices.
  *               The (batch, head) pairs are split across the threads; each output row is
  *               computed by one thread in a fixed order, so results do not depend on the thread
  *               count. Rows with a NaN score give NaN, rows with every key masked give zeros
@@ -52,55 +55,177 @@ FK_APPLIES(Attention) {
 typedef struct fa_job {
   const float *q, *k, *v, *bias;
   float *o, *scratch;
-  size_t Sq, Sk, D, Dv, scratch_per_chunk;
+  size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
+  size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
   float scale;
-  bool causal;
+  bool causal, packed; /* the AVX-512 packed tiles (gemm_packed.c) instead of sgemm */
 } fa_job;
 
-/* Softmax of one score row in place (len keys, the first `visible` of them visible). */
-static void fa_softmax_row(float *s, size_t len, size_t visible) {
+/* The largest of x[0..n), NaN skipped (-inf for none); exact, so both forms give the same value. */
+static float fa_max_base(const float *x, size_t n) {
   float mx = -INFINITY;
-  bool nan_seen = false;
-  for (size_t i = 0; i < visible; i++) {
-    nan_seen |= s[i] != s[i];
-    mx = s[i] > mx ? s[i] : mx;
-  }
-  if (nan_seen || mx == -INFINITY) {
-    float fill = nan_seen ? NAN : 0.0f;
-    for (size_t i = 0; i < len; i++) s[i] = fill;
+  for (size_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static float fa_max_avx512(const float *x, size_t n) {
+  __m512 m = _mm512_set1_ps(-INFINITY);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m); /* NaN in x: keeps m */
+  float mx = _mm512_reduce_max_ps(m);
+  for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+#endif
+
+/* Softmax of one score row in place (len keys, the first `visible` of them visible); tmp holds
+ * `visible` floats. The maximum by fa_max (AVX-512 lanes or a plain loop: the same value),
+ * e^(s - max) by the Exp activation's vectorised loop
+ * (fk_act_f32), the sum in double in a fixed order. A NaN score, or +inf (inf - inf), makes the sum
+ * NaN: the row is then NaN; a row with every visible score -inf (and no NaN) gives zeros. */
+static inline __attribute__((always_inline)) void fa_softmax_row(float *restrict s, float *restrict tmp, size_t len,
+                                                                 size_t visible, bool avx512) {
+  size_t i;
+#if defined(__x86_64__)
+  float mx = avx512 ? fa_max_avx512(s, visible) : fa_max_base(s, visible);
+#else
+  (void)avx512;
+  float mx = fa_max_base(s, visible);
+#endif
+  if (mx == -INFINITY) { /* all -inf or NaN */
+    bool nan_seen = false;
+    for (i = 0; i < visible; i++) nan_seen |= s[i] != s[i];
+    for (i = 0; i < len; i++) s[i] = nan_seen ? NAN : 0.0f;
     return;
   }
-  double sum = 0;
-  for (size_t i = 0; i < visible; i++) {
-    float e = expf(s[i] - mx);
-    s[i] = e;
-    sum += e;
+  for (i = 0; i < visible; i++) tmp[i] = s[i] - mx;
+  fk_act_f32(RLX_ACT_EXP, tmp, s, visible);
+  double sum = fk_sum_run(s, visible);
+  if (sum != sum) {
+    for (i = 0; i < len; i++) s[i] = NAN;
+    return;
   }
   float inv = (float)(1.0 / sum);
-  for (size_t i = 0; i < visible; i++) s[i] *= inv;
-  for (size_t i = visible; i < len; i++) s[i] = 0.0f;
+  for (i = 0; i < visible; i++) s[i] *= inv;
+  for (i = visible; i < len; i++) s[i] = 0.0f;
 }
+
+#if defined(__x86_64__)
+/* e^x for x <= 0 (softmax arguments; larger x are clamped to 89), 16 lanes: x = n ln2 + r with
+ * n = round(x / ln2), ln2 in two parts, e^r by its Taylor polynomial of degree 7 with fused
+ * multiply-adds, then 2^n applied by vscalefps (one rounding, subnormal results exact, 0 below
+ * -104). NaN stays NaN (the clamps pass it on). */
+__attribute__((target("avx512f"))) static inline __m512 fa_exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
+  __m512 p = _mm512_set1_ps(1.98412698e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.38888889e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+/* The softmax of fa_softmax_row in one pass for the exponentials and their double sum (two
+ * 8-lane accumulators, a fixed order), on the AVX-512 path only (its products differ from the
+ * baseline's anyway). */
+__attribute__((target("avx512f"))) static void fa_softmax_row_avx512(float *restrict s, size_t len, size_t visible) {
+  float mx = fa_max_avx512(s, visible);
+  size_t i;
+  if (mx == -INFINITY) { /* all -inf or NaN */
+    bool nan_seen = false;
+    for (i = 0; i < visible; i++) nan_seen |= s[i] != s[i];
+    for (i = 0; i < len; i++) s[i] = nan_seen ? NAN : 0.0f;
+    return;
+  }
+  __m512 vm = _mm512_set1_ps(mx);
+  __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+  for (i = 0; i < visible; i += 16) {
+    size_t w = visible - i < 16 ? visible - i : 16;
+    __mmask16 m = w == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << w) - 1);
+    __m512 e = _mm512_maskz_mov_ps(m, fa_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), vm)));
+    _mm512_mask_storeu_ps(s + i, m, e);
+    a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  double sum = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+  if (sum != sum) {
+    for (i = 0; i < len; i++) s[i] = NAN;
+    return;
+  }
+  __m512 inv = _mm512_set1_ps((float)(1.0 / sum));
+  for (i = 0; i + 16 <= visible; i += 16) _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), inv));
+  for (; i < visible; i++) s[i] *= (float)(1.0 / sum);
+  for (i = visible; i < len; i++) s[i] = 0.0f;
+}
+#endif
+
+/* Scale (+ bias) and softmax of score rows r0..r0+rows of head bh; compiled for the baseline and
+ * for AVX-512F (the same operations in the same order: the same bits). */
+static inline __attribute__((always_inline)) void fa_rows(const fa_job *j, float *s, float *tmp, size_t bh, size_t r0,
+                                                          size_t rows, bool avx512) {
+  for (size_t r = 0; r < rows; r++) {
+    float *restrict row = s + r * j->Sk;
+    const float *restrict b = j->bias ? j->bias + (bh * j->Sq + r0 + r) * j->Sk : NULL;
+    float scale = j->scale;
+    if (b)
+      for (size_t i = 0; i < j->Sk; i++) row[i] = row[i] * scale + b[i];
+    else
+      for (size_t i = 0; i < j->Sk; i++) row[i] *= scale;
+    size_t visible = j->causal ? j->Sk - j->Sq + r0 + r + 1 : j->Sk;
+#if defined(__x86_64__)
+    if (avx512) {
+      fa_softmax_row_avx512(row, j->Sk, visible);
+      continue;
+    }
+#endif
+    fa_softmax_row(row, tmp, j->Sk, visible, avx512);
+  }
+}
+static void fa_rows_base(const fa_job *j, float *s, float *tmp, size_t bh, size_t r0, size_t rows) {
+  fa_rows(j, s, tmp, bh, r0, rows, false);
+}
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void fa_rows_avx512(const fa_job *j, float *s, float *tmp, size_t bh,
+                                                              size_t r0, size_t rows) {
+  fa_rows(j, s, tmp, bh, r0, rows, true);
+}
+#else
+#define fa_rows_avx512 fa_rows_base
+#endif
 
 static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
   const fa_job *j = arg;
-  float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk;
+  float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk, *tmp = s + j->scores_floats;
+  float *kt = tmp + fk_align64(j->Sk * sizeof(float)) / sizeof(float), *vp = kt + j->kt_floats;
   for (size_t bh = lo; bh < hi; bh++) {
     const float *q = j->q + bh * j->Sq * j->D, *k = j->k + bh * j->Sk * j->D, *v = j->v + bh * j->Sk * j->Dv;
     float *o = j->o + bh * j->Sq * j->Dv;
+    if (j->packed) {
+      fk_gemm_pack_b(j->D, j->Sk, k, j->D, true, kt); /* K^T [D, Sk] */
+      fk_gemm_pack_b(j->Sk, j->Dv, v, j->Dv, false, vp);
+    }
     for (size_t r0 = 0; r0 < j->Sq; r0 += FA_ROWS) {
       size_t rows = j->Sq - r0 < FA_ROWS ? j->Sq - r0 : FA_ROWS;
-      fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * j->D, j->D, k, j->D, false, s, j->Sk);
-      for (size_t r = 0; r < rows; r++) {
-        float *row = s + r * j->Sk;
-        const float *b = j->bias ? j->bias + (bh * j->Sq + r0 + r) * j->Sk : NULL;
-        if (b)
-          for (size_t i = 0; i < j->Sk; i++) row[i] = row[i] * j->scale + b[i];
-        else
-          for (size_t i = 0; i < j->Sk; i++) row[i] *= j->scale;
-        size_t visible = j->causal ? j->Sk - j->Sq + r0 + r + 1 : j->Sk;
-        fa_softmax_row(row, j->Sk, visible);
-      }
-      fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, j->Dv, false, o + r0 * j->Dv, j->Dv);
+      if (j->packed)
+        fk_gemm_packed(rows, j->Sk, j->D, q + r0 * j->D, j->D, kt, s, j->Sk);
+      else
+        fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * j->D, j->D, k, j->D, false, s, j->Sk);
+      if (j->packed)
+        fa_rows_avx512(j, s, tmp, bh, r0, rows);
+      else
+        fa_rows_base(j, s, tmp, bh, r0, rows);
+      if (j->packed)
+        fk_gemm_packed(rows, j->Dv, j->Sk, s, j->Sk, vp, o + r0 * j->Dv, j->Dv);
+      else
+        fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, j->Dv, false, o + r0 * j->Dv, j->Dv);
     }
   }
 }
@@ -124,7 +249,14 @@ FK_KERNEL(Attention) {
   if (BH == 0) return RLX_OK;
   int chunks = fk_chunks(ctx, BH, 1);
   size_t rows = j.Sq < FA_ROWS ? j.Sq : FA_ROWS;
-  j.scratch_per_chunk = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
+  j.scores_floats = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
+  j.scratch_per_chunk = j.scores_floats + fk_align64(j.Sk * sizeof(float)) / sizeof(float);
+  j.packed = fk_isa_active() == FK_ISA_AVX512;
+  if (j.packed) {
+    j.kt_floats = fk_align64(fk_gemm_packed_b_floats(j.D, j.Sk) * sizeof(float)) / sizeof(float);
+    j.vp_floats = fk_align64(fk_gemm_packed_b_floats(j.Sk, j.Dv) * sizeof(float)) / sizeof(float);
+    j.scratch_per_chunk += j.kt_floats + j.vp_floats;
+  }
   j.scratch = fk_scratch(ctx, (size_t)chunks * j.scratch_per_chunk * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Attention: out of memory for the score blocks");
   fk_parallel_for(ctx, BH, 1, fa_task, &j);
@@ -158,9 +290,9 @@ typedef struct ln_job {
   double eps;
 } ln_job;
 
-static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
-  (void)chunk;
-  const ln_job *j = arg;
+/* Rows lo..hi; compiled for the baseline and for AVX-512F (the same operations in the same order,
+ * no contraction: the same bits). */
+static inline __attribute__((always_inline)) void ln_rows(const ln_job *j, size_t lo, size_t hi) {
   size_t D = j->D;
   for (size_t r = lo; r < hi; r++) {
     const float *x = j->x + r * D;
@@ -183,6 +315,24 @@ static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
     double rstd = 1.0 / sqrt(var + j->eps);
     for (size_t k = 0; k < D; k++) y[k] = (float)(((double)x[k] - mean) * rstd * (double)j->g[k] + (double)j->b[k]);
   }
+}
+static void ln_rows_base(const ln_job *j, size_t lo, size_t hi) { ln_rows(j, lo, hi); }
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void ln_rows_avx512(const ln_job *j, size_t lo, size_t hi) {
+  ln_rows(j, lo, hi);
+}
+#endif
+
+static void ln_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const ln_job *j = arg;
+#if defined(__x86_64__)
+  if (fk_isa_active() == FK_ISA_AVX512) {
+    ln_rows_avx512(j, lo, hi);
+    return;
+  }
+#endif
+  ln_rows_base(j, lo, hi);
 }
 
 FK_KERNEL(LayerNorm) {

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
- * the batch (each worker with its own buffers). Stride-1 convolutions on a CPU with AVX2 + FMA run
- * the direct kernels of conv_direct.c (backward-input as the forward convolution of dy with the
- * flipped, transposed weight); everything else uses im2col + sgemm:
+ * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
+ * planes of conv_dw.c, one-group strided ones (and stride-1 ones of small planes with many taps) on
+ * those of conv_phase.c where the AVX-512 path is active. Stride-1 convolutions on a CPU with AVX2
+ * + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
+ * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
  *   Conv2dBackwardInput   col [cg*kk, P]  = w_g^T . dy_bg, then col2im adds it into dx_b
  *   Conv2dBackwardWeight  dw_g           += dy_bg . col_bg^T   (per-worker partial sums added in
@@ -227,32 +229,35 @@ typedef struct conv_job {
   fk_dconv d;
   const float *wpk; /* packed weights of every group */
   const int32_t *off;
-  /* forward epilogue (the executor's Conv + bias + Relu fusion): y is then z = conv + bias[channel]
-     and r, when not NULL, receives relu(z); with relu_in_y, y itself becomes relu(conv + bias)
-     (z is not kept) */
-  const float *bias;
+  /* forward epilogue (the executor's Conv + bias + activation fusion): y is then z = conv +
+     bias[channel] and r, when not NULL, receives act(z); with relu_in_y (named when Relu was the
+     only activation), y itself becomes act(conv + bias) (z is not kept) */
+  const float *bias; /* NULL: no bias (the activation only) */
   float *r;
+  bool epi; /* the epilogue runs (bias and / or activation) */
   bool relu_in_y;
+  rlx_act act;
 } conv_job;
+
+/* The activation of the epilogue over n elements whose z = conv + bias is at y (at offset `at`
+ * of the output): in place with relu_in_y, else into r when there is one. */
+static void epilogue_act(const conv_job *j, size_t at, size_t n) {
+  if (j->relu_in_y)
+    fk_conv_act(j->act, j->y + at, j->y + at, n);
+  else if (j->r)
+    fk_conv_act(j->act, j->y + at, j->r + at, n);
+}
 
 /* The epilogue over channels [c0, c0 + C) of image b (output planes of P elements). */
 static void epilogue_planes(const conv_job *j, size_t b, size_t c0, size_t C, size_t P) {
-  if (!j->bias) return;
+  if (!j->epi) return;
   for (size_t c = c0; c < c0 + C; c++) {
     size_t at = (b * j->g.Cout + c) * P;
-    float *restrict z = j->y + at, bias = j->bias[c];
-    if (j->relu_in_y) {
-      for (size_t i = 0; i < P; i++) {
-        float v = z[i] + bias;
-        z[i] = v < 0 ? 0.0f : v; /* NaN and -0 pass, like Relu */
-      }
-      continue;
+    if (j->bias) {
+      float *restrict z = j->y + at, bias = j->bias[c];
+      for (size_t i = 0; i < P; i++) z[i] += bias;
     }
-    for (size_t i = 0; i < P; i++) z[i] += bias;
-    if (j->r) {
-      float *restrict r = j->r + at;
-      for (size_t i = 0; i < P; i++) r[i] = z[i] < 0 ? 0.0f : z[i];
-    }
+    epilogue_act(j, at, P);
   }
 }
 
@@ -284,10 +289,15 @@ static void direct_conv_task(void *arg, size_t lo, size_t hi, int chunk) {
   const float *src = j->x ? j->x : j->dy;
   for (size_t b = lo; b < hi; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
-      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
-      fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp, b > lo || gr > 0);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       const float *bias = j->bias ? j->bias + gr * d->O : NULL;
+      if (fk_dconv_fused_out(d)) { /* no wide buffer: the tiles write y (and r) themselves */
+        float *y = j->relu_in_y ? NULL : j->y + at, *r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+        fk_dconv_forward_out(d, xp, j->wpk + gr * per_group, j->off, bias, y, r, 0, fk_dconv_tile_count(d));
+        continue;
+      }
+      fk_dconv_forward(d, xp, j->wpk + gr * per_group, j->off, yw);
       if (j->relu_in_y)
         fk_dconv_compact(d, yw, bias, NULL, j->y + at);
       else
@@ -307,7 +317,10 @@ typedef struct dintra_job {
 static void dintra_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const dintra_job *t = arg;
-  fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
+  if (fk_dconv_fused_out(&t->j->d))
+    fk_dconv_forward_out(&t->j->d, t->xp, t->wpk, t->j->off, t->bias, t->y, t->r, lo, hi);
+  else
+    fk_dconv_forward_tiles(&t->j->d, t->xp, t->wpk, t->j->off, t->yw, lo, hi);
 }
 
 static void dintra_compact_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -329,14 +342,14 @@ static void direct_intra(conv_job *j, rlx_cpu_ctx *ctx) {
   const float *src = j->x ? j->x : j->dy;
   for (size_t b = 0; b < g->N; b++)
     for (size_t gr = 0; gr < g->G; gr++) {
-      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp);
+      fk_dconv_pad(d, src + (b * g->G + gr) * d->C * d->H * d->W, xp, b > 0 || gr > 0);
       size_t at = (b * g->G + gr) * d->O * d->Ho * d->Wo;
       dintra_job t = {.j = j, .xp = xp, .wpk = j->wpk + gr * per_group, .yw = yw};
-      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
       t.bias = j->bias ? j->bias + gr * d->O : NULL;
       t.y = j->relu_in_y ? NULL : j->y + at;
       t.r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
-      fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
+      fk_parallel_for(ctx, fk_dconv_tile_count(d), 1, dintra_tiles_task, &t);
+      if (!fk_dconv_fused_out(d)) fk_parallel_for(ctx, d->O, 1, dintra_compact_task, &t);
     }
 }
 
@@ -424,21 +437,14 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
       o1 = o0 + t->row_step < og ? o0 + t->row_step : og;
     }
     fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
-    if (!j->bias) continue;
+    if (!j->epi) continue;
     /* the epilogue on this block */
     for (size_t o = o0; o < o1; o++) {
       size_t c = t->gr * og + o;
-      float *restrict z = y + o * P, bias = j->bias[c];
-      float *restrict r = j->r ? j->r + (t->b * g->Cout + c) * P : NULL;
-      for (size_t i = p0; i < p1; i++) {
-        float v = z[i] + bias;
-        if (j->relu_in_y)
-          z[i] = v < 0 ? 0.0f : v;
-        else {
-          z[i] = v;
-          if (r) r[i] = v < 0 ? 0.0f : v;
-        }
-      }
+      float *restrict z = y + o * P, bias = j->bias ? j->bias[c] : 0.0f;
+      if (j->bias)
+        for (size_t i = p0; i < p1; i++) z[i] += bias;
+      epilogue_act(j, (t->b * g->Cout + c) * P + p0, p1 - p0);
     }
   }
 }
@@ -485,6 +491,10 @@ static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
  * planes split across the threads (each plane by one thread, whatever the split). */
 static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
 
+/* Tests: force the plain depthwise loops instead of conv_dw.c's phase-plane kernels. */
+static bool dw_plain;
+void fk_dw_disable(bool off) { dw_plain = off; }
+
 typedef struct dw_geo {
   size_t Hp, Wp, pt, pl, wide; /* padded plane; wide grid (stride 1) or 0 */
 } dw_geo;
@@ -507,8 +517,26 @@ static size_t dw_scratch_floats(const dw_geo *d) {
 typedef struct dw_job {
   const conv_job *j;
   dw_geo d;
+  fk_dw f; /* the phase-plane kernels of conv_dw.c, when fast */
+  bool fast;
   float *scratch;
 } dw_job;
+
+/* Planes lo..hi on conv_dw.c's kernels, the epilogue fused into the store. */
+static void depthwise_fast_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const dw_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  float *s = t->scratch + (size_t)chunk * fk_dw_scratch_floats(&t->f);
+  size_t kk = g->kh * g->kw, P = g->Ho * g->Wo, Pin = g->H * g->W;
+  fk_dw_prepare(&t->f, s);
+  for (size_t plane = lo; plane < hi; plane++) {
+    size_t c = plane % g->Cin;
+    float *z = j->relu_in_y ? NULL : j->y + plane * P;
+    float *r = j->relu_in_y ? j->y + plane * P : (j->r ? j->r + plane * P : NULL);
+    fk_dw_plane(&t->f, j->x + plane * Pin, j->w + c * kk, j->bias ? j->bias + c : NULL, j->act, j->epi, z, r, s);
+  }
+}
 
 static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
   const dw_job *t = arg;
@@ -550,26 +578,123 @@ static void depthwise_task(void *arg, size_t lo, size_t hi, int chunk) {
           }
       }
     }
-    if (j->bias) epilogue_planes(j, plane / g->Cin, c, 1, P);
+    epilogue_planes(j, plane / g->Cin, c, 1, P);
   }
 }
 
 static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   dw_job t = {.j = j};
-  dw_geometry(&j->g, &t.d);
-  size_t planes = j->g.N * j->g.Cin;
+  const fgeo *g = &j->g;
+  dw_geometry(g, &t.d);
+  t.fast =
+      !dw_plain && fk_dw_init(&t.f, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph, g->pw);
+  size_t planes = g->N * g->Cin, per = t.fast ? fk_dw_scratch_floats(&t.f) : dw_scratch_floats(&t.d);
   int chunks = fk_chunks(ctx, planes, 1);
-  t.scratch = fk_scratch(ctx, (size_t)chunks * dw_scratch_floats(&t.d) * sizeof(float));
+  t.scratch = fk_scratch(ctx, (size_t)chunks * per * sizeof(float));
   if (!t.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the depthwise buffers");
-  fk_parallel_for(ctx, planes, 1, depthwise_task, &t);
+  fk_parallel_for(ctx, planes, 1, t.fast ? depthwise_fast_task : depthwise_task, &t);
   fk_scratch_release(ctx, t.scratch);
   return RLX_OK;
 }
 
-/* Conv, optionally with the epilogue (bias: z = conv + bias, r = relu(z) when r is not NULL; with
- * z NULL only r is written). */
+/* ---- one group, strided (or large-kernel) on the phase planes of conv_phase.c (AVX-512) ---- */
+
+static bool pconv_plain;
+void fk_pconv_disable(bool off) { pconv_plain = off; }
+
+/* The strided convolutions with kernels larger than 1x1 go to the phase planes (1x1 strided:
+ * im2col is a cheap gather there, and the GEMM is faster, measured), and so do the stride-1 ones
+ * of small planes and many taps, the deep layers of a CNN (resnet18's 3x3 convolutions on 28x28
+ * to 7x7 planes: 2.1-2.4 ms each at batch 1 against 2.2-3.4 ms on the AVX-512 direct tiles,
+ * measured on this branch's Xeon); the direct kernels (conv_direct.c) keep the large planes
+ * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs. */
+#define PCONV_S1_MAX_PLANE 1024
+#define PCONV_S1_MIN_TAPS 256
+static bool pconv_pick(const fgeo *g, fk_pconv *d) {
+  if (pconv_plain || g->G != 1 || !fk_pconv_available() || g->kh * g->kw == 1) return false;
+  if (g->sh == 1 && g->sw == 1 && (g->Ho * g->Wo > PCONV_S1_MAX_PLANE || cg_rows(g) < PCONV_S1_MIN_TAPS)) return false;
+  return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
+                       g->pw);
+}
+
+typedef struct pconv_job {
+  const conv_job *j;
+  fk_pconv d;
+  const int32_t *off;
+  float *bufs; /* per chunk: the phase planes */
+  size_t per_chunk;
+  size_t b; /* the image (one image across the threads) */
+} pconv_job;
+
+/* Where image b's sum goes (z, or r when the sum is not kept) and its activation (r, or NULL). */
+static void pconv_targets(const conv_job *j, size_t b, float **sum, float **r) {
+  size_t at = b * j->g.Cout * j->g.Ho * j->g.Wo;
+  float *z = j->relu_in_y ? NULL : j->y + at, *rr = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+  *sum = z ? z : rr;
+  *r = j->epi ? rr : NULL;
+}
+
+static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const pconv_job *t = arg;
+  const conv_job *j = t->j;
+  float *buf = t->bufs + (size_t)chunk * t->per_chunk, *sum, *r;
+  memset(buf, 0, t->d.buf_floats * sizeof *buf);
+  for (size_t b = lo; b < hi; b++) {
+    fk_pconv_fill(&t->d, j->x + b * j->g.Cin * j->g.H * j->g.W, buf);
+    pconv_targets(j, b, &sum, &r);
+    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, 0, fk_pconv_tiles_count(&t->d));
+    if (r) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
+  }
+}
+
+static void pconv_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const pconv_job *t = arg;
+  float *sum, *r;
+  pconv_targets(t->j, t->b, &sum, &r);
+  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, lo, hi);
+}
+
+static void pconv_act_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const pconv_job *t = arg;
+  float *sum, *r;
+  pconv_targets(t->j, t->b, &sum, &r);
+  if (r) fk_pconv_act(&t->d, lo, hi, t->j->act, sum, r);
+}
+
+static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx) {
+  pconv_job t = {.j = j, .d = *d};
+  const fgeo *g = &j->g;
+  bool intra = use_intra(g, ctx);
+  int chunks = intra ? 1 : fk_chunks(ctx, g->N, 1);
+  size_t offs = fk_align64(d->R * sizeof(int32_t)) / sizeof(float);
+  t.per_chunk = d->buf_floats;
+  float *scratch = fk_scratch(ctx, (offs + t.per_chunk * (size_t)chunks) * sizeof(float));
+  if (!scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the convolution buffers");
+  int32_t *off = (int32_t *)scratch;
+  fk_pconv_offsets(d, off);
+  t.off = off;
+  t.bufs = scratch + offs;
+  if (!intra) {
+    fk_parallel_for(ctx, g->N, 1, pconv_image_task, &t);
+  } else {
+    memset(t.bufs, 0, d->buf_floats * sizeof(float));
+    for (size_t b = 0; b < g->N; b++) {
+      t.b = b;
+      fk_pconv_fill(d, j->x + b * g->Cin * g->H * g->W, t.bufs);
+      fk_parallel_for(ctx, fk_pconv_tiles_count(d), 1, pconv_tiles_task, &t);
+      if (j->epi) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
+    }
+  }
+  fk_scratch_release(ctx, scratch);
+  return RLX_OK;
+}
+
+/* Conv, optionally with the epilogue (epi: z = conv (+ bias when not NULL), r = act(z) when r is
+ * not NULL; with z NULL only r is written). */
 static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, float *z, const float *bias,
-                               float *r, rlx_cpu_ctx *ctx) {
+                               float *r, bool epi, rlx_act act, rlx_cpu_ctx *ctx) {
   conv_job j;
   memset(&j, 0, sizeof j);
   conv_geo(n, in, n_in, &j.g);
@@ -578,7 +703,9 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   j.y = z ? z : r;
   j.bias = bias;
   j.r = z ? r : NULL;
-  j.relu_in_y = bias && !z;
+  j.epi = epi;
+  j.relu_in_y = epi && !z;
+  j.act = act;
   float *y = j.y;
   const fgeo *g = &j.g;
   if (g->N == 0 || g->Cout == 0 || g->Ho * g->Wo == 0) return RLX_OK;
@@ -589,9 +716,21 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     return RLX_OK;
   }
   if (depthwise(g)) return depthwise_forward(&j, ctx);
+  fk_pconv pd;
+  if (pconv_pick(g, &pd)) return pconv_forward(&j, &pd, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {
     dconv_forward_geo(g, &j.d);
-    return direct_conv(&j, false, ctx, "Conv");
+    if (!j.epi || (j.bias && j.act == RLX_ACT_RELU)) return direct_conv(&j, false, ctx, "Conv");
+    /* the direct kernels fuse bias + relu only: the plain convolution into y, then the epilogue
+       over it */
+    conv_job k = j;
+    k.bias = NULL;
+    k.r = NULL;
+    k.relu_in_y = false;
+    k.epi = false;
+    rlx_status st = direct_conv(&k, false, ctx, "Conv");
+    for (size_t b = 0; st == RLX_OK && b < g->N; b++) epilogue_planes(&j, b, 0, g->Cout, g->Ho * g->Wo);
+    return st;
   }
   if (use_intra(g, ctx)) {
     j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
@@ -610,11 +749,13 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   return RLX_OK;
 }
 
-FK_KERNEL(Conv) { return conv_forward(n, in, n_in, out->data, NULL, NULL, ctx); }
+FK_KERNEL(Conv) { return conv_forward(n, in, n_in, out->data, NULL, NULL, false, RLX_ACT_RELU, ctx); }
 
 bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias) {
   fgeo g;
-  if (!conv_geo(conv, in, n_in, &g) || !fk_static_f32(bias) || fk_numel(bias) != g.Cout) return false;
+  if (!conv_geo(conv, in, n_in, &g)) return false;
+  if (!bias) return true; /* the activation only */
+  if (!fk_static_f32(bias) || fk_numel(bias) != g.Cout) return false;
   /* the bias broadcasts along the channel axis only: [C], [C, 1, 1] or [1, C, 1, 1] */
   if (bias->rank > 4) return false;
   for (uint32_t k = 0; k < bias->rank; k++) {
@@ -625,8 +766,10 @@ bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, 
 }
 
 rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
-                                  float *z, float *r, rlx_cpu_ctx *ctx) {
-  return conv_forward(conv, in, n_in, z, bias, r, ctx);
+                                  float *z, float *r, rlx_act act, rlx_cpu_ctx *ctx) {
+  if (!fk_conv_act_ok(act))
+    return rlx_errorf(RLX_ERR_INTERNAL, "Conv epilogue: activation %d is not one the epilogue fuses", (int)act);
+  return conv_forward(conv, in, n_in, z, bias, r, true, act, ctx);
 }
 
 /* ======================================================================================
@@ -758,24 +901,30 @@ static void bwd_weight_task(void *arg, size_t lo, size_t hi, int chunk) {
 }
 
 /* Direct backward-weight: part p accumulates lane sums for every group into its own buffer; the
- * padded input and wide dy buffers belong to the chunk. */
+ * chunk owns FK_DCONV_DW_IMAGES slots of padded input + wide dy, so that the kernel sums several
+ * images (in order) per pass over its accumulators. */
 static void direct_dw_task(void *arg, size_t lo, size_t hi, int chunk) {
   const conv_job *j = arg;
   const fgeo *g = &j->g;
   const fk_dconv *d = &j->d;
-  size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G;
+  size_t accf = fk_dconv_acc_floats(d), og = g->Cout / g->G, slot = j->per_chunk / FK_DCONV_DW_IMAGES;
+  size_t xpf = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float), ready = 0; /* slots padded once */
   float *xp = j->scratch + fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float) + (size_t)chunk * j->per_chunk;
-  float *dyw = xp + fk_align64(d->xp_floats * sizeof(float)) / sizeof(float);
   for (size_t part = lo; part < hi; part++) {
     float *acc = j->parts + part * j->part_floats;
     memset(acc, 0, g->G * accf * sizeof *acc);
     size_t b0, b1;
     part_images(j, part, &b0, &b1);
-    for (size_t b = b0; b < b1; b++)
-      for (size_t gr = 0; gr < g->G; gr++) {
-        fk_dconv_pad(d, j->x + (b * g->G + gr) * d->C * d->H * d->W, xp);
-        fk_dconv_wide_dy(d, j->dy + (b * g->Cout + gr * og) * d->Ho * d->Wo, dyw);
-        fk_dconv_dw(d, xp, dyw, j->off, acc + gr * accf);
+    for (size_t gr = 0; gr < g->G; gr++)
+      for (size_t b = b0; b < b1; b += FK_DCONV_DW_IMAGES) {
+        size_t n = b1 - b < FK_DCONV_DW_IMAGES ? b1 - b : FK_DCONV_DW_IMAGES;
+        for (size_t k = 0; k < n; k++) {
+          float *xk = xp + k * slot;
+          fk_dconv_pad(d, j->x + ((b + k) * g->G + gr) * d->C * d->H * d->W, xk, k < ready);
+          fk_dconv_wide_dy(d, j->dy + ((b + k) * g->Cout + gr * og) * d->Ho * d->Wo, xk + xpf, k < ready);
+        }
+        if (n > ready) ready = n;
+        fk_dconv_dw(d, xp, xp + xpf, slot, n, j->off, acc + gr * accf);
       }
   }
 }
@@ -786,8 +935,9 @@ static rlx_status direct_dw(conv_job *j, rlx_tensor *out, rlx_cpu_ctx *ctx) {
   j->n_parts = fk_parts(ctx, g->N);
   int chunks = fk_chunks(ctx, (size_t)j->n_parts, 1);
   size_t accf = fk_dconv_acc_floats(d), shared = fk_align64(d->Rp * sizeof(int32_t)) / sizeof(float);
-  j->per_chunk = fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) +
-                 fk_align64(d->Op * d->Q8 * sizeof(float)) / sizeof(float);
+  j->per_chunk = (fk_align64(d->xp_floats * sizeof(float)) / sizeof(float) +
+                  fk_align64(d->Op * d->Qv * sizeof(float)) / sizeof(float)) *
+                 FK_DCONV_DW_IMAGES;
   j->part_floats = fk_align64(g->G * accf * sizeof(float)) / sizeof(float);
   size_t total = shared + j->per_chunk * (size_t)chunks + j->part_floats * (size_t)j->n_parts;
   j->scratch = fk_scratch(ctx, total * sizeof(float));

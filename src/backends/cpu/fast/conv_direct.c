@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Direct stride-1 convolution with AVX2 + FMA register tiles (used by conv.c when the CPU has
- * them; conv.c's im2col + sgemm path is the portable fallback).
+/* Direct stride-1 convolution: the geometry and buffers, and the AVX2 + FMA register tiles (used by
+ * conv.c when the CPU has them; conv.c's im2col + sgemm path is the portable fallback). On the
+ * avx512 path fk_dconv_init picks the AVX-512 tiles of conv_direct_avx512.c instead.
  *
  * The input channel planes are copied once into a zero-padded buffer xp [C][Hp][Wp]. On the
  * "wide" output grid q = oh * Wp + ow (ow up to Wp, the last Wp - Wo columns are garbage that is
@@ -41,17 +42,23 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
   d->Wo = d->Wp - dw * (kw - 1);
   d->R = C * kh * kw;
   d->Rp = (d->R + NRT - 1) / NRT * NRT;
-  d->Op = (O + MR - 1) / MR * MR;
+  d->avx512 = fk_isa_active() >= FK_ISA_AVX512;
+  d->mr = d->avx512 ? FK_DCONV512_MR : MR;
+  d->lanes = d->avx512 ? 16 : 8;
+  d->nq = d->avx512 ? FK_DCONV512_NQ : NRQ;
+  d->Op = (O + d->mr - 1) / d->mr * d->mr;
+  d->dwt = d->avx512 && O % 16 == 0 && kw == 3 && dw == 1;
   d->Q = d->Ho * d->Wp;
-  d->Qpad = (d->Q + NRQ - 1) / NRQ * NRQ;
-  d->Q8 = (d->Q + 7) / 8 * 8;
-  /* every read stays below C*Hp*Wp + (kw-1)*dw + the tile overrun */
-  d->xp_floats = C * d->Hp * d->Wp + (kw - 1) * dw + NRQ + 8;
+  d->Qv = (d->Q + d->lanes - 1) / d->lanes * d->lanes;
+  /* AVX-512: tiles of nq positions, the last one narrower (whole vectors); AVX2: whole tiles */
+  d->Qpad = d->avx512 ? d->Qv : (d->Q + NRQ - 1) / NRQ * NRQ;
+  /* every read stays below C*Hp*Wp + (kw-1)*dw + the tile overrun (< one tile) */
+  d->xp_floats = C * d->Hp * d->Wp + (kw - 1) * dw + FK_DCONV512_NQ + 16;
 }
 
 size_t fk_dconv_wpk_floats(const fk_dconv *d) { return d->Op * d->R; }
-size_t fk_dconv_tile_count(const fk_dconv *d) { return d->Qpad / NRQ; }
-size_t fk_dconv_acc_floats(const fk_dconv *d) { return d->Op * d->Rp * 8; }
+size_t fk_dconv_tile_count(const fk_dconv *d) { return (d->Qpad + d->nq - 1) / d->nq; }
+size_t fk_dconv_acc_floats(const fk_dconv *d) { return d->dwt ? d->R * d->O : d->Op * d->Rp * d->lanes; }
 
 void fk_dconv_offsets(const fk_dconv *d, int32_t *off) {
   size_t r = 0;
@@ -74,22 +81,40 @@ void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float
           v = w[(c * d->O + o) * kk + (d->kh - 1 - ki) * d->kw + (d->kw - 1 - kj)];
         }
       }
-      wpk[(o / MR * d->R + r) * MR + o % MR] = v;
+      wpk[(o / d->mr * d->R + r) * d->mr + o % d->mr] = v;
     }
 }
 
-void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp) {
-  memset(xp, 0, d->xp_floats * sizeof *xp);
+void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp, bool again) {
+  if (d->avx512) {
+    fk_dconv512_pad(d, x, xp, again);
+    return;
+  }
+  if (!again) memset(xp, 0, d->xp_floats * sizeof *xp);
   for (size_t c = 0; c < d->C; c++)
     for (size_t i = 0; i < d->H; i++)
       memcpy(xp + (c * d->Hp + d->pt + i) * d->Wp + d->pl, x + (c * d->H + i) * d->W, d->W * sizeof *x);
 }
 
-void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw) {
-  memset(dyw, 0, d->Op * d->Q8 * sizeof *dyw);
-  for (size_t o = 0; o < d->O; o++)
-    for (size_t i = 0; i < d->Ho; i++)
-      memcpy(dyw + o * d->Q8 + i * d->Wp, dy + (o * d->Ho + i) * d->Wo, d->Wo * sizeof *dy);
+void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again) {
+  if (d->dwt) {
+    fk_dconv512_transpose_dy(d, dy, dyw);
+    return;
+  }
+  if (d->avx512) {
+    fk_dconv512_wide_dy(d, dy, dyw, again);
+    return;
+  }
+  (void)again; /* the AVX2 path rewrites every element */
+  for (size_t o = 0; o < d->O; o++) {
+    float *row = dyw + o * d->Qv;
+    for (size_t i = 0; i < d->Ho; i++) {
+      memcpy(row + i * d->Wp, dy + (o * d->Ho + i) * d->Wo, d->Wo * sizeof *dy);
+      memset(row + i * d->Wp + d->Wo, 0, (d->Wp - d->Wo) * sizeof *dyw); /* garbage columns add 0 */
+    }
+    memset(row + d->Q, 0, (d->Qv - d->Q) * sizeof *dyw);
+  }
+  memset(dyw + d->O * d->Qv, 0, (d->Op - d->O) * d->Qv * sizeof *dyw);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -164,8 +189,9 @@ void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, cons
   fk_dconv_forward_tiles(d, xp, wpk, off, yw, 0, fk_dconv_tile_count(d));
 }
 
-__attribute__((target("avx2,fma"))) void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk,
-                                                                const int32_t *off, float *yw, size_t t0, size_t t1) {
+__attribute__((target("avx2,fma"))) static void forward_tiles_avx2(const fk_dconv *d, const float *xp, const float *wpk,
+                                                                   const int32_t *off, float *yw, size_t t0,
+                                                                   size_t t1) {
   size_t R = d->R, MB = d->Op / MR;
   for (size_t q0 = t0 * NRQ; q0 < t1 * NRQ; q0 += NRQ) {
     const float *B = xp + q0;
@@ -213,11 +239,19 @@ __attribute__((target("avx2,fma"))) void fk_dconv_forward_tiles(const fk_dconv *
   }
 }
 
-__attribute__((target("avx2,fma"))) void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw,
-                                                     const int32_t *off, float *acc) {
-  size_t MB = d->Op / MR, TB = d->Rp / NRT, steps = d->Q8 / 8;
+void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                            size_t t0, size_t t1) {
+  if (d->avx512)
+    fk_dconv512_forward_tiles(d, xp, wpk, off, yw, t0, t1);
+  else
+    forward_tiles_avx2(d, xp, wpk, off, yw, t0, t1);
+}
+
+__attribute__((target("avx2,fma"))) static void dw_avx2(const fk_dconv *d, const float *xp, const float *dyw,
+                                                        const int32_t *off, float *acc) {
+  size_t MB = d->Op / MR, TB = d->Rp / NRT, steps = d->Qv / 8;
   for (size_t mb = 0; mb < MB; mb++) {
-    const float *y0 = dyw + mb * MR * d->Q8, *y1 = y0 + d->Q8, *y2 = y1 + d->Q8, *y3 = y2 + d->Q8;
+    const float *y0 = dyw + mb * MR * d->Qv, *y1 = y0 + d->Qv, *y2 = y1 + d->Qv, *y3 = y2 + d->Qv;
     for (size_t tb = 0; tb < TB; tb++) {
       const float *x0 = xp + off[tb * NRT], *x1 = xp + off[tb * NRT + 1], *x2 = xp + off[tb * NRT + 2];
       float *a = acc + (mb * TB + tb) * 12 * 8;
@@ -261,6 +295,19 @@ __attribute__((target("avx2,fma"))) void fk_dconv_dw(const fk_dconv *d, const fl
   }
 }
 
+void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                 float *acc) {
+  if (d->dwt) {
+    fk_dconv512_dwt(d, xp, dyw, stride, n, off, acc);
+    return;
+  }
+  if (d->avx512) {
+    fk_dconv512_dw(d, xp, dyw, stride, n, off, acc);
+    return;
+  }
+  for (size_t k = 0; k < n; k++) dw_avx2(d, xp + k * stride, dyw + k * stride, off, acc);
+}
+
 #else
 
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw) {
@@ -270,13 +317,25 @@ void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk
                             size_t t0, size_t t1) {
   (void)d, (void)xp, (void)wpk, (void)off, (void)yw, (void)t0, (void)t1;
 }
-void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off, float *acc) {
-  (void)d, (void)xp, (void)dyw, (void)off, (void)acc;
+void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                 float *acc) {
+  (void)d, (void)xp, (void)dyw, (void)stride, (void)n, (void)off, (void)acc;
 }
 
 #endif
 
+bool fk_dconv_fused_out(const fk_dconv *d) { return d->avx512; }
+
+void fk_dconv_forward_out(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, const float *bias,
+                          float *y, float *r, size_t t0, size_t t1) {
+  fk_dconv512_forward_out(d, xp, wpk, off, bias, y, r, t0, t1);
+}
+
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r) {
+  if (d->avx512) {
+    fk_dconv512_compact(d, yw, bias, y, r);
+    return;
+  }
   for (size_t o = 0; o < d->O; o++)
     for (size_t i = 0; i < d->Ho; i++) {
       const float *restrict src = yw + o * d->Qpad + i * d->Wp;
@@ -301,11 +360,19 @@ void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, flo
 }
 
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw) {
-  size_t TB = d->Rp / NRT;
+  if (d->dwt) { /* acc [R][O] */
+    for (size_t o = 0; o < d->O; o++)
+      for (size_t r = 0; r < d->R; r++)
+        dw[o * d->R + r] = accumulate ? dw[o * d->R + r] + acc[r * d->O + o] : acc[r * d->O + o];
+    return;
+  }
+  size_t TB = d->Rp / NRT, mr = d->mr, L = d->lanes;
   for (size_t o = 0; o < d->O; o++)
     for (size_t r = 0; r < d->R; r++) {
-      const float *lanes = acc + ((o / MR * TB + r / NRT) * 12 + (o % MR) * NRT + r % NRT) * 8;
-      float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+      const float *lanes = acc + ((o / mr * TB + r / NRT) * mr * NRT + (o % mr) * NRT + r % NRT) * L;
+      float l[8];
+      for (int k = 0; k < 8; k++) l[k] = L == 16 ? lanes[k] + lanes[k + 8] : lanes[k];
+      float s = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
       dw[o * d->R + r] = accumulate ? dw[o * d->R + r] + s : s;
     }
 }

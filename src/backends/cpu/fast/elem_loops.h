@@ -5,7 +5,8 @@
  * compiler vectorises each loop for that path. No loop here contains a multiply followed by an
  * add (and the build is ISO C, so -ffp-contract=off): every path gives the same bits.
  *
- * Needs BIN_RUN, ref_max, ref_min, el_expf, el_sigmoidf (elementwise.c) before inclusion. */
+ * Needs BIN_RUN, ref_max, ref_min, el_expf, el_sigmoidf, el_erff, el_geluf (elementwise.c) before
+ * inclusion. */
 
 /* c[i] = a[i*sa] op b[i*sb], sa and sb in {0, 1}: Add Sub Mul Div Max Min. */
 EL_ATTR static void EL_NAME(bin)(rlx_binop op, const float *restrict a, size_t sa, const float *restrict b, size_t sb,
@@ -20,7 +21,7 @@ EL_ATTR static void EL_NAME(bin)(rlx_binop op, const float *restrict a, size_t s
   }
 }
 
-/* The activations made of arithmetic only (Exp, Sigmoid, Silu and GeluApprox through el_expf);
+/* The activations made of arithmetic only (Exp, Sigmoid, Silu, GeluApprox, Erf and Gelu through el_expf);
  * false for the others. HardSwish and HardSigmoid are
  * computed in double like the reference (x * clamp(x + 3, 0, 6) / 6, clamp(x / 6 + 1/2, 0, 1);
  * NaN passes the clamps), then rounded once. */
@@ -65,6 +66,12 @@ EL_ATTR static bool EL_NAME(act)(rlx_act k, const float *restrict x, float *rest
     return true;
   case RLX_ACT_SILU:
     for (size_t i = 0; i < n; i++) y[i] = x[i] * el_sigmoidf(x[i]);
+    return true;
+  case RLX_ACT_ERF:
+    for (size_t i = 0; i < n; i++) y[i] = el_erff(x[i]);
+    return true;
+  case RLX_ACT_GELU:
+    for (size_t i = 0; i < n; i++) y[i] = el_geluf(x[i]);
     return true;
   case RLX_ACT_GELU_APPROX: /* 0.5 x (1 + tanh z) = x * sigmoid(2z), z = sqrt(2/pi) (x + 0.044715 x^3) */
     for (size_t i = 0; i < n; i++) {

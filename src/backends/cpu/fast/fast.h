@@ -89,16 +89,26 @@ bool fk_same_dims(const rlx_shape *a, const rlx_shape *b);
 void fk_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, const float *A, size_t lda, const float *B, size_t ldb,
               bool accumulate, float *C, size_t ldc);
 
-/* ---- direct stride-1 convolution with AVX2 + FMA (conv_direct.c) ---- */
+/* ---- direct stride-1 convolution with AVX2 + FMA or AVX-512 (conv_direct.c, conv_direct_avx512.c) ---- */
 
 /* Geometry of one group of one image: C input planes [H][W] padded to [Hp][Wp], O outputs
  * [Ho][Wo] (stride 1), R = C*kh*kw taps; buffer extents for the routines below. */
 typedef struct fk_dconv {
   size_t C, O, H, W, kh, kw, dh, dw, pt, pl;
   size_t Hp, Wp, Ho, Wo, R, Rp, Op;
-  size_t Q, Qpad, Q8; /* wide grid Ho*Wp; rounded up to the forward tile / to 8 */
+  size_t Q, Qpad, Qv; /* wide grid Ho*Wp; the forward buffer's row length; rounded up to a vector */
   size_t xp_floats;   /* padded input buffer (with read slack) */
+  /* the kernel set, chosen by fk_dconv_init from the active path: AVX-512 (16 lanes, tiles of
+     FK_DCONV512_MR channels x FK_DCONV512_NQ positions) or AVX2 (8 lanes, 4 x 24) */
+  bool avx512;
+  size_t mr, lanes, nq; /* channels per tile (Op is a multiple), lanes per vector, positions per tile */
+  /* backward-weight with the output channels in the lanes (AVX-512, O a multiple of 16, 3-wide
+     kernel rows, no column dilation): fk_dconv_wide_dy transposes dy to [Ho*Wo][O] and the
+     accumulators are dw itself, [R][O] (conv_direct_avx512.c) */
+  bool dwt;
 } fk_dconv;
+#define FK_DCONV512_MR 8
+#define FK_DCONV512_NQ 48
 void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t kh, size_t kw, size_t dh, size_t dw,
                    size_t pt, size_t pl, size_t pb, size_t pr);
 /* The instruction-set path of the fast kernels: the best the CPU runs, or the one the environment
@@ -113,16 +123,19 @@ const char *fk_isa_name(fk_isa isa);
 /* Reads RLX_CPU_ISA (at every CPU compile): an unknown name or a path this CPU cannot run is an
  * error naming the variable; otherwise the path is used process-wide from now on. */
 rlx_status fk_isa_configure(void);
-bool fk_dconv_available(void);   /* AVX2 + FMA kernels: the CPU runs them, the path allows them, not disabled */
+bool fk_dconv_available(
+    void); /* AVX2 + FMA (or AVX-512) kernels: the CPU runs them, the path allows them, not disabled */
 void fk_dconv_disable(bool off); /* tests: force the im2col + sgemm path */
 size_t fk_dconv_wpk_floats(const fk_dconv *d);
 size_t fk_dconv_acc_floats(const fk_dconv *d);
 /* off[Rp]: xp offset of every tap. */
 void fk_dconv_offsets(const fk_dconv *d, int32_t *off);
 /* Packs w [O][C][kh][kw] (flipped: w [C][O][kh][kw] read with reversed taps, the backward-input
- * convolution) into 4-channel blocks [Op/4][R][4]. */
+ * convolution) into blocks of d->mr channels [Op/mr][R][mr]. */
 void fk_dconv_pack_weight(const fk_dconv *d, const float *w, bool flipped, float *wpk);
-void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp); /* x [C][H][W] */
+/* x [C][H][W]; again: xp already holds an image padded with this geometry (only the interior is
+ * rewritten, the zero border stays) */
+void fk_dconv_pad(const fk_dconv *d, const float *x, float *xp, bool again);
 void fk_dconv_forward(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
                       float *yw); /* yw [Op][Qpad] */
 /* The same for the wide-grid tiles [t0, t1) of fk_dconv_tile_count(d) (each tile's results do not
@@ -133,10 +146,90 @@ void fk_dconv_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk
 /* y [O][Ho][Wo] from the wide buffer; with bias: y = conv + bias[o] and, when r is not NULL,
  * r = relu(y) (the fused epilogue); y may then be NULL (r only). */
 void fk_dconv_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
-void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw); /* dyw [Op][Q8] */
-void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, const int32_t *off,
-                 float *acc); /* acc [acc_floats] += lane partial sums */
+/* dyw [Op][Qv]; again as for fk_dconv_pad */
+void fk_dconv_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again);
+/* The forward tiles [t0, t1) written straight to y / r [O][Ho][Wo] with fk_dconv_compact's
+ * epilogue (same values), without the wide buffer: only where fk_dconv_fused_out(d). */
+bool fk_dconv_fused_out(const fk_dconv *d);
+void fk_dconv_forward_out(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, const float *bias,
+                          float *y, float *r, size_t t0, size_t t1);
+/* acc [acc_floats] += lane partial sums of n images, image k at xp + k*stride and dyw + k*stride
+ * (summed in image order per lane, so any n gives the same bits) */
+void fk_dconv_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                 float *acc);
+#define FK_DCONV_DW_IMAGES 4 /* images per fk_dconv_dw call of conv.c */
 void fk_dconv_dw_finish(const fk_dconv *d, const float *acc, bool accumulate, float *dw); /* [O][R] */
+/* The AVX-512 kernels behind fk_dconv_forward_tiles and fk_dconv_dw (conv_direct_avx512.c; called
+ * only when d->avx512). */
+void fk_dconv512_forward_tiles(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off, float *yw,
+                               size_t t0, size_t t1);
+void fk_dconv512_dw(const fk_dconv *d, const float *xp, const float *dyw, size_t stride, size_t n, const int32_t *off,
+                    float *acc);
+void fk_dconv512_dwt(const fk_dconv *d, const float *xp, const float *dyt, size_t stride, size_t n, const int32_t *off,
+                     float *acc);
+void fk_dconv512_transpose_dy(const fk_dconv *d, const float *dy, float *dyt);
+/* fk_dconv_pad, fk_dconv_wide_dy, fk_dconv_compact with 16-lane row copies (same results) */
+void fk_dconv512_pad(const fk_dconv *d, const float *x, float *xp, bool again);
+void fk_dconv512_wide_dy(const fk_dconv *d, const float *dy, float *dyw, bool again);
+void fk_dconv512_forward_out(const fk_dconv *d, const float *xp, const float *wpk, const int32_t *off,
+                             const float *bias, float *y, float *r, size_t t0, size_t t1);
+void fk_dconv512_compact(const fk_dconv *d, const float *yw, const float *bias, float *y, float *r);
+
+/* ---- depthwise convolution forward and the convolution epilogue (conv_dw.c) ---- */
+
+/* One depthwise plane: x [H][W] -> y [Ho][Wo], kernel kh x kw, stride, dilation, begin padding
+ * pt / pl >= 0 (the end padding is whatever the window reaches). The padded plane is stored as
+ * sh*sw phase planes [Hq][Wq] so that every tap is a unit-stride shift of the wide grid
+ * Ho x Wq. fk_dw_init is false for geometries it does not take (negative padding, more than 64
+ * taps). */
+#define FK_DW_MAX_TAPS 64
+typedef struct fk_dw {
+  size_t H, W, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl;
+  size_t Hq, Wq, plane_q;           /* phase planes */
+  size_t Q, Qpad;                   /* wide grid Ho*Wq, rounded up to whole 16-float vectors */
+  size_t buf_floats;                /* the phase planes with read slack */
+  int32_t off[FK_DW_MAX_TAPS];      /* buffer offset of every tap */
+  size_t col0[8], colj[8], coln[8]; /* per column phase: first input column, its place, count */
+} fk_dw;
+bool fk_dw_init(fk_dw *d, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw, size_t sh, size_t sw,
+                size_t dh, size_t dw, int64_t pt, int64_t pl);
+size_t fk_dw_scratch_floats(const fk_dw *d);        /* per worker */
+void fk_dw_prepare(const fk_dw *d, float *scratch); /* once per worker buffer, before its planes */
+/* The interior of x's phase planes into buf (its zero border is left as it is). */
+void fk_dw_fill(const fk_dw *d, const float *x, float *buf);
+/* z = conv(x, w) (+ *bias) unless z is NULL; r = act(z) when r is not NULL and has_act. */
+void fk_dw_plane(const fk_dw *d, const float *x, const float *w, const float *bias, rlx_act act, bool has_act, float *z,
+                 float *r, float *scratch);
+void fk_dw_disable(bool off); /* tests: force conv.c's plain depthwise loops */
+/* y = act(x) for an activation fk_conv_act_ok accepts, with the Activation kernel's values bit
+ * for bit; x may be y (in place) but must not overlap it otherwise. */
+void fk_conv_act(rlx_act act, const float *x, float *y, size_t n);
+/* The activations the convolution epilogue fuses. */
+bool fk_conv_act_ok(rlx_act act);
+
+/* ---- direct convolution of any stride on phase planes, AVX-512F (conv_phase.c) ---- */
+
+/* One image and group: C input planes (each as conv_dw.c's phase planes, cs floats apart in buf)
+ * -> O output planes. */
+typedef struct fk_pconv {
+  fk_dw p;                /* one plane's phase geometry and tap offsets */
+  size_t C, O, Op, R, cs; /* R = C*kh*kw taps; Op = O rounded up to the tile */
+  size_t Qt;              /* the wide grid rounded up to whole tiles */
+  size_t buf_floats;      /* phase planes of every channel, with read slack */
+} fk_pconv;
+bool fk_pconv_init(fk_pconv *d, size_t C, size_t O, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw,
+                   size_t sh, size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl);
+bool fk_pconv_available(void);   /* the AVX-512 path is active */
+void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
+size_t fk_pconv_tiles_count(const fk_pconv *d);
+void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
+void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf); /* x [C][H][W]; buf zeroed once */
+/* Tiles [t0, t1) of every output channel, straight to y [O][Ho][Wo] (+ bias[o] when not NULL);
+ * w [O][C][kh][kw] as stored (no packing). */
+void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
+                    float *y, size_t t0, size_t t1);
+/* r = act(sum) over output channels [o0, o1) (sum may be r: in place); both point at channel 0. */
+void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r);
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 
@@ -191,16 +284,39 @@ bool rlx_fast_matmul_ex_applies(const rlx_node *n, const rlx_shape *a, bool ta, 
 rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, const rlx_tensor *b, bool tb,
                               rlx_tensor *out, rlx_cpu_ctx *ctx);
 
-/* Conv + Binary Add of a per-channel bias (+ Relu) in one pass (the executor's fusion): z = conv(x, w)
- * + bias and, when r is not NULL, r = relu(z); z may be NULL when r is not (the sum is then not
- * kept); in = the Conv's operands; bias has one element per output channel and broadcasts along
- * the channel axis only. Bit-identical to the three kernels. */
+/* MatMul by a constant B of rank 2, packed once (gemm_packed.c; the AVX-512 path only): applies
+ * checks the MatMul's stored operand shapes; pack_b returns the packed copy of B (64-byte
+ * aligned; NULL when out of memory), freed with pack_free; the kernel computes out = a . B from
+ * it. Results do not depend on the thread count. */
+bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b);
+float *rlx_fast_matmul_pack_b(const rlx_shape *b, const float *B);
+void rlx_fast_matmul_pack_free(float *bp);
+rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
+                                  rlx_cpu_ctx *ctx);
+
+/* The packed tiles for other kernels (one thread; the AVX-512 path only, callers check
+ * fk_isa_active): fk_gemm_pack_b packs B [K, N] (row stride ldb; trans: B stored [N, K]) into
+ * fk_gemm_packed_b_floats(K, N) floats (64-byte aligned); fk_gemm_packed computes C [M, N] (row
+ * stride ldc) = A [M, K] (row stride lda, read in place) . B. One fused multiply-add chain over k
+ * per element. */
+size_t fk_gemm_packed_b_floats(size_t K, size_t N);
+void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp);
+void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc);
+
+/* Conv + Binary Add of a per-channel bias (+ an activation) in one pass (the executor's fusion):
+ * z = conv(x, w) + bias and, when r is not NULL, r = act(z) (act: one fk_conv_act_ok accepts:
+ * Relu, HardSwish, HardSigmoid); z may be NULL when r is not (the sum is then not kept); in = the
+ * Conv's operands; bias has one element per output channel and broadcasts along the channel axis
+ * only; bias NULL (and a NULL bias shape to _applies): the activation only, r = act(conv). Bit-
+ * identical to the separate kernels. */
 bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const rlx_shape *bias);
 rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
-                                  float *z, float *r, rlx_cpu_ctx *ctx);
+                                  float *z, float *r, rlx_act act, rlx_cpu_ctx *ctx);
 
 /* Fused thunks the CPU executor has created so far in this process (backend.c; for tests). */
 uint64_t rlx_cpu_fusion_count(void);
+/* MatMuls the CPU executor has given a packed constant B so far in this process (for tests). */
+uint64_t rlx_cpu_pack_count(void);
 
 /* ReluBackward(z, MaxPool2dBackward(x, dy)) in one pass, for 2x2 stride-2 unpadded windows: dx is
  * the max-pool gradient where z > 0 and 0 elsewhere (bit-identical to the two kernels). z NULL

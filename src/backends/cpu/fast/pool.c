@@ -175,6 +175,131 @@ static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, con
   }
 }
 
+/* ---- the same rows with AVX-512 (16 windows per step, masked at the end of a row), and the
+ * bias gradient's plane sums four planes at a time; same values: selections, copies and
+ * fk_sum_run's additions in fk_sum_run's order (per plane, lane l of 8 doubles sums the elements
+ * i = l mod 8 in order), only the planes' chains interleaved ---- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_POOL512 1
+#define TGT512 __attribute__((target("avx512f")))
+
+TGT512 static inline __mmask16 lanes16(size_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
+
+/* Windows [ow, ow + n) (n <= 16) of rows r0, r1: the window cells a (r0, 2ow), b (r0, 2ow+1),
+ * c (r1, 2ow), e (r1, 2ow+1), and the raw rows p, q (r0) and u, w (r1). */
+typedef struct win16 {
+  __m512 a, b, c, e, p, q, u, w;
+} win16;
+
+TGT512 static inline void load_win16(const float *r0, const float *r1, size_t n, win16 *t) {
+  __mmask16 m0 = lanes16(2 * n), m1 = lanes16(2 * n > 16 ? 2 * n - 16 : 0);
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  t->p = _mm512_maskz_loadu_ps(m0, r0);
+  t->q = _mm512_maskz_loadu_ps(m1, r0 + 16);
+  t->u = _mm512_maskz_loadu_ps(m0, r1);
+  t->w = _mm512_maskz_loadu_ps(m1, r1 + 16);
+  t->a = _mm512_permutex2var_ps(t->p, even, t->q);
+  t->b = _mm512_permutex2var_ps(t->p, odd, t->q);
+  t->c = _mm512_permutex2var_ps(t->u, even, t->w);
+  t->e = _mm512_permutex2var_ps(t->u, odd, t->w);
+}
+
+/* run_max: v wins when larger or NaN */
+TGT512 static inline __m512 run_max16(__m512 acc, __m512 v) {
+  __mmask16 m = _mm512_cmp_ps_mask(v, acc, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  return _mm512_mask_mov_ps(acc, m, v);
+}
+
+/* beats(v, best) */
+TGT512 static inline __mmask16 beats16(__m512 v, __m512 best) {
+  return _mm512_cmp_ps_mask(best, best, _CMP_ORD_Q) &
+         (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ));
+}
+
+TGT512 static void max2x2_row512(const float *r0, const float *r1, float *y, size_t Wo) {
+  for (size_t ow = 0; ow < Wo; ow += 16) {
+    size_t n = Wo - ow < 16 ? Wo - ow : 16;
+    win16 t;
+    load_win16(r0 + 2 * ow, r1 + 2 * ow, n, &t);
+    _mm512_mask_storeu_ps(y + ow, lanes16(n), run_max16(run_max16(run_max16(t.a, t.b), t.c), t.e));
+  }
+}
+
+TGT512 static void max2x2_bwd_row512(const float *x0, const float *x1, const float *d, const float *z0, const float *z1,
+                                     bool mask_x, float *o0, float *o1, size_t Wo) {
+  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const __m512 zero = _mm512_setzero_ps();
+  for (size_t ow = 0; ow < Wo; ow += 16) {
+    size_t n = Wo - ow < 16 ? Wo - ow : 16;
+    __mmask16 m0 = lanes16(2 * n), m1 = lanes16(2 * n > 16 ? 2 * n - 16 : 0);
+    win16 t;
+    load_win16(x0 + 2 * ow, x1 + 2 * ow, n, &t); /* the whole step is read before it is written */
+    /* one-hot masks of the winner: s0 (a), s1 (b), s2 (c), s3 (e) */
+    __m512 best = t.a;
+    __mmask16 s1 = beats16(t.b, best);
+    best = _mm512_mask_mov_ps(best, s1, t.b);
+    __mmask16 s2 = beats16(t.c, best);
+    best = _mm512_mask_mov_ps(best, s2, t.c);
+    __mmask16 s3 = beats16(t.e, best);
+    s2 &= (__mmask16)~s3;
+    s1 &= (__mmask16) ~(s2 | s3);
+    __mmask16 s0 = (__mmask16) ~(s1 | s2 | s3);
+    __m512 g = _mm512_maskz_loadu_ps(lanes16(n), d + ow);
+    __m512 ga = _mm512_maskz_mov_ps(s0, g), gb = _mm512_maskz_mov_ps(s1, g), gc = _mm512_maskz_mov_ps(s2, g),
+           ge = _mm512_maskz_mov_ps(s3, g);
+    __m512 r0 = _mm512_permutex2var_ps(ga, lo, gb), r1 = _mm512_permutex2var_ps(ga, hi, gb);
+    __m512 r2 = _mm512_permutex2var_ps(gc, lo, ge), r3 = _mm512_permutex2var_ps(gc, hi, ge);
+    if (mask_x) { /* x = relu(z): the loaded cells themselves */
+      r0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t.p, zero, _CMP_GT_OQ), r0);
+      r1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t.q, zero, _CMP_GT_OQ), r1);
+      r2 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t.u, zero, _CMP_GT_OQ), r2);
+      r3 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t.w, zero, _CMP_GT_OQ), r3);
+    } else if (z0) {
+      r0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m0, z0 + 2 * ow), zero, _CMP_GT_OQ), r0);
+      r1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m1, z0 + 2 * ow + 16), zero, _CMP_GT_OQ), r1);
+      r2 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m0, z1 + 2 * ow), zero, _CMP_GT_OQ), r2);
+      r3 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_maskz_loadu_ps(m1, z1 + 2 * ow + 16), zero, _CMP_GT_OQ), r3);
+    }
+    _mm512_mask_storeu_ps(o0 + 2 * ow, m0, r0);
+    _mm512_mask_storeu_ps(o0 + 2 * ow + 16, m1, r1);
+    _mm512_mask_storeu_ps(o1 + 2 * ow, m0, r2);
+    _mm512_mask_storeu_ps(o1 + 2 * ow + 16, m1, r3);
+  }
+}
+
+/* out[k] = fk_sum_run(x + k * stride, len) for k < np (np <= 4). */
+TGT512 static void sum_planes512(const float *x, size_t stride, size_t len, int np, double *out) {
+  __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8)
+    for (int k = 0; k < 4; k++)
+      if (k < np) acc[k] = _mm512_add_pd(acc[k], _mm512_cvtps_pd(_mm256_loadu_ps(x + k * stride + i)));
+  for (int k = 0; k < np; k++) {
+    double a[8];
+    _mm512_storeu_pd(a, acc[k]);
+    double s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+    for (size_t t = i; t < len; t++) s += (double)x[k * stride + t];
+    out[k] = s;
+  }
+}
+#endif
+
+/* Rows of fewer windows keep the SSE2 loops (one 16-window step would be mostly masked lanes and
+ * permutes: the CNN's 7-window rows ran slower with it). */
+#define POOL512_MIN_WO 12
+
+static bool pool512(void) {
+#if HAVE_POOL512
+  return fk_isa_active() >= FK_ISA_AVX512;
+#else
+  return false;
+#endif
+}
+
 /* ======================================================================================
  * Pool
  * ====================================================================================== */
@@ -203,12 +328,21 @@ static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pool_job *j = arg;
   const pgeo *g = &j->g;
   float inv = 1.0f / (float)(g->kh * g->kw);
+  bool wide = pool512() && g->Wo >= POOL512_MIN_WO;
   for (size_t p = lo; p < hi; p++) {
     const float *x = j->x + p * g->H * g->W;
     float *restrict y = j->y + p * g->Ho * g->Wo;
     if (is_2x2s2(g) && j->is_max) {
-      for (size_t oh = 0; oh < g->Ho; oh++)
-        max2x2_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, y + oh * g->Wo, g->Wo);
+      for (size_t oh = 0; oh < g->Ho; oh++) {
+        const float *r0 = x + 2 * oh * g->W, *r1 = r0 + g->W;
+#if HAVE_POOL512
+        if (wide) {
+          max2x2_row512(r0, r1, y + oh * g->Wo, g->Wo);
+          continue;
+        }
+#endif
+        max2x2_row(r0, r1, y + oh * g->Wo, g->Wo);
+      }
       continue;
     }
     for (size_t oh = 0; oh < g->Ho; oh++) {
@@ -263,6 +397,8 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const pool_job *j = arg;
   const pgeo *g = &j->g;
+  bool wide = pool512(), rows512 = wide && g->Wo >= POOL512_MIN_WO;
+  size_t summed = lo; /* AVX-512: planes lo .. summed-1 have their sums (taken four at a time) */
   for (size_t p = lo; p < hi; p++) {
     const float *x = j->x + p * g->H * g->W, *dy = j->dy + p * g->Ho * g->Wo;
     float *dx = j->y + p * g->H * g->W;
@@ -273,11 +409,28 @@ static void maxpool_bwd_task(void *arg, size_t lo, size_t hi, int chunk) {
       for (size_t oh = 0; oh < g->Ho; oh++) {
         float *o0 = dx + 2 * oh * g->W, *o1 = o0 + g->W;
         const float *z0 = z ? z + 2 * oh * g->W : NULL, *z1 = z ? z0 + g->W : NULL;
-        max2x2_bwd_row(x + 2 * oh * g->W, x + (2 * oh + 1) * g->W, dy + oh * g->Wo, z0, z1, j->mask_x, o0, o1, g->Wo);
+        const float *x0 = x + 2 * oh * g->W, *x1 = x0 + g->W, *d = dy + oh * g->Wo;
+#if HAVE_POOL512
+        if (rows512)
+          max2x2_bwd_row512(x0, x1, d, z0, z1, j->mask_x, o0, o1, g->Wo);
+        else
+#endif
+          max2x2_bwd_row(x0, x1, d, z0, z1, j->mask_x, o0, o1, g->Wo);
         if (g->W > 2 * g->Wo) o0[g->W - 1] = o1[g->W - 1] = 0.0f;
       }
       if (g->H > 2 * g->Ho) memset(dx + (g->H - 1) * g->W, 0, g->W * sizeof *dx);
-      if (j->plane_sums) j->plane_sums[p] = fk_sum_run(dx, g->H * g->W);
+      if (!j->plane_sums) continue;
+#if HAVE_POOL512
+      if (wide) {
+        if (p + 1 - summed == 4 || p + 1 == hi) {
+          sum_planes512(j->y + summed * g->H * g->W, g->H * g->W, g->H * g->W, (int)(p + 1 - summed),
+                        j->plane_sums + summed);
+          summed = p + 1;
+        }
+        continue;
+      }
+#endif
+      j->plane_sums[p] = fk_sum_run(dx, g->H * g->W);
       continue;
     }
     memset(dx, 0, g->H * g->W * sizeof *dx);

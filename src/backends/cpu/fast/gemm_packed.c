@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Fast kernel: f32 MatMul by a constant right operand, B packed once at compile time.
+ *
+ * A MatMul whose B is a Constant node of rank 2 (a layer's weights) spends a large share of an
+ * sgemm call repacking B on every run (OpenBLAS packs both operands per call; on the MiniLM-sized
+ * encoder at batch 1 the packing was a third of the GEMM time). Here the executor packs B once
+ * into column panels of GP_NR = 32 columns, [panel][k][32] with the last panel zero-padded, and
+ * every run multiplies A (its batch axes folded into M; packed per block of up to 192 rows into
+ * tiles [K][12], reused across all panels) by the packed panels, GP_KC k steps at a time, with an
+ * AVX-512 register tile of GP_MR = 12 rows by 32 columns (24 accumulators).
+ *
+ * Every element of C is one sequential chain of fused multiply-adds over k = 0..K-1 from zero
+ * (between k passes the partial sum waits in C, exactly), whatever the split: results do not depend on the thread count (deterministic mode included).
+ * The rounding differs from OpenBLAS's (it accumulates K in blocks and may reduce in lanes),
+ * within f32 GEMM rounding. Only on the AVX-512 path (fk_isa_active); otherwise the MatMul keeps
+ * its sgemm kernel. Rows of a tile beyond M read the last valid row again and are not stored;
+ * columns beyond N are computed on the zero padding and not stored (masked stores). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/fast/fast.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define GP_X86 1
+#endif
+
+#ifndef GP_NV
+#define GP_NV 2 /* vectors of 16 columns per tile */
+#endif
+#ifndef GP_MR
+#define GP_MR 12
+#endif
+#define GP_NR (16 * GP_NV)
+#define GP_TILES_PER_BLOCK 16 /* row block: up to 16 tiles (192 rows) of A reused across the panels */
+
+bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b) {
+#if GP_X86
+  if (fk_isa_active() != FK_ISA_AVX512) return false;
+  if (!rlx_fast_matmul_ex_applies(n, a, false, b, false)) return false;
+  if (b->rank != 2 || a->rank < 2) return false;
+  /* the output's batch axes are A's: A's rows of every batch are consecutive, one [M', K] matrix */
+  if (n->shape.rank != a->rank) return false;
+  for (uint32_t i = 0; i + 2 < a->rank; i++)
+    if (n->shape.dims[i] != a->dims[i]) return false;
+  size_t K = (size_t)b->dims[0], N = (size_t)b->dims[1];
+  return K >= 1 && N >= 1 && K <= ((size_t)1 << 24) && N <= ((size_t)1 << 24);
+#else
+  (void)n;
+  (void)a;
+  (void)b;
+  return false;
+#endif
+}
+
+float *rlx_fast_matmul_pack_b(const rlx_shape *b, const float *B) {
+  size_t K = (size_t)b->dims[0], N = (size_t)b->dims[1], panels = (N + GP_NR - 1) / GP_NR;
+  float *bp = aligned_alloc(64, fk_align64(panels * K * GP_NR * sizeof(float)));
+  if (!bp) return NULL;
+  for (size_t p = 0; p < panels; p++) {
+    size_t c0 = p * GP_NR, w = N - c0 < GP_NR ? N - c0 : GP_NR;
+    float *dst = bp + p * K * GP_NR;
+    for (size_t k = 0; k < K; k++) {
+      memcpy(dst + k * GP_NR, B + k * N + c0, w * sizeof(float));
+      for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+    }
+  }
+  return bp;
+}
+
+void rlx_fast_matmul_pack_free(float *bp) { free(bp); }
+
+#if GP_X86
+/* C[rows, cols of one panel] (+)= Ap . panel over kc steps: ap = one packed A tile [kc][GP_MR],
+ * bp = the panel's rows [kc][GP_NR]; rows <= GP_MR, cols <= GP_NR; acc: continue from C. */
+__attribute__((target("avx512f"))) static void gp_tile(size_t kc, const float *ap, const float *bp, float *C,
+                                                       size_t ldc, size_t rows, size_t cols, bool acc,
+                                                       const float *pf) {
+  __mmask16 m[GP_NV];
+  for (size_t v = 0; v < GP_NV; v++)
+    m[v] = cols >= 16 * (v + 1) ? (__mmask16)0xFFFF : cols > 16 * v ? (__mmask16)((1u << (cols - 16 * v)) - 1) : 0;
+  __m512 c[GP_MR][GP_NV];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++)
+      c[r][v] = ld ? _mm512_maskz_loadu_ps(m[v], C + r * ldc + 16 * v) : _mm512_setzero_ps();
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m512 b[GP_NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) b[v] = _mm512_load_ps(bp + k * GP_NR + 16 * v);
+    if (pf) {
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < GP_MR; r++) {
+      __m512 a = _mm512_set1_ps(ap[k * GP_MR + r]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
+  }
+}
+/* The same with A read in place (row-major, row stride lda; rows past `rows` read the last one
+ * again): for short K, where packing A would cost more than the strided broadcasts. */
+__attribute__((target("avx512f"))) static void gp_tile_rows(size_t kc, const float *A, size_t lda, const float *bp,
+                                                            float *C, size_t ldc, size_t rows, size_t cols, bool acc,
+                                                            const float *pf) {
+  const float *ar[GP_MR];
+  for (size_t r = 0; r < GP_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
+  __mmask16 m[GP_NV];
+  for (size_t v = 0; v < GP_NV; v++)
+    m[v] = cols >= 16 * (v + 1) ? (__mmask16)0xFFFF : cols > 16 * v ? (__mmask16)((1u << (cols - 16 * v)) - 1) : 0;
+  __m512 c[GP_MR][GP_NV];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++)
+      c[r][v] = ld ? _mm512_maskz_loadu_ps(m[v], C + r * ldc + 16 * v) : _mm512_setzero_ps();
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m512 b[GP_NV];
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) b[v] = _mm512_load_ps(bp + k * GP_NR + 16 * v);
+    if (pf) {
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
+    }
+#pragma GCC unroll 16
+    for (size_t r = 0; r < GP_MR; r++) {
+      __m512 a = _mm512_set1_ps(ar[r][k]);
+#pragma GCC unroll 4
+      for (size_t v = 0; v < GP_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (size_t r = 0; r < GP_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 4
+    for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
+  }
+}
+#endif
+
+/* Rows r0..r1 of A [M, K] (row stride lda) into tiles [tile][K][GP_MR]; rows past r1 repeat
+ * row r1 - 1. */
+static void gp_pack_a(const float *A, size_t lda, size_t K, size_t r0, size_t r1, float *ap) {
+  for (size_t t = 0; r0 + t * GP_MR < r1; t++) {
+    float *dst = ap + t * K * GP_MR;
+    const float *rows[GP_MR];
+    for (size_t r = 0; r < GP_MR; r++) {
+      size_t i = r0 + t * GP_MR + r;
+      rows[r] = A + (i < r1 ? i : r1 - 1) * lda;
+    }
+    for (size_t k = 0; k < K; k++)
+      for (size_t r = 0; r < GP_MR; r++) dst[k * GP_MR + r] = rows[r][k];
+  }
+}
+
+typedef struct gp_job {
+  const float *a, *bp;
+  float *c, *scratch;
+  size_t M, N, K, panels, blocks, block_rows, scratch_per_chunk;
+} gp_job;
+
+#define GP_KC 256 /* k steps per pass: a panel's 256 x 32 floats (32 KiB) stay in L1 across the tiles */
+
+/* Work item w = (row block w / panels, panel w % panels); the row block's A is packed into the
+ * chunk's scratch when the block changes. */
+static void gp_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const gp_job *j = arg;
+#if GP_X86
+  float *ap = j->scratch + (size_t)chunk * j->scratch_per_chunk;
+  size_t packed = SIZE_MAX;
+  for (size_t w = lo; w < hi; w++) {
+    size_t rb = w / j->panels, p = w % j->panels;
+    size_t r0 = rb * j->block_rows, r1 = r0 + j->block_rows < j->M ? r0 + j->block_rows : j->M;
+    if (rb != packed) gp_pack_a(j->a, j->K, j->K, r0, r1, ap), packed = rb;
+    size_t c0 = p * GP_NR, cols = j->N - c0 < GP_NR ? j->N - c0 : GP_NR;
+    const float *panel = j->bp + p * j->K * GP_NR;
+    for (size_t k0 = 0; k0 < j->K; k0 += GP_KC) {
+      size_t kc = j->K - k0 < GP_KC ? j->K - k0 : GP_KC;
+      /* the B block used next: this panel's next k block, else the next panel's first (its
+         first kc rows; the panels are consecutive in memory either way) */
+      const float *next = panel + (k0 + kc) * GP_NR, *end = j->bp + j->panels * j->K * GP_NR;
+      if (next + kc * GP_NR > end) next = NULL;
+      for (size_t r = r0, t = 0; r < r1; r += GP_MR, t++)
+        gp_tile(kc, ap + t * j->K * GP_MR + k0 * GP_MR, panel + k0 * GP_NR, j->c + r * j->N + c0, j->N,
+                r1 - r < GP_MR ? r1 - r : GP_MR, cols, k0 > 0, t == 0 ? next : NULL);
+    }
+  }
+#else
+  (void)j;
+  (void)lo;
+  (void)hi;
+  (void)chunk;
+#endif
+}
+
+rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
+                                  rlx_cpu_ctx *ctx) {
+  (void)n;
+  gp_job j = {.a = a->data, .bp = bp, .c = out->data};
+  j.K = (size_t)a->shape.dims[a->shape.rank - 1];
+  j.N = (size_t)out->shape.dims[out->shape.rank - 1];
+  j.M = fk_numel(&a->shape) / j.K;
+  if (j.M == 0) return RLX_OK;
+  j.panels = (j.N + GP_NR - 1) / GP_NR;
+  /* row blocks of at most GP_TILES_PER_BLOCK tiles, of about equal size (whole tiles) */
+  size_t tiles = (j.M + GP_MR - 1) / GP_MR;
+  j.blocks = (tiles + GP_TILES_PER_BLOCK - 1) / GP_TILES_PER_BLOCK;
+  j.block_rows = (tiles + j.blocks - 1) / j.blocks * GP_MR;
+  j.blocks = (j.M + j.block_rows - 1) / j.block_rows;
+  double flops_per_item = 2.0 * (double)j.block_rows * (double)j.K * GP_NR;
+  size_t grain = flops_per_item > 2e5 ? 1 : (size_t)(2e5 / flops_per_item) + 1;
+  size_t items = j.blocks * j.panels;
+  int chunks = fk_chunks(ctx, items, grain);
+  j.scratch_per_chunk = fk_align64(j.block_rows * j.K * sizeof(float)) / sizeof(float);
+  j.scratch = fk_scratch(ctx, (size_t)chunks * j.scratch_per_chunk * sizeof(float));
+  if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "MatMul: out of memory for packed rows of A");
+  fk_parallel_for(ctx, items, grain, gp_task, &j);
+  fk_scratch_release(ctx, j.scratch);
+  return RLX_OK;
+}
+
+/* ---- the same tiles for other kernels (attention.c): one thread, any operands ---- */
+
+size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GP_NR - 1) / GP_NR * GP_NR * K; }
+
+void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp) {
+  size_t panels = (N + GP_NR - 1) / GP_NR;
+  for (size_t p = 0; p < panels; p++) {
+    size_t c0 = p * GP_NR, w = N - c0 < GP_NR ? N - c0 : GP_NR;
+    float *dst = bp + p * K * GP_NR;
+    for (size_t k = 0; k < K; k++) {
+      for (size_t c = 0; c < w; c++) dst[k * GP_NR + c] = trans ? B[(c0 + c) * ldb + k] : B[k * ldb + c0 + c];
+      for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+    }
+  }
+}
+
+void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc) {
+#if GP_X86
+  size_t panels = (N + GP_NR - 1) / GP_NR;
+  for (size_t p = 0; p < panels; p++) {
+    size_t c0 = p * GP_NR, cols = N - c0 < GP_NR ? N - c0 : GP_NR;
+    const float *panel = bp + p * K * GP_NR;
+    for (size_t k0 = 0; k0 < K; k0 += GP_KC) {
+      size_t kc = K - k0 < GP_KC ? K - k0 : GP_KC;
+      for (size_t r = 0; r < M; r += GP_MR)
+        gp_tile_rows(kc, A + r * lda + k0, lda, panel + k0 * GP_NR, C + r * ldc + c0, ldc,
+                     M - r < GP_MR ? M - r : GP_MR, cols, k0 > 0, NULL);
+    }
+  }
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)bp, (void)C, (void)ldc;
+#endif
+}
