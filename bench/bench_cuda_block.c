@@ -5,6 +5,7 @@
  *                   sum(output); gradients of every parameter and of x. f32 runs with TF32
  *                   off (the fp32 policy), bf16 with bf16 tensors throughout. Prints the
  *                   compile time (rlx_compile of the gradient graph) and the time per step.
+ *   gemm            one MatMul per projection shape of the block (f32, bf16), TFLOP/s
  *   region_f32      an ElementwiseRegion y = relu(a * b + c) * a over 2^28 f32 elements (one
  *                   kernel), in GB/s of the bytes it must move (3 reads + 1 write).
  * bench/bench_cuda_torch.py measures the same on PyTorch eager and torch.compile. */
@@ -213,6 +214,34 @@ static int region(int64_t n) {
   return 0;
 }
 
+/* One MatMul x [M, K] @ w [K, N] (w a parameter), as the block's projections are. */
+static int gemm_shape(rlx_dtype t, int64_t M, int64_t K, int64_t N) {
+  rlx_graph *g = NULL;
+  TRY(rlx_graph_create(NULL, "gemm", &g));
+  rlx_shape xs = rlx_shape_make(t, 2, (rlx_dim[]){M, K}), ws = rlx_shape_make(t, 2, (rlx_dim[]){K, N});
+  rlx_id x, w, y;
+  TRY(rlx_input(g, "x", xs, &x));
+  TRY(rlx_param(g, "w", ws, &w));
+  TRY(rlx_matmul(g, x, w, &y));
+  TRY(rlx_graph_set_outputs(g, &y, 1));
+  rlx_compile_options o;
+  rlx_compile_options_init(&o);
+  rlx_executable *e = NULL;
+  TRY(rlx_compile(g, backend, &o, &e));
+  void *vx = values(t, (size_t)(M * K), 1.0f, 0), *vw = values(t, (size_t)(K * N), 0.04f, 0);
+  rlx_tensor tx = {vx, xs}, tw = {vw, ws};
+  TRY(rlx_executable_set_input(e, "x", &tx));
+  TRY(rlx_executable_set_param(e, "w", &tw));
+  double s = time_runs(e, 20);
+  printf("gemm_%s %lldx%lldx%lld %.1f TFLOP/s (%.3f ms)\n", t == RLX_BF16 ? "bf16" : "f32", (long long)M, (long long)K,
+         (long long)N, 2.0 * (double)M * (double)K * (double)N / s / 1e12, s * 1e3);
+  rlx_executable_free(e);
+  free(vx);
+  free(vw);
+  rlx_graph_free(g);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2) backend = argv[2];
   const rlx_backend *b = rlx_backend_find(backend);
@@ -225,6 +254,12 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (!*only || !strcmp(only, "region")) rc |= region((int64_t)1 << 28);
   if (!strcmp(only, "small")) return block(RLX_F32, 2, 64, 96, 4);
+  if (!strcmp(only, "gemm")) {
+    static const int64_t shapes[][3] = {{8192, 768, 2304}, {8192, 768, 3072}, {8192, 3072, 768}, {8192, 768, 768}};
+    for (int t = 0; t < 2; t++)
+      for (int i = 0; i < 4; i++) rc |= gemm_shape(t ? RLX_BF16 : RLX_F32, shapes[i][0], shapes[i][1], shapes[i][2]);
+    return rc;
+  }
   if (!*only || !strcmp(only, "f32")) rc |= block(RLX_F32, 8, 1024, 768, 12);
   if (!*only || !strcmp(only, "bf16")) rc |= block(RLX_BF16, 8, 1024, 768, 12);
   return rc;

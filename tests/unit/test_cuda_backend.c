@@ -61,6 +61,58 @@ static double run_both_opt(const rlx_graph *g, const rlx_named_tensor *in, uint3
   return worst;
 }
 
+/* max scaled difference between two runs' outputs (f32) */
+static double max_diff(const rlx_tensor *a, const rlx_tensor *b, uint32_t n_a, uint32_t n_b) {
+  if (n_a == 0 || n_a != n_b) return INFINITY;
+  double worst = 0;
+  for (uint32_t o = 0; o < n_a; o++) {
+    size_t n;
+    if (rlx_shape_numel(&a[o].shape, &n) != RLX_OK) return INFINITY;
+    const float *x = a[o].data, *y = b[o].data;
+    double scale = 1;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(x[i]));
+    for (size_t i = 0; i < n; i++) {
+      double d = fabs((double)x[i] - y[i]) / scale;
+      if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+    }
+  }
+  return worst;
+}
+
+/* CUDA graph replay: the cuda executable runs step by step first, captures its steps into a
+ * graph at the second run and replays it after; inputs alternate between two sets, so a replay
+ * that computed nothing (or read stale slots) would return the other set's results. */
+static void graph_replay(const rlx_graph *g, const char *what, rlx_named_tensor *set_a, rlx_named_tensor *set_b,
+                         uint32_t n_in) {
+  rlx_executable *e[2] = {NULL, NULL};
+  const char *names[2] = {"cpu", "cuda"};
+  for (int b = 0; b < 2; b++) {
+    rlx_compile_options o;
+    rlx_compile_options_init(&o);
+    CHECK_OK(rlx_compile(g, names[b], &o, &e[b]));
+    if (!e[b]) return;
+  }
+  double worst = 0;
+  for (int r = 0; r < 5; r++) {
+    rlx_named_tensor *in = r % 2 ? set_b : set_a;
+    const rlx_tensor *out[2];
+    uint32_t n_out[2];
+    for (int b = 0; b < 2; b++) CHECK_OK(rlx_executable_run(e[b], in, n_in, &out[b], &n_out[b]));
+    double d = max_diff(out[0], out[1], n_out[0], n_out[1]);
+    CHECK_MSG(d < 1e-4, "%s, run %d (%s): cuda differs from cpu by %g", what, r,
+              r == 0   ? "step by step"
+              : r == 1 ? "captured"
+                       : "replayed",
+              d);
+    worst = fmax(worst, d);
+  }
+  printf("%s: 5 runs (step by step, captured into a CUDA graph, 3 replays), inputs alternating: max scaled "
+         "difference %.3g\n",
+         what, worst);
+  rlx_executable_free(e[0]);
+  rlx_executable_free(e[1]);
+}
+
 /* x [B, D] -> relu(x W1 + b1) W2 -> softmax over the last axis, and LayerNorm / Reduce / Transpose
  * side outputs: one graph touching the main kernels at sizes where cuBLAS and block reductions
  * matter. */
@@ -99,6 +151,13 @@ static void mlp_block(void) {
   double d = run_both(g, in, 6);
   CHECK_MSG(d < 1e-4, "cuda vs cpu: max scaled difference %g (fp32, TF32 off: expected < 1e-4)", d);
   printf("mlp block: max scaled difference cuda vs cpu %.3g\n", d);
+  float *wx = fill((size_t)(B * D), 101), *w1v = fill((size_t)(D * H), 102);
+  rlx_named_tensor in_b[6];
+  memcpy(in_b, in, sizeof in);
+  in_b[0].tensor.data = wx;
+  in_b[1].tensor.data = w1v;
+  graph_replay(g, "mlp block", in, in_b, 6);
+  free(wx), free(w1v);
   free(vx), free(v1), free(vb), free(v2), free(vg), free(vbe);
   rlx_graph_free(g);
 }
@@ -156,6 +215,119 @@ static void attention_and_conv(void) {
   printf("causal GQA attention + conv + pool: max scaled difference %.3g\n", d);
   free(vq), free(vk), free(vv), free(vx), free(vw);
   rlx_graph_free(g);
+}
+
+/* Attention forward and backward against the CPU at sizes that reach the tiled flash kernels
+ * (several 64-row tiles with a tail, grouped-query heads, S_q != S_k, both head-dim pads, every
+ * layout, soft-cap, sliding window, bf16) and the general backward kernels (a Custom keep-mask). */
+typedef struct bw_case {
+  const char *name;
+  rlx_dtype t;
+  int64_t B, H, Hkv, Sq, Sk, D;
+  int layout; /* 0 [B, H, S, D], 1 [B, S, H, D], 2 [B, S, H*D] */
+  int mask;
+  int64_t window;
+  float scale, cap; /* 0 = the default / none */
+  bool all;         /* AttentionBackwardAll instead of three AttentionBackward + the forward */
+  double tol;
+} bw_case;
+
+static rlx_shape bw_shape(const bw_case *c, int64_t S, int64_t H) {
+  if (c->layout == 0) return rlx_shape_make(RLX_F32, 4, (rlx_dim[]){c->B, H, S, c->D});
+  if (c->layout == 1) return rlx_shape_make(RLX_F32, 4, (rlx_dim[]){c->B, S, H, c->D});
+  return rlx_shape_make(RLX_F32, 3, (rlx_dim[]){c->B, S, H * c->D});
+}
+
+static void attention_backward_case(const bw_case *c) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, c->name, &g));
+  rlx_shape qs = bw_shape(c, c->Sq, c->H), ks = bw_shape(c, c->Sk, c->Hkv);
+  rlx_shape ms = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){c->B, c->Sk});
+  bool has_mask = c->mask == RLX_MASK_CUSTOM;
+  rlx_id in[5], op[5], outs[4];
+  const char *names[5] = {"q", "k", "v", "dy", "m"};
+  rlx_shape shapes[5] = {qs, ks, ks, qs, ms};
+  uint32_t n_in = has_mask ? 5 : 4, n_out = 0;
+  for (uint32_t i = 0; i < n_in; i++) {
+    CHECK_OK(rlx_input(g, names[i], shapes[i], &in[i]));
+    op[i] = in[i];
+    if (c->t != RLX_F32 && i < 4) CHECK_OK(rlx_cast_to(g, in[i], c->t, &op[i]));
+  }
+  rlx_of32 sc = {.has = c->scale != 0, .v = c->scale}, cap = {.has = c->cap != 0, .v = c->cap};
+  if (c->all) {
+    rlx_attrs_AttentionBackwardAll a = {.num_heads = c->H,
+                                        .head_dim = c->D,
+                                        .mask_kind = c->mask,
+                                        .window = c->window,
+                                        .score_scale = sc,
+                                        .attn_logit_softcap = cap};
+    CHECK_OK(rlx_build_AttentionBackwardAll(g, op, n_in, &a, NULL, &outs[n_out++]));
+  } else {
+    rlx_attrs_Attention fa = {.num_heads = c->H,
+                              .head_dim = c->D,
+                              .mask_kind = c->mask,
+                              .window = c->window,
+                              .score_scale = sc,
+                              .attn_logit_softcap = cap};
+    rlx_id fop[4] = {op[0], op[1], op[2], has_mask ? op[4] : 0};
+    CHECK_OK(rlx_build_Attention(g, fop, has_mask ? 4 : 3, &fa, NULL, &outs[n_out++]));
+    static const int wrt[3] = {RLX_ATTN_WRT_QUERY, RLX_ATTN_WRT_KEY, RLX_ATTN_WRT_VALUE};
+    for (int w = 0; w < 3; w++) {
+      rlx_attrs_AttentionBackward a = {.num_heads = c->H,
+                                       .head_dim = c->D,
+                                       .mask_kind = c->mask,
+                                       .window = c->window,
+                                       .wrt = wrt[w],
+                                       .score_scale = sc,
+                                       .attn_logit_softcap = cap};
+      CHECK_OK(rlx_build_AttentionBackward(g, op, n_in, &a, NULL, &outs[n_out++]));
+    }
+  }
+  if (c->t != RLX_F32)
+    for (uint32_t o = 0; o < n_out; o++) CHECK_OK(rlx_cast_to(g, outs[o], RLX_F32, &outs[o]));
+  CHECK_OK(rlx_graph_set_outputs(g, outs, n_out));
+  rlx_named_tensor tin[5];
+  float *vals[5];
+  for (uint32_t i = 0; i < n_in; i++) {
+    size_t n;
+    CHECK_OK(rlx_shape_numel(&shapes[i], &n));
+    vals[i] = fill(n, 31 + i);
+    if (i == 4)
+      for (size_t e = 0; e < n; e++) vals[i][e] = vals[i][e] > -0.4f ? 1.0f : 0.0f;
+    tin[i] = (rlx_named_tensor){names[i], {vals[i], shapes[i]}};
+  }
+  double d = run_both(g, tin, n_in);
+  printf("attention %s: max scaled difference %.3g\n", c->name, d);
+  CHECK_MSG(d < c->tol, "attention %s: cuda differs from cpu by %g (tolerance %g)", c->name, d, c->tol);
+  if (c->t == RLX_F32 && c->mask == RLX_MASK_CAUSAL) { /* the shared statistics under graph replay */
+    rlx_named_tensor tin_b[5];
+    float *vals_b[5];
+    for (uint32_t i = 0; i < n_in; i++) {
+      size_t n;
+      CHECK_OK(rlx_shape_numel(&shapes[i], &n));
+      vals_b[i] = fill(n, 61 + i);
+      tin_b[i] = (rlx_named_tensor){names[i], {vals_b[i], shapes[i]}};
+    }
+    graph_replay(g, c->name, tin, tin_b, n_in);
+    for (uint32_t i = 0; i < n_in; i++) free(vals_b[i]);
+  }
+  for (uint32_t i = 0; i < n_in; i++) free(vals[i]);
+  rlx_graph_free(g);
+}
+
+static void attention_backward(void) {
+  static const bw_case cases[] = {
+      {"f32 causal GQA [B,H,S,D] S=150 D=64", RLX_F32, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false, 1e-4},
+      {"f32 packed Sq=100 Sk=170 D=80 scale+softcap", RLX_F32, 2, 2, 2, 100, 170, 80, 2, RLX_MASK_NONE, 0, 0.2f, 5.0f,
+       false, 1e-4},
+      {"f32 All [B,S,H,D] sliding window 40 S=130 D=32", RLX_F32, 1, 3, 3, 130, 130, 32, 1, RLX_MASK_SLIDING_WINDOW, 40,
+       0, 0, true, 1e-4},
+      {"bf16 causal GQA [B,H,S,D] S=150 D=64", RLX_BF16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false,
+       3e-2},
+      {"f32 custom keep-mask (general kernels) Sq=70 Sk=90 D=16", RLX_F32, 2, 2, 1, 70, 90, 16, 0, RLX_MASK_CUSTOM, 0,
+       0, 0, false, 1e-4},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attention_backward_case(&cases[i]);
 }
 
 /* The matmul precision option reaches cuBLAS: fp32 (default) matches the CPU closely, TF32 and
@@ -280,6 +452,7 @@ int main(void) {
   mlp_block();
   batched_matmul();
   attention_and_conv();
+  attention_backward();
   tf32_policy();
   large_paths();
 #endif

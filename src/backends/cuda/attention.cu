@@ -4,29 +4,10 @@
  * online softmax (running max m, running sum l, accumulator per lane) in double, so no score
  * matrix is stored. Semantics follow the CPU reference (src/backends/cpu/ref/attention.c):
  * causal / sliding-window / keep-mask / bias masks, soft-capping, grouped-query heads; a row
- * with no visible finite score gives zeros, a NaN score gives NaN. This is the correct baseline,
- * not yet a tiled tensor-core kernel. */
-#include "backends/cuda/dev.cuh"
-#include "rlx/ops.h"
-
-__device__ inline int64_t at(const rlx_cu_attn_view &v, int64_t b, int64_t h, int64_t s, int64_t d) {
-  switch (v.kind) {
-  case 0: return ((b * v.H + h) * v.S + s) * v.D + d;
-  case 1: return ((b * v.S + s) * v.H + h) * v.D + d;
-  default: return (b * v.S + s) * (v.H * v.D) + h * v.D + d;
-  }
-}
-
-__device__ double blk_sum(double v, double *sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  double r = 0;
-  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
-  return r;
-}
+ * with no visible finite score gives zeros, a NaN score gives NaN. The f32 / bf16 / f16 cases with
+ * position masks and head dims up to 128 go to the tiled flash kernel (flash.cu); these row
+ * kernels take the rest (f64, keep-masks, biases, wider heads). */
+#include "backends/cuda/attn.cuh"
 
 #define ATTN_MAX_LANES 4 /* output lanes per thread: Dv <= 4 * blockDim */
 
@@ -139,15 +120,7 @@ __global__ void attention_warp_kernel(rlx_cu_attn p) {
 }
 
 /* The same for the float dtypes and the masks decided by position (none, causal, sliding window):
- * typed loads, addresses hoisted out of the key loop (a key step is one row stride).
- */
-__device__ inline int64_t row_stride(const rlx_cu_attn_view &v) { return v.kind == 0 ? v.D : v.H * v.D; }
-
-__device__ inline double to_d(float v) { return v; }
-__device__ inline double to_d(double v) { return v; }
-__device__ inline double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
-__device__ inline double to_d(__half v) { return (double)__half2float(v); }
-
+ * typed loads, addresses hoisted out of the key loop (a key step is one row stride). */
 template <typename T>
 __global__ void attention_warp_fast(rlx_cu_attn p) {
   const int lane = threadIdx.x & 31;
@@ -208,6 +181,7 @@ __global__ void attention_warp_fast(rlx_cu_attn p) {
 extern "C" rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p) {
   int64_t rows = p->B * p->H * p->Sq;
   if (rows == 0 || p->o.D == 0) return RLX_OK;
+  if (rlx_cu_flash_fits(p)) return rlx_cu_flash_forward(c, p, NULL, NULL);
   if (p->q.D <= 32 * WARP_LANES && p->v.D <= 32 * WARP_LANES) {
     int64_t blocks = (rows + 7) / 8;
     if (blocks > 65535 * 8) blocks = 65535 * 8;

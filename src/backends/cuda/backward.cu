@@ -272,6 +272,36 @@ __global__ void norm_param_kernel(int want_xh, int t, const void *x, const void 
   }
 }
 
+/* The same over row chunks: block (cb, s) sums 32 columns over chunk s of the rows with 8 row
+ * lanes (coalesced reads), merged in lane order into part[s * C + c]; norm_param_merge adds the
+ * chunks in order (deterministic). */
+__global__ void norm_param_cols_kernel(int want_xh, int t, const void *x, const void *dy, int64_t rows, int64_t C,
+                                       const double *st, int64_t S, double *part) {
+  __shared__ double sh[8][33];
+  int64_t c = blockIdx.x * 32 + threadIdx.x, chunk = (rows + S - 1) / S, lo = blockIdx.y * chunk;
+  int64_t hi = lo + chunk < rows ? lo + chunk : rows;
+  double acc = 0;
+  if (c < C)
+    for (int64_t r = lo + threadIdx.y; r < hi; r += 8) {
+      double g = ld_f(dy, t, r * C + c);
+      acc += want_xh ? g * (ld_f(x, t, r * C + c) - st[2 * r]) * st[2 * r + 1] : g;
+    }
+  sh[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    double tot = 0;
+    for (int k = 0; k < 8; k++) tot += sh[k][threadIdx.x];
+    part[blockIdx.y * C + c] = tot;
+  }
+}
+__global__ void norm_param_merge_kernel(int t, int64_t C, int64_t S, const double *part, void *out) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < C; c += (int64_t)gridDim.x * blockDim.x) {
+    double tot = 0;
+    for (int64_t s = 0; s < S; s++) tot += part[s * C + c];
+    st_f(out, t, c, tot);
+  }
+}
+
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
                                            const void *gamma, const void *dy, int64_t rows, int64_t C, double eps,
                                            void *out, void *scratch) {
@@ -287,6 +317,19 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     norm_stats_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, rows, C, eps, (double *)scratch);
     rlx_status s = cu_launch_status("norm statistics kernel");
     if (s != RLX_OK) return s;
+  }
+  if (rows >= 256) {
+    int64_t cb = (C + 31) / 32, S = (132 * 8 + cb - 1) / cb, most = rows / 32;
+    if (S > most) S = most;
+    if (S > 65535) S = 65535;
+    if (S < 1) S = 1;
+    void *part;
+    RLX_TRY(cu_scratch(c, (size_t)(S * C) * sizeof(double), &part));
+    norm_param_cols_kernel<<<dim3((unsigned)cb, (unsigned)S), dim3(32, 8), 0, c->stream>>>(
+        what == 1, dtype, x, dy, rows, C, (const double *)scratch, S, (double *)part);
+    RLX_TRY(cu_launch_status("norm parameter backward kernel"));
+    norm_param_merge_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(dtype, C, S, (const double *)part, out);
+    return cu_launch_status("norm parameter merge kernel");
   }
   norm_param_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(what == 1, dtype, x, dy, rows, C,
                                                                (const double *)scratch, out);

@@ -37,6 +37,13 @@ rlx_status rlx_cu_memset(rlx_cu_ctx *c, void *dst, int value, size_t n);
 rlx_status rlx_cu_sync(rlx_cu_ctx *c);
 /* The device name ("NVIDIA H200") for reports. */
 const char *rlx_cu_device_name(rlx_cu_ctx *c);
+/* CUDA graphs: begin redirects the context's launches to a capture stream ordered after the
+ * work queued so far; end (ok = every step queued without error) restores the stream and
+ * instantiates the graph into *exec, or fails (nothing ran: the caller runs the steps itself). */
+rlx_status rlx_cu_capture_begin(rlx_cu_ctx *c);
+rlx_status rlx_cu_capture_end(rlx_cu_ctx *c, int ok, void **exec);
+rlx_status rlx_cu_graph_launch(rlx_cu_ctx *c, void *exec);
+void rlx_cu_graph_free(void *exec);
 
 /* ---- generic elementwise (elementwise.cu): every dtype, NumPy broadcasting by strides ----
  * The output is dense row-major of dims; operand k is read at sum(idx[d] * stride[k][d]) (a
@@ -157,6 +164,26 @@ typedef struct rlx_cu_attn {
   void *out;
 } rlx_cu_attn;
 rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p);
+/* The tiled flash kernels (flash.cu) take f32 / bf16 / f16 with the masks decided by position
+ * (None, Causal, SlidingWindow), soft-cap allowed, head dims up to 128; fp32 arithmetic. */
+int rlx_cu_flash_fits(const rlx_cu_attn *p);
+/* Forward: p->out gets the attention output; or, with stats non-NULL, per query row (b, h, qi)
+ * the pair {log-sum-exp of the scores, <dy, out>} as two floats (dy: G, q's layout). */
+rlx_status rlx_cu_flash_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats);
+
+/* ---- attention backward (attention_bw.cu, flash.cu): AttentionBackward(All) ----
+ * a: the forward's geometry (a.out unused; V has head_dim lanes); G: dy in q's layout. stats:
+ * 2 doubles per query row (b, h, qi); compute_stats 0 when an earlier step with the same
+ * operands filled them. dq / dk / dv: where each wanted gradient goes (NULL = not wanted). */
+typedef struct rlx_cu_attn_bw {
+  rlx_cu_attn a;
+  const void *G;
+  void *stats;
+  int compute_stats;
+  void *dq, *dk, *dv;
+} rlx_cu_attn_bw;
+rlx_status rlx_cu_attention_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
+rlx_status rlx_cu_flash_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 
 /* Rope: x [batch, S, heads * hd]; the first nr lanes of each head rotate in pairs (NeoX: i,
  * i + nr/2; GptJ: 2i, 2i + 1) by row (per_token ? token : position) of the cos / sin tables

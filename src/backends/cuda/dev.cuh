@@ -47,15 +47,21 @@ struct rlx_cu_ctx {
   cudaStream_t stream;
   int own_stream;
   int precision;
+  int fp32_pedantic; /* RLX_CUDA_FP32_PEDANTIC=1: fp32 GEMMs with CUBLAS_COMPUTE_32F_PEDANTIC */
   void *blas; /* cublasHandle_t */
   int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
   void *scratch; /* kernels' temporary device memory (split reductions), grown on demand */
   size_t scratch_bytes;
+  cudaStream_t capture;  /* the stream a CUDA graph is captured on (rlx_cu_capture_begin) */
+  cudaStream_t saved;    /* stream while capturing */
   char name[128];
 };
 
 /* Launch check: the last launch error as a status. */
 rlx_status cu_launch_status(const char *what);
+/* The context's temporary device memory, grown to at least need bytes (reduce.cu); valid until
+ * the next call (kernels on the one stream use it in turn). */
+rlx_status cu_scratch(rlx_cu_ctx *c, size_t need, void **out);
 
 __device__ inline bool dt_is_int(int t) {
   return t == RLX_I8 || t == RLX_I16 || t == RLX_I32 || t == RLX_I64 || t == RLX_U8 || t == RLX_U32 || t == RLX_BOOL;

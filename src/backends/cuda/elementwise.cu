@@ -3,6 +3,8 @@
  * Clamp on every dtype, with NumPy broadcasting through per-operand strides. The arithmetic
  * mirrors the CPU reference (src/backends/cpu/ref/elementwise.c): floats in double rounded once
  * to the output dtype, integers exact in int64 saturating to the dtype, complex in double. */
+#include <stdlib.h>
+
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
 
@@ -399,6 +401,66 @@ __global__ void ew_f32_binary_dense(const float *a, const float *b, float *o, in
   }
 }
 
+/* Binary with tiled operands: operand k repeats every cnt_k elements (cnt = n: dense), e.g. a
+ * bias row [C] broadcast over [R, C]. Add / Sub / Mul in float are the double results rounded
+ * once. vec: 4 elements per thread (n and both counts multiples of 4, 16-byte aligned). */
+template <bool VEC>
+__global__ void ew_f32_binary_tiled(const float *a, const float *b, float *o, int64_t n, int64_t ca, int64_t cb,
+                                    int op) {
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  if (VEC) {
+    for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n / 4; g += step) {
+      int64_t e = 4 * g;
+      float4 x = *(const float4 *)(a + e % ca), y = *(const float4 *)(b + e % cb), r;
+      if (op == RLX_BINOP_ADD) r = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+      else if (op == RLX_BINOP_SUB) r = make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+      else r = make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+      __stcs((float4 *)(o + e), r);
+    }
+  } else {
+      for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += step) {
+      float x = a[i % ca], y = b[i % cb];
+      o[i] = op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y;
+    }
+  }
+}
+
+/* Dense f32 activations: the double formula of the general kernel, without its indexing. */
+__global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = (float)act_real(sub, (double)a[i]);
+}
+
+/* The same two for f16 / bf16: double arithmetic rounded once to the dtype, as the general
+ * kernel, without its per-element index arithmetic. */
+__global__ void ew_lowp_binary_tiled(int t, const void *a, const void *b, void *o, int64_t n, int64_t ca, int64_t cb,
+                                     int op) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    double x = ld_f(a, t, i % ca), y = ld_f(b, t, i % cb);
+    st_f(o, t, i, op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y);
+  }
+}
+__global__ void ew_lowp_act_dense(int t, const void *a, void *o, int64_t n, int sub) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    st_f(o, t, i, act_real(sub, ld_f(a, t, i)));
+}
+
+/* Operand k repeats every *cnt elements of the output (dense trailing axes, stride-0 leading
+ * ones); false for any other pattern. */
+static bool tiled(const rlx_cu_ew *p, int k, int64_t *cnt) {
+  int64_t s = 1;
+  int d = p->rank - 1;
+  for (; d >= 0; d--) {
+    if (p->dims[d] == 1) continue;
+    if (p->stride[k][d] != s) break;
+    s *= p->dims[d];
+  }
+  for (; d >= 0; d--)
+    if (p->dims[d] != 1 && p->stride[k][d] != 0) return false;
+  *cnt = s;
+  return s > 0;
+}
+
 static bool dense(const rlx_cu_ew *p, int k) {
   int64_t s = 1;
   for (int d = p->rank - 1; d >= 0; d--) {
@@ -411,11 +473,38 @@ static bool dense(const rlx_cu_ew *p, int k) {
 extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
+  int64_t ca = 0, cb = 0;
+  bool lowp = p->out_dtype == RLX_BF16 || p->out_dtype == RLX_F16;
   if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 &&
       (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && dense(p, 0) && dense(p, 1)) {
     ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
                                                                               (const float *)p->in[1], (float *)p->out,
                                                                               p->n, p->sub);
+  } else if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 &&
+             p->in_dtype[1] == RLX_F32 &&
+             (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
+             tiled(p, 1, &cb)) {
+    bool vec = p->n % 4 == 0 && ca % 4 == 0 && cb % 4 == 0 && ((uintptr_t)p->in[0] & 15) == 0 &&
+               ((uintptr_t)p->in[1] & 15) == 0 && ((uintptr_t)p->out & 15) == 0;
+    const float *a = (const float *)p->in[0], *b = (const float *)p->in[1];
+    if (vec)
+      ew_f32_binary_tiled<true><<<cu_blocks(p->n / 4, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n,
+                                                                                         ca, cb, p->sub);
+    else
+      ew_f32_binary_tiled<false><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca,
+                                                                                      cb, p->sub);
+  } else if (p->kind == RLX_CU_EW_ACT && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 && dense(p, 0)) {
+    ew_f32_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out,
+                                                                          p->n, p->sub);
+  } else if (p->kind == RLX_CU_EW_BINARY && lowp && p->in_dtype[0] == p->out_dtype &&
+             p->in_dtype[1] == p->out_dtype &&
+             (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
+             tiled(p, 1, &cb)) {
+    ew_lowp_binary_tiled<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->in[1], p->out,
+                                                                              p->n, ca, cb, p->sub);
+  } else if (p->kind == RLX_CU_EW_ACT && lowp && p->in_dtype[0] == p->out_dtype && dense(p, 0)) {
+    ew_lowp_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->out, p->n,
+                                                                           p->sub);
   } else if (p->n < ((int64_t)1 << 31)) {
     ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
@@ -559,73 +648,126 @@ __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   }
 }
 
-/* N steps known at compile time: the loops unroll, every value stays in a register (an
- * operand reference selects among the earlier steps by compare, never by a dynamic index). Each
- * thread handles 4 consecutive elements per iteration, dense operands read as float4. */
-template <int N>
-__global__ void region_f32_kernel(rlx_cu_region p) {
-  const int64_t groups = p.n / 4;
-  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += (int64_t)gridDim.x * blockDim.x) {
-    float4 in4[RLX_CU_REGION_MAX_IN];
+/* One step on a float4: the kind and sub are uniform, so one branch decides the whole step. */
+__device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, const float4 &y) {
+  int code = kind == RLX_CHAIN_STEP_BINARY ? sub : 1000 + sub;
+  switch (code) {
+  case RLX_BINOP_ADD: return make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  case RLX_BINOP_SUB: return make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+  case RLX_BINOP_MUL: return make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+  case 1000 + RLX_ACT_RELU:
+    return make_float4(x.x < 0 ? 0.f : x.x, x.y < 0 ? 0.f : x.y, x.z < 0 ? 0.f : x.z, x.w < 0 ? 0.f : x.w);
+  default:
+    return make_float4(region_f32_step(kind, sub, x.x, y.x), region_f32_step(kind, sub, x.y, y.y),
+                       region_f32_step(kind, sub, x.z, y.z), region_f32_step(kind, sub, x.w, y.w));
+  }
+}
+
+/* operand src of a step: inputs 0 .. NI-1 are r[0 .. NI-1], step j's value is r[NI + j] (a
+ * uniform switch: one indirect branch, and r stays in registers since every index is constant) */
+template <int NI, int NR> __device__ inline float4 region_pick(int src, const float4 (&r)[NR]) {
+  int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
+  float4 v = make_float4(0, 0, 0, 0);
+  switch (i) {
+#define RLX_PICK(J)                                                                                                    \
+  case J:                                                                                                              \
+    if (J < NR) v = r[J < NR ? J : 0];                                                                                 \
+    break;
+    RLX_PICK(0)
+    RLX_PICK(1)
+    RLX_PICK(2)
+    RLX_PICK(3)
+    RLX_PICK(4)
+    RLX_PICK(5)
+    RLX_PICK(6)
+    RLX_PICK(7)
+    RLX_PICK(8)
+    RLX_PICK(9)
+    RLX_PICK(10)
+    RLX_PICK(11)
+#undef RLX_PICK
+  default: break;
+  }
+  return v;
+}
+
+/* N steps and NI inputs known at compile time: the loops unroll and every value stays in the
+ * register array r (operands picked by region_pick, never by a run-time index, which would put
+ * the array in local memory). Each thread handles 4 consecutive elements as one float4 per
+ * operand, each step once per float4; U float4 groups per thread per iteration. */
+template <int N, int NI, int U>
+__global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
+  const int64_t groups = p.n / 4, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g0 < groups; g0 += U * stride) {
+    float4 r[U][NI + N];
 #pragma unroll
-    for (int k = 0; k < RLX_CU_REGION_MAX_IN; k++) {
-      if (k >= p.n_in) break;
-      int64_t cnt = p.in_count[k];
-      const float *src = (const float *)p.in[k];
-      if (cnt == p.n) {
-        in4[k] = ((const float4 *)src)[g];
-      } else {
-        int64_t e = 4 * g;
-        in4[k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+    for (int u = 0; u < U; u++) {
+      int64_t g = g0 + u * stride;
+#pragma unroll
+      for (int k = 0; k < NI; k++) {
+        r[u][k] = make_float4(0, 0, 0, 0);
+        if (g >= groups) continue;
+        int64_t cnt = p.in_count[k];
+        const float *src = (const float *)p.in[k];
+        if (cnt == p.n) {
+          r[u][k] = __ldcs((const float4 *)src + g);
+        } else {
+          int64_t e = 4 * g;
+          r[u][k] = make_float4(src[e % cnt], src[(e + 1) % cnt], src[(e + 2) % cnt], src[(e + 3) % cnt]);
+        }
       }
     }
-    float4 res;
 #pragma unroll
-    for (int lane = 0; lane < 4; lane++) {
-      float vals[N];
+    for (int u = 0; u < U; u++) {
+      int64_t g = g0 + u * stride;
 #pragma unroll
       for (int s = 0; s < N; s++) {
         const rlx_cu_region_step &st = p.steps[s];
-        float a[2] = {0, 0};
-#pragma unroll
-        for (int k = 0; k < 2; k++) {
-          int src = st.src[k];
-          float v = 0;
-#pragma unroll
-          for (int j = 0; j < s; j++)
-            if (src == RLX_CU_REGION_MAX_IN + j) v = vals[j];
-          if (src < RLX_CU_REGION_MAX_IN) {
-            const float4 &q = in4[src];
-            v = lane == 0 ? q.x : lane == 1 ? q.y : lane == 2 ? q.z : q.w;
-          }
-          a[k] = v;
-        }
-        vals[s] = region_f32_step(st.kind, st.sub, a[0], a[1]);
+        r[u][NI + s] = region_f32_step4(st.kind, st.sub, region_pick<NI>(st.src[0], r[u]),
+                                        region_pick<NI>(st.src[1], r[u]));
       }
-      float r = vals[N - 1];
-      if (lane == 0) res.x = r;
-      else if (lane == 1) res.y = r;
-      else if (lane == 2) res.z = r;
-      else res.w = r;
+      if (g < groups) __stcs((float4 *)p.out + g, r[u][NI + N - 1]);
     }
-    ((float4 *)p.out)[g] = res;
   }
+}
+
+template <int N, int U> static void region_f32_launch_u(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  switch (p->n_in) {
+  case 1: region_f32_kernel<N, 1, U><<<blocks, 256, 0, s>>>(*p); break;
+  case 2: region_f32_kernel<N, 2, U><<<blocks, 256, 0, s>>>(*p); break;
+  case 3: region_f32_kernel<N, 3, U><<<blocks, 256, 0, s>>>(*p); break;
+  default: region_f32_kernel<N, 4, U><<<blocks, 256, 0, s>>>(*p); break;
+  }
+}
+/* RLX_CUDA_REGION_UNROLL (1 or 2 float4 groups per thread per iteration) and
+ * RLX_CUDA_REGION_BLOCKS (grid size cap) are tuning knobs for the benchmark. */
+static int region_unroll = -1;
+static int64_t region_block_cap = -1;
+template <int N> static void region_f32_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  if (region_unroll == 2) region_f32_launch_u<N, 2>(p, blocks, s);
+  else region_f32_launch_u<N, 1>(p, blocks, s);
 }
 
 /* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
 extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
-  bool vec = p->fast_f32 && p->n_steps <= 8 && ((uintptr_t)p->out & 15) == 0;
+  bool vec = p->fast_f32 && p->n_steps <= 8 && p->n_in >= 1 && p->n_in <= 4 && ((uintptr_t)p->out & 15) == 0;
   for (int k = 0; vec && k < p->n_in; k++)
     vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
   if (vec) {
-    int64_t groups = p->n / 4, blocks = (groups + threads - 1) / threads;
-    if (blocks > 132 * 16) blocks = 132 * 16;
+    if (region_unroll < 0) {
+      const char *u = getenv("RLX_CUDA_REGION_UNROLL"), *b = getenv("RLX_CUDA_REGION_BLOCKS");
+      region_unroll = u && atoi(u) == 2 ? 2 : 1;
+      region_block_cap = b && atoll(b) > 0 ? atoll(b) : 132 * 16;
+    }
+    int64_t groups = p->n / 4, blocks = (groups + threads * region_unroll - 1) / (threads * region_unroll);
+    if (blocks > region_block_cap) blocks = region_block_cap;
+    if (blocks > 65535LL * 16) blocks = 65535LL * 16;
     if (blocks < 1) blocks = 1;
     switch (p->n_steps) {
 #define RLX_REGION_CASE(K)                                                                                             \
-  case K: region_f32_kernel<K><<<(unsigned)blocks, threads, 0, c->stream>>>(*p); break;
+  case K: region_f32_launch<K>(p, (unsigned)blocks, c->stream); break;
       RLX_REGION_CASE(1)
       RLX_REGION_CASE(2)
       RLX_REGION_CASE(3)

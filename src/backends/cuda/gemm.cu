@@ -93,7 +93,12 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
   switch (t) {
   case RLX_F32:
     dt = CUDA_R_32F;
-    ct = c->precision == RLX_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F_PEDANTIC;
+    /* fp32 policy: CUBLAS_COMPUTE_32F under CUBLAS_DEFAULT_MATH (set on the handle) uses no
+     * TF32; RLX_CUDA_FP32_PEDANTIC=1 asks for the pedantic compute type instead (a diagnostic:
+     * it also rules out split-K-style algorithms, which was 4x slower on some shapes). */
+    ct = c->precision == RLX_CUDA_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+         : c->fp32_pedantic            ? CUBLAS_COMPUTE_32F_PEDANTIC
+                                       : CUBLAS_COMPUTE_32F;
     if (c->precision == RLX_CUDA_BF16) {
       /* Round the operands to bf16 explicitly (cuBLAS's FAST_16BF compute type may choose TF32
        * kernels), then multiply on the tensor cores with fp32 accumulation and fp32 output. */

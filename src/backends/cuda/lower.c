@@ -513,31 +513,27 @@ static rlx_cu_attn_view attn_view_of(const attn_view *v) {
       .B = (int64_t)v->B, .S = (int64_t)v->S, .H = (int64_t)v->H, .D = (int64_t)v->D, .kind = v->kind};
 }
 
-/* Validation and layouts come from the CPU reference's checker (the same rules, one place). */
-static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
-  const rlx_attrs_Attention *a = &n->attrs.Attention;
-  int mk = a->mask_kind;
-  bool has_mask = mk == RLX_MASK_CUSTOM || mk == RLX_MASK_BIAS;
-  if (n->n_inputs != (has_mask ? 4u : 3u)) return fail(L, "wrong operand count for this mask kind%s", "");
-  rlx_tensor in[4];
+/* Validation and layouts come from the CPU reference's checker (the same rules, one place).
+ * in: the node's operands; mask_at: where a Custom / Bias mask operand sits (3 forward, 4
+ * backward). Fills t's geometry, operands and mask; not t->out. */
+static bool attn_fill(lower_ctx *L, const rlx_node *n, uint32_t mask_at, const attn_params *ap, rlx_cu_attn *t) {
+  bool has_mask = ap->mask == RLX_MASK_CUSTOM || ap->mask == RLX_MASK_BIAS;
+  if (n->n_inputs != mask_at + (has_mask ? 1u : 0u)) return fail(L, "wrong operand count for this mask kind%s", "");
+  rlx_tensor in[5];
   for (uint32_t i = 0; i < n->n_inputs; i++) {
     in[i].shape = *shape_of(L->p, n->inputs[i]);
     in[i].data = addr(L->p, n->inputs[i]);
   }
-  int64_t Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
-  attn_params ap = {a->num_heads, a->head_dim, Dv, a->window, mk, a->score_scale, a->attn_logit_softcap};
   static const char *const names[] = {"Q", "K", "V"};
   attn_geom g;
-  if (!rlx_dtype_is_float((rlx_dtype)n->shape.dtype))
-    return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name((rlx_dtype)n->shape.dtype));
-  if (rlx_ref_attn_check(n, in, 3, (rlx_dtype)n->shape.dtype, &ap, names, &g) != RLX_OK)
-    return fail(L, "%s", rlx_last_error());
-  rlx_cu_attn *t = &s->at;
+  rlx_dtype dt = (rlx_dtype)in[0].shape.dtype;
+  if (!rlx_dtype_is_float(dt)) return fail(L, "attention needs a float dtype, got %s", rlx_dtype_name(dt));
+  if (rlx_ref_attn_check(n, in, mask_at, dt, ap, names, &g) != RLX_OK) return fail(L, "%s", rlx_last_error());
   t->q = attn_view_of(&g.q);
   t->k = attn_view_of(&g.k);
   t->v = attn_view_of(&g.v);
   t->o = t->q;
-  t->o.D = Dv;
+  t->o.D = ap->v_head_dim;
   t->B = (int64_t)g.B;
   t->Sq = (int64_t)g.Sq;
   t->Sk = (int64_t)g.Sk;
@@ -545,7 +541,7 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
   t->group = (int64_t)g.group;
   t->window = g.window;
   t->mask = g.mask;
-  t->dtype = n->shape.dtype;
+  t->dtype = dt;
   t->per_query = g.per_query;
   t->capped = g.capped;
   t->scale = g.scale;
@@ -554,12 +550,143 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
   t->K = in[1].data;
   t->V = in[2].data;
   if (has_mask) {
-    t->M = in[3].data;
-    t->mask_dtype = in[3].shape.dtype;
-    if (mk == RLX_MASK_BIAS) bcast_strides(&in[3].shape, &g.full, t->bias_stride);
+    t->M = in[mask_at].data;
+    t->mask_dtype = in[mask_at].shape.dtype;
+    if (ap->mask == RLX_MASK_BIAS) bcast_strides(&in[mask_at].shape, &g.full, t->bias_stride);
   }
-  t->out = addr(L->p, id);
+  return true;
+}
+
+static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Attention *a = &n->attrs.Attention;
+  int64_t Dv = a->v_head_dim.has ? a->v_head_dim.v : a->head_dim;
+  attn_params ap = {.heads = a->num_heads,
+                    .head_dim = a->head_dim,
+                    .v_head_dim = Dv,
+                    .window = a->window,
+                    .mask = a->mask_kind,
+                    .score_scale = a->score_scale,
+                    .softcap = a->attn_logit_softcap};
+  if (!attn_fill(L, n, 3, &ap, &s->at)) return false;
+  s->at.out = addr(L->p, id);
   s->kind = ST_ATTN;
+  return true;
+}
+
+static bool same_opt(rlx_of32 a, rlx_of32 b) { return a.has == b.has && (!a.has || a.v == b.v); }
+
+/* Two AttentionBackward nodes of one attention: the same operands and attributes but wrt. */
+static bool attn_siblings(const rlx_node *a, const rlx_node *b) {
+  if (a->op != RLX_OP_AttentionBackward || b->op != RLX_OP_AttentionBackward || a->n_inputs != b->n_inputs)
+    return false;
+  for (uint32_t k = 0; k < a->n_inputs; k++)
+    if (a->inputs[k] != b->inputs[k]) return false;
+  const rlx_attrs_AttentionBackward *x = &a->attrs.AttentionBackward, *y = &b->attrs.AttentionBackward;
+  return x->num_heads == y->num_heads && x->head_dim == y->head_dim && x->mask_kind == y->mask_kind &&
+         x->window == y->window && same_opt(x->score_scale, y->score_scale) &&
+         same_opt(x->attn_logit_softcap, y->attn_logit_softcap);
+}
+
+/* Common to both backward kinds: the geometry, dy, and the per-row statistics (lse, delta),
+ * shared with an earlier AttentionBackward of the same operands and attributes (autodiff emits
+ * one per wanted gradient): the first computes them, the others read them. */
+static bool attn_bw_setup(lower_ctx *L, const rlx_node *n, const attn_params *ap, cu_step *s) {
+  rlx_cu_attn_bw *w = &s->abw;
+  if (!attn_fill(L, n, 4, ap, &w->a)) return false;
+  if (!rlx_shape_equal(shape_of(L->p, n->inputs[3]), shape_of(L->p, n->inputs[0])))
+    return fail(L, "operand 3 (dy) must have q's shape%s", "");
+  if (w->a.q.D > 512) return fail(L, "attention backward head_dim over %s", "512");
+  w->G = addr(L->p, n->inputs[3]);
+  s->kind = ST_ATTN_BW;
+  rlx_cu_prog *p = L->p;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const cu_step *o = &p->steps[i];
+    if (o->kind != ST_ATTN_BW || !o->scratch || !attn_siblings(rlx_graph_node(p->g, o->node), n)) continue;
+    w->stats = o->scratch;
+    w->compute_stats = 0;
+    return true;
+  }
+  size_t rows = (size_t)(w->a.B * w->a.H * w->a.Sq);
+  if (rlx_cu_malloc(p->ctx, (rows ? rows : 1) * 2 * sizeof(double), &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the attention statistics: %s", rlx_last_error());
+  w->stats = s->scratch;
+  w->compute_stats = 1;
+  return true;
+}
+
+/* dk and dv come from one kernel for the price of dk and a little: the first of a Key and a Value
+ * sibling computes both, the other's gradient into an owned buffer (s->extra, extra_wrt), which
+ * the second step copies into its slot. */
+static bool attn_bw_pair(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int wrt, void *out) {
+  rlx_cu_prog *p = L->p;
+  size_t bytes = p->plan->size[id];
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const cu_step *o = &p->steps[i];
+    if (o->kind == ST_ATTN_BW && o->extra && o->extra_wrt == wrt && attn_siblings(rlx_graph_node(p->g, o->node), n)) {
+      s->kind = ST_D2D;
+      s->src = o->extra;
+      s->dst = out;
+      s->bytes = bytes;
+      return true;
+    }
+  }
+  /* a sibling wanting the other one, scheduled after this node? */
+  int other = wrt == RLX_ATTN_WRT_KEY ? RLX_ATTN_WRT_VALUE : RLX_ATTN_WRT_KEY;
+  uint32_t k = 0;
+  while (k < p->plan->n_schedule && p->plan->schedule[k] != id) k++;
+  for (k++; k < p->plan->n_schedule; k++) {
+    rlx_id j = p->plan->schedule[k];
+    const rlx_node *m = rlx_graph_node(p->g, j);
+    if (p->plan->root[j] != j || !attn_siblings(m, n) || m->attrs.AttentionBackward.wrt != other) continue;
+    if (rlx_cu_malloc(p->ctx, bytes ? bytes : 1, &s->extra) != RLX_OK) break; /* then each computes its own */
+    s->extra_wrt = other;
+    if (other == RLX_ATTN_WRT_KEY)
+      s->abw.dk = s->extra;
+    else
+      s->abw.dv = s->extra;
+    break;
+  }
+  return false;
+}
+
+static bool lower_AttentionBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_AttentionBackward *a = &n->attrs.AttentionBackward;
+  if (a->wrt < 0 || a->wrt >= RLX_ATTN_WRT_COUNT) return fail(L, "attribute wrt is not Query, Key or Value%s", "");
+  attn_params ap = {.heads = a->num_heads,
+                    .head_dim = a->head_dim,
+                    .v_head_dim = a->head_dim,
+                    .window = a->window,
+                    .mask = a->mask_kind,
+                    .score_scale = a->score_scale,
+                    .softcap = a->attn_logit_softcap};
+  void *out = addr(L->p, id);
+  if (a->wrt != RLX_ATTN_WRT_QUERY && attn_bw_pair(L, id, n, s, a->wrt, out)) return true; /* a copy */
+  if (!attn_bw_setup(L, n, &ap, s)) return false;
+  if (a->wrt == RLX_ATTN_WRT_QUERY)
+    s->abw.dq = out;
+  else if (a->wrt == RLX_ATTN_WRT_KEY)
+    s->abw.dk = out;
+  else
+    s->abw.dv = out;
+  return true;
+}
+
+static bool lower_AttentionBackwardAll(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_AttentionBackwardAll *a = &n->attrs.AttentionBackwardAll;
+  attn_params ap = {.heads = a->num_heads,
+                    .head_dim = a->head_dim,
+                    .v_head_dim = a->head_dim,
+                    .window = a->window,
+                    .mask = a->mask_kind,
+                    .score_scale = a->score_scale,
+                    .softcap = a->attn_logit_softcap};
+  if (!attn_bw_setup(L, n, &ap, s)) return false;
+  size_t esz = rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  uint8_t *out = addr(L->p, id);
+  size_t nq = (size_t)numel(shape_of(L->p, n->inputs[0])), nk = (size_t)numel(shape_of(L->p, n->inputs[1]));
+  s->abw.dq = out;
+  s->abw.dk = out + nq * esz;
+  s->abw.dv = out + (nq + nk) * esz;
   return true;
 }
 
@@ -624,6 +751,8 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_ScatterElements] = lower_ScatterElements,
     [RLX_OP_GatherElements] = lower_GatherElements,
     [RLX_OP_Attention] = lower_Attention,
+    [RLX_OP_AttentionBackward] = lower_AttentionBackward,
+    [RLX_OP_AttentionBackwardAll] = lower_AttentionBackwardAll,
     [RLX_OP_Rope] = lower_Rope,
     [RLX_OP_ReluBackward] = lower_ReluBackward,
     [RLX_OP_ActivationBackward] = lower_ActivationBackward,
@@ -686,9 +815,11 @@ size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_siz
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   if (p->profile) print_profile(p);
+  rlx_cu_graph_free(p->graph);
   for (uint32_t i = 0; i < p->n_steps; i++) {
     if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
     if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
+    if (p->steps[i].extra) rlx_cu_free(p->ctx, p->steps[i].extra);
     free(p->steps[i].regions);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
@@ -764,6 +895,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     free(s->b_off);
     if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
     if (s->scratch) rlx_cu_free(c, s->scratch);
+    if (s->extra) rlx_cu_free(c, s->extra);
     free(s->regions);
     memset(s, 0, sizeof *s);
     n_bad++;
@@ -785,7 +917,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   return RLX_OK;
 }
 
-rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
+static rlx_status run_steps(rlx_cu_prog *p) {
   rlx_cu_ctx *c = p->ctx;
   if (p->profile) {
     RLX_TRY(rlx_cu_sync(c));
@@ -818,6 +950,7 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
     case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
     case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
+    case ST_ATTN_BW: st = rlx_cu_attention_backward(c, &s->abw); break;
     case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
     case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
     case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
@@ -865,4 +998,38 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     }
   }
   return RLX_OK;
+}
+
+/* CUDA graphs: the first run queues the steps one by one (it sizes the context's scratch and
+ * sets the kernels' attributes); the second captures them into a graph, which it and every later
+ * run replays with one launch (the device addresses are fixed at compile time, so the graph
+ * stays valid). A program whose steps cannot be captured (a step that waits for the device, the
+ * integer MatMul's offset upload) runs step by step, as with RLX_CUDA_PROFILE or
+ * RLX_CUDA_GRAPHS=0. */
+rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
+  if (p->profile || p->graph_state < 0) return run_steps(p);
+  if (p->graph) return rlx_cu_graph_launch(p->ctx, p->graph);
+  if (p->graph_state == 0) {
+    const char *env = getenv("RLX_CUDA_GRAPHS");
+    bool off = env && !strcmp(env, "0");
+    for (uint32_t i = 0; i < p->n_steps && !off; i++) {
+      const cu_step *s = &p->steps[i];
+      int t = s->dtype;
+      off = s->kind == ST_MATMUL && t != RLX_F32 && t != RLX_F64 && t != RLX_F16 && t != RLX_BF16;
+    }
+    p->graph_state = off ? -1 : 1;
+    return run_steps(p);
+  }
+  if (rlx_cu_capture_begin(p->ctx) != RLX_OK) {
+    p->graph_state = -1;
+    return run_steps(p);
+  }
+  rlx_status st = run_steps(p);
+  void *x = NULL;
+  if (rlx_cu_capture_end(p->ctx, st == RLX_OK, &x) != RLX_OK) {
+    p->graph_state = -1; /* nothing of the capture ran: run the steps for real */
+    return run_steps(p);
+  }
+  p->graph = x;
+  return rlx_cu_graph_launch(p->ctx, x);
 }

@@ -26,6 +26,7 @@ typedef enum step_kind {
   ST_SCATTER,
   ST_GATHER_EL,
   ST_ATTN,
+  ST_ATTN_BW,
   ST_ROPE,
   ST_ACT_BW,
   ST_SCE,
@@ -63,6 +64,7 @@ typedef struct cu_step {
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */
+  rlx_cu_attn_bw abw;           /* ST_ATTN_BW (stats in scratch when owned) */
   rlx_cu_rope rope;             /* ST_ROPE */
   rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
   rlx_cu_remap remap;           /* ST_REMAP */
@@ -71,6 +73,8 @@ typedef struct cu_step {
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
   void *scratch; /* owned device scratch (norm statistics, sort positions) */
+  void *extra;   /* ST_ATTN_BW: owned buffer holding a sibling's dk or dv (extra_wrt) */
+  int extra_wrt;
 } cu_step;
 
 struct rlx_cu_prog {
@@ -86,6 +90,8 @@ struct rlx_cu_prog {
   double *prof_step;           /* seconds per step */
   uint32_t prof_n[RLX_OP_COUNT];
   uint32_t prof_runs;
+  int graph_state; /* 0 first run, 1 capture at the next, -1 step by step */
+  void *graph;     /* the instantiated CUDA graph once captured */
 };
 
 typedef struct lower_ctx {

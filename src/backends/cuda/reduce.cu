@@ -194,6 +194,49 @@ __global__ void reduce_merge_kernel(red_params p, int64_t S, const acc_t *part) 
   }
 }
 
+/* Column reduction: the reduced axes lead and the kept ones trail, so x is [R, n_out] and
+ * neighbouring threads read neighbouring columns (coalesced). Block (cb, s): 32 columns x 8 row
+ * lanes over row chunk s; the lanes merge in order into part[s * n_out + o], then one thread per
+ * column merges the S chunks in order (deterministic). */
+__global__ void reduce_cols_kernel(red_params p, int64_t S, acc_t *part) {
+  __shared__ acc_t sh[8][33];
+  int64_t o = blockIdx.x * 32 + threadIdx.x, R = p.n_red_elems, chunk = (R + S - 1) / S, lo = blockIdx.y * chunk;
+  int64_t hi = lo + chunk < R ? lo + chunk : R;
+  acc_t a = acc_init(p);
+  if (o < p.n_out)
+    for (int64_t j = lo + threadIdx.y; j < hi; j += 8) acc_fold(p, a, j * p.n_out + o);
+  sh[threadIdx.y][threadIdx.x] = a;
+  __syncthreads();
+  if (threadIdx.y == 0 && o < p.n_out) {
+    acc_t tot = acc_init(p);
+    for (int k = 0; k < 8; k++) acc_merge(p, tot, sh[k][threadIdx.x]);
+    part[blockIdx.y * p.n_out + o] = tot;
+  }
+}
+__global__ void reduce_cols_merge_kernel(red_params p, int64_t S, const acc_t *part) {
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < p.n_out; o += (int64_t)gridDim.x * blockDim.x) {
+    acc_t tot = acc_init(p);
+    for (int64_t s = 0; s < S; s++) acc_merge(p, tot, part[s * p.n_out + o]);
+    acc_store(p, tot, o);
+  }
+}
+
+rlx_status cu_scratch(rlx_cu_ctx *c, size_t need, void **out) {
+  if (c->scratch_bytes < need) {
+    if (c->scratch) cudaFree(c->scratch);
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
+    cudaError_t e = cudaMalloc(&c->scratch, need);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return rlx_errorf(RLX_ERR_OOM, "cuda: %zu bytes of reduction scratch: %s", need, cudaGetErrorString(e));
+    }
+    c->scratch_bytes = need;
+  }
+  *out = c->scratch;
+  return RLX_OK;
+}
+
 __global__ void reduce_kernel(red_params p) {
   __shared__ acc_t sh[RED_THREADS];
   for (int64_t o = blockIdx.x; o < p.n_out; o += gridDim.x) {
@@ -270,27 +313,30 @@ extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void
     }
   }
   if (p.n_out == 0) return RLX_OK;
+  bool leading = p.n_red > 0 && p.n_kept > 0 && mask == (1u << p.n_red) - 1u;
+  if (leading && p.n_out >= 16 && p.n_red_elems >= 64) {
+    int64_t cb = (p.n_out + 31) / 32, S = (132 * 8 + cb - 1) / cb, most = p.n_red_elems / 32;
+    if (S > most) S = most;
+    if (S > 65535) S = 65535;
+    if (S < 1) S = 1;
+    void *part;
+    RLX_TRY(cu_scratch(c, (size_t)(S * p.n_out) * sizeof(acc_t), &part));
+    reduce_cols_kernel<<<dim3((unsigned)cb, (unsigned)S), dim3(32, 8), 0, c->stream>>>(p, S, (acc_t *)part);
+    RLX_TRY(cu_launch_status("column reduce kernel"));
+    reduce_cols_merge_kernel<<<cu_blocks(p.n_out, 128), 128, 0, c->stream>>>(p, S, (const acc_t *)part);
+    return cu_launch_status("column reduce merge kernel");
+  }
   if (p.n_out <= 1024 && p.n_red_elems >= ((int64_t)1 << 16)) {
     int64_t S = p.n_red_elems / 8192;
     if (S > 512) S = 512;
     if (S * p.n_out > 132 * 8 && p.n_out > 1) S = (132 * 8 + p.n_out - 1) / p.n_out;
     if (S < 2) S = 2;
-    size_t need = (size_t)(S * p.n_out) * sizeof(acc_t);
-    if (c->scratch_bytes < need) {
-      if (c->scratch) cudaFree(c->scratch);
-      c->scratch = NULL;
-      c->scratch_bytes = 0;
-      cudaError_t e = cudaMalloc(&c->scratch, need);
-      if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return rlx_errorf(RLX_ERR_OOM, "cuda: %zu bytes of reduction scratch: %s", need, cudaGetErrorString(e));
-      }
-      c->scratch_bytes = need;
-    }
-    reduce_split_kernel<<<dim3((unsigned)S, (unsigned)p.n_out), RED_THREADS, 0, c->stream>>>(p, S, (acc_t *)c->scratch);
+    void *part;
+    RLX_TRY(cu_scratch(c, (size_t)(S * p.n_out) * sizeof(acc_t), &part));
+    reduce_split_kernel<<<dim3((unsigned)S, (unsigned)p.n_out), RED_THREADS, 0, c->stream>>>(p, S, (acc_t *)part);
     rlx_status st = cu_launch_status("split reduce kernel");
     if (st != RLX_OK) return st;
-    reduce_merge_kernel<<<cu_blocks(p.n_out, 128), 128, 0, c->stream>>>(p, S, (const acc_t *)c->scratch);
+    reduce_merge_kernel<<<cu_blocks(p.n_out, 128), 128, 0, c->stream>>>(p, S, (const acc_t *)part);
     return cu_launch_status("reduce merge kernel");
   }
   int64_t blocks = p.n_out < 65535 * 4 ? p.n_out : 65535 * 4;

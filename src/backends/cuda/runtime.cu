@@ -3,6 +3,7 @@
  * copies, and the kernel error flag. */
 #include <cublas_v2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backends/cuda/dev.cuh"
@@ -69,6 +70,8 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
   cublasSetStream(h, c->stream);
   /* Pointer-mode host (alpha/beta on the host); math mode chosen per call by compute type. */
   cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  const char *ped = getenv("RLX_CUDA_FP32_PEDANTIC");
+  c->fp32_pedantic = ped && *ped && strcmp(ped, "0") != 0;
   *out = c;
   return RLX_OK;
 }
@@ -78,6 +81,7 @@ extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
   if (c->blas) cublasDestroy((cublasHandle_t)c->blas);
   if (c->kerr) cudaFree(c->kerr);
   if (c->scratch) cudaFree(c->scratch);
+  if (c->capture) cudaStreamDestroy(c->capture);
   if (c->own_stream && c->stream) cudaStreamDestroy(c->stream);
   free(c);
 }
@@ -143,3 +147,52 @@ extern "C" rlx_status rlx_cu_sync(rlx_cu_ctx *c) {
 }
 
 extern "C" const char *rlx_cu_device_name(rlx_cu_ctx *c) { return c->name; }
+
+/* ---- CUDA graphs: a program's launches captured once, replayed by one launch ---- */
+extern "C" rlx_status rlx_cu_capture_begin(rlx_cu_ctx *c) {
+  cudaError_t e = cudaSuccess;
+  if (!c->capture) e = cudaStreamCreateWithFlags(&c->capture, cudaStreamNonBlocking);
+  cudaEvent_t ev = NULL;
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  /* the captured work comes after what the stream holds now */
+  if (e == cudaSuccess) e = cudaEventRecord(ev, c->stream);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(c->capture, ev, 0);
+  if (ev) cudaEventDestroy(ev);
+  if (e == cudaSuccess) e = cudaStreamBeginCapture(c->capture, cudaStreamCaptureModeThreadLocal);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cu_err(e, "beginning a graph capture");
+  }
+  c->saved = c->stream;
+  c->stream = c->capture;
+  cublasSetStream((cublasHandle_t)c->blas, c->stream);
+  return RLX_OK;
+}
+
+extern "C" rlx_status rlx_cu_capture_end(rlx_cu_ctx *c, int ok, void **exec) {
+  cudaGraph_t g = NULL;
+  cudaError_t e = cudaStreamEndCapture(c->capture, &g);
+  c->stream = c->saved;
+  cublasSetStream((cublasHandle_t)c->blas, c->stream);
+  *exec = NULL;
+  cudaGraphExec_t x = NULL;
+  if (e == cudaSuccess && ok && g) e = cudaGraphInstantiate(&x, g, 0);
+  if (g) cudaGraphDestroy(g);
+  if (e != cudaSuccess || !ok || !x) {
+    (void)cudaGetLastError();
+    if (x) cudaGraphExecDestroy(x);
+    return e != cudaSuccess ? cu_err(e, "capturing the program as a CUDA graph")
+                            : rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: a step cannot be captured");
+  }
+  *exec = x;
+  return RLX_OK;
+}
+
+extern "C" rlx_status rlx_cu_graph_launch(rlx_cu_ctx *c, void *exec) {
+  cudaError_t e = cudaGraphLaunch((cudaGraphExec_t)exec, c->stream);
+  return e == cudaSuccess ? RLX_OK : cu_err(e, "launching the program's CUDA graph");
+}
+
+extern "C" void rlx_cu_graph_free(void *exec) {
+  if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}
