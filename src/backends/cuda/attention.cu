@@ -33,7 +33,7 @@ __global__ void attention_kernel(rlx_cu_attn p) {
       double part = 0;
       for (int64_t d = threadIdx.x; d < p.q.D; d += blockDim.x)
         part += ld_f(p.Q, t, at(p.q, b, h, qi, d)) * ld_f(p.K, t, at(p.k, b, kh, ki, d));
-      double sc = blk_sum(part, sh) * p.scale;
+      double sc = cu_block_sum(part, sh) * p.scale;
       if (p.capped) sc = p.cap * tanh(sc / p.cap);
       if (p.mask == RLX_MASK_BIAS)
         sc += ld_f(p.M, p.mask_dtype,

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(BT) attn_bw_stats(rlx_cu_attn p, const void *G
       double part = 0;
       for (int64_t d = tid; d < p.q.D; d += BT)
         part += ld_f(p.Q, t, at(p.q, b, h, qi, d)) * ld_f(p.K, t, at(p.k, b, kh, ki, d));
-      double dot = blk_sum(part, sh), sc, th;
+      double dot = cu_block_sum(part, sh), sc, th;
       if (!attn_score(p, b, h, qi, ki, dot, &sc, &th)) continue;
       if (sc != sc) {
         nan_seen = true;
@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(BT) attn_bw_stats(rlx_cu_attn p, const void *G
       int64_t d = tid + (int64_t)BT * j;
       if (d < p.v.D && l > 0) part += ld_f(G, t, at(p.q, b, h, qi, d)) * (acc[j] / l);
     }
-    double delta = blk_sum(part, sh);
+    double delta = cu_block_sum(part, sh);
     if (tid == 0) stats[row] = make_double2(nan_seen ? nan("") : l > 0 ? m + log(l) : INFINITY, delta);
   }
 }
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(BT) attn_bw_dq(rlx_cu_attn p, const void *G, c
         part += ld_f(p.Q, t, at(p.q, b, h, qi, d)) * ld_f(p.K, t, at(p.k, b, kh, ki, d));
         pg += ld_f(G, t, at(p.q, b, h, qi, d)) * ld_f(p.V, t, at(p.v, b, kh, ki, d));
       }
-      double dot = blk_sum(part, sh), dp = blk_sum(pg, sh), sc, th;
+      double dot = cu_block_sum(part, sh), dp = cu_block_sum(pg, sh), sc, th;
       if (!attn_score(p, b, h, qi, ki, dot, &sc, &th)) continue;
       double pr = exp(sc - st.x), ds = pr * (dp - st.y) * (1.0 - th * th) * p.scale;
 #pragma unroll
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(BT)
           part += ld_f(p.Q, t, at(p.q, b, h, qi, d)) * ld_f(p.K, t, at(p.k, b, kh, ki, d));
           if (dk) pg += ld_f(G, t, at(p.q, b, h, qi, d)) * ld_f(p.V, t, at(p.v, b, kh, ki, d));
         }
-        double dot = blk_sum(part, sh), dp = dk ? blk_sum(pg, sh) : 0.0, sc, th;
+        double dot = cu_block_sum(part, sh), dp = dk ? cu_block_sum(pg, sh) : 0.0, sc, th;
         if (!attn_score(p, b, h, qi, ki, dot, &sc, &th)) continue;
         double2 st = stats[(b * p.H + h) * p.Sq + qi];
         double pr = exp(sc - st.x), ds = pr * (dp - st.y) * (1.0 - th * th) * p.scale;

@@ -21,18 +21,6 @@ __device__ inline int64_t at(const rlx_cu_attn_view &v, int64_t b, int64_t h, in
  * at(v, b, h, 0, 0) + s * row_stride(v) + d in every layout. */
 __device__ inline int64_t row_stride(const rlx_cu_attn_view &v) { return v.kind == 0 ? v.D : v.H * v.D; }
 
-/* Sum over the block (every thread passes its part; every thread gets the sum). sh: 32 doubles. */
-__device__ inline double blk_sum(double v, double *sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  double r = 0;
-  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
-  return r;
-}
-
 __device__ inline double to_d(float v) { return v; }
 __device__ inline double to_d(double v) { return v; }
 __device__ inline double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }

@@ -106,18 +106,7 @@ extern "C" rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, con
   return cu_launch_status("activation backward kernel");
 }
 
-/* ---- block reductions ---- */
-__device__ inline double block_sum(double v, double *sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  double r = 0;
-  int nw = (blockDim.x + 31) >> 5;
-  for (int i = 0; i < nw; i++) r += sh[i];
-  return r;
-}
+/* ---- block-wide max of doubles (the sum is cu_block_sum, dev.cuh) ---- */
 __device__ inline double block_max(double v, double *sh) {
   for (int o = 16; o > 0; o >>= 1) {
     double u = __shfl_down_sync(0xffffffffu, v, o);
@@ -158,19 +147,19 @@ __global__ void sce_kernel(int mode, int t, const void *logits, const void *tgt,
       else if (v > m) m = v;
     }
     m = block_max(m, sh);
-    nan_seen = block_sum(nan_seen, sh);
+    nan_seen = cu_block_sum(nan_seen, sh);
     double lse;
     if (nan_seen > 0 || C == 0 || m == -INFINITY || m == INFINITY) {
       lse = nan_seen > 0 ? nan("") : C == 0 ? -INFINITY : m;
     } else {
       double s = 0;
       for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += exp(ld_f(logits, t, base + c) - m);
-      lse = m + log(block_sum(s, sh));
+      lse = m + log(cu_block_sum(s, sh));
     }
     if (mode == 0) {
       double dot = 0;
       for (int64_t c = threadIdx.x; c < C; c += blockDim.x) dot += ld_f(tgt, t, base + c) * ld_f(logits, t, base + c);
-      dot = block_sum(dot, sh);
+      dot = cu_block_sum(dot, sh);
       if (threadIdx.x == 0) st_f(out, t, r, lse - dot);
     } else {
       int64_t label = 0;
@@ -210,14 +199,14 @@ __device__ inline void row_stats(int t, const void *x, int64_t base, int64_t C, 
   if (!rms) {
     double s = 0;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += ld_f(x, t, base + c);
-    m = block_sum(s, sh) / (double)C;
+    m = cu_block_sum(s, sh) / (double)C;
   }
   double v = 0;
   for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
     double d = ld_f(x, t, base + c) - m;
     v += d * d;
   }
-  v = block_sum(v, sh);
+  v = cu_block_sum(v, sh);
   *mean = m;
   *r = 1.0 / sqrt(v / (double)C + eps);
 }
@@ -235,8 +224,8 @@ __global__ void norm_dx_kernel(int rms, int t, const void *x, const void *gamma,
       ms += s;
       msx += s * xh;
     }
-    ms = block_sum(ms, sh) / (double)C;
-    msx = block_sum(msx, sh) / (double)C;
+    ms = cu_block_sum(ms, sh) / (double)C;
+    msx = cu_block_sum(msx, sh) / (double)C;
     if (rms) ms = 0;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
       double s = ld_f(dy, t, base + c) * ld_f(gamma, t, c), xh = (ld_f(x, t, base + c) - mean) * r;
@@ -418,7 +407,7 @@ __global__ void conv_bw_weight_kernel(int t, const void *x, const void *dy, void
       acc += ld_f(dy, t, (b * g.Cout + co) * P + p) *
              ld_f(x, t, (b * g.Cin + cin) * Pin + (i3[0] * g.in[1] + i3[1]) * g.in[2] + i3[2]);
     }
-    acc = block_sum(acc, sh);
+    acc = cu_block_sum(acc, sh);
     if (threadIdx.x == 0) st_f(dw, t, e, acc);
     __syncthreads();
   }

@@ -201,4 +201,19 @@ static inline unsigned cu_blocks(int64_t n, int threads) {
   return (unsigned)b;
 }
 
+/* Sum over the thread block: every thread passes its part and every thread gets the total
+ * (shuffles within each warp, then the warps' sums added in warp order, so the result does not
+ * depend on timing). sh: 32 doubles of shared memory; calls may follow each other with the same
+ * sh. */
+__device__ inline double cu_block_sum(double v, double *sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  double r = 0;
+  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
+  return r;
+}
+
 #endif

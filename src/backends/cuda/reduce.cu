@@ -345,17 +345,7 @@ extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void
   return cu_launch_status("reduce kernel");
 }
 
-/* ---- block-wide sum / max of doubles ---- */
-__device__ double block_sum(double v, double *sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  __syncthreads();
-  if (lane == 0) sh[w] = v;
-  __syncthreads();
-  double r = 0;
-  for (int k = 0; k < (int)(blockDim.x + 31) / 32; k++) r += sh[k];
-  return r;
-}
+/* ---- block-wide max of doubles (the sum is cu_block_sum, dev.cuh) ---- */
 __device__ double block_max(double v, double *sh) {
   for (int o = 16; o > 0; o >>= 1) v = nan_max(v, __shfl_down_sync(0xffffffffu, v, o));
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -377,7 +367,7 @@ __global__ void softmax_kernel(int t, const void *x, int64_t outer, int64_t len,
     m = block_max(m, sh);
     double s = 0;
     for (int64_t k = threadIdx.x; k < len; k += blockDim.x) s += exp(ld_f(x, t, base + k * inner) - m);
-    s = block_sum(s, sh);
+    s = cu_block_sum(s, sh);
     for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
       st_f(out, t, base + k * inner, exp(ld_f(x, t, base + k * inner) - m) / s);
     __syncthreads();
@@ -403,14 +393,14 @@ __global__ void norm_kernel(int rms, int t, const void *x, const void *g, const 
     double m = 0;
     if (!rms) {
       for (int64_t k = threadIdx.x; k < len; k += blockDim.x) m += ld_f(x, t, base + k);
-      m = block_sum(m, sh) / (double)len;
+      m = cu_block_sum(m, sh) / (double)len;
     }
     double v = 0;
     for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
       double d = ld_f(x, t, base + k) - m;
       v += d * d;
     }
-    v = block_sum(v, sh) / (double)len;
+    v = cu_block_sum(v, sh) / (double)len;
     double inv = 1.0 / sqrt(v + eps);
     for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
       st_f(out, t, base + k, (ld_f(x, t, base + k) - m) * inv * ld_f(g, t, k) + ld_f(b, t, k));
