@@ -208,7 +208,56 @@ static inline float el_erff(float x) {
 /* Gelu = 0.5 x erfc(t), t = -x / sqrt 2: 1 - erf(t) for |t| < 1/2, the scaled form for t >= 1/2
  * (x < 0) with t^2 = x^2 / 2 taken in two parts (x's upper 12 bits squared exactly, plus the
  * rest; the rounding of one f32 square would be amplified by x^2 / 2), and 2 - erfc(-t) for
- * t <= -1/2. */
+ * t <= -1/2. Every polynomial step (and the exponential's reduction) is one fused multiply-add
+ * (fmaf: rounded once, the same value on every path), which the AVX-512 path computes with
+ * vfmadd instructions 16 lanes at a time (gelu_avx512.c, the same operations in the same order,
+ * so the same bits); the other paths compile fmaf to the scalar FMA instruction (the avx2 path
+ * is built for AVX2 + FMA) or call libm's. Same polynomials as el_expf / el_erf_small /
+ * el_erfc_scaled. */
+static inline float el_gelu_expf(float x) { /* x <= 0, not NaN (a NaN Gelu argument gives NaN below) */
+  float xc = x < -104.0f ? -104.0f : x;
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round to nearest */
+  float r = fmaf(-n, 0.693145751953125f, xc);
+  r = fmaf(-n, 1.42860682030941723e-6f, r);
+  float p = 1.98412698e-4f;
+  p = fmaf(p, r, 1.38888889e-3f);
+  p = fmaf(p, r, 8.33333333e-3f);
+  p = fmaf(p, r, 4.16666667e-2f);
+  p = fmaf(p, r, 1.66666667e-1f);
+  p = fmaf(p, r, 0.5f);
+  p = fmaf(p, r, 1.0f);
+  p = fmaf(p, r, 1.0f);
+  int32_t k = (int32_t)n, k1 = k / 2, k2 = k - k1;
+  float y = p * el_pow2i(k1) * el_pow2i(k2);
+  return x < -104.0f ? 0.0f : y;
+}
+static inline float el_gelu_erf_small(float a) {
+  float s = a * a;
+  float p = 9.471655549e-05f;
+  p = fmaf(p, s, -8.355894246e-04f);
+  p = fmaf(p, s, 5.216628335e-03f);
+  p = fmaf(p, s, -2.686468780e-02f);
+  p = fmaf(p, s, 1.128377680e-01f);
+  p = fmaf(p, s, -3.761263829e-01f);
+  p = fmaf(p, s, 1.128379167e+00f);
+  return a * p;
+}
+static inline float el_gelu_erfc_scaled(float a) {
+  float z = 1.0f / (1.0f + 0.5f * a);
+  float h = 4.885304277e-02f;
+  h = fmaf(h, z, -1.818811246e-01f);
+  h = fmaf(h, z, 2.130541271e-01f);
+  h = fmaf(h, z, -9.430128156e-03f);
+  h = fmaf(h, z, -1.044477244e-01f);
+  h = fmaf(h, z, -2.432880995e-02f);
+  h = fmaf(h, z, -1.449690701e-02f);
+  h = fmaf(h, z, 8.553981138e-02f);
+  h = fmaf(h, z, 1.761287879e-01f);
+  h = fmaf(h, z, 2.468422711e-01f);
+  h = fmaf(h, z, 2.820945966e-01f);
+  h = fmaf(h, z, 2.820947927e-01f);
+  return z * h;
+}
 static inline float el_geluf(float x) {
   float xc = x < -15.0f ? -15.0f : x;
   xc = xc > 15.0f ? 15.0f : xc;
@@ -220,9 +269,9 @@ static inline float el_geluf(float x) {
   memcpy(&xh, &u, sizeof xh);
   float hi = 0.5f * (xh * xh), lo = 0.5f * ((xc - xh) * (xc + xh));
   /* |lo| < 0.06: e^-lo by its Taylor polynomial of degree 4 (truncation < 7e-9 relative) */
-  float el = (((lo * 4.16666667e-2f - 1.66666667e-1f) * lo + 0.5f) * lo - 1.0f) * lo + 1.0f;
-  float tail = el_expf(-hi) * el * el_erfc_scaled(a < 0.5f ? 0.5f : a);
-  float ec = a < 0.5f ? 1.0f - el_erf_small(t) : t > 0.0f ? tail : 2.0f - tail;
+  float el = fmaf(fmaf(fmaf(fmaf(lo, 4.16666667e-2f, -1.66666667e-1f), lo, 0.5f), lo, -1.0f), lo, 1.0f);
+  float tail = el_gelu_expf(-hi) * el * el_gelu_erfc_scaled(a < 0.5f ? 0.5f : a);
+  float ec = a < 0.5f ? 1.0f - el_gelu_erf_small(t) : t > 0.0f ? tail : 2.0f - tail;
   return 0.5f * x * ec;
 }
 
@@ -232,7 +281,7 @@ static inline float el_geluf(float x) {
 #include "backends/cpu/fast/elem_loops.h"
 #undef EL_ATTR
 #undef EL_NAME
-#define EL_ATTR __attribute__((target("avx2")))
+#define EL_ATTR __attribute__((target("avx2,fma"))) /* the avx2 path requires FMA (fk_isa_cpu) */
 #define EL_NAME(x) x##_avx2
 #include "backends/cpu/fast/elem_loops.h"
 #undef EL_ATTR
@@ -394,6 +443,10 @@ bool fk_act_f32_ok(rlx_act k) { return act_ok(k); }
 
 void fk_act_f32(rlx_act kind, const float *restrict x, float *restrict y, size_t len) {
   fk_isa isa = fk_isa_active();
+  if (isa == FK_ISA_AVX512 && kind == RLX_ACT_GELU) { /* FMA form: gelu_avx512.c */
+    fk_gelu_avx512(x, y, len);
+    return;
+  }
   bool done = isa == FK_ISA_AVX512 ? act_avx512(kind, x, y, len)
               : isa == FK_ISA_AVX2 ? act_avx2(kind, x, y, len)
                                    : act_base(kind, x, y, len);
