@@ -162,6 +162,38 @@ static void test_transpose(void) {
   transpose_case(SHP(F16, 5, 6, 7), IL(1, 2, 0));
 }
 
+/* Expand: bytes copied, so exactly the reference's (rtol 0); a row is a run of the input or one
+ * element repeated, the outer axes stepped with broadcast strides. */
+static void expand_case(rlx_shape x, const rlx_ilist target) {
+  tcase c;
+  targ args[1] = {{x, FILL_SPECIAL}};
+  rlx_attrs_Expand a = {.target_shape = target};
+  char what[160], sx[64];
+  rlx_shape_format(&x, sx, sizeof sx);
+  snprintf(what, sizeof what, "Expand %s to rank %u", sx, target.n);
+  CHECK(build(&c, RLX_OP_Expand, &a, NULL, 1, args, 0));
+  CHECK_MSG(c.node && rlx_fast_applies_Expand(c.node, c.in, 1), "%s: the fast kernel declines", what);
+  if (c.node) run_case(what, &c, 0, 0);
+  case_free(&c);
+}
+
+static void test_expand(void) {
+  expand_case(SHP(F32, 1, 1, 1, 128), IL(8, 12, 128, 128)); /* the encoder's attention mask */
+  expand_case(SHP(F32, 4, 1), IL(4, 9));                    /* the last axis repeated */
+  expand_case(SHP(F32, 4, 1, 1), IL(4, 3, 7));
+  expand_case(SHP(F32, 3, 1, 5), IL(3, 6, 5)); /* a middle axis */
+  expand_case(SHP(F32, 2, 3), IL(5, 2, 3));    /* new leading axis */
+  expand_case(SHP(F32, 1, 3, 1, 2), IL(2, 3, 4, 2));
+  expand_case(SHP(F32, 3, 1), IL(3, 1)); /* nothing broadcast */
+  expand_case(SHP(F32, 1), IL(0, 5));    /* empty */
+  expand_case(SHP(F32, 1), IL(1));
+  expand_case(SHP(F64, 2, 1, 3), IL(2, 4, 3));
+  expand_case(SHP(I8, 1, 7), IL(33, 7));
+  expand_case(SHP(I8, 5, 1), IL(5, 33));
+  expand_case(SHP(F16, 3, 1), IL(2, 3, 17));
+  expand_case(SHP(BOOL, 2, 1), IL(2, 2, 40));
+}
+
 /* ======================================================================================
  * Conv, Conv2dBackwardInput, Conv2dBackwardWeight
  * ====================================================================================== */
@@ -1354,6 +1386,7 @@ int main(void) {
   test_matmul();
   test_matmul_packed();
   test_transpose();
+  test_expand();
   test_conv();
   test_pool();
   test_binary();

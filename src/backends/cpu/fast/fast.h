@@ -243,6 +243,8 @@ void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const fl
 /* gemm.c */
 FK_DECL(MatMul);
 FK_DECL(Transpose);
+/* expand.c */
+FK_DECL(Expand);
 /* conv.c */
 FK_DECL(Conv);
 FK_DECL(Conv2dBackwardInput);

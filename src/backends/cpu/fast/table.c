@@ -9,6 +9,8 @@ const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT] = {
     /* gemm.c */
     FAST(MatMul),
     FAST(Transpose),
+    /* expand.c */
+    FAST(Expand),
     /* conv.c */
     FAST(Conv),
     FAST(Conv2dBackwardInput),
