@@ -42,10 +42,11 @@
 typedef enum thunk_kind {
   TK_KERNEL,
   TK_SKIP,
-  TK_MATMUL_T,     /* MatMul reading Transpose inputs directly: fin, ta / tb */
-  TK_CONV_EPI,     /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
-  TK_MPB_RELU,     /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
-  TK_MATMUL_PACKED /* MatMul by a Constant B packed at compile time: owned = the packed B */
+  TK_MATMUL_T,      /* MatMul reading Transpose inputs directly: fin, ta / tb */
+  TK_CONV_EPI,      /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
+  TK_MPB_RELU,      /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
+  TK_MATMUL_PACKED, /* MatMul by a Constant B packed at compile time: owned = the packed B */
+  TK_ATTN_BIAS      /* Attention reading its bias through an Expand: fin[0] = the Expand's operand */
 } thunk_kind;
 
 typedef struct cpu_thunk {
@@ -129,8 +130,13 @@ static void print_profile(const cpu_exe *x) {
           x->profile_clock == CLOCK_MONOTONIC ? "wall time" : "caller's CPU time", x->n_thunks,
           (unsigned long long)runs, (double)total / (double)runs * 1e-6);
   char lb[160], sh[160];
-  static const char *const kinds[] = {
-      "", "", " (fused with Transposes)", " (fused: + bias + relu)", " (fused: + ReluBackward)", " (B packed once)"};
+  static const char *const kinds[] = {"",
+                                      "",
+                                      " (fused with Transposes)",
+                                      " (fused: + bias + relu)",
+                                      " (fused: + ReluBackward)",
+                                      " (B packed once)",
+                                      " (bias read with broadcast strides)"};
   static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
@@ -592,6 +598,46 @@ static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused
   fusions_made++;
 }
 
+/* Expand -> Attention (mask Bias): the attention reads the Expand's operand (an additive mask
+ * [B, 1, 1, Sk], say) with broadcast strides instead of the expanded [B, H, Sq, Sk] tensor; an
+ * Expand every reader of which does this is not run (below). The operand must stay intact until
+ * this step. */
+static void fuse_attention_bias(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused_uses) {
+  const rlx_plan *p = f->p;
+  rlx_id e = t->node->inputs[3];
+  const rlx_node *en = rlx_graph_node(f->g, e);
+  if (en->op == RLX_OP_Constant && p->root[e] == e) { /* an Expand folded at compile time? */
+    const rlx_shape *bs = &en->shape;
+    if (bs->rank != 4 || !fk_static_f32(bs) || bs->dims[0] != 1) return; /* one batch: its first row */
+    size_t B = (size_t)bs->dims[0], rows = (size_t)bs->dims[1] * (size_t)bs->dims[2], row = (size_t)bs->dims[3] * 4;
+    const uint8_t *d = x->arena + p->offset[e];
+    for (size_t b = 0; b < B; b++)
+      for (size_t i = 1; i < rows; i++) /* every row of a batch the same bytes as its first */
+        if (memcmp(d + (b * rows + i) * row, d + b * rows * row, row) != 0) return;
+    rlx_shape sh = *bs;
+    sh.dims[1] = sh.dims[2] = 1;
+    if (rows < 2 || !rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, &sh)) return;
+    t->fin[0].data = (void *)d; /* its first row, with strides 0 over heads and rows */
+    t->fin[0].shape = sh;
+    t->kind = TK_ATTN_BIAS;
+    fusions_made++;
+    return;
+  }
+  if (en->op != RLX_OP_Expand || f->thunk[e] < 0 || x->thunks[f->thunk[e]].kind != TK_KERNEL) return;
+  rlx_id src = en->inputs[0], r = p->root[src];
+  uint32_t s = f->step[t->id];
+  if (f->dead[r] || (f->last[r] < s && !interval_free(f, r, f->first[r], s, RLX_NO_ID, RLX_NO_ID))) return;
+  const rlx_shape *sh = &rlx_graph_node(f->g, src)->shape;
+  if (!rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, sh)) return;
+  t->fin[0].data = x->arena + p->offset[src];
+  t->fin[0].shape = *sh;
+  f->kept[src] = true;
+  if (f->last[r] < s) set_last(f, r, s);
+  fused_uses[e]++;
+  t->kind = TK_ATTN_BIAS;
+  fusions_made++;
+}
+
 static void fuse_free(fuse_state *f) {
   free(f->step);
   free(f->thunk);
@@ -699,6 +745,15 @@ static void fuse(cpu_exe *x) {
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
     if (t->kind == TK_KERNEL && t->kernel == rlx_fast_MatMul) fuse_matmul(x, &f, t, fused_uses);
+    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_Attention && t->n_in == 4)
+      fuse_attention_bias(x, &f, t, fused_uses);
+  }
+  /* An Expand every reader of which reads its operand instead is not run. */
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    if (t->kind == TK_KERNEL && t->node->op == RLX_OP_Expand && !f.is_out[t->id] && !f.kept[t->id] &&
+        fused_uses[t->id] && fused_uses[t->id] == f.uses[t->id])
+      t->kind = TK_SKIP;
   }
   /* A fused conv whose sum z is read by nothing but its Relu and relu-masked ReluBackwards keeps
      only relu(z). */
@@ -928,6 +983,7 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
       break;
     case TK_MATMUL_PACKED: st = rlx_fast_matmul_packed(t->node, &t->in[0], t->owned, &o, &x->ctx); break;
+    case TK_ATTN_BIAS: st = rlx_fast_attention_bias_src(t->node, t->in, &t->fin[0], &o, &x->ctx); break;
     default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
     }
     if (x->profile) {

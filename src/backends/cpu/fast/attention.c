@@ -54,6 +54,7 @@ FK_APPLIES(Attention) {
 
 typedef struct fa_job {
   const float *q, *k, *v, *bias;
+  size_t H, bsb, bsh, bsq; /* the bias's element strides over batch, head and query row (0: broadcast) */
   float *o, *scratch;
   size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
   size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
@@ -114,10 +115,14 @@ static inline __attribute__((always_inline)) void fa_softmax_row(float *restrict
 #if defined(__x86_64__)
 /* e^x for x <= 0 (softmax arguments; larger x are clamped to 89), 16 lanes: x = n ln2 + r with
  * n = round(x / ln2), ln2 in two parts, e^r by its Taylor polynomial of degree 7 with fused
- * multiply-adds, then 2^n applied by vscalefps (one rounding, subnormal results exact, 0 below
- * -104). NaN stays NaN (the clamps pass it on). */
+ * multiply-adds, then 2^n applied by vscalefps (one rounding). Below -87 the result is 0: e^x
+ * would be subnormal there (below 1.7e-38, next to the row maximum's 1), and producing subnormal
+ * results costs a microcode assist per instruction - with an additive mask of -10000 on some
+ * keys (the encoder benchmark's padding) that was one assist per score row. NaN stays NaN (the
+ * clamps pass it on; the compare is false for it). */
 __attribute__((target("avx512f"))) static inline __m512 fa_exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-87.0f), x));
   __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
@@ -130,7 +135,7 @@ __attribute__((target("avx512f"))) static inline __m512 fa_exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), tiny, _mm512_setzero_ps());
 }
 
 /* The softmax of fa_softmax_row in one pass for the exponentials and their double sum (two
@@ -173,7 +178,7 @@ static inline __attribute__((always_inline)) void fa_rows(const fa_job *j, float
                                                           size_t rows, bool avx512) {
   for (size_t r = 0; r < rows; r++) {
     float *restrict row = s + r * j->Sk;
-    const float *restrict b = j->bias ? j->bias + (bh * j->Sq + r0 + r) * j->Sk : NULL;
+    const float *restrict b = j->bias ? j->bias + bh / j->H * j->bsb + bh % j->H * j->bsh + (r0 + r) * j->bsq : NULL;
     float scale = j->scale;
     if (b)
       for (size_t i = 0; i < j->Sk; i++) row[i] = row[i] * scale + b[i];
@@ -230,15 +235,29 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
   }
 }
 
-FK_KERNEL(Attention) {
-  (void)n_in;
+/* Is src (rank <= 4) a bias that broadcasts to the Attention's [B, H, Sq, Sk] with its last
+ * axis Sk itself (the rows read in place)? */
+bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, const rlx_shape *src) {
+  if (!rlx_fast_applies_Attention(n, in, n_in) || n->attrs.Attention.mask_kind != RLX_MASK_BIAS) return false;
+  const rlx_shape *m = &in[3].shape;
+  if (!fk_static_f32(src) || src->rank < 1 || src->rank > 4 || src->dims[src->rank - 1] != m->dims[3]) return false;
+  for (uint32_t k = 0; k < src->rank; k++) {
+    int64_t d = src->dims[src->rank - 1 - k];
+    if (d != 1 && d != m->dims[3 - k]) return false;
+  }
+  return true;
+}
+
+static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *bias, rlx_tensor *out,
+                         rlx_cpu_ctx *ctx) {
   const rlx_attrs_Attention *a = &n->attrs.Attention;
   const rlx_shape *qs = &in[0].shape, *ks = &in[1].shape;
   size_t BH = (size_t)qs->dims[0] * (size_t)qs->dims[1];
   fa_job j = {.q = in[0].data,
               .k = in[1].data,
               .v = in[2].data,
-              .bias = a->mask_kind == RLX_MASK_BIAS ? in[3].data : NULL,
+              .bias = bias ? bias->data : NULL,
+              .H = (size_t)qs->dims[1],
               .o = out->data,
               .Sq = (size_t)qs->dims[2],
               .Sk = (size_t)ks->dims[2],
@@ -247,6 +266,16 @@ FK_KERNEL(Attention) {
               .scale = a->score_scale.has ? a->score_scale.v : (float)(1.0 / sqrt((double)a->head_dim)),
               .causal = a->mask_kind == RLX_MASK_CAUSAL};
   if (BH == 0) return RLX_OK;
+  if (bias) { /* strides of the bias right-aligned to [B, H, Sq, Sk] */
+    const rlx_shape *bs = &bias->shape;
+    size_t st[4] = {0, 0, 0, 0}, acc = 1;
+    for (uint32_t k = 0; k < bs->rank && k < 4; k++) {
+      size_t d = (size_t)bs->dims[bs->rank - 1 - k];
+      st[3 - k] = d == 1 ? 0 : acc;
+      acc *= d;
+    }
+    j.bsb = st[0], j.bsh = st[1], j.bsq = st[2];
+  }
   int chunks = fk_chunks(ctx, BH, 1);
   size_t rows = j.Sq < FA_ROWS ? j.Sq : FA_ROWS;
   j.scores_floats = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
@@ -262,6 +291,16 @@ FK_KERNEL(Attention) {
   fk_parallel_for(ctx, BH, 1, fa_task, &j);
   fk_scratch_release(ctx, j.scratch);
   return RLX_OK;
+}
+
+FK_KERNEL(Attention) {
+  (void)n_in;
+  return fa_run(n, in, n->attrs.Attention.mask_kind == RLX_MASK_BIAS ? &in[3] : NULL, out, ctx);
+}
+
+rlx_status rlx_fast_attention_bias_src(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *src, rlx_tensor *out,
+                                       rlx_cpu_ctx *ctx) {
+  return fa_run(n, in, src, out, ctx);
 }
 
 /* ======================================================================================

@@ -281,6 +281,14 @@ FK_DECL(Fft);
 FK_DECL(Attention);
 FK_DECL(LayerNorm);
 
+/* Attention with mask Bias whose bias operand is an Expand of `src` (the executor's Expand ->
+ * Attention fusion): the kernel reads src with broadcast strides instead of the expanded
+ * [B, H, Sq, Sk] tensor (the same values, so the same bits). applies: src broadcasts to the bias
+ * shape and keeps its last axis. */
+bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, const rlx_shape *src);
+rlx_status rlx_fast_attention_bias_src(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *src, rlx_tensor *out,
+                                       rlx_cpu_ctx *ctx);
+
 /* MatMul with operands read transposed (the executor's Transpose -> MatMul fusion): a and b as
  * stored; ta / tb say that the last two axes of a / b are to be swapped first. `n` is the MatMul
  * node (its declared shape is the output's). applies_ex checks the stored shapes. */
