@@ -1091,6 +1091,14 @@ static void test_matmul_packed(void) {
   packed_case(SHP(F32, 3, 25, 300), 300, 65);    /* batch folded into M; two k passes; 3 panels */
   packed_case(SHP(F32, 200, 513), 513, 47);      /* two row blocks, three k passes */
   packed_case(SHP(F32, 1, 128, 384), 384, 1536); /* the encoder's FFN shape */
+  /* the edges of the 8 x 48 tiles and 128-step passes (GP_MR, GP_NR, GP_KC); the data stream of
+     the later tests stays what it was without these cases */
+  uint64_t saved_rng = rng_state;
+  packed_case(SHP(F32, 8, 128), 128, 48);  /* exact tile, pass and panel */
+  packed_case(SHP(F32, 9, 129), 129, 49);  /* one more row, k step and column */
+  packed_case(SHP(F32, 7, 127), 127, 95);  /* one less of each, two panels */
+  packed_case(SHP(F32, 385, 64), 64, 100); /* three row blocks of 192 rows at most */
+  rng_state = saved_rng;
   /* declined: B with a batch axis */
   rlx_graph *g;
   rlx_id a, b, m;
