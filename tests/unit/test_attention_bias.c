@@ -16,10 +16,8 @@
 #include "backends/cpu/fast/fast.h"
 #include "rlx/cpu.h"
 #include "rlx/rlx.h"
+#include "attr_lists.h"
 #include "rlx_test.h"
-
-#define SHP(t, ...) \
-  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float urand(void) {
