@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The executor's Expand -> Attention fusion (backend.c, fuse_attention_bias): an Attention whose
+/* The executor's Attention operand fusions (backend.c, fuse_attention): an Attention whose
  * additive mask is an Expand of a smaller tensor, or a Constant whose rows repeat over heads and
  * query rows (an Expand folded at compile time, batch 1), reads the mask with broadcast strides
- * instead of the [B, H, Sq, Sk] tensor. Checked both ways: the fused run gives the bits of the
- * unfused one (RLX_CPU_NO_FUSION=1) and makes a fused thunk where the pattern is there; a
- * Constant whose rows differ, and an Expand also read by something else, are not fused (or the
- * Expand still runs) and still give the same bits. Both are checked against the reference
- * kernels (RLX_CPU_REF_ONLY=1) within f32 tolerance. Threads 1 and 2. */
+ * instead of the [B, H, Sq, Sk] tensor; q, k, v made by Narrow -> Reshape -> Transpose(0, 2, 1, 3)
+ * of one projection [B, S, 3 H D] are read from it in place (the Narrows and Transposes do not
+ * run). Checked both ways: the fused run gives the bits of the unfused one (RLX_CPU_NO_FUSION=1)
+ * and makes a fused thunk where the pattern is there; a Constant whose rows differ is not fused,
+ * an Expand or a Transpose that is also an output still runs, and both still give the same bits.
+ * Everything is also checked against the reference kernels (RLX_CPU_REF_ONLY=1) within f32
+ * tolerance. Threads 1 and 2. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 #include "backends/cpu/fast/fast.h"
 #include "rlx/cpu.h"
+#include "rlx/build.h"
 #include "rlx/rlx.h"
 #include "attr_lists.h"
 #include "rlx_test.h"
@@ -31,7 +34,14 @@ static size_t numel(const rlx_shape *s) {
   return n;
 }
 
-typedef enum mask_src { MASK_INPUT_EXPAND, MASK_CONST_REPEATED, MASK_CONST_VARIED, MASK_EXPAND_SHARED } mask_src;
+typedef enum mask_src {
+  MASK_INPUT_EXPAND,
+  MASK_CONST_REPEATED,
+  MASK_CONST_VARIED,
+  MASK_EXPAND_SHARED,
+  QKV_VIEWS,       /* q, k, v = Transpose(Reshape(Narrow(x))) of one x [B, S, 3 H D], mask as MASK_INPUT_EXPAND */
+  QKV_VIEWS_SHARED /* the same, k's Transpose also an output: k is read as stored */
+} mask_src;
 
 typedef struct geo {
   int64_t B, H, Sq, Sk, D;
@@ -44,11 +54,25 @@ static rlx_status att_graph(const geo *g0, mask_src src, rlx_graph **out) {
   RLX_TRY(rlx_graph_create(NULL, "attn_bias", &g));
   *out = g;
   rlx_id q, k, v, m, mb, o;
-  RLX_TRY(rlx_input(g, "q", SHP(F32, g0->B, g0->H, g0->Sq, g0->D), &q));
-  RLX_TRY(rlx_input(g, "k", SHP(F32, g0->B, g0->H, g0->Sk, g0->D), &k));
-  RLX_TRY(rlx_input(g, "v", SHP(F32, g0->B, g0->H, g0->Sk, g0->D), &v));
+  bool views = src == QKV_VIEWS || src == QKV_VIEWS_SHARED;
+  if (views) { /* the BERT layer's split of one projection [B, S, 3 H D] (Sq = Sk) */
+    int64_t HD = g0->H * g0->D;
+    rlx_id xq, parts[3];
+    RLX_TRY(rlx_input(g, "x", SHP(F32, g0->B, g0->Sq, 3 * HD), &xq));
+    for (int i = 0; i < 3; i++) {
+      rlx_id nw, rs;
+      RLX_TRY(rlx_narrow(g, xq, 2, i * HD, HD, &nw));
+      RLX_TRY(rlx_reshape(g, nw, 4, (int64_t[]){g0->B, g0->Sq, g0->H, g0->D}, &rs));
+      RLX_TRY(rlx_transpose(g, rs, 4, (int64_t[]){0, 2, 1, 3}, &parts[i]));
+    }
+    q = parts[0], k = parts[1], v = parts[2];
+  } else {
+    RLX_TRY(rlx_input(g, "q", SHP(F32, g0->B, g0->H, g0->Sq, g0->D), &q));
+    RLX_TRY(rlx_input(g, "k", SHP(F32, g0->B, g0->H, g0->Sk, g0->D), &k));
+    RLX_TRY(rlx_input(g, "v", SHP(F32, g0->B, g0->H, g0->Sk, g0->D), &v));
+  }
   rlx_shape full = SHP(F32, g0->B, g0->H, g0->Sq, g0->Sk);
-  if (src == MASK_INPUT_EXPAND || src == MASK_EXPAND_SHARED) {
+  if (src == MASK_INPUT_EXPAND || src == MASK_EXPAND_SHARED || views) {
     RLX_TRY(rlx_input(g, "m", rlx_shape_make(RLX_F32, 4, g0->mdims), &m));
     rlx_attrs_Expand ea = {.target_shape = {.v = (int64_t[]){g0->B, g0->H, g0->Sq, g0->Sk}, .n = 4}};
     RLX_TRY(rlx_build_Expand(g, &m, 1, &ea, NULL, &mb));
@@ -64,8 +88,8 @@ static rlx_status att_graph(const geo *g0, mask_src src, rlx_graph **out) {
   }
   rlx_attrs_Attention aa = {.num_heads = g0->H, .head_dim = g0->D, .mask_kind = RLX_MASK_BIAS};
   RLX_TRY(rlx_build_Attention(g, (rlx_id[]){q, k, v, mb}, 4, &aa, NULL, &o));
-  if (src == MASK_EXPAND_SHARED) { /* the expanded mask is also an output: the Expand must run */
-    rlx_id outs[2] = {o, mb};
+  if (src == MASK_EXPAND_SHARED || src == QKV_VIEWS_SHARED) { /* also an output: must be computed */
+    rlx_id outs[2] = {o, src == QKV_VIEWS_SHARED ? k : mb};
     return rlx_graph_set_outputs(g, outs, 2);
   }
   return rlx_graph_set_outputs(g, &o, 1);
@@ -87,15 +111,15 @@ static float *run(rlx_graph *g, int threads, size_t *count) {
   rng = 1234;
   rlx_named_tensor in[4];
   uint32_t n_in = 0;
-  static const char *const names[4] = {"q", "k", "v", "m"};
-  for (uint32_t i = 0; i < rlx_graph_node_count(g); i++) { /* the Inputs in node order: q, k, v[, m] */
+  for (uint32_t i = 0; i < rlx_graph_node_count(g); i++) { /* the Inputs: q, k, v or x, then m */
     const rlx_node *nd = rlx_graph_node(g, i);
     if (nd->op != RLX_OP_Input || n_in == 4) continue;
     size_t n = numel(&nd->shape);
     float *d = malloc(n * sizeof *d);
-    bool mask = n_in == 3;
+    const char *name = nd->attrs.Input.name;
+    bool mask = strcmp(name, "m") == 0;
     for (size_t k = 0; d && k < n; k++) d[k] = mask ? (k % 4 == 3 ? -10000.0f : urand()) : 2.0f * urand();
-    in[n_in] = (rlx_named_tensor){names[n_in], {d, nd->shape}};
+    in[n_in] = (rlx_named_tensor){name, {d, nd->shape}};
     n_in++;
   }
   rng = saved;
@@ -161,5 +185,10 @@ int main(void) {
   check_case("Expand also an output", &a, MASK_EXPAND_SHARED, true);
   check_case("Constant, rows repeated", &d, MASK_CONST_REPEATED, true);
   check_case("Constant, rows differ", &d, MASK_CONST_VARIED, false);
+  geo e = {.B = 2, .H = 3, .Sq = 9, .Sk = 9, .D = 4, .mdims = {2, 1, 1, 9}};
+  geo f = {.B = 1, .H = 12, .Sq = 128, .Sk = 128, .D = 32, .mdims = {1, 1, 1, 128}}; /* the encoder's layer */
+  check_case("q, k, v views of one projection", &e, QKV_VIEWS, true);
+  check_case("q, k, v views, the encoder's shapes", &f, QKV_VIEWS, true);
+  check_case("q, v views, k's Transpose an output", &e, QKV_VIEWS_SHARED, true);
   return rlx_test_finish("test_attention_bias");
 }

@@ -46,7 +46,7 @@ typedef enum thunk_kind {
   TK_CONV_EPI,      /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
   TK_MPB_RELU,      /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
   TK_MATMUL_PACKED, /* MatMul by a Constant B packed at compile time: owned = the packed B */
-  TK_ATTN_BIAS      /* Attention reading its bias through an Expand: fin[0] = the Expand's operand */
+  TK_ATTN_SRC       /* Attention reading operands where they are: attn (a mask through an Expand, q/k/v as views) */
 } thunk_kind;
 
 typedef struct cpu_thunk {
@@ -70,6 +70,7 @@ typedef struct cpu_thunk {
   bool z_dead;                 /* TK_CONV_EPI: the sum is read by the activation only: not stored */
   rlx_id last;                 /* the last node of a fused group (profile and error labels) */
   float *owned;                /* TK_MATMUL_PACKED: the packed B (freed with the executable) */
+  fk_attn_src attn;            /* TK_ATTN_SRC */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
 
@@ -136,7 +137,7 @@ static void print_profile(const cpu_exe *x) {
                                       " (fused: + bias + relu)",
                                       " (fused: + ReluBackward)",
                                       " (B packed once)",
-                                      " (bias read with broadcast strides)"};
+                                      " (operands read in place)"};
   static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
@@ -598,43 +599,116 @@ static void fuse_matmul(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused
   fusions_made++;
 }
 
-/* Expand -> Attention (mask Bias): the attention reads the Expand's operand (an additive mask
- * [B, 1, 1, Sk], say) with broadcast strides instead of the expanded [B, H, Sq, Sk] tensor; an
- * Expand every reader of which does this is not run (below). The operand must stay intact until
- * this step. */
-static void fuse_attention_bias(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused_uses) {
+/* The thunk of node id when it is a plain kernel thunk read by nothing else: its one reader,
+ * not an output, not read directly by another fused thunk. */
+static cpu_thunk *lone_kernel(cpu_exe *x, fuse_state *f, rlx_id id) {
+  if (f->thunk[id] < 0 || sole_user(f, id) == RLX_NO_ID || f->kept[id] || f->p->root[id] != id) return NULL;
+  cpu_thunk *t = &x->thunks[f->thunk[id]];
+  return t->kind == TK_KERNEL ? t : NULL;
+}
+
+/* Operand k (q, k or v) of Attention thunk t made by Narrow(X, last axis) -> Reshape [B, S, H, D]
+ * (a view) -> Transpose(0, 2, 1, 3), each read only by the next: the attention reads X in place
+ * (row stride = X's last dim, head stride D, from the Narrow's start) and the Narrow and the
+ * Transpose are not run. Tentative: the two thunks are marked dead (their slots, which the plan
+ * may have placed over X's bytes after the Narrows, are then never written); fuse_attention
+ * checks X's interval and takes all operands back when it is not free. */
+static bool attention_view(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t k, rlx_id *xsrc, cpu_thunk **skip) {
   const rlx_plan *p = f->p;
-  rlx_id e = t->node->inputs[3];
-  const rlx_node *en = rlx_graph_node(f->g, e);
-  if (en->op == RLX_OP_Constant && p->root[e] == e) { /* an Expand folded at compile time? */
+  rlx_id tr = t->node->inputs[k];
+  const rlx_node *tn = rlx_graph_node(f->g, tr);
+  if (tn->op != RLX_OP_Transpose || tn->attrs.Transpose.perm.n != 4) return false;
+  const int64_t *pv = tn->attrs.Transpose.perm.v;
+  if (pv[0] != 0 || pv[1] != 2 || pv[2] != 1 || pv[3] != 3) return false;
+  cpu_thunk *tt = lone_kernel(x, f, tr);
+  rlx_id rs = tn->inputs[0];
+  const rlx_node *rn = rlx_graph_node(f->g, rs);
+  if (!tt || rn->op != RLX_OP_Reshape || f->thunk[rs] >= 0 || f->is_out[rs] || f->uses[rs] != 1 || f->kept[rs])
+    return false;
+  rlx_id nw = rn->inputs[0];
+  const rlx_node *nn = rlx_graph_node(f->g, nw);
+  if (nn->op != RLX_OP_Narrow || p->root[rs] != nw) return false;
+  cpu_thunk *nt = lone_kernel(x, f, nw);
+  rlx_id src = nn->inputs[0];
+  const rlx_shape *xs = &rlx_graph_node(f->g, src)->shape, *ns = &nn->shape, *rsh = &rn->shape;
+  if (!nt || !fk_static_f32(xs) || xs->rank != 3 || ns->rank != 3 || rsh->rank != 4) return false;
+  int64_t axis = nn->attrs.Narrow.axis < 0 ? nn->attrs.Narrow.axis + 3 : nn->attrs.Narrow.axis;
+  /* [B, S, C] -> [B, S, H D] -> [B, S, H, D] */
+  if (axis != 2 || rsh->dims[0] != xs->dims[0] || rsh->dims[1] != xs->dims[1] || ns->dims[0] != xs->dims[0] ||
+      ns->dims[1] != xs->dims[1] || rsh->dims[2] * rsh->dims[3] != ns->dims[2])
+    return false;
+  if (*xsrc != RLX_NO_ID && p->root[*xsrc] != p->root[src]) return false; /* one X for all operands */
+  *xsrc = src;
+  size_t C = (size_t)xs->dims[2], S = (size_t)xs->dims[1], D = (size_t)rsh->dims[3];
+  t->attn.view[k] =
+      (fk_attn_view){.p = (const float *)(x->arena + p->offset[src]) + nn->attrs.Narrow.start, .st = {S * C, D, C}};
+  skip[0] = tt;
+  skip[1] = nt;
+  f->dead[tr] = f->dead[nw] = true; /* the Reshape is a view of the Narrow */
+  return true;
+}
+
+/* The Attention's operands read where they are: q, k, v as views (above); a mask Bias through an
+ * Expand (the attention reads the Expand's operand, an additive mask [B, 1, 1, Sk], say, with
+ * broadcast strides instead of the expanded [B, H, Sq, Sk] tensor; an Expand every reader of
+ * which does this is not run, below), or a Constant of batch 1 whose rows repeat over heads and
+ * query rows (an Expand folded at compile time: its first row). The Expand's operand must stay
+ * intact until this step. */
+static void fuse_attention(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fused_uses) {
+  const rlx_plan *p = f->p;
+  memset(&t->attn, 0, sizeof t->attn);
+  bool any = false;
+  uint32_t s = f->step[t->id], viewed = 0;
+  rlx_id e = t->n_in == 4 && t->node->attrs.Attention.mask_kind == RLX_MASK_BIAS ? t->node->inputs[3] : RLX_NO_ID;
+  const rlx_node *en = e != RLX_NO_ID ? rlx_graph_node(f->g, e) : NULL;
+  if (en && en->op == RLX_OP_Constant && p->root[e] == e) { /* an Expand folded at compile time? */
     const rlx_shape *bs = &en->shape;
-    if (bs->rank != 4 || !fk_static_f32(bs) || bs->dims[0] != 1) return; /* one batch: its first row */
-    size_t B = (size_t)bs->dims[0], rows = (size_t)bs->dims[1] * (size_t)bs->dims[2], row = (size_t)bs->dims[3] * 4;
+    bool ok = bs->rank == 4 && fk_static_f32(bs) && bs->dims[0] == 1; /* one batch: its first row */
+    size_t rows = ok ? (size_t)bs->dims[1] * (size_t)bs->dims[2] : 0, row = ok ? (size_t)bs->dims[3] * 4 : 0;
     const uint8_t *d = x->arena + p->offset[e];
-    for (size_t b = 0; b < B; b++)
-      for (size_t i = 1; i < rows; i++) /* every row of a batch the same bytes as its first */
-        if (memcmp(d + (b * rows + i) * row, d + b * rows * row, row) != 0) return;
-    rlx_shape sh = *bs;
+    for (size_t i = 1; ok && i < rows; i++) /* every row the same bytes as the first */
+      ok = memcmp(d + i * row, d, row) == 0;
+    rlx_shape sh = ok ? *bs : (rlx_shape){0};
     sh.dims[1] = sh.dims[2] = 1;
-    if (rows < 2 || !rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, &sh)) return;
-    t->fin[0].data = (void *)d; /* its first row, with strides 0 over heads and rows */
-    t->fin[0].shape = sh;
-    t->kind = TK_ATTN_BIAS;
-    fusions_made++;
-    return;
+    if (ok && rows >= 2 && rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, &sh)) {
+      t->attn.has_bias = true;
+      t->attn.bias = (rlx_tensor){.data = (void *)d, .shape = sh};
+      any = true;
+    }
+  } else if (en && en->op == RLX_OP_Expand && f->thunk[e] >= 0 && x->thunks[f->thunk[e]].kind == TK_KERNEL) {
+    rlx_id src = en->inputs[0], r = p->root[src];
+    const rlx_shape *sh = &rlx_graph_node(f->g, src)->shape;
+    if (!f->dead[r] && (f->last[r] >= s || interval_free(f, r, f->first[r], s, RLX_NO_ID, RLX_NO_ID)) &&
+        rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, sh)) {
+      t->attn.has_bias = true;
+      t->attn.bias = (rlx_tensor){.data = x->arena + p->offset[src], .shape = *sh};
+      f->kept[src] = true;
+      if (f->last[r] < s) set_last(f, r, s);
+      fused_uses[e]++;
+      if (sole_user(f, e) == t->id && p->root[e] == e && !f->kept[e]) f->dead[e] = true; /* skipped below */
+      any = true;
+    }
   }
-  if (en->op != RLX_OP_Expand || f->thunk[e] < 0 || x->thunks[f->thunk[e]].kind != TK_KERNEL) return;
-  rlx_id src = en->inputs[0], r = p->root[src];
-  uint32_t s = f->step[t->id];
-  if (f->dead[r] || (f->last[r] < s && !interval_free(f, r, f->first[r], s, RLX_NO_ID, RLX_NO_ID))) return;
-  const rlx_shape *sh = &rlx_graph_node(f->g, src)->shape;
-  if (!rlx_fast_attention_bias_src_applies(t->node, t->in, t->n_in, sh)) return;
-  t->fin[0].data = x->arena + p->offset[src];
-  t->fin[0].shape = *sh;
-  f->kept[src] = true;
-  if (f->last[r] < s) set_last(f, r, s);
-  fused_uses[e]++;
-  t->kind = TK_ATTN_BIAS;
+  rlx_id xsrc = RLX_NO_ID;
+  cpu_thunk *skip[6] = {NULL};
+  if (rlx_fast_applies_Attention(t->node, t->in, t->n_in))
+    for (uint32_t k = 0; k < 3; k++) viewed += attention_view(x, f, t, k, &xsrc, skip + 2 * k);
+  if (viewed) { /* X must stay intact until this step */
+    rlx_id r = p->root[xsrc];
+    if (!f->dead[r] && (f->last[r] >= s || interval_free(f, r, f->first[r], s, RLX_NO_ID, RLX_NO_ID))) {
+      f->kept[xsrc] = true;
+      if (f->last[r] < s) set_last(f, r, s);
+      for (int i = 0; i < 6; i++)
+        if (skip[i]) skip[i]->kind = TK_SKIP;
+      any = true;
+    } else { /* take them back */
+      for (int i = 0; i < 6; i++)
+        if (skip[i]) f->dead[skip[i]->id] = false;
+      memset(t->attn.view, 0, sizeof t->attn.view);
+    }
+  }
+  if (!any) return;
+  t->kind = TK_ATTN_SRC;
   fusions_made++;
 }
 
@@ -745,8 +819,7 @@ static void fuse(cpu_exe *x) {
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     cpu_thunk *t = &x->thunks[i];
     if (t->kind == TK_KERNEL && t->kernel == rlx_fast_MatMul) fuse_matmul(x, &f, t, fused_uses);
-    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_Attention && t->n_in == 4)
-      fuse_attention_bias(x, &f, t, fused_uses);
+    if (t->kind == TK_KERNEL && t->kernel == rlx_fast_Attention) fuse_attention(x, &f, t, fused_uses);
   }
   /* An Expand every reader of which reads its operand instead is not run. */
   for (uint32_t i = 0; i < x->n_thunks; i++) {
@@ -983,7 +1056,7 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);
       break;
     case TK_MATMUL_PACKED: st = rlx_fast_matmul_packed(t->node, &t->in[0], t->owned, &o, &x->ctx); break;
-    case TK_ATTN_BIAS: st = rlx_fast_attention_bias_src(t->node, t->in, &t->fin[0], &o, &x->ctx); break;
+    case TK_ATTN_SRC: st = rlx_fast_attention_src(t->node, t->in, &t->attn, &o, &x->ctx); break;
     default: st = t->kernel(t->node, t->in, t->n_in, &o, &x->ctx); break;
     }
     if (x->profile) {

@@ -54,7 +54,8 @@ FK_APPLIES(Attention) {
 
 typedef struct fa_job {
   const float *q, *k, *v, *bias;
-  size_t H, bsb, bsh, bsq; /* the bias's element strides over batch, head and query row (0: broadcast) */
+  size_t qs[3], ks[3], vs[3]; /* element strides of q, k, v over batch, head and row (the last axis contiguous) */
+  size_t H, bsb, bsh, bsq;    /* the bias's element strides over batch, head and query row (0: broadcast) */
   float *o, *scratch;
   size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
   size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
@@ -211,18 +212,21 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
   float *s = j->scratch + (size_t)chunk * j->scratch_per_chunk, *tmp = s + j->scores_floats;
   float *kt = tmp + fk_align64(j->Sk * sizeof(float)) / sizeof(float), *vp = kt + j->kt_floats;
   for (size_t bh = lo; bh < hi; bh++) {
-    const float *q = j->q + bh * j->Sq * j->D, *k = j->k + bh * j->Sk * j->D, *v = j->v + bh * j->Sk * j->Dv;
+    size_t b = bh / j->H, h = bh % j->H;
+    const float *q = j->q + b * j->qs[0] + h * j->qs[1], *k = j->k + b * j->ks[0] + h * j->ks[1];
+    const float *v = j->v + b * j->vs[0] + h * j->vs[1];
+    size_t lq = j->qs[2], lk = j->ks[2], lv = j->vs[2];
     float *o = j->o + bh * j->Sq * j->Dv;
     if (j->packed) {
-      fk_gemm_pack_b(j->D, j->Sk, k, j->D, true, kt); /* K^T [D, Sk] */
-      fk_gemm_pack_b(j->Sk, j->Dv, v, j->Dv, false, vp);
+      fk_gemm_pack_b(j->D, j->Sk, k, lk, true, kt); /* K^T [D, Sk] */
+      fk_gemm_pack_b(j->Sk, j->Dv, v, lv, false, vp);
     }
     for (size_t r0 = 0; r0 < j->Sq; r0 += FA_ROWS) {
       size_t rows = j->Sq - r0 < FA_ROWS ? j->Sq - r0 : FA_ROWS;
       if (j->packed)
-        fk_gemm_packed(rows, j->Sk, j->D, q + r0 * j->D, j->D, kt, s, j->Sk);
+        fk_gemm_packed(rows, j->Sk, j->D, q + r0 * lq, lq, kt, s, j->Sk);
       else
-        fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * j->D, j->D, k, j->D, false, s, j->Sk);
+        fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * lq, lq, k, lk, false, s, j->Sk);
       if (j->packed)
         fa_rows_avx512(j, s, tmp, bh, r0, rows);
       else
@@ -230,7 +234,7 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
       if (j->packed)
         fk_gemm_packed(rows, j->Dv, j->Sk, s, j->Sk, vp, o + r0 * j->Dv, j->Dv);
       else
-        fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, j->Dv, false, o + r0 * j->Dv, j->Dv);
+        fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, lv, false, o + r0 * j->Dv, j->Dv);
     }
   }
 }
@@ -248,8 +252,8 @@ bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in
   return true;
 }
 
-static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *bias, rlx_tensor *out,
-                         rlx_cpu_ctx *ctx) {
+static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *bias, const fk_attn_view *views,
+                         rlx_tensor *out, rlx_cpu_ctx *ctx) {
   const rlx_attrs_Attention *a = &n->attrs.Attention;
   const rlx_shape *qs = &in[0].shape, *ks = &in[1].shape;
   size_t BH = (size_t)qs->dims[0] * (size_t)qs->dims[1];
@@ -266,6 +270,18 @@ static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tens
               .scale = a->score_scale.has ? a->score_scale.v : (float)(1.0 / sqrt((double)a->head_dim)),
               .causal = a->mask_kind == RLX_MASK_CAUSAL};
   if (BH == 0) return RLX_OK;
+  size_t *st3[3] = {j.qs, j.ks, j.vs};
+  const float **base[3] = {&j.q, &j.k, &j.v};
+  for (int i = 0; i < 3; i++) { /* as stored: [B, H, S, D] contiguous; else the view */
+    const rlx_shape *sh = &in[i].shape;
+    size_t S = (size_t)sh->dims[2], D = (size_t)sh->dims[3];
+    if (views && views[i].p) {
+      *base[i] = views[i].p;
+      memcpy(st3[i], views[i].st, sizeof views[i].st);
+    } else {
+      st3[i][0] = (size_t)sh->dims[1] * S * D, st3[i][1] = S * D, st3[i][2] = D;
+    }
+  }
   if (bias) { /* strides of the bias right-aligned to [B, H, Sq, Sk] */
     const rlx_shape *bs = &bias->shape;
     size_t st[4] = {0, 0, 0, 0}, acc = 1;
@@ -295,12 +311,13 @@ static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tens
 
 FK_KERNEL(Attention) {
   (void)n_in;
-  return fa_run(n, in, n->attrs.Attention.mask_kind == RLX_MASK_BIAS ? &in[3] : NULL, out, ctx);
+  return fa_run(n, in, n->attrs.Attention.mask_kind == RLX_MASK_BIAS ? &in[3] : NULL, NULL, out, ctx);
 }
 
-rlx_status rlx_fast_attention_bias_src(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *src, rlx_tensor *out,
-                                       rlx_cpu_ctx *ctx) {
-  return fa_run(n, in, src, out, ctx);
+rlx_status rlx_fast_attention_src(const rlx_node *n, const rlx_tensor *in, const fk_attn_src *src, rlx_tensor *out,
+                                  rlx_cpu_ctx *ctx) {
+  const rlx_tensor *bias = n->attrs.Attention.mask_kind != RLX_MASK_BIAS ? NULL : src->has_bias ? &src->bias : &in[3];
+  return fa_run(n, in, bias, src->view, out, ctx);
 }
 
 /* ======================================================================================

@@ -281,13 +281,24 @@ FK_DECL(Fft);
 FK_DECL(Attention);
 FK_DECL(LayerNorm);
 
-/* Attention with mask Bias whose bias operand is an Expand of `src` (the executor's Expand ->
- * Attention fusion): the kernel reads src with broadcast strides instead of the expanded
- * [B, H, Sq, Sk] tensor (the same values, so the same bits). applies: src broadcasts to the bias
- * shape and keeps its last axis. */
+/* Attention with its operands read where they are (the executor's fusions, backend.c): the bias
+ * of mask Bias through an Expand of a smaller tensor (bias_src_applies: it broadcasts to the
+ * bias shape and keeps its last axis) with broadcast strides; q, k or v as a strided view
+ * (fk_attn_view: element strides over batch, head and row, the last axis contiguous) of the
+ * tensor that Narrow -> Reshape -> Transpose(0, 2, 1, 3) made them from (the fused QKV
+ * projection [B, S, 3 H D] of a BERT layer). The same values are read, so the same bits. */
+typedef struct fk_attn_view {
+  const float *p; /* NULL: the operand as stored */
+  size_t st[3];
+} fk_attn_view;
+typedef struct fk_attn_src {
+  fk_attn_view view[3];
+  bool has_bias; /* else in[3] as stored */
+  rlx_tensor bias;
+} fk_attn_src;
 bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, const rlx_shape *src);
-rlx_status rlx_fast_attention_bias_src(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *src, rlx_tensor *out,
-                                       rlx_cpu_ctx *ctx);
+rlx_status rlx_fast_attention_src(const rlx_node *n, const rlx_tensor *in, const fk_attn_src *src, rlx_tensor *out,
+                                  rlx_cpu_ctx *ctx);
 
 /* MatMul with operands read transposed (the executor's Transpose -> MatMul fusion): a and b as
  * stored; ta / tb say that the last two axes of a / b are to be swapped first. `n` is the MatMul
