@@ -246,8 +246,18 @@ void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, 
   for (size_t p = 0; p < panels; p++) {
     size_t c0 = p * GP_NR, w = N - c0 < GP_NR ? N - c0 : GP_NR;
     float *dst = bp + p * K * GP_NR;
+    if (trans) { /* B stored [N, K]: read each of its rows once, in order (strided reads down the
+                    columns of a row-strided B, the attention's K in place, hit few cache sets) */
+      for (size_t c = 0; c < w; c++) {
+        const float *row = B + (c0 + c) * ldb;
+        for (size_t k = 0; k < K; k++) dst[k * GP_NR + c] = row[k];
+      }
+      for (size_t k = 0; k < K; k++)
+        for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+      continue;
+    }
     for (size_t k = 0; k < K; k++) {
-      for (size_t c = 0; c < w; c++) dst[k * GP_NR + c] = trans ? B[(c0 + c) * ldb + k] : B[k * ldb + c0 + c];
+      for (size_t c = 0; c < w; c++) dst[k * GP_NR + c] = B[k * ldb + c0 + c];
       for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
     }
   }
