@@ -4,8 +4,7 @@
  * query rows (an Expand folded at compile time, batch 1), reads the mask with broadcast strides
  * instead of the [B, H, Sq, Sk] tensor; q, k, v made by Narrow -> Reshape -> Transpose(0, 2, 1, 3)
  * of one projection [B, S, 3 H D] are read from it in place (the Narrows and Transposes do not
- * run), and an output read by Transpose(0, 2, 1, 3) is written in that layout (the Transpose does
- * not run). Checked both ways: the fused run gives the bits of the unfused one (RLX_CPU_NO_FUSION=1)
+ * run). Checked both ways: the fused run gives the bits of the unfused one (RLX_CPU_NO_FUSION=1)
  * and makes a fused thunk where the pattern is there; a Constant whose rows differ is not fused,
  * an Expand or a Transpose that is also an output still runs, and both still give the same bits.
  * Everything is also checked against the reference kernels (RLX_CPU_REF_ONLY=1) within f32
@@ -89,14 +88,6 @@ static rlx_status att_graph(const geo *g0, mask_src src, rlx_graph **out) {
   }
   rlx_attrs_Attention aa = {.num_heads = g0->H, .head_dim = g0->D, .mask_kind = RLX_MASK_BIAS};
   RLX_TRY(rlx_build_Attention(g, (rlx_id[]){q, k, v, mb}, 4, &aa, NULL, &o));
-  if (views) { /* back to [B, S, H D] and on (the output projection's place): the attention may
-                  write the Transpose's layout itself */
-    rlx_id tr, rs, two;
-    RLX_TRY(rlx_transpose(g, o, 4, (int64_t[]){0, 2, 1, 3}, &tr));
-    RLX_TRY(rlx_reshape(g, tr, 3, (int64_t[]){g0->B, g0->Sq, g0->H * g0->D}, &rs));
-    RLX_TRY(rlx_constant(g, SHP(F32, 1), (float[]){1.5f}, sizeof(float), &two));
-    RLX_TRY(rlx_binary(g, RLX_BINOP_MUL, rs, two, &o));
-  }
   if (src == MASK_EXPAND_SHARED || src == QKV_VIEWS_SHARED) { /* also an output: must be computed */
     rlx_id outs[2] = {o, src == QKV_VIEWS_SHARED ? k : mb};
     return rlx_graph_set_outputs(g, outs, 2);

@@ -707,25 +707,6 @@ static void fuse_attention(cpu_exe *x, fuse_state *f, cpu_thunk *t, uint32_t *fu
       memset(t->attn.view, 0, sizeof t->attn.view);
     }
   }
-  /* The output read only by a Transpose(0, 2, 1, 3) (back to [B, S, H, Dv] before the output
-     projection): written in that layout into the Transpose's tensor, which is then free from this
-     step on; the attention's own tensor is never written and the Transpose does not run. */
-  rlx_id u = sole_user(f, t->id);
-  const rlx_node *un = u != RLX_NO_ID ? rlx_graph_node(f->g, u) : NULL;
-  cpu_thunk *ut = un && un->op == RLX_OP_Transpose ? lone_kernel(x, f, u) : NULL;
-  const int64_t *pv = ut && un->attrs.Transpose.perm.n == 4 ? un->attrs.Transpose.perm.v : NULL;
-  if (pv && pv[0] == 0 && pv[1] == 2 && pv[2] == 1 && pv[3] == 3 && p->root[t->id] == t->id &&
-      rlx_fast_applies_Attention(t->node, t->in, t->n_in) && interval_free(f, u, s, f->last[u], t->id, RLX_NO_ID)) {
-    const rlx_shape *o = &t->node->shape; /* [B, H, Sq, Dv] */
-    size_t H = (size_t)o->dims[1], S = (size_t)o->dims[2], Dv = (size_t)o->dims[3];
-    t->attn.out = (float *)(x->arena + p->offset[u]);
-    t->attn.out_st[0] = S * H * Dv, t->attn.out_st[1] = Dv, t->attn.out_st[2] = H * Dv;
-    set_first(f, u, s);
-    f->dead[t->id] = true;
-    ut->kind = TK_SKIP;
-    t->last = u;
-    any = true;
-  }
   if (!any) return;
   t->kind = TK_ATTN_SRC;
   fusions_made++;

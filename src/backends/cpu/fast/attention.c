@@ -54,8 +54,8 @@ FK_APPLIES(Attention) {
 
 typedef struct fa_job {
   const float *q, *k, *v, *bias;
-  size_t qs[3], ks[3], vs[3], os[3]; /* element strides of q, k, v, o over batch, head and row (last axis contiguous) */
-  size_t H, bsb, bsh, bsq;           /* the bias's element strides over batch, head and query row (0: broadcast) */
+  size_t qs[3], ks[3], vs[3]; /* element strides of q, k, v over batch, head and row (the last axis contiguous) */
+  size_t H, bsb, bsh, bsq;    /* the bias's element strides over batch, head and query row (0: broadcast) */
   float *o, *scratch;
   size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
   size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
@@ -216,8 +216,7 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
     const float *q = j->q + b * j->qs[0] + h * j->qs[1], *k = j->k + b * j->ks[0] + h * j->ks[1];
     const float *v = j->v + b * j->vs[0] + h * j->vs[1];
     size_t lq = j->qs[2], lk = j->ks[2], lv = j->vs[2];
-    float *o = j->o + b * j->os[0] + h * j->os[1];
-    size_t ldo = j->os[2];
+    float *o = j->o + bh * j->Sq * j->Dv;
     if (j->packed) {
       fk_gemm_pack_b(j->D, j->Sk, k, lk, true, kt); /* K^T [D, Sk] */
       fk_gemm_pack_b(j->Sk, j->Dv, v, lv, false, vp);
@@ -233,9 +232,9 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
       else
         fa_rows_base(j, s, tmp, bh, r0, rows);
       if (j->packed)
-        fk_gemm_packed(rows, j->Dv, j->Sk, s, j->Sk, vp, o + r0 * ldo, ldo);
+        fk_gemm_packed(rows, j->Dv, j->Sk, s, j->Sk, vp, o + r0 * j->Dv, j->Dv);
       else
-        fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, lv, false, o + r0 * ldo, ldo);
+        fk_sgemm(false, false, rows, j->Dv, j->Sk, s, j->Sk, v, lv, false, o + r0 * j->Dv, j->Dv);
     }
   }
 }
@@ -253,9 +252,8 @@ bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in
   return true;
 }
 
-static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *bias, const fk_attn_src *src,
+static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tensor *bias, const fk_attn_view *views,
                          rlx_tensor *out, rlx_cpu_ctx *ctx) {
-  const fk_attn_view *views = src ? src->view : NULL;
   const rlx_attrs_Attention *a = &n->attrs.Attention;
   const rlx_shape *qs = &in[0].shape, *ks = &in[1].shape;
   size_t BH = (size_t)qs->dims[0] * (size_t)qs->dims[1];
@@ -272,12 +270,6 @@ static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tens
               .scale = a->score_scale.has ? a->score_scale.v : (float)(1.0 / sqrt((double)a->head_dim)),
               .causal = a->mask_kind == RLX_MASK_CAUSAL};
   if (BH == 0) return RLX_OK;
-  if (src && src->out) {
-    j.o = src->out;
-    memcpy(j.os, src->out_st, sizeof j.os);
-  } else {
-    j.os[0] = (size_t)qs->dims[1] * j.Sq * j.Dv, j.os[1] = j.Sq * j.Dv, j.os[2] = j.Dv;
-  }
   size_t *st3[3] = {j.qs, j.ks, j.vs};
   const float **base[3] = {&j.q, &j.k, &j.v};
   for (int i = 0; i < 3; i++) { /* as stored: [B, H, S, D] contiguous; else the view */
@@ -325,7 +317,7 @@ FK_KERNEL(Attention) {
 rlx_status rlx_fast_attention_src(const rlx_node *n, const rlx_tensor *in, const fk_attn_src *src, rlx_tensor *out,
                                   rlx_cpu_ctx *ctx) {
   const rlx_tensor *bias = n->attrs.Attention.mask_kind != RLX_MASK_BIAS ? NULL : src->has_bias ? &src->bias : &in[3];
-  return fa_run(n, in, bias, src, out, ctx);
+  return fa_run(n, in, bias, src->view, out, ctx);
 }
 
 /* ======================================================================================

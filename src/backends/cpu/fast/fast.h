@@ -286,9 +286,7 @@ FK_DECL(LayerNorm);
  * bias shape and keeps its last axis) with broadcast strides; q, k or v as a strided view
  * (fk_attn_view: element strides over batch, head and row, the last axis contiguous) of the
  * tensor that Narrow -> Reshape -> Transpose(0, 2, 1, 3) made them from (the fused QKV
- * projection [B, S, 3 H D] of a BERT layer); the output written in the layout of the
- * Transpose(0, 2, 1, 3) that reads it ([B, Sq, H, Dv], out / out_st). The same values are read
- * and written, so the same bits. */
+ * projection [B, S, 3 H D] of a BERT layer). The same values are read, so the same bits. */
 typedef struct fk_attn_view {
   const float *p; /* NULL: the operand as stored */
   size_t st[3];
@@ -297,8 +295,6 @@ typedef struct fk_attn_src {
   fk_attn_view view[3];
   bool has_bias; /* else in[3] as stored */
   rlx_tensor bias;
-  float *out;       /* NULL: the output as stored [B, H, Sq, Dv]; else written with out_st */
-  size_t out_st[3]; /* element strides over batch, head and row ([B, Sq, H, Dv]: the Transpose's layout) */
 } fk_attn_src;
 bool rlx_fast_attention_bias_src_applies(const rlx_node *n, const rlx_tensor *in, uint32_t n_in, const rlx_shape *src);
 rlx_status rlx_fast_attention_src(const rlx_node *n, const rlx_tensor *in, const fk_attn_src *src, rlx_tensor *out,
