@@ -44,7 +44,7 @@ bool fk_pconv_init(fk_pconv *d, size_t C, size_t O, size_t H, size_t W, size_t H
   return need < ((size_t)1 << 31) && d->R < ((size_t)1 << 24);
 }
 
-size_t fk_pconv_tiles_count(const fk_pconv *d) { return d->Qt / PNQ; }
+size_t fk_pconv_tiles_count(const fk_pconv *d) { return d->Qt / PNQ * (d->Op / PMR); }
 
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off) {
   size_t kk = d->p.kh * d->p.kw;
@@ -107,9 +107,10 @@ __attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const 
                                                        size_t t1) {
   size_t R = d->R, MB = d->Op / PMR;
   float tile[PMR][PNQ];
-  for (size_t tq = t0; tq < t1; tq++) {
+  for (size_t t = t0; t < t1; t++) {
+    size_t tq = t / MB, mb = t % MB;
     const float *B = buf + tq * PNQ;
-    for (size_t mb = 0; mb < MB; mb++) {
+    {
       /* the weight rows of the tile's 4 channels as stored (w [O][R]); past O the last row again,
          into tile rows that are never stored */
       const float *a0 = w + (mb * PMR < d->O ? mb * PMR : d->O - 1) * R;
