@@ -719,7 +719,7 @@ static bool wino_pick(const fgeo *g, fk_wino *d) {
 typedef struct wino_job {
   const conv_job *j;
   fk_wino d;
-  float *u, *v, *m, *pads, *bps;
+  float *u, *v, *m, *pads;
   size_t b0, nb;
   float *sum, *r; /* where the sum goes (the output, or r when the sum is not kept); r: act */
 } wino_job;
@@ -738,7 +738,7 @@ static void wino_input_task(void *arg, size_t lo, size_t hi, int chunk) {
 static void wino_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
   (void)chunk;
   const wino_job *t = arg;
-  fk_wino_gemm(&t->d, t->u, t->v, t->m, t->nb, lo, hi, t->bps + (size_t)chunk * fk_wino_bp_floats(&t->d));
+  fk_wino_gemm(&t->d, t->u, t->v, t->m, t->nb, lo, hi);
 }
 
 static void wino_output_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -755,21 +755,20 @@ static void wino_output_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 static rlx_status wino_forward(conv_job *j, const fk_wino *d, rlx_cpu_ctx *ctx) {
   wino_job t = {.j = j, .d = *d};
-  size_t chunks = (size_t)fk_chunks(ctx, d->C, 1), gchunks = (size_t)fk_chunks(ctx, 16, 1);
+  size_t chunks = (size_t)fk_chunks(ctx, d->C, 1);
   size_t uf = fk_wino_u_floats(d), vmf = fk_wino_vm_floats(d);
-  size_t total = uf + vmf + d->pad_floats * chunks + fk_wino_bp_floats(d) * gchunks;
+  size_t total = uf + vmf + d->pad_floats * chunks;
   float *scratch = fk_scratch(ctx, total * sizeof(float));
   if (!scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the Winograd buffers");
   t.u = scratch;
   t.v = scratch + uf;
   t.pads = scratch + uf + vmf;
-  t.bps = t.pads + d->pad_floats * chunks;
   pconv_targets(j, 0, &t.sum, &t.r);
   fk_parallel_for(ctx, d->O, 1, wino_weights_task, &t);
   for (size_t b0 = 0; b0 < d->N; b0 += d->imgs) {
     t.b0 = b0;
     t.nb = d->N - b0 < d->imgs ? d->N - b0 : d->imgs;
-    t.m = t.v + 16 * d->C * t.nb * d->T;
+    t.m = t.v + fk_wino_v_floats(d);
     fk_parallel_for(ctx, d->C, 1, wino_input_task, &t);
     fk_parallel_for(ctx, 16, 1, wino_gemm_task, &t);
     fk_parallel_for(ctx, d->O, 1, wino_output_task, &t);

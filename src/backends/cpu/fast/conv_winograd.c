@@ -64,9 +64,15 @@ bool fk_wino_available(void) {
 
 size_t fk_wino_u_floats(const fk_wino *d) { return fk_align64(16 * d->O * d->C * sizeof(float)) / sizeof(float); }
 
-size_t fk_wino_vm_floats(const fk_wino *d) {
-  return fk_align64(16 * d->imgs * d->T * (d->C + d->O) * sizeof(float)) / sizeof(float);
+/* V of nb images: per point, the column panels of gemm_packed.c ([panel][c][32], tile t in
+ * panel t / 32, lane t % 32) over NT = nb * T tiles */
+static size_t v_point_floats(const fk_wino *d, size_t nb) { return (nb * d->T + 31) / 32 * 32 * d->C; }
+
+size_t fk_wino_v_floats(const fk_wino *d) {
+  return fk_align64(16 * v_point_floats(d, d->imgs) * sizeof(float)) / sizeof(float);
 }
+
+size_t fk_wino_vm_floats(const fk_wino *d) { return fk_wino_v_floats(d) + 16 * d->imgs * d->T * d->O; }
 
 #if WG_X86
 /* The weight transform of channels [c, c + n) of output channel o in AVX-512 lanes (n <= 16):
@@ -134,14 +140,34 @@ void fk_wino_weights(const fk_wino *d, const float *w, float *u, size_t o0, size
 #if WG_X86
 TGT512 static inline __mmask16 wg_lanes(size_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
 
-/* V[p][c][t] of input channels [c0, c1) of images [b0, b0 + nb): x [N][C][H][W]; pad: pad_floats
+/* Lanes [0, n) of v to tiles t0 .. t0 + n - 1 of one channel's panel rows: dst is tile t0's
+ * cell; past the end of its 32-lane panel the rest goes to the next panel (c32 = C * 32 floats
+ * further, at lane 0). */
+TGT512 static inline void store_panel(float *dst, size_t c32, size_t t0, size_t n, __m512 v) {
+  size_t room = 32 - t0 % 32;
+  if (n <= room) {
+    _mm512_mask_storeu_ps(dst, wg_lanes(n), v);
+    return;
+  }
+  _mm512_mask_storeu_ps(dst, wg_lanes(room), v);
+  __m512 rest = _mm512_maskz_compress_ps((__mmask16)(wg_lanes(n) & ~wg_lanes(room)), v);
+  _mm512_mask_storeu_ps(dst - t0 % 32 + c32, wg_lanes(n - room), rest);
+}
+
+/* V[p] (column panels) of input channels [c0, c1) of images [b0, b0 + nb): x [N][C][H][W]; pad: pad_floats
  * of this worker's scratch. */
 TGT512 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t c0, size_t c1,
                           float *pad) {
   const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  size_t NT = nb * d->T, CNT = d->C * NT, Wp = d->Wp;
+  size_t NT = nb * d->T, PS = v_point_floats(d, nb), Wp = d->Wp, C32 = d->C * 32;
   memset(pad, 0, d->pad_floats * sizeof(float));
+  if (NT % 32) /* the last panel's lanes past NT: zero (computed on by the GEMM, never stored) */
+    for (size_t p = 0; p < 16; p++)
+      for (size_t c = c0; c < c1; c++) {
+        float *tail = v + p * PS + (NT / 32) * C32 + c * 32;
+        memset(tail + NT % 32, 0, (32 - NT % 32) * sizeof(float));
+      }
   for (size_t b = 0; b < nb; b++)
     for (size_t c = c0; c < c1; c++) {
       const float *src = x + ((b0 + b) * d->C + c) * d->H * d->W;
@@ -149,7 +175,7 @@ TGT512 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb
         size_t n = d->W < Wp - 32 - d->pw ? d->W : Wp - 32 - d->pw;
         memcpy(pad + (i + d->ph) * Wp + d->pw, src + i * d->W, n * sizeof(float));
       }
-      float *vc = v + c * NT + b * d->T;
+      float *vc = v + c * 32;
       for (size_t ti = 0; ti < d->th; ti++) {
         const float *row = pad + 2 * ti * Wp;
         for (size_t tj = 0; tj < d->tw; tj += 16) {
@@ -171,13 +197,13 @@ TGT512 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb
             s[2][k] = _mm512_sub_ps(q[2][k], q[1][k]);
             s[3][k] = _mm512_sub_ps(q[1][k], q[3][k]);
           }
-          __mmask16 m = wg_lanes(n);
-          float *dst = vc + ti * d->tw + tj;
+          size_t t0 = b * d->T + ti * d->tw + tj;
+          float *dst = vc + (t0 / 32) * C32 + t0 % 32;
           for (int r = 0; r < 4; r++) { /* (B^T d) B */
-            _mm512_mask_storeu_ps(dst + (size_t)(r * 4 + 0) * CNT, m, _mm512_sub_ps(s[r][0], s[r][2]));
-            _mm512_mask_storeu_ps(dst + (size_t)(r * 4 + 1) * CNT, m, _mm512_add_ps(s[r][1], s[r][2]));
-            _mm512_mask_storeu_ps(dst + (size_t)(r * 4 + 2) * CNT, m, _mm512_sub_ps(s[r][2], s[r][1]));
-            _mm512_mask_storeu_ps(dst + (size_t)(r * 4 + 3) * CNT, m, _mm512_sub_ps(s[r][1], s[r][3]));
+            store_panel(dst + (size_t)(r * 4 + 0) * PS, C32, t0, n, _mm512_sub_ps(s[r][0], s[r][2]));
+            store_panel(dst + (size_t)(r * 4 + 1) * PS, C32, t0, n, _mm512_add_ps(s[r][1], s[r][2]));
+            store_panel(dst + (size_t)(r * 4 + 2) * PS, C32, t0, n, _mm512_sub_ps(s[r][2], s[r][1]));
+            store_panel(dst + (size_t)(r * 4 + 3) * PS, C32, t0, n, _mm512_sub_ps(s[r][1], s[r][3]));
           }
         }
       }
@@ -236,17 +262,10 @@ void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t nb, con
 }
 #endif
 
-size_t fk_wino_bp_floats(const fk_wino *d) {
-  return fk_align64(fk_gemm_packed_b_floats(d->C, d->imgs * d->T) * sizeof(float)) / sizeof(float);
-}
-
-/* M[p] = U[p] . V[p] for points [p0, p1) of an image group of nb images: V[p] packed into bp
- * (fk_wino_bp_floats of this worker's scratch), then gemm_packed.c's register tiles */
-void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1,
-                  float *bp) {
-  size_t NT = nb * d->T;
-  for (size_t p = p0; p < p1; p++) {
-    fk_gemm_pack_b(d->C, NT, v + p * d->C * NT, NT, false, bp);
-    fk_gemm_packed(d->O, NT, d->C, u + p * d->O * d->C, d->C, bp, mm + p * d->O * NT, NT);
-  }
+/* M[p] = U[p] . V[p] for points [p0, p1) of an image group of nb images (gemm_packed.c's
+ * register tiles over V's panels) */
+void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1) {
+  size_t NT = nb * d->T, PS = v_point_floats(d, nb);
+  for (size_t p = p0; p < p1; p++)
+    fk_gemm_packed(d->O, NT, d->C, u + p * d->O * d->C, d->C, v + p * PS, mm + p * d->O * NT, NT);
 }

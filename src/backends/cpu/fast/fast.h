@@ -248,12 +248,11 @@ bool fk_wino_init(fk_wino *d, size_t N, size_t C, size_t O, size_t H, size_t W, 
 bool fk_wino_available(void);               /* the AVX-512 path is active */
 void fk_wino_disable(bool off);             /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_wino_u_floats(const fk_wino *d);  /* U [16][O][C] */
-size_t fk_wino_vm_floats(const fk_wino *d); /* V [16][C][imgs*T] and M [16][O][imgs*T] */
+size_t fk_wino_v_floats(const fk_wino *d);  /* V: 16 points of gemm_packed.c panels [C][32] */
+size_t fk_wino_vm_floats(const fk_wino *d); /* V, then M [16][O][imgs*T] */
 void fk_wino_weights(const fk_wino *d, const float *w, float *u, size_t o0, size_t o1);
 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t c0, size_t c1, float *pad);
-size_t fk_wino_bp_floats(const fk_wino *d); /* per worker: one point's V packed for the GEMM */
-void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1,
-                  float *bp);
+void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1);
 void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t nb, const float *bias, float *y, size_t o0,
                     size_t o1);
 
