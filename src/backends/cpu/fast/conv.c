@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
  * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
- * planes of conv_dw.c, one-group strided ones (and stride-1 ones of small planes with many taps) on
- * those of conv_phase.c where the AVX-512 path is active. Stride-1 convolutions on a CPU with AVX2
+ * planes of conv_dw.c; where the AVX-512 path is active, one-group 3x3 stride-1 ones with many
+ * channels run Winograd F(2x2, 3x3) (conv_winograd.c) and one-group strided ones (and stride-1
+ * ones of small planes with many taps) the phase planes of conv_phase.c. Stride-1 convolutions on a CPU with AVX2
  * + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
  * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
