@@ -635,6 +635,9 @@ static void pconv_targets(const conv_job *j, size_t b, float **sum, float **r) {
   *r = j->epi ? rr : NULL;
 }
 
+/* Relu on the sum itself (the sum not kept): the tiles apply it as they store the rows */
+static bool pconv_relu_in_y(const conv_job *j) { return j->epi && j->relu_in_y && j->act == RLX_ACT_RELU; }
+
 static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pconv_job *t = arg;
   const conv_job *j = t->j;
@@ -643,8 +646,8 @@ static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
   for (size_t b = lo; b < hi; b++) {
     fk_pconv_fill(&t->d, j->x + b * j->g.Cin * j->g.H * j->g.W, buf);
     pconv_targets(j, b, &sum, &r);
-    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, 0, fk_pconv_tiles_count(&t->d));
-    if (r) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
+    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, pconv_relu_in_y(j), 0, fk_pconv_tiles_count(&t->d));
+    if (r && !pconv_relu_in_y(j)) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
   }
 }
 
@@ -653,7 +656,7 @@ static void pconv_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pconv_job *t = arg;
   float *sum, *r;
   pconv_targets(t->j, t->b, &sum, &r);
-  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, lo, hi);
+  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, pconv_relu_in_y(t->j), lo, hi);
 }
 
 static void pconv_act_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -685,7 +688,7 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
       t.b = b;
       fk_pconv_fill(d, j->x + b * g->Cin * g->H * g->W, t.bufs);
       fk_parallel_for(ctx, fk_pconv_tiles_count(d), 1, pconv_tiles_task, &t);
-      if (j->epi) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
+      if (j->epi && !pconv_relu_in_y(j)) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
     }
   }
   fk_scratch_release(ctx, scratch);

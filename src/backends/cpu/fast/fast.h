@@ -224,12 +224,12 @@ void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_pconv_tiles_count(const fk_pconv *d);
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
 void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf); /* x [C][H][W]; buf zeroed once */
-/* Tiles [t0, t1) straight to y [O][Ho][Wo] (+ bias[o] when not NULL); w [O][C][kh][kw] as stored
- * (no packing). A tile is 4 output channels x 64 positions of the wide grid, numbered position
+/* Tiles [t0, t1) straight to y [O][Ho][Wo] (+ bias[o] when not NULL, then Relu with relu); w
+ * [O][C][kh][kw] as stored (no packing). A tile is 4 output channels x 64 positions of the wide grid, numbered position
  * block major (t = block * ceil(O / 4) + channel block), so that one image splits across the
  * threads even when its grid is one block (resnet18's 7x7 planes). */
 void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
-                    float *y, size_t t0, size_t t1);
+                    float *y, bool relu, size_t t0, size_t t1);
 /* r = act(sum) over output channels [o0, o1) (sum may be r: in place); both point at channel 0. */
 void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r);
 
