@@ -759,7 +759,7 @@ static void wino_output_task(void *arg, size_t lo, size_t hi, int chunk) {
 
 static rlx_status wino_forward(conv_job *j, const fk_wino *d, rlx_cpu_ctx *ctx) {
   wino_job t = {.j = j, .d = *d};
-  size_t chunks = (size_t)fk_chunks(ctx, d->C, 1);
+  size_t chunks = (size_t)fk_chunks(ctx, d->imgs * d->th, 1);
   size_t uf = fk_wino_u_floats(d), vmf = fk_wino_vm_floats(d);
   size_t total = uf + vmf + d->pad_floats * chunks;
   float *scratch = fk_scratch(ctx, total * sizeof(float));
@@ -773,7 +773,7 @@ static rlx_status wino_forward(conv_job *j, const fk_wino *d, rlx_cpu_ctx *ctx) 
     t.b0 = b0;
     t.nb = d->N - b0 < d->imgs ? d->N - b0 : d->imgs;
     t.m = t.v + fk_wino_v_floats(d);
-    fk_parallel_for(ctx, d->C, 1, wino_input_task, &t);
+    fk_parallel_for(ctx, t.nb * d->th, 1, wino_input_task, &t);
     fk_parallel_for(ctx, 16, 1, wino_gemm_task, &t);
     fk_parallel_for(ctx, d->O, 1, wino_output_task, &t);
   }

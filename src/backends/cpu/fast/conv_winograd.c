@@ -13,7 +13,7 @@
  * count drops from 9 to 4 per output and channel pair; the rounding differs from the direct sum
  * (more terms, the 1/2 of G), by a few ulp of the largest term (tested against the reference).
  * Every output element is computed the same way whatever the thread split: the stages (weight
- * transform by output channel, input transform by input channel, the GEMMs by point, output
+ * transform by output channel, input transform by tile row, the GEMMs by point, output
  * transform by output channel) split work items, never a sum. */
 #include <string.h>
 
@@ -44,13 +44,12 @@ bool fk_wino_init(fk_wino *d, size_t N, size_t C, size_t O, size_t H, size_t W, 
   d->th = (d->Ho + 1) / 2;
   d->tw = (d->Wo + 1) / 2;
   d->T = d->th * d->tw;
-  d->Hp = 2 * d->th + 2;
   d->Wp = 2 * d->tw + 2 + 32; /* + read slack of the 32-float loads */
   size_t per_image = 16 * d->T * (C + O);
   d->imgs = WG_GROUP_FLOATS / per_image;
   if (d->imgs < 1) d->imgs = 1;
   if (d->imgs > N) d->imgs = N;
-  d->pad_floats = fk_align64((d->Hp * d->Wp + 32) * sizeof(float)) / sizeof(float);
+  d->pad_floats = fk_align64((4 * d->Wp + 32) * sizeof(float)) / sizeof(float);
   return d->T < ((size_t)1 << 26);
 }
 
@@ -66,7 +65,9 @@ size_t fk_wino_u_floats(const fk_wino *d) { return fk_align64(16 * d->O * d->C *
 
 /* V of nb images: per point, the column panels of gemm_packed.c ([panel][c][32], tile t in
  * panel t / 32, lane t % 32) over NT = nb * T tiles */
-static size_t v_point_floats(const fk_wino *d, size_t nb) { return (nb * d->T + 31) / 32 * 32 * d->C; }
+static size_t v_point_floats(const fk_wino *d, size_t nb) {
+  return (nb * d->T + 31) / 32 * 32 * d->C + 16; /* + 64 bytes: the points' panels do not alias in L1 */
+}
 
 size_t fk_wino_v_floats(const fk_wino *d) {
   return fk_align64(16 * v_point_floats(d, d->imgs) * sizeof(float)) / sizeof(float);
@@ -154,60 +155,67 @@ TGT512 static inline void store_panel(float *dst, size_t c32, size_t t0, size_t 
   _mm512_mask_storeu_ps(dst - t0 % 32 + c32, wg_lanes(n - room), rest);
 }
 
-/* V[p] (column panels) of input channels [c0, c1) of images [b0, b0 + nb): x [N][C][H][W]; pad: pad_floats
- * of this worker's scratch. */
-TGT512 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t c0, size_t c1,
-                          float *pad) {
+/* V[p] (column panels) of the tile rows [g0, g1) (g = image * th + tile row, counted from image
+ * b0) of an image group of nb images, every input channel: x [N][C][H][W]; rb: pad_floats of this
+ * worker's scratch (4 zero-padded input rows). The channel loop is innermost, so that successive
+ * stores of a point walk its panels' rows in order (a loop over the tiles of one channel strides
+ * by whole panels, C * 128 bytes, and its 16 x panels streams thrashed the L1 sets). */
+TGT512 void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t g0, size_t g1,
+                          float *rb) {
   const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  size_t NT = nb * d->T, PS = v_point_floats(d, nb), Wp = d->Wp, C32 = d->C * 32;
-  memset(pad, 0, d->pad_floats * sizeof(float));
-  if (NT % 32) /* the last panel's lanes past NT: zero (computed on by the GEMM, never stored) */
-    for (size_t p = 0; p < 16; p++)
-      for (size_t c = c0; c < c1; c++) {
-        float *tail = v + p * PS + (NT / 32) * C32 + c * 32;
-        memset(tail + NT % 32, 0, (32 - NT % 32) * sizeof(float));
-      }
-  for (size_t b = 0; b < nb; b++)
-    for (size_t c = c0; c < c1; c++) {
-      const float *src = x + ((b0 + b) * d->C + c) * d->H * d->W;
-      for (size_t i = 0; i < d->H && i + d->ph < d->Hp; i++) {
-        size_t n = d->W < Wp - 32 - d->pw ? d->W : Wp - 32 - d->pw;
-        memcpy(pad + (i + d->ph) * Wp + d->pw, src + i * d->W, n * sizeof(float));
+  size_t NT = nb * d->T, PS = v_point_floats(d, nb), Wp = d->Wp, C32 = d->C * 32, plane = d->H * d->W;
+  memset(rb, 0, d->pad_floats * sizeof(float));
+  for (size_t g = g0; g < g1; g++) {
+    size_t b = g / d->th, ti = g % d->th;
+    for (size_t c = 0; c < d->C; c++) {
+      const float *src = x + ((b0 + b) * d->C + c) * plane;
+      for (size_t r = 0; r < 4; r++) { /* padded rows 2ti .. 2ti + 3 (columns pw .. pw + W - 1) */
+        size_t i = 2 * ti + r;
+        float *dst = rb + r * Wp + d->pw;
+        if (i < d->ph || i - d->ph >= d->H)
+          memset(dst, 0, d->W * sizeof(float));
+        else
+          memcpy(dst, src + (i - d->ph) * d->W, d->W * sizeof(float));
       }
       float *vc = v + c * 32;
-      for (size_t ti = 0; ti < d->th; ti++) {
-        const float *row = pad + 2 * ti * Wp;
-        for (size_t tj = 0; tj < d->tw; tj += 16) {
-          size_t n = d->tw - tj < 16 ? d->tw - tj : 16;
-          __m512 q[4][4];
-          for (int r = 0; r < 4; r++) {
-            const float *p = row + r * Wp + 2 * tj;
-            __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
-            __m512 lo2 = _mm512_loadu_ps(p + 2), hi2 = _mm512_loadu_ps(p + 18);
-            q[r][0] = _mm512_permutex2var_ps(lo, ev, hi);
-            q[r][1] = _mm512_permutex2var_ps(lo, od, hi);
-            q[r][2] = _mm512_permutex2var_ps(lo2, ev, hi2);
-            q[r][3] = _mm512_permutex2var_ps(lo2, od, hi2);
-          }
-          __m512 s[4][4]; /* B^T d */
-          for (int k = 0; k < 4; k++) {
-            s[0][k] = _mm512_sub_ps(q[0][k], q[2][k]);
-            s[1][k] = _mm512_add_ps(q[1][k], q[2][k]);
-            s[2][k] = _mm512_sub_ps(q[2][k], q[1][k]);
-            s[3][k] = _mm512_sub_ps(q[1][k], q[3][k]);
-          }
-          size_t t0 = b * d->T + ti * d->tw + tj;
-          float *dst = vc + (t0 / 32) * C32 + t0 % 32;
-          for (int r = 0; r < 4; r++) { /* (B^T d) B */
-            store_panel(dst + (size_t)(r * 4 + 0) * PS, C32, t0, n, _mm512_sub_ps(s[r][0], s[r][2]));
-            store_panel(dst + (size_t)(r * 4 + 1) * PS, C32, t0, n, _mm512_add_ps(s[r][1], s[r][2]));
-            store_panel(dst + (size_t)(r * 4 + 2) * PS, C32, t0, n, _mm512_sub_ps(s[r][2], s[r][1]));
-            store_panel(dst + (size_t)(r * 4 + 3) * PS, C32, t0, n, _mm512_sub_ps(s[r][1], s[r][3]));
-          }
+      for (size_t tj = 0; tj < d->tw; tj += 16) {
+        size_t n = d->tw - tj < 16 ? d->tw - tj : 16;
+        __m512 q[4][4];
+        for (int r = 0; r < 4; r++) {
+          const float *p = rb + r * Wp + 2 * tj;
+          __m512 lo = _mm512_loadu_ps(p), hi = _mm512_loadu_ps(p + 16);
+          __m512 lo2 = _mm512_loadu_ps(p + 2), hi2 = _mm512_loadu_ps(p + 18);
+          q[r][0] = _mm512_permutex2var_ps(lo, ev, hi);
+          q[r][1] = _mm512_permutex2var_ps(lo, od, hi);
+          q[r][2] = _mm512_permutex2var_ps(lo2, ev, hi2);
+          q[r][3] = _mm512_permutex2var_ps(lo2, od, hi2);
+        }
+        __m512 s[4][4]; /* B^T d */
+        for (int k = 0; k < 4; k++) {
+          s[0][k] = _mm512_sub_ps(q[0][k], q[2][k]);
+          s[1][k] = _mm512_add_ps(q[1][k], q[2][k]);
+          s[2][k] = _mm512_sub_ps(q[2][k], q[1][k]);
+          s[3][k] = _mm512_sub_ps(q[1][k], q[3][k]);
+        }
+        size_t t0 = b * d->T + ti * d->tw + tj;
+        float *dst = vc + (t0 / 32) * C32 + t0 % 32;
+        for (int r = 0; r < 4; r++) { /* (B^T d) B */
+          store_panel(dst + (size_t)(r * 4 + 0) * PS, C32, t0, n, _mm512_sub_ps(s[r][0], s[r][2]));
+          store_panel(dst + (size_t)(r * 4 + 1) * PS, C32, t0, n, _mm512_add_ps(s[r][1], s[r][2]));
+          store_panel(dst + (size_t)(r * 4 + 2) * PS, C32, t0, n, _mm512_sub_ps(s[r][2], s[r][1]));
+          store_panel(dst + (size_t)(r * 4 + 3) * PS, C32, t0, n, _mm512_sub_ps(s[r][1], s[r][3]));
         }
       }
+      if (g + 1 == nb * d->th && NT % 32) /* the last panel's lanes past NT: zero (never stored) */
+        for (size_t p = 0; p < 16; p++) {
+          float *tail = v + p * PS + (NT / 32) * C32 + c * 32 + NT % 32;
+          size_t z = 32 - NT % 32;
+          _mm512_mask_storeu_ps(tail, wg_lanes(z), _mm512_setzero_ps());
+          if (z > 16) _mm512_mask_storeu_ps(tail + 16, wg_lanes(z - 16), _mm512_setzero_ps());
+        }
     }
+  }
 }
 
 /* y [N][O][Ho][Wo] of output channels [o0, o1) of images [b0, b0 + nb) = A^T M A (+ bias[o]). */
@@ -253,8 +261,8 @@ TGT512 void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t 
     }
 }
 #else
-void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t c0, size_t c1, float *pad) {
-  (void)d, (void)x, (void)b0, (void)nb, (void)v, (void)c0, (void)c1, (void)pad;
+void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t g0, size_t g1, float *rb) {
+  (void)d, (void)x, (void)b0, (void)nb, (void)v, (void)g0, (void)g1, (void)rb;
 }
 void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t nb, const float *bias, float *y, size_t o0,
                     size_t o1) {

@@ -240,7 +240,7 @@ void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const fl
 typedef struct fk_wino {
   size_t N, C, O, H, W, ph, pw, Ho, Wo;
   size_t th, tw, T; /* 2x2 tiles per image */
-  size_t Hp, Wp;    /* a zero-padded input plane (with read slack) */
+  size_t Wp;        /* a zero-padded input row (with read slack) */
   size_t imgs;      /* images per group */
   size_t pad_floats;
 } fk_wino;
