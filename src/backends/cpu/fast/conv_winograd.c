@@ -61,7 +61,12 @@ bool fk_wino_available(void) {
 #endif
 }
 
-size_t fk_wino_u_floats(const fk_wino *d) { return fk_align64(16 * d->O * d->C * sizeof(float)) / sizeof(float); }
+/* The 16 points of U and M lie O * C (O * NT) + 16 floats apart: 64 bytes off a multiple of 4 KiB,
+ * so that the transforms' 16 streams (one per point) do not share L1 sets. */
+static size_t u_point(const fk_wino *d) { return d->O * d->C + 16; }
+static size_t m_point(const fk_wino *d, size_t nb) { return d->O * nb * d->T + 16; }
+
+size_t fk_wino_u_floats(const fk_wino *d) { return fk_align64(16 * u_point(d) * sizeof(float)) / sizeof(float); }
 
 /* V of nb images: per point, the column panels of gemm_packed.c ([panel][c][32], tile t in
  * panel t / 32, lane t % 32) over NT = nb * T tiles */
@@ -73,13 +78,13 @@ size_t fk_wino_v_floats(const fk_wino *d) {
   return fk_align64(16 * v_point_floats(d, d->imgs) * sizeof(float)) / sizeof(float);
 }
 
-size_t fk_wino_vm_floats(const fk_wino *d) { return fk_wino_v_floats(d) + 16 * d->imgs * d->T * d->O; }
+size_t fk_wino_vm_floats(const fk_wino *d) { return fk_wino_v_floats(d) + 16 * m_point(d, d->imgs); }
 
 #if WG_X86
 /* The weight transform of channels [c, c + n) of output channel o in AVX-512 lanes (n <= 16):
  * the same operations as the scalar loop below, in the same order. */
 TGT512 static void wino_weights16(const fk_wino *d, const float *w, float *u, size_t o, size_t c, size_t n) {
-  size_t OC = d->O * d->C;
+  size_t OC = u_point(d);
   const __m512i idx =
       _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(9));
   __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
@@ -108,7 +113,7 @@ TGT512 static void wino_weights16(const fk_wino *d, const float *w, float *u, si
 
 /* U[p][o][c] = (G g G^T)[p] of w [O][C][3][3], output channels [o0, o1) */
 void fk_wino_weights(const fk_wino *d, const float *w, float *u, size_t o0, size_t o1) {
-  size_t OC = d->O * d->C;
+  size_t OC = u_point(d);
 #if WG_X86
   if (fk_wino_available()) {
     for (size_t o = o0; o < o1; o++)
@@ -223,7 +228,7 @@ TGT512 void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t 
                            size_t o0, size_t o1) {
   const __m512i lo_i = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i hi_i = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
-  size_t NT = nb * d->T, ONT = d->O * NT, P = d->Ho * d->Wo;
+  size_t NT = nb * d->T, ONT = m_point(d, nb), P = d->Ho * d->Wo;
   for (size_t b = 0; b < nb; b++)
     for (size_t o = o0; o < o1; o++) {
       const float *mo = mm + o * NT + b * d->T;
@@ -275,5 +280,5 @@ void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t nb, con
 void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1) {
   size_t NT = nb * d->T, PS = v_point_floats(d, nb);
   for (size_t p = p0; p < p1; p++)
-    fk_gemm_packed(d->O, NT, d->C, u + p * d->O * d->C, d->C, v + p * PS, mm + p * d->O * NT, NT);
+    fk_gemm_packed(d->O, NT, d->C, u + p * u_point(d), d->C, v + p * PS, mm + p * m_point(d, nb), NT);
 }
