@@ -3,8 +3,8 @@
  * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
  * planes of conv_dw.c; where the AVX-512 path is active, one-group 3x3 stride-1 ones with many
  * channels run Winograd F(2x2, 3x3) (conv_winograd.c) and one-group strided ones (and stride-1
- * ones of small planes with many taps) the phase planes of conv_phase.c. Stride-1 convolutions on a CPU with AVX2
- * + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
+ * ones of small planes with many taps) the phase planes of conv_phase.c. Stride-1 convolutions
+ * on a CPU with AVX2 + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
  * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
  *   Conv2dBackwardInput   col [cg*kk, P]  = w_g^T . dy_bg, then col2im adds it into dx_b
@@ -698,11 +698,13 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
 /* ---- Winograd F(2x2, 3x3): stride-1 3x3 convolutions of one group with many channels ----
  * Picked where it beat the direct and phase-plane kernels (measured on resnet18's layers, this
  * branch's Xeon, 1 thread, ms per image at b1 / b32): at least WINO_MIN_CH input and output
- * channels (64 ch 56x56: 1.5 / 1.6 against 1.55 / 1.8 direct; 128 ch 28x28: 1.2 / 1.3 against
- * 1.9 / 2.2; 256 ch 14x14: 1.7 / 1.1 against 2.1 / 2.2). Larger weights (512 ch 7x7) only with
- * many tiles: at batch 1 their 16 MB transform domain made the GEMMs memory bound (3.7 against
- * 2.2 ms). The weights are transformed on every call (0.1-0.2 ms for 256 x 256 channels; a copy
- * transformed once at compile time was no faster in the model, measured: it is read cold). */
+ * channels (64 ch 56x56: 1.3-1.5 / 1.5 against 1.55 / 1.8 direct; 128 ch 28x28: 1.2 / 1.3 against
+ * 1.9 / 2.2; 256 ch 14x14: 1.5-1.6 / 1.1 against 2.1 / 2.2). Larger weights (512 ch 7x7) only with
+ * many tiles: at batch 1 their 16 MB transform domain made the GEMMs memory bound and 16 tiles
+ * fill half a panel (4.4-5.3 against 2.3-2.4 ms; at b32 1.4-1.6 against 2.2). The weights are
+ * transformed on every call (up to 0.36 ms for 256 x 256 channels; a copy transformed once at
+ * compile time was no faster in the model when tried, with an earlier version of the GEMM stage:
+ * it is read cold). */
 #define WINO_MIN_CH 32
 #define WINO_SMALL_WEIGHTS ((size_t)256 * 256 * 9)
 #define WINO_BIG_MIN_TILES 256
