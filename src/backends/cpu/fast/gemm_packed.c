@@ -11,7 +11,9 @@
  * tile of GP_MR = 8 rows by 48 columns (24 accumulators). 8 x 48 instead of 12 x 32: the same
  * accumulator count, but M = 128 (a batch-1 sequence) is a whole number of tiles (12-row tiles
  * computed 132 rows), and the encoder's N = 384 / 1152 / 1536 whole panels; 4% less model time
- * at batch 1, the same at batch 8.
+ * at batch 1, the same at batch 8. The one-thread API at the end (fk_gemm_pack_b /
+ * fk_gemm_packed, for the attention and the Winograd convolution, whose input transform writes
+ * 32-column panels itself) keeps 12 x 32 tiles and 256-step passes (GA_*).
  *
  * Every element of C is one sequential chain of fused multiply-adds over k = 0..K-1 from zero
  * (between k passes the partial sum waits in C, exactly), whatever the split: results do not depend on the thread count (deterministic mode included).
@@ -37,6 +39,13 @@
 #define GP_MR 8
 #endif
 #define GP_NR (16 * GP_NV)
+/* The tiles of the one-thread API below (fk_gemm_pack_b / fk_gemm_packed: the attention's
+ * products, the Winograd point GEMMs of conv_winograd.c, which writes its V straight into these
+ * 32-column panels): 12 rows by 32 columns, 256 k steps per pass. */
+#define GA_NV 2
+#define GA_MR 12
+#define GA_NR (16 * GA_NV)
+#define GA_KC 256
 #define GP_TILES_PER_BLOCK 24 /* row block: up to 24 tiles (192 rows) of A reused across the panels */
 
 bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b) {
@@ -119,39 +128,39 @@ __attribute__((target("avx512f"))) static void gp_tile(size_t kc, const float *a
 __attribute__((target("avx512f"))) static void gp_tile_rows(size_t kc, const float *A, size_t lda, const float *bp,
                                                             float *C, size_t ldc, size_t rows, size_t cols, bool acc,
                                                             const float *pf) {
-  const float *ar[GP_MR];
-  for (size_t r = 0; r < GP_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
-  __mmask16 m[GP_NV];
-  for (size_t v = 0; v < GP_NV; v++)
+  const float *ar[GA_MR];
+  for (size_t r = 0; r < GA_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
+  __mmask16 m[GA_NV];
+  for (size_t v = 0; v < GA_NV; v++)
     m[v] = cols >= 16 * (v + 1) ? (__mmask16)0xFFFF : cols > 16 * v ? (__mmask16)((1u << (cols - 16 * v)) - 1) : 0;
-  __m512 c[GP_MR][GP_NV];
+  __m512 c[GA_MR][GA_NV];
 #pragma GCC unroll 16
-  for (size_t r = 0; r < GP_MR; r++) {
+  for (size_t r = 0; r < GA_MR; r++) {
     bool ld = acc && r < rows;
 #pragma GCC unroll 4
-    for (size_t v = 0; v < GP_NV; v++)
+    for (size_t v = 0; v < GA_NV; v++)
       c[r][v] = ld ? _mm512_maskz_loadu_ps(m[v], C + r * ldc + 16 * v) : _mm512_setzero_ps();
   }
   for (size_t k = 0; k < kc; k++) {
-    __m512 b[GP_NV];
+    __m512 b[GA_NV];
 #pragma GCC unroll 4
-    for (size_t v = 0; v < GP_NV; v++) b[v] = _mm512_load_ps(bp + k * GP_NR + 16 * v);
+    for (size_t v = 0; v < GA_NV; v++) b[v] = _mm512_load_ps(bp + k * GA_NR + 16 * v);
     if (pf) {
 #pragma GCC unroll 4
-      for (size_t v = 0; v < GP_NV; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
+      for (size_t v = 0; v < GA_NV; v++) _mm_prefetch((const char *)(pf + k * GA_NR + 16 * v), _MM_HINT_T1);
     }
 #pragma GCC unroll 16
-    for (size_t r = 0; r < GP_MR; r++) {
+    for (size_t r = 0; r < GA_MR; r++) {
       __m512 a = _mm512_set1_ps(ar[r][k]);
 #pragma GCC unroll 4
-      for (size_t v = 0; v < GP_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
+      for (size_t v = 0; v < GA_NV; v++) c[r][v] = _mm512_fmadd_ps(a, b[v], c[r][v]);
     }
   }
 #pragma GCC unroll 16
-  for (size_t r = 0; r < GP_MR; r++) {
+  for (size_t r = 0; r < GA_MR; r++) {
     if (r >= rows) break;
 #pragma GCC unroll 4
-    for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
+    for (size_t v = 0; v < GA_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
   }
 }
 #endif
@@ -239,41 +248,41 @@ rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const 
 
 /* ---- the same tiles for other kernels (attention.c): one thread, any operands ---- */
 
-size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GP_NR - 1) / GP_NR * GP_NR * K; }
+size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GA_NR - 1) / GA_NR * GA_NR * K; }
 
 void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp) {
-  size_t panels = (N + GP_NR - 1) / GP_NR;
+  size_t panels = (N + GA_NR - 1) / GA_NR;
   for (size_t p = 0; p < panels; p++) {
-    size_t c0 = p * GP_NR, w = N - c0 < GP_NR ? N - c0 : GP_NR;
-    float *dst = bp + p * K * GP_NR;
+    size_t c0 = p * GA_NR, w = N - c0 < GA_NR ? N - c0 : GA_NR;
+    float *dst = bp + p * K * GA_NR;
     if (trans) { /* B stored [N, K]: read each of its rows once, in order (strided reads down the
                     columns of a row-strided B, the attention's K in place, hit few cache sets) */
       for (size_t c = 0; c < w; c++) {
         const float *row = B + (c0 + c) * ldb;
-        for (size_t k = 0; k < K; k++) dst[k * GP_NR + c] = row[k];
+        for (size_t k = 0; k < K; k++) dst[k * GA_NR + c] = row[k];
       }
       for (size_t k = 0; k < K; k++)
-        for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+        for (size_t c = w; c < GA_NR; c++) dst[k * GA_NR + c] = 0.0f;
       continue;
     }
     for (size_t k = 0; k < K; k++) {
-      for (size_t c = 0; c < w; c++) dst[k * GP_NR + c] = B[k * ldb + c0 + c];
-      for (size_t c = w; c < GP_NR; c++) dst[k * GP_NR + c] = 0.0f;
+      for (size_t c = 0; c < w; c++) dst[k * GA_NR + c] = B[k * ldb + c0 + c];
+      for (size_t c = w; c < GA_NR; c++) dst[k * GA_NR + c] = 0.0f;
     }
   }
 }
 
 void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc) {
 #if GP_X86
-  size_t panels = (N + GP_NR - 1) / GP_NR;
+  size_t panels = (N + GA_NR - 1) / GA_NR;
   for (size_t p = 0; p < panels; p++) {
-    size_t c0 = p * GP_NR, cols = N - c0 < GP_NR ? N - c0 : GP_NR;
-    const float *panel = bp + p * K * GP_NR;
-    for (size_t k0 = 0; k0 < K; k0 += GP_KC) {
-      size_t kc = K - k0 < GP_KC ? K - k0 : GP_KC;
-      for (size_t r = 0; r < M; r += GP_MR)
-        gp_tile_rows(kc, A + r * lda + k0, lda, panel + k0 * GP_NR, C + r * ldc + c0, ldc,
-                     M - r < GP_MR ? M - r : GP_MR, cols, k0 > 0, NULL);
+    size_t c0 = p * GA_NR, cols = N - c0 < GA_NR ? N - c0 : GA_NR;
+    const float *panel = bp + p * K * GA_NR;
+    for (size_t k0 = 0; k0 < K; k0 += GA_KC) {
+      size_t kc = K - k0 < GA_KC ? K - k0 : GA_KC;
+      for (size_t r = 0; r < M; r += GA_MR)
+        gp_tile_rows(kc, A + r * lda + k0, lda, panel + k0 * GA_NR, C + r * ldc + c0, ldc,
+                     M - r < GA_MR ? M - r : GA_MR, cols, k0 > 0, NULL);
     }
   }
 #else
