@@ -324,6 +324,15 @@ static void attention_backward(void) {
        0, 0, true, 1e-4},
       {"bf16 causal GQA [B,H,S,D] S=150 D=64", RLX_BF16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false,
        3e-2},
+      /* the tensor-core kernels (flash_tc.cu): 16-bit operands, head dims up to 64 */
+      {"f16 causal GQA [B,H,S,D] S=150 D=64 (tensor cores)", RLX_F16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0,
+       0, false, 4e-3},
+      {"bf16 packed Sq=100 Sk=170 D=48 scale+softcap (tensor cores)", RLX_BF16, 2, 2, 2, 100, 170, 48, 2, RLX_MASK_NONE,
+       0, 0.2f, 5.0f, false, 3e-2},
+      {"f16 All [B,S,H,D] sliding window 40 S=130 D=32 GQA (tensor cores)", RLX_F16, 1, 4, 2, 130, 130, 32, 1,
+       RLX_MASK_SLIDING_WINDOW, 40, 0, 0, true, 4e-3},
+      {"bf16 causal decode Sq=70 Sk=200 packed D=64 (tensor cores)", RLX_BF16, 3, 2, 1, 70, 200, 64, 2, RLX_MASK_CAUSAL,
+       0, 0, 0, false, 3e-2},
       {"f32 custom keep-mask (general kernels) Sq=70 Sk=90 D=16", RLX_F32, 2, 2, 1, 70, 90, 16, 0, RLX_MASK_CUSTOM, 0,
        0, 0, false, 1e-4},
   };
