@@ -438,7 +438,7 @@ static void lowp_and_movement(void) {
   rlx_graph *g = NULL;
   CHECK_OK(rlx_graph_create(NULL, "cuda_lowp_move", &g));
   const int64_t Z = 3, A = 200, B = 301, R = 1030, C = 96;
-  rlx_id x, xb, t1, t2, t3, t4, t5, t6, t7, f[9];
+  rlx_id x, xb, t1, t2, t3, t4, t5, t6, t7, f[12];
   CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 3, (rlx_dim[]){Z, A, B}), &x));
   CHECK_OK(rlx_cast_to(g, x, RLX_BF16, &xb));
   CHECK_OK(rlx_permute(g, x, 3, (int64_t[]){0, 2, 1}, &t1));  /* batched tiled transpose, f32 */
@@ -480,34 +480,55 @@ static void lowp_and_movement(void) {
   CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_MUL, gw, 0.25, &bw));
   rlx_attrs_RmsNorm ra = {.axis = -1, .eps = 1e-6f};
   CHECK_OK(rlx_build_RmsNorm(g, (rlx_id[]){xw, gw, bw}, 3, &ra, NULL, &rn));
-  rlx_id outs[9] = {t1, t2, t3, t4, t5, t6, t7, ln, rn};
-  for (int i = 0; i < 9; i++) CHECK_OK(rlx_cast_to(g, outs[i], RLX_F32, &f[i]));
+  /* backward kernels on the same paths: bf16 GELU backward and LayerNorm dx (warp per row), f32
+   * RmsNorm dx (warp per row) */
+  rlx_id dyr, dyb, lnb, actb, dyw, rnb;
+  CHECK_OK(rlx_input(g, "dy", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C}), &dyr));
+  CHECK_OK(rlx_cast_to(g, dyr, RLX_BF16, &dyb));
+  rlx_attrs_LayerNormBackwardInput lbi = {.axis = -1, .eps = 1e-5f};
+  CHECK_OK(rlx_build_LayerNormBackwardInput(g, (rlx_id[]){r, gam, dyb}, 3, &lbi, NULL, &lnb));
+  rlx_attrs_ActivationBackward aba = {.kind = RLX_ACT_GELU};
+  CHECK_OK(rlx_build_ActivationBackward(g, (rlx_id[]){r, dyb}, 2, &aba, NULL, &actb));
+  CHECK_OK(rlx_reverse_axes(g, xw, 1, (int64_t[]){1}, &dyw));
+  rlx_attrs_RmsNormBackwardInput rbi = {.axis = -1, .eps = 1e-6f};
+  CHECK_OK(rlx_build_RmsNormBackwardInput(g, (rlx_id[]){xw, gw, bw, dyw}, 4, &rbi, NULL, &rnb));
+  rlx_id outs[12] = {t1, t2, t3, t4, t5, t6, t7, ln, rn, lnb, actb, rnb};
+  for (int i = 0; i < 12; i++) CHECK_OK(rlx_cast_to(g, outs[i], RLX_F32, &f[i]));
   float *vx = fill((size_t)(Z * A * B), 81), *vb = fill((size_t)C, 82), *vr = fill((size_t)(R * C), 83),
-        *vg = fill((size_t)B, 84);
+        *vg = fill((size_t)B, 84), *vd = fill((size_t)(R * C), 85);
   for (size_t i = 0; i < (size_t)(R * C); i++) vr[i] *= 3.0f;
   rlx_named_tensor in[] = {
       {"x", {vx, rlx_shape_make(RLX_F32, 3, (rlx_dim[]){Z, A, B})}},
       {"bias", {vb, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C})}},
       {"r", {vr, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C})}},
       {"gw", {vg, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){B})}},
+      {"dy", {vd, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C})}},
   };
   CHECK_OK(rlx_graph_set_outputs(g, f, 5));
-  double d = run_both(g, in, 4);
+  double d = run_both(g, in, 5);
   printf("transpose (tiled, general) / reverse / pad / narrow: max difference %.3g\n", d);
   CHECK_MSG(d == 0, "data movement: cuda differs from cpu by %g (must be exact)", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 5, 2));
-  d = run_both(g, in, 4);
+  d = run_both(g, in, 5);
   printf("bf16 bias add + GELU, f16 region: max scaled difference %.3g\n", d);
   CHECK_MSG(d < 4e-3, "16-bit elementwise: cuda differs from cpu by %g", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 7, 1));
-  d = run_both(g, in, 4);
+  d = run_both(g, in, 5);
   printf("bf16 LayerNorm [1030, 96] (warp per row): max scaled difference %.3g\n", d);
   CHECK_MSG(d < 1e-2, "bf16 LayerNorm: cuda differs from cpu by %g", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 8, 1));
-  d = run_both(g, in, 4);
+  d = run_both(g, in, 5);
   printf("f32 RmsNorm [600, 301] (warp per row): max scaled difference %.3g\n", d);
   CHECK_MSG(d < 1e-6, "f32 RmsNorm: cuda differs from cpu by %g", d);
-  free(vx), free(vb), free(vr), free(vg);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 9, 2));
+  d = run_both(g, in, 5);
+  printf("bf16 LayerNorm dx (warp per row) + GELU backward [1030, 96]: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-2, "bf16 norm / activation backward: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 11, 1));
+  d = run_both(g, in, 5);
+  printf("f32 RmsNorm dx [600, 301] (warp per row): max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-6, "f32 RmsNorm dx: cuda differs from cpu by %g", d);
+  free(vx), free(vb), free(vr), free(vg), free(vd);
   rlx_graph_free(g);
 }
 #endif

@@ -461,13 +461,6 @@ __global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
  * formula and rounding), typed at compile time, 4 elements per thread (one 8-byte load per
  * operand when dense and aligned), the tiled operands' index computed once per 4 elements in
  * 32-bit arithmetic when n < 2^32. */
-__device__ inline double lp_ld(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
-__device__ inline double lp_ld(__half v) { return (double)__half2float(v); }
-template <typename T> __device__ inline T lp_st(double v);
-template <> __device__ inline __nv_bfloat16 lp_st<__nv_bfloat16>(double v) {
-  return __float2bfloat16_rn(round_odd_f32(v));
-}
-template <> __device__ inline __half lp_st<__half>(double v) { return __float2half_rn(round_odd_f32(v)); }
 template <typename T> __device__ inline void lp_unpack(const uint2 &u, T (&x)[4]) { memcpy(x, &u, 8); }
 template <typename T> __device__ inline uint2 lp_pack(const T (&x)[4]) {
   uint2 u;
@@ -491,15 +484,15 @@ __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, in
       lp_unpack(*(const uint2 *)(b + (cb == n ? e : lp_mod(e, cb, small))), y);
 #pragma unroll
       for (int c = 0; c < 4; c++) {
-        double u = lp_ld(x[c]), v = lp_ld(y[c]);
-        r[c] = lp_st<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
+        double u = ld_t(x[c]), v = ld_t(y[c]);
+        r[c] = st_t<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
       }
       *(uint2 *)(o + e) = lp_pack(r);
     } else {
       int64_t ia = ca == n ? e : lp_mod(e, ca, small), ib = cb == n ? e : lp_mod(e, cb, small);
       for (int c = 0; c < 4 && e + c < n; c++) {
-        double u = lp_ld(a[ia]), v = lp_ld(b[ib]);
-        o[e + c] = lp_st<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
+        double u = ld_t(a[ia]), v = ld_t(b[ib]);
+        o[e + c] = st_t<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
         if (++ia == ca) ia = 0;
         if (++ib == cb) ib = 0;
       }
@@ -514,10 +507,10 @@ template <typename T, bool VEC> __global__ void ew_lowp_act_dense(const T *a, T 
       T x[4], r[4];
       lp_unpack(*(const uint2 *)(a + e), x);
 #pragma unroll
-      for (int c = 0; c < 4; c++) r[c] = lp_st<T>(act_real(sub, lp_ld(x[c])));
+      for (int c = 0; c < 4; c++) r[c] = st_t<T>(act_real(sub, ld_t(x[c])));
       *(uint2 *)(o + e) = lp_pack(r);
     } else {
-      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = lp_st<T>(act_real(sub, lp_ld(a[e + c])));
+      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = st_t<T>(act_real(sub, ld_t(a[e + c])));
     }
   }
 }
@@ -878,8 +871,8 @@ template <int N> static void region_f32_launch(const rlx_cu_region *p, unsigned 
 __device__ inline double region_round(int t, double v) {
   switch (t) {
   case RLX_F32: return (double)(float)v;
-  case RLX_BF16: return lp_ld(lp_st<__nv_bfloat16>(v));
-  case RLX_F16: return lp_ld(lp_st<__half>(v));
+  case RLX_BF16: return ld_t(st_t<__nv_bfloat16>(v));
+  case RLX_F16: return ld_t(st_t<__half>(v));
   default: return v;
   }
 }

@@ -426,10 +426,6 @@ __global__ void norm_kernel(int rms, int t, const void *x, const void *g, const 
 
 /* Rows of up to 32 * PER elements: one warp per row, the row held in registers (read once), the
  * same double formula as norm_kernel with warp-shuffle sums, T the element type. */
-__device__ inline double nrm_ld(float v) { return v; }
-__device__ inline double nrm_ld(double v) { return v; }
-__device__ inline double nrm_ld(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
-__device__ inline double nrm_ld(__half v) { return (double)__half2float(v); }
 __device__ inline double warp_sum_d(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
@@ -445,7 +441,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
-      v[i] = k < len ? nrm_ld(xr[k]) : 0.0;
+      v[i] = k < len ? ld_t(xr[k]) : 0.0;
       m += v[i];
     }
     m = rms ? 0.0 : warp_sum_d(m) / (double)len;
@@ -460,7 +456,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
-      if (k < len) st_f(out, t, r * len + k, (v[i] - m) * inv * nrm_ld(g[k]) + nrm_ld(b[k]));
+      if (k < len) st_f(out, t, r * len + k, (v[i] - m) * inv * ld_t(g[k]) + ld_t(b[k]));
     }
   }
 }
