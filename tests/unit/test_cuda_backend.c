@@ -468,7 +468,7 @@ static void lowp_and_movement(void) {
   };
   rlx_attrs_ElementwiseRegion era = {.chain = {.steps = steps, .n = 5}, .num_inputs = 2};
   CHECK_OK(rlx_build_ElementwiseRegion(g, (rlx_id[]){rh, bias}, 2, &era, NULL, &t7)); /* f16 region, f32 operand */
-  /* the warp-per-row norm kernel (rows >= 264, 64 <= len <= 1024): bf16 LayerNorm, f32 RmsNorm */
+  /* the norm kernels at more rows: bf16 LayerNorm, f32 RmsNorm */
   rlx_id gam, ln, rn, gb, bt, xw, gw, bw;
   CHECK_OK(rlx_cast_to(g, bias, RLX_BF16, &gb));
   CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_MUL, gb, 0.5, &bt));
@@ -514,11 +514,11 @@ static void lowp_and_movement(void) {
   CHECK_MSG(d < 4e-3, "16-bit elementwise: cuda differs from cpu by %g", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 7, 1));
   d = run_both(g, in, 5);
-  printf("bf16 LayerNorm [1030, 96] (warp per row): max scaled difference %.3g\n", d);
+  printf("bf16 LayerNorm [1030, 96]: max scaled difference %.3g\n", d);
   CHECK_MSG(d < 1e-2, "bf16 LayerNorm: cuda differs from cpu by %g", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 8, 1));
   d = run_both(g, in, 5);
-  printf("f32 RmsNorm [600, 301] (warp per row): max scaled difference %.3g\n", d);
+  printf("f32 RmsNorm [600, 301]: max scaled difference %.3g\n", d);
   CHECK_MSG(d < 1e-6, "f32 RmsNorm: cuda differs from cpu by %g", d);
   CHECK_OK(rlx_graph_set_outputs(g, f + 9, 2));
   d = run_both(g, in, 5);

@@ -56,10 +56,8 @@ __device__ inline void acc_fold(const red_params &p, acc_t &s, int64_t off) {
     case RLX_REDUCE_MIN: s.a = nan_min(s.a, v); break;
     default: { /* Neumaier */
       double t2 = s.a + v;
-      if (fabs(s.a) >= fabs(v))
-        s.b += (s.a - t2) + v;
-      else
-        s.b += (v - t2) + s.a;
+      if (fabs(s.a) >= fabs(v)) s.b += (s.a - t2) + v;
+      else s.b += (v - t2) + s.a;
       s.a = t2;
     }
     }
@@ -91,10 +89,8 @@ __device__ inline void acc_merge(const red_params &p, acc_t &s, const acc_t &o) 
     case RLX_REDUCE_MIN: s.a = nan_min(s.a, o.a); break;
     default: {
       double t2 = s.a + o.a;
-      if (fabs(s.a) >= fabs(o.a))
-        s.b += (s.a - t2) + o.a;
-      else
-        s.b += (o.a - t2) + s.a;
+      if (fabs(s.a) >= fabs(o.a)) s.b += (s.a - t2) + o.a;
+      else s.b += (o.a - t2) + s.a;
       s.a = t2;
       s.b += o.b;
     }
@@ -128,10 +124,7 @@ __device__ inline acc_t acc_init(const red_params &p) {
   s.a = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? -INFINITY : p.op == RLX_REDUCE_MIN ? INFINITY : 0;
   s.b = 0;
   if (dt_is_complex(p.t)) s.a = p.op == RLX_REDUCE_PROD ? 1 : 0;
-  s.i = p.op == RLX_REDUCE_PROD  ? 1
-        : p.op == RLX_REDUCE_MAX ? int_min_of(p.t)
-        : p.op == RLX_REDUCE_MIN ? int_max_of(p.t)
-                                 : 0;
+  s.i = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? int_min_of(p.t) : p.op == RLX_REDUCE_MIN ? int_max_of(p.t) : 0;
   return s;
 }
 
@@ -159,10 +152,7 @@ __device__ inline void acc_store(const red_params &p, acc_t tot, int64_t o) {
   bool mean = p.op == RLX_REDUCE_MEAN;
   double n = (double)p.n_red_elems;
   if (dt_is_complex(p.t)) {
-    if (mean) {
-      tot.a /= n;
-      tot.b /= n;
-    }
+    if (mean) { tot.a /= n; tot.b /= n; }
     st_c(p.out, p.t, o, tot.a, tot.b);
   } else if (dt_is_int(p.t)) {
     if (mean) tot.i = p.n_red_elems ? tot.i / p.n_red_elems : 0;
@@ -261,10 +251,7 @@ __global__ void reduce_kernel(red_params p) {
     s.a = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? -INFINITY : p.op == RLX_REDUCE_MIN ? INFINITY : 0;
     s.b = 0;
     if (cplx) s.a = p.op == RLX_REDUCE_PROD ? 1 : 0;
-    s.i = p.op == RLX_REDUCE_PROD  ? 1
-          : p.op == RLX_REDUCE_MAX ? int_min_of(p.t)
-          : p.op == RLX_REDUCE_MIN ? int_max_of(p.t)
-                                   : 0;
+    s.i = p.op == RLX_REDUCE_PROD ? 1 : p.op == RLX_REDUCE_MAX ? int_min_of(p.t) : p.op == RLX_REDUCE_MIN ? int_max_of(p.t) : 0;
     const acc_t init = s;
     for (int64_t j = threadIdx.x; j < p.n_red_elems; j += blockDim.x) {
       int64_t off = base, r2 = j;
@@ -283,10 +270,7 @@ __global__ void reduce_kernel(red_params p) {
       bool mean = p.op == RLX_REDUCE_MEAN;
       double n = (double)p.n_red_elems;
       if (cplx) {
-        if (mean) {
-          tot.a /= n;
-          tot.b /= n;
-        }
+        if (mean) { tot.a /= n; tot.b /= n; }
         st_c(p.out, p.t, o, tot.a, tot.b);
       } else if (dt_is_int(p.t)) {
         if (mean) tot.i = p.n_red_elems ? tot.i / p.n_red_elems : 0;
@@ -424,71 +408,9 @@ __global__ void norm_kernel(int rms, int t, const void *x, const void *g, const 
   }
 }
 
-/* Rows of up to 32 * PER elements: one warp per row, the row held in registers (read once), the
- * same double formula as norm_kernel with warp-shuffle sums, T the element type. */
-__device__ inline double warp_sum_d(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-template <typename T, int PER>
-__global__ void __launch_bounds__(256)
-    norm_warp_kernel(int rms, int t, const T *x, const T *g, const T *b, int64_t rows, int len, double eps, void *out) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
-  for (int64_t r = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < rows; r += warps) {
-    const T *xr = x + r * len;
-    double v[PER], m = 0;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-      int k = lane + 32 * i;
-      v[i] = k < len ? ld_t(xr[k]) : 0.0;
-      m += v[i];
-    }
-    m = rms ? 0.0 : warp_sum_d(m) / (double)len;
-    double q = 0;
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-      double d = v[i] - m;
-      if (lane + 32 * i < len) q += d * d;
-    }
-    q = warp_sum_d(q) / (double)len;
-    double inv = 1.0 / sqrt(q + eps);
-#pragma unroll
-    for (int i = 0; i < PER; i++) {
-      int k = lane + 32 * i;
-      if (k < len) st_f(out, t, r * len + k, (v[i] - m) * inv * ld_t(g[k]) + ld_t(b[k]));
-    }
-  }
-}
-template <typename T>
-static void norm_warp_launch(int rms, int t, const void *x, const void *g, const void *b, int64_t rows, int len,
-                             double eps, void *out, cudaStream_t s) {
-  int64_t blocks = (rows + 7) / 8;
-  if (blocks > 65535LL * 8) blocks = 65535LL * 8;
-  const T *xt = (const T *)x, *gt = (const T *)g, *bt = (const T *)b;
-  if (len <= 256)
-    norm_warp_kernel<T, 8><<<(unsigned)blocks, 256, 0, s>>>(rms, t, xt, gt, bt, rows, len, eps, out);
-  else if (len <= 512)
-    norm_warp_kernel<T, 16><<<(unsigned)blocks, 256, 0, s>>>(rms, t, xt, gt, bt, rows, len, eps, out);
-  else
-    norm_warp_kernel<T, 32><<<(unsigned)blocks, 256, 0, s>>>(rms, t, xt, gt, bt, rows, len, eps, out);
-}
-
 extern "C" rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const void *gamma, const void *beta,
                                   int64_t rows, int64_t len, double eps, void *out) {
   if (rows == 0 || len == 0) return RLX_OK;
-  bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
-  if (typed && len >= 64 && len <= 1024 && rows >= 264) { /* enough rows to fill the GPU with one warp each */
-    switch (dtype) {
-    case RLX_F32: norm_warp_launch<float>(rms, dtype, x, gamma, beta, rows, (int)len, eps, out, c->stream); break;
-    case RLX_F64: norm_warp_launch<double>(rms, dtype, x, gamma, beta, rows, (int)len, eps, out, c->stream); break;
-    case RLX_BF16:
-      norm_warp_launch<__nv_bfloat16>(rms, dtype, x, gamma, beta, rows, (int)len, eps, out, c->stream);
-      break;
-    default: norm_warp_launch<__half>(rms, dtype, x, gamma, beta, rows, (int)len, eps, out, c->stream); break;
-    }
-    return cu_launch_status("norm kernel (warp per row)");
-  }
   int threads = len >= 1024 ? 256 : len >= 128 ? 128 : 32;
   unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
   norm_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, gamma, beta, rows, len, eps, out);
