@@ -7,20 +7,16 @@
 
 /* I: the index type, int32_t when every element and offset fits (the per-axis divisions are
  * then 32-bit), else int64_t. */
+/* (extents and strides are read from the parameter space at each use: copied into a local array
+ * indexed by the run-time axis they would live in local memory) */
 template <typename T, typename I> __global__ void strided_copy_kernel(rlx_cu_copy p) {
-  I dims[RLX_CU_MAX_RANK], ss[RLX_CU_MAX_RANK], ds[RLX_CU_MAX_RANK];
-  for (int d = 0; d < p.rank; d++) {
-    dims[d] = (I)p.dims[d];
-    ss[d] = (I)p.src_stride[d];
-    ds[d] = (I)p.dst_stride[d];
-  }
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
     I so = 0, doff = 0, rem = (I)i;
     for (int d = p.rank - 1; d >= 0; d--) {
-      I c = rem % dims[d];
-      rem /= dims[d];
-      so += c * ss[d];
-      doff += c * ds[d];
+      I n = (I)p.dims[d], c = rem % n;
+      rem /= n;
+      so += c * (I)p.src_stride[d];
+      doff += c * (I)p.dst_stride[d];
     }
     ((T *)p.dst)[doff] = ((const T *)p.src)[so];
   }
@@ -164,23 +160,16 @@ extern "C" rlx_status rlx_cu_gather(rlx_cu_ctx *c, const void *x, int64_t outer,
  * T: the element moved as one word (esz 1, 2, 4, 8 or 16 bytes); I: the index type, int32_t when
  * every index fits (32-bit divisions), else int64_t. */
 template <typename T, typename I> __global__ void remap_kernel(rlx_cu_remap p) {
-  I od[RLX_CU_MAX_RANK], id[RLX_CU_MAX_RANK], is[RLX_CU_MAX_RANK], sh[RLX_CU_MAX_RANK];
-  for (int d = 0; d < p.rank; d++) {
-    od[d] = (I)p.out_dims[d];
-    id[d] = (I)p.in_dims[d];
-    is[d] = (I)p.in_stride[d];
-    sh[d] = (I)p.shift[d];
-  }
   T fill;
   memcpy(&fill, p.fill, sizeof fill);
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
     I rem = (I)i, off = 0;
     bool constant = false;
     for (int d = p.rank - 1; d >= 0; d--) {
-      I c = rem % od[d], n = id[d];
-      rem /= od[d];
+      I od = (I)p.out_dims[d], c = rem % od, n = (I)p.in_dims[d];
+      rem /= od;
       if (p.kind == 0) {
-        c -= sh[d];
+        c -= (I)p.shift[d];
         if (c < 0 || c >= n) {
           switch (p.mode) {
           case RLX_PAD_MODE_REFLECT: c = c < 0 ? -c : 2 * (n - 1) - c; break;
@@ -192,9 +181,9 @@ template <typename T, typename I> __global__ void remap_kernel(rlx_cu_remap p) {
       } else if (p.kind == 1) {
         c %= n;
       } else {
-        c = (c - sh[d] + n) % n;
+        c = (c - (I)p.shift[d] + n) % n;
       }
-      off += c * is[d];
+      off += c * (I)p.in_stride[d];
     }
     ((T *)p.dst)[i] = constant ? fill : ((const T *)p.src)[off];
   }
