@@ -53,7 +53,8 @@ if(RLX_CUDA)
   list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcublas.so ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c
-                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c)
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/staged.c)
   rlx_add_backend(cuda)
   add_compile_definitions(RLX_HAVE_CUDA=1) # for the targets made after this file (tests, tool)
   if(EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda.c)
