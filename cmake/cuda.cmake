@@ -54,6 +54,7 @@ if(RLX_CUDA)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_ext.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/staged.c)
   rlx_add_backend(cuda)
   add_compile_definitions(RLX_HAVE_CUDA=1) # for the targets made after this file (tests, tool)

@@ -789,6 +789,18 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Fft] = lower_Fft,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
     [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
+    [RLX_OP_GroupNorm] = lower_GroupNorm,
+    [RLX_OP_LayerNorm2d] = lower_LayerNorm2d,
+    [RLX_OP_GroupNormBackwardInput] = lower_GroupNormBackwardInput,
+    [RLX_OP_GroupNormBackwardGamma] = lower_GroupNormBackwardGamma,
+    [RLX_OP_GroupNormBackwardBeta] = lower_GroupNormBackwardBeta,
+    [RLX_OP_BatchNormInference] = lower_BatchNormInference,
+    [RLX_OP_BatchNormInferenceBackwardInput] = lower_BatchNormInferenceBackwardInput,
+    [RLX_OP_BatchNormInferenceBackwardGamma] = lower_BatchNormInferenceBackwardGamma,
+    [RLX_OP_BatchNormInferenceBackwardBeta] = lower_BatchNormInferenceBackwardBeta,
+    [RLX_OP_Conjugate] = lower_Conjugate,
+    [RLX_OP_ComplexNormSq] = lower_ComplexNormSq,
+    [RLX_OP_ComplexNormSqBackward] = lower_ComplexNormSqBackward,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -975,6 +987,9 @@ static rlx_status run_steps(rlx_cu_prog *p) {
       break;
     }
     case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+    case ST_EXT:
+      st = s->ext.mode >= RLX_CU_EXT_CONJ ? rlx_cu_complex_run(c, &s->ext) : rlx_cu_norm2_run(c, &s->ext);
+      break;
     case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
     case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
     case ST_GATHER_BW:

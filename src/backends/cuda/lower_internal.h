@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cuda/cu_ext.h"
 #include "backends/cuda/lower.h"
 #include "rlx/ops.h"
 
@@ -41,7 +42,8 @@ typedef enum step_kind {
   ST_REGION,
   ST_REMAP,
   ST_GATHER_BW,
-  ST_DFT
+  ST_DFT,
+  ST_EXT /* cu_ext.h: norms2.cu / complex.cu */
 } step_kind;
 
 typedef struct cu_step {
@@ -69,6 +71,7 @@ typedef struct cu_step {
   rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
   rlx_cu_remap remap;           /* ST_REMAP */
   rlx_cu_region *regions;       /* ST_REGION: n_regions launches */
+  rlx_cu_ext ext;               /* ST_EXT */
   uint32_t n_regions;
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
@@ -262,5 +265,19 @@ bool lower_GatherBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 bool lower_Fft(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_BatchElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+
+/* The lowering rows defined in lower_ext.c. */
+bool lower_GroupNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LayerNorm2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardBeta(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInference(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardBeta(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Conjugate(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ComplexNormSq(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ComplexNormSqBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

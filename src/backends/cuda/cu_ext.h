@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The CUDA backend's kernels for the norm family beyond LayerNorm / RmsNorm (norms2.cu:
+ * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds) and the complex
+ * elementwise kinds (complex.cu: Conjugate, ComplexNormSq, ComplexNormSqBackward). One record
+ * per step (lower_ext.c fills it); plain C types only. */
+#ifndef RLX_CUDA_CU_EXT_H
+#define RLX_CUDA_CU_EXT_H
+
+#include <stdint.h>
+
+#include "rlx/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rlx_cu_ctx rlx_cu_ctx;
+
+typedef enum rlx_cu_ext_mode {
+  /* lines normalised over `len` elements at base(r) + i * stride, base(r) = (r / P) * B + r % P;
+   * affine parameter of element i of line r: (r % G) * cg + i / S */
+  RLX_CU_EXT_LINE_NORM,
+  RLX_CU_EXT_GN_DX,     /* GroupNorm dx: lines as above (stride 1), in = x, gamma, dy */
+  RLX_CU_EXT_GN_STATS,  /* per line (mean, 1/sqrt(var + eps)) into scratch */
+  RLX_CU_EXT_GN_PARAM,  /* per channel: sum of dy * xh (want_xh) or dy over batch and spatial */
+  RLX_CU_EXT_BN,        /* BatchNormInference, channel = i % C: in = x, gamma, beta, mean, var */
+  RLX_CU_EXT_BN_DX,     /* in = gamma, var, dy: dy * gamma / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DGAMMA, /* in = x, mean, var, dy: per channel sum dy (x - mean) / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DBETA,  /* in = dy: per channel sum */
+  RLX_CU_EXT_CONJ,      /* complex (re, -im) */
+  RLX_CU_EXT_NORMSQ,    /* complex -> real re^2 + im^2 */
+  RLX_CU_EXT_NORMSQ_BW  /* in = z, g (real): g z */
+} rlx_cu_ext_mode;
+
+typedef struct rlx_cu_ext {
+  int mode;
+  int dtype;    /* the output's dtype */
+  int in_dtype; /* operand 0's dtype (complex kinds) */
+  int want_xh;  /* GN_PARAM */
+  const void *in[5];
+  void *out;
+  void *scratch; /* GN_PARAM: 2 doubles per line (statistics), owned by the step */
+  int64_t rows, len, stride, P, B, G, cg, S;
+  int64_t count; /* elements (elementwise modes), C = channels (BN, GN_PARAM), N (GN_PARAM) */
+  int64_t C, N;
+  double eps;
+} rlx_cu_ext;
+
+rlx_status rlx_cu_norm2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_complex_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
