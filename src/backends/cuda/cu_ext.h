@@ -1,35 +1,40 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The CUDA backend's kernels for the norm family beyond LayerNorm / RmsNorm (norms2.cu:
- * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds) and the complex
- * elementwise kinds (complex.cu: Conjugate, ComplexNormSq, ComplexNormSqBackward). One record
- * per step (lower_ext.c fills it); plain C types only. */
+ * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds, FusedResidualLN /
+ * RmsNorm, AdaLayerNorm), the complex elementwise kinds (complex.cu: Conjugate, ComplexNormSq,
+ * ComplexNormSqBackward), Histogram (hist.cu), RopeBackward and AxialRope2d (rope2.cu). One
+ * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
 
 #include <stdint.h>
 
+#include "backends/cuda/cu.h"
 #include "rlx/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct rlx_cu_ctx rlx_cu_ctx;
-
 typedef enum rlx_cu_ext_mode {
   /* lines normalised over `len` elements at base(r) + i * stride, base(r) = (r / P) * B + r % P;
    * affine parameter of element i of line r: (r % G) * cg + i / S */
   RLX_CU_EXT_LINE_NORM,
-  RLX_CU_EXT_GN_DX,     /* GroupNorm dx: lines as above (stride 1), in = x, gamma, dy */
-  RLX_CU_EXT_GN_STATS,  /* per line (mean, 1/sqrt(var + eps)) into scratch */
-  RLX_CU_EXT_GN_PARAM,  /* per channel: sum of dy * xh (want_xh) or dy over batch and spatial */
-  RLX_CU_EXT_BN,        /* BatchNormInference, channel = i % C: in = x, gamma, beta, mean, var */
-  RLX_CU_EXT_BN_DX,     /* in = gamma, var, dy: dy * gamma / sqrt(var + eps) */
-  RLX_CU_EXT_BN_DGAMMA, /* in = x, mean, var, dy: per channel sum dy (x - mean) / sqrt(var + eps) */
-  RLX_CU_EXT_BN_DBETA,  /* in = dy: per channel sum */
-  RLX_CU_EXT_CONJ,      /* complex (re, -im) */
-  RLX_CU_EXT_NORMSQ,    /* complex -> real re^2 + im^2 */
-  RLX_CU_EXT_NORMSQ_BW  /* in = z, g (real): g z */
+  RLX_CU_EXT_GN_DX,      /* GroupNorm dx: lines as above (stride 1), in = x, gamma, dy */
+  RLX_CU_EXT_GN_STATS,   /* per line (mean, 1/sqrt(var + eps)) into scratch */
+  RLX_CU_EXT_GN_PARAM,   /* per channel: sum of dy * xh (want_xh) or dy over batch and spatial */
+  RLX_CU_EXT_BN,         /* BatchNormInference, channel = i % C: in = x, gamma, beta, mean, var */
+  RLX_CU_EXT_BN_DX,      /* in = gamma, var, dy: dy * gamma / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DGAMMA,  /* in = x, mean, var, dy: per channel sum dy (x - mean) / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DBETA,   /* in = dy: per channel sum */
+  RLX_CU_EXT_RES_NORM,   /* FusedResidualLN / RmsNorm: in = x, res, bias (or NULL), gamma, beta; rows of len */
+  RLX_CU_EXT_ADA_NORM,   /* AdaLayerNorm: in = x, scale, shift (broadcast by bstride[0], bstride[1]); rows of len */
+  RLX_CU_EXT_HISTOGRAM,  /* in = x (count elements); bins of [lo, hi]; counts in scratch (bins uint64) */
+  RLX_CU_EXT_ROPE_BW,    /* RopeBackward: the Rope geometry in rope, rotation by -angle */
+  RLX_CU_EXT_AXIAL_ROPE, /* AxialRope2d: x [B, N, H D], tokens on an end_x x end_y grid */
+  RLX_CU_EXT_CONJ,       /* complex (re, -im) */
+  RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
+  RLX_CU_EXT_NORMSQ_BW   /* in = z, g (real): g z */
 } rlx_cu_ext_mode;
 
 typedef struct rlx_cu_ext {
@@ -37,6 +42,13 @@ typedef struct rlx_cu_ext {
   int dtype;    /* the output's dtype */
   int in_dtype; /* operand 0's dtype (complex kinds) */
   int want_xh;  /* GN_PARAM */
+  int rms;      /* RES_NORM, ADA_NORM: RmsNorm statistics (mean 0) */
+  int rank;     /* ADA_NORM: x's rank and dims, the operands' broadcast strides (elements) */
+  int64_t dims[8], bstride[2][8];
+  double lo, hi;                      /* HISTOGRAM */
+  rlx_cu_rope rope;                   /* ROPE_BW */
+  int64_t ex, rep, heads, hd, tokens; /* AXIAL_ROPE: end_x, repeat_factor, num_heads, head_dim, N */
+  double theta;
   const void *in[5];
   void *out;
   void *scratch; /* GN_PARAM: 2 doubles per line (statistics), owned by the step */
@@ -48,6 +60,8 @@ typedef struct rlx_cu_ext {
 
 rlx_status rlx_cu_norm2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_complex_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_histogram_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_rope2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -801,6 +801,15 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Conjugate] = lower_Conjugate,
     [RLX_OP_ComplexNormSq] = lower_ComplexNormSq,
     [RLX_OP_ComplexNormSqBackward] = lower_ComplexNormSqBackward,
+    [RLX_OP_GatedResidual] = lower_GatedResidual,
+    [RLX_OP_ResizeNearest2x] = lower_ResizeNearest2x,
+    [RLX_OP_KvAppend] = lower_KvAppend,
+    [RLX_OP_FusedResidualLN] = lower_FusedResidualLN,
+    [RLX_OP_FusedResidualRmsNorm] = lower_FusedResidualRmsNorm,
+    [RLX_OP_AdaLayerNorm] = lower_AdaLayerNorm,
+    [RLX_OP_Histogram] = lower_Histogram,
+    [RLX_OP_RopeBackward] = lower_RopeBackward,
+    [RLX_OP_AxialRope2d] = lower_AxialRope2d,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -987,9 +996,7 @@ static rlx_status run_steps(rlx_cu_prog *p) {
       break;
     }
     case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
-    case ST_EXT:
-      st = s->ext.mode >= RLX_CU_EXT_CONJ ? rlx_cu_complex_run(c, &s->ext) : rlx_cu_norm2_run(c, &s->ext);
-      break;
+    case ST_EXT: st = rlx_cu_ext_run(c, &s->ext); break;
     case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
     case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
     case ST_GATHER_BW:

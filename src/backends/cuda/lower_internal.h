@@ -266,7 +266,8 @@ bool lower_Fft(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_BatchElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
-/* The lowering rows defined in lower_ext.c. */
+/* The lowering rows defined in lower_ext.c, and its step runner (ST_EXT). */
+rlx_status rlx_cu_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 bool lower_GroupNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_LayerNorm2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_GroupNormBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
@@ -279,5 +280,14 @@ bool lower_BatchNormInferenceBackwardBeta(lower_ctx *L, rlx_id id, const rlx_nod
 bool lower_Conjugate(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ComplexNormSq(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ComplexNormSqBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatedResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ResizeNearest2x(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_KvAppend(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedResidualLN(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedResidualRmsNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AdaLayerNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Histogram(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_RopeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

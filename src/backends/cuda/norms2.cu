@@ -4,7 +4,9 @@
  * GroupNorm's backward (dx one block per group line; gamma / beta one block per channel over
  * per-line statistics computed first), BatchNormInference and its backward (elementwise, and one
  * block per channel for the parameter sums). Every value is computed in double and rounded once
- * to the output dtype. Block sums are cu_block_sum's (fixed order: deterministic). */
+ * to the output dtype. FusedResidualLN / FusedResidualRmsNorm normalise h = x + res (+ bias),
+ * each sum rounded to the dtype as the shared decomposition's Adds round it; AdaLayerNorm
+ * modulates by broadcast scale / shift. Block sums are cu_block_sum's (fixed order: deterministic). */
 #include "backends/cuda/cu_ext.h"
 #include "backends/cuda/dev.cuh"
 
@@ -137,6 +139,85 @@ __global__ void bn_param_kernel(rlx_cu_ext e) {
   }
 }
 
+/* v rounded to dtype t and back (the value an unfused graph holds between two steps) */
+__device__ inline double rd(int t, double v) {
+  switch (t) {
+  case RLX_F32: return (double)(float)v;
+  case RLX_F16: return (double)__half2float(__float2half_rn(round_odd_f32(v)));
+  case RLX_BF16: return (double)__bfloat162float(__float2bfloat16_rn(round_odd_f32(v)));
+  default: return v;
+  }
+}
+
+/* h = x + res (+ bias), each sum rounded to the dtype as the decomposition's Adds are */
+__device__ inline double res_h(const rlx_cu_ext &e, int64_t o, int64_t j) {
+  double h = rd(e.dtype, ld_f(e.in[0], e.dtype, o) + ld_f(e.in[1], e.dtype, o));
+  if (e.in[2]) h = rd(e.dtype, h + ld_f(e.in[2], e.dtype, j));
+  return h;
+}
+
+/* LayerNorm / RmsNorm of h over each row of len (the CPU reference's two passes). */
+__global__ void res_norm_kernel(rlx_cu_ext e) {
+  __shared__ double sh[32];
+  for (int64_t r = blockIdx.x; r < e.rows; r += gridDim.x) {
+    int64_t base = r * e.len;
+    double m = 0;
+    if (!e.rms) {
+      for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) m += res_h(e, base + j, j);
+      m = cu_block_sum(m, sh) / (double)e.len;
+    }
+    double v = 0;
+    for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) {
+      double d = res_h(e, base + j, j) - m;
+      v += d * d;
+    }
+    v = cu_block_sum(v, sh) / (double)e.len;
+    double rs = 1.0 / sqrt(v + e.eps);
+    for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) {
+      double y = (res_h(e, base + j, j) - m) * rs;
+      st_f(e.out, e.dtype, base + j, y * ld_f(e.in[3], e.dtype, j) + ld_f(e.in[4], e.dtype, j));
+    }
+    __syncthreads();
+  }
+}
+
+/* offset of element i of x in an operand broadcast onto x with strides st */
+__device__ inline int64_t bcast_off(const rlx_cu_ext &e, const int64_t *st, int64_t i) {
+  int64_t off = 0;
+  for (int k = e.rank - 1; k >= 0; k--) {
+    off += (i % e.dims[k]) * st[k];
+    i /= e.dims[k];
+  }
+  return off;
+}
+
+/* norm(x) (1 + scale) + shift over each row of len, no affine */
+__global__ void ada_norm_kernel(rlx_cu_ext e) {
+  __shared__ double sh[32];
+  for (int64_t r = blockIdx.x; r < e.rows; r += gridDim.x) {
+    int64_t base = r * e.len;
+    double m = 0;
+    if (!e.rms) {
+      for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) m += ld_f(e.in[0], e.dtype, base + j);
+      m = cu_block_sum(m, sh) / (double)e.len;
+    }
+    double v = 0;
+    for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) {
+      double d = ld_f(e.in[0], e.dtype, base + j) - m;
+      v += d * d;
+    }
+    v = cu_block_sum(v, sh) / (double)e.len;
+    double rs = 1.0 / sqrt(v + e.eps);
+    for (int64_t j = threadIdx.x; j < e.len; j += blockDim.x) {
+      int64_t i = base + j;
+      double sc = ld_f(e.in[1], e.dtype, bcast_off(e, e.bstride[0], i));
+      double shf = ld_f(e.in[2], e.dtype, bcast_off(e, e.bstride[1], i));
+      st_f(e.out, e.dtype, i, (ld_f(e.in[0], e.dtype, i) - m) * rs * (1.0 + sc) + shf);
+    }
+    __syncthreads();
+  }
+}
+
 unsigned grid_of(int64_t n) { return (unsigned)(n < 65535 * 8 ? (n > 0 ? n : 1) : 65535 * 8); }
 int threads_of(int64_t len) { return len >= 1024 ? 256 : len >= 128 ? 128 : 32; }
 
@@ -161,6 +242,14 @@ extern "C" rlx_status rlx_cu_norm2_run(rlx_cu_ctx *c, const rlx_cu_ext *e) {
     gn_param_kernel<<<grid_of(e->C), threads_of(e->N * e->S), 0, c->stream>>>(*e, (const double *)e->scratch);
     return cu_launch_status("group norm parameter kernel");
   }
+  case RLX_CU_EXT_RES_NORM:
+    if (e->rows == 0 || e->len == 0) return RLX_OK;
+    res_norm_kernel<<<grid_of(e->rows), threads_of(e->len), 0, c->stream>>>(*e);
+    return cu_launch_status("residual norm kernel");
+  case RLX_CU_EXT_ADA_NORM:
+    if (e->rows == 0 || e->len == 0) return RLX_OK;
+    ada_norm_kernel<<<grid_of(e->rows), threads_of(e->len), 0, c->stream>>>(*e);
+    return cu_launch_status("ada norm kernel");
   case RLX_CU_EXT_BN:
   case RLX_CU_EXT_BN_DX:
     if (e->count == 0) return RLX_OK;
