@@ -19,12 +19,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/fast/fast.h"
 #include "rlx/rlx.h"
-
-#define SHP(t, ...) \
-  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
+#include "attr_lists.h"
 
 static double now_s(void) {
   struct timespec t;

@@ -106,6 +106,22 @@ rlx_status rlx_graph_set_outputs(rlx_graph *g, const rlx_id *ids, uint32_t n) {
   return RLX_OK;
 }
 
+/* Copies one attribute list's n elements of `elem` bytes into g's arena and points *v at the copy
+ * (NULL for an empty list). */
+static rlx_status copy_list(rlx_graph *g, rlx_op op, const char *field, void **v, uint32_t n, size_t elem) {
+  if (!n) {
+    *v = NULL;
+    return RLX_OK;
+  }
+  if (!*v)
+    return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op), field, n);
+  void *c = rlx_arena_alloc(&g->arena, n * elem, elem);
+  if (!c) return oom("an attribute list");
+  memcpy(c, *v, n * elem);
+  *v = c;
+  return RLX_OK;
+}
+
 /* Copies attribute payloads into g's arena. Graph fields go through `map` (NULL = must already be
  * children of g). */
 typedef rlx_graph *(*graph_map_fn)(void *ctx, const rlx_graph *old);
@@ -125,32 +141,14 @@ static rlx_status copy_attrs(rlx_graph *g, rlx_op op, const void *src, rlx_attrs
     switch (f[i].type) {
     case RLX_FT_ILIST: {
       rlx_ilist *l = (rlx_ilist *)p;
-      if (!l->n) {
-        l->v = NULL;
-        break;
-      }
-      if (!l->v)
-        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op),
-                          f[i].name, l->n);
-      int64_t *v = rlx_arena_alloc(&g->arena, l->n * sizeof *v, 8);
-      if (!v) return oom("an attribute list");
-      memcpy(v, l->v, l->n * sizeof *v);
-      l->v = v;
+      rlx_status st = copy_list(g, op, f[i].name, (void **)&l->v, l->n, sizeof *l->v);
+      if (st) return st;
       break;
     }
     case RLX_FT_FLIST: {
       rlx_flist *l = (rlx_flist *)p;
-      if (!l->n) {
-        l->v = NULL;
-        break;
-      }
-      if (!l->v)
-        return rlx_errorf(RLX_ERR_INVALID_ARG, "%s: attribute %s has %u entries but no data", rlx_op_name(op),
-                          f[i].name, l->n);
-      float *v = rlx_arena_alloc(&g->arena, l->n * sizeof *v, 4);
-      if (!v) return oom("an attribute list");
-      memcpy(v, l->v, l->n * sizeof *v);
-      l->v = v;
+      rlx_status st = copy_list(g, op, f[i].name, (void **)&l->v, l->n, sizeof *l->v);
+      if (st) return st;
       break;
     }
     case RLX_FT_STR: {

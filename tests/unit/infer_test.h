@@ -8,16 +8,14 @@
 
 #include "ir/ir_internal.h"
 #include "rlx_test.h"
+#include "attr_lists.h"
 
 #define SYM(k) RLX_DIM_SYM(k)
 /* SH(F32, 2, 3) = [2, 3] f32; SCALAR(F32) = [] f32. */
 #define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define SCALAR(t) rlx_shape_scalar(RLX_##t)
-/* IL(1, 2) = an attribute list {1, 2}; IL0 = the empty list. */
-#define IL(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define IL0 ((rlx_ilist){.v = NULL, .n = 0})
+/* IL(1, 2) = an attribute list {1, 2}; NOLIST = the empty list. */
 
 /* Runs the rule of `op` on n operand shapes. `attrs` points at an rlx_attrs_<Op> (NULL = defaults). */
 static inline rlx_status infer_run(rlx_op op, const void *attrs, const rlx_shape *declared, rlx_shape *out, uint32_t n,

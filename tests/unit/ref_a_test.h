@@ -11,13 +11,11 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "rlx_test.h"
+#include "attr_lists.h"
 
 #define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
 #define SCALAR(t) rlx_shape_scalar(RLX_##t)
-#define IL(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define IL0 ((rlx_ilist){.v = NULL, .n = 0})
 #define T(ptr, shape) ((rlx_tensor){(void *)(ptr), (shape)})
 #define NT(...) ((uint32_t)(sizeof((rlx_tensor[]){__VA_ARGS__}) / sizeof(rlx_tensor)))
 #define RUN(Op, attrs, out, ...) \

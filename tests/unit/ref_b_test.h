@@ -14,11 +14,8 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "rlx_test.h"
 #include "core/elem.h"
+#include "attr_lists.h"
 
-#define SHP(t, ...) \
-  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define ILIST(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
 #define VALS(...) ((const double[]){__VA_ARGS__})
 
 #define RT_MAX_IN 8

@@ -28,12 +28,7 @@
 #include "core/elem.h"
 #include "rlx/cpu.h"
 #include "rlx_test.h"
-
-#define SHP(t, ...) \
-  rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NOLIST ((rlx_ilist){.v = NULL, .n = 0})
+#include "attr_lists.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static float urand(void) {

@@ -15,12 +15,10 @@
 #include "rlx/session.h"
 #include "rlx_test.h"
 #include "core/elem.h"
+#include "attr_lists.h"
 
 #define SH(t, ...) \
   rlx_shape_make(RLX_##t, (uint32_t)(sizeof((rlx_dim[]){__VA_ARGS__}) / sizeof(rlx_dim)), (rlx_dim[]){__VA_ARGS__})
-#define IL(...) \
-  ((rlx_ilist){.v = (int64_t[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))})
-#define NONE_LIST ((rlx_ilist){.v = NULL, .n = 0})
 #define MAX_IN 6
 
 /* One graph input: name, shape and values (converted to the shape's dtype). */
@@ -393,7 +391,7 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
     rlx_attrs_Conv3d a = {.stride = c->stride, .padding = c->padding, .dilation = c->dilation, .groups = c->groups};
     CHECK_OK(rlx_build_Conv3d(probe, ids, 2, &a, NULL, &yid));
   } else {
-    rlx_attrs_Conv a = {.kernel_size = NONE_LIST,
+    rlx_attrs_Conv a = {.kernel_size = NOLIST,
                         .stride = c->stride,
                         .padding = c->padding,
                         .dilation = c->dilation,
@@ -439,14 +437,14 @@ static void conv_case(const conv_cfg *c, uint32_t seed) {
 
 static void test_conv(void) {
   conv_cfg cfgs[] = {
-      {"conv2d plain", SH(F32, 1, 2, 4, 4), SH(F32, 3, 2, 3, 3), NONE_LIST, NONE_LIST, NONE_LIST, 1},
-      {"conv2d stride2 pad1 groups2", SH(F32, 2, 4, 5, 6), SH(F32, 4, 2, 3, 2), IL(2, 2), IL(1, 1), NONE_LIST, 2},
+      {"conv2d plain", SH(F32, 1, 2, 4, 4), SH(F32, 3, 2, 3, 3), NOLIST, NOLIST, NOLIST, 1},
+      {"conv2d stride2 pad1 groups2", SH(F32, 2, 4, 5, 6), SH(F32, 4, 2, 3, 2), IL(2, 2), IL(1, 1), NOLIST, 2},
       {"conv2d asym pad dilation groups3", SH(F32, 1, 6, 5, 5), SH(F32, 3, 2, 2, 3), IL(2, 1), IL(1, 0, 2, 1), IL(1, 2),
        3},
-      {"conv2d depthwise dil2 stride3", SH(F32, 2, 3, 7, 5), SH(F32, 3, 1, 2, 2), IL(3, 1), NONE_LIST, IL(2, 2), 3},
+      {"conv2d depthwise dil2 stride3", SH(F32, 2, 3, 7, 5), SH(F32, 3, 1, 2, 2), IL(3, 1), NOLIST, IL(2, 2), 3},
       {"conv3d stride asym pad dil groups2", SH(F32, 2, 4, 4, 5, 4), SH(F32, 2, 2, 2, 2, 3), IL(2, 1, 2),
        IL(1, 0, 1, 0, 1, 1), IL(1, 2, 1), 2},
-      {"conv3d plain f64", SH(F64, 1, 1, 3, 3, 3), SH(F64, 2, 1, 2, 2, 2), NONE_LIST, IL(1, 1, 1), NONE_LIST, 1},
+      {"conv3d plain f64", SH(F64, 1, 1, 3, 3, 3), SH(F64, 2, 1, 2, 2, 2), NOLIST, IL(1, 1, 1), NOLIST, 1},
   };
   for (size_t i = 0; i < sizeof cfgs / sizeof *cfgs; i++) conv_case(&cfgs[i], 400 + 10 * (uint32_t)i);
 }
@@ -461,8 +459,7 @@ static void test_maxpool(void) {
   check_op("MaxPool2dBackward overlapping asym pad", RLX_OP_MaxPool2dBackward, &a, NULL, ins, 2, 0);
   tin tie[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 3, 3), dy}};
   check_op("MaxPool2dBackward ties", RLX_OP_MaxPool2dBackward, &a, NULL, tie, 2, 0);
-  rlx_attrs_MaxPool2dBackward d = {
-      .kernel_size = IL(2, 2), .stride = NONE_LIST, .padding = NONE_LIST}; /* stride = kernel */
+  rlx_attrs_MaxPool2dBackward d = {.kernel_size = IL(2, 2), .stride = NOLIST, .padding = NOLIST}; /* stride = kernel */
   tin dd[2] = {{SH(F32, 2, 2, 5, 6), same}, {SH(F32, 2, 2, 2, 3), dy}};
   check_op("MaxPool2dBackward default stride ties", RLX_OP_MaxPool2dBackward, &d, NULL, dd, 2, 0);
   double neg[16];

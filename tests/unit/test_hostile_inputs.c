@@ -133,6 +133,31 @@ static void test_size_overflow_rejected_by_check(void) {
   rlx_graph_free(g);
 }
 
+/* ---- attribute lists through the API ---- */
+
+/* A list attribute that claims entries but has no data is refused with the op and field named; an
+ * empty list and a real one are copied (the caller's buffer may go away after the add). */
+static void test_attr_list_without_data(void) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "lists", &g));
+  rlx_shape s = {.dtype = RLX_F32, .rank = 2, .dims = {2, 3}};
+  rlx_id x, y;
+  CHECK_OK(rlx_graph_add_unchecked(g, RLX_OP_Input, NULL, 0, &(rlx_attrs_Input){.name = "x"}, &s, NULL, &x));
+  CHECK_ERR(
+      rlx_graph_add(g, RLX_OP_Transpose, &x, 1, &(rlx_attrs_Transpose){.perm = {.v = NULL, .n = 2}}, NULL, NULL, &y),
+      RLX_ERR_INVALID_ARG, "Transpose: attribute perm has 2 entries but no data");
+  int64_t *perm = malloc(2 * sizeof *perm);
+  perm[0] = 1;
+  perm[1] = 0;
+  CHECK_OK(
+      rlx_graph_add(g, RLX_OP_Transpose, &x, 1, &(rlx_attrs_Transpose){.perm = {.v = perm, .n = 2}}, NULL, NULL, &y));
+  perm[0] = 7; /* the graph holds its own copy */
+  free(perm);
+  const rlx_attrs *a = &rlx_graph_node(g, y)->attrs;
+  CHECK(a->Transpose.perm.n == 2 && a->Transpose.perm.v[0] == 1 && a->Transpose.perm.v[1] == 0);
+  rlx_graph_free(g);
+}
+
 /* ---- names ---- */
 
 /* A text graph whose node name is `n` copies of 'a' (and, when `leaf`, the Input name too). */
@@ -323,6 +348,7 @@ int main(void) {
   test_dequant_block_overflow();
   test_fuzz_regressions();
   test_size_overflow_rejected_by_check();
+  test_attr_list_without_data();
   test_name_limits_text();
   test_name_limits_binary_writer();
   test_name_limits_safetensors();

@@ -69,12 +69,12 @@ static void test_maxpool_backward(void) {
              SH(F16, 2, 3, 4, 4));
   a.padding = IL(3, 3);
   EXPECT_ERR(MaxPool2dBackward, &a, NULL, SHAPE_ERR, "attribute padding", SH(F32, 2, 3, 7, 7), SH(F32, 2, 3, 4, 4));
-  a.padding = IL0;
-  a.kernel_size = IL0;
+  a.padding = NOLIST;
+  a.kernel_size = NOLIST;
   EXPECT_ERR(MaxPool2dBackward, &a, NULL, SHAPE_ERR, "attribute kernel_size", SH(F32, 2, 3, 7, 7), SH(F32, 2, 3, 4, 4));
   /* a symbolic spatial extent cannot be checked and is accepted */
   a.kernel_size = IL(2, 2);
-  a.stride = IL0;
+  a.stride = NOLIST;
   EXPECT(MaxPool2dBackward, &a, NULL, SH(F32, 1, 3, SYM(1), 8), SH(F32, 1, 3, SYM(1), 8), SH(F32, 1, 3, SYM(2), 4));
 
   rlx_attrs_MaxPool3dBackward b;
@@ -113,7 +113,7 @@ static void test_conv_backward(void) {
   a.kernel_size = IL(5, 5);
   EXPECT_ERR(Conv2dBackwardInput, &a, &d7, SHAPE_ERR, "attribute kernel_size", SH(F32, 1, 4, 4, 4),
              SH(F32, 4, 3, 3, 3));
-  a.kernel_size = IL0;
+  a.kernel_size = NOLIST;
   a.groups = 3; /* C_out 4 */
   EXPECT_ERR(Conv2dBackwardInput, &a, &d7, SHAPE_ERR, "attribute groups", SH(F32, 1, 4, 4, 4), SH(F32, 4, 3, 3, 3));
   a.groups = 1;
@@ -132,7 +132,7 @@ static void test_conv_backward(void) {
   EXPECT_ERR(Conv2dBackwardWeight, &w, NULL, SHAPE_ERR, "operand 1 (dy)", SH(F32, 1, 4, 9, 9), SH(F32, 1, 6, 4, 4));
   EXPECT_ERR(Conv2dBackwardWeight, &w, NULL, SHAPE_ERR, "operand 1 (dy)", SH(F32, 1, 4, 9, 9), SH(F32, 2, 6, 4, 5));
   EXPECT_ERR(Conv2dBackwardWeight, &w, NULL, SHAPE_ERR, "attribute groups", SH(F32, 1, 4, 9, 9), SH(F32, 1, 5, 4, 5));
-  w.kernel_size = IL0;
+  w.kernel_size = NOLIST;
   EXPECT_ERR(Conv2dBackwardWeight, &w, NULL, SHAPE_ERR, "attribute kernel_size", SH(F32, 1, 4, 9, 9),
              SH(F32, 1, 6, 4, 5));
 

@@ -15,11 +15,11 @@ static void test_conv(void) {
   a.padding = IL(1, 1);
   EXPECT(Conv, &a, NULL, SH(F32, 2, 8, 16, 16), SH(F32, 2, 3, 32, 32), SH(F32, 8, 3, 3, 3));
   /* asymmetric [bh=0, bw=1, eh=2, ew=3], stride 1: H 32+0+2-3+1 = 32, W 32+1+3-3+1 = 34 */
-  a.stride = IL0;
+  a.stride = NOLIST;
   a.padding = IL(0, 1, 2, 3);
   EXPECT(Conv, &a, NULL, SH(F32, 1, 8, 32, 34), SH(F32, 1, 3, 32, 32), SH(F32, 8, 3, 3, 3));
   /* dilation 2 with kernel 3 spans 5: 32 - 5 + 1 = 28; kernel_size given and matching */
-  a.padding = IL0;
+  a.padding = NOLIST;
   a.dilation = IL(2, 2);
   a.kernel_size = IL(3, 3);
   EXPECT(Conv, &a, NULL, SH(F16, 1, 8, 28, 28), SH(F16, 1, 3, 32, 32), SH(F16, 8, 3, 3, 3));
@@ -68,20 +68,20 @@ static void test_conv_errors(void) {
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute stride has 3 entries", x, w);
   a.stride = IL((int64_t)1 << 40, 1);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute stride", x, w);
-  a.stride = IL0;
+  a.stride = NOLIST;
   a.dilation = IL(1, 0);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute dilation", x, w);
-  a.dilation = IL0;
+  a.dilation = NOLIST;
   a.padding = IL(1, 1, 1);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute padding has 3 entries", x, w);
   a.padding = IL(1, -1);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute padding", x, w);
-  a.padding = IL0;
+  a.padding = NOLIST;
   a.kernel_size = IL(5, 5);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute kernel_size", x, w);
   a.kernel_size = IL(3);
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute kernel_size has 1 entries", x, w);
-  a.kernel_size = IL0;
+  a.kernel_size = NOLIST;
   a.groups = 0;
   EXPECT_ERR(Conv, &a, NULL, SHAPE_ERR, "attribute groups", x, w);
   a.groups = 2; /* C_in 3 is odd */
@@ -112,11 +112,11 @@ static void test_conv3d(void) {
   a.stride = IL(2, 2);
   EXPECT_ERR(Conv3d, &a, NULL, SHAPE_ERR, "attribute stride has 2 entries; expected 3", SH(F32, 1, 2, 8, 8, 8),
              SH(F32, 4, 2, 3, 3, 3));
-  a.stride = IL0;
+  a.stride = NOLIST;
   a.padding = IL(1, 1, 1, 1);
   EXPECT_ERR(Conv3d, &a, NULL, SHAPE_ERR, "attribute padding has 4 entries", SH(F32, 1, 2, 8, 8, 8),
              SH(F32, 4, 2, 3, 3, 3));
-  a.padding = IL0;
+  a.padding = NOLIST;
   EXPECT_ERR(Conv3d, &a, NULL, SHAPE_ERR, "operand 0 (x)", SH(F32, 1, 2, 8, 8), SH(F32, 4, 2, 3, 3, 3));
   EXPECT_ERR(Conv3d, &a, NULL, SHAPE_ERR, "operand 1 (weight)", SH(F32, 1, 2, 8, 8, 8), SH(F32, 4, 3, 3, 3, 3));
 }
@@ -153,22 +153,22 @@ static void test_conv_transpose(void) {
   a.stride = IL(2, 2);
   a.output_padding = IL(2, 0);
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute output_padding", x, w);
-  a.stride = IL0;
+  a.stride = NOLIST;
   a.output_padding = IL(1, 1); /* max(stride 1, dilation 1) = 1 */
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute output_padding", x, w);
   a.output_padding = IL(0);
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute output_padding has 1 entries", x, w);
-  a.output_padding = IL0;
+  a.output_padding = NOLIST;
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "operand 1 (weight)", SH(F32, 1, 5, 5, 5), w);
   a.groups = 3;
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute groups", x, w);
   a.groups = 1;
   a.kernel_size = IL(2, 2);
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute kernel_size", x, w);
-  a.kernel_size = IL0;
+  a.kernel_size = NOLIST;
   a.padding = IL(1, 1); /* 1x1 input, 1x1 kernel: 0 - 2 + 0 + 1 = -1 */
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "attribute padding", SH(F32, 1, 4, 1, 1), SH(F32, 4, 3, 1, 1));
-  a.padding = IL0;
+  a.padding = NOLIST;
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "extent 0", SH(F32, 1, 4, 0, 5), w);
   EXPECT_ERR(ConvTranspose2d, &a, NULL, SHAPE_ERR, "operand 1 has dtype bf16", x, SH(BF16, 4, 3, 3, 3));
 
@@ -184,7 +184,7 @@ static void test_conv_transpose(void) {
   b.output_padding = IL(1, 1);
   EXPECT_ERR(ConvTranspose3d, &b, NULL, SHAPE_ERR, "attribute output_padding has 2 entries", SH(F32, 1, 2, 3, 3, 3),
              SH(F32, 2, 4, 2, 2, 2));
-  b.output_padding = IL0;
+  b.output_padding = NOLIST;
   EXPECT_ERR(ConvTranspose3d, &b, NULL, SHAPE_ERR, "operand 0 (x)", SH(F32, 1, 2, 3, 3), SH(F32, 2, 4, 2, 2, 2));
 }
 
@@ -217,17 +217,17 @@ static void test_pool(void) {
   a.kind = 42;
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "attribute kind", x);
   a.kind = RLX_REDUCE_MAX;
-  a.kernel_size = IL0;
+  a.kernel_size = NOLIST;
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "attribute kernel_size", x);
   a.kernel_size = IL(2, 2);
   a.padding = IL(2, 2);
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "attribute padding", x);
   a.padding = IL(0, 0, 0, 2);
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "attribute padding", x);
-  a.padding = IL0;
+  a.padding = NOLIST;
   a.stride = IL(0, 2);
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "attribute stride", x);
-  a.stride = IL0;
+  a.stride = NOLIST;
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "operand 0 (x)", SH(F32, 3, 8, 8));
   EXPECT_ERR(Pool, &a, NULL, SHAPE_ERR, "operand 0 has dtype bool", SH(BOOL, 1, 3, 8, 8));
   a.kernel_size = IL(9, 2);
@@ -255,7 +255,7 @@ static void test_im2col(void) {
   rlx_shape decl = SH(F32, 36, 27);
   EXPECT(Im2Col, &a, &decl, SH(F32, 36, 27), SH(F32, 1, SYM(4), 8, 8));
   EXPECT_ERR(Im2Col, &a, NULL, SHAPE_ERR, "channel count is symbolic", SH(F32, 1, SYM(4), 8, 8));
-  a.kernel_size = IL0;
+  a.kernel_size = NOLIST;
   EXPECT_ERR(Im2Col, &a, NULL, SHAPE_ERR, "attribute kernel_size", SH(F32, 1, 3, 8, 8));
   a.kernel_size = IL(3, 3);
   EXPECT_ERR(Im2Col, &a, NULL, SHAPE_ERR, "operand 0 (x)", SH(F32, 3, 8, 8));
@@ -282,11 +282,11 @@ static void test_graph(void) {
   a.stride = IL(0, 0);
   CHECK_ERR(rlx_build_Conv(g, in, 2, &a, "c2", &bad), RLX_ERR_SHAPE, "attribute stride");
   CHECK(strstr(rlx_last_error(), "Conv") != NULL);
-  a.stride = IL0;
+  a.stride = NOLIST;
   CHECK_ERR(rlx_build_Conv(g, in, 1, &a, NULL, &bad), RLX_ERR_VERIFY, NULL);
   /* a wrong declared shape is caught by the verifier */
   rlx_shape wrong = SH(F32, 1, 4, 9, 9);
-  a.padding = IL0;
+  a.padding = NOLIST;
   CHECK_OK(rlx_graph_add_unchecked(g, RLX_OP_Conv, in, 2, &a, &wrong, "c3", &bad));
   CHECK_OK(rlx_graph_set_outputs(g, &bad, 1));
   CHECK_ERR(rlx_verify(g), RLX_ERR_SHAPE, "differs from inferred [1, 4, 14, 14] f32");

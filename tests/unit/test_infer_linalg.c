@@ -22,7 +22,7 @@ static void test_matmul(void) {
 
 static void test_dot_general(void) {
   rlx_attrs_DotGeneral a = {
-      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL0, .rhs_batch = IL0}; /* plain matmul */
+      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = NOLIST, .rhs_batch = NOLIST}; /* plain matmul */
   EXPECT(DotGeneral, &a, NULL, SH(F32, 2, 4), SH(F32, 2, 3), SH(F32, 3, 4));
   /* batched: [b, m, k] x [b, k, n] -> [b, m, n] */
   rlx_attrs_DotGeneral bm = {
@@ -34,26 +34,30 @@ static void test_dot_general(void) {
   EXPECT(DotGeneral, &x, NULL, SH(F32, 7, 5, 9), SH(F32, 3, 5, 7), SH(F32, 7, 9, 3));
   /* two contracting axes */
   rlx_attrs_DotGeneral two = {
-      .lhs_contracting = IL(1, 2), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
+      .lhs_contracting = IL(1, 2), .rhs_contracting = IL(0, 1), .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT(DotGeneral, &two, NULL, SH(F64, 4, 6), SH(F64, 4, 2, 3), SH(F64, 2, 3, 6));
   /* outer product: nothing contracted */
-  rlx_attrs_DotGeneral outer = {.lhs_contracting = IL0, .rhs_contracting = IL0, .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral outer = {
+      .lhs_contracting = NOLIST, .rhs_contracting = NOLIST, .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT(DotGeneral, &outer, NULL, SH(F32, 2, 3, 4), SH(F32, 2), SH(F32, 3, 4));
   /* symbolic batch: equal symbols agree */
   EXPECT(DotGeneral, &bm, NULL, SH(F32, SYM(0), 2, 4), SH(F32, SYM(0), 2, 3), SH(F32, SYM(0), 3, 4));
   EXPECT_ERR(DotGeneral, &bm, NULL, SHAPE_ERR, "batch pair 0", SH(F32, SYM(0), 2, 3), SH(F32, SYM(1), 3, 4));
 
-  rlx_attrs_DotGeneral len = {.lhs_contracting = IL(1), .rhs_contracting = IL0, .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral len = {
+      .lhs_contracting = IL(1), .rhs_contracting = NOLIST, .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT_ERR(DotGeneral, &len, NULL, SHAPE_ERR, "attribute rhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
   rlx_attrs_DotGeneral blen = {
-      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL0};
+      .lhs_contracting = IL(1), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = NOLIST};
   EXPECT_ERR(DotGeneral, &blen, NULL, SHAPE_ERR, "attribute rhs_batch", SH(F32, 2, 3), SH(F32, 3, 4));
-  rlx_attrs_DotGeneral oor = {.lhs_contracting = IL(2), .rhs_contracting = IL(0), .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral oor = {
+      .lhs_contracting = IL(2), .rhs_contracting = IL(0), .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT_ERR(DotGeneral, &oor, NULL, SHAPE_ERR, "attribute lhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
-  rlx_attrs_DotGeneral neg = {.lhs_contracting = IL(1), .rhs_contracting = IL(-2), .lhs_batch = IL0, .rhs_batch = IL0};
+  rlx_attrs_DotGeneral neg = {
+      .lhs_contracting = IL(1), .rhs_contracting = IL(-2), .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT_ERR(DotGeneral, &neg, NULL, SHAPE_ERR, "attribute rhs_contracting", SH(F32, 2, 3), SH(F32, 3, 4));
   rlx_attrs_DotGeneral dup = {
-      .lhs_contracting = IL(1, 1), .rhs_contracting = IL(0, 1), .lhs_batch = IL0, .rhs_batch = IL0};
+      .lhs_contracting = IL(1, 1), .rhs_contracting = IL(0, 1), .lhs_batch = NOLIST, .rhs_batch = NOLIST};
   EXPECT_ERR(DotGeneral, &dup, NULL, SHAPE_ERR, "more than once", SH(F32, 2, 3), SH(F32, 3, 3));
   rlx_attrs_DotGeneral overlap = {
       .lhs_contracting = IL(0), .rhs_contracting = IL(0), .lhs_batch = IL(0), .rhs_batch = IL(1)};

@@ -4,9 +4,8 @@
 #include <math.h>
 
 #include "infer_test.h"
+#include "attr_lists.h"
 
-#define FL(...) \
-  ((rlx_flist){.v = (float[]){__VA_ARGS__}, .n = (uint32_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))})
 #define VERIFY_ERR RLX_ERR_VERIFY
 
 static void test_quantize(void) {
@@ -33,7 +32,7 @@ static void test_quantize(void) {
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute zero_points", SH(F32, 4, 3));
   q.zero_points = IL(0, 128, 0);
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute zero_points", SH(F32, 4, 3));
-  q.zero_points = IL0;
+  q.zero_points = NOLIST;
   q.scales = FL(0.1f, 0.0f, 0.3f);
   EXPECT_ERR(Quantize, &q, NULL, SHAPE_ERR, "attribute scales", SH(F32, 4, 3));
   q.scales = FL(NAN);
@@ -147,20 +146,20 @@ static void test_qconv2d(void) {
   q.kernel_size = IL(5, 5);
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "attribute kernel_size", SH(I8, 1, 4, 10, 12), SH(I8, 6, 2, 3, 3),
              SH(I32, 6));
-  q.kernel_size = IL0;
+  q.kernel_size = NOLIST;
   /* begin/end padding (0,1 | 2,3), dilation (2,1): H = 10 + 0 + 2 - 5 + 1 = 8, W = 12 + 1 + 3 - 3 + 1 = 14 */
   q.groups = 1;
-  q.stride = IL0;
+  q.stride = NOLIST;
   q.padding = IL(0, 1, 2, 3);
   q.dilation = IL(2, 1);
   EXPECT(QConv2d, &q, NULL, SH(I8, 1, 6, 8, 14), SH(I8, 1, 4, 10, 12), SH(I8, 6, 4, 3, 3), SH(I32, 6));
   q.padding = IL(1, 1, 1);
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "attribute padding", SH(I8, 1, 4, 10, 12), SH(I8, 6, 4, 3, 3), SH(I32, 6));
-  q.padding = IL0;
-  q.dilation = IL0;
+  q.padding = NOLIST;
+  q.dilation = NOLIST;
   q.stride = IL(0, 1);
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "attribute stride", SH(I8, 1, 4, 10, 12), SH(I8, 6, 4, 3, 3), SH(I32, 6));
-  q.stride = IL0;
+  q.stride = NOLIST;
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "operand 1 (w)", SH(I8, 1, 4, 10, 12), SH(I8, 6, 2, 3, 3), SH(I32, 6));
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "operand 2 (bias)", SH(I8, 1, 4, 10, 12), SH(I8, 6, 4, 3, 3), SH(I32, 4));
   EXPECT_ERR(QConv2d, &q, NULL, SHAPE_ERR, "operand 1 (w)", SH(I8, 1, 4, 10, 12), SH(I8, 6, 4, 0, 3), SH(I32, 6));

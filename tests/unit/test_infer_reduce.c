@@ -11,7 +11,7 @@ static void test_reduce(void) {
   EXPECT(Reduce, &r, NULL, SH(F32, 2, 1, 4), SH(F32, 2, 3, 4));
   r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MEAN, .axes = IL(-1, 0), .keep_dim = false};
   EXPECT(Reduce, &r, NULL, SH(F32, 3), SH(F32, 2, 3, 4));
-  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MAX, .axes = IL0, .keep_dim = false}; /* empty axes: everything */
+  r = (rlx_attrs_Reduce){.op = RLX_REDUCE_MAX, .axes = NOLIST, .keep_dim = false}; /* empty axes: everything */
   EXPECT(Reduce, &r, NULL, SCALAR(I32), SH(I32, 2, 3, 4));
   r.keep_dim = true;
   EXPECT(Reduce, &r, NULL, SH(I32, 1, 1, 1), SH(I32, 2, 3, 4));

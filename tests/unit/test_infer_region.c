@@ -93,7 +93,7 @@ static void test_region_attrs(void) {
              SH(F32, 4));
   a.input_modulus = IL(-1, 4);
   EXPECT_ERR(ElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute input_modulus: entry 0", SH(F32, 3, 4), SH(F32, 4));
-  a.input_modulus = IL0;
+  a.input_modulus = NOLIST;
   /* prologue: operand 0 is upsampled x2 on its last two axes before broadcasting */
   a.prologue = RLX_PROLOGUE_RESIZE_NEAREST2X;
   a.prologue_input = 0;
@@ -138,7 +138,7 @@ static void test_batch_region(void) {
   a.prologue = RLX_PROLOGUE_NONE;
   a.input_modulus = IL(0, 0, 0);
   EXPECT_ERR(BatchElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute input_modulus", SH(F32, 1, 4), SH(F32, 2, 4));
-  a.input_modulus = IL0;
+  a.input_modulus = NOLIST;
   a.chain = (rlx_chain){.steps = NULL, .n = 0};
   EXPECT_ERR(BatchElementwiseRegion, &a, NULL, SHAPE_ERR, "attribute chain", SH(F32, 1, 4), SH(F32, 2, 4));
   a.chain = CHAIN(STEP(ACTIVATION, RLX_ACT_SILU, IN(0), IN(0), IN(0)));
@@ -162,7 +162,7 @@ static void test_transform_region(void) {
   EXPECT_ERR(TransformRegion, &a, NULL, VERIFY_ERR, "needs exactly 2 operands", SH(F32, 3, 5));
   a.steps = IL(0, 2);
   EXPECT_ERR(TransformRegion, &a, NULL, SHAPE_ERR, "attribute steps: entry 1", SH(F32, 3, 5), SH(F32, 6, 10));
-  a.steps = IL0;
+  a.steps = NOLIST;
   EXPECT_ERR(TransformRegion, &a, NULL, SHAPE_ERR, "attribute steps is empty", SH(F32, 3, 5), SH(F32, 6, 10));
   a.num_inputs = 1;
   a.steps = IL(0);

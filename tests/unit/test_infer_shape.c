@@ -11,7 +11,7 @@ static void test_reshape(void) {
   EXPECT(Reshape, &r, NULL, SH(I8, 2, 12), SH(I8, 2, 3, 4));
   r.new_shape = IL(24);
   EXPECT(Reshape, &r, NULL, SH(F32, 24), SH(F32, 2, 3, 4));
-  r.new_shape = IL0; /* to a scalar */
+  r.new_shape = NOLIST; /* to a scalar */
   EXPECT(Reshape, &r, NULL, SCALAR(F32), SH(F32, 1, 1));
   r.new_shape = IL(1, 1);
   EXPECT(Reshape, &r, NULL, SH(F32, 1, 1), SCALAR(F32));
@@ -45,7 +45,7 @@ static void test_transpose(void) {
   EXPECT(Transpose, &t, NULL, SH(F32, 4, 2, 3), SH(F32, 2, 3, 4));
   t.perm = IL(0, 2, 1);
   EXPECT(Transpose, &t, NULL, SH(F32, SYM(0), 4, 3), SH(F32, SYM(0), 3, 4));
-  t.perm = IL0;
+  t.perm = NOLIST;
   EXPECT(Transpose, &t, NULL, SCALAR(I32), SCALAR(I32));
   EXPECT_ERR(Transpose, &t, NULL, SHAPE_ERR, "attribute perm has 0 entries", SH(F32, 2, 3));
   t.perm = IL(0, 0);
@@ -193,7 +193,7 @@ static void test_gather(void) {
 static void test_reverse_roll_tile_trilu(void) {
   rlx_attrs_Reverse r = {.axes = IL(0, -1)};
   EXPECT(Reverse, &r, NULL, SH(F32, 2, 3, 4), SH(F32, 2, 3, 4));
-  r.axes = IL0;
+  r.axes = NOLIST;
   EXPECT(Reverse, &r, NULL, SCALAR(F32), SCALAR(F32));
   r.axes = IL(2, -1);
   EXPECT_ERR(Reverse, &r, NULL, SHAPE_ERR, "more than once", SH(F32, 2, 3, 4));
@@ -202,7 +202,7 @@ static void test_reverse_roll_tile_trilu(void) {
 
   rlx_attrs_Roll o = {.shifts = IL(1, -7, 2), .dims = IL(0, -1, 0)};
   EXPECT(Roll, &o, NULL, SH(F32, SYM(0), 5), SH(F32, SYM(0), 5));
-  o = (rlx_attrs_Roll){.shifts = IL(1), .dims = IL0};
+  o = (rlx_attrs_Roll){.shifts = IL(1), .dims = NOLIST};
   EXPECT_ERR(Roll, &o, NULL, SHAPE_ERR, "attribute shifts", SH(F32, 3, 5));
   o = (rlx_attrs_Roll){.shifts = IL(1), .dims = IL(2)};
   EXPECT_ERR(Roll, &o, NULL, SHAPE_ERR, "attribute dims", SH(F32, 3, 5));
@@ -213,7 +213,7 @@ static void test_reverse_roll_tile_trilu(void) {
   EXPECT(Tile, &t, NULL, SH(F32, 4, SYM(0), 15), SH(F32, 2, SYM(0), 5));
   t.reps = IL(0, 2);
   EXPECT(Tile, &t, NULL, SH(F32, 0, 6), SH(F32, 7, 3));
-  t.reps = IL0;
+  t.reps = NOLIST;
   EXPECT(Tile, &t, NULL, SCALAR(F32), SCALAR(F32));
   t.reps = IL(2, 2);
   EXPECT_ERR(Tile, &t, NULL, SHAPE_ERR, "symbolic", SH(F32, SYM(0), 3));
@@ -238,7 +238,7 @@ static void test_pad(void) {
   EXPECT(Pad, &p, NULL, SH(F32, 7, 8), SH(F32, 4, 5));
   p.pads = IL(1, 1, 0, 0); /* zero pads on a symbolic axis are fine */
   EXPECT(Pad, &p, NULL, SH(F32, 6, SYM(0)), SH(F32, 4, SYM(0)));
-  p.pads = IL0;
+  p.pads = NOLIST;
   EXPECT(Pad, &p, NULL, SCALAR(F32), SCALAR(F32));
   p.pads = IL(1, 1);
   EXPECT_ERR(Pad, &p, NULL, SHAPE_ERR, "attribute pads has 2 entries", SH(F32, 4, 5));

@@ -72,7 +72,7 @@ static void test_conv2d(void) {
   rt_fill(X, 240, 1);
   rt_fill(Wt, 36, 2);
   naive_conv(&g, X, Wt, Y);
-  rlx_attrs_Conv a = {.stride = ILIST(2, 1), .padding = ILIST(1, 0, 2, 1), .dilation = ILIST(1, 2), .groups = 2};
+  rlx_attrs_Conv a = {.stride = IL(2, 1), .padding = IL(1, 0, 2, 1), .dilation = IL(1, 2), .groups = 2};
   CHECK_OK(RT_RUN(&c, Conv, &a, NULL, {SHP(F64, 2, 4, 5, 6), X}, {SHP(F64, 6, 2, 3, 2), Wt}));
   CHECK(c.out.shape.dims[2] == 3 && c.out.shape.dims[3] == 5);
   CHECK_OUT(&c, Y, 180, 1e-12, 0);
@@ -89,7 +89,7 @@ static void test_conv2d(void) {
   rt_fill(X, 32, 3);
   rt_fill(Wt, 54, 4);
   naive_conv(&s, X, Wt, Y);
-  rlx_attrs_Conv b = {.kernel_size = ILIST(3, 3), .padding = ILIST(1, 1), .groups = 1};
+  rlx_attrs_Conv b = {.kernel_size = IL(3, 3), .padding = IL(1, 1), .groups = 1};
   CHECK_OK(RT_RUN(&c, Conv, &b, NULL, {SHP(F32, 1, 2, 4, 4), X}, {SHP(F32, 3, 2, 3, 3), Wt}));
   CHECK_OUT(&c, Y, 48, 1e-5, 1e-6);
   rt_free(&c);
@@ -98,7 +98,7 @@ static void test_conv2d(void) {
   rt_fill(X, 75, 5);
   rt_fill(Wt, 12, 6);
   naive_conv(&dw, X, Wt, Y);
-  rlx_attrs_Conv d = {.stride = ILIST(2, 2), .groups = 3};
+  rlx_attrs_Conv d = {.stride = IL(2, 2), .groups = 3};
   CHECK_OK(RT_RUN(&c, Conv, &d, NULL, {SHP(F64, 1, 3, 5, 5), X}, {SHP(F64, 3, 1, 2, 2), Wt}));
   CHECK_OUT(&c, Y, 12, 1e-12, 0);
   rt_free(&c);
@@ -112,7 +112,7 @@ static void test_conv2d(void) {
   CHECK_OK(
       rt_build(&c, RLX_OP_Conv, &h, NULL, false, 2, (rt_arg[]){{SHP(F32, 1, 1, 2, 2), X}, {SHP(F32, 1, 1, 2, 2), Wt}}));
   rlx_node bad = *c.node;
-  bad.attrs.Conv.kernel_size = ILIST(1, 1);
+  bad.attrs.Conv.kernel_size = IL(1, 1);
   CHECK_ERR(rlx_cpu_ref_table[RLX_OP_Conv](&bad, c.in, 2, &c.out, &c.ctx), RLX_ERR_INVALID_ARG, "kernel_size");
   rt_free(&c);
 }
@@ -125,8 +125,7 @@ static void test_conv3d(void) {
   rt_fill(X, 120, 7);
   rt_fill(Wt, 48, 8);
   naive_conv(&g, X, Wt, Y);
-  rlx_attrs_Conv3d a = {
-      .stride = ILIST(1, 2, 1), .padding = ILIST(0, 1, 2, 1, 0, 1), .dilation = ILIST(1, 1, 2), .groups = 2};
+  rlx_attrs_Conv3d a = {.stride = IL(1, 2, 1), .padding = IL(0, 1, 2, 1, 0, 1), .dilation = IL(1, 1, 2), .groups = 2};
   CHECK_OK(RT_RUN(&c, Conv3d, &a, NULL, {SHP(F64, 1, 2, 3, 4, 5), X}, {SHP(F64, 4, 1, 2, 2, 3), Wt}));
   CHECK(c.out.shape.dims[2] == 3 && c.out.shape.dims[3] == 2 && c.out.shape.dims[4] == 4);
   CHECK_OUT(&c, Y, 96, 1e-12, 0);
@@ -141,8 +140,7 @@ static void test_conv_transpose(void) {
   rt_fill(X, 36, 9);
   rt_fill(Wt, 108, 10);
   naive_conv_t(&g, X, Wt, Y);
-  rlx_attrs_ConvTranspose2d a = {
-      .stride = ILIST(2, 2), .padding = ILIST(1, 1), .output_padding = ILIST(1, 1), .groups = 2};
+  rlx_attrs_ConvTranspose2d a = {.stride = IL(2, 2), .padding = IL(1, 1), .output_padding = IL(1, 1), .groups = 2};
   CHECK_OK(RT_RUN(&c, ConvTranspose2d, &a, NULL, {SHP(F64, 1, 4, 3, 3), X}, {SHP(F64, 4, 3, 3, 3), Wt}));
   CHECK(c.out.shape.dims[1] == 6 && c.out.shape.dims[2] == 6 && c.out.shape.dims[3] == 6);
   CHECK_OUT(&c, Y, 216, 1e-12, 0);
@@ -153,11 +151,11 @@ static void test_conv_transpose(void) {
   rt_fill(X, 36, 11);
   rt_fill(Wt, 36, 12);
   naive_conv_t(&h, X, Wt, Y);
-  rlx_attrs_ConvTranspose2d b = {.kernel_size = ILIST(3, 3),
-                                 .stride = ILIST(1, 3),
-                                 .padding = ILIST(0, 1, 1, 0),
-                                 .dilation = ILIST(2, 1),
-                                 .output_padding = ILIST(1, 2),
+  rlx_attrs_ConvTranspose2d b = {.kernel_size = IL(3, 3),
+                                 .stride = IL(1, 3),
+                                 .padding = IL(0, 1, 1, 0),
+                                 .dilation = IL(2, 1),
+                                 .output_padding = IL(1, 2),
                                  .groups = 1};
   CHECK_OK(RT_RUN(&c, ConvTranspose2d, &b, NULL, {SHP(F32, 2, 2, 3, 3), X}, {SHP(F32, 2, 2, 3, 3), Wt}));
   CHECK(c.out.shape.dims[2] == 7 && c.out.shape.dims[3] == 10);
@@ -174,7 +172,7 @@ static void test_conv_transpose(void) {
   rt_fill(X, 24, 13);
   rt_fill(Wt, 32, 14);
   naive_conv_t(&t3, X, Wt, Y);
-  rlx_attrs_ConvTranspose3d t = {.stride = ILIST(2, 1, 2), .output_padding = ILIST(1, 0, 1), .groups = 1};
+  rlx_attrs_ConvTranspose3d t = {.stride = IL(2, 1, 2), .output_padding = IL(1, 0, 1), .groups = 1};
   CHECK_OK(RT_RUN(&c, ConvTranspose3d, &t, NULL, {SHP(F64, 1, 2, 2, 3, 2), X}, {SHP(F64, 2, 2, 2, 2, 2), Wt}));
   CHECK(c.out.shape.dims[2] == 5 && c.out.shape.dims[3] == 4 && c.out.shape.dims[4] == 5);
   CHECK_OUT(&c, Y, 200, 1e-12, 0);
@@ -197,7 +195,7 @@ static void test_im2col(void) {
               double v = ih >= 0 && ih < 3 && iw >= 0 && iw < 3 ? x[((n * 2 + ch) * 3 + ih) * 3 + iw] : 0;
               want[((n * 2 + oh) * 2 + ow) * 8 + (ch * 2 + i) * 2 + j] = v;
             }
-  rlx_attrs_Im2Col a = {.kernel_size = ILIST(2, 2), .stride = ILIST(2, 2), .padding = ILIST(1, 1)};
+  rlx_attrs_Im2Col a = {.kernel_size = IL(2, 2), .stride = IL(2, 2), .padding = IL(1, 1)};
   CHECK_OK(RT_RUN(&c, Im2Col, &a, NULL, {SHP(I32, 2, 2, 3, 3), x}));
   CHECK(c.out.shape.dims[0] == 8 && c.out.shape.dims[1] == 8);
   CHECK_OUT(&c, want, 64, 0, 0);
@@ -229,8 +227,7 @@ static void test_pool(void) {
       wmax[oh * 4 + ow] = m;
       wmean[oh * 4 + ow] = s / 4;
     }
-  rlx_attrs_Pool a = {
-      .kind = RLX_REDUCE_MAX, .kernel_size = ILIST(2, 2), .stride = ILIST(1, 1), .padding = ILIST(1, 1)};
+  rlx_attrs_Pool a = {.kind = RLX_REDUCE_MAX, .kernel_size = IL(2, 2), .stride = IL(1, 1), .padding = IL(1, 1)};
   CHECK_OK(RT_RUN(&c, Pool, &a, NULL, {SHP(F32, 1, 1, 3, 3), x}));
   CHECK_OUT(&c, wmax, 16, 0, 0);
   rt_free(&c);
@@ -247,7 +244,7 @@ static void test_pool(void) {
   CHECK(rt_out(&c, 0) == -1 && rt_out(&c, 15) == -9);
   rt_free(&c);
   /* integers; Mean truncates toward zero; default stride = kernel; asymmetric padding [0,0,1,1] */
-  rlx_attrs_Pool b = {.kind = RLX_REDUCE_MEAN, .kernel_size = ILIST(2, 2), .padding = ILIST(0, 0, 1, 1)};
+  rlx_attrs_Pool b = {.kind = RLX_REDUCE_MEAN, .kernel_size = IL(2, 2), .padding = IL(0, 0, 1, 1)};
   CHECK_OK(RT_RUN(&c, Pool, &b, NULL, {SHP(I32, 1, 1, 3, 3), x}));
   /* windows: (1+2+4+5)/4 = 3, (3+6)/4 = 2, (7+8)/4 = 3, 9/4 = 2 */
   CHECK_OUT(&c, VALS(3, 2, 3, 2), 4, 0, 0);
@@ -284,7 +281,7 @@ static void test_resample(void) {
           }
           want[((n * 3 + d) * 2 + h) * 5 + w] = x[((n * 2 + s[0]) * 3 + s[1]) * 4 + s[2]];
         }
-  rlx_attrs_Interpolate3d a = {.size = ILIST(3, 2, 5)};
+  rlx_attrs_Interpolate3d a = {.size = IL(3, 2, 5)};
   CHECK_OK(RT_RUN(&c, Interpolate3d, &a, NULL, {SHP(F32, 2, 1, 2, 3, 4), x}));
   CHECK_OUT(&c, want, 60, 0, 0);
   rt_free(&c);

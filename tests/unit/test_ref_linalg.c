@@ -101,7 +101,7 @@ static void test_dot_general(void) {
         W[(b * 6 + f) * 5 + j] = s;
       }
   rlx_attrs_DotGeneral at = {
-      .lhs_contracting = ILIST(2, 0), .rhs_contracting = ILIST(0, 3), .lhs_batch = ILIST(1), .rhs_batch = ILIST(2)};
+      .lhs_contracting = IL(2, 0), .rhs_contracting = IL(0, 3), .lhs_batch = IL(1), .rhs_batch = IL(2)};
   CHECK_OK(RT_RUN(&c, DotGeneral, &at, NULL, {SHP(F64, 3, 2, 4, 6), L}, {SHP(F64, 4, 5, 2, 3), R}));
   CHECK(c.out.shape.rank == 3 && c.out.shape.dims[0] == 2 && c.out.shape.dims[1] == 6 && c.out.shape.dims[2] == 5);
   CHECK_OUT(&c, W, 60, 1e-12, 0);
@@ -116,7 +116,7 @@ static void test_dot_general(void) {
   CHECK_OUT(&c, VALS(3, 4, 5, 6, 8, 10), 6, 0, 0);
   rt_free(&c);
   /* full contraction to a scalar; integer dtype */
-  rlx_attrs_DotGeneral full = {.lhs_contracting = ILIST(0), .rhs_contracting = ILIST(0)};
+  rlx_attrs_DotGeneral full = {.lhs_contracting = IL(0), .rhs_contracting = IL(0)};
   CHECK_OK(RT_RUN(&c, DotGeneral, &full, NULL, {SHP(I64, 3), VALS(1, 2, 3)}, {SHP(I64, 3), VALS(4, 5, 6)}));
   CHECK_OUT(&c, VALS(32), 1, 0, 0);
   rt_free(&c);

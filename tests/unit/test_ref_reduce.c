@@ -43,7 +43,7 @@ static void test_reduce(void) {
     }
   /* empty axis list = every axis; a negative axis */
   float f[] = {1, 2, 3, 4, 5, 6}, fy[3];
-  rlx_attrs_Reduce a = {.op = RLX_REDUCE_SUM, .axes = IL0};
+  rlx_attrs_Reduce a = {.op = RLX_REDUCE_SUM, .axes = NOLIST};
   CHECK_OK(RUN(Reduce, &a, &T(fy, SCALAR(F32)), T(f, SH(F32, 2, 3))));
   CHECK(fy[0] == 21);
   a.keep_dim = true;
@@ -106,7 +106,7 @@ static void test_reduce(void) {
   CHECK(cz[0] == 5 && cz[1] == 5);
   /* rank 0 */
   float s = 4.5f;
-  a = (rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = IL0};
+  a = (rlx_attrs_Reduce){.op = RLX_REDUCE_SUM, .axes = NOLIST};
   CHECK_OK(RUN(Reduce, &a, &T(fy, SCALAR(F32)), T(&s, SCALAR(F32))));
   CHECK(fy[0] == 4.5f);
   a.axes = IL(3);
