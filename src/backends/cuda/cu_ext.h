@@ -2,7 +2,7 @@
 /* The CUDA backend's kernels for the norm family beyond LayerNorm / RmsNorm (norms2.cu:
  * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds, FusedResidualLN /
  * RmsNorm, AdaLayerNorm), the complex elementwise kinds (complex.cu: Conjugate, ComplexNormSq,
- * ComplexNormSqBackward), Histogram (hist.cu), RopeBackward and AxialRope2d (rope2.cu). One
+ * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), RopeBackward and AxialRope2d (rope2.cu). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -32,6 +32,7 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_HISTOGRAM,  /* in = x (count elements); bins of [lo, hi]; counts in scratch (bins uint64) */
   RLX_CU_EXT_ROPE_BW,    /* RopeBackward: the Rope geometry in rope, rotation by -angle */
   RLX_CU_EXT_AXIAL_ROPE, /* AxialRope2d: x [B, N, H D], tokens on an end_x x end_y grid */
+  RLX_CU_EXT_PARTCONV,   /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,       /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
   RLX_CU_EXT_NORMSQ_BW   /* in = z, g (real): g z */
@@ -62,6 +63,7 @@ rlx_status rlx_cu_norm2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_complex_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_histogram_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_rope2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_partconv_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -249,7 +249,7 @@ static bool lower_RmsNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 
 /* ---- MatMul ---- */
 
-static bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   const rlx_shape *a = shape_of(L->p, n->inputs[0]), *b = shape_of(L->p, n->inputs[1]), *o = &n->shape;
   if (a->rank < 2 || b->rank < 2) return fail(L, "MatMul needs rank >= 2 operands%s", "");
   int64_t M = a->dims[a->rank - 2], K = a->dims[a->rank - 1], N = b->dims[b->rank - 1];
@@ -320,9 +320,9 @@ static bool lower_Reverse(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 }
 
 /* Conv / Conv3d / ConvTranspose2d / ConvTranspose3d through one geometry. */
-static bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
-                       const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
-                       const rlx_ilist *output_padding, int64_t groups) {
+bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                const rlx_ilist *output_padding, int64_t groups) {
   const rlx_shape *x = shape_of(L->p, n->inputs[0]), *w = shape_of(L->p, n->inputs[1]), *o = &n->shape;
   if (!rlx_dtype_is_float((rlx_dtype)x->dtype))
     return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
@@ -810,6 +810,13 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Histogram] = lower_Histogram,
     [RLX_OP_RopeBackward] = lower_RopeBackward,
     [RLX_OP_AxialRope2d] = lower_AxialRope2d,
+    [RLX_OP_ScatterNd] = lower_ScatterNd,
+    [RLX_OP_GatherNd] = lower_GatherNd,
+    [RLX_OP_FusedMatMulBiasAct] = lower_FusedMatMulBiasAct,
+    [RLX_OP_FusedMatMulResidual] = lower_FusedMatMulResidual,
+    [RLX_OP_FusedSwiGLU] = lower_FusedSwiGLU,
+    [RLX_OP_FusedConvBiasAct] = lower_FusedConvBiasAct,
+    [RLX_OP_PartitionedConv] = lower_PartitionedConv,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -842,6 +849,7 @@ void rlx_cu_prog_destroy(rlx_cu_prog *p) {
     if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
     if (p->steps[i].extra) rlx_cu_free(p->ctx, p->steps[i].extra);
     free(p->steps[i].regions);
+    free(p->steps[i].post);
     free(p->steps[i].copies);
     free(p->steps[i].a_off);
     free(p->steps[i].b_off);
@@ -918,6 +926,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     if (s->scratch) rlx_cu_free(c, s->scratch);
     if (s->extra) rlx_cu_free(c, s->extra);
     free(s->regions);
+    free(s->post);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -1006,6 +1015,7 @@ static rlx_status run_steps(rlx_cu_prog *p) {
       for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
       break;
     }
+    for (uint32_t k = 0; k < s->n_post && st == RLX_OK; k++) st = rlx_cu_elementwise(c, &s->post[k]);
     if (st == RLX_OK && p->profile) {
       st = rlx_cu_sync(c);
       rlx_op op = rlx_graph_node(p->g, s->node)->op;

@@ -24,6 +24,7 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_HISTOGRAM] = rlx_cu_histogram_run,
     [RLX_CU_EXT_ROPE_BW] = rlx_cu_rope2_run,
     [RLX_CU_EXT_AXIAL_ROPE] = rlx_cu_rope2_run,
+    [RLX_CU_EXT_PARTCONV] = rlx_cu_partconv_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -474,5 +475,256 @@ bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   e->ex = ex;
   e->tokens = x->dims[1];
   e->theta = a->theta;
+  return true;
+}
+
+/* ---- ScatterNd / GatherNd (scatter.cu's mode 2 addressing) ---- */
+
+static bool need_index(lower_ctx *L, const rlx_shape *ix) {
+  if (is_complex(ix->dtype) || ix->dtype == RLX_BOOL)
+    return fail(L, "indices must be integers or a float holding integers, got %s",
+                rlx_dtype_name((rlx_dtype)ix->dtype));
+  return true;
+}
+
+/* tuples of k index values address data axes [b, b + k) */
+static void nd_addressing(rlx_cu_scatter *sc, const rlx_shape *d, uint32_t b, uint32_t k, int64_t per_batch) {
+  int64_t st[RLX_MAX_RANK];
+  dense_strides(d, st);
+  sc->mode = 2;
+  sc->wrap = 1;
+  sc->rank = (int)k;
+  for (uint32_t c = 0; c < k; c++) {
+    sc->idx_dims[c] = d->dims[b + c];
+    sc->data_stride[c] = st[b + c];
+  }
+  sc->inner = 1;
+  for (uint32_t i = b + k; i < d->rank; i++) sc->inner *= d->dims[i];
+  sc->outer = 1;
+  for (uint32_t i = b; i < d->rank; i++) sc->outer *= d->dims[i];
+  sc->U = per_batch > 0 ? per_batch : 1;
+}
+
+/* [data, indices [..., k], updates] -> data with out[indices[j]] (reduce)= updates[j]. */
+bool lower_ScatterNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *d = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]),
+                  *u = shape_of(L->p, n->inputs[2]);
+  int t = n->shape.dtype, red = n->attrs.ScatterNd.reduction;
+  if (!need_index(L, ix)) return false;
+  if (d->dtype != t || u->dtype != t) return fail(L, "data and updates must have the output's dtype%s", "");
+  if (red < 0 || red >= RLX_SCATTER_REDUCTION_COUNT) return fail(L, "attribute reduction is not a reduction%s", "");
+  if (is_complex(t) && (red == RLX_SCATTER_REDUCTION_MAX || red == RLX_SCATTER_REDUCTION_MIN))
+    return fail(L, "Max / Min are not defined for complex dtype %s", rlx_dtype_name((rlx_dtype)t));
+  if (ix->rank == 0 || ix->dims[ix->rank - 1] < 1 || ix->dims[ix->rank - 1] > d->rank)
+    return fail(L, "operand 1 (indices) needs a last dim in [1, data's rank]%s", "");
+  uint32_t k = (uint32_t)ix->dims[ix->rank - 1];
+  rlx_cu_scatter *sc = &s->sc;
+  int64_t tuples = numel(ix) / k;
+  nd_addressing(sc, d, 0, k, tuples);
+  if (numel(u) != tuples * sc->inner)
+    return fail(L, "operand 2 (updates) must be indices.shape[:-1] ++ data.shape[k:]%s", "");
+  sc->red = red;
+  sc->dtype = t;
+  sc->idx_dtype = ix->dtype;
+  sc->n_updates = numel(u);
+  sc->n_out = numel(&n->shape);
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->index = addr(L->p, n->inputs[1]);
+  sc->updates = addr(L->p, n->inputs[2]);
+  sc->out = addr(L->p, id);
+  s->kind = ST_SCATTER;
+  if (rlx_cu_malloc(L->p->ctx, (size_t)(sc->n_out ? sc->n_out : 1) * 32, &sc->scratch) != RLX_OK)
+    return fail(L, "no device memory for the scatter scratch: %s", rlx_last_error());
+  return true;
+}
+
+/* data [b..., rest...], indices [b..., m..., k] -> out [b..., m..., data[b + k:]...]. */
+bool lower_GatherNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *d = shape_of(L->p, n->inputs[0]), *ix = shape_of(L->p, n->inputs[1]);
+  if (!need_index(L, ix)) return false;
+  if (d->dtype != n->shape.dtype) return fail(L, "data must have the output's dtype%s", "");
+  int64_t bd = n->attrs.GatherNd.batch_dims;
+  uint32_t min_rank = d->rank < ix->rank ? d->rank : ix->rank;
+  if (bd < 0 || bd >= (int64_t)min_rank) return fail(L, "attribute batch_dims must be in [0, min rank)%s", "");
+  uint32_t b = (uint32_t)bd;
+  for (uint32_t i = 0; i < b; i++)
+    if (ix->dims[i] != d->dims[i]) return fail(L, "indices' batch axes must equal data's%s", "");
+  int64_t kk = ix->dims[ix->rank - 1];
+  if (kk < 1 || kk > (int64_t)(d->rank - b))
+    return fail(L, "operand 1 (indices) needs a last dim in [1, rank - batch_dims]%s", "");
+  uint32_t k = (uint32_t)kk;
+  int64_t per_batch = 1;
+  for (uint32_t i = b; i + 1 < ix->rank; i++) per_batch *= ix->dims[i];
+  rlx_cu_scatter *sc = &s->sc;
+  nd_addressing(sc, d, b, k, per_batch);
+  sc->dtype = n->shape.dtype;
+  sc->idx_dtype = ix->dtype;
+  sc->n_updates = numel(&n->shape);
+  sc->data = addr(L->p, n->inputs[0]);
+  sc->index = addr(L->p, n->inputs[1]);
+  sc->out = addr(L->p, id);
+  s->esz = (int)rlx_dtype_size((rlx_dtype)n->shape.dtype);
+  s->kind = ST_GATHER_EL;
+  return true;
+}
+
+/* ---- fused matmul / gated kinds: the shared kernels plus elementwise epilogues ---- */
+
+/* An elementwise launch over dims (rank) writing out (dense) of out_dtype; operands by add_in. */
+static rlx_cu_ew *post_ew(cu_step *s, uint32_t n_post) {
+  s->post = calloc(n_post, sizeof *s->post);
+  s->n_post = s->post ? n_post : 0;
+  return s->post;
+}
+static void ew_init(rlx_cu_ew *e, int kind, int sub, const rlx_shape *o, void *out, int out_dtype) {
+  memset(e, 0, sizeof *e);
+  e->kind = kind;
+  e->sub = sub;
+  e->rank = (int)o->rank;
+  e->n = numel(o);
+  for (uint32_t k = 0; k < o->rank; k++) e->dims[k] = o->dims[k];
+  e->out = out;
+  e->out_dtype = out_dtype;
+}
+/* operand read with strides st (elements) */
+static void ew_in(rlx_cu_ew *e, const void *p, int dtype, const int64_t *st) {
+  int i = e->n_in++;
+  e->in[i] = p;
+  e->in_dtype[i] = dtype;
+  for (int k = 0; k < e->rank; k++) e->stride[i][k] = st[k];
+}
+
+/* a @ b, then + operand 2 (broadcast onto the product: the bias row or the residual), then the
+ * activation (act >= 0). */
+static bool matmul_epilogue(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int act) {
+  const rlx_shape *o = &n->shape, *b = shape_of(L->p, n->inputs[2]);
+  if (!is_float(o->dtype))
+    return fail(L, "the fused matmul needs float operands, got %s", rlx_dtype_name((rlx_dtype)o->dtype));
+  if (o->rank > RLX_CU_MAX_RANK) return fail(L, "rank over %s", "8");
+  if (b->dtype != o->dtype || b->rank > o->rank) return fail(L, "operand 2 must broadcast onto the product%s", "");
+  for (uint32_t k = 0; k < b->rank; k++) {
+    int64_t d = b->dims[k], od = o->dims[o->rank - b->rank + k];
+    if (d != 1 && d != od) return fail(L, "operand 2 must broadcast onto the product%s", "");
+  }
+  if (!lower_MatMul(L, id, n, s)) return false;
+  rlx_cu_ew *e = post_ew(s, act >= 0 ? 2 : 1);
+  if (!e) return fail(L, "out of %s", "memory");
+  void *out = addr(L->p, id);
+  int64_t dense[RLX_MAX_RANK], bs[RLX_MAX_RANK];
+  dense_strides(o, dense);
+  bcast_strides(b, o, bs);
+  ew_init(&e[0], RLX_CU_EW_BINARY, RLX_BINOP_ADD, o, out, o->dtype);
+  ew_in(&e[0], out, o->dtype, dense);
+  ew_in(&e[0], addr(L->p, n->inputs[2]), b->dtype, bs);
+  if (act >= 0) {
+    ew_init(&e[1], RLX_CU_EW_ACT, act, o, out, o->dtype);
+    ew_in(&e[1], out, o->dtype, dense);
+  }
+  return true;
+}
+
+/* [a, b, bias [N]] -> act(a @ b + bias) */
+bool lower_FusedMatMulBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return matmul_epilogue(L, id, n, s, n->attrs.FusedMatMulBiasAct.activation);
+}
+/* [a, b, residual] -> a @ b + residual */
+bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  if (!rlx_shape_equal(shape_of(L->p, n->inputs[2]), &n->shape))
+    return fail(L, "operand 2 (residual) must have the product's shape%s", "");
+  return matmul_epilogue(L, id, n, s, -1);
+}
+
+/* x [..., 2w] -> silu(gate) * up [..., w] (gate the first half when gate_first, else the second),
+ * then the cast: the decomposition's Activation, Mul and Cast launches over strided views of x,
+ * each rounding as the unfused graph does; with a cast the x-dtype product goes through the step's
+ * scratch. */
+bool lower_FusedSwiGLU(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_FusedSwiGLU *a = &n->attrs.FusedSwiGLU;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *o = &n->shape;
+  if (!is_float(x->dtype) || !is_float(o->dtype)) return fail(L, "FusedSwiGLU needs float tensors%s", "");
+  if (x->rank == 0 || x->rank > RLX_CU_MAX_RANK || o->rank != x->rank) return fail(L, "x must have rank 1 to %s", "8");
+  int64_t w = o->dims[o->rank - 1];
+  if (x->dims[x->rank - 1] != 2 * w) return fail(L, "the output's last dim must be half of x's%s", "");
+  int t = x->dtype;
+  void *out = addr(L->p, id), *tmp = out;
+  if (o->dtype != t) {
+    size_t bytes = (size_t)numel(o) * rlx_dtype_size((rlx_dtype)t);
+    if (rlx_cu_malloc(L->p->ctx, bytes ? bytes : 1, &s->scratch) != RLX_OK)
+      return fail(L, "no device memory for the SwiGLU product: %s", rlx_last_error());
+    tmp = s->scratch;
+  }
+  /* the halves read x with x's strides; the product is dense over o's dims */
+  int64_t xs[RLX_MAX_RANK], dense[RLX_MAX_RANK];
+  dense_strides(x, xs);
+  rlx_shape od = *o;
+  od.dtype = (uint8_t)t;
+  dense_strides(&od, dense);
+  size_t esz = rlx_dtype_size((rlx_dtype)t);
+  const uint8_t *base = addr(L->p, n->inputs[0]);
+  const void *gate = base + (a->gate_first ? 0 : (size_t)w * esz), *up = base + (a->gate_first ? (size_t)w * esz : 0);
+  s->kind = ST_EW;
+  ew_init(&s->ew, RLX_CU_EW_ACT, RLX_ACT_SILU, &od, tmp, t);
+  ew_in(&s->ew, gate, t, xs);
+  rlx_cu_ew *e = post_ew(s, o->dtype != t ? 2 : 1);
+  if (!e) return fail(L, "out of %s", "memory");
+  ew_init(&e[0], RLX_CU_EW_BINARY, RLX_BINOP_MUL, &od, tmp, t);
+  ew_in(&e[0], tmp, t, dense);
+  ew_in(&e[0], up, t, xs);
+  if (o->dtype != t) {
+    ew_init(&e[1], RLX_CU_EW_CAST, 0, o, out, o->dtype);
+    ew_in(&e[1], tmp, t, dense);
+  }
+  return true;
+}
+
+/* [x, w, bias [C_out], (residual)] -> act(conv(x, w) + bias (+ residual)): the convolution kernel,
+ * then the decomposition's Adds and Activation as elementwise launches in place. */
+bool lower_FusedConvBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_FusedConvBiasAct *a = &n->attrs.FusedConvBiasAct;
+  const rlx_shape *o = &n->shape, *b = shape_of(L->p, n->inputs[2]);
+  if (n->n_inputs != (a->has_residual ? 4u : 3u))
+    return fail(L, "attribute has_residual does not match the operands%s", "");
+  if (o->rank != 4) return fail(L, "FusedConvBiasAct is a 2-D convolution (NCHW)%s", "");
+  if (b->dtype != o->dtype || numel(b) != o->dims[1])
+    return fail(L, "operand 2 (bias) must hold one value per output channel%s", "");
+  if (a->has_residual && !rlx_shape_equal(shape_of(L->p, n->inputs[3]), o))
+    return fail(L, "operand 3 (residual) must have the output's shape%s", "");
+  if (!conv_setup(L, id, n, s, 2, false, &a->stride, &a->padding, &a->dilation, NULL, a->groups)) return false;
+  uint32_t k = 0, n_post = 1 + (a->has_residual ? 1u : 0u) + (a->activation >= 0 ? 1u : 0u);
+  rlx_cu_ew *e = post_ew(s, n_post);
+  if (!e) return fail(L, "out of %s", "memory");
+  void *out = addr(L->p, id);
+  int64_t dense[RLX_MAX_RANK], chan[RLX_MAX_RANK] = {0, 1, 0, 0};
+  dense_strides(o, dense);
+  ew_init(&e[k], RLX_CU_EW_BINARY, RLX_BINOP_ADD, o, out, o->dtype);
+  ew_in(&e[k], out, o->dtype, dense);
+  ew_in(&e[k++], addr(L->p, n->inputs[2]), b->dtype, chan);
+  if (a->has_residual) {
+    ew_init(&e[k], RLX_CU_EW_BINARY, RLX_BINOP_ADD, o, out, o->dtype);
+    ew_in(&e[k], out, o->dtype, dense);
+    ew_in(&e[k++], addr(L->p, n->inputs[3]), o->dtype, dense);
+  }
+  if (a->activation >= 0) {
+    ew_init(&e[k], RLX_CU_EW_ACT, a->activation, o, out, o->dtype);
+    ew_in(&e[k], out, o->dtype, dense);
+  }
+  return true;
+}
+
+/* [x [..., L], ir [M]] -> [..., L + M - 1] */
+bool lower_PartitionedConv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *h = shape_of(L->p, n->inputs[1]);
+  if (!is_float(x->dtype) || !is_float(h->dtype) || !is_float(n->shape.dtype))
+    return fail(L, "PartitionedConv needs float tensors%s", "");
+  if (x->rank < 1 || x->dims[x->rank - 1] < 1 || h->rank != 1 || h->dims[0] < 1)
+    return fail(L, "expected x [..., L >= 1] and ir [M >= 1]%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_PARTCONV);
+  rlx_cu_ext *e = &s->ext;
+  e->len = x->dims[x->rank - 1];
+  e->C = h->dims[0];
+  e->N = h->dtype; /* the kernel's ir dtype */
+  e->count = numel(&n->shape);
+  if (e->count != (numel(x) / e->len) * (e->len + e->C - 1))
+    return fail(L, "the output must be [..., L + M - 1]%s", "");
   return true;
 }

@@ -72,6 +72,8 @@ typedef struct cu_step {
   rlx_cu_remap remap;           /* ST_REMAP */
   rlx_cu_region *regions;       /* ST_REGION: n_regions launches */
   rlx_cu_ext ext;               /* ST_EXT */
+  rlx_cu_ew *post;              /* elementwise launches after the step's own (fused epilogues) */
+  uint32_t n_post;
   uint32_t n_regions;
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
@@ -229,6 +231,13 @@ static inline rlx_cu_copy *copies(cu_step *s, uint32_t n) {
   return s->copies;
 }
 
+/* lower.c's MatMul row (the fused matmul kinds of lower_ext.c start from it). */
+bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+/* lower.c's convolution geometry (Conv / Conv3d / ConvTranspose*; FusedConvBiasAct starts from it). */
+bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                const rlx_ilist *output_padding, int64_t groups);
+
 /* The lowering rows defined in lower_more.c. */
 bool lower_ReluBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ActivationBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
@@ -289,5 +298,12 @@ bool lower_AdaLayerNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_Histogram(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_RopeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ScatterNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatherNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedMatMulBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedSwiGLU(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedConvBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_PartitionedConv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
