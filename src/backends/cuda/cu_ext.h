@@ -2,7 +2,9 @@
 /* The CUDA backend's kernels for the norm family beyond LayerNorm / RmsNorm (norms2.cu:
  * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds, FusedResidualLN /
  * RmsNorm, AdaLayerNorm), the complex elementwise kinds (complex.cu: Conjugate, ComplexNormSq,
- * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), RopeBackward and AxialRope2d (rope2.cu). One
+ * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), the
+ * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
+ * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -32,6 +34,11 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_HISTOGRAM,  /* in = x (count elements); bins of [lo, hi]; counts in scratch (bins uint64) */
   RLX_CU_EXT_ROPE_BW,    /* RopeBackward: the Rope geometry in rope, rotation by -angle */
   RLX_CU_EXT_AXIAL_ROPE, /* AxialRope2d: x [B, N, H D], tokens on an end_x x end_y grid */
+  RLX_CU_EXT_SPLINE,     /* SplineActivation: in = x, coeffs (C channels of nk knots, C = 1 shared) */
+  RLX_CU_EXT_SPLINE_DX,  /* in = x, coeffs, dy */
+  RLX_CU_EXT_SPLINE_DC,  /* in = x, coeffs, dy -> [C, nk]; double sums in scratch */
+  RLX_CU_EXT_ADA_BW,     /* AdaLayerNormBackward: in = x, scale, shift, dy -> [dx, dscale, dshift] */
+  RLX_CU_EXT_GATED_BW,   /* GatedResidualBackward: in = x, y, gate, dy -> [dx, dy, dgate] */
   RLX_CU_EXT_PARTCONV,   /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,       /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
@@ -50,6 +57,13 @@ typedef struct rlx_cu_ext {
   rlx_cu_rope rope;                   /* ROPE_BW */
   int64_t ex, rep, heads, hd, tokens; /* AXIAL_ROPE: end_x, repeat_factor, num_heads, head_dim, N */
   double theta;
+  /* ADA_BW / GATED_BW: reductions onto broadcast operands. red[k]: operand k (scale, shift or
+   * gate): its elements (ntarget) over kept axes (nkeep dims kd, x strides ks), each summing x's
+   * elements over the reduced axes (nred dims rd, x strides rs) */
+  struct {
+    int nkeep, nred;
+    int64_t ntarget, kd[8], ks[8], rd[8], rs[8];
+  } red[2];
   const void *in[5];
   void *out;
   void *scratch; /* GN_PARAM: 2 doubles per line (statistics), owned by the step */
@@ -64,6 +78,8 @@ rlx_status rlx_cu_complex_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_histogram_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_rope2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_partconv_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_spline_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_bw_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -817,6 +817,11 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_FusedSwiGLU] = lower_FusedSwiGLU,
     [RLX_OP_FusedConvBiasAct] = lower_FusedConvBiasAct,
     [RLX_OP_PartitionedConv] = lower_PartitionedConv,
+    [RLX_OP_SplineActivation] = lower_SplineActivation,
+    [RLX_OP_SplineActivationBackwardX] = lower_SplineActivationBackwardX,
+    [RLX_OP_SplineActivationBackwardCoeff] = lower_SplineActivationBackwardCoeff,
+    [RLX_OP_AdaLayerNormBackward] = lower_AdaLayerNormBackward,
+    [RLX_OP_GatedResidualBackward] = lower_GatedResidualBackward,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

@@ -25,6 +25,11 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_ROPE_BW] = rlx_cu_rope2_run,
     [RLX_CU_EXT_AXIAL_ROPE] = rlx_cu_rope2_run,
     [RLX_CU_EXT_PARTCONV] = rlx_cu_partconv_run,
+    [RLX_CU_EXT_SPLINE] = rlx_cu_spline_run,
+    [RLX_CU_EXT_SPLINE_DX] = rlx_cu_spline_run,
+    [RLX_CU_EXT_SPLINE_DC] = rlx_cu_spline_run,
+    [RLX_CU_EXT_ADA_BW] = rlx_cu_bw_ext_run,
+    [RLX_CU_EXT_GATED_BW] = rlx_cu_bw_ext_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -726,5 +731,124 @@ bool lower_PartitionedConv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *
   e->count = numel(&n->shape);
   if (e->count != (numel(x) / e->len) * (e->len + e->C - 1))
     return fail(L, "the output must be [..., L + M - 1]%s", "");
+  return true;
+}
+
+/* ---- spline activations: [x, coeffs [nk] or [C, nk] (C = x's last dim), (dy)] ---- */
+
+static bool spline_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, int64_t nk, double lo,
+                         double hi) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *k = shape_of(L->p, n->inputs[1]);
+  if (!is_float(x->dtype) || !is_float(k->dtype) || !is_float(n->shape.dtype))
+    return fail(L, "the spline ops need float tensors%s", "");
+  if (nk < 2 || !(lo < hi)) return fail(L, "num_knots >= 2 and grid_min < grid_max are required%s", "");
+  int64_t C = k->rank == 2 ? k->dims[0] : 1;
+  if ((k->rank == 1 && k->dims[0] != nk) ||
+      (k->rank == 2 && (k->dims[1] != nk || x->rank == 0 || x->dims[x->rank - 1] != C)) || k->rank > 2 || k->rank == 0)
+    return fail(L, "operand 1 (coeffs) does not fit x and num_knots%s", "");
+  ext_begin(L, id, n, s, mode);
+  rlx_cu_ext *e = &s->ext;
+  e->len = nk;
+  e->C = C;
+  e->lo = lo;
+  e->hi = hi;
+  e->G = k->dtype;
+  e->count = numel(x);
+  if (mode != RLX_CU_EXT_SPLINE) {
+    const rlx_shape *dy = shape_of(L->p, n->inputs[2]);
+    if (!is_float(dy->dtype) || numel(dy) != e->count) return fail(L, "operand 2 (dy) must match x%s", "");
+    e->S = dy->dtype;
+  }
+  if (mode == RLX_CU_EXT_SPLINE_DC) {
+    if (numel(&n->shape) != C * nk) return fail(L, "the output must have coeffs' shape%s", "");
+    if (rlx_cu_malloc(L->p->ctx, (size_t)(C * nk) * sizeof(double), &s->scratch) != RLX_OK)
+      return fail(L, "no device memory for the coefficient sums: %s", rlx_last_error());
+    e->scratch = s->scratch;
+  } else if (numel(&n->shape) != e->count) {
+    return fail(L, "the output must have x's shape%s", "");
+  }
+  return true;
+}
+bool lower_SplineActivation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SplineActivation *a = &n->attrs.SplineActivation;
+  return spline_setup(L, id, n, s, RLX_CU_EXT_SPLINE, a->num_knots, a->grid_min, a->grid_max);
+}
+bool lower_SplineActivationBackwardX(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SplineActivationBackwardX *a = &n->attrs.SplineActivationBackwardX;
+  return spline_setup(L, id, n, s, RLX_CU_EXT_SPLINE_DX, a->num_knots, a->grid_min, a->grid_max);
+}
+bool lower_SplineActivationBackwardCoeff(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SplineActivationBackwardCoeff *a = &n->attrs.SplineActivationBackwardCoeff;
+  return spline_setup(L, id, n, s, RLX_CU_EXT_SPLINE_DC, a->num_knots, a->grid_min, a->grid_max);
+}
+
+/* ---- packed backward kinds: sums onto operands broadcast onto x ---- */
+
+/* Operand b broadcasts onto x (right-aligned, size-1 axes); fills its bcast strides (slot k) and
+ * reduction geometry red[k]. */
+static bool bcast_reduction(lower_ctx *L, rlx_cu_ext *e, int k, const rlx_shape *b, const rlx_shape *x) {
+  if (b->dtype != x->dtype || b->rank > x->rank) return fail(L, "the operand must broadcast onto x%s", "");
+  int64_t xs[RLX_MAX_RANK];
+  dense_strides(x, xs);
+  int shift = (int)x->rank - (int)b->rank;
+  e->red[k].nkeep = e->red[k].nred = 0;
+  for (int a = 0; a < (int)x->rank; a++) {
+    int64_t bd = a < shift ? 1 : b->dims[a - shift];
+    if (bd != 1 && bd != x->dims[a]) return fail(L, "the operand must broadcast onto x%s", "");
+    if (bd != 1) {
+      e->red[k].kd[e->red[k].nkeep] = x->dims[a];
+      e->red[k].ks[e->red[k].nkeep++] = xs[a];
+    } else {
+      e->red[k].rd[e->red[k].nred] = x->dims[a];
+      e->red[k].rs[e->red[k].nred++] = xs[a];
+    }
+  }
+  e->red[k].ntarget = numel(b);
+  bcast_strides(b, x, e->bstride[k]);
+  return true;
+}
+
+/* [x, scale, shift, dy] -> [dx, dscale, dshift] packed */
+bool lower_AdaLayerNormBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_AdaLayerNormBackward *a = &n->attrs.AdaLayerNormBackward;
+  if (a->norm != RLX_ADA_NORM_LAYER_NORM && a->norm != RLX_ADA_NORM_RMS_NORM)
+    return fail(L, "attribute norm is not an AdaNormKind%s", "");
+  if (!need_x(L, n, 1, 3)) return false;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (x->rank > 8) return fail(L, "rank over %s", "8");
+  ext_begin(L, id, n, s, RLX_CU_EXT_ADA_BW);
+  rlx_cu_ext *e = &s->ext;
+  if (!bcast_reduction(L, e, 0, shape_of(L->p, n->inputs[1]), x) ||
+      !bcast_reduction(L, e, 1, shape_of(L->p, n->inputs[2]), x))
+    return false;
+  e->count = numel(x);
+  if (numel(&n->shape) != e->count + e->red[0].ntarget + e->red[1].ntarget || n->shape.dtype != x->dtype)
+    return fail(L, "the output must be 1-D holding dx, dscale and dshift in x's dtype%s", "");
+  e->rank = (int)x->rank;
+  for (uint32_t k = 0; k < x->rank; k++) e->dims[k] = x->dims[k];
+  e->rms = a->norm == RLX_ADA_NORM_RMS_NORM;
+  e->eps = a->eps;
+  e->len = last_dim(x);
+  e->rows = e->len ? e->count / e->len : 0;
+  if (rlx_cu_malloc(L->p->ctx, (size_t)(e->rows ? e->rows : 1) * 2 * sizeof(double), &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the row statistics: %s", rlx_last_error());
+  e->scratch = s->scratch;
+  return true;
+}
+
+/* [x, y, gate, dy] -> [dy, dy gate, dgate] packed */
+bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  if (!need_x(L, n, 1, 3)) return false;
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *y = shape_of(L->p, n->inputs[1]);
+  if (!rlx_shape_equal(x, y)) return fail(L, "operand 1 (y) must have x's shape and dtype%s", "");
+  if (x->rank > 8) return fail(L, "rank over %s", "8");
+  ext_begin(L, id, n, s, RLX_CU_EXT_GATED_BW);
+  rlx_cu_ext *e = &s->ext;
+  if (!bcast_reduction(L, e, 0, shape_of(L->p, n->inputs[2]), x)) return false;
+  e->count = numel(x);
+  if (numel(&n->shape) != 2 * e->count + e->red[0].ntarget || n->shape.dtype != x->dtype)
+    return fail(L, "the output must be 1-D holding dx, dy and dgate in x's dtype%s", "");
+  e->rank = (int)x->rank;
+  for (uint32_t k = 0; k < x->rank; k++) e->dims[k] = x->dims[k];
   return true;
 }

@@ -305,5 +305,10 @@ bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_st
 bool lower_FusedSwiGLU(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FusedConvBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_PartitionedConv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivationBackwardX(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivationBackwardCoeff(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AdaLayerNormBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
