@@ -4,7 +4,8 @@
  * RmsNorm, AdaLayerNorm), the complex elementwise kinds (complex.cu: Conjugate, ComplexNormSq,
  * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), the
  * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
- * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu). One
+ * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu), FakeQuantize and its backward
+ * (quant.cu). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -39,6 +40,8 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_SPLINE_DC,  /* in = x, coeffs, dy -> [C, nk]; double sums in scratch */
   RLX_CU_EXT_ADA_BW,     /* AdaLayerNormBackward: in = x, scale, shift, dy -> [dx, dscale, dshift] */
   RLX_CU_EXT_GATED_BW,   /* GatedResidualBackward: in = x, y, gate, dy -> [dx, dy, dgate] */
+  RLX_CU_EXT_FQ,         /* FakeQuantize: in = x, (state); channels [outer, C, S] (S = inner) */
+  RLX_CU_EXT_FQ_BW,      /* FakeQuantizeBackward: in = x, dy; the PerBatch scale from x */
   RLX_CU_EXT_PARTCONV,   /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,       /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
@@ -57,6 +60,8 @@ typedef struct rlx_cu_ext {
   rlx_cu_rope rope;                   /* ROPE_BW */
   int64_t ex, rep, heads, hd, tokens; /* AXIAL_ROPE: end_x, repeat_factor, num_heads, head_dim, N */
   double theta;
+  int qmode, ste; /* FQ: rlx_scale_mode; FQ / FQ_BW: rlx_ste; lo = qmax, hi = decay; state of
+                     `want_xh` elements (1 or C) */
   /* ADA_BW / GATED_BW: reductions onto broadcast operands. red[k]: operand k (scale, shift or
    * gate): its elements (ntarget) over kept axes (nkeep dims kd, x strides ks), each summing x's
    * elements over the reduced axes (nred dims rd, x strides rs) */
@@ -80,6 +85,7 @@ rlx_status rlx_cu_rope2_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_partconv_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_spline_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_bw_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_fq_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -822,6 +822,8 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_SplineActivationBackwardCoeff] = lower_SplineActivationBackwardCoeff,
     [RLX_OP_AdaLayerNormBackward] = lower_AdaLayerNormBackward,
     [RLX_OP_GatedResidualBackward] = lower_GatedResidualBackward,
+    [RLX_OP_FakeQuantize] = lower_FakeQuantize,
+    [RLX_OP_FakeQuantizeBackward] = lower_FakeQuantizeBackward,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

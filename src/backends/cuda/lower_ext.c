@@ -30,6 +30,8 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_SPLINE_DC] = rlx_cu_spline_run,
     [RLX_CU_EXT_ADA_BW] = rlx_cu_bw_ext_run,
     [RLX_CU_EXT_GATED_BW] = rlx_cu_bw_ext_run,
+    [RLX_CU_EXT_FQ] = rlx_cu_fq_run,
+    [RLX_CU_EXT_FQ_BW] = rlx_cu_fq_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -850,5 +852,64 @@ bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_
     return fail(L, "the output must be 1-D holding dx, dy and dgate in x's dtype%s", "");
   e->rank = (int)x->rank;
   for (uint32_t k = 0; k < x->rank; k++) e->dims[k] = x->dims[k];
+  return true;
+}
+
+/* ---- FakeQuantize / FakeQuantizeBackward ---- */
+
+static bool fq_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, int64_t bits, int64_t axis) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  if (!is_float(x->dtype) || !is_float(n->shape.dtype)) return fail(L, "x must be a float tensor%s", "");
+  double qmax = bits == 8 ? 127.0 : bits == 4 ? 7.0 : bits == 2 ? 1.0 : 0.0;
+  if (qmax == 0.0) return fail(L, "attribute bits must be 8, 4 or 2%s", "");
+  int64_t ax = axis < 0 ? axis + (int64_t)x->rank : axis;
+  if (x->rank == 0 || ax < 0 || ax >= (int64_t)x->rank) return fail(L, "attribute axis is out of range%s", "");
+  ext_begin(L, id, n, s, mode);
+  rlx_cu_ext *e = &s->ext;
+  e->lo = qmax;
+  e->N = 1;
+  e->S = 1;
+  for (int64_t k = 0; k < ax; k++) e->N *= x->dims[k];
+  for (int64_t k = ax + 1; k < (int64_t)x->rank; k++) e->S *= x->dims[k];
+  e->C = x->dims[ax];
+  e->count = numel(x);
+  if (numel(&n->shape) != e->count) return fail(L, "the output must have x's shape%s", "");
+  if (rlx_cu_malloc(L->p->ctx, (size_t)(e->C ? e->C : 1) * sizeof(double), &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the scales: %s", rlx_last_error());
+  e->scratch = s->scratch;
+  return true;
+}
+
+/* [x, (state)] -> fake-quantized x */
+bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_FakeQuantize *a = &n->attrs.FakeQuantize;
+  if (a->scale_mode < 0 || a->scale_mode >= RLX_SCALE_MODE_COUNT)
+    return fail(L, "attribute scale_mode is invalid%s", "");
+  if (a->scale_mode != RLX_SCALE_MODE_PER_BATCH && n->n_inputs < 2)
+    return fail(L, "this scale_mode needs operand 1 (state)%s", "");
+  if (!fq_setup(L, id, n, s, RLX_CU_EXT_FQ, a->bits, a->axis)) return false;
+  rlx_cu_ext *e = &s->ext;
+  e->qmode = a->scale_mode;
+  e->hi = (double)a->decay;
+  if (a->scale_mode != RLX_SCALE_MODE_PER_BATCH) {
+    const rlx_shape *st = shape_of(L->p, n->inputs[1]);
+    int64_t k = numel(st);
+    if (!is_float(st->dtype) || (k != 1 && k != e->C))
+      return fail(L, "operand 1 (state) must be a float with 1 or one value per channel%s", "");
+    e->want_xh = (int)(k == 1);
+    e->G = st->dtype;
+  }
+  return true;
+}
+
+/* [x, dy] -> dx through the straight-through estimator */
+bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_FakeQuantizeBackward *a = &n->attrs.FakeQuantizeBackward;
+  const rlx_shape *dy = shape_of(L->p, n->inputs[1]);
+  if (!is_float(dy->dtype) || numel(dy) != numel(shape_of(L->p, n->inputs[0])))
+    return fail(L, "operand 1 (dy) must be a float of x's shape%s", "");
+  if (!fq_setup(L, id, n, s, RLX_CU_EXT_FQ_BW, a->bits, a->axis)) return false;
+  s->ext.ste = a->ste;
+  s->ext.G = dy->dtype;
   return true;
 }

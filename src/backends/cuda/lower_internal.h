@@ -310,5 +310,7 @@ bool lower_SplineActivationBackwardX(lower_ctx *L, rlx_id id, const rlx_node *n,
 bool lower_SplineActivationBackwardCoeff(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_AdaLayerNormBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

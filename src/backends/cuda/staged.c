@@ -51,7 +51,6 @@ static const char *const staged_why[RLX_OP_COUNT] = {
     [RLX_OP_LogMelBackward] = "STFT + mel filterbank (no GPU kernel yet)",
     [RLX_OP_WelchPeaks] = "Welch PSD + sequential peak picking",
     /* quantisation: integer formats, block scales, packed layouts (no GPU kernels yet) */
-    [RLX_OP_FakeQuantize] = "the fixed / EMA observer modes have no GPU kernel or decomposition yet",
     [RLX_OP_Quantize] = "no GPU kernel yet",
     [RLX_OP_Dequantize] = "no GPU kernel yet",
     [RLX_OP_FakeQuantizeLSQ] = "no GPU kernel yet",
@@ -70,13 +69,8 @@ static const char *const staged_why[RLX_OP_COUNT] = {
     /* the rest */
     [RLX_OP_Custom] = "a user callback on host memory",
     [RLX_OP_Sample] = "sequential sampling (top-k / top-p filtering)",
-    [RLX_OP_GatherNd] = "no GPU kernel yet",
-    [RLX_OP_ScatterNd] = "no GPU kernel yet",
-    [RLX_OP_LayerNorm2d] = "no GPU kernel yet",
     [RLX_OP_Interpolate3d] = "no GPU kernel yet",
     [RLX_OP_Im2Col] = "no GPU kernel yet",
-    [RLX_OP_ComplexNormSq] = "no GPU kernel yet",
-    [RLX_OP_Conjugate] = "no GPU kernel yet",
 };
 
 /* Control kinds whose bodies the runtime compiles for cuda and drives (src/runtime/control.c). */
