@@ -7,6 +7,7 @@
 
 #include "backends/cpu/ref/attention_util.h"
 #include "backends/cuda/lower_internal.h"
+#include "core/elem.h"
 
 /* The kernel family of each mode. */
 typedef rlx_status (*ext_fn)(rlx_cu_ctx *c, const rlx_cu_ext *e);
@@ -911,5 +912,69 @@ bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_s
   if (!fq_setup(L, id, n, s, RLX_CU_EXT_FQ_BW, a->bits, a->axis)) return false;
   s->ext.ste = a->ste;
   s->ext.G = dy->dtype;
+  return true;
+}
+
+/* A plain matmul sub-step: C[b] = A[b] . B (B shared), row-major M x K times K x N, float. */
+static bool matmul_sub(lower_ctx *L, cu_step *m, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
+                       int64_t K, int64_t batches) {
+  m->kind = ST_MATMUL;
+  m->dtype = dtype;
+  m->src = A;
+  m->aux[0] = B;
+  m->dst = C;
+  m->a = M;
+  m->b = N;
+  m->c2 = K;
+  m->d = batches;
+  m->a_off = calloc((size_t)(batches ? batches : 1), sizeof(int64_t));
+  m->b_off = calloc((size_t)(batches ? batches : 1), sizeof(int64_t));
+  if (!m->a_off || !m->b_off) return fail(L, "out of %s", "memory");
+  for (int64_t i = 0; i < batches; i++) m->a_off[i] = i * M * K;
+  return true;
+}
+
+/* [x [..., M, K], W, A [K, r], B [r, N]] -> x @ W + scale ((x @ A) @ B): the decomposition's three
+ * products (two as pre-steps into the step's scratch), then Mul by the scale (a device scalar of
+ * x's dtype) and the Add as epilogues, each rounded as the unfused graph rounds it. */
+bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *A = shape_of(L->p, n->inputs[2]),
+                  *B = shape_of(L->p, n->inputs[3]), *o = &n->shape;
+  int t = o->dtype;
+  if (!is_float(t) || x->dtype != t || A->dtype != t || B->dtype != t)
+    return fail(L, "LoraMatMul needs float operands of one dtype%s", "");
+  if (x->rank < 2 || A->rank != 2 || B->rank != 2 || o->rank > RLX_CU_MAX_RANK)
+    return fail(L, "LoraMatMul takes x [..., M, K] with A [K, r] and B [r, N]%s", "");
+  int64_t M = x->dims[x->rank - 2], K = x->dims[x->rank - 1], r = A->dims[1], N = B->dims[1];
+  if (A->dims[0] != K || B->dims[0] != r || o->dims[o->rank - 1] != N)
+    return fail(L, "the LoRA factors do not fit x%s", "");
+  int64_t batches = 1;
+  for (uint32_t k = 0; k + 2 < x->rank; k++) batches *= x->dims[k];
+  if (numel(o) != batches * M * N) return fail(L, "LoraMatMul's product must have x's batch axes%s", "");
+  if (!lower_MatMul(L, id, n, s)) return false;
+  size_t esz = rlx_dtype_size((rlx_dtype)t), t1 = (size_t)(batches * M * r) * esz, t2 = (size_t)(batches * M * N) * esz;
+  if (rlx_cu_malloc(L->p->ctx, t1 + t2 + 16, &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the LoRA products: %s", rlx_last_error());
+  uint8_t *T1 = s->scratch, *T2 = T1 + t1, *sc = T2 + t2;
+  unsigned char host[16] = {0};
+  rlx_elem_set(host, (rlx_dtype)t, 0, (double)n->attrs.LoraMatMul.scale);
+  if (rlx_cu_h2d(L->p->ctx, sc, host, esz) != RLX_OK) return fail(L, "cannot upload the scale: %s", rlx_last_error());
+  s->pre = calloc(2, sizeof *s->pre);
+  if (!s->pre) return fail(L, "out of %s", "memory");
+  s->n_pre = 2;
+  if (!matmul_sub(L, &s->pre[0], t, addr(L->p, n->inputs[0]), addr(L->p, n->inputs[2]), T1, M, r, K, batches) ||
+      !matmul_sub(L, &s->pre[1], t, T1, addr(L->p, n->inputs[3]), T2, M, N, r, batches))
+    return false;
+  rlx_cu_ew *e = post_ew(s, 2);
+  if (!e) return fail(L, "out of %s", "memory");
+  void *out = addr(L->p, id);
+  int64_t dense[RLX_MAX_RANK], zero[RLX_MAX_RANK] = {0};
+  dense_strides(o, dense);
+  ew_init(&e[0], RLX_CU_EW_BINARY, RLX_BINOP_MUL, o, T2, t);
+  ew_in(&e[0], T2, t, dense);
+  ew_in(&e[0], sc, t, zero);
+  ew_init(&e[1], RLX_CU_EW_BINARY, RLX_BINOP_ADD, o, out, t);
+  ew_in(&e[1], out, t, dense);
+  ew_in(&e[1], T2, t, dense);
   return true;
 }

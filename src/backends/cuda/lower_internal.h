@@ -74,6 +74,8 @@ typedef struct cu_step {
   rlx_cu_ext ext;               /* ST_EXT */
   rlx_cu_ew *post;              /* elementwise launches after the step's own (fused epilogues) */
   uint32_t n_post;
+  struct cu_step *pre; /* steps queued before the step's own (a fused kind's inner products) */
+  uint32_t n_pre;
   uint32_t n_regions;
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
@@ -312,5 +314,6 @@ bool lower_AdaLayerNormBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_s
 bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
