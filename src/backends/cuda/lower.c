@@ -825,6 +825,7 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_FakeQuantize] = lower_FakeQuantize,
     [RLX_OP_FakeQuantizeBackward] = lower_FakeQuantizeBackward,
     [RLX_OP_LoraMatMul] = lower_LoraMatMul,
+    [RLX_OP_DotGeneral] = lower_DotGeneral,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

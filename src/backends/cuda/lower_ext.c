@@ -978,3 +978,108 @@ bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   ew_in(&e[1], T2, t, dense);
   return true;
 }
+
+/* A strided-copy pre-step: src (shape x) with its axes in order perm, written dense into dst. */
+static bool permute_sub(lower_ctx *L, cu_step *c, const rlx_shape *x, const void *src, const uint32_t *perm,
+                        void *dst) {
+  rlx_cu_copy *cp = copies(c, 1);
+  if (!cp) return fail(L, "out of %s", "memory");
+  int64_t xs[RLX_MAX_RANK];
+  dense_strides(x, xs);
+  cp->rank = (int)x->rank;
+  cp->n = 1;
+  for (int k = (int)x->rank - 1; k >= 0; k--) {
+    cp->dims[k] = x->dims[perm[k]];
+    cp->src_stride[k] = xs[perm[k]];
+    cp->dst_stride[k] = cp->n;
+    cp->n *= cp->dims[k];
+  }
+  cp->src = src;
+  cp->dst = dst;
+  cp->esz = (int)rlx_dtype_size((rlx_dtype)x->dtype);
+  return true;
+}
+
+/* One side of a DotGeneral: batch and contracting axes valid and distinct; the axis order
+ * (batch, free, contracting) for the lhs or (batch, contracting, free) for the rhs. */
+static bool dot_order(lower_ctx *L, const rlx_shape *x, const rlx_ilist *batch, const rlx_ilist *contract, bool lhs,
+                      uint32_t *perm, int64_t *free_count) {
+  uint32_t used = 0, k = 0;
+  const rlx_ilist *lists[2] = {batch, contract};
+  for (int l = 0; l < 2; l++)
+    for (uint32_t i = 0; i < lists[l]->n; i++) {
+      int64_t ax = lists[l]->v[i];
+      if (ax < 0 || ax >= (int64_t)x->rank || (used & (1u << ax)))
+        return fail(L, "attributes lhs/rhs_batch and lhs/rhs_contracting name an axis out of range or twice%s", "");
+      used |= 1u << ax;
+    }
+  for (uint32_t i = 0; i < batch->n; i++) perm[k++] = (uint32_t)batch->v[i];
+  int64_t f = 1;
+  if (!lhs)
+    for (uint32_t i = 0; i < contract->n; i++) perm[k++] = (uint32_t)contract->v[i];
+  for (uint32_t i = 0; i < x->rank; i++)
+    if (!(used & (1u << i))) {
+      perm[k++] = i;
+      f *= x->dims[i];
+    }
+  if (lhs)
+    for (uint32_t i = 0; i < contract->n; i++) perm[k++] = (uint32_t)contract->v[i];
+  *free_count = f;
+  return true;
+}
+
+static bool is_identity(const uint32_t *perm, uint32_t rank) {
+  for (uint32_t k = 0; k < rank; k++)
+    if (perm[k] != k) return false;
+  return true;
+}
+
+/* General contraction: both operands permuted (pre-steps, when not already in order) to
+ * [B, M, K] and [B, K, N], then one batched product into the output [B, M, N] (its axes are the
+ * batch axes, a's free axes, b's free axes, which is that layout). */
+bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_DotGeneral *at = &n->attrs.DotGeneral;
+  const rlx_shape *a = shape_of(L->p, n->inputs[0]), *b = shape_of(L->p, n->inputs[1]);
+  int t = n->shape.dtype;
+  if (a->dtype != t || b->dtype != t) return fail(L, "both operands must have the output's dtype%s", "");
+  if (t == RLX_BOOL) return fail(L, "DotGeneral needs a numeric dtype, got %s", "bool");
+  if (at->lhs_batch.n != at->rhs_batch.n || at->lhs_contracting.n != at->rhs_contracting.n)
+    return fail(L, "the batch and contracting attribute lists must pair up%s", "");
+  uint32_t pa[RLX_MAX_RANK], pb[RLX_MAX_RANK];
+  int64_t M, N, B = 1, K = 1;
+  if (!dot_order(L, a, &at->lhs_batch, &at->lhs_contracting, true, pa, &M) ||
+      !dot_order(L, b, &at->rhs_batch, &at->rhs_contracting, false, pb, &N))
+    return false;
+  for (uint32_t i = 0; i < at->lhs_batch.n; i++) {
+    if (a->dims[at->lhs_batch.v[i]] != b->dims[at->rhs_batch.v[i]]) return fail(L, "batch extents differ%s", "");
+    B *= a->dims[at->lhs_batch.v[i]];
+  }
+  for (uint32_t i = 0; i < at->lhs_contracting.n; i++) {
+    if (a->dims[at->lhs_contracting.v[i]] != b->dims[at->rhs_contracting.v[i]])
+      return fail(L, "contracting extents differ%s", "");
+    K *= a->dims[at->lhs_contracting.v[i]];
+  }
+  if (numel(&n->shape) != B * M * N) return fail(L, "the output must hold batch x free(a) x free(b) elements%s", "");
+  bool ta = !is_identity(pa, a->rank), tb = !is_identity(pb, b->rank);
+  size_t esz = rlx_dtype_size((rlx_dtype)t), abytes = ta ? (size_t)numel(a) * esz : 0,
+         bbytes = tb ? (size_t)numel(b) * esz : 0;
+  const void *A = addr(L->p, n->inputs[0]), *Bm = addr(L->p, n->inputs[1]);
+  if (ta || tb) {
+    if (rlx_cu_malloc(L->p->ctx, abytes + bbytes + 16, &s->scratch) != RLX_OK)
+      return fail(L, "no device memory for the permuted operands: %s", rlx_last_error());
+    s->pre = calloc(2, sizeof *s->pre);
+    if (!s->pre) return fail(L, "out of %s", "memory");
+    uint8_t *base = s->scratch;
+    if (ta) {
+      if (!permute_sub(L, &s->pre[s->n_pre++], a, A, pa, base)) return false;
+      A = base;
+    }
+    if (tb) {
+      if (!permute_sub(L, &s->pre[s->n_pre++], b, Bm, pb, base + abytes)) return false;
+      Bm = base + abytes;
+    }
+  }
+  if (!matmul_sub(L, s, t, A, Bm, addr(L->p, id), M, N, K, B)) return false;
+  for (int64_t i = 0; i < B; i++) s->b_off[i] = i * K * N;
+  return true;
+}

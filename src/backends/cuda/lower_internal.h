@@ -315,5 +315,6 @@ bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_
 bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
