@@ -13,6 +13,8 @@
 #ifdef RLX_HAVE_CUDA
 #include "backends/cuda/cu.h"
 
+void cuda_claims_checks(void); /* cuda_backend/claims.c */
+
 static float urand(uint32_t *s) {
   *s = *s * 1664525u + 1013904223u;
   return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
@@ -455,6 +457,7 @@ int main(void) {
   attention_backward();
   tf32_policy();
   large_paths();
+  cuda_claims_checks();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

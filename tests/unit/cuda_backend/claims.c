@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* test_cuda_backend, part two (GPU only): the kinds this backend gained beyond its first 71, at
+ * sizes the conformance table does not reach, against the CPU — the fused matmul kinds (epilogue
+ * and pre-step launches), FusedSwiGLU with a bf16 cast, FusedResidualLN, GroupNorm over lines of
+ * thousands of elements, Histogram over 80k values (integer atomics) — and host staging: a
+ * Cholesky between two device segments must run on the CPU (the dispatch report says
+ * host-staged, the transfer counters count the staged node) and still match the CPU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rlx/build.h"
+#include "rlx/ops.h"
+#include "rlx/session.h"
+#include "rlx_test.h"
+
+void cuda_claims_checks(void);
+
+static float *vals(size_t n, uint32_t seed, float lo, float hi) {
+  float *v = malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = lo + (hi - lo) * ((float)(seed >> 8) / 16777216.0f);
+  }
+  return v;
+}
+
+/* Runs g on cpu and cuda; every output is f32. Returns the worst difference scaled by
+ * max(1, max |cpu|) per output; *e_cuda keeps the cuda executable when asked for. */
+static double cpu_vs_cuda(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, rlx_executable **e_cuda) {
+  const char *names[2] = {"cpu", "cuda"};
+  rlx_executable *e[2] = {NULL, NULL};
+  const rlx_tensor *out[2] = {NULL, NULL};
+  uint32_t n_out[2] = {0, 0};
+  for (int b = 0; b < 2; b++) {
+    CHECK_OK(rlx_compile(g, names[b], NULL, &e[b]));
+    if (!e[b]) return INFINITY;
+    CHECK_OK(rlx_executable_run(e[b], in, n_in, &out[b], &n_out[b]));
+  }
+  double worst = n_out[0] && n_out[0] == n_out[1] ? 0 : INFINITY;
+  for (uint32_t o = 0; o < n_out[0] && n_out[0] == n_out[1]; o++) {
+    size_t n = 0;
+    CHECK_OK(rlx_shape_numel(&out[0][o].shape, &n));
+    const float *a = out[0][o].data, *b = out[1][o].data;
+    double scale = 1;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (size_t i = 0; i < n; i++) {
+      double d = fabs((double)a[i] - b[i]) / scale;
+      if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+    }
+  }
+  rlx_executable_free(e[0]);
+  if (e_cuda)
+    *e_cuda = e[1];
+  else
+    rlx_executable_free(e[1]);
+  return worst;
+}
+
+/* act(x W + b) -> SwiGLU (cast to bf16 and back) -> LayerNorm(. + r); and a LoRA product. */
+static void fused_block(void) {
+  const int64_t B = 3, T = 70, D = 130, H = 96, R = 8;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_fused", &g));
+  rlx_id x, w, bias, r, ga, be, la, lb;
+  rlx_shape sx = rlx_shape_make(RLX_F32, 3, (rlx_dim[]){B, T, D}), sw = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){D, H}),
+            sb = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){H}), sr = rlx_shape_make(RLX_F32, 3, (rlx_dim[]){B, T, H / 2}),
+            sg = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){H / 2}), sa = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){D, R}),
+            sbb = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, H});
+  CHECK_OK(rlx_input(g, "x", sx, &x));
+  CHECK_OK(rlx_input(g, "w", sw, &w));
+  CHECK_OK(rlx_input(g, "bias", sb, &bias));
+  CHECK_OK(rlx_input(g, "r", sr, &r));
+  CHECK_OK(rlx_input(g, "gamma", sg, &ga));
+  CHECK_OK(rlx_input(g, "beta", sg, &be));
+  CHECK_OK(rlx_input(g, "la", sa, &la));
+  CHECK_OK(rlx_input(g, "lb", sbb, &lb));
+  rlx_attrs_FusedMatMulBiasAct fa;
+  rlx_attrs_init(RLX_OP_FusedMatMulBiasAct, &fa);
+  fa.activation = RLX_ACT_GELU;
+  rlx_id h, sw_out, y, lora, outs[2];
+  CHECK_OK(rlx_build_FusedMatMulBiasAct(g, (rlx_id[]){x, w, bias}, 3, &fa, NULL, &h));
+  rlx_attrs_FusedSwiGLU fs;
+  rlx_attrs_init(RLX_OP_FusedSwiGLU, &fs);
+  fs.cast_to.has = true;
+  fs.cast_to.v = RLX_BF16;
+  CHECK_OK(rlx_build_FusedSwiGLU(g, (rlx_id[]){h}, 1, &fs, NULL, &sw_out));
+  CHECK_OK(rlx_cast_to(g, sw_out, RLX_F32, &sw_out));
+  rlx_attrs_FusedResidualLN fl;
+  rlx_attrs_init(RLX_OP_FusedResidualLN, &fl);
+  fl.eps = 1e-5f;
+  CHECK_OK(rlx_build_FusedResidualLN(g, (rlx_id[]){sw_out, r, ga, be}, 4, &fl, NULL, &y));
+  rlx_attrs_LoraMatMul lo;
+  rlx_attrs_init(RLX_OP_LoraMatMul, &lo);
+  lo.scale = 0.75f;
+  CHECK_OK(rlx_build_LoraMatMul(g, (rlx_id[]){x, w, la, lb}, 4, &lo, NULL, &lora));
+  outs[0] = y;
+  outs[1] = lora;
+  CHECK_OK(rlx_graph_set_outputs(g, outs, 2));
+  float *vx = vals((size_t)(B * T * D), 1, -1, 1), *vw = vals((size_t)(D * H), 2, -0.2f, 0.2f),
+        *vb = vals((size_t)H, 3, -0.5f, 0.5f), *vr = vals((size_t)(B * T * H / 2), 4, -1, 1),
+        *vg = vals((size_t)H / 2, 5, 0.5f, 1.5f), *vbe = vals((size_t)H / 2, 6, -0.5f, 0.5f),
+        *va = vals((size_t)(D * R), 7, -0.3f, 0.3f), *vlb = vals((size_t)(R * H), 8, -0.3f, 0.3f);
+  rlx_named_tensor in[] = {{"x", {vx, sx}},     {"w", {vw, sw}},     {"bias", {vb, sb}}, {"r", {vr, sr}},
+                           {"gamma", {vg, sg}}, {"beta", {vbe, sg}}, {"la", {va, sa}},   {"lb", {vlb, sbb}}};
+  double d = cpu_vs_cuda(g, in, 8, NULL);
+  /* bf16 rounding of the SwiGLU output can flip one bf16 ulp (2^-8 relative) when cuBLAS and the
+   * CPU's sgemm differ in the last f32 bit; LayerNorm scales it by ~1/std */
+  CHECK_MSG(d < 3e-2, "fused block: max scaled difference %g", d);
+  printf("fused block (FusedMatMulBiasAct gelu -> FusedSwiGLU bf16 -> FusedResidualLN, LoraMatMul), [%lld, %lld, "
+         "%lld]: max scaled difference %.3g\n",
+         (long long)B, (long long)T, (long long)D, d);
+  free(vx), free(vw), free(vb), free(vr), free(vg), free(vbe), free(va), free(vlb);
+  rlx_graph_free(g);
+}
+
+/* GroupNorm over groups of 8 x 323 elements and a Histogram of the same values. */
+static void norms_and_histogram(void) {
+  const int64_t N = 4, C = 64, Hh = 17, W = 19, G = 8;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_gn_hist", &g));
+  rlx_shape sx = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){N, C, Hh, W}), sc = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C});
+  rlx_id x, ga, be, y, hist, outs[2];
+  CHECK_OK(rlx_input(g, "x", sx, &x));
+  CHECK_OK(rlx_input(g, "gamma", sc, &ga));
+  CHECK_OK(rlx_input(g, "beta", sc, &be));
+  rlx_attrs_GroupNorm an;
+  rlx_attrs_init(RLX_OP_GroupNorm, &an);
+  an.num_groups = G;
+  an.eps = 1e-5f;
+  CHECK_OK(rlx_build_GroupNorm(g, (rlx_id[]){x, ga, be}, 3, &an, NULL, &y));
+  rlx_attrs_Histogram ah;
+  rlx_attrs_init(RLX_OP_Histogram, &ah);
+  ah.bins = 37;
+  ah.min = -0.9f;
+  ah.max = 0.8f;
+  CHECK_OK(rlx_build_Histogram(g, (rlx_id[]){x}, 1, &ah, NULL, &hist));
+  outs[0] = y;
+  outs[1] = hist;
+  CHECK_OK(rlx_graph_set_outputs(g, outs, 2));
+  size_t nx = (size_t)(N * C * Hh * W);
+  float *vx = vals(nx, 11, -1, 1), *vg = vals((size_t)C, 12, 0.5f, 1.5f), *vb = vals((size_t)C, 13, -1, 1);
+  rlx_named_tensor in[] = {{"x", {vx, sx}}, {"gamma", {vg, sc}}, {"beta", {vb, sc}}};
+  /* the histogram's counts are exact, so any miscount shows as >= 1 / max count */
+  double d = cpu_vs_cuda(g, in, 3, NULL);
+  CHECK_MSG(d < 1e-5, "GroupNorm + Histogram: max scaled difference %g", d);
+  printf("GroupNorm [%lld, %lld, %lld, %lld] / %lld groups + Histogram of %zu values in 37 bins: max scaled "
+         "difference %.3g\n",
+         (long long)N, (long long)C, (long long)Hh, (long long)W, (long long)G, nx, d);
+  free(vx), free(vg), free(vb);
+  rlx_graph_free(g);
+}
+
+/* (A^T A + n I) on the device, Cholesky host-staged, L . B back on the device. */
+static void host_staging(void) {
+  const int64_t n = 12, k = 5;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_staged", &g));
+  rlx_shape sa = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){n, n}), sb = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){n, k});
+  rlx_id a, b, at, spd, eye, l, y;
+  CHECK_OK(rlx_input(g, "a", sa, &a));
+  CHECK_OK(rlx_input(g, "b", sb, &b));
+  CHECK_OK(rlx_permute(g, a, 2, (int64_t[]){1, 0}, &at));
+  CHECK_OK(rlx_matmul(g, at, a, &spd));
+  double diag[144] = {0};
+  for (int64_t i = 0; i < n; i++) diag[i * n + i] = (double)n;
+  CHECK_OK(rlx_values(g, RLX_F32, 2, (rlx_dim[]){n, n}, diag, &eye));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, spd, eye, &spd));
+  CHECK_OK(rlx_build_Cholesky(g, (rlx_id[]){spd}, 1, NULL, &l));
+  CHECK_OK(rlx_matmul(g, l, b, &y));
+  CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
+  float *va = vals((size_t)(n * n), 21, -1, 1), *vb = vals((size_t)(n * k), 22, -1, 1);
+  rlx_named_tensor in[] = {{"a", {va, sa}}, {"b", {vb, sb}}};
+  rlx_executable *e = NULL;
+  double d = cpu_vs_cuda(g, in, 2, &e);
+  CHECK_MSG(d < 1e-4, "host-staged Cholesky: max scaled difference %g", d);
+  if (e) {
+    const rlx_dispatch_report *r = rlx_executable_report(e);
+    CHECK_MSG(r && r->path[RLX_OP_Cholesky] == RLX_PATH_HOST_STAGED, "Cholesky's path on cuda is %s, not host-staged",
+              r ? rlx_dispatch_path_name((rlx_dispatch_path)r->path[RLX_OP_Cholesky]) : "?");
+    CHECK_MSG(r && r->path[RLX_OP_MatMul] == RLX_PATH_NATIVE, "MatMul must stay native on cuda");
+    rlx_transfer_stats st;
+    rlx_executable_transfer_stats(e, &st);
+    CHECK_MSG(st.staged_nodes == 1, "one run must stage exactly one node, counted %llu",
+              (unsigned long long)st.staged_nodes);
+    CHECK_MSG(st.downloads >= 2 && st.uploads >= 3,
+              "staging moves the SPD matrix down and L up: %llu downloads, %llu "
+              "uploads",
+              (unsigned long long)st.downloads, (unsigned long long)st.uploads);
+    printf("host-staged Cholesky between device segments: max scaled difference %.3g; %llu staged node, %llu "
+           "uploads, %llu downloads, %llu device copies in one run\n",
+           d, (unsigned long long)st.staged_nodes, (unsigned long long)st.uploads, (unsigned long long)st.downloads,
+           (unsigned long long)st.device_copies);
+    rlx_executable_free(e);
+  }
+  free(va), free(vb);
+  rlx_graph_free(g);
+}
+
+void cuda_claims_checks(void) {
+  fused_block();
+  norms_and_histogram();
+  host_staging();
+}
