@@ -5,7 +5,7 @@
  * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), the
  * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
  * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu), FakeQuantize and its backward
- * (quant.cu). One
+ * Quantize / Dequantize (quant.cu), Interpolate3d (partconv.cu). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -42,6 +42,9 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_GATED_BW,   /* GatedResidualBackward: in = x, y, gate, dy -> [dx, dy, dgate] */
   RLX_CU_EXT_FQ,         /* FakeQuantize: in = x, (state); channels [outer, C, S] (S = inner) */
   RLX_CU_EXT_FQ_BW,      /* FakeQuantizeBackward: in = x, dy; the PerBatch scale from x */
+  RLX_CU_EXT_QUANT,      /* Quantize: x -> i8 with per-channel (double scale, int64 zero point) in scratch */
+  RLX_CU_EXT_DEQUANT,    /* Dequantize: i8 -> x's dtype, the same parameters */
+  RLX_CU_EXT_INTERP3D,   /* Interpolate3d nearest: [NC, D, H, W] -> [NC, D', H', W'], esz-byte elements (want_xh) */
   RLX_CU_EXT_PARTCONV,   /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,       /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
@@ -86,6 +89,8 @@ rlx_status rlx_cu_partconv_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_spline_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_bw_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_fq_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_quant_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_interp3d_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -826,6 +826,9 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_FakeQuantizeBackward] = lower_FakeQuantizeBackward,
     [RLX_OP_LoraMatMul] = lower_LoraMatMul,
     [RLX_OP_DotGeneral] = lower_DotGeneral,
+    [RLX_OP_Quantize] = lower_Quantize,
+    [RLX_OP_Dequantize] = lower_Dequantize,
+    [RLX_OP_Interpolate3d] = lower_Interpolate3d,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

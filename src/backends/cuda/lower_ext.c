@@ -33,6 +33,9 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_GATED_BW] = rlx_cu_bw_ext_run,
     [RLX_CU_EXT_FQ] = rlx_cu_fq_run,
     [RLX_CU_EXT_FQ_BW] = rlx_cu_fq_run,
+    [RLX_CU_EXT_QUANT] = rlx_cu_quant_run,
+    [RLX_CU_EXT_DEQUANT] = rlx_cu_quant_run,
+    [RLX_CU_EXT_INTERP3D] = rlx_cu_interp3d_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -1081,5 +1084,79 @@ bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   }
   if (!matmul_sub(L, s, t, A, Bm, addr(L->p, id), M, N, K, B)) return false;
   for (int64_t i = 0; i < B; i++) s->b_off[i] = i * K * N;
+  return true;
+}
+
+/* ---- Quantize / Dequantize (attribute scales and zero points uploaded once) ---- */
+
+static bool quant_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, const rlx_flist *scales,
+                        const rlx_ilist *zps, int64_t axis) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+  ext_begin(L, id, n, s, mode);
+  rlx_cu_ext *e = &s->ext;
+  e->count = numel(x);
+  e->C = 1;
+  e->S = e->count;
+  if (scales->n > 1) {
+    int64_t ax = axis < 0 ? axis + (int64_t)x->rank : axis;
+    if (ax < 0 || ax >= (int64_t)x->rank) return fail(L, "attribute axis is out of range%s", "");
+    e->C = x->dims[ax];
+    e->S = 1;
+    for (int64_t k = ax + 1; k < (int64_t)x->rank; k++) e->S *= x->dims[k];
+  }
+  if (scales->n != 1 && (int64_t)scales->n != e->C)
+    return fail(L, "attribute scales needs 1 or one entry per channel%s", "");
+  if (zps->n > 1 && zps->n != scales->n)
+    return fail(L, "attribute zero_points needs 0, 1 or one entry per scale%s", "");
+  if (numel(&n->shape) != e->count) return fail(L, "the output must have x's shape%s", "");
+  size_t C = (size_t)(e->C ? e->C : 1);
+  double *host = malloc(C * (sizeof(double) + sizeof(int64_t)));
+  if (!host) return fail(L, "out of %s", "memory");
+  int64_t *hz = (int64_t *)(host + C);
+  for (size_t c = 0; c < C; c++) {
+    host[c] = (double)scales->v[scales->n == 1 ? 0 : c];
+    hz[c] = zps->n == 0 ? 0 : zps->v[zps->n == 1 ? 0 : c];
+  }
+  bool ok = rlx_cu_malloc(L->p->ctx, C * (sizeof(double) + sizeof(int64_t)), &s->scratch) == RLX_OK &&
+            rlx_cu_h2d(L->p->ctx, s->scratch, host, C * (sizeof(double) + sizeof(int64_t))) == RLX_OK;
+  free(host);
+  if (!ok) return fail(L, "cannot place the quantisation parameters on the device: %s", rlx_last_error());
+  e->scratch = s->scratch;
+  return true;
+}
+
+/* float x -> i8 */
+bool lower_Quantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Quantize *a = &n->attrs.Quantize;
+  if (!is_float(shape_of(L->p, n->inputs[0])->dtype) || n->shape.dtype != RLX_I8)
+    return fail(L, "Quantize maps a float tensor to i8%s", "");
+  return quant_setup(L, id, n, s, RLX_CU_EXT_QUANT, &a->scales, &a->zero_points, a->axis);
+}
+/* i8 -> float */
+bool lower_Dequantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_Dequantize *a = &n->attrs.Dequantize;
+  if (shape_of(L->p, n->inputs[0])->dtype != RLX_I8 || !is_float(n->shape.dtype))
+    return fail(L, "Dequantize maps i8 to a float tensor%s", "");
+  return quant_setup(L, id, n, s, RLX_CU_EXT_DEQUANT, &a->scales, &a->zero_points, a->axis);
+}
+
+/* [N, C, D, H, W] -> [N, C, D', H', W'] nearest, size = [D', H', W'] */
+bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_shape *x = shape_of(L->p, n->inputs[0]), *o = &n->shape;
+  const rlx_ilist *sz = &n->attrs.Interpolate3d.size;
+  if (x->rank != 5 || o->rank != 5 || x->dtype != o->dtype) return fail(L, "Interpolate3d maps NCDHW to NCDHW%s", "");
+  if (sz->n != 3) return fail(L, "attribute size needs 3 entries%s", "");
+  for (uint32_t k = 0; k < 3; k++)
+    if (sz->v[k] < 1 || x->dims[2 + k] < 1 || o->dims[2 + k] != sz->v[k])
+      return fail(L, "attribute size and the input extents must be >= 1 and give the output%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_INTERP3D);
+  rlx_cu_ext *e = &s->ext;
+  e->dims[0] = x->dims[0] * x->dims[1];
+  for (int k = 0; k < 3; k++) {
+    e->dims[1 + k] = x->dims[2 + k];
+    e->dims[4 + k] = o->dims[2 + k];
+  }
+  e->count = numel(o);
+  e->want_xh = (int)rlx_dtype_size((rlx_dtype)x->dtype);
   return true;
 }

@@ -316,5 +316,8 @@ bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Quantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Dequantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

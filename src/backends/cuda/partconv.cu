@@ -26,3 +26,33 @@ extern "C" rlx_status rlx_cu_partconv_run(rlx_cu_ctx *c, const rlx_cu_ext *e) {
   partconv_kernel<<<cu_blocks(e->count, 256), 256, 0, c->stream>>>(*e, e->in_dtype, (int)e->N);
   return cu_launch_status("partitioned conv kernel");
 }
+
+/* Interpolate3d (nearest): source index along an axis min(floor(dst in / out), in - 1), as the
+ * CPU reference; dims[0..3] = NC, D, H, W of x and dims[4..6] = D', H', W'; element bytes in
+ * want_xh. */
+namespace {
+
+__device__ inline int64_t nearest(int64_t dst, int64_t in, int64_t out) {
+  unsigned long long v = (unsigned long long)dst * (unsigned long long)in / (unsigned long long)out;
+  return v >= (unsigned long long)in ? in - 1 : (int64_t)v;
+}
+
+__global__ void interp3d_kernel(rlx_cu_ext e) {
+  int64_t id = e.dims[1], ih = e.dims[2], iw = e.dims[3], od = e.dims[4], oh = e.dims[5], ow = e.dims[6];
+  int esz = e.want_xh;
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < e.count; o += (int64_t)gridDim.x * blockDim.x) {
+    int64_t w = o % ow, h = (o / ow) % oh, d = (o / (ow * oh)) % od, p = o / (ow * oh * od);
+    int64_t src = ((p * id + nearest(d, id, od)) * ih + nearest(h, ih, oh)) * iw + nearest(w, iw, ow);
+    const uint8_t *s = (const uint8_t *)e.in[0] + src * esz;
+    uint8_t *t = (uint8_t *)e.out + o * esz;
+    for (int b = 0; b < esz; b++) t[b] = s[b];
+  }
+}
+
+} // namespace
+
+extern "C" rlx_status rlx_cu_interp3d_run(rlx_cu_ctx *c, const rlx_cu_ext *e) {
+  if (e->count == 0) return RLX_OK;
+  interp3d_kernel<<<cu_blocks(e->count, 256), 256, 0, c->stream>>>(*e);
+  return cu_launch_status("interpolate3d kernel");
+}

@@ -81,3 +81,31 @@ extern "C" rlx_status rlx_cu_fq_run(rlx_cu_ctx *c, const rlx_cu_ext *e) {
   fq_kernel<<<cu_blocks(e->count, 256), 256, 0, c->stream>>>(*e, (const double *)e->scratch);
   return cu_launch_status("fake-quantize kernel");
 }
+
+/* ---- Quantize / Dequantize: per channel c a scale (double) and a zero point (int64) in the
+ * step's scratch, [C scales][C zero points]; Quantize rounds half away from zero, maps NaN to the
+ * zero point and saturates to [-128, 127]; Dequantize (q - zp) scale rounded once. ---- */
+
+namespace {
+
+__global__ void quant_kernel(rlx_cu_ext e, const double *scale, const int64_t *zp) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < e.count; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t c = (i / e.S) % e.C;
+    if (e.mode == RLX_CU_EXT_QUANT) {
+      double x = ld_f(e.in[0], e.in_dtype, i), z = (double)zp[c];
+      double v = isnan(x) ? z : round(x * (1.0 / scale[c])) + z;
+      ((int8_t *)e.out)[i] = (int8_t)(v < -128.0 ? -128.0 : v > 127.0 ? 127.0 : v);
+    } else {
+      st_f(e.out, e.dtype, i, (double)(((const int8_t *)e.in[0])[i] - zp[c]) * scale[c]);
+    }
+  }
+}
+
+} // namespace
+
+extern "C" rlx_status rlx_cu_quant_run(rlx_cu_ctx *c, const rlx_cu_ext *e) {
+  if (e->count == 0) return RLX_OK;
+  const double *scale = (const double *)e->scratch;
+  quant_kernel<<<cu_blocks(e->count, 256), 256, 0, c->stream>>>(*e, scale, (const int64_t *)(scale + e->C));
+  return cu_launch_status("quantize kernel");
+}

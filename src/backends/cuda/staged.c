@@ -51,8 +51,6 @@ static const char *const staged_why[RLX_OP_COUNT] = {
     [RLX_OP_LogMelBackward] = "STFT + mel filterbank (no GPU kernel yet)",
     [RLX_OP_WelchPeaks] = "Welch PSD + sequential peak picking",
     /* quantisation: integer formats, block scales, packed layouts (no GPU kernels yet) */
-    [RLX_OP_Quantize] = "no GPU kernel yet",
-    [RLX_OP_Dequantize] = "no GPU kernel yet",
     [RLX_OP_FakeQuantizeLSQ] = "no GPU kernel yet",
     [RLX_OP_FakeQuantizeLSQBackwardX] = "no GPU kernel yet",
     [RLX_OP_FakeQuantizeLSQBackwardScale] = "no GPU kernel yet",
@@ -69,7 +67,6 @@ static const char *const staged_why[RLX_OP_COUNT] = {
     /* the rest */
     [RLX_OP_Custom] = "a user callback on host memory",
     [RLX_OP_Sample] = "sequential sampling (top-k / top-p filtering)",
-    [RLX_OP_Interpolate3d] = "no GPU kernel yet",
     [RLX_OP_Im2Col] = "no GPU kernel yet",
 };
 
