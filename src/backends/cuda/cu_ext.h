@@ -5,7 +5,8 @@
  * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), the
  * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
  * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu), FakeQuantize and its backward
- * Quantize / Dequantize (quant.cu), Interpolate3d (partconv.cu). One
+ * Quantize / Dequantize (quant.cu), Interpolate3d (partconv.cu), the codebook ("synth")
+ * matmul kinds (synth.cu). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -23,32 +24,36 @@ typedef enum rlx_cu_ext_mode {
   /* lines normalised over `len` elements at base(r) + i * stride, base(r) = (r / P) * B + r % P;
    * affine parameter of element i of line r: (r % G) * cg + i / S */
   RLX_CU_EXT_LINE_NORM,
-  RLX_CU_EXT_GN_DX,      /* GroupNorm dx: lines as above (stride 1), in = x, gamma, dy */
-  RLX_CU_EXT_GN_STATS,   /* per line (mean, 1/sqrt(var + eps)) into scratch */
-  RLX_CU_EXT_GN_PARAM,   /* per channel: sum of dy * xh (want_xh) or dy over batch and spatial */
-  RLX_CU_EXT_BN,         /* BatchNormInference, channel = i % C: in = x, gamma, beta, mean, var */
-  RLX_CU_EXT_BN_DX,      /* in = gamma, var, dy: dy * gamma / sqrt(var + eps) */
-  RLX_CU_EXT_BN_DGAMMA,  /* in = x, mean, var, dy: per channel sum dy (x - mean) / sqrt(var + eps) */
-  RLX_CU_EXT_BN_DBETA,   /* in = dy: per channel sum */
-  RLX_CU_EXT_RES_NORM,   /* FusedResidualLN / RmsNorm: in = x, res, bias (or NULL), gamma, beta; rows of len */
-  RLX_CU_EXT_ADA_NORM,   /* AdaLayerNorm: in = x, scale, shift (broadcast by bstride[0], bstride[1]); rows of len */
-  RLX_CU_EXT_HISTOGRAM,  /* in = x (count elements); bins of [lo, hi]; counts in scratch (bins uint64) */
-  RLX_CU_EXT_ROPE_BW,    /* RopeBackward: the Rope geometry in rope, rotation by -angle */
-  RLX_CU_EXT_AXIAL_ROPE, /* AxialRope2d: x [B, N, H D], tokens on an end_x x end_y grid */
-  RLX_CU_EXT_SPLINE,     /* SplineActivation: in = x, coeffs (C channels of nk knots, C = 1 shared) */
-  RLX_CU_EXT_SPLINE_DX,  /* in = x, coeffs, dy */
-  RLX_CU_EXT_SPLINE_DC,  /* in = x, coeffs, dy -> [C, nk]; double sums in scratch */
-  RLX_CU_EXT_ADA_BW,     /* AdaLayerNormBackward: in = x, scale, shift, dy -> [dx, dscale, dshift] */
-  RLX_CU_EXT_GATED_BW,   /* GatedResidualBackward: in = x, y, gate, dy -> [dx, dy, dgate] */
-  RLX_CU_EXT_FQ,         /* FakeQuantize: in = x, (state); channels [outer, C, S] (S = inner) */
-  RLX_CU_EXT_FQ_BW,      /* FakeQuantizeBackward: in = x, dy; the PerBatch scale from x */
-  RLX_CU_EXT_QUANT,      /* Quantize: x -> i8 with per-channel (double scale, int64 zero point) in scratch */
-  RLX_CU_EXT_DEQUANT,    /* Dequantize: i8 -> x's dtype, the same parameters */
-  RLX_CU_EXT_INTERP3D,   /* Interpolate3d nearest: [NC, D, H, W] -> [NC, D', H', W'], esz-byte elements (want_xh) */
-  RLX_CU_EXT_PARTCONV,   /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
-  RLX_CU_EXT_CONJ,       /* complex (re, -im) */
-  RLX_CU_EXT_NORMSQ,     /* complex -> real re^2 + im^2 */
-  RLX_CU_EXT_NORMSQ_BW   /* in = z, g (real): g z */
+  RLX_CU_EXT_GN_DX,       /* GroupNorm dx: lines as above (stride 1), in = x, gamma, dy */
+  RLX_CU_EXT_GN_STATS,    /* per line (mean, 1/sqrt(var + eps)) into scratch */
+  RLX_CU_EXT_GN_PARAM,    /* per channel: sum of dy * xh (want_xh) or dy over batch and spatial */
+  RLX_CU_EXT_BN,          /* BatchNormInference, channel = i % C: in = x, gamma, beta, mean, var */
+  RLX_CU_EXT_BN_DX,       /* in = gamma, var, dy: dy * gamma / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DGAMMA,   /* in = x, mean, var, dy: per channel sum dy (x - mean) / sqrt(var + eps) */
+  RLX_CU_EXT_BN_DBETA,    /* in = dy: per channel sum */
+  RLX_CU_EXT_RES_NORM,    /* FusedResidualLN / RmsNorm: in = x, res, bias (or NULL), gamma, beta; rows of len */
+  RLX_CU_EXT_ADA_NORM,    /* AdaLayerNorm: in = x, scale, shift (broadcast by bstride[0], bstride[1]); rows of len */
+  RLX_CU_EXT_HISTOGRAM,   /* in = x (count elements); bins of [lo, hi]; counts in scratch (bins uint64) */
+  RLX_CU_EXT_ROPE_BW,     /* RopeBackward: the Rope geometry in rope, rotation by -angle */
+  RLX_CU_EXT_AXIAL_ROPE,  /* AxialRope2d: x [B, N, H D], tokens on an end_x x end_y grid */
+  RLX_CU_EXT_SPLINE,      /* SplineActivation: in = x, coeffs (C channels of nk knots, C = 1 shared) */
+  RLX_CU_EXT_SPLINE_DX,   /* in = x, coeffs, dy */
+  RLX_CU_EXT_SPLINE_DC,   /* in = x, coeffs, dy -> [C, nk]; double sums in scratch */
+  RLX_CU_EXT_ADA_BW,      /* AdaLayerNormBackward: in = x, scale, shift, dy -> [dx, dscale, dshift] */
+  RLX_CU_EXT_GATED_BW,    /* GatedResidualBackward: in = x, y, gate, dy -> [dx, dy, dgate] */
+  RLX_CU_EXT_FQ,          /* FakeQuantize: in = x, (state); channels [outer, C, S] (S = inner) */
+  RLX_CU_EXT_FQ_BW,       /* FakeQuantizeBackward: in = x, dy; the PerBatch scale from x */
+  RLX_CU_EXT_QUANT,       /* Quantize: x -> i8 with per-channel (double scale, int64 zero point) in scratch */
+  RLX_CU_EXT_DEQUANT,     /* Dequantize: i8 -> x's dtype, the same parameters */
+  RLX_CU_EXT_INTERP3D,    /* Interpolate3d nearest: [NC, D, H, W] -> [NC, D', H', W'], esz-byte elements (want_xh) */
+  RLX_CU_EXT_SYNTH_REC,   /* SynthReconstruct [codes [R, N], codebook [NE, D]] -> W [R D, N] */
+  RLX_CU_EXT_SYNTH_MM,    /* SynthMatMul [x [M, K], codes, codebook] -> x W */
+  RLX_CU_EXT_SYNTH_BW_DX, /* SynthMatMulBackward wrt Dx [x, codes, codebook, dy] -> dy W^T */
+  RLX_CU_EXT_SYNTH_BW_CB, /* wrt Codebook -> dcb [NE, D]: (x^T dy)[k, n] summed onto codes' entries */
+  RLX_CU_EXT_PARTCONV,    /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
+  RLX_CU_EXT_CONJ,        /* complex (re, -im) */
+  RLX_CU_EXT_NORMSQ,      /* complex -> real re^2 + im^2 */
+  RLX_CU_EXT_NORMSQ_BW    /* in = z, g (real): g z */
 } rlx_cu_ext_mode;
 
 typedef struct rlx_cu_ext {
@@ -91,6 +96,7 @@ rlx_status rlx_cu_bw_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_fq_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_quant_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_interp3d_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_synth_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

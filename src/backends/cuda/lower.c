@@ -829,6 +829,9 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Quantize] = lower_Quantize,
     [RLX_OP_Dequantize] = lower_Dequantize,
     [RLX_OP_Interpolate3d] = lower_Interpolate3d,
+    [RLX_OP_SynthReconstruct] = lower_SynthReconstruct,
+    [RLX_OP_SynthMatMul] = lower_SynthMatMul,
+    [RLX_OP_SynthMatMulBackward] = lower_SynthMatMulBackward,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

@@ -36,6 +36,10 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_QUANT] = rlx_cu_quant_run,
     [RLX_CU_EXT_DEQUANT] = rlx_cu_quant_run,
     [RLX_CU_EXT_INTERP3D] = rlx_cu_interp3d_run,
+    [RLX_CU_EXT_SYNTH_REC] = rlx_cu_synth_run,
+    [RLX_CU_EXT_SYNTH_MM] = rlx_cu_synth_run,
+    [RLX_CU_EXT_SYNTH_BW_DX] = rlx_cu_synth_run,
+    [RLX_CU_EXT_SYNTH_BW_CB] = rlx_cu_synth_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -1158,5 +1162,70 @@ bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s)
   }
   e->count = numel(o);
   e->want_xh = (int)rlx_dtype_size((rlx_dtype)x->dtype);
+  return true;
+}
+
+/* ---- codebook ("synth") matmuls: codes [R, N] (integers or a float holding them), codebook
+ * [num_entries, entry_dim] ---- */
+
+static bool synth_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, uint32_t ci, int64_t D,
+                        int64_t NE) {
+  const rlx_shape *cs = shape_of(L->p, n->inputs[ci]), *cb = shape_of(L->p, n->inputs[ci + 1]);
+  if (is_complex(cs->dtype) || cs->dtype == RLX_BOOL || !is_float(cb->dtype) || !is_float(n->shape.dtype))
+    return fail(L, "codes must be integers (or a float holding them) and the codebook a float%s", "");
+  if (cs->rank != 2 || cb->rank != 2 || cb->dims[0] != NE || cb->dims[1] != D || D < 1)
+    return fail(L, "codes [R, N] and codebook [num_entries, entry_dim] do not fit the attributes%s", "");
+  ext_begin(L, id, n, s, mode);
+  rlx_cu_ext *e = &s->ext;
+  e->len = D;
+  e->C = NE;
+  e->N = cs->dims[1];
+  e->S = cs->dims[0] * D; /* K */
+  e->G = cs->dtype;
+  e->in_dtype = cb->dtype;
+  if (ci == 1) {
+    const rlx_shape *x = shape_of(L->p, n->inputs[0]);
+    if (!is_float(x->dtype) || x->rank != 2 || x->dims[1] != e->S) return fail(L, "operand 0 (x) must be [M, K]%s", "");
+    e->rows = x->dims[0];
+    e->want_xh = x->dtype;
+  }
+  return true;
+}
+
+bool lower_SynthReconstruct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SynthReconstruct *a = &n->attrs.SynthReconstruct;
+  if (!synth_setup(L, id, n, s, RLX_CU_EXT_SYNTH_REC, 0, a->entry_dim, a->num_entries)) return false;
+  s->ext.count = s->ext.S * s->ext.N;
+  if (numel(&n->shape) != s->ext.count) return fail(L, "the output must be [R entry_dim, N]%s", "");
+  return true;
+}
+
+bool lower_SynthMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SynthMatMul *a = &n->attrs.SynthMatMul;
+  if (!synth_setup(L, id, n, s, RLX_CU_EXT_SYNTH_MM, 1, a->entry_dim, a->num_entries)) return false;
+  s->ext.count = s->ext.rows * s->ext.N;
+  if (numel(&n->shape) != s->ext.count) return fail(L, "the output must be [M, N]%s", "");
+  return true;
+}
+
+bool lower_SynthMatMulBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  const rlx_attrs_SynthMatMulBackward *a = &n->attrs.SynthMatMulBackward;
+  bool dx = a->wrt == RLX_SYNTH_WRT_DX;
+  if (!synth_setup(L, id, n, s, dx ? RLX_CU_EXT_SYNTH_BW_DX : RLX_CU_EXT_SYNTH_BW_CB, 1, a->entry_dim, a->num_entries))
+    return false;
+  rlx_cu_ext *e = &s->ext;
+  const rlx_shape *dy = shape_of(L->p, n->inputs[3]);
+  if (!is_float(dy->dtype) || numel(dy) != e->rows * e->N) return fail(L, "operand 3 (dy) must be [M, N]%s", "");
+  e->qmode = dy->dtype;
+  if (dx) {
+    e->count = e->rows * e->S;
+    if (numel(&n->shape) != e->count) return fail(L, "the output must be [M, K]%s", "");
+    return true;
+  }
+  if (numel(&n->shape) != e->C * e->len) return fail(L, "the output must have the codebook's shape%s", "");
+  size_t cells = (size_t)(e->C * e->len);
+  if (rlx_cu_malloc(L->p->ctx, (cells ? cells : 1) * sizeof(double), &s->scratch) != RLX_OK)
+    return fail(L, "no device memory for the codebook gradient: %s", rlx_last_error());
+  e->scratch = s->scratch;
   return true;
 }

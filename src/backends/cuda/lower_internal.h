@@ -319,5 +319,8 @@ bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_Quantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_Dequantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthReconstruct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthMatMulBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
