@@ -6,7 +6,8 @@
  * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
  * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu), FakeQuantize and its backward
  * Quantize / Dequantize (quant.cu), Interpolate3d (partconv.cu), the codebook ("synth")
- * matmul kinds (synth.cu). One
+ * matmul kinds (synth.cu), the dense solves and determinants (solver.cu: cuSOLVER / cuBLAS
+ * trsm). One
  * record per step (lower_ext.c fills it); plain C types only. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -50,6 +51,11 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_SYNTH_MM,    /* SynthMatMul [x [M, K], codes, codebook] -> x W */
   RLX_CU_EXT_SYNTH_BW_DX, /* SynthMatMulBackward wrt Dx [x, codes, codebook, dy] -> dy W^T */
   RLX_CU_EXT_SYNTH_BW_CB, /* wrt Codebook -> dcb [NE, D]: (x^T dy)[k, n] summed onto codes' entries */
+  RLX_CU_EXT_CHOLESKY,    /* solver.cu: len = n */
+  RLX_CU_EXT_DET,         /* len = n; out one element */
+  RLX_CU_EXT_LOGDET,      /* len = n */
+  RLX_CU_EXT_SOLVE,       /* DenseSolve / BatchedDenseSolve: N = batches, len = n, S = r */
+  RLX_CU_EXT_TRSM,        /* TriangularSolve: len = n, S = r, rms = lower, want_xh = transpose */
   RLX_CU_EXT_PARTCONV,    /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,        /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,      /* complex -> real re^2 + im^2 */
@@ -97,6 +103,7 @@ rlx_status rlx_cu_fq_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_quant_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_interp3d_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_synth_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+rlx_status rlx_cu_solver_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 
 #ifdef __cplusplus
 }

@@ -832,6 +832,12 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_SynthReconstruct] = lower_SynthReconstruct,
     [RLX_OP_SynthMatMul] = lower_SynthMatMul,
     [RLX_OP_SynthMatMulBackward] = lower_SynthMatMulBackward,
+    [RLX_OP_Cholesky] = lower_Cholesky,
+    [RLX_OP_Det] = lower_Det,
+    [RLX_OP_LogDet] = lower_LogDet,
+    [RLX_OP_DenseSolve] = lower_DenseSolve,
+    [RLX_OP_BatchedDenseSolve] = lower_BatchedDenseSolve,
+    [RLX_OP_TriangularSolve] = lower_TriangularSolve,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];

@@ -3,6 +3,7 @@
  * BatchNormInference and their backward kinds, Conjugate, ComplexNormSq(+Backward). Shapes and
  * dtypes are checked here with the CPU reference's rules (spec ir-core §10.4); the kernels
  * compute in double and round once, as the CPU does. */
+#include <stdint.h>
 #include <string.h>
 
 #include "backends/cpu/ref/attention_util.h"
@@ -40,6 +41,11 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_SYNTH_MM] = rlx_cu_synth_run,
     [RLX_CU_EXT_SYNTH_BW_DX] = rlx_cu_synth_run,
     [RLX_CU_EXT_SYNTH_BW_CB] = rlx_cu_synth_run,
+    [RLX_CU_EXT_CHOLESKY] = rlx_cu_solver_run,
+    [RLX_CU_EXT_DET] = rlx_cu_solver_run,
+    [RLX_CU_EXT_LOGDET] = rlx_cu_solver_run,
+    [RLX_CU_EXT_SOLVE] = rlx_cu_solver_run,
+    [RLX_CU_EXT_TRSM] = rlx_cu_solver_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -1227,5 +1233,82 @@ bool lower_SynthMatMulBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_st
   if (rlx_cu_malloc(L->p->ctx, (cells ? cells : 1) * sizeof(double), &s->scratch) != RLX_OK)
     return fail(L, "no device memory for the codebook gradient: %s", rlx_last_error());
   e->scratch = s->scratch;
+  return true;
+}
+
+/* ---- dense linear algebra (solver.cu): f32 / f64 square matrices ---- */
+
+/* operand i is [lead..., n, n] of the output's dtype (f32 / f64); returns n */
+static bool need_square(lower_ctx *L, const rlx_node *n, uint32_t i, uint32_t lead, int64_t *size) {
+  const rlx_shape *a = shape_of(L->p, n->inputs[i]);
+  int t = n->shape.dtype;
+  if ((t != RLX_F32 && t != RLX_F64) || a->dtype != t)
+    return fail(L, "the factorisations take f32 or f64 matrices of the output's dtype%s", "");
+  if (a->rank != lead + 2 || a->dims[lead] != a->dims[lead + 1] || a->dims[lead] > INT32_MAX)
+    return fail(L, "operand must be a square matrix (after its batch axis) of size < 2^31%s", "");
+  *size = a->dims[lead];
+  return true;
+}
+
+bool lower_Cholesky(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  int64_t nn;
+  if (!need_square(L, n, 0, 0, &nn)) return false;
+  if (numel(&n->shape) != nn * nn) return fail(L, "the output must have the matrix's shape%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_CHOLESKY);
+  s->ext.len = nn;
+  return true;
+}
+static bool det_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode) {
+  int64_t nn;
+  if (!need_square(L, n, 0, 0, &nn)) return false;
+  if (numel(&n->shape) != 1) return fail(L, "the output must hold one element%s", "");
+  ext_begin(L, id, n, s, mode);
+  s->ext.len = nn;
+  return true;
+}
+bool lower_Det(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return det_setup(L, id, n, s, RLX_CU_EXT_DET);
+}
+bool lower_LogDet(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return det_setup(L, id, n, s, RLX_CU_EXT_LOGDET);
+}
+
+/* [A [lead.., n, n], b [lead.., n] or [lead.., n, r]] -> x of b's shape */
+static bool solve_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t lead) {
+  int64_t nn;
+  if (!need_square(L, n, 0, lead, &nn)) return false;
+  const rlx_shape *a = shape_of(L->p, n->inputs[0]), *b = shape_of(L->p, n->inputs[1]);
+  bool ok = b->dtype == a->dtype && (b->rank == lead + 1 || b->rank == lead + 2) && b->dims[lead] == nn;
+  if (ok && lead) ok = b->dims[0] == a->dims[0];
+  if (!ok || !rlx_shape_equal(b, &n->shape))
+    return fail(L, "operand 1 (b) must be [n] or [n, k] after the batch axis%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_SOLVE);
+  rlx_cu_ext *e = &s->ext;
+  e->len = nn;
+  e->S = b->rank == lead + 2 ? b->dims[lead + 1] : 1;
+  e->N = lead ? a->dims[0] : 1;
+  if (e->S > INT32_MAX) return fail(L, "the right-hand-side count is over 2^31%s", "");
+  return true;
+}
+bool lower_DenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) { return solve_setup(L, id, n, s, 0); }
+bool lower_BatchedDenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  return solve_setup(L, id, n, s, 1);
+}
+
+/* [A [n, n], B [n] or [n, r]] -> op(A)^-1 B */
+bool lower_TriangularSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  int64_t nn;
+  if (!need_square(L, n, 0, 0, &nn)) return false;
+  const rlx_shape *b = shape_of(L->p, n->inputs[1]);
+  if (b->dtype != n->shape.dtype || (b->rank != 1 && b->rank != 2) || b->dims[0] != nn ||
+      !rlx_shape_equal(b, &n->shape))
+    return fail(L, "operand 1 (B) must be [n] or [n, r]%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_TRSM);
+  rlx_cu_ext *e = &s->ext;
+  e->len = nn;
+  e->S = b->rank == 2 ? b->dims[1] : 1;
+  e->rms = n->attrs.TriangularSolve.lower;
+  e->want_xh = n->attrs.TriangularSolve.transpose;
+  if (e->S > INT32_MAX) return fail(L, "the right-hand-side count is over 2^31%s", "");
   return true;
 }

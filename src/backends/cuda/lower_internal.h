@@ -322,5 +322,11 @@ bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s)
 bool lower_SynthReconstruct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_SynthMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_SynthMatMulBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Cholesky(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Det(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LogDet(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_DenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchedDenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_TriangularSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif
