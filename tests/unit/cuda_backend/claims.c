@@ -2,9 +2,9 @@
 /* test_cuda_backend, part two (GPU only): the kinds this backend gained beyond its first 71, at
  * sizes the conformance table does not reach, against the CPU — the fused matmul kinds (epilogue
  * and pre-step launches), FusedSwiGLU with a bf16 cast, FusedResidualLN, GroupNorm over lines of
- * thousands of elements, Histogram over 80k values (integer atomics) — and host staging: a
- * Cholesky between two device segments must run on the CPU (the dispatch report says
- * host-staged, the transfer counters count the staged node) and still match the CPU. */
+ * thousands of elements, Histogram over 80k values (integer atomics) — and host staging: an
+ * Im2Col between two device segments must run on the CPU (the dispatch report says host-staged,
+ * the transfer counters count the staged node) and still match the CPU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "rlx/build.h"
 #include "rlx/ops.h"
 #include "rlx/session.h"
+#include "attr_lists.h"
 #include "rlx_test.h"
 
 void cuda_claims_checks(void);
@@ -151,49 +152,50 @@ static void norms_and_histogram(void) {
   rlx_graph_free(g);
 }
 
-/* (A^T A + n I) on the device, Cholesky host-staged, L . B back on the device. */
+/* relu(x) on the device, Im2Col host-staged (no GPU kernel yet), the patches times a weight
+ * matrix back on the device. */
 static void host_staging(void) {
-  const int64_t n = 12, k = 5;
+  const int64_t N = 2, C = 3, H = 9, W = 8, K = C * 3 * 3, F = 5;
   rlx_graph *g = NULL;
   CHECK_OK(rlx_graph_create(NULL, "cuda_staged", &g));
-  rlx_shape sa = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){n, n}), sb = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){n, k});
-  rlx_id a, b, at, spd, eye, l, y;
-  CHECK_OK(rlx_input(g, "a", sa, &a));
-  CHECK_OK(rlx_input(g, "b", sb, &b));
-  CHECK_OK(rlx_permute(g, a, 2, (int64_t[]){1, 0}, &at));
-  CHECK_OK(rlx_matmul(g, at, a, &spd));
-  double diag[144] = {0};
-  for (int64_t i = 0; i < n; i++) diag[i * n + i] = (double)n;
-  CHECK_OK(rlx_values(g, RLX_F32, 2, (rlx_dim[]){n, n}, diag, &eye));
-  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, spd, eye, &spd));
-  CHECK_OK(rlx_build_Cholesky(g, (rlx_id[]){spd}, 1, NULL, &l));
-  CHECK_OK(rlx_matmul(g, l, b, &y));
+  rlx_shape sx = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){N, C, H, W}),
+            sw = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){K, F});
+  rlx_id x, w, r, cols, y;
+  CHECK_OK(rlx_input(g, "x", sx, &x));
+  CHECK_OK(rlx_input(g, "w", sw, &w));
+  CHECK_OK(rlx_activation(g, RLX_ACT_RELU, x, &r));
+  rlx_attrs_Im2Col ai;
+  rlx_attrs_init(RLX_OP_Im2Col, &ai);
+  ai.kernel_size = IL(3, 3);
+  ai.stride = IL(2, 1);
+  ai.padding = IL(1, 1);
+  CHECK_OK(rlx_build_Im2Col(g, (rlx_id[]){r}, 1, &ai, NULL, &cols));
+  CHECK_OK(rlx_matmul(g, cols, w, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
-  float *va = vals((size_t)(n * n), 21, -1, 1), *vb = vals((size_t)(n * k), 22, -1, 1);
-  rlx_named_tensor in[] = {{"a", {va, sa}}, {"b", {vb, sb}}};
+  float *vx = vals((size_t)(N * C * H * W), 21, -1, 1), *vw = vals((size_t)(K * F), 22, -1, 1);
+  rlx_named_tensor in[] = {{"x", {vx, sx}}, {"w", {vw, sw}}};
   rlx_executable *e = NULL;
   double d = cpu_vs_cuda(g, in, 2, &e);
-  CHECK_MSG(d < 1e-4, "host-staged Cholesky: max scaled difference %g", d);
+  CHECK_MSG(d < 1e-4, "host-staged Im2Col: max scaled difference %g", d);
   if (e) {
-    const rlx_dispatch_report *r = rlx_executable_report(e);
-    CHECK_MSG(r && r->path[RLX_OP_Cholesky] == RLX_PATH_HOST_STAGED, "Cholesky's path on cuda is %s, not host-staged",
-              r ? rlx_dispatch_path_name((rlx_dispatch_path)r->path[RLX_OP_Cholesky]) : "?");
-    CHECK_MSG(r && r->path[RLX_OP_MatMul] == RLX_PATH_NATIVE, "MatMul must stay native on cuda");
+    const rlx_dispatch_report *rep = rlx_executable_report(e);
+    CHECK_MSG(rep && rep->path[RLX_OP_Im2Col] == RLX_PATH_HOST_STAGED, "Im2Col's path on cuda is %s, not host-staged",
+              rep ? rlx_dispatch_path_name((rlx_dispatch_path)rep->path[RLX_OP_Im2Col]) : "?");
+    CHECK_MSG(rep && rep->path[RLX_OP_MatMul] == RLX_PATH_NATIVE, "MatMul must stay native on cuda");
     rlx_transfer_stats st;
     rlx_executable_transfer_stats(e, &st);
     CHECK_MSG(st.staged_nodes == 1, "one run must stage exactly one node, counted %llu",
               (unsigned long long)st.staged_nodes);
     CHECK_MSG(st.downloads >= 2 && st.uploads >= 3,
-              "staging moves the SPD matrix down and L up: %llu downloads, %llu "
-              "uploads",
+              "staging moves relu(x) down and the patches up: %llu downloads, %llu uploads",
               (unsigned long long)st.downloads, (unsigned long long)st.uploads);
-    printf("host-staged Cholesky between device segments: max scaled difference %.3g; %llu staged node, %llu "
+    printf("host-staged Im2Col between device segments: max scaled difference %.3g; %llu staged node, %llu "
            "uploads, %llu downloads, %llu device copies in one run\n",
            d, (unsigned long long)st.staged_nodes, (unsigned long long)st.uploads, (unsigned long long)st.downloads,
            (unsigned long long)st.device_copies);
     rlx_executable_free(e);
   }
-  free(va), free(vb);
+  free(vx), free(vw);
   rlx_graph_free(g);
 }
 
