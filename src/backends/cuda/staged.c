@@ -8,17 +8,12 @@
 #include "backends/cuda/lower.h"
 
 static const char *const staged_why[RLX_OP_COUNT] = {
-    /* dense linear algebra: sequential pivoting / iterations; cuSOLVER is not linked yet */
-    [RLX_OP_Cholesky] = "factorisation (cuSOLVER not linked yet)",
-    [RLX_OP_TriangularSolve] = "substitution (cuBLAS trsm not wired yet)",
-    [RLX_OP_DenseSolve] = "LU with pivoting (cuSOLVER not linked yet)",
-    [RLX_OP_BatchedDenseSolve] = "LU with pivoting (cuSOLVER not linked yet)",
-    [RLX_OP_Det] = "LU with pivoting (cuSOLVER not linked yet)",
-    [RLX_OP_LogDet] = "LU with pivoting (cuSOLVER not linked yet)",
-    [RLX_OP_Qr] = "Householder QR (cuSOLVER not linked yet)",
-    [RLX_OP_Svd] = "iterative SVD (cuSOLVER not linked yet)",
-    [RLX_OP_Eigh] = "iterative eigensolver (cuSOLVER not linked yet)",
-    [RLX_OP_EighBatch] = "iterative eigensolver (cuSOLVER not linked yet)",
+    /* dense linear algebra beyond solver.cu's: iterative factorisations (cuSOLVER's gesvd / geqrf /
+     syevd are not wired up yet) */
+    [RLX_OP_Qr] = "Householder QR (cuSOLVER geqrf not wired up yet)",
+    [RLX_OP_Svd] = "iterative SVD (cuSOLVER gesvd not wired up yet)",
+    [RLX_OP_Eigh] = "iterative eigensolver (cuSOLVER syevd not wired up yet)",
+    [RLX_OP_EighBatch] = "iterative eigensolver (cuSOLVER syevd not wired up yet)",
     [RLX_OP_EighBackward] = "needs the eigenvectors of Eigh",
     [RLX_OP_EighBatchBackward] = "needs the eigenvectors of EighBatch",
     /* the SPD-manifold family: eigendecompositions of small symmetric matrices */
