@@ -9,13 +9,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rlx/backend.h"
 #include "rlx/build.h"
 #include "rlx/ops.h"
 #include "rlx/session.h"
 #include "attr_lists.h"
 #include "rlx_test.h"
 
+#ifdef RLX_HAVE_CUDA
+#include "backends/cuda/lower.h"
+#endif
+
 void cuda_claims_checks(void);
+void cuda_claim_list_checks(void);
 
 static float *vals(size_t n, uint32_t seed, float lo, float hi) {
   float *v = malloc(n * sizeof *v);
@@ -204,3 +210,42 @@ void cuda_claims_checks(void) {
   norms_and_histogram();
   host_staging();
 }
+
+#ifdef RLX_HAVE_CUDA
+/* The claim list (no GPU needed): the lowered kinds, the host-staged kinds and the runtime-driven
+ * control kinds are disjoint and make up the whole list; every host-staged kind is one the cpu
+ * backend runs natively and has its reason in staged.c. */
+void cuda_claim_list_checks(void) {
+  const rlx_backend *b = rlx_backend_find("cuda"), *cpu = rlx_backend_find("cpu");
+  CHECK(b != NULL && cpu != NULL);
+  if (!b || !cpu) return;
+  uint8_t low[RLX_OP_COUNT] = {0}, cpu_claims[RLX_OP_COUNT], all[RLX_OP_COUNT];
+  uint32_t n_low = 0;
+  const rlx_op *lowered = rlx_cu_claim_list(&n_low);
+  for (uint32_t i = 0; i < n_low; i++) low[lowered[i]] = 1;
+  rlx_backend_claim_set(cpu, cpu_claims);
+  rlx_backend_claim_set(b, all);
+  uint32_t n_all = 0, n_staged = 0, n_control = 0, bad = 0;
+  for (int k = 0; k < RLX_OP_COUNT; k++) {
+    rlx_op op = (rlx_op)k;
+    bool staged = rlx_backend_host_stages(b, op), control = rlx_backend_runtime_controls(b, op);
+    n_all += all[k] != 0;
+    n_staged += staged;
+    n_control += control;
+    if (staged && (low[k] || !cpu_claims[k] || !rlx_cu_staged_why(op) || control)) {
+      bad++;
+      CHECK_MSG(0, "host-staged %s: lowered %d, cpu-claimed %d, reason %s", rlx_op_name(op), low[k], cpu_claims[k],
+                rlx_cu_staged_why(op) ? "yes" : "none");
+    }
+    if (all[k] != (low[k] || staged || control)) {
+      bad++;
+      CHECK_MSG(0, "%s: claimed %d but lowered %d, staged %d, control %d", rlx_op_name(op), all[k], low[k], staged,
+                control);
+    }
+  }
+  CHECK_MSG(n_all == n_low + n_staged + n_control, "claims %u != lowered %u + staged %u + control %u", n_all, n_low,
+            n_staged, n_control);
+  printf("cuda claim list: %u kinds = %u lowered (3 leaves) + %u host-staged + %u runtime control%s\n", n_all, n_low,
+         n_staged, n_control, bad ? " (inconsistent)" : "");
+}
+#endif
