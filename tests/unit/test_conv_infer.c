@@ -4,6 +4,9 @@
  *   - depthwise on phase planes (conv_dw.c): 3x3 / 5x5, strides 1, 2, 3 and 2x1, dilation,
  *     asymmetric padding, odd sizes, planes narrower than a vector; and the plain loops it
  *     replaces (fk_dw_disable);
+ *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX-512 path only): batch 1 across threads, odd
+ *     extents, no padding, padding 2, rows of several lane blocks, tiny planes, several image
+ *     groups, large weights with many tiles;
  *   - strided convolutions on phase planes (conv_phase.c, AVX-512 path only): the 7x7 stride-2
  *     stem, 3x3 stride 2, output channels not a multiple of the tile, stride 3, dilation,
  *     batch 1 across threads, and stride 1 on small planes with many taps; and the im2col path
@@ -245,14 +248,54 @@ static void test_strided(void) {
   const char *names[] = {"stem 7x7 s2",       "3x3 s2 from 3 channels",    "3x3 s2 70 channels", "3x3 s3x2",
                          "3x3 s2 dilation 2", "2x3 s2 asymmetric padding", "3x3 s2 batch 1 wide"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one(names[i], cases[i]);
-  /* stride 1 on small planes with many taps (the deep layers of resnet18) */
+  /* stride 1 on small planes with many taps (the deep layers of resnet18; Winograd off) */
+  fk_wino_disable(true);
   one("3x3 s1 32 channels 14x14", (geo){2, 32, 14, 14, 20, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   one("3x3 s1 64 channels 7x9 batch 1", (geo){1, 64, 7, 9, 70, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
+  fk_wino_disable(false);
   one("3x3 s1 dilation 2, 40 channels", (geo){1, 40, 11, 10, 9, 3, 3, 1, NOLIST, IL(2, 2), IL(2, 2)});
   fk_pconv_disable(true); /* the im2col path with the generalised epilogue */
   one("3x3 s2 70 channels, im2col", cases[2]);
   one("3x3 s2 batch 1 wide, im2col", cases[6]);
   fk_pconv_disable(false);
+}
+
+/* Does the Winograd path take this geometry (stride 1, 3x3, symmetric padding)? */
+static bool wino_takes(geo g) {
+  fk_wino d;
+  size_t p = g.padding.n ? (size_t)g.padding.v[0] : 0;
+  bool big = (size_t)(g.Cin * g.Cout) > (size_t)256 * 256;
+  return fk_wino_available() && g.Cin >= 32 && g.Cout >= 32 &&
+         fk_wino_init(&d, (size_t)g.N, (size_t)g.Cin, (size_t)g.Cout, (size_t)g.H, (size_t)g.W, p, p) &&
+         (!big || d.N * d.T >= 256);
+}
+
+static void test_winograd(void) {
+  const geo cases[] = {
+      {1, 64, 14, 14, 64, 3, 3, 1, NOLIST, IL(1, 1), NOLIST},  /* resnet's layer, smaller: batch 1 */
+      {2, 33, 9, 11, 40, 3, 3, 1, NOLIST, IL(1, 1), NOLIST},   /* odd extents: ragged tiles, 33 lanes */
+      {3, 32, 10, 13, 48, 3, 3, 1, NOLIST, NOLIST, NOLIST},    /* no padding */
+      {1, 32, 6, 70, 35, 3, 3, 1, NOLIST, IL(1, 1), NOLIST},   /* rows of 35 tiles: 3 lane blocks */
+      {2, 32, 5, 6, 33, 3, 3, 1, NOLIST, IL(2, 2), NOLIST},    /* padding 2 */
+      {1, 40, 2, 3, 32, 3, 3, 1, NOLIST, IL(1, 1), NOLIST},    /* planes smaller than a tile row */
+      {11, 96, 20, 20, 96, 3, 3, 1, NOLIST, IL(1, 1), NOLIST}, /* two image groups (10 + 1) */
+      {16, 260, 7, 7, 256, 3, 3, 1, NOLIST, IL(1, 1), NOLIST}, /* large weights, 256 tiles */
+  };
+  const char *names[] = {"winograd 64 channels 14x14 batch 1",
+                         "winograd odd extents",
+                         "winograd no padding",
+                         "winograd rows of 35 tiles",
+                         "winograd padding 2",
+                         "winograd planes of 2x3",
+                         "winograd two image groups",
+                         "winograd large weights, many tiles"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (fk_isa_active() == FK_ISA_AVX512) CHECK_MSG(wino_takes(cases[i]), "%s: not taken", names[i]);
+    one(names[i], cases[i]);
+  }
+  /* declined: large weights with few tiles, stride 2, dilation, 5x5, groups, few channels */
+  CHECK(!wino_takes((geo){1, 260, 7, 7, 256, 3, 3, 1, NOLIST, IL(1, 1), NOLIST}));
+  CHECK(!wino_takes((geo){1, 16, 9, 9, 64, 3, 3, 1, NOLIST, IL(1, 1), NOLIST}));
 }
 
 static void test_other_paths(void) {
@@ -399,6 +442,7 @@ int main(void) {
   test_act();
   test_depthwise();
   test_strided();
+  test_winograd();
   test_other_paths();
   test_executor();
   for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);

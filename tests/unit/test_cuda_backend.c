@@ -327,6 +327,15 @@ static void attention_backward(void) {
        0, 0, true, 1e-4},
       {"bf16 causal GQA [B,H,S,D] S=150 D=64", RLX_BF16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0, 0, false,
        3e-2},
+      /* the tensor-core kernels (flash_tc.cu): 16-bit operands, head dims up to 64 */
+      {"f16 causal GQA [B,H,S,D] S=150 D=64 (tensor cores)", RLX_F16, 2, 4, 2, 150, 150, 64, 0, RLX_MASK_CAUSAL, 0, 0,
+       0, false, 4e-3},
+      {"bf16 packed Sq=100 Sk=170 D=48 scale+softcap (tensor cores)", RLX_BF16, 2, 2, 2, 100, 170, 48, 2, RLX_MASK_NONE,
+       0, 0.2f, 5.0f, false, 3e-2},
+      {"f16 All [B,S,H,D] sliding window 40 S=130 D=32 GQA (tensor cores)", RLX_F16, 1, 4, 2, 130, 130, 32, 1,
+       RLX_MASK_SLIDING_WINDOW, 40, 0, 0, true, 4e-3},
+      {"bf16 causal decode Sq=70 Sk=200 packed D=64 (tensor cores)", RLX_BF16, 3, 2, 1, 70, 200, 64, 2, RLX_MASK_CAUSAL,
+       0, 0, 0, false, 3e-2},
       {"f32 custom keep-mask (general kernels) Sq=70 Sk=90 D=16", RLX_F32, 2, 2, 1, 70, 90, 16, 0, RLX_MASK_CUSTOM, 0,
        0, 0, false, 1e-4},
   };
@@ -421,6 +430,110 @@ static void large_paths(void) {
   free(vx), free(va), free(vb2), free(vc), free(vq), free(vk), free(vv);
   rlx_graph_free(g);
 }
+
+/* The 16-bit float fast paths (elementwise.cu: a tiled bias Add, a dense activation and a region
+ * of bf16 / f16 steps, each the general kernel's double arithmetic rounded per step) and the data
+ * movement fast paths (shape.cu: the tiled transpose of the last two axes, 32-bit index copies
+ * with merged axes and negative strides, Pad / Tile on typed elements) against the CPU. Data
+ * movement is exact; the arithmetic is the CPU's formula, so only a rare last-bit difference
+ * of the transcendental functions may show (< 1 bf16 ulp). */
+static void lowp_and_movement(void) {
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_lowp_move", &g));
+  const int64_t Z = 3, A = 200, B = 301, R = 1030, C = 96;
+  rlx_id x, xb, t1, t2, t3, t4, t5, t6, t7, f[12];
+  CHECK_OK(rlx_input(g, "x", rlx_shape_make(RLX_F32, 3, (rlx_dim[]){Z, A, B}), &x));
+  CHECK_OK(rlx_cast_to(g, x, RLX_BF16, &xb));
+  CHECK_OK(rlx_permute(g, x, 3, (int64_t[]){0, 2, 1}, &t1));  /* batched tiled transpose, f32 */
+  CHECK_OK(rlx_permute(g, xb, 3, (int64_t[]){2, 1, 0}, &t2)); /* general copy, 2-byte elements */
+  CHECK_OK(rlx_reverse_axes(g, x, 1, (int64_t[]){1}, &t3));   /* negative strides */
+  CHECK_OK(rlx_pad_axis(g, xb, 2, 5, 7, &t4));                /* constant Pad, 2-byte elements */
+  CHECK_OK(rlx_narrow(g, t1, 2, 17, 150, &t5));               /* inner-axis Narrow */
+  rlx_id bias, h, r, xr;
+  CHECK_OK(rlx_input(g, "bias", rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C}), &bias));
+  CHECK_OK(rlx_input(g, "r", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C}), &xr));
+  CHECK_OK(rlx_cast_to(g, xr, RLX_BF16, &r));
+  rlx_id bb;
+  CHECK_OK(rlx_cast_to(g, bias, RLX_BF16, &bb));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, r, bb, &h)); /* bf16 bias add (tiled operand) */
+  CHECK_OK(rlx_activation(g, RLX_ACT_GELU, h, &t6));
+  rlx_id rh;
+  CHECK_OK(rlx_cast_to(g, xr, RLX_F16, &rh));
+  rlx_chain_step steps[5] = {
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_MUL, .a = {.index = 0}, .b = {.index = 0}},
+      {.kind = RLX_CHAIN_STEP_CAST, .sub = RLX_F16, .a = {.index = 1}},
+      {.kind = RLX_CHAIN_STEP_BINARY,
+       .sub = RLX_BINOP_SUB,
+       .a = {.is_step = 1, .index = 0},
+       .b = {.is_step = 1, .index = 1}},
+      {.kind = RLX_CHAIN_STEP_ACTIVATION, .sub = RLX_ACT_TANH, .a = {.is_step = 1, .index = 2}},
+      {.kind = RLX_CHAIN_STEP_CAST, .sub = RLX_F32, .a = {.is_step = 1, .index = 3}},
+  };
+  rlx_attrs_ElementwiseRegion era = {.chain = {.steps = steps, .n = 5}, .num_inputs = 2};
+  CHECK_OK(rlx_build_ElementwiseRegion(g, (rlx_id[]){rh, bias}, 2, &era, NULL, &t7)); /* f16 region, f32 operand */
+  /* the norm kernels at more rows: bf16 LayerNorm, f32 RmsNorm */
+  rlx_id gam, ln, rn, gb, bt, xw, gw, bw;
+  CHECK_OK(rlx_cast_to(g, bias, RLX_BF16, &gb));
+  CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_MUL, gb, 0.5, &bt));
+  CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_ADD, gb, 1.0, &gam));
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+  CHECK_OK(rlx_build_LayerNorm(g, (rlx_id[]){r, gam, bt}, 3, &la, NULL, &ln));
+  CHECK_OK(rlx_reshape_dims(g, x, 2, (rlx_dim[]){Z * A, B}, &xw));
+  CHECK_OK(rlx_input(g, "gw", rlx_shape_make(RLX_F32, 1, (rlx_dim[]){B}), &gw));
+  CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_MUL, gw, 0.25, &bw));
+  rlx_attrs_RmsNorm ra = {.axis = -1, .eps = 1e-6f};
+  CHECK_OK(rlx_build_RmsNorm(g, (rlx_id[]){xw, gw, bw}, 3, &ra, NULL, &rn));
+  /* backward kernels on the same paths: bf16 GELU backward and LayerNorm dx (warp per row), f32
+   * RmsNorm dx (warp per row) */
+  rlx_id dyr, dyb, lnb, actb, dyw, rnb;
+  CHECK_OK(rlx_input(g, "dy", rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C}), &dyr));
+  CHECK_OK(rlx_cast_to(g, dyr, RLX_BF16, &dyb));
+  rlx_attrs_LayerNormBackwardInput lbi = {.axis = -1, .eps = 1e-5f};
+  CHECK_OK(rlx_build_LayerNormBackwardInput(g, (rlx_id[]){r, gam, dyb}, 3, &lbi, NULL, &lnb));
+  rlx_attrs_ActivationBackward aba = {.kind = RLX_ACT_GELU};
+  CHECK_OK(rlx_build_ActivationBackward(g, (rlx_id[]){r, dyb}, 2, &aba, NULL, &actb));
+  CHECK_OK(rlx_reverse_axes(g, xw, 1, (int64_t[]){1}, &dyw));
+  rlx_attrs_RmsNormBackwardInput rbi = {.axis = -1, .eps = 1e-6f};
+  CHECK_OK(rlx_build_RmsNormBackwardInput(g, (rlx_id[]){xw, gw, bw, dyw}, 4, &rbi, NULL, &rnb));
+  rlx_id outs[12] = {t1, t2, t3, t4, t5, t6, t7, ln, rn, lnb, actb, rnb};
+  for (int i = 0; i < 12; i++) CHECK_OK(rlx_cast_to(g, outs[i], RLX_F32, &f[i]));
+  float *vx = fill((size_t)(Z * A * B), 81), *vb = fill((size_t)C, 82), *vr = fill((size_t)(R * C), 83),
+        *vg = fill((size_t)B, 84), *vd = fill((size_t)(R * C), 85);
+  for (size_t i = 0; i < (size_t)(R * C); i++) vr[i] *= 3.0f;
+  rlx_named_tensor in[] = {
+      {"x", {vx, rlx_shape_make(RLX_F32, 3, (rlx_dim[]){Z, A, B})}},
+      {"bias", {vb, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C})}},
+      {"r", {vr, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C})}},
+      {"gw", {vg, rlx_shape_make(RLX_F32, 1, (rlx_dim[]){B})}},
+      {"dy", {vd, rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C})}},
+  };
+  CHECK_OK(rlx_graph_set_outputs(g, f, 5));
+  double d = run_both(g, in, 5);
+  printf("transpose (tiled, general) / reverse / pad / narrow: max difference %.3g\n", d);
+  CHECK_MSG(d == 0, "data movement: cuda differs from cpu by %g (must be exact)", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 5, 2));
+  d = run_both(g, in, 5);
+  printf("bf16 bias add + GELU, f16 region: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 4e-3, "16-bit elementwise: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 7, 1));
+  d = run_both(g, in, 5);
+  printf("bf16 LayerNorm [1030, 96]: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-2, "bf16 LayerNorm: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 8, 1));
+  d = run_both(g, in, 5);
+  printf("f32 RmsNorm [600, 301]: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-6, "f32 RmsNorm: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 9, 2));
+  d = run_both(g, in, 5);
+  printf("bf16 LayerNorm dx (warp per row) + GELU backward [1030, 96]: max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-2, "bf16 norm / activation backward: cuda differs from cpu by %g", d);
+  CHECK_OK(rlx_graph_set_outputs(g, f + 11, 1));
+  d = run_both(g, in, 5);
+  printf("f32 RmsNorm dx [600, 301] (warp per row): max scaled difference %.3g\n", d);
+  CHECK_MSG(d < 1e-6, "f32 RmsNorm dx: cuda differs from cpu by %g", d);
+  free(vx), free(vb), free(vr), free(vg), free(vd);
+  rlx_graph_free(g);
+}
 #endif
 
 int main(void) {
@@ -459,6 +572,7 @@ int main(void) {
   attention_backward();
   tf32_policy();
   large_paths();
+  lowp_and_movement();
   cuda_claims_checks();
 #endif
   return rlx_test_finish("test_cuda_backend");

@@ -459,6 +459,13 @@ static void test_pool(void) {
   pool_family("2x2 default stride", SHP(F32, 2, 3, 8, 6), IL(2, 2), NOLIST, NOLIST);
   pool_family("3x3 s2 pad 1 (overlapping)", SHP(F32, 2, 3, 9, 10), IL(3, 3), IL(2, 2), IL(1, 1));
   pool_family("3x3 s1", SHP(F32, 1, 2, 6, 7), IL(3, 3), IL(1, 1), NOLIST);
+  /* the separable max rows: resnet's 3x3 s2 pad 1 on rows of 16+ windows (AVX-512 spans and
+     deinterleave, ragged ends), stride 3, a 5x5 s1 pad 2 window, asymmetric padding */
+  pool_family("3x3 s2 pad 1, rows of 19 windows", SHP(F32, 2, 5, 21, 37), IL(3, 3), IL(2, 2), IL(1, 1));
+  pool_family("3x3 s2 pad 1, rows of 56 windows", SHP(F32, 1, 3, 12, 112), IL(3, 3), IL(2, 2), IL(1, 1));
+  pool_family("3x3 s3", SHP(F32, 2, 3, 17, 53), IL(3, 3), IL(3, 3), NOLIST);
+  pool_family("5x5 s1 pad 2", SHP(F32, 1, 4, 9, 40), IL(5, 5), IL(1, 1), IL(2, 2));
+  pool_family("4x3 s(2,1) pad (1,0,2,1)", SHP(F32, 2, 3, 11, 35), IL(4, 3), IL(2, 1), IL(1, 0, 2, 1));
   pool_family("2x3 s(1,2) asymmetric pad", SHP(F32, 2, 2, 7, 8), IL(2, 3), IL(1, 2), IL(1, 0, 0, 2));
   pool_family("global", SHP(F32, 3, 4, 5, 5), IL(5, 5), NOLIST, NOLIST);
 }

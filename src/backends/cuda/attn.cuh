@@ -64,4 +64,75 @@ __device__ inline bool attn_score(const rlx_cu_attn &p, int64_t b, int64_t h, in
   return true;
 }
 
+/* ---- shared by the tiled flash kernels (flash.cu: FFMA, flash_tc.cu: tensor cores); both use
+ * tiles of 64 query rows and 64 keys ---- */
+constexpr int FLASH_BQ = 64, FLASH_BK = 64;
+
+struct tile_range {
+  int64_t beg, end;
+};
+
+/* The key tiles query rows [q0, q0 + FLASH_BQ) can see. */
+__device__ inline tile_range key_tiles(const rlx_cu_attn &p, int64_t q0) {
+  int64_t off = p.Sk - p.Sq, beg = 0, end = p.Sk;
+  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) {
+    int64_t last = off + q0 + FLASH_BQ; /* one past the largest visible key */
+    end = last < end ? last : end;
+  }
+  if (p.mask == RLX_MASK_SLIDING_WINDOW) {
+    int64_t first = off + q0 - p.window;
+    beg = first > 0 ? first / FLASH_BK * FLASH_BK : 0;
+  }
+  return {beg, end};
+}
+
+/* The query tiles keys [k0, k0 + FLASH_BK) are seen by. */
+__device__ inline tile_range query_tiles(const rlx_cu_attn &p, int64_t k0) {
+  int64_t off = p.Sk - p.Sq, beg = 0, end = p.Sq;
+  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) {
+    int64_t first = k0 - off; /* the first query whose position reaches k0 */
+    beg = first > 0 ? first / FLASH_BQ * FLASH_BQ : 0;
+  }
+  if (p.mask == RLX_MASK_SLIDING_WINDOW) {
+    int64_t last = k0 + FLASH_BK + p.window - off;
+    end = last < end ? last : end;
+  }
+  return {beg, end};
+}
+
+__device__ inline bool visible(const rlx_cu_attn &p, int64_t qi, int64_t ki) {
+  return qi < p.Sq && ki < p.Sk && attn_pos_visible(p, qi, ki);
+}
+
+/* Every (query, key) of the tile pair [q0, q0 + 64) x [k0, k0 + 64) is in range and visible, so
+ * the per-element mask test can be skipped (uniform over the block). */
+__device__ inline bool tile_full(const rlx_cu_attn &p, int64_t q0, int64_t k0) {
+  if (q0 + FLASH_BQ > p.Sq || k0 + FLASH_BK > p.Sk) return false;
+  int64_t off = p.Sk - p.Sq; /* query qi sits at position off + qi */
+  if (p.mask == RLX_MASK_CAUSAL) return k0 + FLASH_BK - 1 <= off + q0;
+  if (p.mask == RLX_MASK_SLIDING_WINDOW)
+    return k0 + FLASH_BK - 1 <= off + q0 && k0 >= off + q0 + FLASH_BQ - 1 - p.window;
+  return true;
+}
+
+__device__ inline int64_t base_of(const rlx_cu_attn_view &v, int64_t b, int64_t h) { return at(v, b, h, 0, 0); }
+
+/* score of a raw dot product: scale, then the soft-cap (th = tanh(r / cap), else 0) */
+__device__ inline float score(const rlx_cu_attn &p, float dot, float *th) {
+  float r = dot * (float)p.scale;
+  if (!p.capped) {
+    *th = 0.f;
+    return r;
+  }
+  float t = tanhf(r / (float)p.cap);
+  *th = t;
+  return (float)p.cap * t;
+}
+
+/* The tensor-core kernels (flash_tc.cu): bf16 / f16, head dims up to 64, within what
+ * rlx_cu_flash_fits takes; rlx_cu_flash_forward / _backward hand such problems to them. */
+extern "C" int rlx_cu_flash_tc_fits(const rlx_cu_attn *p);
+extern "C" rlx_status rlx_cu_flash_tc_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats);
+extern "C" rlx_status rlx_cu_flash_tc_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
+
 #endif

@@ -99,9 +99,39 @@ __global__ void act_backward_kernel(int act, int t, const void *x, const void *d
   }
 }
 
+/* Float dtypes typed at compile time, 4 elements per thread: the same double formula. */
+template <typename T, bool FULL>
+__global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int64_t n) {
+  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
+    int64_t e = 4 * g;
+    if (FULL) {
+#pragma unroll
+      for (int c = 0; c < 4; c++) dx[e + c] = st_t<T>(act_backward(act, ld_t(x[e + c]), ld_t(dy[e + c])));
+    } else {
+      for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = st_t<T>(act_backward(act, ld_t(x[e + c]), ld_t(dy[e + c])));
+    }
+  }
+}
+template <typename T>
+static void act_backward_launch(int act, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s) {
+  unsigned blocks = cu_blocks((n + 3) / 4, BW_THREADS);
+  if (n % 4 == 0)
+    act_backward_typed<T, true><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
+  else
+    act_backward_typed<T, false><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
+}
+
 extern "C" rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy, void *dx,
                                           int64_t n) {
   if (n == 0) return RLX_OK;
+  if ((dtype == RLX_BF16 || dtype == RLX_F16) && act >= 0) {
+    if (dtype == RLX_BF16)
+      act_backward_launch<__nv_bfloat16>(act, x, dy, dx, n, c->stream);
+    else
+      act_backward_launch<__half>(act, x, dy, dx, n, c->stream);
+    return cu_launch_status("activation backward kernel (16-bit)");
+  }
   act_backward_kernel<<<cu_blocks(n, BW_THREADS), BW_THREADS, 0, c->stream>>>(act, dtype, x, dy, dx, n);
   return cu_launch_status("activation backward kernel");
 }
@@ -143,8 +173,10 @@ __global__ void sce_kernel(int mode, int t, const void *logits, const void *tgt,
     double m = -INFINITY, nan_seen = 0;
     for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
       double v = ld_f(logits, t, base + c);
-      if (v != v) nan_seen = 1;
-      else if (v > m) m = v;
+      if (v != v)
+        nan_seen = 1;
+      else if (v > m)
+        m = v;
     }
     m = block_max(m, sh);
     nan_seen = cu_block_sum(nan_seen, sh);
@@ -291,10 +323,80 @@ __global__ void norm_param_merge_kernel(int t, int64_t C, int64_t S, const doubl
   }
 }
 
+/* dx for rows of up to 32 * PER elements: one warp per row, x and dy * gamma held in registers
+ * (read once), norm_dx_kernel's double formula with warp-shuffle sums. */
+__device__ inline double bw_warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+template <typename T, int PER>
+__global__ void __launch_bounds__(256)
+    norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
+    const int64_t base = row * C;
+    double xv[PER], sv[PER], m = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      int k = lane + 32 * i;
+      bool in = k < C;
+      xv[i] = in ? ld_t(x[base + k]) : 0.0;
+      sv[i] = in ? ld_t(dy[base + k]) * ld_t(gamma[k]) : 0.0;
+      m += xv[i];
+    }
+    m = rms ? 0.0 : bw_warp_sum(m) / (double)C;
+    double v = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      double d = xv[i] - m;
+      if (lane + 32 * i < C) v += d * d;
+    }
+    const double r = 1.0 / sqrt(bw_warp_sum(v) / (double)C + eps);
+    double ms = 0, msx = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      xv[i] = (xv[i] - m) * r; /* x hat */
+      ms += sv[i];
+      msx += sv[i] * xv[i];
+    }
+    ms = rms ? 0.0 : bw_warp_sum(ms) / (double)C;
+    msx = bw_warp_sum(msx) / (double)C;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      int k = lane + 32 * i;
+      if (k < C) out[base + k] = st_t<T>(r * (sv[i] - ms - xv[i] * msx));
+    }
+  }
+}
+template <typename T>
+static void norm_dx_warp_launch(int rms, const void *x, const void *gamma, const void *dy, int64_t rows, int C,
+                                double eps, void *out, cudaStream_t s) {
+  int64_t blocks = (rows + 7) / 8;
+  if (blocks > 65535LL * 8) blocks = 65535LL * 8;
+  const T *xt = (const T *)x, *gt = (const T *)gamma, *dt = (const T *)dy;
+  if (C <= 256)
+    norm_dx_warp_kernel<T, 8><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
+  else if (C <= 512)
+    norm_dx_warp_kernel<T, 16><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
+  else
+    norm_dx_warp_kernel<T, 32><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
+}
+
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
                                            const void *gamma, const void *dy, int64_t rows, int64_t C, double eps,
                                            void *out, void *scratch) {
   if (C == 0) return RLX_OK;
+  bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
+  if (what == 0 && typed && C >= 64 && C <= 1024 && rows >= 264) {
+    switch (dtype) {
+    case RLX_F32: norm_dx_warp_launch<float>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
+    case RLX_F64: norm_dx_warp_launch<double>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
+    case RLX_BF16: norm_dx_warp_launch<__nv_bfloat16>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
+    default: norm_dx_warp_launch<__half>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
+    }
+    return cu_launch_status("norm backward kernel (warp per row)");
+  }
   unsigned blocks = (unsigned)(rows < 65535 * 4 ? (rows ? rows : 1) : 65535 * 4);
   int threads = C >= 256 ? 256 : C > 32 ? 128 : 32;
   if (what == 0) {
@@ -320,8 +422,8 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     norm_param_merge_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(dtype, C, S, (const double *)part, out);
     return cu_launch_status("norm parameter merge kernel");
   }
-  norm_param_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(what == 1, dtype, x, dy, rows, C,
-                                                               (const double *)scratch, out);
+  norm_param_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(what == 1, dtype, x, dy, rows, C, (const double *)scratch,
+                                                              out);
   return cu_launch_status("norm parameter backward kernel");
 }
 
@@ -368,11 +470,15 @@ __global__ void maxpool_bw_kernel(int t, const void *x, const void *dy, void *dx
           }
           if (best != ip) continue;
           int64_t src = c * P + (od * g.out[1] + oh) * g.out[2] + ow;
-          if (ints) iacc = sat_add(iacc, ld_i(dy, t, src));
-          else acc += ld_f(dy, t, src);
+          if (ints)
+            iacc = sat_add(iacc, ld_i(dy, t, src));
+          else
+            acc += ld_f(dy, t, src);
         }
-    if (ints) st_i(dx, t, e, iacc);
-    else st_f(dx, t, e, acc);
+    if (ints)
+      st_i(dx, t, e, iacc);
+    else
+      st_f(dx, t, e, acc);
   }
 }
 

@@ -199,6 +199,20 @@ __device__ inline void st_c(void *p, int t, int64_t i, double re, double im) {
   else st_f(p, t, i, re);
 }
 
+/* Typed element access for kernels specialised on the element type (float, double, bf16, f16):
+ * the same values as ld_f / st_f (16-bit stores round once, via round-to-odd f32). */
+__device__ inline double ld_t(float v) { return v; }
+__device__ inline double ld_t(double v) { return v; }
+__device__ inline double ld_t(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
+__device__ inline double ld_t(__half v) { return (double)__half2float(v); }
+template <typename T> __device__ inline T st_t(double v);
+template <> __device__ inline float st_t<float>(double v) { return (float)v; }
+template <> __device__ inline double st_t<double>(double v) { return v; }
+template <> __device__ inline __nv_bfloat16 st_t<__nv_bfloat16>(double v) {
+  return __float2bfloat16_rn(round_odd_f32(v));
+}
+template <> __device__ inline __half st_t<__half>(double v) { return __float2half_rn(round_odd_f32(v)); }
+
 /* grid-stride loop helpers */
 static inline unsigned cu_blocks(int64_t n, int threads) {
   int64_t b = (n + threads - 1) / threads;

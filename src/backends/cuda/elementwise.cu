@@ -4,6 +4,7 @@
  * mirrors the CPU reference (src/backends/cpu/ref/elementwise.c): floats in double rounded once
  * to the output dtype, integers exact in int64 saturating to the dtype, complex in double. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
@@ -36,12 +37,17 @@ __device__ inline cplx ctanh_(cplx z) {
   return cdiv({e2.re - 1, e2.im}, {e2.re + 1, e2.im});
 }
 
-
 __device__ inline int dt_bytes(int t) {
   switch (t) {
-  case RLX_I8: case RLX_U8: case RLX_BOOL: return 1;
-  case RLX_I16: case RLX_F16: case RLX_BF16: return 2;
-  case RLX_I32: case RLX_U32: case RLX_F32: return 4;
+  case RLX_I8:
+  case RLX_U8:
+  case RLX_BOOL: return 1;
+  case RLX_I16:
+  case RLX_F16:
+  case RLX_BF16: return 2;
+  case RLX_I32:
+  case RLX_U32:
+  case RLX_F32: return 4;
   case RLX_C128: return 16;
   default: return 8;
   }
@@ -133,9 +139,7 @@ __device__ cplx act_complex(int k, cplx z) {
   case RLX_ACT_RECIP: return cdiv({1, 0}, z);
   case RLX_ACT_SIN: return {sin(z.re) * cosh(z.im), cos(z.re) * sinh(z.im)};
   case RLX_ACT_COS: return {cos(z.re) * cosh(z.im), -sin(z.re) * sinh(z.im)};
-  case RLX_ACT_TAN: { /* tan z = -i tanh(i z) */
-    cplx t = ctanh_({-z.im, z.re});
-    return {t.im, -t.re};
+  case RLX_ACT_TAN: { /* tan z = -i tanh(i z) */ cplx t = ctanh_({-z.im, z.re}); return {t.im, -t.re};
   }
   case RLX_ACT_TANH: return ctanh_(z);
   case RLX_ACT_SIGMOID: {
@@ -193,15 +197,24 @@ __device__ int64_t binary_int(int op, int64_t a, int64_t b, int t, int *kerr) {
   case RLX_BINOP_SUB: return sat_sub(a, b);
   case RLX_BINOP_MUL: return sat_mul(a, b);
   case RLX_BINOP_DIV:
-    if (b == 0) { cu_raise(kerr, RLX_CU_KERR_DIV_ZERO); return 0; }
+    if (b == 0) {
+      cu_raise(kerr, RLX_CU_KERR_DIV_ZERO);
+      return 0;
+    }
     return (a == INT64_MIN && b == -1) ? INT64_MAX : a / b;
   case RLX_BINOP_MOD:
-    if (b == 0) { cu_raise(kerr, RLX_CU_KERR_DIV_ZERO); return 0; }
+    if (b == 0) {
+      cu_raise(kerr, RLX_CU_KERR_DIV_ZERO);
+      return 0;
+    }
     return b == -1 ? 0 : a % b;
   case RLX_BINOP_MAX: return a > b ? a : b;
   case RLX_BINOP_MIN: return a < b ? a : b;
   case RLX_BINOP_POW:
-    if (a == 0 && b < 0) { cu_raise(kerr, RLX_CU_KERR_POW_ZERO_NEG); return 0; }
+    if (a == 0 && b < 0) {
+      cu_raise(kerr, RLX_CU_KERR_POW_ZERO_NEG);
+      return 0;
+    }
     return int_pow(a, b);
   case RLX_BINOP_BIT_AND: return a & b;
   case RLX_BINOP_BIT_OR: return a | b;
@@ -268,8 +281,7 @@ __device__ inline void copy_elem(void *dst, int64_t di, const void *src, int64_t
 }
 
 /* I: the index type of the coordinate arithmetic (32-bit division when the tensor allows it) */
-template <typename I>
-__global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
+template <typename I> __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
   const int t = p.out_dtype;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
     int64_t off[RLX_CU_MAX_IN] = {0, 0, 0};
@@ -289,22 +301,30 @@ __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
         st_c(p.out, t, i, r.re, r.im);
       } else {
         int64_t r;
-        if (dt_is_int(t) && act_int(p.sub, ld_i(p.in[0], t0, off[0]), &r)) st_i(p.out, t, i, r);
-        else st_f(p.out, t, i, act_real(p.sub, ld_f(p.in[0], t0, off[0])));
+        if (dt_is_int(t) && act_int(p.sub, ld_i(p.in[0], t0, off[0]), &r))
+          st_i(p.out, t, i, r);
+        else
+          st_f(p.out, t, i, act_real(p.sub, ld_f(p.in[0], t0, off[0])));
       }
       break;
     case RLX_CU_EW_CAST:
       if (dt_is_complex(t0)) {
         double re, im;
         ld_c(p.in[0], t0, off[0], &re, &im);
-        if (dt_is_complex(t)) st_c(p.out, t, i, re, im);
-        else if (t == RLX_BOOL) ((uint8_t *)p.out)[i] = re != 0 || im != 0;
-        else st_f(p.out, t, i, re);
+        if (dt_is_complex(t))
+          st_c(p.out, t, i, re, im);
+        else if (t == RLX_BOOL)
+          ((uint8_t *)p.out)[i] = re != 0 || im != 0;
+        else
+          st_f(p.out, t, i, re);
       } else if (dt_is_int(t0)) {
         int64_t v = ld_i(p.in[0], t0, off[0]);
-        if (t == RLX_BOOL) ((uint8_t *)p.out)[i] = v != 0;
-        else if (dt_is_int(t)) st_i(p.out, t, i, wrap_int(v, t));
-        else st_i(p.out, t, i, v);
+        if (t == RLX_BOOL)
+          ((uint8_t *)p.out)[i] = v != 0;
+        else if (dt_is_int(t))
+          st_i(p.out, t, i, wrap_int(v, t));
+        else
+          st_i(p.out, t, i, v);
       } else {
         st_f(p.out, t, i, ld_f(p.in[0], t0, off[0]));
       }
@@ -323,8 +343,10 @@ __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
         }
         st_c(p.out, t, i, r.re, r.im);
       } else if (dt_is_int(t)) {
-        if (p.sub == RLX_BINOP_ATAN2) st_f(p.out, t, i, atan2(ld_f(p.in[0], t, off[0]), ld_f(p.in[1], t, off[1])));
-        else st_i(p.out, t, i, binary_int(p.sub, ld_i(p.in[0], t, off[0]), ld_i(p.in[1], t, off[1]), t, kerr));
+        if (p.sub == RLX_BINOP_ATAN2)
+          st_f(p.out, t, i, atan2(ld_f(p.in[0], t, off[0]), ld_f(p.in[1], t, off[1])));
+        else
+          st_i(p.out, t, i, binary_int(p.sub, ld_i(p.in[0], t, off[0]), ld_i(p.in[1], t, off[1]), t, kerr));
       } else {
         st_f(p.out, t, i, binary_float(p.sub, ld_f(p.in[0], t, off[0]), ld_f(p.in[1], t, off[1])));
       }
@@ -363,7 +385,8 @@ __global__ void ew_kernel(rlx_cu_ew p, int *kerr) {
         cplx r = cmul(a, b);
         st_c(p.out, t, i, r.re + c.re, r.im + c.im);
       } else if (dt_is_int(t)) {
-        st_i(p.out, t, i, sat_add(sat_mul(ld_i(p.in[0], t, off[0]), ld_i(p.in[1], t, off[1])), ld_i(p.in[2], t, off[2])));
+        st_i(p.out, t, i,
+             sat_add(sat_mul(ld_i(p.in[0], t, off[0]), ld_i(p.in[1], t, off[1])), ld_i(p.in[2], t, off[2])));
       } else {
         double a = ld_f(p.in[0], t, off[0]), b = ld_f(p.in[1], t, off[1]), c = ld_f(p.in[2], t, off[2]);
         st_f(p.out, t, i, t == RLX_F64 ? fma(a, b, c) : fma_narrow(a, b, c));
@@ -412,13 +435,16 @@ __global__ void ew_f32_binary_tiled(const float *a, const float *b, float *o, in
     for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < n / 4; g += step) {
       int64_t e = 4 * g;
       float4 x = *(const float4 *)(a + e % ca), y = *(const float4 *)(b + e % cb), r;
-      if (op == RLX_BINOP_ADD) r = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-      else if (op == RLX_BINOP_SUB) r = make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
-      else r = make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+      if (op == RLX_BINOP_ADD)
+        r = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+      else if (op == RLX_BINOP_SUB)
+        r = make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+      else
+        r = make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
       __stcs((float4 *)(o + e), r);
     }
   } else {
-      for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += step) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += step) {
       float x = a[i % ca], y = b[i % cb];
       o[i] = op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y;
     }
@@ -431,18 +457,82 @@ __global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
     o[i] = (float)act_real(sub, (double)a[i]);
 }
 
-/* The same two for f16 / bf16: double arithmetic rounded once to the dtype, as the general
- * kernel, without its per-element index arithmetic. */
-__global__ void ew_lowp_binary_tiled(int t, const void *a, const void *b, void *o, int64_t n, int64_t ca, int64_t cb,
-                                     int op) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    double x = ld_f(a, t, i % ca), y = ld_f(b, t, i % cb);
-    st_f(o, t, i, op == RLX_BINOP_ADD ? x + y : op == RLX_BINOP_SUB ? x - y : x * y);
+/* The same two for f16 / bf16: double arithmetic rounded once to the dtype (the general kernel's
+ * formula and rounding), typed at compile time, 4 elements per thread (one 8-byte load per
+ * operand when dense and aligned), the tiled operands' index computed once per 4 elements in
+ * 32-bit arithmetic when n < 2^32. */
+template <typename T> __device__ inline void lp_unpack(const uint2 &u, T (&x)[4]) { memcpy(x, &u, 8); }
+template <typename T> __device__ inline uint2 lp_pack(const T (&x)[4]) {
+  uint2 u;
+  memcpy(&u, x, 8);
+  return u;
+}
+__device__ inline int64_t lp_mod(int64_t e, int64_t c, bool small) {
+  return small ? (int64_t)((uint32_t)e % (uint32_t)c) : e % c;
+}
+
+/* VEC: n, ca, cb multiples of 4 and every pointer 8-byte aligned */
+template <typename T, bool VEC>
+__global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, int64_t ca, int64_t cb, int op) {
+  const bool small = n < ((int64_t)1 << 32);
+  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
+    int64_t e = 4 * g;
+    if (VEC) {
+      T x[4], y[4], r[4];
+      lp_unpack(*(const uint2 *)(a + (ca == n ? e : lp_mod(e, ca, small))), x);
+      lp_unpack(*(const uint2 *)(b + (cb == n ? e : lp_mod(e, cb, small))), y);
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        double u = ld_t(x[c]), v = ld_t(y[c]);
+        r[c] = st_t<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
+      }
+      *(uint2 *)(o + e) = lp_pack(r);
+    } else {
+      int64_t ia = ca == n ? e : lp_mod(e, ca, small), ib = cb == n ? e : lp_mod(e, cb, small);
+      for (int c = 0; c < 4 && e + c < n; c++) {
+        double u = ld_t(a[ia]), v = ld_t(b[ib]);
+        o[e + c] = st_t<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
+        if (++ia == ca) ia = 0;
+        if (++ib == cb) ib = 0;
+      }
+    }
   }
 }
-__global__ void ew_lowp_act_dense(int t, const void *a, void *o, int64_t n, int sub) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    st_f(o, t, i, act_real(sub, ld_f(a, t, i)));
+template <typename T, bool VEC> __global__ void ew_lowp_act_dense(const T *a, T *o, int64_t n, int sub) {
+  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
+    int64_t e = 4 * g;
+    if (VEC) {
+      T x[4], r[4];
+      lp_unpack(*(const uint2 *)(a + e), x);
+#pragma unroll
+      for (int c = 0; c < 4; c++) r[c] = st_t<T>(act_real(sub, ld_t(x[c])));
+      *(uint2 *)(o + e) = lp_pack(r);
+    } else {
+      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = st_t<T>(act_real(sub, ld_t(a[e + c])));
+    }
+  }
+}
+template <typename T>
+static void lowp_binary_launch(const rlx_cu_ew *p, int64_t ca, int64_t cb, unsigned blocks, cudaStream_t s) {
+  const T *a = (const T *)p->in[0], *b = (const T *)p->in[1];
+  T *o = (T *)p->out;
+  bool vec = p->n % 4 == 0 && ca % 4 == 0 && cb % 4 == 0 && ((uintptr_t)a & 7) == 0 && ((uintptr_t)b & 7) == 0 &&
+             ((uintptr_t)o & 7) == 0;
+  if (vec)
+    ew_lowp_binary_tiled<T, true><<<blocks, 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
+  else
+    ew_lowp_binary_tiled<T, false><<<blocks, 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
+}
+template <typename T> static void lowp_act_launch(const rlx_cu_ew *p, unsigned blocks, cudaStream_t s) {
+  const T *a = (const T *)p->in[0];
+  T *o = (T *)p->out;
+  bool vec = p->n % 4 == 0 && ((uintptr_t)a & 7) == 0 && ((uintptr_t)o & 7) == 0;
+  if (vec)
+    ew_lowp_act_dense<T, true><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
+  else
+    ew_lowp_act_dense<T, false><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
 }
 
 /* Operand k repeats every *cnt elements of the output (dense trailing axes, stride-0 leading
@@ -477,9 +567,8 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   bool lowp = p->out_dtype == RLX_BF16 || p->out_dtype == RLX_F16;
   if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 &&
       (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && dense(p, 0) && dense(p, 1)) {
-    ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0],
-                                                                              (const float *)p->in[1], (float *)p->out,
-                                                                              p->n, p->sub);
+    ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(
+        (const float *)p->in[0], (const float *)p->in[1], (float *)p->out, p->n, p->sub);
   } else if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 &&
              p->in_dtype[1] == RLX_F32 &&
              (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
@@ -488,23 +577,28 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
                ((uintptr_t)p->in[1] & 15) == 0 && ((uintptr_t)p->out & 15) == 0;
     const float *a = (const float *)p->in[0], *b = (const float *)p->in[1];
     if (vec)
-      ew_f32_binary_tiled<true><<<cu_blocks(p->n / 4, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n,
-                                                                                         ca, cb, p->sub);
+      ew_f32_binary_tiled<true>
+          <<<cu_blocks(p->n / 4, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca, cb, p->sub);
     else
-      ew_f32_binary_tiled<false><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca,
-                                                                                      cb, p->sub);
+      ew_f32_binary_tiled<false>
+          <<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca, cb, p->sub);
   } else if (p->kind == RLX_CU_EW_ACT && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 && dense(p, 0)) {
     ew_f32_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out,
                                                                           p->n, p->sub);
-  } else if (p->kind == RLX_CU_EW_BINARY && lowp && p->in_dtype[0] == p->out_dtype &&
-             p->in_dtype[1] == p->out_dtype &&
+  } else if (p->kind == RLX_CU_EW_BINARY && lowp && p->in_dtype[0] == p->out_dtype && p->in_dtype[1] == p->out_dtype &&
              (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
              tiled(p, 1, &cb)) {
-    ew_lowp_binary_tiled<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->in[1], p->out,
-                                                                              p->n, ca, cb, p->sub);
+    unsigned blocks = cu_blocks((p->n + 3) / 4, threads);
+    if (p->out_dtype == RLX_BF16)
+      lowp_binary_launch<__nv_bfloat16>(p, ca, cb, blocks, c->stream);
+    else
+      lowp_binary_launch<__half>(p, ca, cb, blocks, c->stream);
   } else if (p->kind == RLX_CU_EW_ACT && lowp && p->in_dtype[0] == p->out_dtype && dense(p, 0)) {
-    ew_lowp_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(p->out_dtype, p->in[0], p->out, p->n,
-                                                                           p->sub);
+    unsigned blocks = cu_blocks((p->n + 3) / 4, threads);
+    if (p->out_dtype == RLX_BF16)
+      lowp_act_launch<__nv_bfloat16>(p, blocks, c->stream);
+    else
+      lowp_act_launch<__half>(p, blocks, c->stream);
   } else if (p->n < ((int64_t)1 << 31)) {
     ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {
@@ -523,13 +617,21 @@ struct rv {
 };
 
 __device__ inline void rv_load(const void *p, int t, int64_t i, rv &r) {
-  if (dt_is_int(t)) r.i = ld_i(p, t, i);
-  else r.f = ld_f(p, t, i);
+  if (dt_is_int(t))
+    r.i = ld_i(p, t, i);
+  else
+    r.f = ld_f(p, t, i);
 }
 /* store-then-load through a local buffer: exactly the dtype's rounding / saturation rules */
 __device__ inline void rv_put_f(int t, double v, rv &r) {
-  if (t == RLX_F64) { r.f = v; return; }
-  if (t == RLX_F32) { r.f = (double)(float)v; return; }
+  if (t == RLX_F64) {
+    r.f = v;
+    return;
+  }
+  if (t == RLX_F32) {
+    r.f = (double)(float)v;
+    return;
+  }
   unsigned long long buf[2];
   st_f(buf, t, 0, v);
   rv_load(buf, t, 0, r);
@@ -558,7 +660,7 @@ __global__ void region_kernel(rlx_cu_region p, int *kerr) {
       const rlx_cu_region_step &st = p.steps[s];
       rv a[3];
       int ta[3];
-      int used = st.kind == RLX_CHAIN_STEP_WHERE                                            ? 3
+      int used = st.kind == RLX_CHAIN_STEP_WHERE                                           ? 3
                  : (st.kind == RLX_CHAIN_STEP_BINARY || st.kind == RLX_CHAIN_STEP_COMPARE) ? 2
                                                                                            : 1;
       for (int k = 0; k < used; k++) {
@@ -577,25 +679,32 @@ __global__ void region_kernel(rlx_cu_region p, int *kerr) {
       case RLX_CHAIN_STEP_ACTIVATION:
         if (dt_is_int(t)) {
           int64_t q;
-          if (act_int(st.sub, a[0].i, &q)) rv_put_i(t, q, r);
-          else rv_put_f(t, act_real(st.sub, (double)a[0].i), r);
+          if (act_int(st.sub, a[0].i, &q))
+            rv_put_i(t, q, r);
+          else
+            rv_put_f(t, act_real(st.sub, (double)a[0].i), r);
         } else {
           rv_put_f(t, act_real(st.sub, a[0].f), r);
         }
         break;
       case RLX_CHAIN_STEP_CAST:
         if (dt_is_int(ta[0])) {
-          if (t == RLX_BOOL) r.i = a[0].i != 0;
-          else if (dt_is_int(t)) rv_put_i(t, wrap_int(a[0].i, t), r);
-          else rv_put_i(t, a[0].i, r);
+          if (t == RLX_BOOL)
+            r.i = a[0].i != 0;
+          else if (dt_is_int(t))
+            rv_put_i(t, wrap_int(a[0].i, t), r);
+          else
+            rv_put_i(t, a[0].i, r);
         } else {
           rv_put_f(t, a[0].f, r);
         }
         break;
       case RLX_CHAIN_STEP_BINARY:
         if (dt_is_int(t)) {
-          if (st.sub == RLX_BINOP_ATAN2) rv_put_f(t, atan2((double)a[0].i, (double)a[1].i), r);
-          else rv_put_i(t, binary_int(st.sub, a[0].i, a[1].i, t, kerr), r);
+          if (st.sub == RLX_BINOP_ATAN2)
+            rv_put_f(t, atan2((double)a[0].i, (double)a[1].i), r);
+          else
+            rv_put_i(t, binary_int(st.sub, a[0].i, a[1].i, t, kerr), r);
         } else {
           rv_put_f(t, binary_float(st.sub, a[0].f, a[1].f), r);
         }
@@ -621,14 +730,18 @@ __global__ void region_kernel(rlx_cu_region p, int *kerr) {
       vals[s] = r;
     }
     const rv &last = vals[p.n_steps - 1];
-    if (dt_is_int(p.out_dtype)) st_i(p.out, p.out_dtype, e, last.i);
-    else st_f(p.out, p.out_dtype, e, last.f);
+    if (dt_is_int(p.out_dtype))
+      st_i(p.out, p.out_dtype, e, last.i);
+    else
+      st_f(p.out, p.out_dtype, e, last.f);
   }
 }
 
 /* All-f32 chains of arithmetic steps: float registers. Add / Sub / Mul / Div in float are the
  * correctly rounded results the double path gives; other steps go through double once. */
-__device__ __noinline__ float region_f32_binary_slow(int sub, float x, float y) { return (float)binary_float(sub, x, y); }
+__device__ __noinline__ float region_f32_binary_slow(int sub, float x, float y) {
+  return (float)binary_float(sub, x, y);
+}
 __device__ __noinline__ float region_f32_act_slow(int sub, float x) { return (float)act_real(sub, x); }
 __device__ inline float region_f32_step(int kind, int sub, float x, float y) {
   if (kind == RLX_CHAIN_STEP_BINARY) {
@@ -669,9 +782,9 @@ template <int NI, int NR> __device__ inline float4 region_pick(int src, const fl
   int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
   float4 v = make_float4(0, 0, 0, 0);
   switch (i) {
-#define RLX_PICK(J)                                                                                                    \
-  case J:                                                                                                              \
-    if (J < NR) v = r[J < NR ? J : 0];                                                                                 \
+#define RLX_PICK(J)                    \
+  case J:                              \
+    if (J < NR) v = r[J < NR ? J : 0]; \
     break;
     RLX_PICK(0)
     RLX_PICK(1)
@@ -695,8 +808,7 @@ template <int NI, int NR> __device__ inline float4 region_pick(int src, const fl
  * register array r (operands picked by region_pick, never by a run-time index, which would put
  * the array in local memory). Each thread handles 4 consecutive elements as one float4 per
  * operand, each step once per float4; U float4 groups per thread per iteration. */
-template <int N, int NI, int U>
-__global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
+template <int N, int NI, int U> __global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
   const int64_t groups = p.n / 4, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g0 < groups; g0 += U * stride) {
     float4 r[U][NI + N];
@@ -723,8 +835,8 @@ __global__ void __launch_bounds__(256) region_f32_kernel(rlx_cu_region p) {
 #pragma unroll
       for (int s = 0; s < N; s++) {
         const rlx_cu_region_step &st = p.steps[s];
-        r[u][NI + s] = region_f32_step4(st.kind, st.sub, region_pick<NI>(st.src[0], r[u]),
-                                        region_pick<NI>(st.src[1], r[u]));
+        r[u][NI + s] =
+            region_f32_step4(st.kind, st.sub, region_pick<NI>(st.src[0], r[u]), region_pick<NI>(st.src[1], r[u]));
       }
       if (g < groups) __stcs((float4 *)p.out + g, r[u][NI + N - 1]);
     }
@@ -744,8 +856,119 @@ template <int N, int U> static void region_f32_launch_u(const rlx_cu_region *p, 
 static int region_unroll = -1;
 static int64_t region_block_cap = -1;
 template <int N> static void region_f32_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
-  if (region_unroll == 2) region_f32_launch_u<N, 2>(p, blocks, s);
-  else region_f32_launch_u<N, 1>(p, blocks, s);
+  if (region_unroll == 2)
+    region_f32_launch_u<N, 2>(p, blocks, s);
+  else
+    region_f32_launch_u<N, 1>(p, blocks, s);
+}
+
+/* Float chains that are not all f32 (f16 / bf16 / f64 operands or steps; up to 8 Activation,
+ * Binary and Cast steps over 1-4 operands, no prologue): the general kernel's arithmetic exactly
+ * (double, each step rounded to its dtype, region_round = rv_put_f), but specialised on the step
+ * and operand counts so the values stay in registers (the general kernel keeps them in a
+ * run-time indexed array, i.e. local memory, and rounds through a local buffer), 4 elements per
+ * thread with the tiled operands' index computed once per 4 elements. */
+__device__ inline double region_round(int t, double v) {
+  switch (t) {
+  case RLX_F32: return (double)(float)v;
+  case RLX_BF16: return ld_t(st_t<__nv_bfloat16>(v));
+  case RLX_F16: return ld_t(st_t<__half>(v));
+  default: return v;
+  }
+}
+template <int NI, int NR> __device__ inline double region_pick_d(int src, const double (&r)[NR]) {
+  int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
+  double v = 0;
+  switch (i) {
+#define RLX_PICK(J)                    \
+  case J:                              \
+    if (J < NR) v = r[J < NR ? J : 0]; \
+    break;
+    RLX_PICK(0)
+    RLX_PICK(1)
+    RLX_PICK(2)
+    RLX_PICK(3)
+    RLX_PICK(4)
+    RLX_PICK(5)
+    RLX_PICK(6)
+    RLX_PICK(7)
+    RLX_PICK(8)
+    RLX_PICK(9)
+    RLX_PICK(10)
+    RLX_PICK(11)
+#undef RLX_PICK
+  default: break;
+  }
+  return v;
+}
+/* the rarer steps out of line, so the 32 specialisations stay small */
+__device__ __noinline__ double region_binary_slow(int sub, double x, double y) { return binary_float(sub, x, y); }
+__device__ __noinline__ double region_act_slow(int sub, double x) { return act_real(sub, x); }
+template <int N, int NI> __global__ void __launch_bounds__(256) region_lowp_kernel(rlx_cu_region p) {
+  const bool small = p.n < ((int64_t)1 << 32);
+  const int64_t groups = (p.n + 3) / 4, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const int64_t e0 = 4 * g;
+    double r[4][NI + N];
+#pragma unroll
+    for (int k = 0; k < NI; k++) {
+      const int t = p.in_dtype[k];
+      const int64_t cnt = p.in_count[k], i0 = cnt == p.n ? e0 : lp_mod(e0, cnt, small);
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        int64_t i = cnt >= 4 ? (i0 + c >= cnt ? i0 + c - cnt : i0 + c) : lp_mod(e0 + c, cnt, small);
+        r[c][k] = e0 + c < p.n ? ld_f(p.in[k], t, i) : 0.0;
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < N; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        double x = region_pick_d<NI>(st.src[0], r[c]), v;
+        if (st.kind == RLX_CHAIN_STEP_BINARY) {
+          double y = region_pick_d<NI>(st.src[1], r[c]);
+          switch (st.sub) {
+          case RLX_BINOP_ADD: v = x + y; break;
+          case RLX_BINOP_SUB: v = x - y; break;
+          case RLX_BINOP_MUL: v = x * y; break;
+          case RLX_BINOP_DIV: v = x / y; break;
+          default: v = region_binary_slow(st.sub, x, y); break;
+          }
+        } else if (st.kind == RLX_CHAIN_STEP_ACTIVATION) {
+          v = st.sub == RLX_ACT_NEG ? -x : region_act_slow(st.sub, x);
+        } else {
+          v = x; /* Cast */
+        }
+        r[c][NI + s] = region_round(st.dtype, v);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+      if (e0 + c < p.n) st_f(p.out, p.out_dtype, e0 + c, r[c][NI + N - 1]);
+  }
+}
+template <int N> static void region_lowp_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  switch (p->n_in) {
+  case 1: region_lowp_kernel<N, 1><<<blocks, 256, 0, s>>>(*p); break;
+  case 2: region_lowp_kernel<N, 2><<<blocks, 256, 0, s>>>(*p); break;
+  case 3: region_lowp_kernel<N, 3><<<blocks, 256, 0, s>>>(*p); break;
+  default: region_lowp_kernel<N, 4><<<blocks, 256, 0, s>>>(*p); break;
+  }
+}
+static bool float_dt(int t) { return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16; }
+static bool region_lowp_fits(const rlx_cu_region *p) {
+  if (p->pro >= 0 || p->n_steps < 1 || p->n_steps > 8 || p->n_in < 1 || p->n_in > 4 || !float_dt(p->out_dtype))
+    return false;
+  for (int k = 0; k < p->n_in; k++)
+    if (!float_dt(p->in_dtype[k]) || p->in_count[k] < 1) return false;
+  for (int s = 0; s < p->n_steps; s++) {
+    const rlx_cu_region_step *st = &p->steps[s];
+    if (!float_dt(st->dtype) ||
+        (st->kind != RLX_CHAIN_STEP_ACTIVATION && st->kind != RLX_CHAIN_STEP_BINARY && st->kind != RLX_CHAIN_STEP_CAST))
+      return false;
+  }
+  return true;
 }
 
 /* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
@@ -753,8 +976,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
   const int threads = 256;
   bool vec = p->fast_f32 && p->n_steps <= 8 && p->n_in >= 1 && p->n_in <= 4 && ((uintptr_t)p->out & 15) == 0;
-  for (int k = 0; vec && k < p->n_in; k++)
-    vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
+  for (int k = 0; vec && k < p->n_in; k++) vec = p->in_count[k] != p->n || ((uintptr_t)p->in[k] & 15) == 0;
   if (vec) {
     if (region_unroll < 0) {
       const char *u = getenv("RLX_CUDA_REGION_UNROLL"), *b = getenv("RLX_CUDA_REGION_BLOCKS");
@@ -766,7 +988,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     if (blocks > 65535LL * 16) blocks = 65535LL * 16;
     if (blocks < 1) blocks = 1;
     switch (p->n_steps) {
-#define RLX_REGION_CASE(K)                                                                                             \
+#define RLX_REGION_CASE(K) \
   case K: region_f32_launch<K>(p, (unsigned)blocks, c->stream); break;
       RLX_REGION_CASE(1)
       RLX_REGION_CASE(2)
@@ -797,6 +1019,25 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     if (tail.n != p->n) tail.out = (float *)p->out + done;
     region_kernel<<<1, threads, 0, c->stream>>>(tail, c->kerr);
     return cu_launch_status("elementwise region kernel");
+  }
+  if (region_lowp_fits(p)) {
+    int64_t blocks = ((p->n + 3) / 4 + threads - 1) / threads;
+    if (blocks > 132 * 16) blocks = 132 * 16;
+    switch (p->n_steps) {
+#define RLX_REGION_CASE(K) \
+  case K: region_lowp_launch<K>(p, (unsigned)blocks, c->stream); break;
+      RLX_REGION_CASE(1)
+      RLX_REGION_CASE(2)
+      RLX_REGION_CASE(3)
+      RLX_REGION_CASE(4)
+      RLX_REGION_CASE(5)
+      RLX_REGION_CASE(6)
+      RLX_REGION_CASE(7)
+      RLX_REGION_CASE(8)
+#undef RLX_REGION_CASE
+    default: break;
+    }
+    return cu_launch_status("elementwise region kernel (16-bit floats)");
   }
   int64_t blocks = (p->n + threads - 1) / threads;
   if (blocks > 132 * 32) blocks = 132 * 32;

@@ -20,45 +20,7 @@
 
 namespace {
 
-constexpr int BQ = 64, BK = 64, NT = 256;
-
-struct tile_range {
-  int64_t beg, end;
-};
-
-/* The key tiles query rows [q0, q0 + BQ) can see. */
-__device__ inline tile_range key_tiles(const rlx_cu_attn &p, int64_t q0) {
-  int64_t off = p.Sk - p.Sq, beg = 0, end = p.Sk;
-  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) {
-    int64_t last = off + q0 + BQ; /* one past the largest visible key */
-    end = last < end ? last : end;
-  }
-  if (p.mask == RLX_MASK_SLIDING_WINDOW) {
-    int64_t first = off + q0 - p.window;
-    beg = first > 0 ? first / BK * BK : 0;
-  }
-  return {beg, end};
-}
-
-/* The query tiles keys [k0, k0 + BK) are seen by. */
-__device__ inline tile_range query_tiles(const rlx_cu_attn &p, int64_t k0) {
-  int64_t off = p.Sk - p.Sq, beg = 0, end = p.Sq;
-  if (p.mask == RLX_MASK_CAUSAL || p.mask == RLX_MASK_SLIDING_WINDOW) {
-    int64_t first = k0 - off; /* the first query whose position reaches k0 */
-    beg = first > 0 ? first / BQ * BQ : 0;
-  }
-  if (p.mask == RLX_MASK_SLIDING_WINDOW) {
-    int64_t last = k0 + BK + p.window - off;
-    end = last < end ? last : end;
-  }
-  return {beg, end};
-}
-
-__device__ inline bool visible(const rlx_cu_attn &p, int64_t qi, int64_t ki) {
-  return qi < p.Sq && ki < p.Sk && attn_pos_visible(p, qi, ki);
-}
-
-__device__ inline int64_t base_of(const rlx_cu_attn_view &v, int64_t b, int64_t h) { return at(v, b, h, 0, 0); }
+constexpr int BQ = FLASH_BQ, BK = FLASH_BK, NT = 256;
 
 /* rows x DP floats (pitch DP + 1) from rows r0 .. of src (row stride rs, D lanes); zeros past the
  * operand's rows and lanes. */
@@ -80,18 +42,6 @@ __device__ inline float half_warp_max(float v) {
 __device__ inline float half_warp_sum(float v) {
   for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-/* score of a raw dot product: scale, then the soft-cap (th = tanh(r / cap), else 0) */
-__device__ inline float score(const rlx_cu_attn &p, float dot, float *th) {
-  float r = dot * (float)p.scale;
-  if (!p.capped) {
-    *th = 0.f;
-    return r;
-  }
-  float t = tanhf(r / (float)p.cap);
-  *th = t;
-  return (float)p.cap * t;
 }
 
 template <typename T, int DP, bool STATS>
@@ -139,6 +89,7 @@ __global__ void __launch_bounds__(NT) flash_fwd(rlx_cu_attn p, const T *G, float
 #pragma unroll
         for (int j = 0; j < 4; j++) s[i][j] = fmaf(a[i], k[j], s[i][j]);
     }
+    const bool full = tile_full(p, q0, k0);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       int64_t qi = q0 + tr + i;
@@ -146,7 +97,7 @@ __global__ void __launch_bounds__(NT) flash_fwd(rlx_cu_attn p, const T *G, float
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         float th, v = score(p, s[i][j], &th);
-        if (!visible(p, qi, k0 + tc + 16 * j))
+        if (!full && !visible(p, qi, k0 + tc + 16 * j))
           v = -INFINITY;
         else if (v != v) {
           bad[i] = true;
@@ -269,13 +220,14 @@ __global__ void __launch_bounds__(NT) flash_bwd_dq(rlx_cu_attn p, const T *G, co
           dp[i][j] = fmaf(g[i], v[j], dp[i][j]);
         }
     }
+    const bool full = tile_full(p, q0, k0);
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         float ds = 0.f, th;
         float sc = score(p, s[i][j], &th);
-        if (visible(p, q0 + tr + i, k0 + tc + 16 * j)) {
+        if (full || visible(p, q0 + tr + i, k0 + tc + 16 * j)) {
           float pr = __expf(sc - lse[i]);
           ds = pr * (dp[i][j] - dl[i]) * (1.f - th * th) * scale;
         }
@@ -368,13 +320,14 @@ __global__ void __launch_bounds__(NT) flash_bwd_dkv(rlx_cu_attn p, const T *G, c
           }
       }
       float pr[4][4];
+      const bool full = tile_full(p, q0, k0);
 #pragma unroll
       for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) {
           int qj = tc + 16 * j;
           float th, sc = score(p, s[i][j], &th);
-          bool vis = visible(p, q0 + qj, k0 + tr + i);
+          bool vis = full || visible(p, q0 + qj, k0 + tr + i);
           pr[i][j] = vis ? __expf(sc - Ls[qj]) : 0.f;
           s[i][j] = vis ? pr[i][j] * (dp[i][j] - Dl[qj]) * (1.f - th * th) * scale : 0.f; /* ds */
         }
@@ -506,6 +459,7 @@ extern "C" int rlx_cu_flash_fits(const rlx_cu_attn *p) {
 }
 
 extern "C" rlx_status rlx_cu_flash_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
+  if (rlx_cu_flash_tc_fits(p)) return rlx_cu_flash_tc_forward(c, p, G, stats);
   bool s = stats != NULL, wide = head_pad(p) == 128;
   switch (p->dtype) {
   case RLX_F32:
@@ -523,6 +477,7 @@ extern "C" rlx_status rlx_cu_flash_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, 
 }
 
 extern "C" rlx_status rlx_cu_flash_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
+  if (rlx_cu_flash_tc_fits(&p->a)) return rlx_cu_flash_tc_backward(c, p);
   bool wide = head_pad(&p->a) == 128;
   switch (p->a.dtype) {
   case RLX_F32: return wide ? launch_bwd<float, 128>(c, p) : launch_bwd<float, 64>(c, p);

@@ -1,32 +1,120 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Data movement: one strided-copy kernel (Transpose, Expand, Narrow, Concat pieces) and Gather. */
+#include <string.h>
+
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
 
-template <typename T>
-__global__ void strided_copy_kernel(rlx_cu_copy p) {
+/* I: the index type, int32_t when every element and offset fits (the per-axis divisions are
+ * then 32-bit), else int64_t. */
+/* (extents and strides are read from the parameter space at each use: copied into a local array
+ * indexed by the run-time axis they would live in local memory) */
+template <typename T, typename I> __global__ void strided_copy_kernel(rlx_cu_copy p) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t so = 0, doff = 0, rem = i;
+    I so = 0, doff = 0, rem = (I)i;
     for (int d = p.rank - 1; d >= 0; d--) {
-      int64_t c = rem % p.dims[d];
-      rem /= p.dims[d];
-      so += c * p.src_stride[d];
-      doff += c * p.dst_stride[d];
+      I n = (I)p.dims[d], c = rem % n;
+      rem /= n;
+      so += c * (I)p.src_stride[d];
+      doff += c * (I)p.dst_stride[d];
     }
     ((T *)p.dst)[doff] = ((const T *)p.src)[so];
   }
 }
 
+/* A batched 2-D transpose: out[z][a][b] = src[z sz + a + b sb] (out dense), through 32 x 32
+ * tiles in shared memory so both the reads and the writes are coalesced. */
+template <typename T>
+__global__ void transpose_tile_kernel(const T *src, T *dst, int64_t A, int64_t B, int64_t sz, int64_t sb) {
+  __shared__ T tile[32][33];
+  const int64_t z = blockIdx.z, a0 = (int64_t)blockIdx.y * 32, b0 = (int64_t)blockIdx.x * 32;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const T *s = src + z * sz;
+#pragma unroll
+  for (int k = 0; k < 32; k += 8) {
+    int64_t a = a0 + tx, b = b0 + ty + k;
+    if (a < A && b < B) tile[ty + k][tx] = s[a + b * sb];
+  }
+  __syncthreads();
+  T *o = dst + z * A * B;
+#pragma unroll
+  for (int k = 0; k < 32; k += 8) {
+    int64_t a = a0 + ty + k, b = b0 + tx;
+    if (a < A && b < B) o[a * B + b] = tile[tx][ty + k];
+  }
+}
+
+/* The copy with axes of extent 1 dropped and neighbouring axes that are contiguous in both src
+ * and dst merged (the same elements, fewer index divisions). */
+static void simplify_copy(const rlx_cu_copy *p, rlx_cu_copy *q) {
+  *q = *p;
+  int r = 0;
+  for (int d = 0; d < p->rank; d++) {
+    if (p->dims[d] == 1) continue;
+    if (r > 0 && q->src_stride[r - 1] == p->src_stride[d] * p->dims[d] &&
+        q->dst_stride[r - 1] == p->dst_stride[d] * p->dims[d]) {
+      q->dims[r - 1] *= p->dims[d];
+      q->src_stride[r - 1] = p->src_stride[d];
+      q->dst_stride[r - 1] = p->dst_stride[d];
+      continue;
+    }
+    q->dims[r] = p->dims[d];
+    q->src_stride[r] = p->src_stride[d];
+    q->dst_stride[r] = p->dst_stride[d];
+    r++;
+  }
+  if (r == 0) { /* one element */
+    q->dims[0] = 1;
+    q->src_stride[0] = q->dst_stride[0] = 1;
+    r = 1;
+  }
+  q->rank = r;
+}
+
+/* every element index and offset below 2^31 */
+static bool copy_fits_i32(const rlx_cu_copy *q) {
+  const int64_t lim = (int64_t)1 << 31;
+  if (q->n >= lim) return false;
+  int64_t so = 0, dof = 0;
+  for (int d = 0; d < q->rank; d++) {
+    so += (q->src_stride[d] < 0 ? -q->src_stride[d] : q->src_stride[d]) * (q->dims[d] - 1);
+    dof += (q->dst_stride[d] < 0 ? -q->dst_stride[d] : q->dst_stride[d]) * (q->dims[d] - 1);
+    if (so >= lim || dof >= lim) return false;
+  }
+  return true;
+}
+
+template <typename T> static void copy_launch(const rlx_cu_copy *q, cudaStream_t s) {
+  /* the transpose of the last two axes (a leading batch axis allowed), dst dense */
+  int r = q->rank;
+  if ((r == 2 || r == 3) && q->src_stride[r - 2] == 1 && q->src_stride[r - 1] != 1 && q->dst_stride[r - 1] == 1 &&
+      q->dst_stride[r - 2] == q->dims[r - 1] && (r == 2 || q->dst_stride[0] == q->dims[1] * q->dims[2]) &&
+      (r == 2 || q->dims[0] <= 65535) && q->src_stride[r - 1] > 0 && (r == 2 || q->src_stride[0] >= 0)) {
+    int64_t A = q->dims[r - 2], B = q->dims[r - 1], Z = r == 3 ? q->dims[0] : 1;
+    if ((A + 31) / 32 <= 65535) {
+      dim3 grid((unsigned)((B + 31) / 32), (unsigned)((A + 31) / 32), (unsigned)Z);
+      transpose_tile_kernel<T><<<grid, dim3(32, 8), 0, s>>>((const T *)q->src, (T *)q->dst, A, B,
+                                                            r == 3 ? q->src_stride[0] : 0, q->src_stride[r - 1]);
+      return;
+    }
+  }
+  unsigned blocks = cu_blocks(q->n, 256);
+  if (copy_fits_i32(q))
+    strided_copy_kernel<T, int32_t><<<blocks, 256, 0, s>>>(*q);
+  else
+    strided_copy_kernel<T, int64_t><<<blocks, 256, 0, s>>>(*q);
+}
+
 extern "C" rlx_status rlx_cu_strided_copy(rlx_cu_ctx *c, const rlx_cu_copy *p) {
   if (p->n == 0) return RLX_OK;
-  const int threads = 256;
-  unsigned blocks = cu_blocks(p->n, threads);
+  rlx_cu_copy q;
+  simplify_copy(p, &q);
   switch (p->esz) {
-  case 1: strided_copy_kernel<uint8_t><<<blocks, threads, 0, c->stream>>>(*p); break;
-  case 2: strided_copy_kernel<uint16_t><<<blocks, threads, 0, c->stream>>>(*p); break;
-  case 4: strided_copy_kernel<uint32_t><<<blocks, threads, 0, c->stream>>>(*p); break;
-  case 8: strided_copy_kernel<uint64_t><<<blocks, threads, 0, c->stream>>>(*p); break;
-  case 16: strided_copy_kernel<ulonglong2><<<blocks, threads, 0, c->stream>>>(*p); break;
+  case 1: copy_launch<uint8_t>(&q, c->stream); break;
+  case 2: copy_launch<uint16_t>(&q, c->stream); break;
+  case 4: copy_launch<uint32_t>(&q, c->stream); break;
+  case 8: copy_launch<uint64_t>(&q, c->stream); break;
+  case 16: copy_launch<ulonglong2>(&q, c->stream); break;
   default: return rlx_errorf(RLX_ERR_INTERNAL, "cuda: strided copy of %d-byte elements", p->esz);
   }
   return cu_launch_status("strided copy kernel");
@@ -64,12 +152,44 @@ extern "C" rlx_status rlx_cu_gather(rlx_cu_ctx *c, const void *x, int64_t outer,
   if (total == 0) return RLX_OK;
   const int threads = 256;
   gather_kernel<<<cu_blocks(total, threads), threads, 0, c->stream>>>((const uint8_t *)x, outer, len, inner * esz,
-                                                                       index, idx_dtype, n_idx, (uint8_t *)out, c->kerr);
+                                                                      index, idx_dtype, n_idx, (uint8_t *)out, c->kerr);
   return cu_launch_status("gather kernel");
 }
 
-/* ---- Pad / Tile / Roll ---- */
-__global__ void remap_kernel(rlx_cu_remap p) {
+/* ---- Pad / Tile / Roll ----
+ * T: the element moved as one word (esz 1, 2, 4, 8 or 16 bytes); I: the index type, int32_t when
+ * every index fits (32-bit divisions), else int64_t. */
+template <typename T, typename I> __global__ void remap_kernel(rlx_cu_remap p) {
+  T fill;
+  memcpy(&fill, p.fill, sizeof fill);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
+    I rem = (I)i, off = 0;
+    bool constant = false;
+    for (int d = p.rank - 1; d >= 0; d--) {
+      I od = (I)p.out_dims[d], c = rem % od, n = (I)p.in_dims[d];
+      rem /= od;
+      if (p.kind == 0) {
+        c -= (I)p.shift[d];
+        if (c < 0 || c >= n) {
+          switch (p.mode) {
+          case RLX_PAD_MODE_REFLECT: c = c < 0 ? -c : 2 * (n - 1) - c; break;
+          case RLX_PAD_MODE_REPLICATE: c = c < 0 ? 0 : n - 1; break;
+          case RLX_PAD_MODE_CIRCULAR: c = ((c % n) + n) % n; break;
+          default: constant = true; break;
+          }
+        }
+      } else if (p.kind == 1) {
+        c %= n;
+      } else {
+        c = (c - (I)p.shift[d] + n) % n;
+      }
+      off += c * (I)p.in_stride[d];
+    }
+    ((T *)p.dst)[i] = constant ? fill : ((const T *)p.src)[off];
+  }
+}
+/* fallback for other element sizes: bytes */
+__global__ void remap_bytes_kernel(rlx_cu_remap p) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n; i += (int64_t)gridDim.x * blockDim.x) {
     int64_t rem = i, off = 0;
     bool constant = false;
@@ -99,9 +219,33 @@ __global__ void remap_kernel(rlx_cu_remap p) {
   }
 }
 
+template <typename T> static void remap_launch(const rlx_cu_remap *p, unsigned blocks, cudaStream_t s) {
+  /* 32-bit indices: the output count, every input offset and every shifted coordinate (|c - shift|
+   * <= out_dim + |shift|, reflect's 2 (n - 1) - c) below 2^30 */
+  const int64_t lim = (int64_t)1 << 30;
+  bool small = p->n < lim;
+  int64_t span = 0;
+  for (int d = 0; small && d < p->rank; d++) {
+    int64_t sh = p->shift[d] < 0 ? -p->shift[d] : p->shift[d];
+    span += p->in_stride[d] * (p->in_dims[d] > 0 ? p->in_dims[d] - 1 : 0);
+    small = p->out_dims[d] + sh < lim && 2 * p->in_dims[d] + p->out_dims[d] < lim && span < lim;
+  }
+  if (small)
+    remap_kernel<T, int32_t><<<blocks, 256, 0, s>>>(*p);
+  else
+    remap_kernel<T, int64_t><<<blocks, 256, 0, s>>>(*p);
+}
+
 extern "C" rlx_status rlx_cu_remap_run(rlx_cu_ctx *c, const rlx_cu_remap *p) {
   if (p->n == 0) return RLX_OK;
-  remap_kernel<<<cu_blocks(p->n, 256), 256, 0, c->stream>>>(*p);
+  unsigned blocks = cu_blocks(p->n, 256);
+  switch (p->esz) {
+  case 1: remap_launch<uint8_t>(p, blocks, c->stream); break;
+  case 2: remap_launch<uint16_t>(p, blocks, c->stream); break;
+  case 4: remap_launch<uint32_t>(p, blocks, c->stream); break;
+  case 8: remap_launch<uint64_t>(p, blocks, c->stream); break;
+  default: remap_bytes_kernel<<<blocks, 256, 0, c->stream>>>(*p); break;
+  }
   return cu_launch_status("pad / tile / roll kernel");
 }
 
@@ -122,17 +266,20 @@ __global__ void gather_bw_kernel(int t, const void *dy, const void *index, int i
       }
       if (v != l) continue;
       int64_t src = (o * n_idx + j) * inner + i;
-      if (ints) iacc = sat_add(iacc, ld_i(dy, t, src));
-      else acc += ld_f(dy, t, src);
+      if (ints)
+        iacc = sat_add(iacc, ld_i(dy, t, src));
+      else
+        acc += ld_f(dy, t, src);
     }
-    if (ints) st_i(out, t, e, iacc);
-    else st_f(out, t, e, acc);
+    if (ints)
+      st_i(out, t, e, iacc);
+    else
+      st_f(out, t, e, acc);
   }
 }
 
-extern "C" rlx_status rlx_cu_gather_backward(rlx_cu_ctx *c, int dtype, const void *dy, const void *index,
-                                             int idx_dtype, int64_t outer, int64_t L, int64_t inner, int64_t n_idx,
-                                             void *out) {
+extern "C" rlx_status rlx_cu_gather_backward(rlx_cu_ctx *c, int dtype, const void *dy, const void *index, int idx_dtype,
+                                             int64_t outer, int64_t L, int64_t inner, int64_t n_idx, void *out) {
   int64_t total = outer * L * inner;
   if (total == 0) return RLX_OK;
   gather_bw_kernel<<<cu_blocks(total, 256), 256, 0, c->stream>>>(dtype, dy, index, idx_dtype, outer, L, inner, n_idx,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
  * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
- * planes of conv_dw.c, one-group strided ones (and stride-1 ones of small planes with many taps) on
- * those of conv_phase.c where the AVX-512 path is active. Stride-1 convolutions on a CPU with AVX2
- * + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
+ * planes of conv_dw.c; where the AVX-512 path is active, one-group 3x3 stride-1 ones with many
+ * channels run Winograd F(2x2, 3x3) (conv_winograd.c) and one-group strided ones (and stride-1
+ * ones of small planes with many taps) the phase planes of conv_phase.c. Stride-1 convolutions
+ * on a CPU with AVX2 + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
  * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
  *   Conv2dBackwardInput   col [cg*kk, P]  = w_g^T . dy_bg, then col2im adds it into dx_b
@@ -634,6 +635,9 @@ static void pconv_targets(const conv_job *j, size_t b, float **sum, float **r) {
   *r = j->epi ? rr : NULL;
 }
 
+/* Relu on the sum itself (the sum not kept): the tiles apply it as they store the rows */
+static bool pconv_relu_in_y(const conv_job *j) { return j->epi && j->relu_in_y && j->act == RLX_ACT_RELU; }
+
 static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pconv_job *t = arg;
   const conv_job *j = t->j;
@@ -642,8 +646,8 @@ static void pconv_image_task(void *arg, size_t lo, size_t hi, int chunk) {
   for (size_t b = lo; b < hi; b++) {
     fk_pconv_fill(&t->d, j->x + b * j->g.Cin * j->g.H * j->g.W, buf);
     pconv_targets(j, b, &sum, &r);
-    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, 0, fk_pconv_tiles_count(&t->d));
-    if (r) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
+    fk_pconv_tiles(&t->d, buf, j->w, t->off, j->bias, sum, pconv_relu_in_y(j), 0, fk_pconv_tiles_count(&t->d));
+    if (r && !pconv_relu_in_y(j)) fk_pconv_act(&t->d, 0, j->g.Cout, j->act, sum, r);
   }
 }
 
@@ -652,7 +656,7 @@ static void pconv_tiles_task(void *arg, size_t lo, size_t hi, int chunk) {
   const pconv_job *t = arg;
   float *sum, *r;
   pconv_targets(t->j, t->b, &sum, &r);
-  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, lo, hi);
+  fk_pconv_tiles(&t->d, t->bufs, t->j->w, t->off, t->j->bias, sum, pconv_relu_in_y(t->j), lo, hi);
 }
 
 static void pconv_act_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -684,8 +688,96 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
       t.b = b;
       fk_pconv_fill(d, j->x + b * g->Cin * g->H * g->W, t.bufs);
       fk_parallel_for(ctx, fk_pconv_tiles_count(d), 1, pconv_tiles_task, &t);
-      if (j->epi) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
+      if (j->epi && !pconv_relu_in_y(j)) fk_parallel_for(ctx, g->Cout, 1, pconv_act_task, &t);
     }
+  }
+  fk_scratch_release(ctx, scratch);
+  return RLX_OK;
+}
+
+/* ---- Winograd F(2x2, 3x3): stride-1 3x3 convolutions of one group with many channels ----
+ * Picked where it beat the direct and phase-plane kernels (measured on resnet18's layers, this
+ * branch's Xeon, 1 thread, ms per image at b1 / b32): at least WINO_MIN_CH input and output
+ * channels (64 ch 56x56: 1.3-1.5 / 1.5 against 1.55 / 1.8 direct; 128 ch 28x28: 1.2 / 1.3 against
+ * 1.9 / 2.2; 256 ch 14x14: 1.5-1.6 / 1.1 against 2.1 / 2.2). Larger weights (512 ch 7x7) only with
+ * many tiles: at batch 1 their 16 MB transform domain made the GEMMs memory bound and 16 tiles
+ * fill half a panel (4.4-5.3 against 2.3-2.4 ms; at b32 1.4-1.6 against 2.2). The weights are
+ * transformed on every call (up to 0.36 ms for 256 x 256 channels; a copy transformed once at
+ * compile time, kept by the executor, was slower in the model: resnet18's Winograd layers at b1
+ * 18.3-18.5 against 16.7-18.4 ms; it is read cold, the per-call U is written just before). */
+#define WINO_MIN_CH 32
+#define WINO_SMALL_WEIGHTS ((size_t)256 * 256 * 9)
+#define WINO_BIG_MIN_TILES 256
+
+static bool wino_plain;
+void fk_wino_disable(bool off) { wino_plain = off; }
+
+static bool wino_pick(const fgeo *g, fk_wino *d) {
+  if (wino_plain || g->G != 1 || !fk_wino_available()) return false;
+  if (g->kh != 3 || g->kw != 3 || g->sh != 1 || g->sw != 1 || g->dh != 1 || g->dw != 1) return false;
+  if (g->ph < 0 || g->pw < 0 || g->eh != g->ph || g->ew != g->pw) return false; /* symmetric padding */
+  if (g->Cin < WINO_MIN_CH || g->Cout < WINO_MIN_CH) return false;
+  if (!fk_wino_init(d, g->N, g->Cin, g->Cout, g->H, g->W, (size_t)g->ph, (size_t)g->pw)) return false;
+  if (d->Ho != g->Ho || d->Wo != g->Wo) return false;
+  return g->Cin * g->Cout * 9 <= WINO_SMALL_WEIGHTS || g->N * d->T >= WINO_BIG_MIN_TILES;
+}
+
+typedef struct wino_job {
+  const conv_job *j;
+  fk_wino d;
+  float *u, *v, *m, *pads;
+  size_t b0, nb;
+  float *sum, *r; /* where the sum goes (the output, or r when the sum is not kept); r: act */
+} wino_job;
+
+static void wino_weights_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const wino_job *t = arg;
+  fk_wino_weights(&t->d, t->j->w, t->u, lo, hi);
+}
+
+static void wino_input_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const wino_job *t = arg;
+  fk_wino_input(&t->d, t->j->x, t->b0, t->nb, t->v, lo, hi, t->pads + (size_t)chunk * t->d.pad_floats);
+}
+
+static void wino_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const wino_job *t = arg;
+  fk_wino_gemm(&t->d, t->u, t->v, t->m, t->nb, lo, hi);
+}
+
+static void wino_output_task(void *arg, size_t lo, size_t hi, int chunk) {
+  (void)chunk;
+  const wino_job *t = arg;
+  fk_wino_output(&t->d, t->m, t->b0, t->nb, t->j->bias, t->sum, lo, hi);
+  if (!t->r) return;
+  size_t P = t->d.Ho * t->d.Wo;
+  for (size_t b = t->b0; b < t->b0 + t->nb; b++) {
+    size_t at = (b * t->d.O + lo) * P;
+    fk_conv_act(t->j->act, t->sum + at, t->r + at, (hi - lo) * P);
+  }
+}
+
+static rlx_status wino_forward(conv_job *j, const fk_wino *d, rlx_cpu_ctx *ctx) {
+  wino_job t = {.j = j, .d = *d};
+  size_t chunks = (size_t)fk_chunks(ctx, d->imgs * d->th, 1);
+  size_t uf = fk_wino_u_floats(d), vmf = fk_wino_vm_floats(d);
+  size_t total = uf + vmf + d->pad_floats * chunks;
+  float *scratch = fk_scratch(ctx, total * sizeof(float));
+  if (!scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the Winograd buffers");
+  t.u = scratch;
+  t.v = scratch + uf;
+  t.pads = scratch + uf + vmf;
+  pconv_targets(j, 0, &t.sum, &t.r);
+  fk_parallel_for(ctx, d->O, 1, wino_weights_task, &t);
+  for (size_t b0 = 0; b0 < d->N; b0 += d->imgs) {
+    t.b0 = b0;
+    t.nb = d->N - b0 < d->imgs ? d->N - b0 : d->imgs;
+    t.m = t.v + fk_wino_v_floats(d);
+    fk_parallel_for(ctx, t.nb * d->th, 1, wino_input_task, &t);
+    fk_parallel_for(ctx, 16, 1, wino_gemm_task, &t);
+    fk_parallel_for(ctx, d->O, 1, wino_output_task, &t);
   }
   fk_scratch_release(ctx, scratch);
   return RLX_OK;
@@ -716,6 +808,8 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
     return RLX_OK;
   }
   if (depthwise(g)) return depthwise_forward(&j, ctx);
+  fk_wino wd;
+  if (wino_pick(g, &wd)) return wino_forward(&j, &wd, ctx);
   fk_pconv pd;
   if (pconv_pick(g, &pd)) return pconv_forward(&j, &pd, ctx);
   if (direct_ok(g, cg_rows(g)) && !direct_cols(g)) {

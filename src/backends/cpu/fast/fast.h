@@ -224,12 +224,37 @@ void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_pconv_tiles_count(const fk_pconv *d);
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
 void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf); /* x [C][H][W]; buf zeroed once */
-/* Tiles [t0, t1) of every output channel, straight to y [O][Ho][Wo] (+ bias[o] when not NULL);
- * w [O][C][kh][kw] as stored (no packing). */
+/* Tiles [t0, t1) straight to y [O][Ho][Wo] (+ bias[o] when not NULL, then Relu with relu); w
+ * [O][C][kh][kw] as stored (no packing). A tile is 4 output channels x 64 positions of the wide grid, numbered position
+ * block major (t = block * ceil(O / 4) + channel block), so that one image splits across the
+ * threads even when its grid is one block (resnet18's 7x7 planes). */
 void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
-                    float *y, size_t t0, size_t t1);
+                    float *y, bool relu, size_t t0, size_t t1);
 /* r = act(sum) over output channels [o0, o1) (sum may be r: in place); both point at channel 0. */
 void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r);
+
+/* ---- Winograd F(2x2, 3x3) forward convolution, AVX-512F (conv_winograd.c) ----
+ * x [N][C][H][W] -> y [N][O][Ho][Wo], stride 1, padding ph / pw on both sides (Ho = H + 2ph - 2),
+ * in groups of `imgs` images: U (the transformed weights, once per call), then per group V (the
+ * transformed input tiles), M = U . V per point, y = the output transform of M. */
+typedef struct fk_wino {
+  size_t N, C, O, H, W, ph, pw, Ho, Wo;
+  size_t th, tw, T; /* 2x2 tiles per image */
+  size_t Wp;        /* a zero-padded input row (with read slack) */
+  size_t imgs;      /* images per group */
+  size_t pad_floats;
+} fk_wino;
+bool fk_wino_init(fk_wino *d, size_t N, size_t C, size_t O, size_t H, size_t W, size_t ph, size_t pw);
+bool fk_wino_available(void);               /* the AVX-512 path is active */
+void fk_wino_disable(bool off);             /* tests: keep conv.c's other paths (conv.c) */
+size_t fk_wino_u_floats(const fk_wino *d);  /* U [16][O][C] */
+size_t fk_wino_v_floats(const fk_wino *d);  /* V: 16 points of gemm_packed.c panels [C][32] */
+size_t fk_wino_vm_floats(const fk_wino *d); /* V, then M [16][O][imgs*T] */
+void fk_wino_weights(const fk_wino *d, const float *w, float *u, size_t o0, size_t o1);
+void fk_wino_input(const fk_wino *d, const float *x, size_t b0, size_t nb, float *v, size_t c0, size_t c1, float *pad);
+void fk_wino_gemm(const fk_wino *d, const float *u, const float *v, float *mm, size_t nb, size_t p0, size_t p1);
+void fk_wino_output(const fk_wino *d, const float *mm, size_t b0, size_t nb, const float *bias, float *y, size_t o0,
+                    size_t o1);
 
 /* ---- kernels: applies + kernel per op (one family per file) ---- */
 

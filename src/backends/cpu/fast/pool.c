@@ -5,7 +5,8 @@
  *                        real cells by kh*kw (in f32 here)
  *   MaxPool2dBackward    each output cell's dy goes to the first maximum of its window (row-major,
  *                        NaN wins, padding never does); overlapping windows accumulate
- * A 2x2 window with stride 2 and no padding (the common case) has its own loop. */
+ * A 2x2 window with stride 2 and no padding (the common case) has its own loop; other max windows
+ * (resnet's 3x3 stride 2 pad 1) run separably, a row pass then a column pass over vectors. */
 #include <limits.h>
 #include <string.h>
 
@@ -301,6 +302,111 @@ static bool pool512(void) {
 }
 
 /* ======================================================================================
+ * Max windows of any size, stride and padding: separable
+ * hmax[r][ow] = the running max over the taps of input row r (the reference's order), then
+ * y[oh][ow] = the running max of hmax over the window's rows. This is the reference's value
+ * exactly: without NaN the reference keeps the first maximum in row-major order, which is the
+ * first maximum of the first row holding the window's maximum (what the two passes keep); with
+ * NaN it keeps the last NaN in row-major order, the last NaN of the last row holding one. Padded
+ * cells are -inf, which never wins a comparison.
+ * ====================================================================================== */
+
+/* The max-pool rows of one plane need a padded row (wp floats), its sw phases (sw * lp) and the
+ * row maxima of every input row (H * Wo). */
+typedef struct sepmax {
+  size_t wp, lp;
+} sepmax;
+
+static sepmax sepmax_geo(const pgeo *g) {
+  sepmax s = {.lp = g->Wo + (g->kw - 1) / g->sw + 1};
+  s.wp = s.lp * g->sw; /* >= Wo*sw + kw: every tap, and every phase cell */
+  return s;
+}
+
+static size_t sepmax_floats(const pgeo *g) {
+  sepmax s = sepmax_geo(g);
+  return fk_align64((s.wp + g->sw * s.lp + g->H * g->Wo) * sizeof(float)) / sizeof(float);
+}
+
+#if HAVE_POOL512
+TGT512 static void runmax_span512(float *restrict acc, const float *restrict v, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = lanes16(n - i);
+    __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
+    _mm512_mask_storeu_ps(acc + i, m, run_max16(a, _mm512_maskz_loadu_ps(m, v + i)));
+  }
+}
+
+/* even[j] = r[2j], odd[j] = r[2j + 1] for j < n */
+TGT512 static void deinterleave512(const float *r, float *restrict even, float *restrict odd, size_t n) {
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (size_t j = 0; j < n; j += 16) {
+    size_t m = n - j < 16 ? n - j : 16;
+    __m512 p = _mm512_maskz_loadu_ps(lanes16(2 * m), r + 2 * j);
+    __m512 q = _mm512_maskz_loadu_ps(lanes16(2 * m > 16 ? 2 * m - 16 : 0), r + 2 * j + 16);
+    _mm512_mask_storeu_ps(even + j, lanes16(m), _mm512_permutex2var_ps(p, ev, q));
+    _mm512_mask_storeu_ps(odd + j, lanes16(m), _mm512_permutex2var_ps(p, od, q));
+  }
+}
+#endif
+
+/* acc[i] = run_max(acc[i], v[i]) for i < n */
+static void runmax_span(bool wide, float *restrict acc, const float *restrict v, size_t n) {
+  size_t i = 0;
+#if HAVE_POOL512
+  if (wide) {
+    runmax_span512(acc, v, n);
+    return;
+  }
+#else
+  (void)wide;
+#endif
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(acc + i, run_max4(_mm_loadu_ps(acc + i), _mm_loadu_ps(v + i)));
+#endif
+  for (; i < n; i++) acc[i] = run_max(acc[i], v[i]);
+}
+
+static void maxpool_plane(const pgeo *g, bool wide, const float *x, float *restrict y, float *scratch) {
+  sepmax s = sepmax_geo(g);
+  const float ninf = -__builtin_inff();
+  float *prow = scratch, *phase = prow + s.wp, *hmax = phase + g->sw * s.lp;
+  size_t pw = (size_t)g->pw; /* >= 0 (cu_pool_geom) */
+  for (size_t j = 0; j < s.wp; j++) prow[j] = ninf;
+  size_t ncopy = g->W < s.wp - pw ? g->W : s.wp - pw; /* columns past the last window are never read */
+  for (size_t r = 0; r < g->H; r++) {
+    float *h = hmax + r * g->Wo;
+    memcpy(prow + pw, x + r * g->W, ncopy * sizeof(float));
+    for (size_t ow = 0; ow < g->Wo; ow++) h[ow] = ninf;
+    if (g->sw == 1) {
+      for (size_t k = 0; k < g->kw; k++) runmax_span(wide, h, prow + k, g->Wo);
+      continue;
+    }
+#if HAVE_POOL512
+    if (wide && g->sw == 2) {
+      deinterleave512(prow, phase, phase + s.lp, s.lp);
+      for (size_t k = 0; k < g->kw; k++) runmax_span(wide, h, phase + (k % 2) * s.lp + k / 2, g->Wo);
+      continue;
+    }
+#endif
+    for (size_t m = 0; m < g->sw && m < g->kw; m++) {
+      float *restrict ph = phase + m * s.lp;
+      for (size_t j = 0; j < s.lp; j++) ph[j] = prow[j * g->sw + m];
+    }
+    for (size_t k = 0; k < g->kw; k++) runmax_span(wide, h, phase + (k % g->sw) * s.lp + k / g->sw, g->Wo);
+  }
+  for (size_t oh = 0; oh < g->Ho; oh++) {
+    size_t il, ih;
+    taps(oh, g->sh, g->ph, g->kh, g->H, &il, &ih);
+    float *yr = y + oh * g->Wo;
+    for (size_t ow = 0; ow < g->Wo; ow++) yr[ow] = ninf;
+    size_t r0 = (size_t)((int64_t)(oh * g->sh) - g->ph); /* may wrap: cancels in r0 + i */
+    for (size_t i = il; i < ih; i++) runmax_span(wide, yr, hmax + (r0 + i) * g->Wo, g->Wo);
+  }
+}
+
+/* ======================================================================================
  * Pool
  * ====================================================================================== */
 
@@ -321,10 +427,11 @@ typedef struct pool_job {
   bool mask_x;    /* ... whose mask is x > 0 (x = relu(z)) */
   float *y;
   double *plane_sums; /* ... + the bias gradient: fk_sum_run of every output plane */
+  float *sep;         /* Pool Max off the 2x2 path: per chunk sep_floats of maxpool_plane's buffers */
+  size_t sep_floats;
 } pool_job;
 
 static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
-  (void)chunk;
   const pool_job *j = arg;
   const pgeo *g = &j->g;
   float inv = 1.0f / (float)(g->kh * g->kw);
@@ -343,6 +450,10 @@ static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
 #endif
         max2x2_row(r0, r1, y + oh * g->Wo, g->Wo);
       }
+      continue;
+    }
+    if (j->sep) {
+      maxpool_plane(g, pool512() && g->Wo >= 16, x, y, j->sep + (size_t)chunk * j->sep_floats);
       continue;
     }
     for (size_t oh = 0; oh < g->Ho; oh++) {
@@ -375,8 +486,14 @@ FK_KERNEL(Pool) {
   j.x = in[0].data;
   j.y = out->data;
   if (fk_numel(&out->shape) == 0) return RLX_OK;
-  size_t per_plane = j.g.Ho * j.g.Wo * j.g.kh * j.g.kw + 1;
-  fk_parallel_for(ctx, j.g.planes, 32768 / per_plane + 1, pool_task, &j);
+  size_t per_plane = j.g.Ho * j.g.Wo * j.g.kh * j.g.kw + 1, grain = 32768 / per_plane + 1;
+  if (j.is_max && !is_2x2s2(&j.g) && j.g.pw >= 0 && j.g.ph >= 0) {
+    j.sep_floats = sepmax_floats(&j.g);
+    j.sep = fk_scratch(ctx, j.sep_floats * (size_t)fk_chunks(ctx, j.g.planes, grain) * sizeof(float));
+    if (!j.sep) return rlx_errorf(RLX_ERR_OOM, "Pool: out of memory for the max-pool row buffers");
+  }
+  fk_parallel_for(ctx, j.g.planes, grain, pool_task, &j);
+  if (j.sep) fk_scratch_release(ctx, j.sep);
   return RLX_OK;
 }
 
