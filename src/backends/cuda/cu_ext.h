@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* The CUDA backend's kernels for the norm family beyond LayerNorm / RmsNorm (norms2.cu:
- * GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds, FusedResidualLN /
- * RmsNorm, AdaLayerNorm), the complex elementwise kinds (complex.cu: Conjugate, ComplexNormSq,
- * ComplexNormSqBackward), Histogram (hist.cu), PartitionedConv (partconv.cu), the
- * SplineActivation family (spline.cu), RopeBackward and AxialRope2d (rope2.cu), the packed
- * backward kinds of AdaLayerNorm and GatedResidual (bw_ext.cu), FakeQuantize and its backward
- * Quantize / Dequantize (quant.cu), Interpolate3d (partconv.cu), the codebook ("synth")
- * matmul kinds (synth.cu), the dense solves and determinants (solver.cu: cuSOLVER / cuBLAS
- * trsm). One
- * record per step (lower_ext.c fills it); plain C types only. */
+/* The CUDA backend's kernels for the kinds lowered in lower_ext.c, one record per step (plain C
+ * types only): norms2.cu (GroupNorm, LayerNorm2d, BatchNormInference and their backward kinds,
+ * FusedResidualLN / RmsNorm, AdaLayerNorm), bw_ext.cu (AdaLayerNormBackward,
+ * GatedResidualBackward), complex.cu (Conjugate, ComplexNormSq(+Backward)), hist.cu (Histogram),
+ * partconv.cu (PartitionedConv, Interpolate3d), rope2.cu (RopeBackward, AxialRope2d), spline.cu
+ * (the SplineActivation family), quant.cu (FakeQuantize(+Backward), Quantize, Dequantize),
+ * synth.cu (the codebook matmul kinds), solver.cu (Cholesky, Det, LogDet, the dense solves
+ * through cuSOLVER, TriangularSolve through cuBLAS trsm). Some fields carry a mode's own meaning
+ * (a dtype, an element size); the mode's comment says which. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
 
