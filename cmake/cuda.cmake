@@ -42,18 +42,21 @@ if(RLX_CUDA)
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers -Werror=all-warnings>)
   target_include_directories(rlx_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src/ir
                              ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static CUDA::cublas)
+  target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static CUDA::cublas CUDA::cusolver)
   # The kernels' objects go into librlx itself (both libraries); its users link cudart and
   # cuBLAS (rlx.pc's Libs.private, the CMake package's link interface).
   list(APPEND RLX_EXTRA_OBJECTS $<TARGET_OBJECTS:rlx_cuda_kernels>)
-  list(APPEND RLX_LINK_LIBS CUDA::cudart_static CUDA::cublas)
+  list(APPEND RLX_LINK_LIBS CUDA::cudart_static CUDA::cublas CUDA::cusolver)
   get_target_property(_rlx_cublas CUDA::cublas IMPORTED_LOCATION)
   get_filename_component(_rlx_cuda_libdir "${_rlx_cublas}" DIRECTORY)
-  set(RLX_PC_CUDA_LIBS "-L${_rlx_cuda_libdir} -lcublas -lcudart_static -ldl -lrt -lstdc++")
-  list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcublas.so ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
+  set(RLX_PC_CUDA_LIBS "-L${_rlx_cuda_libdir} -lcusolver -lcublas -lcudart_static -ldl -lrt -lstdc++")
+  list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcusolver.so ${_rlx_cuda_libdir}/libcublas.so
+       ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c
-                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c)
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_ext.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/staged.c)
   rlx_add_backend(cuda)
   add_compile_definitions(RLX_HAVE_CUDA=1) # for the targets made after this file (tests, tool)
   if(EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda.c)

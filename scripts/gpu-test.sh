@@ -28,6 +28,16 @@ if [ -z "$CUBLAS_DIR" ]; then
   [ -n "$f" ] && CUBLAS_DIR=$(dirname "$f")
 fi
 log "cuBLAS from: ${CUBLAS_DIR:-not found}"
+# cuSOLVER (libcusolver.so.12 and its cuSPARSE / nvJitLink): the toolkit's, else a wheel's
+SOLVER_DIR=""
+if [ -n "$CUBLAS_DIR" ] && [ -e "$CUBLAS_DIR/libcusolver.so.12" ]; then
+  SOLVER_DIR=$CUBLAS_DIR
+else
+  f=$(find / -name 'libcusolver.so.12' -not -path '/proc/*' 2>/dev/null | head -1)
+  [ -n "$f" ] && SOLVER_DIR=$(dirname "$f")
+fi
+log "cuSOLVER from: ${SOLVER_DIR:-not found}"
+[ -n "$SOLVER_DIR" ] && [ "$SOLVER_DIR" != "$CUBLAS_DIR" ] && CUBLAS_DIR=$CUBLAS_DIR${CUBLAS_DIR:+:}$SOLVER_DIR
 
 if [ -n "${RLX_GPU_PREBUILT:-}" ]; then
   PRE=$(mktemp -d)

@@ -107,6 +107,11 @@ static const conf_case conf_cases_fused[] = {
      AT(FusedResidualLN, .has_bias = true, .eps = 1e-5f),
      5,
      {IN(F32, 3, 6), IN(F32, 3, 6), IN(F32, 6), IN(F32, 6), IN(F32, 6)}},
+    {"residual_ln_bias_long_f64",
+     RLX_OP_FusedResidualLN,
+     AT(FusedResidualLN, .has_bias = true, .eps = 1e-5f),
+     5,
+     {IN(F64, 4, 300), IN(F64, 4, 300), IN(F64, 300), IN(F64, 300), IN(F64, 300)}},
     {"residual_rms",
      RLX_OP_FusedResidualRmsNorm,
      AT(FusedResidualRmsNorm, .has_bias = false, .eps = 1e-6f),
@@ -117,6 +122,11 @@ static const conf_case conf_cases_fused[] = {
      AT(FusedResidualRmsNorm, .has_bias = true, .eps = 1e-5f),
      5,
      {IN(F64, 3, 6), IN(F64, 3, 6), IN(F64, 6), IN(F64, 6), IN(F64, 6)}},
+    {"residual_rms_long",
+     RLX_OP_FusedResidualRmsNorm,
+     AT(FusedResidualRmsNorm, .has_bias = false, .eps = 1e-6f),
+     4,
+     {IN(F32, 3, 1100), IN(F32, 3, 1100), IN(F32, 1100), IN(F32, 1100)}},
 
     /* ---- FusedAttentionBlock (hidden, qkv_w, out_w, mask, [qkv_b, out_b], [cos, sin]) ---- */
     {"attention_block",

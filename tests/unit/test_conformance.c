@@ -1105,7 +1105,10 @@ static void write_gpu_cell(FILE *f, const rlx_backend *be, rlx_op op) {
   uint8_t claimed[RLX_OP_COUNT];
   rlx_backend_claim_set(be, claimed);
   const gpu_row *r = gpu_row_of(op);
-  const char *path = claimed[op] ? "native" : rlx_decompose_table[op] ? "decomposed" : "unsupported";
+  const char *path = !claimed[op]                           ? (rlx_decompose_table[op] ? "decomposed" : "unsupported")
+                     : rlx_backend_host_stages(be, op)      ? rlx_dispatch_path_name(RLX_PATH_HOST_STAGED)
+                     : rlx_backend_runtime_controls(be, op) ? rlx_dispatch_path_name(RLX_PATH_RUNTIME)
+                                                            : "native";
   if (r && !claimed[op] && r->decomposed) path = "decomposed";
   fprintf(f, " %s · %s · ", claimed[op] ? "yes" : "no", path);
   if (!r || r->cases == 0)

@@ -13,6 +13,9 @@
 #ifdef RLX_HAVE_CUDA
 #include "backends/cuda/cu.h"
 
+void cuda_claims_checks(void);     /* cuda_backend/claims.c: needs a GPU */
+void cuda_claim_list_checks(void); /* cuda_backend/claims.c: the claim list's make-up */
+
 static float urand(uint32_t *s) {
   *s = *s * 1664525u + 1013904223u;
   return ((float)(*s >> 8) / 16777216.0f) * 2.0f - 1.0f;
@@ -543,6 +546,7 @@ int main(void) {
   CHECK(b != NULL && b == rlx_cuda_backend());
   if (!b) return rlx_test_finish("test_cuda_backend");
   const char *why = NULL;
+  cuda_claim_list_checks();
   bool have = b->available(&why);
   CHECK(have == (rlx_cu_available(NULL) != 0));
   if (!have) {
@@ -569,6 +573,7 @@ int main(void) {
   tf32_policy();
   large_paths();
   lowp_and_movement();
+  cuda_claims_checks();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

@@ -197,7 +197,9 @@ const rlx_backend *rlx_cuda_backend(void) {
   if (!cuda_record.name) {
     cuda_record.name = "cuda";
     cuda_record.available = cuda_available;
-    cuda_record.claims = rlx_cu_claim_list(&cuda_record.n_claims);
+    cuda_record.claims = rlx_cu_all_claims(&cuda_record.n_claims);
+    cuda_record.host_staged = rlx_cu_host_staged(&cuda_record.n_host_staged);
+    cuda_record.runtime_control = rlx_cu_runtime_control(&cuda_record.n_runtime_control);
     cuda_record.compile = cuda_compile;
   }
   return &cuda_record;

@@ -132,6 +132,9 @@ rlx_status rlx_cu_cumsum(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer,
  *   data's offset of p's coordinates with the axis coordinate replaced by index[p] (negative
  *   indices wrap when wrap = 1).
  * mode 1 (ScatterAdd): updates [outer, U, inner], index [U], out [outer, len, inner].
+ * mode 2 (ScatterNd / GatherNd): update p = tuple j (p / inner) of rank index values, element
+ *   p % inner of its slice; target (j / U) outer + p % inner + sum_c index[j rank + c]
+ *   data_stride[c], index c within [0, idx_dims[c]) after one wrap of a negative value.
  * red: rlx_scatter_reduction. data NULL = zeros. scratch: 24 bytes per output element. */
 typedef struct rlx_cu_scatter {
   int mode, red, dtype, idx_dtype, wrap, rank, axis;

@@ -15,7 +15,13 @@
 #include "rlx/types.h"
 
 /* Codes a kernel may raise (first one wins; read and cleared by rlx_cu_sync). */
-enum { RLX_CU_KERR_NONE = 0, RLX_CU_KERR_DIV_ZERO = 1, RLX_CU_KERR_POW_ZERO_NEG = 2, RLX_CU_KERR_INDEX = 3 };
+enum {
+  RLX_CU_KERR_NONE = 0,
+  RLX_CU_KERR_DIV_ZERO = 1,
+  RLX_CU_KERR_POW_ZERO_NEG = 2,
+  RLX_CU_KERR_INDEX = 3,
+  RLX_CU_KERR_SINGULAR = 4
+};
 __device__ inline void cu_raise(int *flag, int code) { atomicCAS(flag, 0, code); }
 
 /* Saturating int64 arithmetic (device code has no __builtin_*_overflow). */

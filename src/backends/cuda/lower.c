@@ -249,7 +249,7 @@ static bool lower_RmsNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 
 /* ---- MatMul ---- */
 
-static bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   const rlx_shape *a = shape_of(L->p, n->inputs[0]), *b = shape_of(L->p, n->inputs[1]), *o = &n->shape;
   if (a->rank < 2 || b->rank < 2) return fail(L, "MatMul needs rank >= 2 operands%s", "");
   int64_t M = a->dims[a->rank - 2], K = a->dims[a->rank - 1], N = b->dims[b->rank - 1];
@@ -320,9 +320,9 @@ static bool lower_Reverse(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 }
 
 /* Conv / Conv3d / ConvTranspose2d / ConvTranspose3d through one geometry. */
-static bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
-                       const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
-                       const rlx_ilist *output_padding, int64_t groups) {
+bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                const rlx_ilist *output_padding, int64_t groups) {
   const rlx_shape *x = shape_of(L->p, n->inputs[0]), *w = shape_of(L->p, n->inputs[1]), *o = &n->shape;
   if (!rlx_dtype_is_float((rlx_dtype)x->dtype))
     return fail(L, "x must be a float tensor, got %s", rlx_dtype_name((rlx_dtype)x->dtype));
@@ -789,6 +789,55 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_Fft] = lower_Fft,
     [RLX_OP_ElementwiseRegion] = lower_ElementwiseRegion,
     [RLX_OP_BatchElementwiseRegion] = lower_BatchElementwiseRegion,
+    [RLX_OP_GroupNorm] = lower_GroupNorm,
+    [RLX_OP_LayerNorm2d] = lower_LayerNorm2d,
+    [RLX_OP_GroupNormBackwardInput] = lower_GroupNormBackwardInput,
+    [RLX_OP_GroupNormBackwardGamma] = lower_GroupNormBackwardGamma,
+    [RLX_OP_GroupNormBackwardBeta] = lower_GroupNormBackwardBeta,
+    [RLX_OP_BatchNormInference] = lower_BatchNormInference,
+    [RLX_OP_BatchNormInferenceBackwardInput] = lower_BatchNormInferenceBackwardInput,
+    [RLX_OP_BatchNormInferenceBackwardGamma] = lower_BatchNormInferenceBackwardGamma,
+    [RLX_OP_BatchNormInferenceBackwardBeta] = lower_BatchNormInferenceBackwardBeta,
+    [RLX_OP_Conjugate] = lower_Conjugate,
+    [RLX_OP_ComplexNormSq] = lower_ComplexNormSq,
+    [RLX_OP_ComplexNormSqBackward] = lower_ComplexNormSqBackward,
+    [RLX_OP_GatedResidual] = lower_GatedResidual,
+    [RLX_OP_ResizeNearest2x] = lower_ResizeNearest2x,
+    [RLX_OP_KvAppend] = lower_KvAppend,
+    [RLX_OP_FusedResidualLN] = lower_FusedResidualLN,
+    [RLX_OP_FusedResidualRmsNorm] = lower_FusedResidualRmsNorm,
+    [RLX_OP_AdaLayerNorm] = lower_AdaLayerNorm,
+    [RLX_OP_Histogram] = lower_Histogram,
+    [RLX_OP_RopeBackward] = lower_RopeBackward,
+    [RLX_OP_AxialRope2d] = lower_AxialRope2d,
+    [RLX_OP_ScatterNd] = lower_ScatterNd,
+    [RLX_OP_GatherNd] = lower_GatherNd,
+    [RLX_OP_FusedMatMulBiasAct] = lower_FusedMatMulBiasAct,
+    [RLX_OP_FusedMatMulResidual] = lower_FusedMatMulResidual,
+    [RLX_OP_FusedSwiGLU] = lower_FusedSwiGLU,
+    [RLX_OP_FusedConvBiasAct] = lower_FusedConvBiasAct,
+    [RLX_OP_PartitionedConv] = lower_PartitionedConv,
+    [RLX_OP_SplineActivation] = lower_SplineActivation,
+    [RLX_OP_SplineActivationBackwardX] = lower_SplineActivationBackwardX,
+    [RLX_OP_SplineActivationBackwardCoeff] = lower_SplineActivationBackwardCoeff,
+    [RLX_OP_AdaLayerNormBackward] = lower_AdaLayerNormBackward,
+    [RLX_OP_GatedResidualBackward] = lower_GatedResidualBackward,
+    [RLX_OP_FakeQuantize] = lower_FakeQuantize,
+    [RLX_OP_FakeQuantizeBackward] = lower_FakeQuantizeBackward,
+    [RLX_OP_LoraMatMul] = lower_LoraMatMul,
+    [RLX_OP_DotGeneral] = lower_DotGeneral,
+    [RLX_OP_Quantize] = lower_Quantize,
+    [RLX_OP_Dequantize] = lower_Dequantize,
+    [RLX_OP_Interpolate3d] = lower_Interpolate3d,
+    [RLX_OP_SynthReconstruct] = lower_SynthReconstruct,
+    [RLX_OP_SynthMatMul] = lower_SynthMatMul,
+    [RLX_OP_SynthMatMulBackward] = lower_SynthMatMulBackward,
+    [RLX_OP_Cholesky] = lower_Cholesky,
+    [RLX_OP_Det] = lower_Det,
+    [RLX_OP_LogDet] = lower_LogDet,
+    [RLX_OP_DenseSolve] = lower_DenseSolve,
+    [RLX_OP_BatchedDenseSolve] = lower_BatchedDenseSolve,
+    [RLX_OP_TriangularSolve] = lower_TriangularSolve,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -812,19 +861,25 @@ void *rlx_cu_prog_addr(const rlx_cu_prog *p, rlx_id id) { return addr(p, id); }
 size_t rlx_cu_prog_size(const rlx_cu_prog *p, rlx_id id) { return p->plan->size[id]; }
 size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_size; }
 
+/* Frees what a step owns (its pre-steps' too). */
+static void step_release(rlx_cu_ctx *c, cu_step *s) {
+  for (uint32_t k = 0; k < s->n_pre; k++) step_release(c, &s->pre[k]);
+  free(s->pre);
+  if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
+  if (s->scratch) rlx_cu_free(c, s->scratch);
+  if (s->extra) rlx_cu_free(c, s->extra);
+  free(s->regions);
+  free(s->post);
+  free(s->copies);
+  free(s->a_off);
+  free(s->b_off);
+}
+
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   if (p->profile) print_profile(p);
   rlx_cu_graph_free(p->graph);
-  for (uint32_t i = 0; i < p->n_steps; i++) {
-    if (p->steps[i].kind == ST_SCATTER) rlx_cu_free(p->ctx, p->steps[i].sc.scratch);
-    if (p->steps[i].scratch) rlx_cu_free(p->ctx, p->steps[i].scratch);
-    if (p->steps[i].extra) rlx_cu_free(p->ctx, p->steps[i].extra);
-    free(p->steps[i].regions);
-    free(p->steps[i].copies);
-    free(p->steps[i].a_off);
-    free(p->steps[i].b_off);
-  }
+  for (uint32_t i = 0; i < p->n_steps; i++) step_release(p->ctx, &p->steps[i]);
   free(p->steps);
   rlx_cu_free(p->ctx, p->arena);
   free(p);
@@ -890,13 +945,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
       p->n_steps++;
       continue;
     }
-    free(s->copies);
-    free(s->a_off);
-    free(s->b_off);
-    if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
-    if (s->scratch) rlx_cu_free(c, s->scratch);
-    if (s->extra) rlx_cu_free(c, s->extra);
-    free(s->regions);
+    step_release(c, s);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -917,6 +966,71 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   return RLX_OK;
 }
 
+/* Queues one step: its pre-steps, its own launches, then its elementwise epilogues. */
+static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
+  rlx_status st = RLX_OK;
+  for (uint32_t k = 0; k < s->n_pre && st == RLX_OK; k++) st = run_one(c, &s->pre[k]);
+  if (st != RLX_OK) return st;
+  switch (s->kind) {
+  case ST_EW: st = rlx_cu_elementwise(c, &s->ew); break;
+  case ST_COPIES:
+    for (uint32_t k = 0; k < s->n_copies && st == RLX_OK; k++) st = rlx_cu_strided_copy(c, &s->copies[k]);
+    break;
+  case ST_GATHER: st = rlx_cu_gather(c, s->src, s->a, s->b, s->c2, s->esz, s->aux[0], s->dtype, s->d, s->dst); break;
+  case ST_REDUCE: st = rlx_cu_reduce(c, s->op, s->dtype, s->src, s->rank, s->dims, s->mask, s->dst); break;
+  case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
+  case ST_NORM: st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst); break;
+  case ST_MATMUL:
+    st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
+    break;
+  case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
+  case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+  case ST_POOL:
+    st = rlx_cu_pool(c, s->op, s->dtype, s->src, s->dst, s->dims[0], s->dims[1], s->dims[2], s->dims[3], s->dims[4],
+                     s->pk, s->ps, s->ppb);
+    break;
+  case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
+  case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
+  case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
+  case ST_ATTN_BW: st = rlx_cu_attention_backward(c, &s->abw); break;
+  case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
+  case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+  case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
+  case ST_SCE:
+    st = rlx_cu_sce(c, s->op, s->dtype, s->src, s->aux[0], s->aux_dtype, s->aux[1], s->a, s->b, s->dst);
+    break;
+  case ST_NORM_BW:
+    st = rlx_cu_norm_backward(c, s->op, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst,
+                              s->scratch);
+    break;
+  case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
+  case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+  case ST_ARGEXT: st = rlx_cu_argext(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->aux_dtype, s->dst); break;
+  case ST_CUM2: st = rlx_cu_cumulative(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
+  case ST_SORT:
+    st = rlx_cu_sort(c, s->op, s->rms, s->dtype, s->src, s->a, s->b, s->c2, s->d, s->aux_dtype, s->dst, s->scratch);
+    break;
+  case ST_RNG: {
+    double b;
+    memcpy(&b, &s->dims[1], sizeof b);
+    st = rlx_cu_rng(c, s->op, s->dtype, s->key, s->eps, b, s->d, s->dst);
+    break;
+  }
+  case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
+  case ST_EXT: st = rlx_cu_ext_run(c, &s->ext); break;
+  case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
+  case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
+  case ST_GATHER_BW:
+    st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
+    break;
+  case ST_REGION:
+    for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
+    break;
+  }
+  for (uint32_t k = 0; k < s->n_post && st == RLX_OK; k++) st = rlx_cu_elementwise(c, &s->post[k]);
+  return st;
+}
+
 static rlx_status run_steps(rlx_cu_prog *p) {
   rlx_cu_ctx *c = p->ctx;
   if (p->profile) {
@@ -925,65 +1039,8 @@ static rlx_status run_steps(rlx_cu_prog *p) {
   }
   for (uint32_t i = 0; i < p->n_steps; i++) {
     const cu_step *s = &p->steps[i];
-    rlx_status st = RLX_OK;
     double t0 = p->profile ? wall_now() : 0;
-    switch (s->kind) {
-    case ST_EW: st = rlx_cu_elementwise(c, &s->ew); break;
-    case ST_COPIES:
-      for (uint32_t k = 0; k < s->n_copies && st == RLX_OK; k++) st = rlx_cu_strided_copy(c, &s->copies[k]);
-      break;
-    case ST_GATHER: st = rlx_cu_gather(c, s->src, s->a, s->b, s->c2, s->esz, s->aux[0], s->dtype, s->d, s->dst); break;
-    case ST_REDUCE: st = rlx_cu_reduce(c, s->op, s->dtype, s->src, s->rank, s->dims, s->mask, s->dst); break;
-    case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
-    case ST_NORM:
-      st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst);
-      break;
-    case ST_MATMUL:
-      st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
-      break;
-    case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
-    case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
-    case ST_POOL:
-      st = rlx_cu_pool(c, s->op, s->dtype, s->src, s->dst, s->dims[0], s->dims[1], s->dims[2], s->dims[3], s->dims[4],
-                       s->pk, s->ps, s->ppb);
-      break;
-    case ST_SCATTER: st = rlx_cu_scatter_run(c, &s->sc); break;
-    case ST_GATHER_EL: st = rlx_cu_gather_elements(c, &s->sc, s->esz); break;
-    case ST_ATTN: st = rlx_cu_attention(c, &s->at); break;
-    case ST_ATTN_BW: st = rlx_cu_attention_backward(c, &s->abw); break;
-    case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
-    case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
-    case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
-    case ST_SCE:
-      st = rlx_cu_sce(c, s->op, s->dtype, s->src, s->aux[0], s->aux_dtype, s->aux[1], s->a, s->b, s->dst);
-      break;
-    case ST_NORM_BW:
-      st = rlx_cu_norm_backward(c, s->op, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst,
-                                s->scratch);
-      break;
-    case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
-    case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
-    case ST_ARGEXT: st = rlx_cu_argext(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->aux_dtype, s->dst); break;
-    case ST_CUM2: st = rlx_cu_cumulative(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
-    case ST_SORT:
-      st = rlx_cu_sort(c, s->op, s->rms, s->dtype, s->src, s->a, s->b, s->c2, s->d, s->aux_dtype, s->dst, s->scratch);
-      break;
-    case ST_RNG: {
-      double b;
-      memcpy(&b, &s->dims[1], sizeof b);
-      st = rlx_cu_rng(c, s->op, s->dtype, s->key, s->eps, b, s->d, s->dst);
-      break;
-    }
-    case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
-    case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
-    case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
-    case ST_GATHER_BW:
-      st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
-      break;
-    case ST_REGION:
-      for (uint32_t k = 0; k < s->n_regions && st == RLX_OK; k++) st = rlx_cu_region_run(c, &s->regions[k]);
-      break;
-    }
+    rlx_status st = run_one(c, s);
     if (st == RLX_OK && p->profile) {
       st = rlx_cu_sync(c);
       rlx_op op = rlx_graph_node(p->g, s->node)->op;

@@ -12,6 +12,13 @@ typedef struct rlx_cu_prog rlx_cu_prog;
 
 /* The op kinds the table in lower.c lowers (its non-empty rows plus the leaves). */
 const rlx_op *rlx_cu_claim_list(uint32_t *n);
+/* staged.c: the backend's whole claim list (the lowered kinds, the host-staged kinds and the
+ * runtime-driven control kinds), the host-staged subset, the control subset, and why a kind is
+ * host-staged (NULL when it is not). */
+const rlx_op *rlx_cu_all_claims(uint32_t *n);
+const rlx_op *rlx_cu_host_staged(uint32_t *n);
+const rlx_op *rlx_cu_runtime_control(uint32_t *n);
+const char *rlx_cu_staged_why(rlx_op op);
 
 /* Allocates the arena, uploads constants and prepares one step per non-view node. Every node's
  * reason for failing is reported at once (node, op, dtype). */

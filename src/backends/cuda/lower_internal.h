@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/cuda/cu_ext.h"
 #include "backends/cuda/lower.h"
 #include "rlx/ops.h"
 
@@ -41,7 +42,8 @@ typedef enum step_kind {
   ST_REGION,
   ST_REMAP,
   ST_GATHER_BW,
-  ST_DFT
+  ST_DFT,
+  ST_EXT /* cu_ext.h: norms2.cu / complex.cu */
 } step_kind;
 
 typedef struct cu_step {
@@ -69,6 +71,11 @@ typedef struct cu_step {
   rlx_cu_pool3 p3;              /* ST_MAXPOOL_BW */
   rlx_cu_remap remap;           /* ST_REMAP */
   rlx_cu_region *regions;       /* ST_REGION: n_regions launches */
+  rlx_cu_ext ext;               /* ST_EXT */
+  rlx_cu_ew *post;              /* elementwise launches after the step's own (fused epilogues) */
+  uint32_t n_post;
+  struct cu_step *pre; /* steps queued before the step's own (a fused kind's inner products) */
+  uint32_t n_pre;
   uint32_t n_regions;
   int aux_dtype;
   uint64_t key;  /* ST_RNG */
@@ -226,6 +233,13 @@ static inline rlx_cu_copy *copies(cu_step *s, uint32_t n) {
   return s->copies;
 }
 
+/* lower.c's MatMul row (the fused matmul kinds of lower_ext.c start from it). */
+bool lower_MatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+/* lower.c's convolution geometry (Conv / Conv3d / ConvTranspose*; FusedConvBiasAct starts from it). */
+bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t nsp, bool transposed,
+                const rlx_ilist *stride, const rlx_ilist *padding, const rlx_ilist *dilation,
+                const rlx_ilist *output_padding, int64_t groups);
+
 /* The lowering rows defined in lower_more.c. */
 bool lower_ReluBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ActivationBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
@@ -262,5 +276,57 @@ bool lower_GatherBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
 bool lower_Fft(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_BatchElementwiseRegion(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+
+/* The lowering rows defined in lower_ext.c, and its step runner (ST_EXT). */
+rlx_status rlx_cu_ext_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+bool lower_GroupNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LayerNorm2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GroupNormBackwardBeta(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInference(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardGamma(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchNormInferenceBackwardBeta(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Conjugate(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ComplexNormSq(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ComplexNormSqBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatedResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ResizeNearest2x(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_KvAppend(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedResidualLN(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedResidualRmsNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AdaLayerNorm(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Histogram(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_RopeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_ScatterNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatherNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedMatMulBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedSwiGLU(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FusedConvBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_PartitionedConv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivation(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivationBackwardX(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SplineActivationBackwardCoeff(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_AdaLayerNormBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_GatedResidualBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FakeQuantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_FakeQuantizeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LoraMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_DotGeneral(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Quantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Dequantize(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Interpolate3d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthReconstruct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthMatMul(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_SynthMatMulBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Cholesky(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Det(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_LogDet(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_DenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_BatchedDenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_TriangularSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

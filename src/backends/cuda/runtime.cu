@@ -140,6 +140,9 @@ extern "C" rlx_status rlx_cu_sync(rlx_cu_ctx *c) {
     case RLX_CU_KERR_DIV_ZERO: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: integer division or modulo by zero");
     case RLX_CU_KERR_POW_ZERO_NEG: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: integer Pow: 0 raised to a negative power");
     case RLX_CU_KERR_INDEX: return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: an index is out of range (Gather)");
+    case RLX_CU_KERR_SINGULAR:
+      return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: a matrix is singular (a zero pivot or diagonal entry) or, for "
+                                             "Cholesky, not positive definite");
     default: return rlx_errorf(RLX_ERR_INTERNAL, "cuda: kernel error code %d", code);
     }
   }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* ScatterAdd, ScatterElements and GatherElements. Scatter accumulates in a scratch buffer in the
+/* ScatterAdd, ScatterElements, GatherElements, ScatterNd and GatherNd. Scatter accumulates in a scratch buffer in the
  * CPU reference's domains (double for floats, double pairs for complex, int64 for integers):
  * Add through atomics (float sums are exact up to the order of double additions), None through
  * an atomic "last update wins" index, Mul / Max / Min by a scan over the updates per output
@@ -27,6 +27,25 @@ __device__ inline bool target_of(const rlx_cu_scatter &s, int64_t p, int64_t *of
       return false;
     }
     *off = (b * s.axis_len + v) * s.inner + j;
+    return true;
+  }
+  if (s.mode == 2) {
+    /* ScatterNd / GatherNd: update p = (tuple j, element e of the slice); tuples of rank index
+     * values address data axes with extents idx_dims and strides data_stride, after the batch */
+    int64_t j = p / s.inner, o = (j / s.U) * s.outer + p % s.inner, v;
+    for (int c = 0; c < s.rank; c++) {
+      if (!read_idx(s.index, s.idx_dtype, j * s.rank + c, &v)) {
+        cu_raise(kerr, RLX_CU_KERR_INDEX);
+        return false;
+      }
+      if (v < 0) v += s.idx_dims[c];
+      if (v < 0 || v >= s.idx_dims[c]) {
+        cu_raise(kerr, RLX_CU_KERR_INDEX);
+        return false;
+      }
+      o += v * s.data_stride[c];
+    }
+    *off = o;
     return true;
   }
   int64_t rem = p, o = 0, v;
