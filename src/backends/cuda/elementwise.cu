@@ -776,11 +776,11 @@ __device__ inline float4 region_f32_step4(int kind, int sub, const float4 &x, co
   }
 }
 
-/* operand src of a step: inputs 0 .. NI-1 are r[0 .. NI-1], step j's value is r[NI + j] (a
+/* operand src of a step (T: float4 or double): inputs 0 .. NI-1 are r[0 .. NI-1], step j's value is r[NI + j] (a
  * uniform switch: one indirect branch, and r stays in registers since every index is constant) */
-template <int NI, int NR> __device__ inline float4 region_pick(int src, const float4 (&r)[NR]) {
+template <int NI, typename T, int NR> __device__ inline T region_pick(int src, const T (&r)[NR]) {
   int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
-  float4 v = make_float4(0, 0, 0, 0);
+  T v{};
   switch (i) {
 #define RLX_PICK(J)                    \
   case J:                              \
@@ -876,31 +876,6 @@ __device__ inline double region_round(int t, double v) {
   default: return v;
   }
 }
-template <int NI, int NR> __device__ inline double region_pick_d(int src, const double (&r)[NR]) {
-  int i = src < RLX_CU_REGION_MAX_IN ? src : NI + (src - RLX_CU_REGION_MAX_IN);
-  double v = 0;
-  switch (i) {
-#define RLX_PICK(J)                    \
-  case J:                              \
-    if (J < NR) v = r[J < NR ? J : 0]; \
-    break;
-    RLX_PICK(0)
-    RLX_PICK(1)
-    RLX_PICK(2)
-    RLX_PICK(3)
-    RLX_PICK(4)
-    RLX_PICK(5)
-    RLX_PICK(6)
-    RLX_PICK(7)
-    RLX_PICK(8)
-    RLX_PICK(9)
-    RLX_PICK(10)
-    RLX_PICK(11)
-#undef RLX_PICK
-  default: break;
-  }
-  return v;
-}
 /* the rarer steps out of line, so the 32 specialisations stay small */
 __device__ __noinline__ double region_binary_slow(int sub, double x, double y) { return binary_float(sub, x, y); }
 __device__ __noinline__ double region_act_slow(int sub, double x) { return act_real(sub, x); }
@@ -925,9 +900,9 @@ template <int N, int NI> __global__ void __launch_bounds__(256) region_lowp_kern
       const rlx_cu_region_step &st = p.steps[s];
 #pragma unroll
       for (int c = 0; c < 4; c++) {
-        double x = region_pick_d<NI>(st.src[0], r[c]), v;
+        double x = region_pick<NI>(st.src[0], r[c]), v;
         if (st.kind == RLX_CHAIN_STEP_BINARY) {
-          double y = region_pick_d<NI>(st.src[1], r[c]);
+          double y = region_pick<NI>(st.src[1], r[c]);
           switch (st.sub) {
           case RLX_BINOP_ADD: v = x + y; break;
           case RLX_BINOP_SUB: v = x - y; break;
