@@ -48,11 +48,16 @@ static void test_matmul(void) {
   matmul_case(SHP(F32, 2, 1, 5, 6), SHP(F32, 3, 6, 2)); /* broadcast batches */
   matmul_case(SHP(F32, 5, 6), SHP(F32, 2, 6, 3));
   matmul_case(SHP(F32, 2, 3, 0), SHP(F32, 2, 0, 4)); /* K = 0: zeros */
+  matmul_case(SHP(F32, 1, 1024), SHP(F32, 1024, 1000)); /* a classifier at batch 1: sgemv, columns split */
+  matmul_case(SHP(F32, 300, 77), SHP(F32, 77, 1));      /* one column: sgemv, rows split */
+  matmul_case(SHP(F32, 3, 1, 40), SHP(F32, 40, 9));     /* batched rows */
   /* transposed operands through the executor's fused entry point */
   /* [M, K] x [K, N]: 5x54 x 54x16 and 16x54 x 54x5 are where OpenBLAS's AVX-512 (SkylakeX)
      small-matrix kernels of sgemm with a transpose flag round differently from the plain call */
-  static const int64_t mkn[3][3] = {{5, 9, 11}, {5, 54, 16}, {16, 54, 5}};
-  for (int sz = 0; sz < 3; sz++)
+  /* 1 x 54 x 16 and 16 x 54 x 1: the matrix-vector products (fk_sgemm's sgemv calls) with every
+     transposed read */
+  static const int64_t mkn[5][3] = {{5, 9, 11}, {5, 54, 16}, {16, 54, 5}, {1, 54, 16}, {16, 54, 1}};
+  for (int sz = 0; sz < 5; sz++)
     for (int ta = 0; ta < 2; ta++)
       for (int tb = 0; tb < 2; tb++) {
         rlx_graph *g;

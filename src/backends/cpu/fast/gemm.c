@@ -36,6 +36,21 @@ void fk_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, const float *A, si
       for (size_t i = 0; i < M; i++) memset(C + i * ldc, 0, N * sizeof *C);
     return;
   }
+  /* A product with one row or one column is a matrix-vector product: OpenBLAS's sgemm packs both
+   * operands for it anyway (4-6x slower than its sgemv on mobilenet's classifier and
+   * squeeze-excite shapes, measured: docs/cpu-backend.md). C is zeroed here rather than by
+   * sgemv's beta = 0, so whatever the buffer held before (NaN included) never reaches it. */
+  if (M == 1 || N == 1) {
+    if (!accumulate)
+      for (size_t i = 0; i < M; i++) memset(C + i * ldc, 0, N * sizeof *C);
+    if (M == 1) /* C[1, N] = a . op(B): a's k-th element is A[k] (or A[k * lda] when ta) */
+      cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? (int)N : (int)K, tb ? (int)K : (int)N, 1.0f,
+                  B, (int)ldb, A, ta ? (int)lda : 1, 1.0f, C, 1);
+    else /* C[M, 1] (stride ldc) = op(A) . b: b's k-th element is B[k * ldb] (or B[k] when tb) */
+      cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? (int)K : (int)M, ta ? (int)M : (int)K, 1.0f,
+                  A, (int)lda, B, tb ? 1 : (int)ldb, 1.0f, C, (int)ldc);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
               1.0f, A, (int)lda, B, (int)ldb, accumulate ? 1.0f : 0.0f, C, (int)ldc);
 }
