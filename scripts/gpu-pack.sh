@@ -3,7 +3,7 @@
 # Packs the binaries scripts/gpu-test.sh needs (built here, Release, sm_90) with the shared
 # libraries a bare GPU machine may lack (OpenBLAS, LAPACKE, protobuf-c and their dependencies)
 # into one archive for RLX_GPU_PREBUILT (docs/cuda.md). The CUDA toolkit's libraries (cuBLAS,
-# cuSOLVER and what it loads: cuSPARSE, nvJitLink) stay out: the GPU machine has them.
+# cuFFT, cuSOLVER and what it loads: cuSPARSE, nvJitLink) stay out: the GPU machine has them.
 #   usage: scripts/gpu-pack.sh BUILD_DIR OUT.tar.xz
 set -eu
 B=$1
@@ -15,7 +15,7 @@ for f in tests/test_conformance tests/test_cuda_backend tests/test_gradcheck rlx
 done
 for f in "$T"/bin/*; do
   ldd "$f" | awk '/=>/ { print $3 }'
-done | sort -u | grep -Ev 'libc\.so|libm\.so|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublas|libcusolver|libcusparse|libnvJitLink|ld-linux' |
+done | sort -u | grep -Ev 'libc\.so|libm\.so|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libcublas|libcusolver|libcusparse|libcufft|libnvJitLink|ld-linux' |
   while read -r l; do cp -L "$l" "$T/lib/"; done
 # xz -9 (a 64 MiB dictionary) stores the binaries' identical kernel images once: 14 MB instead of
 # 47 MB for the six binaries (the device tool carries at most 64 MiB)

@@ -38,6 +38,20 @@ else
 fi
 log "cuSOLVER from: ${SOLVER_DIR:-not found}"
 [ -n "$SOLVER_DIR" ] && [ "$SOLVER_DIR" != "$CUBLAS_DIR" ] && CUBLAS_DIR=$CUBLAS_DIR${CUBLAS_DIR:+:}$SOLVER_DIR
+# cuFFT (libcufft.so.12, the Fft kernel): the toolkit's, else a wheel's
+FFT_DIR=""
+for d in ${SOLVER_DIR:-} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -e "$d/libcufft.so.12" ] && FFT_DIR=$d && break
+done
+if [ -z "$FFT_DIR" ]; then
+  f=$(find / -name 'libcufft.so.12' -not -path '/proc/*' 2>/dev/null | head -1)
+  [ -n "$f" ] && FFT_DIR=$(dirname "$f")
+fi
+log "cuFFT from: ${FFT_DIR:-not found}"
+case ":$CUBLAS_DIR:" in
+*":$FFT_DIR:"*) ;;
+*) [ -n "$FFT_DIR" ] && CUBLAS_DIR=$CUBLAS_DIR${CUBLAS_DIR:+:}$FFT_DIR ;;
+esac
 
 if [ -n "${RLX_GPU_PREBUILT:-}" ]; then
   PRE=$(mktemp -d)

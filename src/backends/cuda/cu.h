@@ -235,11 +235,6 @@ rlx_status rlx_cu_sort(rlx_cu_ctx *c, int mode, int desc, int dtype, const void 
 /* Philox-4x32-10 random tensors with the CPU reference's values: normal = 0 uniform in
  * [a, b), 1 normal(mean a, scale b). */
 rlx_status rlx_cu_rng(rlx_cu_ctx *c, int normal, int dtype, uint64_t key, double a, double b, int64_t n, void *out);
-/* Fft of every line: n_lines lines of N complex values (complex dtypes) or of the real-block
- * layout [re 0..N | im 0..N] (f32 / f64); sign -1 forward, +1 inverse; every value scaled. A
- * direct DFT in double with exact twiddles (j k mod N). */
-rlx_status rlx_cu_dft(rlx_cu_ctx *c, int dtype, const void *x, void *out, int64_t n_lines, int64_t N, int sign,
-                      double scale);
 /* Trilu over the last two axes (rows x cols), esz-byte elements. */
 rlx_status rlx_cu_trilu(rlx_cu_ctx *c, int upper, int64_t diag, const void *x, void *out, int64_t n, int64_t rows,
                         int64_t cols, int esz);

@@ -6,7 +6,8 @@
  * partconv.cu (PartitionedConv, Interpolate3d), rope2.cu (RopeBackward, AxialRope2d), spline.cu
  * (the SplineActivation family), quant.cu (FakeQuantize(+Backward), Quantize, Dequantize),
  * synth.cu (the codebook matmul kinds), solver.cu (Cholesky, Det, LogDet, the dense solves
- * through cuSOLVER, TriangularSolve through cuBLAS trsm). Some fields carry a mode's own meaning
+ * through cuSOLVER, TriangularSolve through cuBLAS trsm; Qr, Svd, Eigh, EighBatch through cuSOLVER
+ * geqrf / orgqr, gesvd, syevd, workspace sizes from rlx_cu_la_lwork at lowering), fft.cu (Fft). Some fields carry a mode's own meaning
  * (a dtype, an element size); the mode's comment says which. */
 #ifndef RLX_CUDA_CU_EXT_H
 #define RLX_CUDA_CU_EXT_H
@@ -55,6 +56,9 @@ typedef enum rlx_cu_ext_mode {
   RLX_CU_EXT_LOGDET,      /* len = n */
   RLX_CU_EXT_SOLVE,       /* DenseSolve / BatchedDenseSolve: N = batches, len = n, S = r */
   RLX_CU_EXT_TRSM,        /* TriangularSolve: len = n, S = r, rms = lower, want_xh = transpose */
+  RLX_CU_EXT_QR,          /* solver.cu: A [rows = m, len = n] -> part (want_xh: 0 Q, 1 R); S = lwork */
+  RLX_CU_EXT_SVD,         /* A [rows = m, len = n] -> part (want_xh: 0 U, 1 S, 2 VT); S = lwork */
+  RLX_CU_EXT_EIGH,        /* N matrices [len, len] -> [N, len + len^2] (lambda | U); S = lwork */
   RLX_CU_EXT_PARTCONV,    /* PartitionedConv: lines of x [len] (*) ir [C] -> [len + C - 1]; N = ir dtype */
   RLX_CU_EXT_CONJ,        /* complex (re, -im) */
   RLX_CU_EXT_NORMSQ,      /* complex -> real re^2 + im^2 */
@@ -103,6 +107,21 @@ rlx_status rlx_cu_quant_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_interp3d_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_synth_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
 rlx_status rlx_cu_solver_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+/* solver.cu: the cuSOLVER workspace (elements of the dtype) a QR / SVD / EIGH step needs, queried once
+ * at lowering (e->S receives it); then the step itself. */
+rlx_status rlx_cu_la_lwork(rlx_cu_ctx *c, rlx_cu_ext *e);
+rlx_status rlx_cu_la_run(rlx_cu_ctx *c, const rlx_cu_ext *e);
+
+/* fft.cu: Fft through cuFFT. A plan (batched Z2Z over `lines` transforms of length N, in place on
+ * a double-complex buffer) is made at lowering and freed with the step; the run packs x (c64 /
+ * c128, or the real-block layout of f32 / f64) into that buffer in double, executes the plan and
+ * stores the scaled result in the output's layout, so every dtype is transformed in double and
+ * rounded once, as the CPU reference does. */
+typedef struct rlx_cu_fft rlx_cu_fft;
+rlx_status rlx_cu_fft_create(rlx_cu_ctx *c, int64_t lines, int64_t N, rlx_cu_fft **out);
+void rlx_cu_fft_destroy(rlx_cu_ctx *c, rlx_cu_fft *f);
+rlx_status rlx_cu_fft_run(rlx_cu_ctx *c, const rlx_cu_fft *f, int dtype, const void *x, void *out, int inverse,
+                          double scale);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,8 @@ enum {
   RLX_CU_KERR_DIV_ZERO = 1,
   RLX_CU_KERR_POW_ZERO_NEG = 2,
   RLX_CU_KERR_INDEX = 3,
-  RLX_CU_KERR_SINGULAR = 4
+  RLX_CU_KERR_SINGULAR = 4,
+  RLX_CU_KERR_NOCONV = 5 /* an SVD or eigensolver did not converge (cuSOLVER info > 0) */
 };
 __device__ inline void cu_raise(int *flag, int code) { atomicCAS(flag, 0, code); }
 

@@ -838,6 +838,10 @@ static const lower_fn lower_table[RLX_OP_COUNT] = {
     [RLX_OP_DenseSolve] = lower_DenseSolve,
     [RLX_OP_BatchedDenseSolve] = lower_BatchedDenseSolve,
     [RLX_OP_TriangularSolve] = lower_TriangularSolve,
+    [RLX_OP_Qr] = lower_Qr,
+    [RLX_OP_Svd] = lower_Svd,
+    [RLX_OP_Eigh] = lower_Eigh,
+    [RLX_OP_EighBatch] = lower_EighBatch,
 };
 
 static rlx_op claim_buf[RLX_OP_COUNT];
@@ -868,6 +872,7 @@ static void step_release(rlx_cu_ctx *c, cu_step *s) {
   if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
   if (s->scratch) rlx_cu_free(c, s->scratch);
   if (s->extra) rlx_cu_free(c, s->extra);
+  if (s->fft) rlx_cu_fft_destroy(c, s->fft);
   free(s->regions);
   free(s->post);
   free(s->copies);
@@ -1018,7 +1023,7 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
   }
   case ST_TRILU: st = rlx_cu_trilu(c, s->rms, s->c2, s->src, s->dst, s->d, s->a, s->b, s->esz); break;
   case ST_EXT: st = rlx_cu_ext_run(c, &s->ext); break;
-  case ST_DFT: st = rlx_cu_dft(c, s->dtype, s->src, s->dst, s->a, s->b, s->op, s->eps); break;
+  case ST_DFT: st = rlx_cu_fft_run(c, s->fft, s->dtype, s->src, s->dst, s->op > 0, s->eps); break;
   case ST_REMAP: st = rlx_cu_remap_run(c, &s->remap); break;
   case ST_GATHER_BW:
     st = rlx_cu_gather_backward(c, s->dtype, s->src, s->aux[0], s->aux_dtype, s->a, s->b, s->c2, s->d, s->dst);
@@ -1061,8 +1066,8 @@ static rlx_status run_steps(rlx_cu_prog *p) {
  * sets the kernels' attributes); the second captures them into a graph, which it and every later
  * run replays with one launch (the device addresses are fixed at compile time, so the graph
  * stays valid). A program whose steps cannot be captured (a step that waits for the device, the
- * integer MatMul's offset upload) runs step by step, as with RLX_CUDA_PROFILE or
- * RLX_CUDA_GRAPHS=0. */
+ * integer MatMul's offset upload; a step marked no_graph, cuSOLVER's QR / SVD / eigensolver)
+ * runs step by step, as with RLX_CUDA_PROFILE or RLX_CUDA_GRAPHS=0. */
 rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
   if (p->profile || p->graph_state < 0) return run_steps(p);
   if (p->graph) return rlx_cu_graph_launch(p->ctx, p->graph);
@@ -1072,7 +1077,7 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     for (uint32_t i = 0; i < p->n_steps && !off; i++) {
       const cu_step *s = &p->steps[i];
       int t = s->dtype;
-      off = s->kind == ST_MATMUL && t != RLX_F32 && t != RLX_F64 && t != RLX_F16 && t != RLX_BF16;
+      off = (s->kind == ST_MATMUL && t != RLX_F32 && t != RLX_F64 && t != RLX_F16 && t != RLX_BF16) || s->no_graph;
     }
     p->graph_state = off ? -1 : 1;
     return run_steps(p);

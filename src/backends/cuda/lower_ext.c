@@ -46,6 +46,9 @@ static const ext_fn ext_run_table[] = {
     [RLX_CU_EXT_LOGDET] = rlx_cu_solver_run,
     [RLX_CU_EXT_SOLVE] = rlx_cu_solver_run,
     [RLX_CU_EXT_TRSM] = rlx_cu_solver_run,
+    [RLX_CU_EXT_QR] = rlx_cu_la_run,
+    [RLX_CU_EXT_SVD] = rlx_cu_la_run,
+    [RLX_CU_EXT_EIGH] = rlx_cu_la_run,
     [RLX_CU_EXT_CONJ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ] = rlx_cu_complex_run,
     [RLX_CU_EXT_NORMSQ_BW] = rlx_cu_complex_run,
@@ -1312,3 +1315,68 @@ bool lower_TriangularSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *
   if (e->S > INT32_MAX) return fail(L, "the right-hand-side count is over 2^31%s", "");
   return true;
 }
+
+/* ---- Qr, Svd, Eigh, EighBatch (solver.cu: cuSOLVER geqrf + orgqr, gesvd, syevd) ---- */
+
+/* The cuSOLVER workspace size, queried once here; the step is kept out of CUDA graphs (syevd
+ * reports an execution failure under stream capture, and gesvd / orgqr are not documented as
+ * capture-safe). */
+static bool la_finish(lower_ctx *L, cu_step *s) {
+  s->no_graph = 1;
+  if (rlx_cu_la_lwork(L->p->ctx, &s->ext) != RLX_OK)
+    return fail(L, "querying the cuSOLVER workspace failed: %s", rlx_last_error());
+  return true;
+}
+
+/* A [m, n] (f32 / f64) -> one part of the thin factorisation */
+static bool la_matrix(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, int mode, int part, int64_t d0,
+                      int64_t d1, uint32_t rank) {
+  const rlx_shape *a = shape_of(L->p, n->inputs[0]);
+  int t = n->shape.dtype;
+  if ((t != RLX_F32 && t != RLX_F64) || a->dtype != t)
+    return fail(L, "the factorisations take f32 or f64 matrices of the output's dtype%s", "");
+  if (a->rank != 2 || a->dims[0] > INT32_MAX || a->dims[1] > INT32_MAX)
+    return fail(L, "operand 0 must be a matrix [m, n] with m, n < 2^31%s", "");
+  int64_t m = a->dims[0], nc = a->dims[1], k = m < nc ? m : nc;
+  int64_t want[2] = {d0 < 0 ? (d0 == -1 ? m : k) : d0, d1 < 0 ? (d1 == -1 ? nc : k) : d1};
+  if (n->shape.rank != rank || n->shape.dims[0] != want[0] || (rank == 2 && n->shape.dims[1] != want[1]))
+    return fail(L, "the output does not have the factor's shape%s", "");
+  ext_begin(L, id, n, s, mode);
+  s->ext.rows = m;
+  s->ext.len = nc;
+  s->ext.want_xh = part;
+  return la_finish(L, s);
+}
+
+/* dims: -1 = m (rows) / n (columns), -2 = k = min(m, n) */
+bool lower_Qr(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  switch (n->attrs.Qr.part) {
+  case RLX_QR_PART_Q: return la_matrix(L, id, n, s, RLX_CU_EXT_QR, 0, -1, -2, 2);
+  case RLX_QR_PART_R: return la_matrix(L, id, n, s, RLX_CU_EXT_QR, 1, -2, -1, 2);
+  default: return fail(L, "attribute part is not a QrPart%s", "");
+  }
+}
+bool lower_Svd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
+  switch (n->attrs.Svd.part) {
+  case RLX_SVD_PART_U: return la_matrix(L, id, n, s, RLX_CU_EXT_SVD, 0, -1, -2, 2);
+  case RLX_SVD_PART_S: return la_matrix(L, id, n, s, RLX_CU_EXT_SVD, 1, -2, 0, 1);
+  case RLX_SVD_PART_VT: return la_matrix(L, id, n, s, RLX_CU_EXT_SVD, 2, -2, -1, 2);
+  default: return fail(L, "attribute part is not a SvdPart%s", "");
+  }
+}
+
+/* [lead.., n, n] -> [lead.., n + n^2] */
+static bool eigh_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t lead) {
+  int64_t nn;
+  if (!need_square(L, n, 0, lead, &nn)) return false;
+  const rlx_shape *a = shape_of(L->p, n->inputs[0]);
+  int64_t B = lead ? a->dims[0] : 1;
+  if (n->shape.rank != lead + 1 || n->shape.dims[lead] != nn + nn * nn || (lead && n->shape.dims[0] != B))
+    return fail(L, "the output must be [.., n + n^2] (eigenvalues, then eigenvectors)%s", "");
+  ext_begin(L, id, n, s, RLX_CU_EXT_EIGH);
+  s->ext.len = nn;
+  s->ext.N = B;
+  return la_finish(L, s);
+}
+bool lower_Eigh(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) { return eigh_setup(L, id, n, s, 0); }
+bool lower_EighBatch(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) { return eigh_setup(L, id, n, s, 1); }

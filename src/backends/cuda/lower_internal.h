@@ -82,6 +82,8 @@ typedef struct cu_step {
   void *scratch; /* owned device scratch (norm statistics, sort positions) */
   void *extra;   /* ST_ATTN_BW: owned buffer holding a sibling's dk or dv (extra_wrt) */
   int extra_wrt;
+  rlx_cu_fft *fft; /* ST_DFT: the cuFFT plan, owned */
+  int no_graph;    /* the step cannot be captured into a CUDA graph (cuSOLVER's iterative routines) */
 } cu_step;
 
 struct rlx_cu_prog {
@@ -328,5 +330,9 @@ bool lower_LogDet(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_DenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_BatchedDenseSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_TriangularSolve(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Qr(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Svd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_Eigh(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+bool lower_EighBatch(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 
 #endif

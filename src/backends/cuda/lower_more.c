@@ -562,6 +562,8 @@ bool lower_Fft(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
   s->eps = scale;
   s->src = addr(L->p, n->inputs[0]);
   s->dst = addr(L->p, id);
+  if (s->a > 0 && rlx_cu_fft_create(L->p->ctx, s->a, N, &s->fft) != RLX_OK)
+    return fail(L, "making the cuFFT plan failed: %s", rlx_last_error());
   return true;
 }
 

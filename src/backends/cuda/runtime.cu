@@ -143,6 +143,8 @@ extern "C" rlx_status rlx_cu_sync(rlx_cu_ctx *c) {
     case RLX_CU_KERR_SINGULAR:
       return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: a matrix is singular (a zero pivot or diagonal entry) or, for "
                                              "Cholesky, not positive definite");
+    case RLX_CU_KERR_NOCONV:
+      return rlx_errorf(RLX_ERR_RUNTIME, "cuda: an SVD or eigendecomposition did not converge (cuSOLVER info > 0)");
     default: return rlx_errorf(RLX_ERR_INTERNAL, "cuda: kernel error code %d", code);
     }
   }

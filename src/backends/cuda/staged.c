@@ -8,14 +8,9 @@
 #include "backends/cuda/lower.h"
 
 static const char *const staged_why[RLX_OP_COUNT] = {
-    /* dense linear algebra beyond solver.cu's: iterative factorisations (cuSOLVER's gesvd / geqrf /
-     syevd are not wired up yet) */
-    [RLX_OP_Qr] = "Householder QR (cuSOLVER geqrf not wired up yet)",
-    [RLX_OP_Svd] = "iterative SVD (cuSOLVER gesvd not wired up yet)",
-    [RLX_OP_Eigh] = "iterative eigensolver (cuSOLVER syevd not wired up yet)",
-    [RLX_OP_EighBatch] = "iterative eigensolver (cuSOLVER syevd not wired up yet)",
-    [RLX_OP_EighBackward] = "needs the eigenvectors of Eigh",
-    [RLX_OP_EighBatchBackward] = "needs the eigenvectors of EighBatch",
+    /* the eigendecomposition gradients (Eigh / EighBatch themselves run on cuSOLVER syevd) */
+    [RLX_OP_EighBackward] = "the CPU's gradient formula over the eigenpairs (no GPU kernel yet)",
+    [RLX_OP_EighBatchBackward] = "the CPU's gradient formula over the eigenpairs (no GPU kernel yet)",
     /* the SPD-manifold family: eigendecompositions of small symmetric matrices */
     [RLX_OP_ReEig] = "eigendecomposition per matrix",
     [RLX_OP_LogEig] = "eigendecomposition per matrix",
