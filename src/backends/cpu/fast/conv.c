@@ -598,7 +598,7 @@ static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   return RLX_OK;
 }
 
-/* ---- one group, strided (or large-kernel) on the phase planes of conv_phase.c (AVX-512, AVX2) ---- */
+/* ---- one group, strided (or large-kernel) on the phase planes of conv_phase.c (AVX-512) ---- */
 
 static bool pconv_plain;
 void fk_pconv_disable(bool off) { pconv_plain = off; }
@@ -611,17 +611,9 @@ void fk_pconv_disable(bool off) { pconv_plain = off; }
  * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs. */
 #define PCONV_S1_MAX_PLANE 1024
 #define PCONV_S1_MIN_TAPS 256
-#define PCONV_AVX2_MAX_TAPS 256
 static bool pconv_pick(const fgeo *g, fk_pconv *d) {
   if (pconv_plain || g->G != 1 || !fk_pconv_available() || g->kh * g->kw == 1) return false;
-  /* stride 1 only where measured against the AVX-512 direct tiles; on AVX2 the direct kernels
-     keep them */
-  if (g->sh == 1 && g->sw == 1 &&
-      (!fk_pconv_avx512() || g->Ho * g->Wo > PCONV_S1_MAX_PLANE || cg_rows(g) < PCONV_S1_MIN_TAPS))
-    return false;
-  /* AVX2: the stems (few taps) only; im2col + sgemm keeps the strided convolutions of many
-     channels (resnet18's 3x3 stride-2 layers, 576-2304 taps: 10-30% faster there, measured) */
-  if (!fk_pconv_avx512() && cg_rows(g) > PCONV_AVX2_MAX_TAPS) return false;
+  if (g->sh == 1 && g->sw == 1 && (g->Ho * g->Wo > PCONV_S1_MAX_PLANE || cg_rows(g) < PCONV_S1_MIN_TAPS)) return false;
   return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
                        g->pw);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Direct convolution forward of any stride on phase planes (AVX-512F, or AVX2 + FMA), for
- * conv.c's strided and large-kernel convolutions of one group.
+/* Direct convolution forward of any stride on phase planes (AVX-512F), for conv.c's strided and
+ * large-kernel convolutions of one group.
  *
  * Every input channel is stored as the sh*sw phase planes of conv_dw.c (fk_dw_fill), one channel
  * after the other (cs floats each), so that tap r = (c, ki, kj) of output q = oh*Wq + ow on the
@@ -60,14 +60,6 @@ void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf) {
 
 bool fk_pconv_available(void) {
 #if PC_X86
-  return fk_isa_active() != FK_ISA_SCALAR;
-#else
-  return false;
-#endif
-}
-
-bool fk_pconv_avx512(void) {
-#if PC_X86
   return fk_isa_active() == FK_ISA_AVX512;
 #else
   return false;
@@ -115,50 +107,9 @@ static void tile_out(const fk_pconv *d, const float (*tile)[PNQ], size_t q0, siz
   }
 }
 
-/* The AVX2 + FMA tile: the same 4 channels x 64 positions and the same sums (one FMA chain per
- * element over the taps in order), as 16 ymm registers allow: the 64 positions in slices of 24,
- * 24 and 16 (12 or 8 accumulators, the slice's B vectors, one weight broadcast at a time). */
-#define PA_SLICE(NV, Q0)                                                                           \
-  do {                                                                                             \
-    __m256 acc[PMR][NV];                                                                           \
-    _Pragma("GCC unroll 4") for (int i = 0; i < PMR; i++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) \
-        acc[i][v] = _mm256_setzero_ps();                                                           \
-    for (size_t r = 0; r < R; r++) {                                                               \
-      const float *bp = B + off[r] + (Q0);                                                         \
-      __m256 bv[NV];                                                                               \
-      _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) bv[v] = _mm256_loadu_ps(bp + 8 * v);   \
-      _Pragma("GCC unroll 4") for (int i = 0; i < PMR; i++) {                                     \
-        __m256 wv = _mm256_broadcast_ss(a[i] + r);                                                 \
-        _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) acc[i][v] = _mm256_fmadd_ps(wv, bv[v], acc[i][v]); \
-      }                                                                                            \
-    }                                                                                              \
-    _Pragma("GCC unroll 4") for (int i = 0; i < PMR; i++) _Pragma("GCC unroll 3") for (int v = 0; v < NV; v++) \
-        _mm256_storeu_ps(tile[i] + (Q0) + 8 * v, acc[i][v]);                                       \
-  } while (0)
-
-__attribute__((target("avx2,fma"))) static void pconv_tiles_avx2(const fk_pconv *d, const float *buf, const float *w,
-                                                                 const int32_t *off, const float *bias, float *y,
-                                                                 bool relu, size_t t0, size_t t1) {
-  size_t R = d->R, MB = d->Op / PMR;
-  float tile[PMR][PNQ];
-  for (size_t t = t0; t < t1; t++) {
-    size_t tq = t / MB, mb = t % MB;
-    const float *B = buf + tq * PNQ, *a[PMR];
-    for (size_t i = 0; i < PMR; i++) /* past O the last row again, into tile rows never stored */
-      a[i] = w + (mb * PMR + i < d->O ? mb * PMR + i : d->O - 1) * R;
-    PA_SLICE(3, 0);
-    PA_SLICE(3, 24);
-    PA_SLICE(2, 48);
-    size_t o0 = mb * PMR;
-    tile_out(d, (const float(*)[PNQ])tile, tq * PNQ, o0, d->O - o0 < PMR ? d->O - o0 : PMR, bias, y, relu);
-  }
-}
-#undef PA_SLICE
-
-__attribute__((target("avx512f"))) static void pconv_tiles_avx512(const fk_pconv *d, const float *buf,
-                                                                  const float *w, const int32_t *off,
-                                                                  const float *bias, float *y, bool relu, size_t t0,
-                                                                  size_t t1) {
+__attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w,
+                                                       const int32_t *off, const float *bias, float *y, bool relu,
+                                                       size_t t0, size_t t1) {
   size_t R = d->R, MB = d->Op / PMR;
   float tile[PMR][PNQ];
   for (size_t t = t0; t < t1; t++) {
@@ -192,14 +143,6 @@ __attribute__((target("avx512f"))) static void pconv_tiles_avx512(const fk_pconv
       tile_out(d, (const float(*)[PNQ])tile, tq * PNQ, o0, d->O - o0 < PMR ? d->O - o0 : PMR, bias, y, relu);
     }
   }
-}
-
-void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
-                    float *y, bool relu, size_t t0, size_t t1) {
-  if (fk_isa_active() == FK_ISA_AVX512)
-    pconv_tiles_avx512(d, buf, w, off, bias, y, relu, t0, t1);
-  else
-    pconv_tiles_avx2(d, buf, w, off, bias, y, relu, t0, t1);
 }
 #else
 void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,

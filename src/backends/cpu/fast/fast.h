@@ -207,7 +207,7 @@ void fk_conv_act(rlx_act act, const float *x, float *y, size_t n);
 /* The activations the convolution epilogue fuses. */
 bool fk_conv_act_ok(rlx_act act);
 
-/* ---- direct convolution of any stride on phase planes, AVX-512F or AVX2 + FMA (conv_phase.c) ---- */
+/* ---- direct convolution of any stride on phase planes, AVX-512F (conv_phase.c) ---- */
 
 /* One image and group: C input planes (each as conv_dw.c's phase planes, cs floats apart in buf)
  * -> O output planes. */
@@ -219,8 +219,7 @@ typedef struct fk_pconv {
 } fk_pconv;
 bool fk_pconv_init(fk_pconv *d, size_t C, size_t O, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw,
                    size_t sh, size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl);
-bool fk_pconv_available(void);   /* the AVX-512 or the AVX2 path is active */
-bool fk_pconv_avx512(void);      /* the AVX-512 path is active */
+bool fk_pconv_available(void);   /* the AVX-512 path is active */
 void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_pconv_tiles_count(const fk_pconv *d);
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
