@@ -332,7 +332,7 @@ bool rlx_fast_matmul_ex_applies(const rlx_node *n, const rlx_shape *a, bool ta, 
 rlx_status rlx_fast_matmul_ex(const rlx_node *n, const rlx_tensor *a, bool ta, const rlx_tensor *b, bool tb,
                               rlx_tensor *out, rlx_cpu_ctx *ctx);
 
-/* MatMul by a constant B of rank 2, packed once (gemm_packed.c; the AVX-512 path only): applies
+/* MatMul by a constant B of rank 2, packed once (gemm_packed.c; the AVX-512 and AVX2 paths): applies
  * checks the MatMul's stored operand shapes; pack_b returns the packed copy of B (64-byte
  * aligned; NULL when out of memory), freed with pack_free; the kernel computes out = a . B from
  * it. Results do not depend on the thread count. */
