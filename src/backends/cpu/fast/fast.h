@@ -291,8 +291,10 @@ FK_DECL(ElementwiseRegion);
  * fast kernels. */
 bool fk_bin_f32_ok(rlx_binop op);
 void fk_bin_f32(rlx_binop op, const float *a, size_t sa, const float *b, size_t sb, float *c, size_t len);
-/* Gelu (erf form) on the AVX-512 path with FMAs (gelu_avx512.c); fk_act_f32 calls it there. */
+/* Gelu (erf form) on the AVX-512 / AVX2 path with FMAs (gelu_avx512.c, gelu_avx2.c; the same bits
+ * as el_geluf); fk_act_f32 calls them there. */
 void fk_gelu_avx512(const float *x, float *y, size_t n);
+void fk_gelu_avx2(const float *x, float *y, size_t n);
 bool fk_act_f32_ok(rlx_act k);
 void fk_act_f32(rlx_act k, const float *x, float *y, size_t len);
 /* reduce.c */
