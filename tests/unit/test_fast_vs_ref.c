@@ -1371,9 +1371,10 @@ static void test_activation_ulps(void) {
   free(r);
 }
 
-/* Gelu's vector forms (gelu_avx2.c, gelu_avx512.c) against the scalar path's el_geluf loop, bit
- * for bit, on a dense sweep, the edges and every tail length (the masked last vector); each form
- * only where this CPU runs it. The path is forced to scalar for the reference and restored. */
+/* The vector forms of Gelu (gelu_avx2.c, gelu_avx512.c) and Erf (gelu_avx2.c) against the scalar
+ * path's el_geluf / el_erff loops, bit for bit, on a dense sweep, the edges and every tail length
+ * (the masked last vector); each form only where this CPU runs it. The path is forced to scalar
+ * for the reference and restored. */
 static void test_gelu_paths(void) {
   size_t n = 200000 + 23;
   float *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref), *y = malloc(n * sizeof *y);
@@ -1381,33 +1382,40 @@ static void test_gelu_paths(void) {
   if (!x || !ref || !y) goto done;
   for (size_t i = 0; i < n; i++) x[i] = (float)(-20.0 + 40.0 * (double)i / (double)n);
   float edge[23] = {0.0f,  -0.0f, NAN,   INFINITY, -INFINITY, 1e-30f,  -1e-30f, 1e-45f, 15.0f, -15.0f, 15.5f, -15.5f,
-                    0.70f, 0.71f, -0.7f, -0.71f,   0.7071f,   -0.7072f, 3.47f,  -3.472f, 104.f, -104.f, 1e30f};
+                    0.70f, 0.75f, -0.75f, -0.71f,  0.7071f,   -0.7072f, 3.47f,  -3.472f, 10.0f, -10.5f, 1e30f};
   memcpy(x + n - 23, edge, sizeof edge);
-  const char *saved = getenv("RLX_CPU_ISA");
-  char *keep = saved ? strdup(saved) : NULL;
-  setenv("RLX_CPU_ISA", "scalar", 1);
-  CHECK_OK(fk_isa_configure());
-  fk_act_f32(RLX_ACT_GELU, x, ref, n);
-  if (keep)
-    setenv("RLX_CPU_ISA", keep, 1);
-  else
-    unsetenv("RLX_CPU_ISA");
-  free(keep);
-  CHECK_OK(fk_isa_configure());
-  for (int form = 0; form < 2; form++) {
-    if (fk_isa_cpu() < (form ? FK_ISA_AVX512 : FK_ISA_AVX2)) continue;
-    void (*fn)(const float *, float *, size_t) = form ? fk_gelu_avx512 : fk_gelu_avx2;
+  static const struct {
+    rlx_act kind;
+    fk_isa needs;
+    void (*fn)(const float *, float *, size_t);
+    const char *name;
+  } forms[] = {{RLX_ACT_GELU, FK_ISA_AVX2, fk_gelu_avx2, "Gelu avx2"},
+               {RLX_ACT_GELU, FK_ISA_AVX512, fk_gelu_avx512, "Gelu avx512"},
+               {RLX_ACT_ERF, FK_ISA_AVX2, fk_erf_avx2, "Erf avx2"}};
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    const char *saved = getenv("RLX_CPU_ISA");
+    char *keep = saved ? strdup(saved) : NULL;
+    setenv("RLX_CPU_ISA", "scalar", 1);
+    CHECK_OK(fk_isa_configure());
+    fk_act_f32(forms[f].kind, x, ref, n);
+    if (keep)
+      setenv("RLX_CPU_ISA", keep, 1);
+    else
+      unsetenv("RLX_CPU_ISA");
+    free(keep);
+    CHECK_OK(fk_isa_configure());
+    if (fk_isa_cpu() < forms[f].needs) continue;
     size_t bad = 0, at = 0;
-    fn(x, y, n);
+    forms[f].fn(x, y, n);
     for (size_t i = 0; i < n; i++)
       if (memcmp(&y[i], &ref[i], 4) != 0 && !(isnan(y[i]) && isnan(ref[i]))) at = bad++ ? at : i;
     for (size_t len = 1; len <= 40; len++) { /* tails: a start off the vector grid, len elements */
       float t[40];
-      fn(x + n - 23 - len, t, len);
+      forms[f].fn(x + n - 23 - len, t, len);
       for (size_t i = 0; i < len; i++) bad += memcmp(&t[i], &ref[n - 23 - len + i], 4) != 0;
     }
-    CHECK_MSG(bad == 0, "Gelu %s: %zu results differ from the scalar path's (first at x = %.9g: %.9g, not %.9g)",
-              form ? "avx512" : "avx2", bad, (double)x[at], (double)y[at], (double)ref[at]);
+    CHECK_MSG(bad == 0, "%s: %zu results differ from the scalar path's (first at x = %.9g: %.9g, not %.9g)",
+              forms[f].name, bad, (double)x[at], (double)y[at], (double)ref[at]);
   }
 done:
   free(x);
