@@ -1168,9 +1168,9 @@ done:
 }
 
 static void test_gemm_packed_api(void) {
-  static const size_t mnk[][3] = {{1, 1, 1},    {5, 7, 3},     {6, 16, 256},  {7, 17, 257}, {12, 32, 512},
-                                  {13, 33, 300}, {64, 128, 64}, {64, 64, 128}, {50, 100, 9}, {11, 48, 31},
-                                  {3, 15, 600}};
+  static const size_t mnk[][3] = {{1, 1, 1},     {5, 7, 3},     {6, 16, 256},  {7, 17, 257},
+                                  {12, 32, 512}, {13, 33, 300}, {64, 128, 64}, {64, 64, 128},
+                                  {50, 100, 9},  {11, 48, 31},  {3, 15, 600}};
   for (size_t c = 0; c < sizeof mnk / sizeof mnk[0]; c++)
     for (int t = 0; t < 2; t++) gemm_packed_api_case(mnk[c][0], mnk[c][1], mnk[c][2], t);
 }
@@ -1371,19 +1371,21 @@ static void test_activation_ulps(void) {
   free(r);
 }
 
-/* The vector forms of Gelu (gelu_avx2.c, gelu_avx512.c) and Erf (gelu_avx2.c) against the scalar
- * path's el_geluf / el_erff loops, bit for bit, on a dense sweep, the edges and every tail length
- * (the masked last vector); each form only where this CPU runs it. The path is forced to scalar
- * for the reference and restored. */
+/* The vector forms of Gelu (gelu_avx2.c, gelu_avx512.c), Erf and Exp (gelu_avx2.c) against the
+ * scalar path's el_geluf / el_erff / el_expf loops, bit for bit, on a dense sweep, the edges and
+ * every tail length (the masked last vector); each form only where this CPU runs it. The path is
+ * forced to scalar for the reference and restored. */
 static void test_gelu_paths(void) {
-  size_t n = 200000 + 23;
+#define GP_EDGES 30
+  size_t n = 200000 + GP_EDGES;
   float *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref), *y = malloc(n * sizeof *y);
   CHECK(x && ref && y);
   if (!x || !ref || !y) goto done;
   for (size_t i = 0; i < n; i++) x[i] = (float)(-20.0 + 40.0 * (double)i / (double)n);
-  float edge[23] = {0.0f,  -0.0f, NAN,   INFINITY, -INFINITY, 1e-30f,  -1e-30f, 1e-45f, 15.0f, -15.0f, 15.5f, -15.5f,
-                    0.70f, 0.75f, -0.75f, -0.71f,  0.7071f,   -0.7072f, 3.47f,  -3.472f, 10.0f, -10.5f, 1e30f};
-  memcpy(x + n - 23, edge, sizeof edge);
+  float edge[GP_EDGES] = {0.0f,  -0.0f,  NAN,   INFINITY, -INFINITY, 1e-30f, -1e-30f, 1e-45f,   15.0f,   -15.0f,
+                          15.5f, -15.5f, 0.70f, 0.75f,    -0.75f,    -0.71f, 0.7071f, -0.7072f, 3.47f,   -3.472f,
+                          10.0f, -10.5f, 1e30f, 88.72f,   88.73f,    89.5f,  -87.5f,  -103.9f,  -104.5f, -110.0f};
+  memcpy(x + n - GP_EDGES, edge, sizeof edge);
   static const struct {
     rlx_act kind;
     fk_isa needs;
@@ -1391,7 +1393,8 @@ static void test_gelu_paths(void) {
     const char *name;
   } forms[] = {{RLX_ACT_GELU, FK_ISA_AVX2, fk_gelu_avx2, "Gelu avx2"},
                {RLX_ACT_GELU, FK_ISA_AVX512, fk_gelu_avx512, "Gelu avx512"},
-               {RLX_ACT_ERF, FK_ISA_AVX2, fk_erf_avx2, "Erf avx2"}};
+               {RLX_ACT_ERF, FK_ISA_AVX2, fk_erf_avx2, "Erf avx2"},
+               {RLX_ACT_EXP, FK_ISA_AVX2, fk_exp_avx2, "Exp avx2"}};
   for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
     const char *saved = getenv("RLX_CPU_ISA");
     char *keep = saved ? strdup(saved) : NULL;
@@ -1411,8 +1414,8 @@ static void test_gelu_paths(void) {
       if (memcmp(&y[i], &ref[i], 4) != 0 && !(isnan(y[i]) && isnan(ref[i]))) at = bad++ ? at : i;
     for (size_t len = 1; len <= 40; len++) { /* tails: a start off the vector grid, len elements */
       float t[40];
-      forms[f].fn(x + n - 23 - len, t, len);
-      for (size_t i = 0; i < len; i++) bad += memcmp(&t[i], &ref[n - 23 - len + i], 4) != 0;
+      forms[f].fn(x + n - GP_EDGES - len, t, len);
+      for (size_t i = 0; i < len; i++) bad += memcmp(&t[i], &ref[n - GP_EDGES - len + i], 4) != 0;
     }
     CHECK_MSG(bad == 0, "%s: %zu results differ from the scalar path's (first at x = %.9g: %.9g, not %.9g)",
               forms[f].name, bad, (double)x[at], (double)y[at], (double)ref[at]);
@@ -1421,6 +1424,7 @@ done:
   free(x);
   free(ref);
   free(y);
+#undef GP_EDGES
 }
 
 /* ======================================================================================

@@ -61,7 +61,7 @@ typedef struct fa_job {
   size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
   float scale;
   bool causal, packed; /* the packed tiles (gemm_packed.c: AVX-512 or AVX2) instead of sgemm */
-  fk_isa isa;           /* the score rows: AVX-512 (fa_rows_avx512), AVX2 (fa_rows_avx2) or the baseline */
+  fk_isa isa;          /* the score rows: AVX-512 (fa_rows_avx512), AVX2 (fa_rows_avx2) or the baseline */
 } fa_job;
 
 /* The largest of x[0..n), NaN skipped (-inf for none); exact, so both forms give the same value. */
@@ -206,7 +206,7 @@ __attribute__((target("avx512f"))) static void fa_rows_avx512(const fa_job *j, f
 }
 /* The baseline's operations built for AVX2 (ISO C does not contract a * b + c: the same bits) */
 __attribute__((target("avx2,fma"))) static void fa_rows_avx2(const fa_job *j, float *s, float *tmp, size_t bh,
-                                                            size_t r0, size_t rows) {
+                                                             size_t r0, size_t rows) {
   fa_rows(j, s, tmp, bh, r0, rows, false);
 }
 #else

@@ -296,6 +296,7 @@ void fk_bin_f32(rlx_binop op, const float *a, size_t sa, const float *b, size_t 
 void fk_gelu_avx512(const float *x, float *y, size_t n);
 void fk_gelu_avx2(const float *x, float *y, size_t n);
 void fk_erf_avx2(const float *x, float *y, size_t n); /* el_erff's operations (gelu_avx2.c), the same bits */
+void fk_exp_avx2(const float *x, float *y, size_t n); /* el_expf's operations (gelu_avx2.c), the same bits */
 bool fk_act_f32_ok(rlx_act k);
 void fk_act_f32(rlx_act k, const float *x, float *y, size_t len);
 /* reduce.c */

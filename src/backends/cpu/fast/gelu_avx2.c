@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Fast kernel piece: Gelu (the erf form) and Erf on the AVX2 path, 8 lanes of AVX2 + FMA intrinsics.
+/* Fast kernel piece: Gelu (the erf form), Erf and Exp on the AVX2 path, 8 lanes of AVX2 + FMA
+ * intrinsics.
  *
  * The operations of gelu_avx512.c (and so of elementwise.c's el_geluf) in the same order with
  * the same roundings: each polynomial step one vfmadd (fmaf in el_geluf), every other multiply
@@ -178,6 +179,23 @@ ATTR static inline __m256 e2_erf8(__m256 x) {
   return _mm256_or_ps(_mm256_andnot_ps(sign, v), _mm256_and_ps(sign, x)); /* copysignf(v, x) */
 }
 
+/* Exp: el_expf on 8 lanes (the attention's softmax calls it through fk_act_f32: 196608
+ * exponentials per encoder layer at batch 1; the AVX2 build of the scalar loop ran at about
+ * 8.6 ns per element here) */
+ATTR void fk_exp_avx2(const float *restrict x, float *restrict y, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 a = e2_exp(_mm256_loadu_ps(x + i)), b = e2_exp(_mm256_loadu_ps(x + i + 8));
+    _mm256_storeu_ps(y + i, a);
+    _mm256_storeu_ps(y + i + 8, b);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, e2_exp(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(y + i, m, e2_exp(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
 ATTR void fk_erf_avx2(const float *restrict x, float *restrict y, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -194,4 +212,5 @@ ATTR void fk_erf_avx2(const float *restrict x, float *restrict y, size_t n) {
 #else
 void fk_gelu_avx2(const float *restrict x, float *restrict y, size_t n) { (void)x, (void)y, (void)n; }
 void fk_erf_avx2(const float *restrict x, float *restrict y, size_t n) { (void)x, (void)y, (void)n; }
+void fk_exp_avx2(const float *restrict x, float *restrict y, size_t n) { (void)x, (void)y, (void)n; }
 #endif

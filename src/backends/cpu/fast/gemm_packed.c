@@ -21,12 +21,14 @@
  * passes, so the same bits.
  *
  * Every element of C is one sequential chain of fused multiply-adds over k = 0..K-1 from zero
- * (between k passes the partial sum waits in C, exactly), whatever the split: results do not depend on the thread count (deterministic mode included).
- * The rounding differs from OpenBLAS's (it accumulates K in blocks and may reduce in lanes),
- * within f32 GEMM rounding; it is the same on every path (fmaf rounds once, as the vector FMAs
- * do). Applies on the AVX-512 and AVX2 paths (fk_isa_active); on the scalar path the MatMul keeps
- * its sgemm kernel (a buffer packed before a switch to it still runs, through a plain fmaf loop). Rows of a tile beyond M read the last valid row again and are not stored;
- * columns beyond N are computed on the zero padding and not stored (masked stores). */
+ * (between k passes the partial sum waits in C, exactly), whatever the split: results do not
+ * depend on the thread count (deterministic mode included). The rounding differs from OpenBLAS's
+ * (it accumulates K in blocks and may reduce in lanes), within f32 GEMM rounding; it is the same
+ * on every path (fmaf rounds once, as the vector FMAs do). Applies on the AVX-512 and AVX2 paths
+ * (fk_isa_active); on the scalar path the MatMul keeps its sgemm kernel (a buffer packed before a
+ * switch to it still runs, through a plain fmaf loop). Rows of a tile beyond M read the last
+ * valid row again and are not stored; columns beyond N are computed on the zero padding and not
+ * stored (masked stores). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -137,8 +139,8 @@ __attribute__((target("avx512f"))) static void gp_tile(size_t kc, const float *a
 #define GP2_MR 4
 #define GP2_NV 3
 __attribute__((target("avx2,fma"))) static void gp_tile_avx2(size_t kc, const float *ap, const float *bp, float *C,
-                                                            size_t ldc, size_t rows, size_t cols, bool acc,
-                                                            const float *pf) {
+                                                             size_t ldc, size_t rows, size_t cols, bool acc,
+                                                             const float *pf) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i m[GP2_NV];
   for (int v = 0; v < GP2_NV; v++) m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8 * v), lane);
@@ -149,7 +151,7 @@ __attribute__((target("avx2,fma"))) static void gp_tile_avx2(size_t kc, const fl
     bool ld = acc && r < rows;
 #pragma GCC unroll 4
     for (int v = 0; v < GP2_NV; v++)
-      c[r][v] = !ld     ? _mm256_setzero_ps()
+      c[r][v] = !ld    ? _mm256_setzero_ps()
                 : full ? _mm256_loadu_ps(C + r * ldc + 8 * v)
                        : _mm256_maskload_ps(C + r * ldc + 8 * v, m[v]);
   }
@@ -368,8 +370,7 @@ void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, 
  * (masked when fewer); A read in place as in gp_tile_rows. The same chain per element. */
 #define GA2_MR 6
 __attribute__((target("avx2,fma"))) static void ga_tile_avx2(size_t kc, const float *A, size_t lda, const float *bp,
-                                                            float *C, size_t ldc, size_t rows, size_t cols,
-                                                            bool acc) {
+                                                             float *C, size_t ldc, size_t rows, size_t cols, bool acc) {
   const float *ar[GA2_MR];
   for (size_t r = 0; r < GA2_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -382,7 +383,7 @@ __attribute__((target("avx2,fma"))) static void ga_tile_avx2(size_t kc, const fl
     bool ld = acc && r < rows;
 #pragma GCC unroll 2
     for (int v = 0; v < 2; v++)
-      c[r][v] = !ld     ? _mm256_setzero_ps()
+      c[r][v] = !ld    ? _mm256_setzero_ps()
                 : full ? _mm256_loadu_ps(C + r * ldc + 8 * v)
                        : _mm256_maskload_ps(C + r * ldc + 8 * v, m[v]);
   }
