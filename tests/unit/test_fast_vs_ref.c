@@ -970,9 +970,9 @@ static void test_executor(bool torch_layout) {
 }
 
 /* ======================================================================================
- * MatMul by a constant B packed once (fast/gemm_packed.c; the AVX-512 path only): against a
- * double product within gamma_K sum_k |a_ik||b_kj| (one f32 fused multiply-add chain per element
- * is within that), the same bits at 1, 2 and 3 threads and in deterministic mode, edges of M (12-row
+ * MatMul by a constant B packed once (fast/gemm_packed.c; the AVX-512 and AVX2 paths): against a
+ * double product within gamma_K sum_k |a_ik||b_kj| and bit-equal to one fmaf chain per element
+ * (what every path computes), the same bits at 1, 2 and 3 threads and in deterministic mode, edges of M (12-row
  * tiles, 192-row blocks), N (32-column panels) and K (256-step passes); then through the
  * executor with a Constant B (packed there) against RLX_CPU_NO_PACK=1.
  * ====================================================================================== */
@@ -987,12 +987,10 @@ static void packed_case(rlx_shape as, int64_t K, int64_t N) {
   CHECK_OK(rlx_matmul(g, a, b, &m));
   const rlx_node *mn = rlx_graph_node(g, m);
   bool applies = rlx_fast_matmul_packed_applies(mn, &as, &bs);
-  CHECK_MSG(applies == (fk_isa_active() == FK_ISA_AVX512), "packed MatMul applies = %d on the %s path", applies,
+  CHECK_MSG(applies == (fk_isa_active() >= FK_ISA_AVX2), "packed MatMul applies = %d on the %s path", applies,
             fk_isa_name(fk_isa_active()));
-  if (!applies) {
-    rlx_graph_free(g);
-    return;
-  }
+  /* declined on the scalar path, but a buffer packed on another path still runs there (the plain
+     loop): checked the same way */
   rlx_tensor A = {malloc(numel(&as) * 4), as}, B = {malloc(numel(&bs) * 4), bs};
   fill(&A, FILL_UNIFORM, 0);
   fill(&B, FILL_UNIFORM, 0);
@@ -1019,10 +1017,14 @@ static void packed_case(rlx_shape as, int64_t K, int64_t N) {
             }
             double got = ((float *)f.data)[i * (size_t)N + j];
             bad += !(fabs(got - exact) <= gamma * mag + 1e-30);
+            /* one fmaf chain over k from zero: the same bits on every path */
+            float chain = 0.0f;
+            for (size_t k = 0; k < (size_t)K; k++) chain = fmaf(pa[i * (size_t)K + k], pb[k * (size_t)N + j], chain);
+            bad += memcmp(&chain, (float *)f.data + i * (size_t)N + j, 4) != 0;
           }
         CHECK_MSG(bad == 0,
                   "packed MatMul %zux%lldx%lld: %zu elements off the exact product by more than gamma_K "
-                  "sum|a||b|",
+                  "sum|a||b| or from the fmaf chain",
                   M, (long long)K, (long long)N, bad);
         memcpy(f1.data, f.data, cnt * 4);
       } else {
@@ -1063,7 +1065,7 @@ static void packed_executor_case(void) {
     uint64_t before = rlx_cpu_pack_count();
     CHECK_OK(rlx_compile(g, "cpu", &co, &e));
     uint64_t packs = rlx_cpu_pack_count() - before;
-    bool want = pack && fk_isa_active() == FK_ISA_AVX512;
+    bool want = pack && fk_isa_active() >= FK_ISA_AVX2;
     CHECK_MSG(packs == (want ? 1u : 0u), "executor: %llu packed MatMuls, expected %d", (unsigned long long)packs,
               (int)want);
     unsetenv("RLX_CPU_NO_PACK");
@@ -1122,6 +1124,60 @@ static void test_matmul_packed(void) {
   CHECK(!rlx_fast_matmul_packed_applies(rlx_graph_node(g, m), &sa, &sb));
   rlx_graph_free(g);
   packed_executor_case();
+}
+
+/* ======================================================================================
+ * The one-thread packed API (fk_gemm_pack_b / fk_gemm_packed: the attention's products, the
+ * Winograd point GEMMs) on whatever path is active (12 x 32 AVX-512 tiles, 6 x 16 AVX2 tiles, the
+ * plain loop on the scalar path): every element is one fused multiply-add chain over k from zero,
+ * so the result is bit-identical to fmaf in order, on every path. B packed as stored and
+ * transposed, row strides past the extents, the tile / half-panel / 256-step pass edges; C's
+ * padding columns must stay as they were.
+ * ====================================================================================== */
+
+static uint64_t gpa_state = 0x9E3779B97F4A7C15ull; /* its own stream: the later tests' data stay */
+static float gpa_rand(void) {
+  gpa_state = gpa_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((double)(gpa_state >> 40) / (double)(1u << 24) * 2.0 - 1.0);
+}
+
+static void gemm_packed_api_case(size_t M, size_t N, size_t K, bool trans) {
+  size_t lda = K + 3, ldb = (trans ? K : N) + 5, ldc = N + 2;
+  float *A = malloc(M * lda * 4), *B = malloc((trans ? N : K) * ldb * 4), *C = malloc(M * ldc * 4);
+  float *bp = aligned_alloc(64, (fk_gemm_packed_b_floats(K, N) * 4 + 63) / 64 * 64);
+  CHECK(A && B && C && bp);
+  if (!A || !B || !C || !bp) goto done;
+  for (size_t i = 0; i < M * lda; i++) A[i] = gpa_rand();
+  for (size_t i = 0; i < (trans ? N : K) * ldb; i++) B[i] = gpa_rand();
+  for (size_t i = 0; i < M * ldc; i++) C[i] = 12345.0f;
+  fk_gemm_pack_b(K, N, B, ldb, trans, bp);
+  fk_gemm_packed(M, N, K, A, lda, bp, C, ldc);
+  size_t bad = 0, pad = 0;
+  for (size_t i = 0; i < M; i++) {
+    for (size_t j = 0; j < N; j++) {
+      float s = 0.0f;
+      for (size_t k = 0; k < K; k++) s = fmaf(A[i * lda + k], trans ? B[j * ldb + k] : B[k * ldb + j], s);
+      bad += memcmp(&s, &C[i * ldc + j], 4) != 0;
+    }
+    for (size_t j = N; j < ldc; j++) pad += C[i * ldc + j] != 12345.0f;
+  }
+  CHECK_MSG(bad == 0 && pad == 0,
+            "fk_gemm_packed %zux%zux%zu%s (%s path): %zu elements differ from the fmaf chain, %zu padding "
+            "elements written",
+            M, N, K, trans ? " (B transposed)" : "", fk_isa_name(fk_isa_active()), bad, pad);
+done:
+  free(A);
+  free(B);
+  free(C);
+  free(bp);
+}
+
+static void test_gemm_packed_api(void) {
+  static const size_t mnk[][3] = {{1, 1, 1},     {5, 7, 3},     {6, 16, 256},  {7, 17, 257},
+                                  {12, 32, 512}, {13, 33, 300}, {64, 128, 64}, {64, 64, 128},
+                                  {50, 100, 9},  {11, 48, 31},  {3, 15, 600}};
+  for (size_t c = 0; c < sizeof mnk / sizeof mnk[0]; c++)
+    for (int t = 0; t < 2; t++) gemm_packed_api_case(mnk[c][0], mnk[c][1], mnk[c][2], t);
 }
 
 /* ======================================================================================
@@ -1320,6 +1376,62 @@ static void test_activation_ulps(void) {
   free(r);
 }
 
+/* The vector forms of Gelu (gelu_avx2.c, gelu_avx512.c), Erf and Exp (gelu_avx2.c) against the
+ * scalar path's el_geluf / el_erff / el_expf loops, bit for bit, on a dense sweep, the edges and
+ * every tail length (the masked last vector); each form only where this CPU runs it. The path is
+ * forced to scalar for the reference and restored. */
+static void test_gelu_paths(void) {
+#define GP_EDGES 30
+  size_t n = 200000 + GP_EDGES;
+  float *x = malloc(n * sizeof *x), *ref = malloc(n * sizeof *ref), *y = malloc(n * sizeof *y);
+  CHECK(x && ref && y);
+  if (!x || !ref || !y) goto done;
+  for (size_t i = 0; i < n; i++) x[i] = (float)(-20.0 + 40.0 * (double)i / (double)n);
+  float edge[GP_EDGES] = {0.0f,  -0.0f,  NAN,   INFINITY, -INFINITY, 1e-30f, -1e-30f, 1e-45f,   15.0f,   -15.0f,
+                          15.5f, -15.5f, 0.70f, 0.75f,    -0.75f,    -0.71f, 0.7071f, -0.7072f, 3.47f,   -3.472f,
+                          10.0f, -10.5f, 1e30f, 88.72f,   88.73f,    89.5f,  -87.5f,  -103.9f,  -104.5f, -110.0f};
+  memcpy(x + n - GP_EDGES, edge, sizeof edge);
+  static const struct {
+    rlx_act kind;
+    fk_isa needs;
+    void (*fn)(const float *, float *, size_t);
+    const char *name;
+  } forms[] = {{RLX_ACT_GELU, FK_ISA_AVX2, fk_gelu_avx2, "Gelu avx2"},
+               {RLX_ACT_GELU, FK_ISA_AVX512, fk_gelu_avx512, "Gelu avx512"},
+               {RLX_ACT_ERF, FK_ISA_AVX2, fk_erf_avx2, "Erf avx2"},
+               {RLX_ACT_EXP, FK_ISA_AVX2, fk_exp_avx2, "Exp avx2"}};
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    const char *saved = getenv("RLX_CPU_ISA");
+    char *keep = saved ? strdup(saved) : NULL;
+    setenv("RLX_CPU_ISA", "scalar", 1);
+    CHECK_OK(fk_isa_configure());
+    fk_act_f32(forms[f].kind, x, ref, n);
+    if (keep)
+      setenv("RLX_CPU_ISA", keep, 1);
+    else
+      unsetenv("RLX_CPU_ISA");
+    free(keep);
+    CHECK_OK(fk_isa_configure());
+    if (fk_isa_cpu() < forms[f].needs) continue;
+    size_t bad = 0, at = 0;
+    forms[f].fn(x, y, n);
+    for (size_t i = 0; i < n; i++)
+      if (memcmp(&y[i], &ref[i], 4) != 0 && !(isnan(y[i]) && isnan(ref[i]))) at = bad++ ? at : i;
+    for (size_t len = 1; len <= 40; len++) { /* tails: a start off the vector grid, len elements */
+      float t[40];
+      forms[f].fn(x + n - GP_EDGES - len, t, len);
+      for (size_t i = 0; i < len; i++) bad += memcmp(&t[i], &ref[n - GP_EDGES - len + i], 4) != 0;
+    }
+    CHECK_MSG(bad == 0, "%s: %zu results differ from the scalar path's (first at x = %.9g: %.9g, not %.9g)",
+              forms[f].name, bad, (double)x[at], (double)y[at], (double)ref[at]);
+  }
+done:
+  free(x);
+  free(ref);
+  free(y);
+#undef GP_EDGES
+}
+
 /* ======================================================================================
  * Attention, LayerNorm
  * ====================================================================================== */
@@ -1405,6 +1517,7 @@ int main(void) {
   for (int t = 1; t <= 3; t++) CHECK_OK(rlx_cpu_pool_create(t, &pools[t]));
   test_matmul();
   test_matmul_packed();
+  test_gemm_packed_api();
   test_transpose();
   test_expand();
   test_conv();
@@ -1412,6 +1525,7 @@ int main(void) {
   test_binary();
   test_activation();
   test_activation_ulps();
+  test_gelu_paths();
   test_backward_act();
   test_where_cast();
   test_region();

@@ -4,9 +4,9 @@
  *               None, Causal or Bias ([B, H, Sq, Sk]), no logit softcap. Per (batch, head) and
  *               block of up to FA_ROWS query rows: S = Q K^T (sgemm), S = S * scale (+ bias,
  *               causal keys hidden), a row softmax in f32 with double sums (the exponential of
- *               the Exp activation's vectorised loop), O = P V (sgemm). On the AVX-512 path
- *               both products use gemm_packed.c's register tiles (K^T and V packed once per
- *               head) instead of sgemm calls on these small matrices.
+ *               the Exp activation's vectorised loop), O = P V (sgemm). On the AVX-512 and
+ *               AVX2 paths both products use gemm_packed.c's register tiles (K^T and V packed
+ *               once per head) instead of sgemm calls on these small matrices.
  *               The (batch, head) pairs are split across the threads; each output row is
  *               computed by one thread in a fixed order, so results do not depend on the thread
  *               count. Rows with a NaN score give NaN, rows with every key masked give zeros
@@ -60,7 +60,8 @@ typedef struct fa_job {
   size_t Sq, Sk, D, Dv, scratch_per_chunk, scores_floats; /* per chunk: scores, then one row */
   size_t kt_floats, vp_floats;                            /* packed tiles: then K^T, V, A */
   float scale;
-  bool causal, packed; /* the AVX-512 packed tiles (gemm_packed.c) instead of sgemm */
+  bool causal, packed; /* the packed tiles (gemm_packed.c: AVX-512 or AVX2) instead of sgemm */
+  fk_isa isa;          /* the score rows: AVX-512 (fa_rows_avx512), AVX2 (fa_rows_avx2) or the baseline */
 } fa_job;
 
 /* The largest of x[0..n), NaN skipped (-inf for none); exact, so both forms give the same value. */
@@ -203,8 +204,14 @@ __attribute__((target("avx512f"))) static void fa_rows_avx512(const fa_job *j, f
                                                               size_t r0, size_t rows) {
   fa_rows(j, s, tmp, bh, r0, rows, true);
 }
+/* The baseline's operations built for AVX2 (ISO C does not contract a * b + c: the same bits) */
+__attribute__((target("avx2,fma"))) static void fa_rows_avx2(const fa_job *j, float *s, float *tmp, size_t bh,
+                                                             size_t r0, size_t rows) {
+  fa_rows(j, s, tmp, bh, r0, rows, false);
+}
 #else
 #define fa_rows_avx512 fa_rows_base
+#define fa_rows_avx2 fa_rows_base
 #endif
 
 static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -227,8 +234,10 @@ static void fa_task(void *arg, size_t lo, size_t hi, int chunk) {
         fk_gemm_packed(rows, j->Sk, j->D, q + r0 * lq, lq, kt, s, j->Sk);
       else
         fk_sgemm(false, true, rows, j->Sk, j->D, q + r0 * lq, lq, k, lk, false, s, j->Sk);
-      if (j->packed)
+      if (j->isa == FK_ISA_AVX512)
         fa_rows_avx512(j, s, tmp, bh, r0, rows);
+      else if (j->isa == FK_ISA_AVX2)
+        fa_rows_avx2(j, s, tmp, bh, r0, rows);
       else
         fa_rows_base(j, s, tmp, bh, r0, rows);
       if (j->packed)
@@ -296,7 +305,8 @@ static rlx_status fa_run(const rlx_node *n, const rlx_tensor *in, const rlx_tens
   size_t rows = j.Sq < FA_ROWS ? j.Sq : FA_ROWS;
   j.scores_floats = fk_align64(rows * j.Sk * sizeof(float)) / sizeof(float);
   j.scratch_per_chunk = j.scores_floats + fk_align64(j.Sk * sizeof(float)) / sizeof(float);
-  j.packed = fk_isa_active() == FK_ISA_AVX512;
+  j.isa = fk_isa_active();
+  j.packed = fk_gemm_packed_fast();
   if (j.packed) {
     j.kt_floats = fk_align64(fk_gemm_packed_b_floats(j.D, j.Sk) * sizeof(float)) / sizeof(float);
     j.vp_floats = fk_align64(fk_gemm_packed_b_floats(j.Sk, j.Dv) * sizeof(float)) / sizeof(float);

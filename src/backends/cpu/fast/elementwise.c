@@ -447,6 +447,11 @@ void fk_act_f32(rlx_act kind, const float *restrict x, float *restrict y, size_t
     fk_gelu_avx512(x, y, len);
     return;
   }
+  if (isa == FK_ISA_AVX2 && (kind == RLX_ACT_GELU || kind == RLX_ACT_ERF || kind == RLX_ACT_EXP)) {
+    /* 8 lanes of intrinsics, the same bits: gelu_avx2.c */
+    (kind == RLX_ACT_GELU ? fk_gelu_avx2 : kind == RLX_ACT_ERF ? fk_erf_avx2 : fk_exp_avx2)(x, y, len);
+    return;
+  }
   bool done = isa == FK_ISA_AVX512 ? act_avx512(kind, x, y, len)
               : isa == FK_ISA_AVX2 ? act_avx2(kind, x, y, len)
                                    : act_base(kind, x, y, len);

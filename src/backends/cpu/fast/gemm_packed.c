@@ -11,16 +11,25 @@
  * tile of GP_MR = 8 rows by 48 columns (24 accumulators). 8 x 48 instead of 12 x 32: the same
  * accumulator count, but M = 128 (a batch-1 sequence) is a whole number of tiles (12-row tiles
  * computed 132 rows), and the encoder's N = 384 / 1152 / 1536 whole panels; 4% less model time
- * at batch 1, the same at batch 8. The one-thread API at the end (fk_gemm_pack_b /
+ * at batch 1, the same at batch 8. On the AVX2 path the same packed layouts (A tiles [K][8], B
+ * panels of 48) go through 4-row by 24-column tiles (12 ymm accumulators; an 8 x 48 tile is four
+ * of them, the two column halves in turn), so a buffer packed on one path is valid on the other.
+ * The one-thread API at the end (fk_gemm_pack_b /
  * fk_gemm_packed, for the attention and the Winograd convolution, whose input transform writes
- * 32-column panels itself) keeps 12 x 32 tiles and 256-step passes (GA_*).
+ * 32-column panels itself) keeps 12 x 32 tiles and 256-step passes (GA_*) on AVX-512; on AVX2 the
+ * same panels go through 6-row tiles of one 16-column half panel (12 ymm accumulators), the same
+ * passes, so the same bits.
  *
  * Every element of C is one sequential chain of fused multiply-adds over k = 0..K-1 from zero
- * (between k passes the partial sum waits in C, exactly), whatever the split: results do not depend on the thread count (deterministic mode included).
- * The rounding differs from OpenBLAS's (it accumulates K in blocks and may reduce in lanes),
- * within f32 GEMM rounding. Only on the AVX-512 path (fk_isa_active); otherwise the MatMul keeps
- * its sgemm kernel. Rows of a tile beyond M read the last valid row again and are not stored;
- * columns beyond N are computed on the zero padding and not stored (masked stores). */
+ * (between k passes the partial sum waits in C, exactly), whatever the split: results do not
+ * depend on the thread count (deterministic mode included). The rounding differs from OpenBLAS's
+ * (it accumulates K in blocks and may reduce in lanes), within f32 GEMM rounding; it is the same
+ * on every path (fmaf rounds once, as the vector FMAs do). Applies on the AVX-512 and AVX2 paths
+ * (fk_isa_active); on the scalar path the MatMul keeps its sgemm kernel (a buffer packed before a
+ * switch to it still runs, through a plain fmaf loop). Rows of a tile beyond M read the last
+ * valid row again and are not stored; columns beyond N are computed on the zero padding and not
+ * stored (masked stores). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +59,7 @@
 
 bool rlx_fast_matmul_packed_applies(const rlx_node *n, const rlx_shape *a, const rlx_shape *b) {
 #if GP_X86
-  if (fk_isa_active() != FK_ISA_AVX512) return false;
+  if (fk_isa_active() < FK_ISA_AVX2) return false;
   if (!rlx_fast_matmul_ex_applies(n, a, false, b, false)) return false;
   if (b->rank != 2 || a->rank < 2) return false;
   /* the output's batch axes are A's: A's rows of every batch are consecutive, one [M', K] matrix */
@@ -123,6 +132,57 @@ __attribute__((target("avx512f"))) static void gp_tile(size_t kc, const float *a
     for (size_t v = 0; v < GP_NV; v++) _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m[v], c[r][v]);
   }
 }
+/* The AVX2 + FMA tile of the multi-threaded path: 4 rows (one half of a packed A tile, ap =
+ * its first row's column of [kc][GP_MR]) by 24 columns (half a 48-column panel, bp = its first
+ * k row, row stride GP_NR): 12 ymm accumulators + 3 B vectors + 1 broadcast. A 8 x 48 tile of
+ * the AVX-512 path is four of these; the packed layouts are the same on both paths. */
+#define GP2_MR 4
+#define GP2_NV 3
+__attribute__((target("avx2,fma"))) static void gp_tile_avx2(size_t kc, const float *ap, const float *bp, float *C,
+                                                             size_t ldc, size_t rows, size_t cols, bool acc,
+                                                             const float *pf) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m[GP2_NV];
+  for (int v = 0; v < GP2_NV; v++) m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8 * v), lane);
+  bool full = cols == 8 * GP2_NV;
+  __m256 c[GP2_MR][GP2_NV];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GP2_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 4
+    for (int v = 0; v < GP2_NV; v++)
+      c[r][v] = !ld    ? _mm256_setzero_ps()
+                : full ? _mm256_loadu_ps(C + r * ldc + 8 * v)
+                       : _mm256_maskload_ps(C + r * ldc + 8 * v, m[v]);
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m256 b[GP2_NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < GP2_NV; v++) b[v] = _mm256_loadu_ps(bp + k * GP_NR + 8 * v);
+    if (pf) { /* the whole 48-column row of the next block (the first of the tile's four calls) */
+#pragma GCC unroll 4
+      for (int v = 0; v < 3; v++) _mm_prefetch((const char *)(pf + k * GP_NR + 16 * v), _MM_HINT_T1);
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < GP2_MR; r++) {
+      __m256 a = _mm256_broadcast_ss(ap + k * GP_MR + r);
+#pragma GCC unroll 4
+      for (int v = 0; v < GP2_NV; v++) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GP2_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 4
+    for (int v = 0; v < GP2_NV; v++) {
+      if (full)
+        _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
+      else
+        _mm256_maskstore_ps(C + r * ldc + 8 * v, m[v], c[r][v]);
+    }
+  }
+}
+
 /* The same with A read in place (row-major, row stride lda; rows past `rows` read the last one
  * again): for short K, where packing A would cost more than the strided broadcasts. */
 __attribute__((target("avx512f"))) static void gp_tile_rows(size_t kc, const float *A, size_t lda, const float *bp,
@@ -184,7 +244,37 @@ typedef struct gp_job {
   const float *a, *bp;
   float *c, *scratch;
   size_t M, N, K, panels, blocks, block_rows, scratch_per_chunk;
+  fk_isa isa; /* the tiles: AVX-512, AVX2, or (scalar path) the plain loop */
 } gp_job;
+
+/* One 8 x 48 tile (rows <= GP_MR, cols <= GP_NR) of gp_tile's arguments on the active path. */
+static void gp_tile_any(fk_isa isa, size_t kc, const float *ap, const float *bp, float *C, size_t ldc, size_t rows,
+                        size_t cols, bool acc, const float *pf) {
+#if GP_X86
+  if (isa == FK_ISA_AVX512) {
+    gp_tile(kc, ap, bp, C, ldc, rows, cols, acc, pf);
+    return;
+  }
+  if (isa == FK_ISA_AVX2) {
+    for (size_t h = 0; h * 8 * GP2_NV < cols; h++) { /* column halves, then row halves: the B half stays hot */
+      size_t c0 = h * 8 * GP2_NV, w = cols - c0 < 8 * GP2_NV ? cols - c0 : 8 * GP2_NV;
+      for (size_t r0 = 0; r0 < rows; r0 += GP2_MR)
+        gp_tile_avx2(kc, ap + r0, bp + c0, C + r0 * ldc + c0, ldc, rows - r0 < GP2_MR ? rows - r0 : GP2_MR, w, acc,
+                     pf && r0 == 0 && h == 0 ? pf : NULL);
+    }
+    return;
+  }
+#else
+  (void)isa, (void)pf;
+#endif
+  /* the scalar path: the same chains, one element at a time */
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < cols; c++) {
+      float s = acc ? C[r * ldc + c] : 0.0f;
+      for (size_t k = 0; k < kc; k++) s = fmaf(ap[k * GP_MR + r], bp[k * GP_NR + c], s);
+      C[r * ldc + c] = s;
+    }
+}
 
 #define GP_KC 128 /* k steps per pass: a panel's 128 x 48 floats (24 KiB) stay in L1 across the tiles */
 
@@ -192,7 +282,6 @@ typedef struct gp_job {
  * chunk's scratch when the block changes. */
 static void gp_task(void *arg, size_t lo, size_t hi, int chunk) {
   const gp_job *j = arg;
-#if GP_X86
   float *ap = j->scratch + (size_t)chunk * j->scratch_per_chunk;
   size_t packed = SIZE_MAX;
   for (size_t w = lo; w < hi; w++) {
@@ -208,22 +297,16 @@ static void gp_task(void *arg, size_t lo, size_t hi, int chunk) {
       const float *next = panel + (k0 + kc) * GP_NR, *end = j->bp + j->panels * j->K * GP_NR;
       if (next + kc * GP_NR > end) next = NULL;
       for (size_t r = r0, t = 0; r < r1; r += GP_MR, t++)
-        gp_tile(kc, ap + t * j->K * GP_MR + k0 * GP_MR, panel + k0 * GP_NR, j->c + r * j->N + c0, j->N,
-                r1 - r < GP_MR ? r1 - r : GP_MR, cols, k0 > 0, t == 0 ? next : NULL);
+        gp_tile_any(j->isa, kc, ap + t * j->K * GP_MR + k0 * GP_MR, panel + k0 * GP_NR, j->c + r * j->N + c0, j->N,
+                    r1 - r < GP_MR ? r1 - r : GP_MR, cols, k0 > 0, t == 0 ? next : NULL);
     }
   }
-#else
-  (void)j;
-  (void)lo;
-  (void)hi;
-  (void)chunk;
-#endif
 }
 
 rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
                                   rlx_cpu_ctx *ctx) {
   (void)n;
-  gp_job j = {.a = a->data, .bp = bp, .c = out->data};
+  gp_job j = {.a = a->data, .bp = bp, .c = out->data, .isa = fk_isa_active()};
   j.K = (size_t)a->shape.dims[a->shape.rank - 1];
   j.N = (size_t)out->shape.dims[out->shape.rank - 1];
   j.M = fk_numel(&a->shape) / j.K;
@@ -247,6 +330,14 @@ rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const 
 }
 
 /* ---- the same tiles for other kernels (attention.c): one thread, any operands ---- */
+
+bool fk_gemm_packed_fast(void) {
+#if GP_X86
+  return fk_isa_active() >= FK_ISA_AVX2;
+#else
+  return false;
+#endif
+}
 
 size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GA_NR - 1) / GA_NR * GA_NR * K; }
 
@@ -272,9 +363,89 @@ void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, 
   }
 }
 
+#if GP_X86
+/* The AVX2 + FMA tile of the one-thread API: GA2_MR = 6 rows by one half (16 columns, two ymm
+ * vectors) of a 32-column panel, 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm
+ * registers. bp = the half panel's first k row (row stride GA_NR); cols <= 16 of them are stored
+ * (masked when fewer); A read in place as in gp_tile_rows. The same chain per element. */
+#define GA2_MR 6
+__attribute__((target("avx2,fma"))) static void ga_tile_avx2(size_t kc, const float *A, size_t lda, const float *bp,
+                                                             float *C, size_t ldc, size_t rows, size_t cols, bool acc) {
+  const float *ar[GA2_MR];
+  for (size_t r = 0; r < GA2_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m[2];
+  for (int v = 0; v < 2; v++) m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8 * v), lane);
+  bool full = cols == 16;
+  __m256 c[GA2_MR][2];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GA2_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++)
+      c[r][v] = !ld    ? _mm256_setzero_ps()
+                : full ? _mm256_loadu_ps(C + r * ldc + 8 * v)
+                       : _mm256_maskload_ps(C + r * ldc + 8 * v, m[v]);
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(bp + k * GA_NR), b1 = _mm256_load_ps(bp + k * GA_NR + 8);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < GA2_MR; r++) {
+      __m256 a = _mm256_broadcast_ss(ar[r] + k);
+      c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+      c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GA2_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++) {
+      if (full)
+        _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
+      else
+        _mm256_maskstore_ps(C + r * ldc + 8 * v, m[v], c[r][v]);
+    }
+  }
+}
+#endif
+
+/* Without AVX2 (the scalar path, non-x86): the same chains one element at a time (fmaf rounds
+ * once, as the vector FMAs do, so the bits are the tiles'). */
+static void ga_gemm_plain(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C,
+                          size_t ldc) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      const float *b = bp + j / GA_NR * K * GA_NR + j % GA_NR;
+      float s = 0.0f;
+      for (size_t k = 0; k < K; k++) s = fmaf(A[i * lda + k], b[k * GA_NR], s);
+      C[i * ldc + j] = s;
+    }
+}
+
 void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc) {
+  if (M == 0 || N == 0) return;
+  fk_isa isa = fk_isa_active();
+  if (K == 0 || isa == FK_ISA_SCALAR) {
+    ga_gemm_plain(M, N, K, A, lda, bp, C, ldc);
+    return;
+  }
 #if GP_X86
   size_t panels = (N + GA_NR - 1) / GA_NR;
+  if (isa == FK_ISA_AVX2) {
+    for (size_t p = 0; p < panels; p++) {
+      size_t c0 = p * GA_NR, cols = N - c0 < GA_NR ? N - c0 : GA_NR;
+      const float *panel = bp + p * K * GA_NR;
+      for (size_t k0 = 0; k0 < K; k0 += GA_KC) {
+        size_t kc = K - k0 < GA_KC ? K - k0 : GA_KC;
+        for (size_t h = 0; h * 16 < cols; h++) /* the two 16-column halves of the panel */
+          for (size_t r = 0; r < M; r += GA2_MR)
+            ga_tile_avx2(kc, A + r * lda + k0, lda, panel + k0 * GA_NR + 16 * h, C + r * ldc + c0 + 16 * h, ldc,
+                         M - r < GA2_MR ? M - r : GA2_MR, cols - 16 * h < 16 ? cols - 16 * h : 16, k0 > 0);
+      }
+    }
+    return;
+  }
   for (size_t p = 0; p < panels; p++) {
     size_t c0 = p * GA_NR, cols = N - c0 < GA_NR ? N - c0 : GA_NR;
     const float *panel = bp + p * K * GA_NR;
@@ -285,7 +456,5 @@ void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, co
                      M - r < GA_MR ? M - r : GA_MR, cols, k0 > 0, NULL);
     }
   }
-#else
-  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)bp, (void)C, (void)ldc;
 #endif
 }
