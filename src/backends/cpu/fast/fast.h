@@ -342,11 +342,15 @@ void rlx_fast_matmul_pack_free(float *bp);
 rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const float *bp, rlx_tensor *out,
                                   rlx_cpu_ctx *ctx);
 
-/* The packed tiles for other kernels (one thread; the AVX-512 path only, callers check
- * fk_isa_active): fk_gemm_pack_b packs B [K, N] (row stride ldb; trans: B stored [N, K]) into
- * fk_gemm_packed_b_floats(K, N) floats (64-byte aligned); fk_gemm_packed computes C [M, N] (row
- * stride ldc) = A [M, K] (row stride lda, read in place) . B. One fused multiply-add chain over k
- * per element. */
+/* The packed tiles for other kernels (one thread): fk_gemm_pack_b packs B [K, N] (row stride
+ * ldb; trans: B stored [N, K]) into fk_gemm_packed_b_floats(K, N) floats, 32-column panels
+ * [panel][K][32] with the last zero-padded (bp 64-byte aligned; the same layout on every path);
+ * fk_gemm_packed computes C [M, N] (row stride ldc) = A [M, K] (row stride lda, read in place) . B.
+ * Every element is one fused multiply-add chain over k = 0..K-1 from zero, so the bits are the
+ * same on every path: AVX-512 tiles of 12 x 32, AVX2 + FMA tiles of 6 x 16, and on the scalar
+ * path a plain fmaf loop (correct but slow: callers use the products only where
+ * fk_gemm_packed_fast()). */
+bool fk_gemm_packed_fast(void); /* the AVX2 or AVX-512 path is active (the tiles are vector code) */
 size_t fk_gemm_packed_b_floats(size_t K, size_t N);
 void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp);
 void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc);

@@ -13,7 +13,9 @@
  * computed 132 rows), and the encoder's N = 384 / 1152 / 1536 whole panels; 4% less model time
  * at batch 1, the same at batch 8. The one-thread API at the end (fk_gemm_pack_b /
  * fk_gemm_packed, for the attention and the Winograd convolution, whose input transform writes
- * 32-column panels itself) keeps 12 x 32 tiles and 256-step passes (GA_*).
+ * 32-column panels itself) keeps 12 x 32 tiles and 256-step passes (GA_*) on AVX-512; on AVX2 the
+ * same panels go through 6-row tiles of one 16-column half panel (12 ymm accumulators), the same
+ * passes, so the same bits.
  *
  * Every element of C is one sequential chain of fused multiply-adds over k = 0..K-1 from zero
  * (between k passes the partial sum waits in C, exactly), whatever the split: results do not depend on the thread count (deterministic mode included).
@@ -21,6 +23,7 @@
  * within f32 GEMM rounding. Only on the AVX-512 path (fk_isa_active); otherwise the MatMul keeps
  * its sgemm kernel. Rows of a tile beyond M read the last valid row again and are not stored;
  * columns beyond N are computed on the zero padding and not stored (masked stores). */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,14 @@ rlx_status rlx_fast_matmul_packed(const rlx_node *n, const rlx_tensor *a, const 
 
 /* ---- the same tiles for other kernels (attention.c): one thread, any operands ---- */
 
+bool fk_gemm_packed_fast(void) {
+#if GP_X86
+  return fk_isa_active() >= FK_ISA_AVX2;
+#else
+  return false;
+#endif
+}
+
 size_t fk_gemm_packed_b_floats(size_t K, size_t N) { return (N + GA_NR - 1) / GA_NR * GA_NR * K; }
 
 void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, float *bp) {
@@ -272,9 +283,90 @@ void fk_gemm_pack_b(size_t K, size_t N, const float *B, size_t ldb, bool trans, 
   }
 }
 
+#if GP_X86
+/* The AVX2 + FMA tile of the one-thread API: GA2_MR = 6 rows by one half (16 columns, two ymm
+ * vectors) of a 32-column panel, 12 accumulators + 2 B vectors + 1 broadcast of the 16 ymm
+ * registers. bp = the half panel's first k row (row stride GA_NR); cols <= 16 of them are stored
+ * (masked when fewer); A read in place as in gp_tile_rows. The same chain per element. */
+#define GA2_MR 6
+__attribute__((target("avx2,fma"))) static void ga_tile_avx2(size_t kc, const float *A, size_t lda, const float *bp,
+                                                            float *C, size_t ldc, size_t rows, size_t cols,
+                                                            bool acc) {
+  const float *ar[GA2_MR];
+  for (size_t r = 0; r < GA2_MR; r++) ar[r] = A + (r < rows ? r : rows - 1) * lda;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m[2];
+  for (int v = 0; v < 2; v++) m[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8 * v), lane);
+  bool full = cols == 16;
+  __m256 c[GA2_MR][2];
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GA2_MR; r++) {
+    bool ld = acc && r < rows;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++)
+      c[r][v] = !ld     ? _mm256_setzero_ps()
+                : full ? _mm256_loadu_ps(C + r * ldc + 8 * v)
+                       : _mm256_maskload_ps(C + r * ldc + 8 * v, m[v]);
+  }
+  for (size_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(bp + k * GA_NR), b1 = _mm256_load_ps(bp + k * GA_NR + 8);
+#pragma GCC unroll 8
+    for (size_t r = 0; r < GA2_MR; r++) {
+      __m256 a = _mm256_broadcast_ss(ar[r] + k);
+      c[r][0] = _mm256_fmadd_ps(a, b0, c[r][0]);
+      c[r][1] = _mm256_fmadd_ps(a, b1, c[r][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < GA2_MR; r++) {
+    if (r >= rows) break;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++) {
+      if (full)
+        _mm256_storeu_ps(C + r * ldc + 8 * v, c[r][v]);
+      else
+        _mm256_maskstore_ps(C + r * ldc + 8 * v, m[v], c[r][v]);
+    }
+  }
+}
+#endif
+
+/* Without AVX2 (the scalar path, non-x86): the same chains one element at a time (fmaf rounds
+ * once, as the vector FMAs do, so the bits are the tiles'). */
+static void ga_gemm_plain(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C,
+                          size_t ldc) {
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = 0; j < N; j++) {
+      const float *b = bp + j / GA_NR * K * GA_NR + j % GA_NR;
+      float s = 0.0f;
+      for (size_t k = 0; k < K; k++) s = fmaf(A[i * lda + k], b[k * GA_NR], s);
+      C[i * ldc + j] = s;
+    }
+}
+
 void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, const float *bp, float *C, size_t ldc) {
+  if (M == 0 || N == 0) return;
+  fk_isa isa = fk_isa_active();
+  if (K == 0 || isa == FK_ISA_SCALAR) {
+    ga_gemm_plain(M, N, K, A, lda, bp, C, ldc);
+    return;
+  }
 #if GP_X86
   size_t panels = (N + GA_NR - 1) / GA_NR;
+  if (isa == FK_ISA_AVX2) {
+    for (size_t p = 0; p < panels; p++) {
+      size_t c0 = p * GA_NR, cols = N - c0 < GA_NR ? N - c0 : GA_NR;
+      const float *panel = bp + p * K * GA_NR;
+      for (size_t k0 = 0; k0 < K; k0 += GA_KC) {
+        size_t kc = K - k0 < GA_KC ? K - k0 : GA_KC;
+        for (size_t h = 0; h * 16 < cols; h++) /* the two 16-column halves of the panel */
+          for (size_t r = 0; r < M; r += GA2_MR)
+            ga_tile_avx2(kc, A + r * lda + k0, lda, panel + k0 * GA_NR + 16 * h, C + r * ldc + c0 + 16 * h, ldc,
+                         M - r < GA2_MR ? M - r : GA2_MR, cols - 16 * h < 16 ? cols - 16 * h : 16, k0 > 0);
+      }
+    }
+    return;
+  }
   for (size_t p = 0; p < panels; p++) {
     size_t c0 = p * GA_NR, cols = N - c0 < GA_NR ? N - c0 : GA_NR;
     const float *panel = bp + p * K * GA_NR;
@@ -285,7 +377,5 @@ void fk_gemm_packed(size_t M, size_t N, size_t K, const float *A, size_t lda, co
                      M - r < GA_MR ? M - r : GA_MR, cols, k0 > 0, NULL);
     }
   }
-#else
-  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)bp, (void)C, (void)ldc;
 #endif
 }
