@@ -4,7 +4,7 @@
  *   - depthwise on phase planes (conv_dw.c): 3x3 / 5x5, strides 1, 2, 3 and 2x1, dilation,
  *     asymmetric padding, odd sizes, planes narrower than a vector; and the plain loops it
  *     replaces (fk_dw_disable);
- *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX-512 path only): batch 1 across threads, odd
+ *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX2 and AVX-512 paths): batch 1 across threads, odd
  *     extents, no padding, padding 2, rows of several lane blocks, tiny planes, several image
  *     groups, large weights with many tiles;
  *   - strided convolutions on phase planes (conv_phase.c, AVX-512 path only): the 7x7 stride-2
@@ -290,7 +290,7 @@ static void test_winograd(void) {
                          "winograd two image groups",
                          "winograd large weights, many tiles"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (fk_isa_active() == FK_ISA_AVX512) CHECK_MSG(wino_takes(cases[i]), "%s: not taken", names[i]);
+    if (fk_isa_active() >= FK_ISA_AVX2) CHECK_MSG(wino_takes(cases[i]), "%s: not taken", names[i]);
     one(names[i], cases[i]);
   }
   /* declined: large weights with few tiles, stride 2, dilation, 5x5, groups, few channels */

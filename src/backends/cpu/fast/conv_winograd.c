@@ -59,7 +59,7 @@ bool fk_wino_init(fk_wino *d, size_t N, size_t C, size_t O, size_t H, size_t W, 
 
 bool fk_wino_available(void) {
 #if WG_X86
-  return fk_isa_active() == FK_ISA_AVX512;
+  return fk_isa_active() >= FK_ISA_AVX2 && fk_gemm_packed_fast();
 #else
   return false;
 #endif
@@ -119,19 +119,30 @@ TGT2 static inline __m256i wg_mask8(size_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* wino_weights16 in 8 lanes: the same operations in the same order */
+/* vmaskmovps stores are slow on AMD's cores (tens of micro-ops each): the ragged ends go
+ * through a buffer instead */
+TGT2 static inline void wg_store8(float *dst, size_t n, __m256 v) {
+  if (n >= 8) {
+    _mm256_storeu_ps(dst, v);
+    return;
+  }
+  float b[8];
+  _mm256_storeu_ps(b, v);
+  memcpy(dst, b, n * sizeof(float));
+}
+
+/* wino_weights16 in 8 lanes: the same operations in the same order (the 8 channels' taps are
+ * transposed through a buffer: gathers are slow on AMD's cores) */
 TGT2 static void wino_weights8(const fk_wino *d, const float *w, float *u, size_t o, size_t c, size_t n) {
   size_t OC = u_point(d);
-  const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(9));
-  const __m256i mi = wg_mask8(n);
-  const __m256 m = _mm256_castsi256_ps(mi);
   const float *g = w + (o * d->C + c) * 9;
-  const __m256 half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps();
+  float tap[9][8];
+  for (size_t i = 0; i < 8; i++)
+    for (int k = 0; k < 9; k++) tap[k][i] = i < n ? g[i * 9 + (size_t)k] : 0.0f;
+  const __m256 half = _mm256_set1_ps(0.5f);
   __m256 t[4][3];
   for (int k = 0; k < 3; k++) {
-    __m256 g0 = _mm256_mask_i32gather_ps(zero, g + k, idx, m, 4);
-    __m256 g1 = _mm256_mask_i32gather_ps(zero, g + 3 + k, idx, m, 4);
-    __m256 g2 = _mm256_mask_i32gather_ps(zero, g + 6 + k, idx, m, 4);
+    __m256 g0 = _mm256_loadu_ps(tap[k]), g1 = _mm256_loadu_ps(tap[3 + k]), g2 = _mm256_loadu_ps(tap[6 + k]);
     t[0][k] = g0;
     t[1][k] = _mm256_mul_ps(half, _mm256_add_ps(_mm256_add_ps(g0, g1), g2));
     t[2][k] = _mm256_mul_ps(half, _mm256_add_ps(_mm256_sub_ps(g0, g1), g2));
@@ -140,10 +151,10 @@ TGT2 static void wino_weights8(const fk_wino *d, const float *w, float *u, size_
   for (int r = 0; r < 4; r++) {
     __m256 a = t[r][0], b = t[r][1], e = t[r][2];
     float *dst = u + (size_t)(r * 4) * OC + o * d->C + c;
-    _mm256_maskstore_ps(dst, mi, a);
-    _mm256_maskstore_ps(dst + OC, mi, _mm256_mul_ps(half, _mm256_add_ps(_mm256_add_ps(a, b), e)));
-    _mm256_maskstore_ps(dst + 2 * OC, mi, _mm256_mul_ps(half, _mm256_add_ps(_mm256_sub_ps(a, b), e)));
-    _mm256_maskstore_ps(dst + 3 * OC, mi, e);
+    wg_store8(dst, n, a);
+    wg_store8(dst + OC, n, _mm256_mul_ps(half, _mm256_add_ps(_mm256_add_ps(a, b), e)));
+    wg_store8(dst + 2 * OC, n, _mm256_mul_ps(half, _mm256_add_ps(_mm256_sub_ps(a, b), e)));
+    wg_store8(dst + 3 * OC, n, e);
   }
 }
 #endif
@@ -310,20 +321,17 @@ TGT512 static void wino_output512(const fk_wino *d, const float *mm, size_t b0, 
 
 /* ---- the same transforms with AVX2 + FMA, 8 tiles (or channels) per vector ---- */
 
-/* store_panel in 8 lanes: lanes past the panel's end are rotated down to lane 0 of the next */
+/* store_panel in 8 lanes */
 TGT2 static inline void store_panel8(float *dst, size_t c32, size_t t0, size_t n, __m256 v) {
   size_t room = 32 - t0 % 32;
   if (n <= room) {
-    if (n == 8)
-      _mm256_storeu_ps(dst, v);
-    else
-      _mm256_maskstore_ps(dst, wg_mask8(n), v);
+    wg_store8(dst, n, v);
     return;
   }
-  _mm256_maskstore_ps(dst, wg_mask8(room), v);
-  __m256 rest = _mm256_permutevar8x32_ps(
-      v, _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)room)));
-  _mm256_maskstore_ps(dst - t0 % 32 + c32, wg_mask8(n - room), rest);
+  float b[8];
+  _mm256_storeu_ps(b, v);
+  memcpy(dst, b, room * sizeof(float));
+  memcpy(dst - t0 % 32 + c32, b + room, (n - room) * sizeof(float));
 }
 
 /* the even and odd elements of p[0, 16) */
@@ -420,20 +428,14 @@ TGT2 static void wino_output2(const fk_wino *d, const float *mm, size_t b0, size
           __m256 y10 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]), bv);
           __m256 y11 = _mm256_add_ps(_mm256_sub_ps(_mm256_sub_ps(s1[1], s1[2]), s1[3]), bv);
           size_t col = 2 * tj, ncol = d->Wo - col < 16 ? d->Wo - col : 16;
-          __m256i ml = wg_mask8(ncol), mh = wg_mask8(ncol > 8 ? ncol - 8 : 0);
           float *r0 = yo + 2 * ti * d->Wo + col;
           for (int h = 0; h < 2 && (h == 0 || 2 * ti + 1 < d->Ho); h++) {
             __m256 a = h ? y10 : y00, e = h ? y11 : y01;
             __m256 lo = _mm256_unpacklo_ps(a, e), hi = _mm256_unpackhi_ps(a, e); /* a0 e0 a1 e1 | a4 e4 a5 e5 */
             __m256 v0 = _mm256_permute2f128_ps(lo, hi, 0x20), v1 = _mm256_permute2f128_ps(lo, hi, 0x31);
             float *rr = r0 + (size_t)h * d->Wo;
-            if (ncol == 16) {
-              _mm256_storeu_ps(rr, v0);
-              _mm256_storeu_ps(rr + 8, v1);
-            } else {
-              _mm256_maskstore_ps(rr, ml, v0);
-              _mm256_maskstore_ps(rr + 8, mh, v1);
-            }
+            wg_store8(rr, ncol, v0);
+            if (ncol > 8) wg_store8(rr + 8, ncol - 8, v1);
           }
         }
     }
