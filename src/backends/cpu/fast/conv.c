@@ -609,11 +609,19 @@ void fk_pconv_disable(bool off) { pconv_plain = off; }
  * of small planes and many taps, the deep layers of a CNN (resnet18's 3x3 convolutions on 28x28
  * to 7x7 planes: 2.1-2.4 ms each at batch 1 against 2.2-3.4 ms on the AVX-512 direct tiles,
  * measured on this branch's Xeon); the direct kernels (conv_direct.c) keep the large planes
- * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs. */
+ * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs.
+ * On AVX2 (4 x 16 tiles, Zen 3, 1 thread, CPU time) the phase planes win on the stems only:
+ * resnet18's 7x7 from 3 channels at b1 about 6-6.7 against 7.8-9 ms, mobilenet_v3_small's 3x3
+ * from 3 channels 0.82-0.85 against 0.91-1.3 ms; resnet's 3x3 stride-2 convolutions from 64 to
+ * 256 channels were slower than im2col + sgemm (2.9-4.2 against 2.3-2.9 ms). */
+#define PCONV_AVX2_MAX_CIN 16
 #define PCONV_S1_MAX_PLANE 1024
 #define PCONV_S1_MIN_TAPS 256
 static bool pconv_pick(const fgeo *g, fk_pconv *d) {
   if (pconv_plain || g->G != 1 || !fk_pconv_available() || g->kh * g->kw == 1) return false;
+  /* AVX2: the strided ones of few input channels only (the stems); stride 1 stays on the direct
+     kernels and Winograd, and im2col + sgemm is faster where the channels are many */
+  if (fk_isa_active() != FK_ISA_AVX512 && ((g->sh == 1 && g->sw == 1) || g->Cin > PCONV_AVX2_MAX_CIN)) return false;
   if (g->sh == 1 && g->sw == 1 && (g->Ho * g->Wo > PCONV_S1_MAX_PLANE || cg_rows(g) < PCONV_S1_MIN_TAPS)) return false;
   return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
                        g->pw);

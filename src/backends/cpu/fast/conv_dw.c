@@ -77,7 +77,7 @@ size_t fk_dw_scratch_floats(const fk_dw *d) {
 void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_floats * sizeof(float)); }
 
 /* Writes the interior of the phase planes (the zero border stays from fk_dw_prepare). */
-/* The fill, compiled for the baseline and for AVX-512 (the rows are short: plain loops, which the
+/* The fill, compiled for the baseline, AVX2 and AVX-512 (the rows are short: plain loops, which the
  * compiler vectorises, instead of memcpy calls; stride 2 with permutes). */
 #define DW_FILL_BODY                                                                          \
   size_t pr = d->pt % d->sh, i = d->pt / d->sh; /* padded row r + pt = i * sh + pr */         \
@@ -106,12 +106,17 @@ void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_f
 static void fill_base(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
 #if DW_X86
 __attribute__((target("avx512f"))) static void fill_avx512(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
+__attribute__((target("avx2"))) static void fill_avx2(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
 #endif
 
 void fk_dw_fill(const fk_dw *d, const float *x, float *buf) {
 #if DW_X86
   if (fk_isa_active() == FK_ISA_AVX512) {
     fill_avx512(d, x, buf);
+    return;
+  }
+  if (fk_isa_active() == FK_ISA_AVX2) {
+    fill_avx2(d, x, buf);
     return;
   }
 #endif
