@@ -304,6 +304,9 @@ static void test_other_paths(void) {
   one("3x3 s1 direct batch 1", (geo){1, 8, 20, 21, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   one("1x1", (geo){2, 8, 7, 6, 9, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 batch 1 channel blocks", (geo){1, 16, 7, 7, 67, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  /* expansions (packed tiles on the avx2 path): column blocks with a ragged last panel */
+  one("1x1 batch 1 column blocks", (geo){1, 12, 19, 21, 30, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  one("1x1 expansion batch 3", (geo){3, 24, 9, 9, 96, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 s2", (geo){2, 9, 15, 14, 10, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
   one("groups 2 s2", (geo){2, 4, 9, 8, 6, 3, 3, 2, IL(2, 2), IL(1, 1), NOLIST});
   fk_dconv_disable(true);
