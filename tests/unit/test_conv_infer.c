@@ -307,6 +307,9 @@ static void test_other_paths(void) {
   /* expansions (packed tiles on the avx2 path): column blocks with a ragged last panel */
   one("1x1 batch 1 column blocks", (geo){1, 12, 19, 21, 30, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 expansion batch 3", (geo){3, 24, 9, 9, 96, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  /* one position (squeeze-excite; a GEMV on the avx2 path): C a multiple of 8, and 32 + 5 */
+  one("1x1 on a 1x1 plane", (geo){1, 40, 1, 1, 72, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  one("1x1 on 1x1 planes batch 2", (geo){2, 37, 1, 1, 50, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 s2", (geo){2, 9, 15, 14, 10, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
   one("groups 2 s2", (geo){2, 4, 9, 8, 6, 3, 3, 2, IL(2, 2), IL(1, 1), NOLIST});
   fk_dconv_disable(true);
