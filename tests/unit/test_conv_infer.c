@@ -4,7 +4,7 @@
  *   - depthwise on phase planes (conv_dw.c): 3x3 / 5x5, strides 1, 2, 3 and 2x1, dilation,
  *     asymmetric padding, odd sizes, planes narrower than a vector; and the plain loops it
  *     replaces (fk_dw_disable);
- *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX-512 path only): batch 1 across threads, odd
+ *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX2 and AVX-512 paths): batch 1 across threads, odd
  *     extents, no padding, padding 2, rows of several lane blocks, tiny planes, several image
  *     groups, large weights with many tiles;
  *   - strided convolutions on phase planes (conv_phase.c, AVX-512 path only): the 7x7 stride-2
@@ -290,7 +290,7 @@ static void test_winograd(void) {
                          "winograd two image groups",
                          "winograd large weights, many tiles"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (fk_isa_active() == FK_ISA_AVX512) CHECK_MSG(wino_takes(cases[i]), "%s: not taken", names[i]);
+    if (fk_isa_active() >= FK_ISA_AVX2) CHECK_MSG(wino_takes(cases[i]), "%s: not taken", names[i]);
     one(names[i], cases[i]);
   }
   /* declined: large weights with few tiles, stride 2, dilation, 5x5, groups, few channels */
@@ -304,6 +304,12 @@ static void test_other_paths(void) {
   one("3x3 s1 direct batch 1", (geo){1, 8, 20, 21, 12, 3, 3, 1, NOLIST, IL(1, 1), NOLIST});
   one("1x1", (geo){2, 8, 7, 6, 9, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 batch 1 channel blocks", (geo){1, 16, 7, 7, 67, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  /* expansions (packed tiles on the avx2 path): column blocks with a ragged last panel */
+  one("1x1 batch 1 column blocks", (geo){1, 12, 19, 21, 30, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  one("1x1 expansion batch 3", (geo){3, 24, 9, 9, 96, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  /* one position (squeeze-excite; a GEMV on the avx2 path): C a multiple of 8, and 32 + 5 */
+  one("1x1 on a 1x1 plane", (geo){1, 40, 1, 1, 72, 1, 1, 1, NOLIST, NOLIST, NOLIST});
+  one("1x1 on 1x1 planes batch 2", (geo){2, 37, 1, 1, 50, 1, 1, 1, NOLIST, NOLIST, NOLIST});
   one("1x1 s2", (geo){2, 9, 15, 14, 10, 1, 1, 1, IL(2, 2), NOLIST, NOLIST});
   one("groups 2 s2", (geo){2, 4, 9, 8, 6, 3, 3, 2, IL(2, 2), IL(1, 1), NOLIST});
   fk_dconv_disable(true);

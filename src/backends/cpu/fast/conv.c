@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Fast kernels: f32 2-D convolution (NCHW) and its two backward ops, threads over the images of
  * the batch (each worker with its own buffers). Forward: depthwise convolutions run on the phase
- * planes of conv_dw.c; where the AVX-512 path is active, one-group 3x3 stride-1 ones with many
- * channels run Winograd F(2x2, 3x3) (conv_winograd.c) and one-group strided ones (and stride-1
- * ones of small planes with many taps) the phase planes of conv_phase.c. Stride-1 convolutions
+ * planes of conv_dw.c; where the AVX2 or AVX-512 path is active, one-group 3x3 stride-1 ones with
+ * many channels run Winograd F(2x2, 3x3) (conv_winograd.c); on the AVX-512 path one-group
+ * strided ones (and stride-1 ones of small planes with many taps) the phase planes of
+ * conv_phase.c. Stride-1 convolutions
  * on a CPU with AVX2 + FMA run the direct kernels of conv_direct.c (backward-input as the forward convolution of dy
  * with the flipped, transposed weight); everything else uses im2col + sgemm:
  *   Conv                  y_bg [og, P]    = w_g [og, cg*kk] . col_bg [cg*kk, P]
@@ -18,6 +19,11 @@
 
 #include "backends/cpu/fast/fast.h"
 #include "infer_conv_util.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CONV_X86 1
+#endif
 
 /* 2-D geometry of one convolution (x: [N, Cin, H, W], y: [N, Cout, Ho, Wo]). */
 typedef struct fgeo {
@@ -190,6 +196,81 @@ static bool direct_cols(const fgeo *g) {
   return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->Ho == g->H &&
          g->Wo == g->W;
 }
+
+/* ---- 1x1 expansion convolutions on the AVX2 path: gemm_packed.c's one-thread tiles ----
+ * A 1x1 stride-1 convolution of one group with at least as many output as input channels
+ * (mobilenet's expansions) is y [O, P] = w [O, C] . x [C, P]: columns [p0, p1) of x packed into
+ * 32-column panels, then fk_gemm_packed with w read in place (sgemm packs both operands on every
+ * call, and zeroes C first). Measured on Zen 3, 1 thread, hot operands, against cblas_sgemm:
+ * 72x16 . 16x3136 0.18 against 0.26 ms, 96x24 . 24x784 0.072 against 0.099, 288x48 . 48x196
+ * 0.103 against 0.120, 576x96 . 96x49 0.116 against 0.126; the projections (C > O) were 10-20%
+ * slower and P = 1 (the squeeze-excite convolutions) 17-65% slower, so they keep sgemm. Every
+ * element is one fused multiply-add chain over C: the same bits whatever the column split.
+ * The AVX-512 path keeps sgemm (not measured there). */
+#define PACKED_1X1_MIN_P 32
+static bool packed_1x1(const fgeo *g) {
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->Ho == g->H &&
+         g->Wo == g->W && g->G == 1 && g->Cout >= g->Cin && g->Ho * g->Wo >= PACKED_1X1_MIN_P &&
+         fk_isa_active() == FK_ISA_AVX2 && fk_gemm_packed_fast();
+}
+
+/* floats of one chunk's packed panels (all P columns) */
+static size_t packed_1x1_floats(const fgeo *g) {
+  return fk_align64(fk_gemm_packed_b_floats(g->Cin, g->Ho * g->Wo) * sizeof(float)) / sizeof(float);
+}
+
+/* y [O, P] rows [o0, o1), columns [p0, p1) = w . x (x, y: one image, row stride P); bp:
+ * packed_1x1_floats */
+static void gemm_1x1(const fgeo *g, const float *w, const float *x, float *y, size_t o0, size_t o1, size_t p0,
+                     size_t p1, float *bp) {
+  size_t P = g->Ho * g->Wo;
+  fk_gemm_pack_b(g->Cin, p1 - p0, x + p0, P, false, bp);
+  fk_gemm_packed(o1 - o0, p1 - p0, g->Cin, w + o0 * g->Cin, g->Cin, bp, y + o0 * P + p0, P);
+}
+
+/* ---- 1x1 convolutions of one position (squeeze-excite) on the AVX2 path: a GEMV ----
+ * y [O] = w [O, C] . x [C]. sgemm with N = 1 packs the whole weight matrix on every call (0.08-0.11
+ * ms per squeeze-excite convolution of mobilenet_v3_small at b1); here each row is one pass over
+ * w: 4 x 8 lanes of fused multiply-adds over c, the lanes summed in a fixed order, the C % 8 tail
+ * added last. The same bits whatever the row split. */
+static bool gemv_1x1(const fgeo *g) {
+#if CONV_X86
+  return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->Ho == 1 &&
+         g->Wo == 1 && g->H == 1 && g->W == 1 && g->G == 1 && fk_isa_active() == FK_ISA_AVX2;
+#else
+  (void)g;
+  return false;
+#endif
+}
+
+#if CONV_X86
+__attribute__((target("avx2,fma"))) static void gemv_rows(const float *w, const float *x, float *y, size_t C,
+                                                          size_t o0, size_t o1) {
+  for (size_t o = o0; o < o1; o++) {
+    const float *r = w + o * C;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(r + c), _mm256_loadu_ps(x + c), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(r + c + 8), _mm256_loadu_ps(x + c + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(r + c + 16), _mm256_loadu_ps(x + c + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(r + c + 24), _mm256_loadu_ps(x + c + 24), a3);
+    }
+    for (; c + 8 <= C; c += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(r + c), _mm256_loadu_ps(x + c), a0);
+    __m256 a = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    float sum = _mm_cvtss_f32(h);
+    for (; c < C; c++) sum += r[c] * x[c];
+    y[o] = sum;
+  }
+}
+#else
+static void gemv_rows(const float *w, const float *x, float *y, size_t C, size_t o0, size_t o1) {
+  (void)w, (void)x, (void)y, (void)C, (void)o0, (void)o1;
+}
+#endif
 
 /* ======================================================================================
  * Conv (forward)
@@ -390,8 +471,13 @@ static void conv_fwd_task(void *arg, size_t lo, size_t hi, int chunk) {
       im2col(g, xg, cg, col);
       cm = col;
     }
-    fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false, j->y + (b * g->Cout + gr * og) * P,
-             P);
+    if (packed_1x1(g))
+      gemm_1x1(g, j->w, cm, j->y + b * g->Cout * P, 0, og, 0, P, col);
+    else if (gemv_1x1(g))
+      gemv_rows(j->w, cm, j->y + b * g->Cout, g->Cin, 0, og);
+    else
+      fk_sgemm(false, false, og, P, rows, j->w + gr * og * rows, rows, cm, P, false,
+               j->y + (b * g->Cout + gr * og) * P, P);
     epilogue_planes(j, b, gr * og, og, P);
   }
 }
@@ -409,6 +495,8 @@ typedef struct intra_job {
   float *col;                /* im2col target */
   size_t col_step, row_step; /* block extents (one of them the whole extent) */
   size_t n_blocks;
+  bool packed; /* packed_1x1 (col: per chunk, packed_1x1_floats) */
+  bool gemv;   /* gemv_1x1 */
 } intra_job;
 
 static void intra_im2col_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -421,7 +509,6 @@ static void intra_im2col_task(void *arg, size_t lo, size_t hi, int chunk) {
 }
 
 static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
-  (void)chunk;
   const intra_job *t = arg;
   const conv_job *j = t->j;
   const fgeo *g = &j->g;
@@ -437,7 +524,12 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
       o0 = blk * t->row_step;
       o1 = o0 + t->row_step < og ? o0 + t->row_step : og;
     }
-    fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
+    if (t->packed)
+      gemm_1x1(g, w, t->cm, y, o0, o1, p0, p1, t->col + (size_t)chunk * packed_1x1_floats(g));
+    else if (t->gemv)
+      gemv_rows(w, t->cm, y, rows, o0, o1);
+    else
+      fk_sgemm(false, false, o1 - o0, p1 - p0, rows, w + o0 * rows, rows, t->cm + p0, P, false, y + o0 * P + p0, P);
     if (!j->epi) continue;
     /* the epilogue on this block */
     for (size_t o = o0; o < o1; o++) {
@@ -454,7 +546,7 @@ static void intra_gemm_task(void *arg, size_t lo, size_t hi, int chunk) {
 static void intra_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   const fgeo *g = &j->g;
   size_t P = g->Ho * g->Wo, og = g->Cout / g->G, cg = g->Cin / g->G, Pin = g->H * g->W;
-  intra_job t = {.j = j, .col = j->scratch, .col_step = P, .row_step = og};
+  intra_job t = {.j = j, .col = j->scratch, .col_step = P, .row_step = og, .packed = packed_1x1(g), .gemv = gemv_1x1(g)};
   size_t ways = ctx && ctx->deterministic ? (size_t)fk_det_gemm_ways() : (size_t)fk_chunks(ctx, FK_DET_MAX_PARTS, 1);
   if (ways > 1 && P >= 64 * ways)
     t.col_step = (P / ways + 15) / 16 * 16; /* whole 16-column panels */
@@ -608,11 +700,19 @@ void fk_pconv_disable(bool off) { pconv_plain = off; }
  * of small planes and many taps, the deep layers of a CNN (resnet18's 3x3 convolutions on 28x28
  * to 7x7 planes: 2.1-2.4 ms each at batch 1 against 2.2-3.4 ms on the AVX-512 direct tiles,
  * measured on this branch's Xeon); the direct kernels (conv_direct.c) keep the large planes
- * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs. */
+ * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs.
+ * On AVX2 (4 x 16 tiles, Zen 3, 1 thread, CPU time) the phase planes win on the stems only:
+ * resnet18's 7x7 from 3 channels at b1 about 6-6.7 against 7.8-9 ms, mobilenet_v3_small's 3x3
+ * from 3 channels 0.82-0.85 against 0.91-1.3 ms; resnet's 3x3 stride-2 convolutions from 64 to
+ * 256 channels were slower than im2col + sgemm (2.9-4.2 against 2.3-2.9 ms). */
+#define PCONV_AVX2_MAX_CIN 16
 #define PCONV_S1_MAX_PLANE 1024
 #define PCONV_S1_MIN_TAPS 256
 static bool pconv_pick(const fgeo *g, fk_pconv *d) {
   if (pconv_plain || g->G != 1 || !fk_pconv_available() || g->kh * g->kw == 1) return false;
+  /* AVX2: the strided ones of few input channels only (the stems); stride 1 stays on the direct
+     kernels and Winograd, and im2col + sgemm is faster where the channels are many */
+  if (fk_isa_active() != FK_ISA_AVX512 && ((g->sh == 1 && g->sw == 1) || g->Cin > PCONV_AVX2_MAX_CIN)) return false;
   if (g->sh == 1 && g->sw == 1 && (g->Ho * g->Wo > PCONV_S1_MAX_PLANE || cg_rows(g) < PCONV_S1_MIN_TAPS)) return false;
   return fk_pconv_init(d, g->Cin, g->Cout, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph,
                        g->pw);
@@ -704,7 +804,11 @@ static rlx_status pconv_forward(conv_job *j, const fk_pconv *d, rlx_cpu_ctx *ctx
  * fill half a panel (4.4-5.3 against 2.3-2.4 ms; at b32 1.4-1.6 against 2.2). The weights are
  * transformed on every call (up to 0.36 ms for 256 x 256 channels; a copy transformed once at
  * compile time, kept by the executor, was slower in the model: resnet18's Winograd layers at b1
- * 18.3-18.5 against 16.7-18.4 ms; it is read cold, the per-call U is written just before). */
+ * 18.3-18.5 against 16.7-18.4 ms; it is read cold, the per-call U is written just before).
+ * On AVX2 (Zen 3, 1 thread, resnet18's layers, CPU time per layer against the direct kernels in
+ * the same runs): b1 64 ch 56x56 about 12% less, 128 ch 28x28 about 30% less, 256 ch 14x14
+ * about 5% less; b32 25-35% less on every size, 512 ch 7x7 included; 512 ch at b1 (declined
+ * above) 9.2 against about 5 ms. So the same choice on both paths. */
 #define WINO_MIN_CH 32
 #define WINO_SMALL_WEIGHTS ((size_t)256 * 256 * 9)
 #define WINO_BIG_MIN_TILES 256
@@ -828,6 +932,7 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   }
   if (use_intra(g, ctx)) {
     j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
+    if (packed_1x1(g)) j.per_chunk = packed_1x1_floats(g) * (size_t)fk_chunks(ctx, FK_DET_MAX_PARTS, 1);
     j.scratch = fk_scratch(ctx, (j.per_chunk ? j.per_chunk : 1) * sizeof(float));
     if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffer");
     intra_forward(&j, ctx);
@@ -836,6 +941,7 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
   }
   int chunks = fk_chunks(ctx, g->N * g->G, 1);
   j.per_chunk = direct_cols(g) ? 0 : fk_align64(cg_rows(g) * g->Ho * g->Wo * sizeof(float)) / sizeof(float);
+  if (packed_1x1(g)) j.per_chunk = packed_1x1_floats(g);
   j.scratch = fk_scratch(ctx, j.per_chunk * (size_t)chunks * sizeof(float));
   if (!j.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the column buffers");
   fk_parallel_for(ctx, g->N * g->G, 1, conv_fwd_task, &j);

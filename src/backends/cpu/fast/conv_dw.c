@@ -77,7 +77,7 @@ size_t fk_dw_scratch_floats(const fk_dw *d) {
 void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_floats * sizeof(float)); }
 
 /* Writes the interior of the phase planes (the zero border stays from fk_dw_prepare). */
-/* The fill, compiled for the baseline and for AVX-512 (the rows are short: plain loops, which the
+/* The fill, compiled for the baseline, AVX2 and AVX-512 (the rows are short: plain loops, which the
  * compiler vectorises, instead of memcpy calls; stride 2 with permutes). */
 #define DW_FILL_BODY                                                                          \
   size_t pr = d->pt % d->sh, i = d->pt / d->sh; /* padded row r + pt = i * sh + pr */         \
@@ -106,12 +106,17 @@ void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_f
 static void fill_base(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
 #if DW_X86
 __attribute__((target("avx512f"))) static void fill_avx512(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
+__attribute__((target("avx2"))) static void fill_avx2(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
 #endif
 
 void fk_dw_fill(const fk_dw *d, const float *x, float *buf) {
 #if DW_X86
   if (fk_isa_active() == FK_ISA_AVX512) {
     fill_avx512(d, x, buf);
+    return;
+  }
+  if (fk_isa_active() == FK_ISA_AVX2) {
+    fill_avx2(d, x, buf);
     return;
   }
 #endif
@@ -251,9 +256,47 @@ ACT_PATH(avx2, __attribute__((target("avx2"))))
 ACT_PATH(avx512, __attribute__((target("avx512f"))))
 #endif
 
+#if DW_X86
+/* HardSwish and HardSigmoid with AVX2 intrinsics, 4 doubles per vector: the compiled loops above
+ * (conditional clamps as blends) ran at 0.63 and 2.1 ns per element on Zen 3, these at a fraction
+ * of that. The same double operations in the same order as act_hswish / act_hsigmoid; the clamps
+ * are vmaxpd / vminpd with the constant first, which return the second operand when it is NaN
+ * (and keep -0), as the conditionals do. In place allowed (x == y). */
+__attribute__((target("avx2"))) static void hswish_avx2(const float *x, float *y, size_t n) {
+  const __m256d three = _mm256_set1_pd(3.0), zero = _mm256_setzero_pd(), six = _mm256_set1_pd(6.0),
+                k = _mm256_set1_pd(1.0 / 6.0);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+    __m256d c = _mm256_min_pd(six, _mm256_max_pd(zero, _mm256_add_pd(v, three)));
+    _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_mul_pd(v, c), k)));
+  }
+  for (; i < n; i++) y[i] = act_hswish(x[i]);
+}
+
+__attribute__((target("avx2"))) static void hsigmoid_avx2(const float *x, float *y, size_t n) {
+  const __m256d half = _mm256_set1_pd(0.5), zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0),
+                k = _mm256_set1_pd(1.0 / 6.0);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d v = _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), k), half);
+    _mm_storeu_ps(y + i, _mm256_cvtpd_ps(_mm256_min_pd(one, _mm256_max_pd(zero, v))));
+  }
+  for (; i < n; i++) y[i] = act_hsigmoid(x[i]);
+}
+#endif
+
 void fk_conv_act(rlx_act act, const float *x, float *y, size_t n) {
 #if DW_X86
   fk_isa isa = fk_isa_active();
+  if (isa == FK_ISA_AVX2 && act == RLX_ACT_HARD_SWISH) {
+    hswish_avx2(x, y, n);
+    return;
+  }
+  if (isa == FK_ISA_AVX2 && act == RLX_ACT_HARD_SIGMOID) {
+    hsigmoid_avx2(x, y, n);
+    return;
+  }
   if (isa == FK_ISA_AVX512) {
     if (x == y)
       act_inplace_avx512(act, y, n);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Direct convolution forward of any stride on phase planes (AVX-512F), for conv.c's strided and
- * large-kernel convolutions of one group.
+/* Direct convolution forward of any stride on phase planes (AVX-512F, or AVX2 + FMA), for
+ * conv.c's strided and large-kernel convolutions of one group.
  *
  * Every input channel is stored as the sh*sw phase planes of conv_dw.c (fk_dw_fill), one channel
  * after the other (cs floats each), so that tap r = (c, ki, kj) of output q = oh*Wq + ow on the
@@ -8,7 +8,9 @@
  * is the GEMM
  *   yw[o][q] = sum_r w[o][r] * buf[off[r] + q]
  * whose B operand needs no im2col: its rows are unaligned loads from buf. Tiles of 4 output
- * channels x 64 positions (16 accumulators) run over the taps in order; every output element is
+ * channels x 64 positions (16 accumulators; with AVX2, four passes of 4 channels x 16 positions,
+ * 8 accumulators) run over the taps in order; every output element is one fused multiply-add
+ * chain over the taps, so both paths give the same bits, and
  * the same sum whatever the split across threads. Each tile goes through a small stack buffer
  * straight to the output rows, the garbage columns ow >= Wo of the grid dropped and the bias
  * added on the way (and Relu when the sum is not kept: resnet's stem at b32 8% faster than with
@@ -60,7 +62,7 @@ void fk_pconv_fill(const fk_pconv *d, const float *x, float *buf) {
 
 bool fk_pconv_available(void) {
 #if PC_X86
-  return fk_isa_active() == FK_ISA_AVX512;
+  return fk_isa_active() >= FK_ISA_AVX2;
 #else
   return false;
 #endif
@@ -107,9 +109,9 @@ static void tile_out(const fk_pconv *d, const float (*tile)[PNQ], size_t q0, siz
   }
 }
 
-__attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w,
-                                                       const int32_t *off, const float *bias, float *y, bool relu,
-                                                       size_t t0, size_t t1) {
+__attribute__((target("avx512f"))) static void tiles512(const fk_pconv *d, const float *buf, const float *w,
+                                                        const int32_t *off, const float *bias, float *y, bool relu,
+                                                        size_t t0, size_t t1) {
   size_t R = d->R, MB = d->Op / PMR;
   float tile[PMR][PNQ];
   for (size_t t = t0; t < t1; t++) {
@@ -143,6 +145,58 @@ __attribute__((target("avx512f"))) void fk_pconv_tiles(const fk_pconv *d, const 
       tile_out(d, (const float(*)[PNQ])tile, tq * PNQ, o0, d->O - o0 < PMR ? d->O - o0 : PMR, bias, y, relu);
     }
   }
+}
+
+/* The same tiles with AVX2 + FMA: the 64 positions in four passes of 16 (4 x 2 accumulators; the
+ * weights are re-read from L1 by each pass) */
+__attribute__((target("avx2,fma"))) static void tiles2(const fk_pconv *d, const float *buf, const float *w,
+                                                      const int32_t *off, const float *bias, float *y, bool relu,
+                                                      size_t t0, size_t t1) {
+  size_t R = d->R, MB = d->Op / PMR;
+  float tile[PMR][PNQ];
+  for (size_t t = t0; t < t1; t++) {
+    size_t tq = t / MB, mb = t % MB;
+    const float *a0 = w + (mb * PMR < d->O ? mb * PMR : d->O - 1) * R;
+    const float *a1 = w + (mb * PMR + 1 < d->O ? mb * PMR + 1 : d->O - 1) * R;
+    const float *a2 = w + (mb * PMR + 2 < d->O ? mb * PMR + 2 : d->O - 1) * R;
+    const float *a3 = w + (mb * PMR + 3 < d->O ? mb * PMR + 3 : d->O - 1) * R;
+    for (size_t h = 0; h < PNQ; h += 16) {
+      const float *B = buf + tq * PNQ + h;
+      __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+      for (size_t r = 0; r < R; r++) {
+        const float *bp = B + off[r];
+        __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+        __m256 w0 = _mm256_broadcast_ss(a0 + r), w1 = _mm256_broadcast_ss(a1 + r);
+        c00 = _mm256_fmadd_ps(w0, b0, c00);
+        c01 = _mm256_fmadd_ps(w0, b1, c01);
+        c10 = _mm256_fmadd_ps(w1, b0, c10);
+        c11 = _mm256_fmadd_ps(w1, b1, c11);
+        __m256 w2 = _mm256_broadcast_ss(a2 + r), w3 = _mm256_broadcast_ss(a3 + r);
+        c20 = _mm256_fmadd_ps(w2, b0, c20);
+        c21 = _mm256_fmadd_ps(w2, b1, c21);
+        c30 = _mm256_fmadd_ps(w3, b0, c30);
+        c31 = _mm256_fmadd_ps(w3, b1, c31);
+      }
+      _mm256_storeu_ps(tile[0] + h, c00);
+      _mm256_storeu_ps(tile[0] + h + 8, c01);
+      _mm256_storeu_ps(tile[1] + h, c10);
+      _mm256_storeu_ps(tile[1] + h + 8, c11);
+      _mm256_storeu_ps(tile[2] + h, c20);
+      _mm256_storeu_ps(tile[2] + h + 8, c21);
+      _mm256_storeu_ps(tile[3] + h, c30);
+      _mm256_storeu_ps(tile[3] + h + 8, c31);
+    }
+    size_t o0 = mb * PMR;
+    tile_out(d, (const float(*)[PNQ])tile, tq * PNQ, o0, d->O - o0 < PMR ? d->O - o0 : PMR, bias, y, relu);
+  }
+}
+
+void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,
+                    float *y, bool relu, size_t t0, size_t t1) {
+  if (fk_isa_active() == FK_ISA_AVX512)
+    tiles512(d, buf, w, off, bias, y, relu, t0, t1);
+  else
+    tiles2(d, buf, w, off, bias, y, relu, t0, t1);
 }
 #else
 void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const int32_t *off, const float *bias,

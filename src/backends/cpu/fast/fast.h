@@ -207,7 +207,7 @@ void fk_conv_act(rlx_act act, const float *x, float *y, size_t n);
 /* The activations the convolution epilogue fuses. */
 bool fk_conv_act_ok(rlx_act act);
 
-/* ---- direct convolution of any stride on phase planes, AVX-512F (conv_phase.c) ---- */
+/* ---- direct convolution of any stride on phase planes, AVX-512F or AVX2 + FMA (conv_phase.c) ---- */
 
 /* One image and group: C input planes (each as conv_dw.c's phase planes, cs floats apart in buf)
  * -> O output planes. */
@@ -219,7 +219,7 @@ typedef struct fk_pconv {
 } fk_pconv;
 bool fk_pconv_init(fk_pconv *d, size_t C, size_t O, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw,
                    size_t sh, size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl);
-bool fk_pconv_available(void);   /* the AVX-512 path is active */
+bool fk_pconv_available(void);   /* the AVX2 or AVX-512 path is active (conv.c picks per path) */
 void fk_pconv_disable(bool off); /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_pconv_tiles_count(const fk_pconv *d);
 void fk_pconv_offsets(const fk_pconv *d, int32_t *off);            /* off [R]: buffer offset of every tap */
@@ -233,7 +233,7 @@ void fk_pconv_tiles(const fk_pconv *d, const float *buf, const float *w, const i
 /* r = act(sum) over output channels [o0, o1) (sum may be r: in place); both point at channel 0. */
 void fk_pconv_act(const fk_pconv *d, size_t o0, size_t o1, rlx_act act, const float *sum, float *r);
 
-/* ---- Winograd F(2x2, 3x3) forward convolution, AVX-512F (conv_winograd.c) ----
+/* ---- Winograd F(2x2, 3x3) forward convolution, AVX-512F or AVX2 + FMA (conv_winograd.c) ----
  * x [N][C][H][W] -> y [N][O][Ho][Wo], stride 1, padding ph / pw on both sides (Ho = H + 2ph - 2),
  * in groups of `imgs` images: U (the transformed weights, once per call), then per group V (the
  * transformed input tiles), M = U . V per point, y = the output transform of M. */
@@ -245,7 +245,7 @@ typedef struct fk_wino {
   size_t pad_floats;
 } fk_wino;
 bool fk_wino_init(fk_wino *d, size_t N, size_t C, size_t O, size_t H, size_t W, size_t ph, size_t pw);
-bool fk_wino_available(void);               /* the AVX-512 path is active */
+bool fk_wino_available(void);               /* the AVX2 or AVX-512 path is active, with vector gemm_packed tiles */
 void fk_wino_disable(bool off);             /* tests: keep conv.c's other paths (conv.c) */
 size_t fk_wino_u_floats(const fk_wino *d);  /* U [16][O][C] */
 size_t fk_wino_v_floats(const fk_wino *d);  /* V: 16 points of gemm_packed.c panels [C][32] */
