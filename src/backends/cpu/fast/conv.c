@@ -701,7 +701,8 @@ void fk_pconv_disable(bool off) { pconv_plain = off; }
  * to 7x7 planes: 2.1-2.4 ms each at batch 1 against 2.2-3.4 ms on the AVX-512 direct tiles,
  * measured on this branch's Xeon); the direct kernels (conv_direct.c) keep the large planes
  * (56x56: 1.6 against 2.0 ms) and the few-channel layers of small CNNs.
- * On AVX2 (4 x 16 tiles, Zen 3, 1 thread, CPU time) the phase planes win on the stems only:
+ * On AVX2 (measured with 4 x 16 tiles, Zen 3, 1 thread, CPU time; the 24/24/16 slices now in
+ * conv_phase.c are faster still) the phase planes win on the stems only:
  * resnet18's 7x7 from 3 channels at b1 about 6-6.7 against 7.8-9 ms, mobilenet_v3_small's 3x3
  * from 3 channels 0.82-0.85 against 0.91-1.3 ms; resnet's 3x3 stride-2 convolutions from 64 to
  * 256 channels were slower than im2col + sgemm (2.9-4.2 against 2.3-2.9 ms). */
