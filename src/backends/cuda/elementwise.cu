@@ -852,10 +852,11 @@ template <int N, int U> static void region_f32_launch_u(const rlx_cu_region *p, 
   }
 }
 /* RLX_CUDA_REGION_UNROLL (1 or 2 float4 groups per thread per iteration) and
- * RLX_CUDA_REGION_BLOCKS (grid size cap) are tuning knobs for the benchmark. The default grid
- * covers the tensor (one float4 group per thread, up to 2^30 elements): a grid-stride loop over
- * 132 x 16 blocks moved 3882 GB/s on relu(a*b + c)*a at 2^28 f32 against 4406 GB/s with the
- * covering grid (H200, a standalone replica of this kernel; cudaMemcpy D2D 4166 GB/s there). */
+ * RLX_CUDA_REGION_BLOCKS (grid size cap) are tuning knobs for the benchmark. The default cap,
+ * 132 x 64 blocks of 256 threads (a grid-stride loop), measured best on the H200 for
+ * relu(a*b + c)*a at 2^28 f32 (bench_cuda_block region, three interleaved rounds, 17:12 UTC
+ * 2026-12-02): 3415-3454 GB/s at 2112 blocks, 3621-3624 at 8448, 3591-3610 at 33792, 3201-3227
+ * with a covering grid (one float4 group per thread), 2852-2891 with 2 groups per thread. */
 static int region_unroll = -1;
 static int64_t region_block_cap = -1;
 template <int N> static void region_f32_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
@@ -959,7 +960,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     if (region_unroll < 0) {
       const char *u = getenv("RLX_CUDA_REGION_UNROLL"), *b = getenv("RLX_CUDA_REGION_BLOCKS");
       region_unroll = u && atoi(u) == 2 ? 2 : 1;
-      region_block_cap = b && atoll(b) > 0 ? atoll(b) : 65535LL * 16;
+      region_block_cap = b && atoll(b) > 0 ? atoll(b) : 132 * 64;
     }
     int64_t groups = p->n / 4, blocks = (groups + threads * region_unroll - 1) / (threads * region_unroll);
     if (blocks > region_block_cap) blocks = region_block_cap;
@@ -999,8 +1000,8 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     return cu_launch_status("elementwise region kernel");
   }
   if (region_lowp_fits(p)) {
-    int64_t blocks = ((p->n + 3) / 4 + threads - 1) / threads; /* covering, as the f32 kernels */
-    if (blocks > 65535LL * 16) blocks = 65535LL * 16;
+    int64_t blocks = ((p->n + 3) / 4 + threads - 1) / threads;
+    if (blocks > 132 * 16) blocks = 132 * 16;
     switch (p->n_steps) {
 #define RLX_REGION_CASE(K) \
   case K: region_lowp_launch<K>(p, (unsigned)blocks, c->stream); break;
