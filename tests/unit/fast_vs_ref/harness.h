@@ -57,4 +57,7 @@ void same_bits_on_scalar(const char *what, tcase *c);
 /* The fast kernel must decline this case. */
 void expect_declined(const char *what, tcase *c);
 
+/* gemm_packed_api.c: fk_gemm_pack_b / fk_gemm_packed bit for bit against fmaf chains */
+void test_gemm_packed_api(void);
+
 #endif
