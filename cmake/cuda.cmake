@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # The CUDA backend (src/backends/cuda/, docs/cuda.md). Option RLX_CUDA, on when nvcc is found.
-# The kernels and the cuBLAS / cuSOLVER / cuFFT glue (*.cu) build into the static library rlx_cuda_kernels for
-# sm_90 (the H200); the C glue (backend.c: the contract, lower.c: the per-op lowering table) is
+# The kernels and the cuBLAS / cuSOLVER / cuFFT glue (*.cu; libs.cu loads those libraries at run
+# time) build into the static library rlx_cuda_kernels for sm_90 (the H200); the C glue (backend.c: the contract, lower.c: the per-op lowering table) is
 # added to rlx_objects, and rlx_add_backend(cuda) lists rlx_cuda_backend() in the registry's
 # table. Without nvcc nothing of src/backends/cuda/ is built. Included by the root CMakeLists.txt
 # after the rlx_objects target exists.
@@ -13,7 +13,7 @@ set(_rlx_cuda_default OFF)
 if(CMAKE_CUDA_COMPILER AND NOT RLX_FUZZ)
   set(_rlx_cuda_default ON)
 endif()
-option(RLX_CUDA "Build the CUDA backend (needs nvcc and the CUDA toolkit's cuBLAS, cuSOLVER, cuFFT)" ${_rlx_cuda_default})
+option(RLX_CUDA "Build the CUDA backend (needs nvcc and the CUDA toolkit; cuBLAS, cuSOLVER, cuFFT are loaded at run time)" ${_rlx_cuda_default})
 
 if(RLX_CUDA)
   if(NOT CMAKE_CUDA_ARCHITECTURES)
@@ -42,16 +42,19 @@ if(RLX_CUDA)
     $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers -Werror=all-warnings>)
   target_include_directories(rlx_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src/ir
                              ${PROJECT_SOURCE_DIR}/src)
-  target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static CUDA::cublas CUDA::cusolver CUDA::cufft)
-  # The kernels' objects go into librlx itself (both libraries); its users link cudart and
-  # cuBLAS, cuSOLVER, cuFFT (rlx.pc's Libs.private, the CMake package's link interface).
-  list(APPEND RLX_EXTRA_OBJECTS $<TARGET_OBJECTS:rlx_cuda_kernels>)
-  list(APPEND RLX_LINK_LIBS CUDA::cudart_static CUDA::cublas CUDA::cusolver CUDA::cufft)
+  # cuBLAS, cuSOLVER and cuFFT are not linked: src/backends/cuda/libs.cu loads them when a device
+  # is found (their soname first, then the toolkit folder found here), so librlx starts and runs
+  # on the CPU where no CUDA library is installed, and CPU-only processes do not map them.
   get_target_property(_rlx_cublas CUDA::cublas IMPORTED_LOCATION)
   get_filename_component(_rlx_cuda_libdir "${_rlx_cublas}" DIRECTORY)
-  set(RLX_PC_CUDA_LIBS "-L${_rlx_cuda_libdir} -lcufft -lcusolver -lcublas -lcudart_static -ldl -lrt -lstdc++")
-  list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcufft.so ${_rlx_cuda_libdir}/libcusolver.so ${_rlx_cuda_libdir}/libcublas.so
-       ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
+  target_compile_definitions(rlx_cuda_kernels PRIVATE RLX_CUDA_LIBDIR="${_rlx_cuda_libdir}")
+  target_link_libraries(rlx_cuda_kernels PUBLIC CUDA::cudart_static ${CMAKE_DL_LIBS})
+  # The kernels' objects go into librlx itself (both libraries); its users link the static CUDA
+  # runtime and libdl (rlx.pc's Libs.private, the CMake package's link interface).
+  list(APPEND RLX_EXTRA_OBJECTS $<TARGET_OBJECTS:rlx_cuda_kernels>)
+  list(APPEND RLX_LINK_LIBS CUDA::cudart_static ${CMAKE_DL_LIBS})
+  set(RLX_PC_CUDA_LIBS "-L${_rlx_cuda_libdir} -lcudart_static -ldl -lrt -lstdc++")
+  list(APPEND RLX_INSTALL_LINK_NAMES ${_rlx_cuda_libdir}/libcudart_static.a dl rt stdc++)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/cu_ext.h"
 #include "backends/cuda/dev.cuh"
+#include "backends/cuda/libs.cuh"
 
 struct rlx_cu_fft {
   cufftHandle plan;
@@ -70,16 +71,16 @@ extern "C" rlx_status rlx_cu_fft_create(rlx_cu_ctx *c, int64_t lines, int64_t N,
   if (!f) return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
   f->lines = lines;
   f->N = N;
-  cufftResult r = cufftCreate(&f->plan);
+  cufftResult r = CUL(cufftCreate)(&f->plan);
   if (r != CUFFT_SUCCESS) {
     free(f);
     return fft_err(r, "cufftCreate");
   }
   long long n = N, dist = N;
   size_t work = 0;
-  r = cufftMakePlanMany64(f->plan, 1, &n, NULL, 1, dist, NULL, 1, dist, CUFFT_Z2Z, (long long)lines, &work);
+  r = CUL(cufftMakePlanMany64)(f->plan, 1, &n, NULL, 1, dist, NULL, 1, dist, CUFFT_Z2Z, (long long)lines, &work);
   if (r != CUFFT_SUCCESS) {
-    cufftDestroy(f->plan);
+    CUL(cufftDestroy)(f->plan);
     free(f);
     return r == CUFFT_ALLOC_FAILED ? rlx_errorf(RLX_ERR_OOM, "cuda: no device memory for a cuFFT plan of %lld x %lld",
                                                 (long long)lines, (long long)N)
@@ -92,7 +93,7 @@ extern "C" rlx_status rlx_cu_fft_create(rlx_cu_ctx *c, int64_t lines, int64_t N,
 extern "C" void rlx_cu_fft_destroy(rlx_cu_ctx *c, rlx_cu_fft *f) {
   (void)c;
   if (!f) return;
-  cufftDestroy(f->plan);
+  CUL(cufftDestroy)(f->plan);
   free(f);
 }
 
@@ -105,9 +106,9 @@ extern "C" rlx_status rlx_cu_fft_run(rlx_cu_ctx *c, const rlx_cu_fft *f, int dty
   double2 *buf = (double2 *)scr;
   fft_pack_kernel<<<cu_blocks(total, 256), 256, 0, c->stream>>>(dtype, x, buf, f->lines, f->N);
   RLX_TRY(cu_launch_status("fft pack kernel"));
-  cufftResult r = cufftSetStream(f->plan, c->stream);
+  cufftResult r = CUL(cufftSetStream)(f->plan, c->stream);
   if (r != CUFFT_SUCCESS) return fft_err(r, "cufftSetStream");
-  r = cufftExecZ2Z(f->plan, (cufftDoubleComplex *)buf, (cufftDoubleComplex *)buf, inverse ? CUFFT_INVERSE : CUFFT_FORWARD);
+  r = CUL(cufftExecZ2Z)(f->plan, (cufftDoubleComplex *)buf, (cufftDoubleComplex *)buf, inverse ? CUFFT_INVERSE : CUFFT_FORWARD);
   if (r != CUFFT_SUCCESS) return fft_err(r, "cufftExecZ2Z");
   fft_unpack_kernel<<<cu_blocks(total, 256), 256, 0, c->stream>>>(dtype, buf, out, f->lines, f->N, scale);
   return cu_launch_status("fft unpack kernel");

@@ -7,11 +7,12 @@
 #include <cublas_v2.h>
 
 #include "backends/cuda/dev.cuh"
+#include "backends/cuda/libs.cuh"
 #include "rlx/cuda.h"
 
 static rlx_status blas_status(cublasStatus_t s, const char *what) {
   if (s == CUBLAS_STATUS_SUCCESS) return RLX_OK;
-  return rlx_errorf(RLX_ERR_INTERNAL, "cuda: %s failed: %s", what, cublasGetStatusString(s));
+  return rlx_errorf(RLX_ERR_INTERNAL, "cuda: %s failed: %s", what, CUL(cublasGetStatusString)(s));
 }
 
 
@@ -134,7 +135,7 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
   if (batches == 1 || (affine(a_off, batches, &sa) && affine(b_off, batches, &sb))) {
     if (batches == 1) sa = sb = 0;
     const char *a = (const char *)A + a_off[0] * ab_esz, *b = (const char *)B + b_off[0] * ab_esz;
-    st = blas_status(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, sb, a,
+    st = blas_status(CUL(cublasGemmStridedBatchedEx)(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, sb, a,
                                                 ab_type, k, sa, beta, C, dt, n, (long long)M * N, (int)batches, ct,
                                                 CUBLAS_GEMM_DEFAULT),
                      "cublasGemmStridedBatchedEx");
@@ -142,7 +143,7 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
     for (int64_t i = 0; i < batches && st == RLX_OK; i++) {
       const char *a = (const char *)A + a_off[i] * ab_esz, *b = (const char *)B + b_off[i] * ab_esz;
       char *cc = (char *)C + (size_t)(i * M * N) * esz;
-      st = blas_status(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, a, ab_type, k, beta, cc,
+      st = blas_status(CUL(cublasGemmEx)(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, a, ab_type, k, beta, cc,
                                     dt, n, ct, CUBLAS_GEMM_DEFAULT),
                        "cublasGemmEx");
     }

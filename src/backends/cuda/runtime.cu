@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backends/cuda/dev.cuh"
+#include "backends/cuda/libs.cuh"
 
 static rlx_status cu_err(cudaError_t e, const char *what) {
   return rlx_errorf(e == cudaErrorMemoryAllocation ? RLX_ERR_OOM : RLX_ERR_INTERNAL, "cuda: %s failed: %s (%s)", what,
@@ -33,7 +34,7 @@ extern "C" int rlx_cu_available(const char **why) {
     if (why) *why = "no CUDA device: the driver is present but lists no GPU";
     return 0;
   }
-  return 1;
+  return rlx_cu_libs_load(why);
 }
 
 extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision, rlx_cu_ctx **out) {
@@ -41,6 +42,8 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) return cu_err(e, "cudaGetDeviceCount");
+  const char *why = NULL;
+  if (!rlx_cu_libs_load(&why)) return rlx_errorf(RLX_ERR_UNSUPPORTED, "%s", why);
   if (device < 0 || device >= n)
     return rlx_errorf(RLX_ERR_INVALID_ARG, "cuda: option device = %d, but this machine has %d CUDA device%s", device, n,
                       n == 1 ? "" : "s");
@@ -57,19 +60,19 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
   c->stream = stream ? (cudaStream_t)stream : (cudaStream_t)0;
   c->own_stream = 0;
   cublasHandle_t h;
-  cublasStatus_t bs = cublasCreate(&h);
+  cublasStatus_t bs = CUL(cublasCreate)(&h);
   if (bs != CUBLAS_STATUS_SUCCESS) {
     rlx_cu_ctx_destroy(c);
-    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cublasCreate failed: %s", cublasGetStatusString(bs));
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cublasCreate failed: %s", CUL(cublasGetStatusString)(bs));
   }
   c->blas = h;
   if ((e = cudaMalloc((void **)&c->kerr, sizeof(int))) != cudaSuccess || (e = cudaMemset(c->kerr, 0, sizeof(int))) != cudaSuccess) {
     rlx_cu_ctx_destroy(c);
     return cu_err(e, "allocating the kernel error flag");
   }
-  cublasSetStream(h, c->stream);
+  CUL(cublasSetStream)(h, c->stream);
   /* Pointer-mode host (alpha/beta on the host); math mode chosen per call by compute type. */
-  cublasSetMathMode(h, CUBLAS_DEFAULT_MATH);
+  CUL(cublasSetMathMode)(h, CUBLAS_DEFAULT_MATH);
   const char *ped = getenv("RLX_CUDA_FP32_PEDANTIC");
   c->fp32_pedantic = ped && *ped && strcmp(ped, "0") != 0;
   *out = c;
@@ -78,7 +81,7 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
 
 extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
   if (!c) return;
-  if (c->blas) cublasDestroy((cublasHandle_t)c->blas);
+  if (c->blas) CUL(cublasDestroy)((cublasHandle_t)c->blas);
   if (c->kerr) cudaFree(c->kerr);
   if (c->scratch) cudaFree(c->scratch);
   if (c->capture) cudaStreamDestroy(c->capture);
@@ -170,7 +173,7 @@ extern "C" rlx_status rlx_cu_capture_begin(rlx_cu_ctx *c) {
   }
   c->saved = c->stream;
   c->stream = c->capture;
-  cublasSetStream((cublasHandle_t)c->blas, c->stream);
+  CUL(cublasSetStream)((cublasHandle_t)c->blas, c->stream);
   return RLX_OK;
 }
 
@@ -178,7 +181,7 @@ extern "C" rlx_status rlx_cu_capture_end(rlx_cu_ctx *c, int ok, void **exec) {
   cudaGraph_t g = NULL;
   cudaError_t e = cudaStreamEndCapture(c->capture, &g);
   c->stream = c->saved;
-  cublasSetStream((cublasHandle_t)c->blas, c->stream);
+  CUL(cublasSetStream)((cublasHandle_t)c->blas, c->stream);
   *exec = NULL;
   cudaGraphExec_t x = NULL;
   if (e == cudaSuccess && ok && g) e = cudaGraphInstantiate(&x, g, 0);

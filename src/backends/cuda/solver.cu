@@ -17,6 +17,7 @@
 
 #include "backends/cuda/cu_ext.h"
 #include "backends/cuda/dev.cuh"
+#include "backends/cuda/libs.cuh"
 
 namespace {
 
@@ -27,14 +28,14 @@ rlx_status solver_handle(rlx_cu_ctx *c, cusolverDnHandle_t *out) {
   std::lock_guard<std::mutex> lock(g_solver_mu);
   if (c->device < 0 || c->device >= 64) return rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: device index %d", c->device);
   if (!g_solver[c->device]) {
-    cusolverStatus_t s = cusolverDnCreate(&g_solver[c->device]);
+    cusolverStatus_t s = CUL(cusolverDnCreate)(&g_solver[c->device]);
     if (s != CUSOLVER_STATUS_SUCCESS) {
       g_solver[c->device] = NULL;
       return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cusolverDnCreate failed (status %d)", (int)s);
     }
   }
   *out = g_solver[c->device];
-  if (cusolverDnSetStream(*out, c->stream) != CUSOLVER_STATUS_SUCCESS)
+  if (CUL(cusolverDnSetStream)(*out, c->stream) != CUSOLVER_STATUS_SUCCESS)
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cusolverDnSetStream failed");
   return RLX_OK;
 }
@@ -130,10 +131,10 @@ rlx_status cholesky(rlx_cu_ctx *c, const rlx_cu_ext *e) {
   RLX_TRY(solver_handle(c, &h));
   int lwork = 0;
   if (f64)
-    RLX_TRY(sv(cusolverDnDpotrf_bufferSize(h, CUBLAS_FILL_MODE_UPPER, (int)n, (double *)e->out, (int)n, &lwork),
+    RLX_TRY(sv(CUL(cusolverDnDpotrf_bufferSize)(h, CUBLAS_FILL_MODE_UPPER, (int)n, (double *)e->out, (int)n, &lwork),
                "potrf_bufferSize"));
   else
-    RLX_TRY(sv(cusolverDnSpotrf_bufferSize(h, CUBLAS_FILL_MODE_UPPER, (int)n, (float *)e->out, (int)n, &lwork),
+    RLX_TRY(sv(CUL(cusolverDnSpotrf_bufferSize)(h, CUBLAS_FILL_MODE_UPPER, (int)n, (float *)e->out, (int)n, &lwork),
                "potrf_bufferSize"));
   void *scr;
   RLX_TRY(cu_scratch(c, 256 + align_up((size_t)lwork * esz), &scr));
@@ -145,24 +146,24 @@ rlx_status cholesky(rlx_cu_ctx *c, const rlx_cu_ext *e) {
   if (cudaMemcpyAsync(e->out, e->in[0], (size_t)(n * n) * esz, cudaMemcpyDeviceToDevice, c->stream) != cudaSuccess)
     return cu_launch_status("cholesky copy");
   if (f64)
-    RLX_TRY(sv(cusolverDnDpotrf(h, CUBLAS_FILL_MODE_UPPER, (int)n, (double *)e->out, (int)n, (double *)work, lwork,
+    RLX_TRY(sv(CUL(cusolverDnDpotrf)(h, CUBLAS_FILL_MODE_UPPER, (int)n, (double *)e->out, (int)n, (double *)work, lwork,
                                 info),
                "potrf"));
   else
-    RLX_TRY(sv(cusolverDnSpotrf(h, CUBLAS_FILL_MODE_UPPER, (int)n, (float *)e->out, (int)n, (float *)work, lwork, info),
+    RLX_TRY(sv(CUL(cusolverDnSpotrf)(h, CUBLAS_FILL_MODE_UPPER, (int)n, (float *)e->out, (int)n, (float *)work, lwork, info),
                "potrf"));
   chol_finish_kernel<<<cu_blocks(n * n, 256), 256, 0, c->stream>>>(e->out, e->dtype, n, flag, info, c->kerr);
   return cu_launch_status("cholesky finish kernel");
 }
 
 rlx_status getrf(cusolverDnHandle_t h, bool f64, int n, void *A, void *work, int *piv, int *info) {
-  if (f64) return sv(cusolverDnDgetrf(h, n, n, (double *)A, n, (double *)work, piv, info), "getrf");
-  return sv(cusolverDnSgetrf(h, n, n, (float *)A, n, (float *)work, piv, info), "getrf");
+  if (f64) return sv(CUL(cusolverDnDgetrf)(h, n, n, (double *)A, n, (double *)work, piv, info), "getrf");
+  return sv(CUL(cusolverDnSgetrf)(h, n, n, (float *)A, n, (float *)work, piv, info), "getrf");
 }
 
 rlx_status getrf_lwork(cusolverDnHandle_t h, bool f64, int n, void *A, int *lwork) {
-  if (f64) return sv(cusolverDnDgetrf_bufferSize(h, n, n, (double *)A, n, lwork), "getrf_bufferSize");
-  return sv(cusolverDnSgetrf_bufferSize(h, n, n, (float *)A, n, lwork), "getrf_bufferSize");
+  if (f64) return sv(CUL(cusolverDnDgetrf_bufferSize)(h, n, n, (double *)A, n, lwork), "getrf_bufferSize");
+  return sv(CUL(cusolverDnSgetrf_bufferSize)(h, n, n, (float *)A, n, lwork), "getrf_bufferSize");
 }
 
 rlx_status det(rlx_cu_ctx *c, const rlx_cu_ext *e) {
@@ -229,11 +230,11 @@ rlx_status dense_solve(rlx_cu_ctx *c, const rlx_cu_ext *e) {
     /* getrs reports only argument errors, into its own word; a zero pivot is in getrf's info */
     int *ginfo = flags + 2 * batches;
     if (f64)
-      RLX_TRY(sv(cusolverDnDgetrs(h, CUBLAS_OP_T, (int)n, (int)r, (const double *)lu, (int)n, piv, (double *)bt,
+      RLX_TRY(sv(CUL(cusolverDnDgetrs)(h, CUBLAS_OP_T, (int)n, (int)r, (const double *)lu, (int)n, piv, (double *)bt,
                                   (int)n, ginfo),
                  "getrs"));
     else
-      RLX_TRY(sv(cusolverDnSgetrs(h, CUBLAS_OP_T, (int)n, (int)r, (const float *)lu, (int)n, piv, (float *)bt, (int)n,
+      RLX_TRY(sv(CUL(cusolverDnSgetrs)(h, CUBLAS_OP_T, (int)n, (int)r, (const float *)lu, (int)n, piv, (float *)bt, (int)n,
                                   ginfo),
                  "getrs"));
     transpose_kernel<<<cu_blocks(n * r, 256), 256, 0, c->stream>>>(bt, X, r, n, (int)esz);
@@ -261,14 +262,14 @@ rlx_status triangular(rlx_cu_ctx *c, const rlx_cu_ext *e) {
   cublasStatus_t s;
   if (f64) {
     const double one = 1.0;
-    s = cublasDtrsm(h, CUBLAS_SIDE_RIGHT, fill, op, CUBLAS_DIAG_NON_UNIT, (int)r, (int)n, &one,
+    s = CUL(cublasDtrsm)(h, CUBLAS_SIDE_RIGHT, fill, op, CUBLAS_DIAG_NON_UNIT, (int)r, (int)n, &one,
                     (const double *)e->in[0], (int)n, (double *)e->out, (int)r);
   } else {
     const float one = 1.0f;
-    s = cublasStrsm(h, CUBLAS_SIDE_RIGHT, fill, op, CUBLAS_DIAG_NON_UNIT, (int)r, (int)n, &one, (const float *)e->in[0],
+    s = CUL(cublasStrsm)(h, CUBLAS_SIDE_RIGHT, fill, op, CUBLAS_DIAG_NON_UNIT, (int)r, (int)n, &one, (const float *)e->in[0],
                     (int)n, (float *)e->out, (int)r);
   }
-  if (s != CUBLAS_STATUS_SUCCESS) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: trsm failed: %s", cublasGetStatusString(s));
+  if (s != CUBLAS_STATUS_SUCCESS) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: trsm failed: %s", CUL(cublasGetStatusString)(s));
   return RLX_OK;
 }
 
@@ -282,58 +283,58 @@ rlx_status triangular(rlx_cu_ctx *c, const rlx_cu_ext *e) {
 
 /* typed cuSOLVER entry points */
 cusolverStatus_t geqrf_bs(cusolverDnHandle_t h, int m, int n, float *A, int *lw) {
-  return cusolverDnSgeqrf_bufferSize(h, m, n, A, m, lw);
+  return CUL(cusolverDnSgeqrf_bufferSize)(h, m, n, A, m, lw);
 }
 cusolverStatus_t geqrf_bs(cusolverDnHandle_t h, int m, int n, double *A, int *lw) {
-  return cusolverDnDgeqrf_bufferSize(h, m, n, A, m, lw);
+  return CUL(cusolverDnDgeqrf_bufferSize)(h, m, n, A, m, lw);
 }
 cusolverStatus_t orgqr_bs(cusolverDnHandle_t h, int m, int k, const float *A, const float *tau, int *lw) {
-  return cusolverDnSorgqr_bufferSize(h, m, k, k, A, m, tau, lw);
+  return CUL(cusolverDnSorgqr_bufferSize)(h, m, k, k, A, m, tau, lw);
 }
 cusolverStatus_t orgqr_bs(cusolverDnHandle_t h, int m, int k, const double *A, const double *tau, int *lw) {
-  return cusolverDnDorgqr_bufferSize(h, m, k, k, A, m, tau, lw);
+  return CUL(cusolverDnDorgqr_bufferSize)(h, m, k, k, A, m, tau, lw);
 }
 cusolverStatus_t geqrf_run(cusolverDnHandle_t h, int m, int n, float *A, float *tau, float *w, int lw, int *info) {
-  return cusolverDnSgeqrf(h, m, n, A, m, tau, w, lw, info);
+  return CUL(cusolverDnSgeqrf)(h, m, n, A, m, tau, w, lw, info);
 }
 cusolverStatus_t geqrf_run(cusolverDnHandle_t h, int m, int n, double *A, double *tau, double *w, int lw, int *info) {
-  return cusolverDnDgeqrf(h, m, n, A, m, tau, w, lw, info);
+  return CUL(cusolverDnDgeqrf)(h, m, n, A, m, tau, w, lw, info);
 }
 cusolverStatus_t orgqr_run(cusolverDnHandle_t h, int m, int k, float *A, const float *tau, float *w, int lw,
                            int *info) {
-  return cusolverDnSorgqr(h, m, k, k, A, m, tau, w, lw, info);
+  return CUL(cusolverDnSorgqr)(h, m, k, k, A, m, tau, w, lw, info);
 }
 cusolverStatus_t orgqr_run(cusolverDnHandle_t h, int m, int k, double *A, const double *tau, double *w, int lw,
                            int *info) {
-  return cusolverDnDorgqr(h, m, k, k, A, m, tau, w, lw, info);
+  return CUL(cusolverDnDorgqr)(h, m, k, k, A, m, tau, w, lw, info);
 }
 cusolverStatus_t gesvd_bs(cusolverDnHandle_t h, int m, int n, float *, int *lw) {
-  return cusolverDnSgesvd_bufferSize(h, m, n, lw);
+  return CUL(cusolverDnSgesvd_bufferSize)(h, m, n, lw);
 }
 cusolverStatus_t gesvd_bs(cusolverDnHandle_t h, int m, int n, double *, int *lw) {
-  return cusolverDnDgesvd_bufferSize(h, m, n, lw);
+  return CUL(cusolverDnDgesvd_bufferSize)(h, m, n, lw);
 }
 cusolverStatus_t gesvd_run(cusolverDnHandle_t h, int m, int n, float *A, float *S, float *U, float *VT, float *w,
                            int lw, float *rw, int *info) {
   int k = m < n ? m : n;
-  return cusolverDnSgesvd(h, 'S', 'S', m, n, A, m, S, U, m, VT, k, w, lw, rw, info);
+  return CUL(cusolverDnSgesvd)(h, 'S', 'S', m, n, A, m, S, U, m, VT, k, w, lw, rw, info);
 }
 cusolverStatus_t gesvd_run(cusolverDnHandle_t h, int m, int n, double *A, double *S, double *U, double *VT, double *w,
                            int lw, double *rw, int *info) {
   int k = m < n ? m : n;
-  return cusolverDnDgesvd(h, 'S', 'S', m, n, A, m, S, U, m, VT, k, w, lw, rw, info);
+  return CUL(cusolverDnDgesvd)(h, 'S', 'S', m, n, A, m, S, U, m, VT, k, w, lw, rw, info);
 }
 cusolverStatus_t syevd_bs(cusolverDnHandle_t h, int n, const float *A, const float *W, int *lw) {
-  return cusolverDnSsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, lw);
+  return CUL(cusolverDnSsyevd_bufferSize)(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, lw);
 }
 cusolverStatus_t syevd_bs(cusolverDnHandle_t h, int n, const double *A, const double *W, int *lw) {
-  return cusolverDnDsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, lw);
+  return CUL(cusolverDnDsyevd_bufferSize)(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, lw);
 }
 cusolverStatus_t syevd_run(cusolverDnHandle_t h, int n, float *A, float *W, float *w, int lw, int *info) {
-  return cusolverDnSsyevd(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, w, lw, info);
+  return CUL(cusolverDnSsyevd)(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, w, lw, info);
 }
 cusolverStatus_t syevd_run(cusolverDnHandle_t h, int n, double *A, double *W, double *w, int lw, int *info) {
-  return cusolverDnDsyevd(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, w, lw, info);
+  return CUL(cusolverDnDsyevd)(h, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_UPPER, n, A, n, W, w, lw, info);
 }
 
 /* The sign of column j of a matrix read at v[i * si] (count entries): +1 or -1 so that the entry at
