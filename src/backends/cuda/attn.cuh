@@ -134,5 +134,7 @@ __device__ inline float score(const rlx_cu_attn &p, float dot, float *th) {
 extern "C" int rlx_cu_flash_tc_fits(const rlx_cu_attn *p);
 extern "C" rlx_status rlx_cu_flash_tc_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats);
 extern "C" rlx_status rlx_cu_flash_tc_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
+/* compute_stats 2 (flash.cu): delta = <dy, saved out> per query row into stats' second floats */
+rlx_status rlx_cu_flash_delta(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 
 #endif

@@ -165,6 +165,10 @@ typedef struct rlx_cu_attn {
   int64_t bias_stride[4]; /* Bias: strides broadcasting the bias to [B, H, Sq, Sk] */
   const void *Q, *K, *V, *M;
   void *out;
+  /* flash forward only (rlx_cu_flash_fits), both or neither set: a second copy of out (same
+   * layout) and per query row {log-sum-exp, 0} as two floats, for a later AttentionBackward of
+   * the same operands (rlx_cu_attn_bw.compute_stats 2), which then skips recomputing them */
+  void *save_out, *save_lse;
 } rlx_cu_attn;
 rlx_status rlx_cu_attention(rlx_cu_ctx *c, const rlx_cu_attn *p);
 /* The tiled flash kernels (flash.cu) take f32 / bf16 / f16 with the masks decided by position
@@ -182,7 +186,11 @@ typedef struct rlx_cu_attn_bw {
   rlx_cu_attn a;
   const void *G;
   void *stats;
+  /* 1: compute both statistics; 0: filled by an earlier step; 2 (flash kernels only): the
+   * forward left each row's lse in stats and its output in saved_out, only delta = <dy, out>
+   * is computed */
   int compute_stats;
+  const void *saved_out;
   void *dq, *dk, *dv;
 } rlx_cu_attn_bw;
 rlx_status rlx_cu_attention_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);

@@ -935,6 +935,119 @@ template <int N> static void region_lowp_launch(const rlx_cu_region *p, unsigned
   default: region_lowp_kernel<N, 4><<<blocks, 256, 0, s>>>(*p); break;
   }
 }
+/* Chains whose operands, steps and output are all one 16-bit float dtype T (the bf16 block's
+ * bias + residual adds and the summed qkv gradients): values are held as floats (each exactly a
+ * T value), Add / Sub / Mul / Div computed in float and rounded to T, which is the double path's
+ * result (a float sum or product of two T values is exact or already past T's rounding point,
+ * and a float quotient cannot cross a T rounding midpoint), Neg / Abs / Relu exact; the other
+ * steps through double, rounded once to T as region_round does. 8 elements per thread: one
+ * 16-byte load per operand when dense or tiled by a multiple of 8 and aligned, each step applied
+ * once per group; a grid-stride loop. The double kernel above moved these at 0.3 TB/s on the
+ * H200 (per-element dtype switches and 2-byte accesses), a first 4-element version of this one
+ * at about 1 TB/s (one branch per element and step). */
+template <typename T> __device__ inline T from_f16(float v);
+template <> __device__ inline __nv_bfloat16 from_f16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ inline __half from_f16<__half>(float v) { return __float2half_rn(v); }
+__device__ inline float to_f16f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_f16f(__half v) { return __half2float(v); }
+template <typename T> __device__ inline float lp16_round(float v) { return to_f16f(from_f16<T>(v)); }
+template <typename T> __device__ __noinline__ float lp16_slow(int kind, int sub, float x, float y) {
+  double v = kind == RLX_CHAIN_STEP_BINARY ? binary_float(sub, x, y) : act_real(sub, x);
+  return to_f16f(st_t<T>(v));
+}
+/* 8 consecutive elements of one operand or step: one step applies once per group, with one
+ * uniform branch on its op (as region_f32_step4 does for float4s) */
+struct lp16_group {
+  float v[8];
+};
+template <typename T>
+__device__ inline lp16_group lp16_step8(int kind, int sub, const lp16_group &x, const lp16_group &y) {
+  lp16_group r;
+  int code = kind == RLX_CHAIN_STEP_CAST ? -1 : kind == RLX_CHAIN_STEP_BINARY ? sub : 1000 + sub;
+  switch (code) {
+  case -1: return x;
+#define RLX_LP16_EACH(EXPR)                       \
+  _Pragma("unroll") for (int i = 0; i < 8; i++) { \
+    float a = x.v[i], b = y.v[i];                 \
+    (void)b;                                      \
+    r.v[i] = EXPR;                                \
+  }                                               \
+  break;
+  case RLX_BINOP_ADD: RLX_LP16_EACH(lp16_round<T>(a + b))
+  case RLX_BINOP_SUB: RLX_LP16_EACH(lp16_round<T>(a - b))
+  case RLX_BINOP_MUL: RLX_LP16_EACH(lp16_round<T>(a * b))
+  case RLX_BINOP_DIV: RLX_LP16_EACH(lp16_round<T>(a / b))
+  case 1000 + RLX_ACT_NEG: RLX_LP16_EACH(-a)
+  case 1000 + RLX_ACT_ABS: RLX_LP16_EACH(fabsf(a))
+  case 1000 + RLX_ACT_RELU: RLX_LP16_EACH(a < 0 ? 0.f : a)
+  default: RLX_LP16_EACH(lp16_slow<T>(kind, sub, a, b))
+#undef RLX_LP16_EACH
+  }
+  return r;
+}
+template <typename T, int N, int NI> __global__ void __launch_bounds__(256) region_lp16_kernel(rlx_cu_region p) {
+  const bool small = p.n < ((int64_t)1 << 32);
+  const int64_t groups = (p.n + 7) / 8, stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += stride) {
+    const int64_t e0 = 8 * g;
+    const bool whole = e0 + 8 <= p.n;
+    lp16_group r[NI + N];
+#pragma unroll
+    for (int k = 0; k < NI; k++) {
+      const T *src = (const T *)p.in[k];
+      const int64_t cnt = p.in_count[k], i0 = cnt == p.n ? e0 : lp_mod(e0, cnt, small);
+      if (whole && (cnt & 7) == 0 && ((uintptr_t)src & 15) == 0) {
+        uint4 u = __ldcs((const uint4 *)(src + i0));
+        T x[8];
+        memcpy(x, &u, 16);
+#pragma unroll
+        for (int c = 0; c < 8; c++) r[k].v[c] = to_f16f(x[c]);
+      } else {
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+          int64_t i = cnt >= 8 ? (i0 + c >= cnt ? i0 + c - cnt : i0 + c) : lp_mod(e0 + c, cnt, small);
+          r[k].v[c] = e0 + c < p.n ? to_f16f(src[i]) : 0.f;
+        }
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < N; s++) {
+      const rlx_cu_region_step &st = p.steps[s];
+      r[NI + s] = lp16_step8<T>(st.kind, st.sub, region_pick<NI>(st.src[0], r), region_pick<NI>(st.src[1], r));
+    }
+    T y[8];
+#pragma unroll
+    for (int c = 0; c < 8; c++) y[c] = from_f16<T>(r[NI + N - 1].v[c]);
+    T *out = (T *)p.out + e0;
+    if (whole && ((uintptr_t)out & 15) == 0) {
+      uint4 u;
+      memcpy(&u, y, 16);
+      __stcs((uint4 *)out, u);
+    } else {
+      for (int c = 0; c < 8; c++)
+        if (e0 + c < p.n) out[c] = y[c];
+    }
+  }
+}
+template <typename T, int N> static void region_lp16_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+  switch (p->n_in) {
+  case 1: region_lp16_kernel<T, N, 1><<<blocks, 256, 0, s>>>(*p); break;
+  case 2: region_lp16_kernel<T, N, 2><<<blocks, 256, 0, s>>>(*p); break;
+  case 3: region_lp16_kernel<T, N, 3><<<blocks, 256, 0, s>>>(*p); break;
+  default: region_lp16_kernel<T, N, 4><<<blocks, 256, 0, s>>>(*p); break;
+  }
+}
+/* one 16-bit dtype throughout (within the region_lowp_fits shapes) */
+static bool region_lp16_fits(const rlx_cu_region *p) {
+  const int t = p->out_dtype;
+  if (t != RLX_BF16 && t != RLX_F16) return false;
+  for (int k = 0; k < p->n_in; k++)
+    if (p->in_dtype[k] != t) return false;
+  for (int s = 0; s < p->n_steps; s++)
+    if (p->steps[s].dtype != t) return false;
+  return true;
+}
+
 static bool float_dt(int t) { return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16; }
 static bool region_lowp_fits(const rlx_cu_region *p) {
   if (p->pro >= 0 || p->n_steps < 1 || p->n_steps > 8 || p->n_in < 1 || p->n_in > 4 || !float_dt(p->out_dtype))
@@ -998,6 +1111,31 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     if (tail.n != p->n) tail.out = (float *)p->out + done;
     region_kernel<<<1, threads, 0, c->stream>>>(tail, c->kerr);
     return cu_launch_status("elementwise region kernel");
+  }
+  if (region_lowp_fits(p) && region_lp16_fits(p)) {
+    int64_t blocks = ((p->n + 7) / 8 + threads - 1) / threads;
+    if (blocks > 132 * 64) blocks = 132 * 64;
+    const bool bf = p->out_dtype == RLX_BF16;
+    switch (p->n_steps) {
+#define RLX_REGION_CASE(K)                                          \
+  case K:                                                           \
+    if (bf)                                                         \
+      region_lp16_launch<__nv_bfloat16, K>(p, (unsigned)blocks, c->stream); \
+    else                                                            \
+      region_lp16_launch<__half, K>(p, (unsigned)blocks, c->stream); \
+    break;
+      RLX_REGION_CASE(1)
+      RLX_REGION_CASE(2)
+      RLX_REGION_CASE(3)
+      RLX_REGION_CASE(4)
+      RLX_REGION_CASE(5)
+      RLX_REGION_CASE(6)
+      RLX_REGION_CASE(7)
+      RLX_REGION_CASE(8)
+#undef RLX_REGION_CASE
+    default: break;
+    }
+    return cu_launch_status("elementwise region kernel (one 16-bit dtype)");
   }
   if (region_lowp_fits(p)) {
     int64_t blocks = ((p->n + 3) / 4 + threads - 1) / threads;

@@ -141,12 +141,19 @@ __global__ void __launch_bounds__(NT) flash_fwd(rlx_cu_attn p, const T *G, float
     float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
     if (!STATS) {
       if (qi >= p.Sq) continue;
-      T *o = (T *)p.out + base_of(p.o, b, h) + qi * row_stride(p.o);
+      const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
+      T *o = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
 #pragma unroll
       for (int j = 0; j < NJ; j++) {
         int d = tc + 16 * j;
-        if (d < Dv) o[d] = from_f<T>(nan_row ? NAN : acc[i][j] * inv);
+        if (d >= Dv) continue;
+        T y = from_f<T>(nan_row ? NAN : acc[i][j] * inv);
+        o[d] = y;
+        if (sv) sv[d] = y;
       }
+      if (p.save_lse && tc == 0)
+        ((float2 *)p.save_lse)[bh * p.Sq + qi] =
+            make_float2(nan_row ? NAN : l[i] > 0.f ? m[i] + __logf(l[i]) : INFINITY, 0.f);
     } else {
       float dl = 0.f;
       if (qi < p.Sq) {
@@ -412,7 +419,8 @@ rlx_status launch_fwd(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *
 
 template <typename T, int DP> rlx_status launch_bwd(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   const rlx_cu_attn *a = &p->a;
-  if (p->compute_stats) RLX_TRY((launch_fwd<T, DP, true>(c, a, p->G, p->stats)));
+  if (p->compute_stats == 1) RLX_TRY((launch_fwd<T, DP, true>(c, a, p->G, p->stats)));
+  if (p->compute_stats == 2) RLX_TRY(rlx_cu_flash_delta(c, p));
   const T *G = (const T *)p->G;
   const float2 *st = (const float2 *)p->stats;
   if (p->dq) {
@@ -451,6 +459,44 @@ int head_pad(const rlx_cu_attn *p) {
 }
 
 } // namespace
+
+/* delta = <dy, out> of each query row from the forward's saved output: one warp per row, in
+ * float (as the statistics pass of the forward kernels sums it). */
+template <typename T> __global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2 *stats) {
+  const int64_t rows = p.B * p.H * p.Sq, warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  const int lane = threadIdx.x & 31;
+  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+    const int64_t bh = r / p.Sq, qi = r % p.Sq, b = bh / p.H, h = bh % p.H;
+    const T *g = G + base_of(p.q, b, h) + qi * row_stride(p.q), *o = O + base_of(p.o, b, h) + qi * row_stride(p.o);
+    float dl = 0.f;
+    for (int64_t d = lane; d < p.o.D; d += 32) dl = fmaf(to_f(g[d]), to_f(o[d]), dl);
+    for (int k = 16; k > 0; k >>= 1) dl += __shfl_xor_sync(0xffffffffu, dl, k);
+    if (lane == 0) stats[r].y = dl;
+  }
+}
+
+rlx_status rlx_cu_flash_delta(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
+  const rlx_cu_attn *a = &p->a;
+  int64_t rows = a->B * a->H * a->Sq, blocks = (rows + 7) / 8;
+  if (rows == 0) return RLX_OK;
+  if (blocks > 132 * 64) blocks = 132 * 64;
+  float2 *st = (float2 *)p->stats;
+  switch (a->dtype) {
+  case RLX_F32:
+    flash_delta_kernel<float><<<(unsigned)blocks, 256, 0, c->stream>>>(*a, (const float *)p->G,
+                                                                     (const float *)p->saved_out, st);
+    break;
+  case RLX_BF16:
+    flash_delta_kernel<__nv_bfloat16><<<(unsigned)blocks, 256, 0, c->stream>>>(
+        *a, (const __nv_bfloat16 *)p->G, (const __nv_bfloat16 *)p->saved_out, st);
+    break;
+  default:
+    flash_delta_kernel<__half><<<(unsigned)blocks, 256, 0, c->stream>>>(*a, (const __half *)p->G,
+                                                                      (const __half *)p->saved_out, st);
+    break;
+  }
+  return cu_launch_status("flash attention delta");
+}
 
 extern "C" int rlx_cu_flash_fits(const rlx_cu_attn *p) {
   bool dt = p->dtype == RLX_F32 || p->dtype == RLX_BF16 || p->dtype == RLX_F16;

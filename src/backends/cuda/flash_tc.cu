@@ -213,14 +213,21 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
     int64_t qi = row[r];
     if (!STATS) {
       if (qi >= p.Sq) continue;
-      T *out = (T *)p.out + base_of(p.o, b, h) + qi * row_stride(p.o);
+      const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
+      T *out = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
 #pragma unroll
       for (int j = 0; j < 8; j++)
 #pragma unroll
         for (int c = 0; c < 2; c++) {
           int d = 8 * j + 2 * t + c;
-          if (d < Dv) out[d] = from_f<T>(nan_row ? NAN : o[j][2 * r + c] * inv);
+          if (d >= Dv) continue;
+          T y = from_f<T>(nan_row ? NAN : o[j][2 * r + c] * inv);
+          out[d] = y;
+          if (sv) sv[d] = y;
         }
+      if (p.save_lse && t == 0)
+        ((float2 *)p.save_lse)[bh * p.Sq + qi] =
+            make_float2(nan_row ? NAN : lt > 0.f ? m[r] + __logf(lt) : INFINITY, 0.f);
     } else {
       float dl = 0.f;
       if (qi < p.Sq) {
@@ -440,7 +447,8 @@ template <typename T> rlx_status fwd(rlx_cu_ctx *c, const rlx_cu_attn *p, const 
 
 template <typename T> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   const rlx_cu_attn *a = &p->a;
-  if (p->compute_stats) RLX_TRY(fwd<T>(c, a, p->G, p->stats));
+  if (p->compute_stats == 1) RLX_TRY(fwd<T>(c, a, p->G, p->stats));
+  if (p->compute_stats == 2) RLX_TRY(rlx_cu_flash_delta(c, p));
   const T *G = (const T *)p->G;
   const float2 *st = (const float2 *)p->stats;
   if (p->dq) {

@@ -587,6 +587,53 @@ static bool attn_siblings(const rlx_node *a, const rlx_node *b) {
          same_opt(x->attn_logit_softcap, y->attn_logit_softcap);
 }
 
+/* The Attention forward of backward node bw: the same q, k, v, no mask operand, the same
+ * attributes, values of q's head_dim. */
+static bool attn_forward_of(const rlx_node *f, const rlx_node *bw) {
+  if (f->op != RLX_OP_Attention || f->n_inputs != 3 || bw->n_inputs != 4) return false;
+  for (uint32_t k = 0; k < 3; k++)
+    if (f->inputs[k] != bw->inputs[k]) return false;
+  const rlx_attrs_Attention *x = &f->attrs.Attention;
+  int64_t mk, hd, nh, win;
+  rlx_of32 sc, cap;
+  if (bw->op == RLX_OP_AttentionBackward) {
+    const rlx_attrs_AttentionBackward *y = &bw->attrs.AttentionBackward;
+    mk = y->mask_kind, hd = y->head_dim, nh = y->num_heads, win = y->window, sc = y->score_scale,
+    cap = y->attn_logit_softcap;
+  } else if (bw->op == RLX_OP_AttentionBackwardAll) {
+    const rlx_attrs_AttentionBackwardAll *y = &bw->attrs.AttentionBackwardAll;
+    mk = y->mask_kind, hd = y->head_dim, nh = y->num_heads, win = y->window, sc = y->score_scale,
+    cap = y->attn_logit_softcap;
+  } else {
+    return false;
+  }
+  return x->num_heads == nh && x->head_dim == hd && (!x->v_head_dim.has || x->v_head_dim.v == hd) &&
+         (int64_t)x->mask_kind == mk && x->window == win && same_opt(x->score_scale, sc) &&
+         same_opt(x->attn_logit_softcap, cap);
+}
+
+/* FlashAttention's saved statistics: when the forward of this backward runs earlier in the same
+ * program on the flash kernels, it also writes each row's log-sum-exp into the backward's
+ * statistics and a copy of its output (the planned output buffer may be reused before the
+ * backward runs), so the backward computes only delta = <dy, out> instead of running the
+ * forward again (0.30 ms of the bf16 GPT-2 block's 4.8 ms on the H200, 0.70 of 13.3 in f32). */
+static void attn_bw_reuse_forward(rlx_cu_prog *p, const rlx_node *n, rlx_cu_attn_bw *w) {
+  if (!rlx_cu_flash_fits(&w->a)) return;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    cu_step *f = &p->steps[i];
+    if (f->kind != ST_ATTN || f->at.save_lse || !attn_forward_of(rlx_graph_node(p->g, f->node), n) ||
+        !rlx_cu_flash_fits(&f->at) || f->at.dtype != w->a.dtype)
+      continue;
+    size_t bytes = p->plan->size[f->node];
+    if (rlx_cu_malloc(p->ctx, bytes ? bytes : 1, &f->scratch) != RLX_OK) return; /* then it recomputes */
+    f->at.save_out = f->scratch;
+    f->at.save_lse = w->stats;
+    w->saved_out = f->scratch;
+    w->compute_stats = 2;
+    return;
+  }
+}
+
 /* Common to both backward kinds: the geometry, dy, and the per-row statistics (lse, delta),
  * shared with an earlier AttentionBackward of the same operands and attributes (autodiff emits
  * one per wanted gradient): the first computes them, the others read them. */
@@ -611,6 +658,7 @@ static bool attn_bw_setup(lower_ctx *L, const rlx_node *n, const attn_params *ap
     return fail(L, "no device memory for the attention statistics: %s", rlx_last_error());
   w->stats = s->scratch;
   w->compute_stats = 1;
+  attn_bw_reuse_forward(p, n, w);
   return true;
 }
 

@@ -236,8 +236,49 @@ template <typename T> static void remap_launch(const rlx_cu_remap *p, unsigned b
     remap_kernel<T, int64_t><<<blocks, 256, 0, s>>>(*p);
 }
 
+/* Constant Pad of the last axis only (the gradient of a Narrow of the last axis, e.g. the q / k / v
+ * slices of a fused projection): rows of W output elements, 4 elements of esz bytes as one word
+ * V per thread, no index divisions (the general kernel above moved [8192, 768] -> [8192, 2304]
+ * bf16 in 100 us on the H200, 8x the bytes' time). */
+template <typename V> __global__ void pad_last_kernel(rlx_cu_remap p, int64_t rows, int64_t W4, int64_t N4, int64_t B4) {
+  V fill;
+  memcpy(&fill, p.fill, sizeof fill); /* the element repeated 4 times */
+  const V *src = (const V *)p.src;
+  V *dst = (V *)p.dst;
+  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (c >= W4) return;
+  const int64_t k = c - B4;
+  const bool inside = k >= 0 && k < N4;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) dst[r * W4 + c] = inside ? src[r * N4 + k] : fill;
+}
+
+static bool pad_last_fits(const rlx_cu_remap *p) {
+  if (p->kind != 0 || p->mode != RLX_PAD_MODE_CONSTANT || p->rank < 1 || (p->esz != 2 && p->esz != 4)) return false;
+  int L = p->rank - 1;
+  for (int d = 0; d < L; d++)
+    if (p->shift[d] != 0 || p->out_dims[d] != p->in_dims[d]) return false;
+  int64_t W = p->out_dims[L], N = p->in_dims[L], B = p->shift[L], align = 4 * p->esz;
+  if (W % 4 || N % 4 || B % 4 || B < 0 || B + N > W || p->in_stride[L] != 1) return false;
+  if (((uintptr_t)p->src % align) || ((uintptr_t)p->dst % align)) return false;
+  for (int64_t d = L - 1, st = N; d >= 0; st *= p->in_dims[d], d--)
+    if (p->in_stride[d] != st) return false; /* a dense operand */
+  return true;
+}
+
 extern "C" rlx_status rlx_cu_remap_run(rlx_cu_ctx *c, const rlx_cu_remap *p) {
   if (p->n == 0) return RLX_OK;
+  if (pad_last_fits(p)) {
+    int L = p->rank - 1;
+    int64_t W4 = p->out_dims[L] / 4, rows = p->n / p->out_dims[L];
+    dim3 grid((unsigned)((W4 + 255) / 256), (unsigned)(rows < 65535 ? rows : 65535));
+    rlx_cu_remap q = *p;
+    for (int k = 1; k < 4; k++) memcpy(q.fill + k * p->esz, p->fill, (size_t)p->esz);
+    if (p->esz == 2)
+      pad_last_kernel<uint2><<<grid, 256, 0, c->stream>>>(q, rows, W4, p->in_dims[L] / 4, p->shift[L] / 4);
+    else
+      pad_last_kernel<uint4><<<grid, 256, 0, c->stream>>>(q, rows, W4, p->in_dims[L] / 4, p->shift[L] / 4);
+    return cu_launch_status("pad kernel (last axis)");
+  }
   unsigned blocks = cu_blocks(p->n, 256);
   switch (p->esz) {
   case 1: remap_launch<uint8_t>(p, blocks, c->stream); break;
