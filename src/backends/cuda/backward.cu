@@ -3,6 +3,9 @@
  * elementwise activation backward ops, the softmax cross-entropy losses and their backward, the
  * LayerNorm / RmsNorm backward ops over the last axis, max-pool backward and the convolution
  * weight gradient. Everything is computed in double and rounded once to the output dtype. */
+#include <string.h>
+
+#include "backends/cuda/act_f32.cuh"
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
 
@@ -99,24 +102,38 @@ __global__ void act_backward_kernel(int act, int t, const void *x, const void *d
   }
 }
 
-/* Float dtypes typed at compile time, 4 elements per thread: the same double formula. */
+/* dx of one 16-bit element: act_f32.cuh's float derivative where it has one (GELU, SiLU: dy *
+ * f'(x) in float, rounded once), else the double formula */
+template <typename T> __device__ inline T lowp_act_backward(int act, T x, T dy) {
+  float d;
+  if (act_f32_derivative(act, (float)ld_t(x), &d)) return st_t<T>((double)((float)ld_t(dy) * d));
+  return st_t<T>(act_backward(act, ld_t(x), ld_t(dy)));
+}
+/* Float dtypes typed at compile time, 4 elements per thread (FULL: n a multiple of 4 and the
+ * pointers 8-byte aligned, one 8-byte access per operand). */
 template <typename T, bool FULL>
 __global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int64_t n) {
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
     int64_t e = 4 * g;
     if (FULL) {
+      T xv[4], gv[4], r[4];
+      uint2 u = *(const uint2 *)(x + e), w = *(const uint2 *)(dy + e);
+      memcpy(xv, &u, 8);
+      memcpy(gv, &w, 8);
 #pragma unroll
-      for (int c = 0; c < 4; c++) dx[e + c] = st_t<T>(act_backward(act, ld_t(x[e + c]), ld_t(dy[e + c])));
+      for (int c = 0; c < 4; c++) r[c] = lowp_act_backward<T>(act, xv[c], gv[c]);
+      memcpy(&u, r, 8);
+      *(uint2 *)(dx + e) = u;
     } else {
-      for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = st_t<T>(act_backward(act, ld_t(x[e + c]), ld_t(dy[e + c])));
+      for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = lowp_act_backward<T>(act, x[e + c], dy[e + c]);
     }
   }
 }
 template <typename T>
 static void act_backward_launch(int act, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s) {
   unsigned blocks = cu_blocks((n + 3) / 4, BW_THREADS);
-  if (n % 4 == 0)
+  if (n % 4 == 0 && ((uintptr_t)x & 7) == 0 && ((uintptr_t)dy & 7) == 0 && ((uintptr_t)dx & 7) == 0)
     act_backward_typed<T, true><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
   else
     act_backward_typed<T, false><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
@@ -324,25 +341,48 @@ __global__ void norm_param_merge_kernel(int t, int64_t C, int64_t S, const doubl
 }
 
 /* dx for rows of up to 32 * PER elements: one warp per row, x and dy * gamma held in registers
- * (read once), norm_dx_kernel's double formula with warp-shuffle sums. */
+ * (read once), norm_dx_kernel's double formula with warp-shuffle sums. The registers hold floats
+ * where that is exact (x of f32 / 16-bit rows, dy * gamma of 16-bit rows: a product of two 8- or
+ * 11-bit significands), else doubles: with doubles throughout the kernel took 196 registers
+ * (one block per SM) and 60 us for the bf16 block's [8192, 768] rows on the H200. */
 __device__ inline double bw_warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+template <typename T> struct norm_bw_regs {
+  typedef float X;  /* x */
+  typedef double S; /* dy * gamma */
+};
+template <> struct norm_bw_regs<double> {
+  typedef double X;
+  typedef double S;
+};
+template <> struct norm_bw_regs<__nv_bfloat16> {
+  typedef float X;
+  typedef float S;
+};
+template <> struct norm_bw_regs<__half> {
+  typedef float X;
+  typedef float S;
+};
 template <typename T, int PER>
 __global__ void __launch_bounds__(256)
     norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out) {
+  typedef typename norm_bw_regs<T>::X XR;
+  typedef typename norm_bw_regs<T>::S SR;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
     const int64_t base = row * C;
-    double xv[PER], sv[PER], m = 0;
+    XR xv[PER];
+    SR sv[PER];
+    double m = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
       bool in = k < C;
-      xv[i] = in ? ld_t(x[base + k]) : 0.0;
-      sv[i] = in ? ld_t(dy[base + k]) * ld_t(gamma[k]) : 0.0;
+      xv[i] = in ? (XR)ld_t(x[base + k]) : (XR)0;
+      sv[i] = in ? (SR)(ld_t(dy[base + k]) * ld_t(gamma[k])) : (SR)0;
       m += xv[i];
     }
     m = rms ? 0.0 : bw_warp_sum(m) / (double)C;
@@ -356,31 +396,80 @@ __global__ void __launch_bounds__(256)
     double ms = 0, msx = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
-      xv[i] = (xv[i] - m) * r; /* x hat */
       ms += sv[i];
-      msx += sv[i] * xv[i];
+      msx += sv[i] * ((xv[i] - m) * r);
     }
     ms = rms ? 0.0 : bw_warp_sum(ms) / (double)C;
     msx = bw_warp_sum(msx) / (double)C;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
-      if (k < C) out[base + k] = st_t<T>(r * (sv[i] - ms - xv[i] * msx));
+      if (k < C) out[base + k] = st_t<T>(r * (sv[i] - ms - ((xv[i] - m) * r) * msx));
     }
   }
 }
+
+/* row_stats for rows of up to 32 * PER elements of a typed float dtype: one warp per row, the
+ * row read once into registers (the block-per-row kernel took 35 us for [8192, 768] bf16). */
+template <typename T, int PER>
+__global__ void __launch_bounds__(256)
+    norm_stats_warp_kernel(int rms, const T *x, int64_t rows, int C, double eps, double *st) {
+  typedef typename norm_bw_regs<T>::X XR;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
+  for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
+    const int64_t base = row * C;
+    XR xv[PER];
+    double m = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      int k = lane + 32 * i;
+      xv[i] = k < C ? (XR)ld_t(x[base + k]) : (XR)0;
+      m += xv[i];
+    }
+    m = rms ? 0.0 : bw_warp_sum(m) / (double)C;
+    double v = 0;
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      double d = xv[i] - m;
+      if (lane + 32 * i < C) v += d * d;
+    }
+    v = bw_warp_sum(v);
+    if (lane == 0) {
+      st[2 * row] = m;
+      st[2 * row + 1] = 1.0 / sqrt(v / (double)C + eps);
+    }
+  }
+}
+
+/* PER lanes' worth of registers for C <= 1024: 8, 16, 24 or 32. Blocks of 2 warps, so that as
+ * many warps fit an SM as their registers allow (these kernels take 64-210 registers). */
+#define RLX_NORM_WARPS 2
+#define RLX_NORM_PER_DISPATCH(KERNEL, C, ...)                                        \
+  do {                                                                               \
+    if ((C) <= 256)                                                                  \
+      KERNEL<T, 8><<<(unsigned)blocks, 32 * RLX_NORM_WARPS, 0, s>>>(__VA_ARGS__);  \
+    else if ((C) <= 512)                                                             \
+      KERNEL<T, 16><<<(unsigned)blocks, 32 * RLX_NORM_WARPS, 0, s>>>(__VA_ARGS__); \
+    else if ((C) <= 768)                                                             \
+      KERNEL<T, 24><<<(unsigned)blocks, 32 * RLX_NORM_WARPS, 0, s>>>(__VA_ARGS__); \
+    else                                                                             \
+      KERNEL<T, 32><<<(unsigned)blocks, 32 * RLX_NORM_WARPS, 0, s>>>(__VA_ARGS__); \
+  } while (0)
+
 template <typename T>
 static void norm_dx_warp_launch(int rms, const void *x, const void *gamma, const void *dy, int64_t rows, int C,
                                 double eps, void *out, cudaStream_t s) {
-  int64_t blocks = (rows + 7) / 8;
-  if (blocks > 65535LL * 8) blocks = 65535LL * 8;
+  int64_t blocks = (rows + RLX_NORM_WARPS - 1) / RLX_NORM_WARPS;
+  if (blocks > 65535LL * 32) blocks = 65535LL * 32;
   const T *xt = (const T *)x, *gt = (const T *)gamma, *dt = (const T *)dy;
-  if (C <= 256)
-    norm_dx_warp_kernel<T, 8><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
-  else if (C <= 512)
-    norm_dx_warp_kernel<T, 16><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
-  else
-    norm_dx_warp_kernel<T, 32><<<(unsigned)blocks, 256, 0, s>>>(rms, xt, gt, dt, rows, C, eps, (T *)out);
+  RLX_NORM_PER_DISPATCH(norm_dx_warp_kernel, C, rms, xt, gt, dt, rows, C, eps, (T *)out);
+}
+template <typename T>
+static void norm_stats_warp_launch(int rms, const void *x, int64_t rows, int C, double eps, void *st, cudaStream_t s) {
+  int64_t blocks = (rows + RLX_NORM_WARPS - 1) / RLX_NORM_WARPS;
+  if (blocks > 65535LL * 32) blocks = 65535LL * 32;
+  RLX_NORM_PER_DISPATCH(norm_stats_warp_kernel, C, rms, (const T *)x, rows, C, eps, (double *)st);
 }
 
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
@@ -405,7 +494,16 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     return cu_launch_status("norm backward kernel");
   }
   if (what == 1 && rows) {
-    norm_stats_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, rows, C, eps, (double *)scratch);
+    if (typed && C <= 1024) {
+      switch (dtype) {
+      case RLX_F32: norm_stats_warp_launch<float>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
+      case RLX_F64: norm_stats_warp_launch<double>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
+      case RLX_BF16: norm_stats_warp_launch<__nv_bfloat16>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
+      default: norm_stats_warp_launch<__half>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
+      }
+    } else {
+      norm_stats_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, rows, C, eps, (double *)scratch);
+    }
     rlx_status s = cu_launch_status("norm statistics kernel");
     if (s != RLX_OK) return s;
   }

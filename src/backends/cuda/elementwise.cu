@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/act_f32.cuh"
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
 
@@ -499,6 +500,12 @@ __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, in
     }
   }
 }
+/* act_f32.cuh's float form where it has one (GELU, SiLU), else the double formula */
+template <typename T> __device__ inline T lowp_act(int sub, T x) {
+  float y;
+  if (act_f32_forward(sub, (float)ld_t(x), &y)) return st_t<T>((double)y);
+  return st_t<T>(act_real(sub, ld_t(x)));
+}
 template <typename T, bool VEC> __global__ void ew_lowp_act_dense(const T *a, T *o, int64_t n, int sub) {
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
@@ -507,10 +514,10 @@ template <typename T, bool VEC> __global__ void ew_lowp_act_dense(const T *a, T 
       T x[4], r[4];
       lp_unpack(*(const uint2 *)(a + e), x);
 #pragma unroll
-      for (int c = 0; c < 4; c++) r[c] = st_t<T>(act_real(sub, ld_t(x[c])));
+      for (int c = 0; c < 4; c++) r[c] = lowp_act<T>(sub, x[c]);
       *(uint2 *)(o + e) = lp_pack(r);
     } else {
-      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = st_t<T>(act_real(sub, ld_t(a[e + c])));
+      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = lowp_act<T>(sub, a[e + c]);
     }
   }
 }
@@ -985,7 +992,7 @@ __device__ inline lp16_group lp16_step8(int kind, int sub, const lp16_group &x, 
   }
   return r;
 }
-template <typename T, int N, int NI> __global__ void __launch_bounds__(256) region_lp16_kernel(rlx_cu_region p) {
+template <typename T, int N, int NI> __global__ void __launch_bounds__(256, 4) region_lp16_kernel(rlx_cu_region p) {
   const bool small = p.n < ((int64_t)1 << 32);
   const int64_t groups = (p.n + 7) / 8, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += stride) {

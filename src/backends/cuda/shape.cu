@@ -105,10 +105,44 @@ template <typename T> static void copy_launch(const rlx_cu_copy *q, cudaStream_t
     strided_copy_kernel<T, int64_t><<<blocks, 256, 0, s>>>(*q);
 }
 
+/* Rows of contiguous elements at strided row starts (a Narrow of the last axis, the q / k / v
+ * slices of a fused projection): one word V of 8 or 16 bytes per thread, no index divisions (the
+ * general kernel moved [8192, 768] bf16 out of [8192, 2304] at 0.43 TB/s on the H200). */
+template <typename V>
+__global__ void copy_rows_kernel(const V *src, V *dst, int64_t rows, int64_t W, int64_t ss, int64_t ds) {
+  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (c >= W) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) dst[r * ds + c] = src[r * ss + c];
+}
+
+/* the simplified copy as rows of contiguous elements, every row start a multiple of `word` bytes */
+static bool copy_rows_fit(const rlx_cu_copy *q, int word) {
+  if (q->rank != 2 || q->src_stride[1] != 1 || q->dst_stride[1] != 1 || q->src_stride[0] < 0 || q->dst_stride[0] < 0)
+    return false;
+  int64_t e = q->esz;
+  return (q->dims[1] * e) % word == 0 && (q->src_stride[0] * e) % word == 0 && (q->dst_stride[0] * e) % word == 0 &&
+         (uintptr_t)q->src % word == 0 && (uintptr_t)q->dst % word == 0;
+}
+
+template <typename V> static void copy_rows_launch(const rlx_cu_copy *q, cudaStream_t s) {
+  int64_t w = (int64_t)sizeof(V) / q->esz, W = q->dims[1] / w, rows = q->dims[0];
+  dim3 grid((unsigned)((W + 255) / 256), (unsigned)(rows < 65535 ? rows : 65535));
+  copy_rows_kernel<V><<<grid, 256, 0, s>>>((const V *)q->src, (V *)q->dst, rows, W, q->src_stride[0] / w,
+                                           q->dst_stride[0] / w);
+}
+
 extern "C" rlx_status rlx_cu_strided_copy(rlx_cu_ctx *c, const rlx_cu_copy *p) {
   if (p->n == 0) return RLX_OK;
   rlx_cu_copy q;
   simplify_copy(p, &q);
+  if (copy_rows_fit(&q, 16)) {
+    copy_rows_launch<uint4>(&q, c->stream);
+    return cu_launch_status("row copy kernel");
+  }
+  if (copy_rows_fit(&q, 8)) {
+    copy_rows_launch<uint2>(&q, c->stream);
+    return cu_launch_status("row copy kernel");
+  }
   switch (p->esz) {
   case 1: copy_launch<uint8_t>(&q, c->stream); break;
   case 2: copy_launch<uint16_t>(&q, c->stream); break;
