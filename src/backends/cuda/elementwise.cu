@@ -472,23 +472,33 @@ __device__ inline int64_t lp_mod(int64_t e, int64_t c, bool small) {
   return small ? (int64_t)((uint32_t)e % (uint32_t)c) : e % c;
 }
 
-/* VEC: n, ca, cb multiples of 4 and every pointer 8-byte aligned */
+/* VEC: n, ca, cb multiples of 8 and every pointer 16-byte aligned: 8 elements per thread, one
+ * 16-byte access per operand, the sum / difference / product in float (of two values of one
+ * 16-bit dtype it is exact or rounds to the same 16-bit value as the double formula); else 4
+ * elements per thread in double. 8 elements with 16-byte accesses moved the block's bias adds at
+ * twice the rate of the 4-element, 8-byte version on the H200. */
+template <typename T> __device__ inline T lp_bin_f(int op, T a, T b) {
+  float u = (float)ld_t(a), v = (float)ld_t(b);
+  float r = op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v;
+  return st_t<T>((double)r);
+}
 template <typename T, bool VEC>
 __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, int64_t ca, int64_t cb, int op) {
   const bool small = n < ((int64_t)1 << 32);
-  const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
+  const int W = VEC ? 8 : 4;
+  const int64_t groups = (n + W - 1) / W, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
-    int64_t e = 4 * g;
+    int64_t e = W * g;
     if (VEC) {
-      T x[4], y[4], r[4];
-      lp_unpack(*(const uint2 *)(a + (ca == n ? e : lp_mod(e, ca, small))), x);
-      lp_unpack(*(const uint2 *)(b + (cb == n ? e : lp_mod(e, cb, small))), y);
+      T x[8], y[8], r[8];
+      uint4 u = __ldcs((const uint4 *)(a + (ca == n ? e : lp_mod(e, ca, small))));
+      uint4 w = __ldcs((const uint4 *)(b + (cb == n ? e : lp_mod(e, cb, small))));
+      memcpy(x, &u, 16);
+      memcpy(y, &w, 16);
 #pragma unroll
-      for (int c = 0; c < 4; c++) {
-        double u = ld_t(x[c]), v = ld_t(y[c]);
-        r[c] = st_t<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
-      }
-      *(uint2 *)(o + e) = lp_pack(r);
+      for (int c = 0; c < 8; c++) r[c] = lp_bin_f<T>(op, x[c], y[c]);
+      memcpy(&u, r, 16);
+      __stcs((uint4 *)(o + e), u);
     } else {
       int64_t ia = ca == n ? e : lp_mod(e, ca, small), ib = cb == n ? e : lp_mod(e, cb, small);
       for (int c = 0; c < 4 && e + c < n; c++) {
@@ -525,10 +535,10 @@ template <typename T>
 static void lowp_binary_launch(const rlx_cu_ew *p, int64_t ca, int64_t cb, unsigned blocks, cudaStream_t s) {
   const T *a = (const T *)p->in[0], *b = (const T *)p->in[1];
   T *o = (T *)p->out;
-  bool vec = p->n % 4 == 0 && ca % 4 == 0 && cb % 4 == 0 && ((uintptr_t)a & 7) == 0 && ((uintptr_t)b & 7) == 0 &&
-             ((uintptr_t)o & 7) == 0;
+  bool vec = p->n % 8 == 0 && ca % 8 == 0 && cb % 8 == 0 && ((uintptr_t)a & 15) == 0 && ((uintptr_t)b & 15) == 0 &&
+             ((uintptr_t)o & 15) == 0;
   if (vec)
-    ew_lowp_binary_tiled<T, true><<<blocks, 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
+    ew_lowp_binary_tiled<T, true><<<cu_blocks(p->n / 8, 256), 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
   else
     ew_lowp_binary_tiled<T, false><<<blocks, 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
 }
@@ -947,11 +957,10 @@ template <int N> static void region_lowp_launch(const rlx_cu_region *p, unsigned
  * T value), Add / Sub / Mul / Div computed in float and rounded to T, which is the double path's
  * result (a float sum or product of two T values is exact or already past T's rounding point,
  * and a float quotient cannot cross a T rounding midpoint), Neg / Abs / Relu exact; the other
- * steps through double, rounded once to T as region_round does. 8 elements per thread: one
- * 16-byte load per operand when dense or tiled by a multiple of 8 and aligned, each step applied
- * once per group; a grid-stride loop. The double kernel above moved these at 0.3 TB/s on the
- * H200 (per-element dtype switches and 2-byte accesses), a first 4-element version of this one
- * at about 1 TB/s (one branch per element and step). */
+ * steps through double, rounded once to T as region_round does. W elements per thread (4 or 8):
+ * one 8- or 16-byte load per operand when dense or tiled by a multiple of W and aligned, each
+ * step applied once per group; a grid-stride loop. The double kernel above moved these at
+ * 0.3 TB/s on the H200 (per-element dtype switches and 2-byte accesses). */
 template <typename T> __device__ inline T from_f16(float v);
 template <> __device__ inline __nv_bfloat16 from_f16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ inline __half from_f16<__half>(float v) { return __float2half_rn(v); }
@@ -962,19 +971,26 @@ template <typename T> __device__ __noinline__ float lp16_slow(int kind, int sub,
   double v = kind == RLX_CHAIN_STEP_BINARY ? binary_float(sub, x, y) : act_real(sub, x);
   return to_f16f(st_t<T>(v));
 }
-/* 8 consecutive elements of one operand or step: one step applies once per group, with one
- * uniform branch on its op (as region_f32_step4 does for float4s) */
-struct lp16_group {
-  float v[8];
+/* W (4 or 8) consecutive elements of one operand or step: one step applies once per group,
+ * with one uniform branch on its op (as region_f32_step4 does for float4s) */
+template <int W> struct lp16_group {
+  float v[W];
 };
-template <typename T>
-__device__ inline lp16_group lp16_step8(int kind, int sub, const lp16_group &x, const lp16_group &y) {
-  lp16_group r;
+template <int W> struct lp16_word; /* W 16-bit values as one access */
+template <> struct lp16_word<4> {
+  typedef uint2 V;
+};
+template <> struct lp16_word<8> {
+  typedef uint4 V;
+};
+template <typename T, int W>
+__device__ inline lp16_group<W> lp16_step(int kind, int sub, const lp16_group<W> &x, const lp16_group<W> &y) {
+  lp16_group<W> r;
   int code = kind == RLX_CHAIN_STEP_CAST ? -1 : kind == RLX_CHAIN_STEP_BINARY ? sub : 1000 + sub;
   switch (code) {
   case -1: return x;
 #define RLX_LP16_EACH(EXPR)                       \
-  _Pragma("unroll") for (int i = 0; i < 8; i++) { \
+  _Pragma("unroll") for (int i = 0; i < W; i++) { \
     float a = x.v[i], b = y.v[i];                 \
     (void)b;                                      \
     r.v[i] = EXPR;                                \
@@ -992,27 +1008,29 @@ __device__ inline lp16_group lp16_step8(int kind, int sub, const lp16_group &x, 
   }
   return r;
 }
-template <typename T, int N, int NI> __global__ void __launch_bounds__(256, 4) region_lp16_kernel(rlx_cu_region p) {
+template <typename T, int N, int NI, int W>
+__global__ void __launch_bounds__(256) region_lp16_kernel(rlx_cu_region p) {
+  typedef typename lp16_word<W>::V V;
   const bool small = p.n < ((int64_t)1 << 32);
-  const int64_t groups = (p.n + 7) / 8, stride = (int64_t)gridDim.x * blockDim.x;
+  const int64_t groups = (p.n + W - 1) / W, stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += stride) {
-    const int64_t e0 = 8 * g;
-    const bool whole = e0 + 8 <= p.n;
-    lp16_group r[NI + N];
+    const int64_t e0 = W * g;
+    const bool whole = e0 + W <= p.n;
+    lp16_group<W> r[NI + N];
 #pragma unroll
     for (int k = 0; k < NI; k++) {
       const T *src = (const T *)p.in[k];
       const int64_t cnt = p.in_count[k], i0 = cnt == p.n ? e0 : lp_mod(e0, cnt, small);
-      if (whole && (cnt & 7) == 0 && ((uintptr_t)src & 15) == 0) {
-        uint4 u = __ldcs((const uint4 *)(src + i0));
-        T x[8];
-        memcpy(x, &u, 16);
+      if (whole && cnt % W == 0 && ((uintptr_t)src % sizeof(V)) == 0) {
+        V u = __ldcs((const V *)(src + i0));
+        T x[W];
+        memcpy(x, &u, sizeof u);
 #pragma unroll
-        for (int c = 0; c < 8; c++) r[k].v[c] = to_f16f(x[c]);
+        for (int c = 0; c < W; c++) r[k].v[c] = to_f16f(x[c]);
       } else {
 #pragma unroll
-        for (int c = 0; c < 8; c++) {
-          int64_t i = cnt >= 8 ? (i0 + c >= cnt ? i0 + c - cnt : i0 + c) : lp_mod(e0 + c, cnt, small);
+        for (int c = 0; c < W; c++) {
+          int64_t i = cnt >= W ? (i0 + c >= cnt ? i0 + c - cnt : i0 + c) : lp_mod(e0 + c, cnt, small);
           r[k].v[c] = e0 + c < p.n ? to_f16f(src[i]) : 0.f;
         }
       }
@@ -1020,28 +1038,50 @@ template <typename T, int N, int NI> __global__ void __launch_bounds__(256, 4) r
 #pragma unroll
     for (int s = 0; s < N; s++) {
       const rlx_cu_region_step &st = p.steps[s];
-      r[NI + s] = lp16_step8<T>(st.kind, st.sub, region_pick<NI>(st.src[0], r), region_pick<NI>(st.src[1], r));
+      r[NI + s] = lp16_step<T, W>(st.kind, st.sub, region_pick<NI>(st.src[0], r), region_pick<NI>(st.src[1], r));
     }
-    T y[8];
+    T y[W];
 #pragma unroll
-    for (int c = 0; c < 8; c++) y[c] = from_f16<T>(r[NI + N - 1].v[c]);
+    for (int c = 0; c < W; c++) y[c] = from_f16<T>(r[NI + N - 1].v[c]);
     T *out = (T *)p.out + e0;
-    if (whole && ((uintptr_t)out & 15) == 0) {
-      uint4 u;
-      memcpy(&u, y, 16);
-      __stcs((uint4 *)out, u);
+    if (whole && ((uintptr_t)out % sizeof(V)) == 0) {
+      V u;
+      memcpy(&u, y, sizeof u);
+      __stcs((V *)out, u);
     } else {
-      for (int c = 0; c < 8; c++)
+      for (int c = 0; c < W; c++)
         if (e0 + c < p.n) out[c] = y[c];
     }
   }
 }
-template <typename T, int N> static void region_lp16_launch(const rlx_cu_region *p, unsigned blocks, cudaStream_t s) {
+/* Elements per thread: 4 (8-byte accesses) by default, RLX_CUDA_LP16_WIDTH=8 for 16-byte ones (a
+ * tuning knob for the benchmark). ncu on the H200, the bf16 block's three regions together
+ * (2026-12-03): 138 us at 4, 150 us at 8; a 4-element version with one branch per element and
+ * step took 246 us. */
+static int lp16_width = 0;
+template <typename T, int N> static void region_lp16_launch(const rlx_cu_region *p, cudaStream_t s) {
+  if (!lp16_width) {
+    const char *w = getenv("RLX_CUDA_LP16_WIDTH");
+    lp16_width = w && atoi(w) == 8 ? 8 : 4;
+  }
+  const int threads = 256;
+  int64_t blocks = ((p->n + lp16_width - 1) / lp16_width + threads - 1) / threads;
+  if (blocks > 132 * 64) blocks = 132 * 64;
+  unsigned nb = (unsigned)blocks;
+  if (lp16_width == 4) {
+    switch (p->n_in) {
+    case 1: region_lp16_kernel<T, N, 1, 4><<<nb, threads, 0, s>>>(*p); break;
+    case 2: region_lp16_kernel<T, N, 2, 4><<<nb, threads, 0, s>>>(*p); break;
+    case 3: region_lp16_kernel<T, N, 3, 4><<<nb, threads, 0, s>>>(*p); break;
+    default: region_lp16_kernel<T, N, 4, 4><<<nb, threads, 0, s>>>(*p); break;
+    }
+    return;
+  }
   switch (p->n_in) {
-  case 1: region_lp16_kernel<T, N, 1><<<blocks, 256, 0, s>>>(*p); break;
-  case 2: region_lp16_kernel<T, N, 2><<<blocks, 256, 0, s>>>(*p); break;
-  case 3: region_lp16_kernel<T, N, 3><<<blocks, 256, 0, s>>>(*p); break;
-  default: region_lp16_kernel<T, N, 4><<<blocks, 256, 0, s>>>(*p); break;
+  case 1: region_lp16_kernel<T, N, 1, 8><<<nb, threads, 0, s>>>(*p); break;
+  case 2: region_lp16_kernel<T, N, 2, 8><<<nb, threads, 0, s>>>(*p); break;
+  case 3: region_lp16_kernel<T, N, 3, 8><<<nb, threads, 0, s>>>(*p); break;
+  default: region_lp16_kernel<T, N, 4, 8><<<nb, threads, 0, s>>>(*p); break;
   }
 }
 /* one 16-bit dtype throughout (within the region_lowp_fits shapes) */
@@ -1120,16 +1160,14 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     return cu_launch_status("elementwise region kernel");
   }
   if (region_lowp_fits(p) && region_lp16_fits(p)) {
-    int64_t blocks = ((p->n + 7) / 8 + threads - 1) / threads;
-    if (blocks > 132 * 64) blocks = 132 * 64;
     const bool bf = p->out_dtype == RLX_BF16;
     switch (p->n_steps) {
-#define RLX_REGION_CASE(K)                                          \
-  case K:                                                           \
-    if (bf)                                                         \
-      region_lp16_launch<__nv_bfloat16, K>(p, (unsigned)blocks, c->stream); \
-    else                                                            \
-      region_lp16_launch<__half, K>(p, (unsigned)blocks, c->stream); \
+#define RLX_REGION_CASE(K)                              \
+  case K:                                               \
+    if (bf)                                             \
+      region_lp16_launch<__nv_bfloat16, K>(p, c->stream); \
+    else                                                \
+      region_lp16_launch<__half, K>(p, c->stream);       \
     break;
       RLX_REGION_CASE(1)
       RLX_REGION_CASE(2)

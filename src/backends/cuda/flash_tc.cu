@@ -8,9 +8,11 @@
  * A block is 4 warps; warp w owns 16 rows of its tile (query rows in the forward and dq, keys in
  * dk / dv). Operand tiles sit in shared memory as the operand dtype, 64 rows of 64 lanes (zeros
  * past the operand's rows and lanes) with a pitch of 72 elements, so the fragment loads (one
- * 32-bit word per thread, rows g = lane / 4, words t = lane % 4) hit 32 distinct banks; a tile
- * that is the k-major B operand of a product is also stored transposed. The warp's own rows of
- * the first operand stay in registers as A fragments for the whole block. Score accumulators
+ * 32-bit word per thread, rows g = lane / 4, words t = lane % 4) hit 32 distinct banks; where a
+ * tile is the k-major B operand of a product (V in the forward, K in dq, q and dy in dk / dv) its
+ * fragments come from the same row-major tile through ldmatrix .trans instead of a transposed
+ * copy stored element by element (docs/cuda.md has the timings). The warp's own rows of the
+ * first operand stay in registers as A fragments for the whole block. Score accumulators
  * are fp32; the probabilities (forward, dv) and ds (dq, dk) are rounded to the operand dtype
  * for their product, as in FlashAttention-2; softmax statistics, the scale, the soft-cap and the
  * masks are fp32 as in flash.cu. The per-row statistics (lse, delta) have flash.cu's layout, so
@@ -72,6 +74,23 @@ __device__ inline void mma_nt(float *acc, const uint32_t *a, const T *Y, int n0,
   mma16816<T>(acc, a, ld32(p), ld32(p + 8));
 }
 
+/* acc0 / acc1 (the n-tiles at columns n0 and n0 + 8) += A (16 x 16k) x Y[k0 .. k0 + 15][n0 ..
+ * n0 + 15], Y stored row-major [k][n]: ldmatrix .trans hands each thread the B fragment elements
+ * Y[k0 + 2t (+1) (+8)][n0 + g] of the two n-tiles, so no transposed copy of the tile is kept.
+ * Lane i addresses row i % 8 of matrix i / 8 (b0 of n0, b1 of n0, b0 of n0 + 8, b1 of n0 + 8);
+ * rows are 16-byte aligned (pitch 144 bytes) and the 8 rows of one matrix hit distinct banks. */
+template <typename T>
+__device__ inline void mma_kn2(float *acc0, float *acc1, const uint32_t *a, const T *Y, int k0, int n0, int lane) {
+  const int m = lane >> 3, r = lane & 7;
+  const T *p = Y + (k0 + (m & 1) * 8 + r) * PT + n0 + (m >> 1) * 8;
+  uint32_t b0, b1, b2, b3, addr = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+               : "r"(addr));
+  mma16816<T>(acc0, a, b0, b1);
+  mma16816<T>(acc1, a, b2, b3);
+}
+
 /* 64 rows x TD lanes of src (rows r0 .., row stride rs, D lanes) into dst [row][lane]; zeros past
  * the operand's rows and lanes. 16-byte loads when the rows are full and aligned. */
 template <typename T>
@@ -92,29 +111,6 @@ __device__ inline void tile_rows(T *dst, const T *src, int64_t rs, int64_t r0, i
   }
 }
 
-/* The same tile transposed: dst [lane][row]. A warp's 32 threads take 32 rows of one 8-lane
- * group, so the 16-bit stores of one instruction fall in 16 distinct words. */
-template <typename T>
-__device__ inline void tile_cols(T *dst, const T *src, int64_t rs, int64_t r0, int64_t nrows, int D) {
-  if (D == TD && rs % 8 == 0 && ((uintptr_t)src & 15) == 0) {
-    for (int e = threadIdx.x; e < 64 * (TD / 8); e += TT) {
-      int r = e % 64, d = e / 64 * 8;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (r0 + r < nrows) v = *(const uint4 *)(src + (r0 + r) * rs + d);
-      T x[8];
-      memcpy(x, &v, 16);
-#pragma unroll
-      for (int i = 0; i < 8; i++) dst[(d + i) * PT + r] = x[i];
-    }
-    return;
-  }
-  const T zero = from_f<T>(0.f);
-  for (int e = threadIdx.x; e < 64 * TD; e += TT) {
-    int r = e % 64, d = e / 64;
-    dst[d * PT + r] = r0 + r < nrows && d < D ? src[(r0 + r) * rs + d] : zero;
-  }
-}
-
 __device__ inline float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -129,7 +125,7 @@ __device__ inline float quad_sum(float v) {
 template <typename T, bool STATS>
 __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *stats) {
   __shared__ __align__(16) T Ks[TK * PT];
-  __shared__ __align__(16) T Vt[TD * PT];
+  __shared__ __align__(16) T Vs[TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
   const T *Qg = (const T *)p.Q + base_of(p.q, b, h), *Kg = (const T *)p.K + base_of(p.k, b, kh),
@@ -152,7 +148,7 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
   for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK) {
     __syncthreads();
     tile_rows(Ks, Kg, ks, k0, p.Sk, D);
-    tile_cols(Vt, Vg, vs, k0, p.Sk, Dv);
+    tile_rows(Vs, Vg, vs, k0, p.Sk, Dv);
     __syncthreads();
     float s[8][4];
 #pragma unroll
@@ -202,7 +198,7 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
       uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                         pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-      for (int n = 0; n < 8; n++) mma_nt(o[n], pa, Vt, 8 * n, 16 * kc, g, t);
+      for (int n = 0; n < 8; n += 2) mma_kn2(o[n], o[n + 1], pa, Vs, 16 * kc, 8 * n, lane);
     }
   }
 #pragma unroll
@@ -253,7 +249,6 @@ template <typename T>
 __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const float2 *stats, T *dq) {
   __shared__ __align__(16) T Ks[TK * PT];
   __shared__ __align__(16) T Vs[TK * PT];
-  __shared__ __align__(16) T Kt[TD * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
   const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
@@ -286,7 +281,6 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
     __syncthreads();
     tile_rows(Ks, Kg, ks, k0, p.Sk, D);
     tile_rows(Vs, Vg, vs, k0, p.Sk, D);
-    tile_cols(Kt, Kg, ks, k0, p.Sk, D);
     __syncthreads();
     float s[8][4], dp[8][4];
 #pragma unroll
@@ -315,7 +309,7 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
       uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                         pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-      for (int n = 0; n < 8; n++) mma_nt(acc[n], pa, Kt, 8 * n, 16 * kc, g, t);
+      for (int n = 0; n < 8; n += 2) mma_kn2(acc[n], acc[n + 1], pa, Ks, 16 * kc, 8 * n, lane);
     }
   }
 #pragma unroll
@@ -339,8 +333,6 @@ template <typename T, bool WK, bool WV>
 __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const float2 *stats, T *dk, T *dv) {
   __shared__ __align__(16) T Qs[TQ * PT];
   __shared__ __align__(16) T Gs[TQ * PT];
-  __shared__ __align__(16) T Qt[TD * PT];
-  __shared__ __align__(16) T Gt[TD * PT];
   __shared__ float Ls[TQ], Dl[TQ];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t Hk = p.H / p.group, bk = blockIdx.y, b = bk / Hk, kh = bk % Hk, k0 = (int64_t)blockIdx.x * TK;
@@ -369,11 +361,7 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
     for (int64_t q0 = qr.beg; q0 < qr.end; q0 += TQ) {
       __syncthreads();
       tile_rows(Qs, Qg, qs, q0, p.Sq, D);
-      if (WK) {
-        tile_rows(Gs, Gg, qs, q0, p.Sq, D);
-        tile_cols(Qt, Qg, qs, q0, p.Sq, D);
-      }
-      if (WV) tile_cols(Gt, Gg, qs, q0, p.Sq, D);
+      tile_rows(Gs, Gg, qs, q0, p.Sq, D);
       if (threadIdx.x < TQ) {
         float2 st = q0 + threadIdx.x < p.Sq ? stats[bh * p.Sq + q0 + threadIdx.x] : make_float2(INFINITY, 0.f);
         Ls[threadIdx.x] = st.x;
@@ -409,14 +397,14 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
           uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                             pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-          for (int n = 0; n < 8; n++) mma_nt(av[n], pa, Gt, 8 * n, 16 * kc, g, t);
+          for (int n = 0; n < 8; n += 2) mma_kn2(av[n], av[n + 1], pa, Gs, 16 * kc, 8 * n, lane);
         }
         if (WK) {
           uint32_t da[4] = {pack2<T>(dp[2 * kc][0], dp[2 * kc][1]), pack2<T>(dp[2 * kc][2], dp[2 * kc][3]),
                             pack2<T>(dp[2 * kc + 1][0], dp[2 * kc + 1][1]),
                             pack2<T>(dp[2 * kc + 1][2], dp[2 * kc + 1][3])};
 #pragma unroll
-          for (int n = 0; n < 8; n++) mma_nt(ak[n], da, Qt, 8 * n, 16 * kc, g, t);
+          for (int n = 0; n < 8; n += 2) mma_kn2(ak[n], ak[n + 1], da, Qs, 16 * kc, 8 * n, lane);
         }
       }
     }

@@ -273,6 +273,78 @@ __global__ void reduce_cols_merge_kernel(red_params p, int64_t S, const acc_t *p
   }
 }
 
+/* Column sums / means of f32 / bf16 / f16 (the bias gradients: [R, C] summed over R): the
+ * dtype fixed at compile time, 2 neighbouring columns per thread (one 4- or 8-byte load, so a
+ * warp reads 64 columns in one coalesced access), 8 row lanes per block, 8 rows' loads issued
+ * before they are folded; the same Neumaier-compensated double sums in row order per lane and
+ * the same partial layout as reduce_cols_kernel, so reduce_cols_merge_kernel finishes both. */
+template <typename T> struct col2;
+template <> struct col2<float> {
+  __device__ static void get(const float *p, double &a, double &b) {
+    float2 v = *(const float2 *)p;
+    a = v.x, b = v.y;
+  }
+};
+template <typename H> struct col2_16 {
+  __device__ static void get(const H *p, double &a, double &b) {
+    uint32_t u = *(const uint32_t *)p;
+    H h[2];
+    memcpy(h, &u, 4);
+    a = (double)(float)h[0], b = (double)(float)h[1];
+  }
+};
+template <> struct col2<__nv_bfloat16> : col2_16<__nv_bfloat16> {};
+template <> struct col2<__half> : col2_16<__half> {};
+
+__device__ inline void neumaier_add(double &s, double &comp, double v) {
+  double t2 = s + v;
+  if (fabs(s) >= fabs(v)) comp += (s - t2) + v;
+  else comp += (v - t2) + s;
+  s = t2;
+}
+
+template <typename T> __global__ void __launch_bounds__(256) sum_cols2_kernel(red_params p, int64_t S, acc_t *part) {
+  __shared__ acc_t sh[8][65];
+  const int64_t C = p.n_out, R = p.n_red_elems, chunk = (R + S - 1) / S, lo = blockIdx.y * chunk;
+  const int64_t hi = lo + chunk < R ? lo + chunk : R, o = blockIdx.x * 64 + 2 * threadIdx.x;
+  const T *x = (const T *)p.x;
+  double s0 = 0, c0 = 0, s1 = 0, c1 = 0;
+  if (o < C) {
+    int64_t j = lo + threadIdx.y;
+    for (; j + 56 < hi; j += 64) {
+      double v[8][2];
+#pragma unroll
+      for (int k = 0; k < 8; k++) col2<T>::get(x + (j + 8 * k) * C + o, v[k][0], v[k][1]);
+#pragma unroll
+      for (int k = 0; k < 8; k++) {
+        neumaier_add(s0, c0, v[k][0]);
+        neumaier_add(s1, c1, v[k][1]);
+      }
+    }
+    for (; j < hi; j += 8) {
+      double a, b;
+      col2<T>::get(x + j * C + o, a, b);
+      neumaier_add(s0, c0, a);
+      neumaier_add(s1, c1, b);
+    }
+  }
+  sh[threadIdx.y][2 * threadIdx.x] = acc_t{s0, c0, 0};
+  sh[threadIdx.y][2 * threadIdx.x + 1] = acc_t{s1, c1, 0};
+  __syncthreads();
+  /* lane-ordered merge as in reduce_cols_kernel: 64 columns, one thread each */
+  const int t = threadIdx.y * 32 + threadIdx.x;
+  if (t < 64 && blockIdx.x * 64 + t < C) {
+    acc_t tot = acc_init(p);
+    for (int k = 0; k < 8; k++) acc_merge(p, tot, sh[k][t]);
+    part[blockIdx.y * C + blockIdx.x * 64 + t] = tot;
+  }
+}
+
+template <typename T> static bool sum_cols2_fits(const red_params &p) {
+  return (p.op == RLX_REDUCE_SUM || p.op == RLX_REDUCE_MEAN) && p.n_out % 2 == 0 &&
+         (uintptr_t)p.x % (2 * sizeof(T)) == 0;
+}
+
 rlx_status cu_scratch(rlx_cu_ctx *c, size_t need, void **out) {
   if (c->scratch_bytes < need) {
     if (c->scratch) cudaFree(c->scratch);
@@ -367,13 +439,20 @@ extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void
   if (p.n_out == 0) return RLX_OK;
   bool leading = p.n_red > 0 && p.n_kept > 0 && mask == (1u << p.n_red) - 1u;
   if (leading && p.n_out >= 16 && p.n_red_elems >= 64) {
-    int64_t cb = (p.n_out + 31) / 32, S = (132 * 8 + cb - 1) / cb, most = p.n_red_elems / 32;
+    const bool two = (p.t == RLX_F32 && sum_cols2_fits<float>(p)) ||
+                     (p.t == RLX_BF16 && sum_cols2_fits<__nv_bfloat16>(p)) || (p.t == RLX_F16 && sum_cols2_fits<__half>(p));
+    const int cols = two ? 64 : 32;
+    int64_t cb = (p.n_out + cols - 1) / cols, S = (132 * 8 + cb - 1) / cb, most = p.n_red_elems / 32;
     if (S > most) S = most;
     if (S > 65535) S = 65535;
     if (S < 1) S = 1;
     void *part;
     RLX_TRY(cu_scratch(c, (size_t)(S * p.n_out) * sizeof(acc_t), &part));
-    reduce_cols_kernel<<<dim3((unsigned)cb, (unsigned)S), dim3(32, 8), 0, c->stream>>>(p, S, (acc_t *)part);
+    dim3 grid((unsigned)cb, (unsigned)S), block(32, 8);
+    if (two && p.t == RLX_F32) sum_cols2_kernel<float><<<grid, block, 0, c->stream>>>(p, S, (acc_t *)part);
+    else if (two && p.t == RLX_BF16) sum_cols2_kernel<__nv_bfloat16><<<grid, block, 0, c->stream>>>(p, S, (acc_t *)part);
+    else if (two) sum_cols2_kernel<__half><<<grid, block, 0, c->stream>>>(p, S, (acc_t *)part);
+    else reduce_cols_kernel<<<grid, block, 0, c->stream>>>(p, S, (acc_t *)part);
     RLX_TRY(cu_launch_status("column reduce kernel"));
     reduce_cols_merge_kernel<<<cu_blocks(p.n_out, 128), 128, 0, c->stream>>>(p, S, (const acc_t *)part);
     return cu_launch_status("column reduce merge kernel");
