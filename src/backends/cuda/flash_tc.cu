@@ -111,6 +111,25 @@ __device__ inline void tile_rows(T *dst, const T *src, int64_t rs, int64_t r0, i
   }
 }
 
+/* The same load through cp.async (16-byte copies, zero-filled past nrows), for full-width rows
+ * with aligned starts (rows_async_ok); completes at cp_wait. The kernels below double-buffer
+ * their streamed tiles this way: the next tile's copies run while the current one is used. */
+template <typename T> __device__ inline bool rows_async_ok(const void *src, int64_t rs, int D) {
+  return D == TD && rs % 8 == 0 && ((uintptr_t)src & 15) == 0;
+}
+template <typename T>
+__device__ inline void tile_rows_async(T *dst, const T *src, int64_t rs, int64_t r0, int64_t nrows) {
+  for (int e = threadIdx.x; e < 64 * (TD / 8); e += TT) {
+    int r = e / (TD / 8), d = e % (TD / 8) * 8;
+    bool in = r0 + r < nrows;
+    const T *g = in ? src + (r0 + r) * rs + d : src;
+    uint32_t sa = (uint32_t)__cvta_generic_to_shared(dst + r * PT + d);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(g), "r"(in ? 16 : 0));
+  }
+}
+__device__ inline void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ inline void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
 __device__ inline float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -124,19 +143,20 @@ __device__ inline float quad_sum(float v) {
  * (e < 2 ? g : g + 8) of the warp's 16, column 8 j + 2 t + (e & 1). */
 template <typename T, bool STATS>
 __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *stats) {
-  __shared__ __align__(16) T Ks[TK * PT];
-  __shared__ __align__(16) T Vs[TK * PT];
+  __shared__ __align__(16) T Ks[2][TK * PT];
+  __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
   const T *Qg = (const T *)p.Q + base_of(p.q, b, h), *Kg = (const T *)p.K + base_of(p.k, b, kh),
           *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const int D = (int)p.q.D, Dv = (int)p.v.D;
-  tile_rows(Ks, Qg, qs, q0, p.Sq, D); /* the query tile passes through Ks */
+  tile_rows(Ks[0], Qg, qs, q0, p.Sq, D); /* the query tile passes through Ks[0] */
   __syncthreads();
   uint32_t qa[4][4];
 #pragma unroll
-  for (int kk = 0; kk < 4; kk++) frag_a(qa[kk], Ks, 16 * w, 16 * kk, g, t);
+  for (int kk = 0; kk < 4; kk++) frag_a(qa[kk], Ks[0], 16 * w, 16 * kk, g, t);
+  const bool async = rows_async_ok<T>(Kg, ks, D) && rows_async_ok<T>(Vg, vs, Dv);
   float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   bool bad[2] = {false, false};
 #pragma unroll
@@ -145,18 +165,36 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
     for (int e = 0; e < 4; e++) o[j][e] = 0.f;
   const int64_t row[2] = {q0 + 16 * w + g, q0 + 16 * w + g + 8};
   tile_range kr = key_tiles(p, q0);
-  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK) {
+  __syncthreads(); /* the query fragments are read before Ks[0] is refilled */
+  if (async && kr.beg < kr.end) {
+    tile_rows_async(Ks[0], Kg, ks, kr.beg, p.Sk);
+    tile_rows_async(Vs[0], Vg, vs, kr.beg, p.Sk);
+    cp_commit();
+  }
+  int cur = 0;
+  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
+    if (async) {
+      if (k0 + TK < kr.end) {
+        tile_rows_async(Ks[cur ^ 1], Kg, ks, k0 + TK, p.Sk);
+        tile_rows_async(Vs[cur ^ 1], Vg, vs, k0 + TK, p.Sk);
+        cp_commit();
+        cp_wait<1>();
+      } else {
+        cp_wait<0>();
+      }
+    } else {
+      tile_rows(Ks[cur], Kg, ks, k0, p.Sk, D);
+      tile_rows(Vs[cur], Vg, vs, k0, p.Sk, Dv);
+    }
     __syncthreads();
-    tile_rows(Ks, Kg, ks, k0, p.Sk, D);
-    tile_rows(Vs, Vg, vs, k0, p.Sk, Dv);
-    __syncthreads();
+    const T *Kc = Ks[cur], *Vc = Vs[cur];
     float s[8][4];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) s[j][e] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < 4; kk++) mma_nt(s[j], qa[kk], Ks, 8 * j, 16 * kk, g, t);
+      for (int kk = 0; kk < 4; kk++) mma_nt(s[j], qa[kk], Kc, 8 * j, 16 * kk, g, t);
     }
     const bool full = tile_full(p, q0, k0);
     float mx[2] = {-INFINITY, -INFINITY};
@@ -198,8 +236,9 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
       uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                         pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-      for (int n = 0; n < 8; n += 2) mma_kn2(o[n], o[n + 1], pa, Vs, 16 * kc, 8 * n, lane);
+      for (int n = 0; n < 8; n += 2) mma_kn2(o[n], o[n + 1], pa, Vc, 16 * kc, 8 * n, lane);
     }
+    __syncthreads(); /* buffer cur is read before it is refilled */
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -247,22 +286,23 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
  * scale, dq += ds k. */
 template <typename T>
 __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const float2 *stats, T *dq) {
-  __shared__ __align__(16) T Ks[TK * PT];
-  __shared__ __align__(16) T Vs[TK * PT];
+  __shared__ __align__(16) T Ks[2][TK * PT];
+  __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
   const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const T *Kg = (const T *)p.K + base_of(p.k, b, kh), *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int D = (int)p.q.D;
-  tile_rows(Ks, (const T *)p.Q + qb, qs, q0, p.Sq, D);
-  tile_rows(Vs, G + qb, qs, q0, p.Sq, D);
+  tile_rows(Ks[0], (const T *)p.Q + qb, qs, q0, p.Sq, D);
+  tile_rows(Vs[0], G + qb, qs, q0, p.Sq, D);
   __syncthreads();
   uint32_t qa[4][4], ga[4][4];
 #pragma unroll
   for (int kk = 0; kk < 4; kk++) {
-    frag_a(qa[kk], Ks, 16 * w, 16 * kk, g, t);
-    frag_a(ga[kk], Vs, 16 * w, 16 * kk, g, t);
+    frag_a(qa[kk], Ks[0], 16 * w, 16 * kk, g, t);
+    frag_a(ga[kk], Vs[0], 16 * w, 16 * kk, g, t);
   }
+  const bool async = rows_async_ok<T>(Kg, ks, D) && rows_async_ok<T>(Vg, vs, D);
   const int64_t row[2] = {q0 + 16 * w + g, q0 + 16 * w + g + 8};
   float lse[2], dl[2], acc[8][4];
 #pragma unroll
@@ -277,11 +317,29 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
     for (int e = 0; e < 4; e++) acc[j][e] = 0.f;
   const float scale = (float)p.scale;
   tile_range kr = key_tiles(p, q0);
-  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK) {
+  __syncthreads(); /* the fragments are read before buffer 0 is refilled */
+  if (async && kr.beg < kr.end) {
+    tile_rows_async(Ks[0], Kg, ks, kr.beg, p.Sk);
+    tile_rows_async(Vs[0], Vg, vs, kr.beg, p.Sk);
+    cp_commit();
+  }
+  int cur = 0;
+  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
+    if (async) {
+      if (k0 + TK < kr.end) {
+        tile_rows_async(Ks[cur ^ 1], Kg, ks, k0 + TK, p.Sk);
+        tile_rows_async(Vs[cur ^ 1], Vg, vs, k0 + TK, p.Sk);
+        cp_commit();
+        cp_wait<1>();
+      } else {
+        cp_wait<0>();
+      }
+    } else {
+      tile_rows(Ks[cur], Kg, ks, k0, p.Sk, D);
+      tile_rows(Vs[cur], Vg, vs, k0, p.Sk, D);
+    }
     __syncthreads();
-    tile_rows(Ks, Kg, ks, k0, p.Sk, D);
-    tile_rows(Vs, Vg, vs, k0, p.Sk, D);
-    __syncthreads();
+    const T *Kc = Ks[cur], *Vc = Vs[cur];
     float s[8][4], dp[8][4];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
@@ -289,8 +347,8 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
       for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < 4; kk++) {
-        mma_nt(s[j], qa[kk], Ks, 8 * j, 16 * kk, g, t);
-        mma_nt(dp[j], ga[kk], Vs, 8 * j, 16 * kk, g, t);
+        mma_nt(s[j], qa[kk], Kc, 8 * j, 16 * kk, g, t);
+        mma_nt(dp[j], ga[kk], Vc, 8 * j, 16 * kk, g, t);
       }
     }
     const bool full = tile_full(p, q0, k0);
@@ -309,8 +367,9 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
       uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                         pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-      for (int n = 0; n < 8; n += 2) mma_kn2(acc[n], acc[n + 1], pa, Ks, 16 * kc, 8 * n, lane);
+      for (int n = 0; n < 8; n += 2) mma_kn2(acc[n], acc[n + 1], pa, Kc, 16 * kc, 8 * n, lane);
     }
+    __syncthreads(); /* buffer cur is read before it is refilled */
   }
 #pragma unroll
   for (int r = 0; r < 2; r++) {
@@ -331,22 +390,26 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
  * (1 - th^2) scale, dk += ds^T q. Rows of the accumulators are keys, columns queries / lanes. */
 template <typename T, bool WK, bool WV>
 __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const float2 *stats, T *dk, T *dv) {
-  __shared__ __align__(16) T Qs[TQ * PT];
-  __shared__ __align__(16) T Gs[TQ * PT];
+  __shared__ __align__(16) T Qs[2][TQ * PT];
+  __shared__ __align__(16) T Gs[2][TQ * PT];
   __shared__ float Ls[TQ], Dl[TQ];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t Hk = p.H / p.group, bk = blockIdx.y, b = bk / Hk, kh = bk % Hk, k0 = (int64_t)blockIdx.x * TK;
   const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const int D = (int)p.q.D;
-  tile_rows(Qs, (const T *)p.K + base_of(p.k, b, kh), ks, k0, p.Sk, D); /* k and v pass through Qs / Gs */
-  if (WK) tile_rows(Gs, (const T *)p.V + base_of(p.v, b, kh), vs, k0, p.Sk, D);
+  tile_rows(Qs[0], (const T *)p.K + base_of(p.k, b, kh), ks, k0, p.Sk, D); /* k and v pass through Qs / Gs */
+  if (WK) tile_rows(Gs[0], (const T *)p.V + base_of(p.v, b, kh), vs, k0, p.Sk, D);
   __syncthreads();
   uint32_t ka[4][4], va[4][4];
 #pragma unroll
   for (int kk = 0; kk < 4; kk++) {
-    frag_a(ka[kk], Qs, 16 * w, 16 * kk, g, t);
-    if (WK) frag_a(va[kk], Gs, 16 * w, 16 * kk, g, t);
+    frag_a(ka[kk], Qs[0], 16 * w, 16 * kk, g, t);
+    if (WK) frag_a(va[kk], Gs[0], 16 * w, 16 * kk, g, t);
   }
+  /* the streamed (head, query tile) pairs in order, double-buffered through cp.async when every
+   * head's rows are full-width and aligned (bases are multiples of D = 64 elements) */
+  const bool async = rows_async_ok<T>(p.Q, qs, D) && rows_async_ok<T>(G, qs, D);
+  const int64_t h_end = (kh + 1) * p.group;
   float ak[8][4], av[8][4];
 #pragma unroll
   for (int j = 0; j < 8; j++)
@@ -355,19 +418,41 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
   const int64_t key[2] = {k0 + 16 * w + g, k0 + 16 * w + g + 8};
   const float scale = (float)p.scale;
   tile_range qr = query_tiles(p, k0);
-  for (int64_t h = kh * p.group; h < (kh + 1) * p.group; h++) {
+  __syncthreads(); /* the fragments are read before buffer 0 is refilled */
+  if (async && qr.beg < qr.end) {
+    const int64_t qb = base_of(p.q, b, kh * p.group);
+    tile_rows_async(Qs[0], (const T *)p.Q + qb, qs, qr.beg, p.Sq);
+    tile_rows_async(Gs[0], G + qb, qs, qr.beg, p.Sq);
+    cp_commit();
+  }
+  int cur = 0;
+  for (int64_t h = kh * p.group; h < h_end; h++) {
     const int64_t qb = base_of(p.q, b, h), bh = b * p.H + h;
     const T *Qg = (const T *)p.Q + qb, *Gg = G + qb;
-    for (int64_t q0 = qr.beg; q0 < qr.end; q0 += TQ) {
-      __syncthreads();
-      tile_rows(Qs, Qg, qs, q0, p.Sq, D);
-      tile_rows(Gs, Gg, qs, q0, p.Sq, D);
+    for (int64_t q0 = qr.beg; q0 < qr.end; q0 += TQ, cur ^= 1) {
+      if (async) {
+        int64_t nq = q0 + TQ, nh = h;
+        if (nq >= qr.end) nq = qr.beg, nh = h + 1;
+        if (nh < h_end) {
+          const int64_t nb = base_of(p.q, b, nh);
+          tile_rows_async(Qs[cur ^ 1], (const T *)p.Q + nb, qs, nq, p.Sq);
+          tile_rows_async(Gs[cur ^ 1], G + nb, qs, nq, p.Sq);
+          cp_commit();
+          cp_wait<1>();
+        } else {
+          cp_wait<0>();
+        }
+      } else {
+        tile_rows(Qs[cur], Qg, qs, q0, p.Sq, D);
+        tile_rows(Gs[cur], Gg, qs, q0, p.Sq, D);
+      }
       if (threadIdx.x < TQ) {
         float2 st = q0 + threadIdx.x < p.Sq ? stats[bh * p.Sq + q0 + threadIdx.x] : make_float2(INFINITY, 0.f);
         Ls[threadIdx.x] = st.x;
         Dl[threadIdx.x] = st.y;
       }
       __syncthreads();
+      const T *Qc = Qs[cur], *Gc = Gs[cur];
       float s[8][4], dp[8][4];
 #pragma unroll
       for (int j = 0; j < 8; j++) {
@@ -375,8 +460,8 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
         for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
-          mma_nt(s[j], ka[kk], Qs, 8 * j, 16 * kk, g, t);
-          if (WK) mma_nt(dp[j], va[kk], Gs, 8 * j, 16 * kk, g, t);
+          mma_nt(s[j], ka[kk], Qc, 8 * j, 16 * kk, g, t);
+          if (WK) mma_nt(dp[j], va[kk], Gc, 8 * j, 16 * kk, g, t);
         }
       }
       const bool full = tile_full(p, q0, k0);
@@ -397,16 +482,17 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
           uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
                             pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
-          for (int n = 0; n < 8; n += 2) mma_kn2(av[n], av[n + 1], pa, Gs, 16 * kc, 8 * n, lane);
+          for (int n = 0; n < 8; n += 2) mma_kn2(av[n], av[n + 1], pa, Gc, 16 * kc, 8 * n, lane);
         }
         if (WK) {
           uint32_t da[4] = {pack2<T>(dp[2 * kc][0], dp[2 * kc][1]), pack2<T>(dp[2 * kc][2], dp[2 * kc][3]),
                             pack2<T>(dp[2 * kc + 1][0], dp[2 * kc + 1][1]),
                             pack2<T>(dp[2 * kc + 1][2], dp[2 * kc + 1][3])};
 #pragma unroll
-          for (int n = 0; n < 8; n += 2) mma_kn2(ak[n], ak[n + 1], da, Qs, 16 * kc, 8 * n, lane);
+          for (int n = 0; n < 8; n += 2) mma_kn2(ak[n], ak[n + 1], da, Qc, 16 * kc, 8 * n, lane);
         }
       }
+      __syncthreads(); /* buffer cur and the statistics are read before they are refilled */
     }
   }
 #pragma unroll
