@@ -16,6 +16,8 @@
  * dq += scale ds k. dk / dv one block per 64 keys of one K/V head, looping over the query heads
  * of its group and the query tiles: dv += p^T dy, dk += scale ds^T q. Nothing is accumulated
  * across blocks, so the results are deterministic. */
+#include <string.h>
+
 #include "backends/cuda/attn.cuh"
 
 namespace {
@@ -50,7 +52,7 @@ __global__ void __launch_bounds__(NT) flash_fwd(rlx_cu_attn p, const T *G, float
   constexpr int P = DP + 1, PP = BK + 1, NJ = DP / 16;
   float *Qs = sm, *Ks = Qs + BQ * P, *Vs = Ks + BK * P, *Ps = Vs + BK * P;
   const int tid = threadIdx.x, tr = (tid >> 4) * 4, tc = tid & 15;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * BQ;
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * BQ;
   const T *Qg = (const T *)p.Q + base_of(p.q, b, h), *Kg = (const T *)p.K + base_of(p.k, b, kh),
           *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(NT) flash_bwd_dq(rlx_cu_attn p, const T *G, co
   constexpr int P = DP + 1, PP = BK + 1, NJ = DP / 16;
   float *Qs = sm, *Gs = Qs + BQ * P, *Ks = Gs + BQ * P, *Vs = Ks + BK * P, *Ss = Vs + BK * P;
   const int tid = threadIdx.x, tr = (tid >> 4) * 4, tc = tid & 15;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * BQ;
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * BQ;
   const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const T *Kg = (const T *)p.K + base_of(p.k, b, kh), *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int D = (int)p.q.D;
@@ -462,14 +464,31 @@ int head_pad(const rlx_cu_attn *p) {
 
 /* delta = <dy, out> of each query row from the forward's saved output: one warp per row, in
  * float (as the statistics pass of the forward kernels sums it). */
-template <typename T> __global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2 *stats) {
+template <typename T, bool VEC>
+__global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2 *stats) {
   const int64_t rows = p.B * p.H * p.Sq, warps = (int64_t)gridDim.x * (blockDim.x / 32);
   const int lane = threadIdx.x & 31;
   for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
     const int64_t bh = r / p.Sq, qi = r % p.Sq, b = bh / p.H, h = bh % p.H;
     const T *g = G + base_of(p.q, b, h) + qi * row_stride(p.q), *o = O + base_of(p.o, b, h) + qi * row_stride(p.o);
     float dl = 0.f;
-    for (int64_t d = lane; d < p.o.D; d += 32) dl = fmaf(to_f(g[d]), to_f(o[d]), dl);
+    if (VEC) { /* 4 lanes per access: D, the row starts and the bases are multiples of 4 */
+      for (int64_t d = 4 * lane; d < p.o.D; d += 128) {
+        T gv[4], ov[4];
+        if constexpr (sizeof(T) == 2) {
+          uint2 a = *(const uint2 *)(g + d), c = *(const uint2 *)(o + d);
+          memcpy(gv, &a, 8);
+          memcpy(ov, &c, 8);
+        } else {
+          float4 a = *(const float4 *)(g + d), c = *(const float4 *)(o + d);
+          memcpy(gv, &a, 16);
+          memcpy(ov, &c, 16);
+        }
+        for (int k = 0; k < 4; k++) dl = fmaf(to_f(gv[k]), to_f(ov[k]), dl);
+      }
+    } else {
+      for (int64_t d = lane; d < p.o.D; d += 32) dl = fmaf(to_f(g[d]), to_f(o[d]), dl);
+    }
     for (int k = 16; k > 0; k >>= 1) dl += __shfl_xor_sync(0xffffffffu, dl, k);
     if (lane == 0) stats[r].y = dl;
   }
@@ -481,20 +500,24 @@ rlx_status rlx_cu_flash_delta(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   if (rows == 0) return RLX_OK;
   if (blocks > 132 * 64) blocks = 132 * 64;
   float2 *st = (float2 *)p->stats;
+  const size_t esz = a->dtype == RLX_F32 ? 4 : 2;
+  /* q's and out's layouts share the row stride and bases (multiples of D) */
+  const bool vec = a->o.D == a->q.D && a->q.D % 4 == 0 && (uintptr_t)p->G % (4 * esz) == 0 &&
+                   (uintptr_t)p->saved_out % (4 * esz) == 0;
+  const unsigned nb = (unsigned)blocks;
+#define RLX_DELTA(T)                                                                                      \
+  do {                                                                                                    \
+    if (vec)                                                                                              \
+      flash_delta_kernel<T, true><<<nb, 256, 0, c->stream>>>(*a, (const T *)p->G, (const T *)p->saved_out, st); \
+    else                                                                                                  \
+      flash_delta_kernel<T, false><<<nb, 256, 0, c->stream>>>(*a, (const T *)p->G, (const T *)p->saved_out, st); \
+  } while (0)
   switch (a->dtype) {
-  case RLX_F32:
-    flash_delta_kernel<float><<<(unsigned)blocks, 256, 0, c->stream>>>(*a, (const float *)p->G,
-                                                                     (const float *)p->saved_out, st);
-    break;
-  case RLX_BF16:
-    flash_delta_kernel<__nv_bfloat16><<<(unsigned)blocks, 256, 0, c->stream>>>(
-        *a, (const __nv_bfloat16 *)p->G, (const __nv_bfloat16 *)p->saved_out, st);
-    break;
-  default:
-    flash_delta_kernel<__half><<<(unsigned)blocks, 256, 0, c->stream>>>(*a, (const __half *)p->G,
-                                                                      (const __half *)p->saved_out, st);
-    break;
+  case RLX_F32: RLX_DELTA(float); break;
+  case RLX_BF16: RLX_DELTA(__nv_bfloat16); break;
+  default: RLX_DELTA(__half); break;
   }
+#undef RLX_DELTA
   return cu_launch_status("flash attention delta");
 }
 

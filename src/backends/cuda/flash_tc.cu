@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * TQ;
   const T *Qg = (const T *)p.Q + base_of(p.q, b, h), *Kg = (const T *)p.K + base_of(p.k, b, kh),
           *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)blockIdx.x * TQ;
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * TQ;
   const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const T *Kg = (const T *)p.K + base_of(p.k, b, kh), *Vg = (const T *)p.V + base_of(p.v, b, kh);
   const int D = (int)p.q.D;
