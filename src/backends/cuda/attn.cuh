@@ -26,13 +26,6 @@ __device__ inline double to_d(double v) { return v; }
 __device__ inline double to_d(__nv_bfloat16 v) { return (double)__bfloat162float(v); }
 __device__ inline double to_d(__half v) { return (double)__half2float(v); }
 
-__device__ inline float to_f(float v) { return v; }
-__device__ inline float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_f(__half v) { return __half2float(v); }
-template <typename T> __device__ inline T from_f(float v);
-template <> __device__ inline float from_f<float>(float v) { return v; }
-template <> __device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ inline __half from_f<__half>(float v) { return __float2half_rn(v); }
 
 /* Visibility by position (None / Causal / SlidingWindow; the query sits at S_k - S_q + qi). */
 __device__ inline bool attn_pos_visible(const rlx_cu_attn &p, int64_t qi, int64_t ki) {

@@ -337,22 +337,6 @@ __global__ void norm_param_cols_kernel(int want_xh, int t, const void *x, const 
  * loads issued before they are summed, the same row order per lane and the same lane-ordered
  * partials (the one-column kernel took 57 us per LayerNorm gamma gradient of the bf16 GPT-2
  * block on the H200). */
-template <typename T> __device__ inline void bw_col2(const T *p, double &a, double &b);
-template <> __device__ inline void bw_col2<float>(const float *p, double &a, double &b) {
-  float2 v = *(const float2 *)p;
-  a = v.x, b = v.y;
-}
-template <typename H> __device__ inline void bw_col2_16(const H *p, double &a, double &b) {
-  uint32_t u = *(const uint32_t *)p;
-  H h[2];
-  memcpy(h, &u, 4);
-  a = ld_t(h[0]), b = ld_t(h[1]);
-}
-template <> __device__ inline void bw_col2<__nv_bfloat16>(const __nv_bfloat16 *p, double &a, double &b) {
-  bw_col2_16(p, a, b);
-}
-template <> __device__ inline void bw_col2<__half>(const __half *p, double &a, double &b) { bw_col2_16(p, a, b); }
-
 template <typename T, bool XH>
 __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const T *dy, int64_t rows, int64_t C,
                                                               const double *st, int64_t S, double *part) {
@@ -366,8 +350,8 @@ __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const
       double g[8][2], xv[8][2];
 #pragma unroll
       for (int k = 0; k < 8; k++) {
-        bw_col2<T>(dy + (r + 8 * k) * C + c, g[k][0], g[k][1]);
-        if (XH) bw_col2<T>(x + (r + 8 * k) * C + c, xv[k][0], xv[k][1]);
+        ld2_d<T>(dy + (r + 8 * k) * C + c, g[k][0], g[k][1]);
+        if (XH) ld2_d<T>(x + (r + 8 * k) * C + c, xv[k][0], xv[k][1]);
       }
 #pragma unroll
       for (int k = 0; k < 8; k++) {
@@ -383,9 +367,9 @@ __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const
     }
     for (; r < hi; r += 8) {
       double g0, g1, x0 = 0, x1 = 0;
-      bw_col2<T>(dy + r * C + c, g0, g1);
+      ld2_d<T>(dy + r * C + c, g0, g1);
       if (XH) {
-        bw_col2<T>(x + r * C + c, x0, x1);
+        ld2_d<T>(x + r * C + c, x0, x1);
         a0 += g0 * (x0 - st[2 * r]) * st[2 * r + 1];
         a1 += g1 * (x1 - st[2 * r]) * st[2 * r + 1];
       } else {
@@ -437,10 +421,6 @@ __global__ void norm_param_merge_kernel(int t, int64_t C, int64_t S, const doubl
  * where that is exact (x of f32 / 16-bit rows, dy * gamma of 16-bit rows: a product of two 8- or
  * 11-bit significands), else doubles: with doubles throughout the kernel took 196 registers
  * (one block per SM) and 60 us for the bf16 block's [8192, 768] rows on the H200. */
-__device__ inline double bw_warp_sum(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 template <typename T> struct norm_bw_regs {
   typedef float X;  /* x */
   typedef double S; /* dy * gamma */
@@ -477,22 +457,22 @@ __global__ void __launch_bounds__(256)
       sv[i] = in ? (SR)(ld_t(dy[base + k]) * ld_t(gamma[k])) : (SR)0;
       m += xv[i];
     }
-    m = rms ? 0.0 : bw_warp_sum(m) / (double)C;
+    m = rms ? 0.0 : warp_sum_d(m) / (double)C;
     double v = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       double d = xv[i] - m;
       if (lane + 32 * i < C) v += d * d;
     }
-    const double r = 1.0 / sqrt(bw_warp_sum(v) / (double)C + eps);
+    const double r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
     double ms = 0, msx = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       ms += sv[i];
       msx += sv[i] * ((xv[i] - m) * r);
     }
-    ms = rms ? 0.0 : bw_warp_sum(ms) / (double)C;
-    msx = bw_warp_sum(msx) / (double)C;
+    ms = rms ? 0.0 : warp_sum_d(ms) / (double)C;
+    msx = warp_sum_d(msx) / (double)C;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
@@ -519,14 +499,14 @@ __global__ void __launch_bounds__(256)
       xv[i] = k < C ? (XR)ld_t(x[base + k]) : (XR)0;
       m += xv[i];
     }
-    m = rms ? 0.0 : bw_warp_sum(m) / (double)C;
+    m = rms ? 0.0 : warp_sum_d(m) / (double)C;
     double v = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       double d = xv[i] - m;
       if (lane + 32 * i < C) v += d * d;
     }
-    v = bw_warp_sum(v);
+    v = warp_sum_d(v);
     if (lane == 0) {
       st[2 * row] = m;
       st[2 * row + 1] = 1.0 / sqrt(v / (double)C + eps);
@@ -534,11 +514,14 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-/* PER lanes' worth of registers for C <= 1024: 8, 16, 24 or 32. Blocks of 2 warps, so that as
- * many warps fit an SM as their registers allow (these kernels take 64-210 registers). */
+/* Launches KERNEL<T, PER> over `rows` rows of C <= 1024 elements, one warp per row: PER = 8, 16,
+ * 24 or 32 lanes' worth of registers, blocks of 2 warps, so that as many warps fit an SM as
+ * their registers allow (these kernels take 64-210 registers). */
 #define RLX_NORM_WARPS 2
-#define RLX_NORM_PER_DISPATCH(KERNEL, C, ...)                                        \
+#define RLX_NORM_PER_DISPATCH(KERNEL, rows, C, ...)                                  \
   do {                                                                               \
+    int64_t blocks = ((rows) + RLX_NORM_WARPS - 1) / RLX_NORM_WARPS;                 \
+    if (blocks > 65535LL * 32) blocks = 65535LL * 32;                                \
     if ((C) <= 256)                                                                  \
       KERNEL<T, 8><<<(unsigned)blocks, 32 * RLX_NORM_WARPS, 0, s>>>(__VA_ARGS__);  \
     else if ((C) <= 512)                                                             \
@@ -552,16 +535,12 @@ __global__ void __launch_bounds__(256)
 template <typename T>
 static void norm_dx_warp_launch(int rms, const void *x, const void *gamma, const void *dy, int64_t rows, int C,
                                 double eps, void *out, cudaStream_t s) {
-  int64_t blocks = (rows + RLX_NORM_WARPS - 1) / RLX_NORM_WARPS;
-  if (blocks > 65535LL * 32) blocks = 65535LL * 32;
   const T *xt = (const T *)x, *gt = (const T *)gamma, *dt = (const T *)dy;
-  RLX_NORM_PER_DISPATCH(norm_dx_warp_kernel, C, rms, xt, gt, dt, rows, C, eps, (T *)out);
+  RLX_NORM_PER_DISPATCH(norm_dx_warp_kernel, rows, C, rms, xt, gt, dt, rows, C, eps, (T *)out);
 }
 template <typename T>
 static void norm_stats_warp_launch(int rms, const void *x, int64_t rows, int C, double eps, void *st, cudaStream_t s) {
-  int64_t blocks = (rows + RLX_NORM_WARPS - 1) / RLX_NORM_WARPS;
-  if (blocks > 65535LL * 32) blocks = 65535LL * 32;
-  RLX_NORM_PER_DISPATCH(norm_stats_warp_kernel, C, rms, (const T *)x, rows, C, eps, (double *)st);
+  RLX_NORM_PER_DISPATCH(norm_stats_warp_kernel, rows, C, rms, (const T *)x, rows, C, eps, (double *)st);
 }
 
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,

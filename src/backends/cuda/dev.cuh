@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backends/cuda/cu.h"
 #include "rlx/types.h"
@@ -213,6 +214,32 @@ template <> __device__ inline __nv_bfloat16 st_t<__nv_bfloat16>(double v) {
   return __float2bfloat16_rn(round_odd_f32(v));
 }
 template <> __device__ inline __half st_t<__half>(double v) { return __float2half_rn(round_odd_f32(v)); }
+/* float <-> f32 / bf16 / f16 (round to nearest even): the 16-bit kernels that compute in float */
+__device__ inline float to_f(float v) { return v; }
+__device__ inline float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ inline float to_f(__half v) { return __half2float(v); }
+template <typename T> __device__ inline T from_f(float v);
+template <> __device__ inline float from_f<float>(float v) { return v; }
+template <> __device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ inline __half from_f<__half>(float v) { return __float2half_rn(v); }
+/* two neighbouring elements of f32 / bf16 / f16 as doubles, in one 8- or 4-byte load (p aligned
+ * to two elements): the two-column reduction kernels */
+template <typename T> __device__ inline void ld2_d(const T *p, double &a, double &b) {
+  if constexpr (sizeof(T) == 4) {
+    float2 v = *(const float2 *)p;
+    a = v.x, b = v.y;
+  } else {
+    uint32_t u = *(const uint32_t *)p;
+    T h[2];
+    memcpy(h, &u, 4);
+    a = to_f(h[0]), b = to_f(h[1]);
+  }
+}
+/* sum of a double over the 32 lanes of a warp (every lane gets it) */
+__device__ inline double warp_sum_d(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
 
 /* grid-stride loop helpers */
 static inline unsigned cu_blocks(int64_t n, int threads) {

@@ -478,9 +478,8 @@ __device__ inline int64_t lp_mod(int64_t e, int64_t c, bool small) {
  * elements per thread in double. 8 elements with 16-byte accesses moved the block's bias adds at
  * twice the rate of the 4-element, 8-byte version on the H200. */
 template <typename T> __device__ inline T lp_bin_f(int op, T a, T b) {
-  float u = (float)ld_t(a), v = (float)ld_t(b);
-  float r = op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v;
-  return st_t<T>((double)r);
+  float u = to_f(a), v = to_f(b);
+  return from_f<T>(op == RLX_BINOP_ADD ? u + v : op == RLX_BINOP_SUB ? u - v : u * v);
 }
 template <typename T, bool VEC>
 __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, int64_t ca, int64_t cb, int op) {
@@ -961,15 +960,10 @@ template <int N> static void region_lowp_launch(const rlx_cu_region *p, unsigned
  * one 8- or 16-byte load per operand when dense or tiled by a multiple of W and aligned, each
  * step applied once per group; a grid-stride loop. The double kernel above moved these at
  * 0.3 TB/s on the H200 (per-element dtype switches and 2-byte accesses). */
-template <typename T> __device__ inline T from_f16(float v);
-template <> __device__ inline __nv_bfloat16 from_f16<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ inline __half from_f16<__half>(float v) { return __float2half_rn(v); }
-__device__ inline float to_f16f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_f16f(__half v) { return __half2float(v); }
-template <typename T> __device__ inline float lp16_round(float v) { return to_f16f(from_f16<T>(v)); }
+template <typename T> __device__ inline float lp16_round(float v) { return to_f(from_f<T>(v)); }
 template <typename T> __device__ __noinline__ float lp16_slow(int kind, int sub, float x, float y) {
   double v = kind == RLX_CHAIN_STEP_BINARY ? binary_float(sub, x, y) : act_real(sub, x);
-  return to_f16f(st_t<T>(v));
+  return to_f(st_t<T>(v));
 }
 /* W (4 or 8) consecutive elements of one operand or step: one step applies once per group,
  * with one uniform branch on its op (as region_f32_step4 does for float4s) */
@@ -1026,12 +1020,12 @@ __global__ void __launch_bounds__(256) region_lp16_kernel(rlx_cu_region p) {
         T x[W];
         memcpy(x, &u, sizeof u);
 #pragma unroll
-        for (int c = 0; c < W; c++) r[k].v[c] = to_f16f(x[c]);
+        for (int c = 0; c < W; c++) r[k].v[c] = to_f(x[c]);
       } else {
 #pragma unroll
         for (int c = 0; c < W; c++) {
           int64_t i = cnt >= W ? (i0 + c >= cnt ? i0 + c - cnt : i0 + c) : lp_mod(e0 + c, cnt, small);
-          r[k].v[c] = e0 + c < p.n ? to_f16f(src[i]) : 0.f;
+          r[k].v[c] = e0 + c < p.n ? to_f(src[i]) : 0.f;
         }
       }
     }
@@ -1042,7 +1036,7 @@ __global__ void __launch_bounds__(256) region_lp16_kernel(rlx_cu_region p) {
     }
     T y[W];
 #pragma unroll
-    for (int c = 0; c < W; c++) y[c] = from_f16<T>(r[NI + N - 1].v[c]);
+    for (int c = 0; c < W; c++) y[c] = from_f<T>(r[NI + N - 1].v[c]);
     T *out = (T *)p.out + e0;
     if (whole && ((uintptr_t)out % sizeof(V)) == 0) {
       V u;
@@ -1110,6 +1104,9 @@ static bool region_lowp_fits(const rlx_cu_region *p) {
   return true;
 }
 
+/* the step counts the specialised region kernels are instantiated for (a case each below) */
+#define RLX_REGION_STEP_COUNTS(X) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8)
+
 /* the tail (n % 4 elements) and chains longer than 8 steps: the general kernel */
 extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
   if (p->n == 0) return RLX_OK;
@@ -1129,14 +1126,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     switch (p->n_steps) {
 #define RLX_REGION_CASE(K) \
   case K: region_f32_launch<K>(p, (unsigned)blocks, c->stream); break;
-      RLX_REGION_CASE(1)
-      RLX_REGION_CASE(2)
-      RLX_REGION_CASE(3)
-      RLX_REGION_CASE(4)
-      RLX_REGION_CASE(5)
-      RLX_REGION_CASE(6)
-      RLX_REGION_CASE(7)
-      RLX_REGION_CASE(8)
+      RLX_REGION_STEP_COUNTS(RLX_REGION_CASE)
 #undef RLX_REGION_CASE
     default: break;
     }
@@ -1169,14 +1159,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     else                                                \
       region_lp16_launch<__half, K>(p, c->stream);       \
     break;
-      RLX_REGION_CASE(1)
-      RLX_REGION_CASE(2)
-      RLX_REGION_CASE(3)
-      RLX_REGION_CASE(4)
-      RLX_REGION_CASE(5)
-      RLX_REGION_CASE(6)
-      RLX_REGION_CASE(7)
-      RLX_REGION_CASE(8)
+      RLX_REGION_STEP_COUNTS(RLX_REGION_CASE)
 #undef RLX_REGION_CASE
     default: break;
     }
@@ -1188,14 +1171,7 @@ extern "C" rlx_status rlx_cu_region_run(rlx_cu_ctx *c, const rlx_cu_region *p) {
     switch (p->n_steps) {
 #define RLX_REGION_CASE(K) \
   case K: region_lowp_launch<K>(p, (unsigned)blocks, c->stream); break;
-      RLX_REGION_CASE(1)
-      RLX_REGION_CASE(2)
-      RLX_REGION_CASE(3)
-      RLX_REGION_CASE(4)
-      RLX_REGION_CASE(5)
-      RLX_REGION_CASE(6)
-      RLX_REGION_CASE(7)
-      RLX_REGION_CASE(8)
+      RLX_REGION_STEP_COUNTS(RLX_REGION_CASE)
 #undef RLX_REGION_CASE
     default: break;
     }

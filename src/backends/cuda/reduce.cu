@@ -29,18 +29,21 @@ struct acc_t {
   int64_t i;
 };
 
+/* s += v with the compensation term comp (Neumaier) */
+__device__ inline void neumaier_add(double &s, double &comp, double v) {
+  double t2 = s + v;
+  if (fabs(s) >= fabs(v)) comp += (s - t2) + v;
+  else comp += (v - t2) + s;
+  s = t2;
+}
+
 /* fold one real float value: product, NaN-propagating max / min, or a Neumaier-compensated sum */
 __device__ inline void acc_fold_f(const red_params &p, acc_t &s, double v) {
   switch (p.op) {
   case RLX_REDUCE_PROD: s.a *= v; break;
   case RLX_REDUCE_MAX: s.a = nan_max(s.a, v); break;
   case RLX_REDUCE_MIN: s.a = nan_min(s.a, v); break;
-  default: { /* Neumaier */
-    double t2 = s.a + v;
-    if (fabs(s.a) >= fabs(v)) s.b += (s.a - t2) + v;
-    else s.b += (v - t2) + s.a;
-    s.a = t2;
-  }
+  default: neumaier_add(s.a, s.b, v); break;
   }
 }
 
@@ -104,13 +107,10 @@ __device__ inline void acc_merge(const red_params &p, acc_t &s, const acc_t &o) 
     case RLX_REDUCE_PROD: s.a *= o.a; break;
     case RLX_REDUCE_MAX: s.a = nan_max(s.a, o.a); break;
     case RLX_REDUCE_MIN: s.a = nan_min(s.a, o.a); break;
-    default: {
-      double t2 = s.a + o.a;
-      if (fabs(s.a) >= fabs(o.a)) s.b += (s.a - t2) + o.a;
-      else s.b += (o.a - t2) + s.a;
-      s.a = t2;
+    default:
+      neumaier_add(s.a, s.b, o.a);
       s.b += o.b;
-    }
+      break;
     }
   }
 }
@@ -289,31 +289,6 @@ __global__ void reduce_cols_merge_kernel(red_params p, int64_t S, const acc_t *p
  * warp reads 64 columns in one coalesced access), 8 row lanes per block, 8 rows' loads issued
  * before they are folded; the same Neumaier-compensated double sums in row order per lane and
  * the same partial layout as reduce_cols_kernel, so reduce_cols_merge_kernel finishes both. */
-template <typename T> struct col2;
-template <> struct col2<float> {
-  __device__ static void get(const float *p, double &a, double &b) {
-    float2 v = *(const float2 *)p;
-    a = v.x, b = v.y;
-  }
-};
-template <typename H> struct col2_16 {
-  __device__ static void get(const H *p, double &a, double &b) {
-    uint32_t u = *(const uint32_t *)p;
-    H h[2];
-    memcpy(h, &u, 4);
-    a = (double)(float)h[0], b = (double)(float)h[1];
-  }
-};
-template <> struct col2<__nv_bfloat16> : col2_16<__nv_bfloat16> {};
-template <> struct col2<__half> : col2_16<__half> {};
-
-__device__ inline void neumaier_add(double &s, double &comp, double v) {
-  double t2 = s + v;
-  if (fabs(s) >= fabs(v)) comp += (s - t2) + v;
-  else comp += (v - t2) + s;
-  s = t2;
-}
-
 template <typename T> __global__ void __launch_bounds__(256) sum_cols2_kernel(red_params p, int64_t S, acc_t *part) {
   __shared__ acc_t sh[8][65];
   const int64_t C = p.n_out, R = p.n_red_elems, chunk = (R + S - 1) / S, lo = blockIdx.y * chunk;
@@ -325,7 +300,7 @@ template <typename T> __global__ void __launch_bounds__(256) sum_cols2_kernel(re
     for (; j + 56 < hi; j += 64) {
       double v[8][2];
 #pragma unroll
-      for (int k = 0; k < 8; k++) col2<T>::get(x + (j + 8 * k) * C + o, v[k][0], v[k][1]);
+      for (int k = 0; k < 8; k++) ld2_d<T>(x + (j + 8 * k) * C + o, v[k][0], v[k][1]);
 #pragma unroll
       for (int k = 0; k < 8; k++) {
         neumaier_add(s0, c0, v[k][0]);
@@ -334,7 +309,7 @@ template <typename T> __global__ void __launch_bounds__(256) sum_cols2_kernel(re
     }
     for (; j < hi; j += 8) {
       double a, b;
-      col2<T>::get(x + j * C + o, a, b);
+      ld2_d<T>(x + j * C + o, a, b);
       neumaier_add(s0, c0, a);
       neumaier_add(s1, c1, b);
     }
@@ -586,7 +561,7 @@ template <typename H> struct norm_vec16 {
     uint2 u = *(const uint2 *)p;
     H h[4];
     memcpy(h, &u, 8);
-    for (int i = 0; i < 4; i++) v[i] = (float)ld_t(h[i]);
+    for (int i = 0; i < 4; i++) v[i] = to_f(h[i]);
   }
   __device__ static void put(H *p, const double (&v)[4]) {
     H h[4];
@@ -598,11 +573,6 @@ template <typename H> struct norm_vec16 {
 };
 template <> struct norm_vec<__nv_bfloat16> : norm_vec16<__nv_bfloat16> {};
 template <> struct norm_vec<__half> : norm_vec16<__half> {};
-
-__device__ inline double warp_sum_d(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 template <typename T, int NC>
 __global__ void __launch_bounds__(256) norm_warp_kernel(int rms, const T *x, const T *g, const T *b, int64_t rows,
