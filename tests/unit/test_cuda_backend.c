@@ -16,6 +16,7 @@
 void cuda_claims_checks(void);     /* cuda_backend/claims.c: needs a GPU */
 void cuda_claim_list_checks(void); /* cuda_backend/claims.c: the claim list's make-up */
 void cuda_linalg_checks(void);     /* cuda_backend/linalg.c: cuFFT / cuSOLVER paths, needs a GPU */
+void cuda_fast_path_checks(void);  /* cuda_backend/fast_paths.c: the block round's fast paths, needs a GPU */
 
 static float urand(uint32_t *s) {
   *s = *s * 1664525u + 1013904223u;
@@ -566,7 +567,8 @@ int main(void) {
     printf("compile for cuda without a device: %s\n", rlx_last_error());
     rlx_graph_free(g);
     printf("NOT RUN (no GPU here): the device checks of test_cuda_backend -- graphs vs the CPU, "
-           "cuda_backend/claims.c and cuda_backend/linalg.c (cuFFT Fft, cuSOLVER Qr / Svd / Eigh / EighBatch); "
+           "cuda_backend/claims.c, cuda_backend/linalg.c (cuFFT Fft, cuSOLVER Qr / Svd / Eigh / EighBatch) and "
+           "cuda_backend/fast_paths.c; "
            "scripts/gpu-test.sh runs them on a GPU machine\n");
     return rlx_test_finish("test_cuda_backend");
   }
@@ -579,6 +581,7 @@ int main(void) {
   lowp_and_movement();
   cuda_claims_checks();
   cuda_linalg_checks();
+  cuda_fast_path_checks();
 #endif
   return rlx_test_finish("test_cuda_backend");
 }

@@ -15,6 +15,7 @@
 #include "rlx/session.h"
 #include "attr_lists.h"
 #include "rlx_test.h"
+#include "cuda_test.h"
 
 #ifdef RLX_HAVE_CUDA
 #include "backends/cuda/lower.h"
@@ -23,7 +24,7 @@
 void cuda_claims_checks(void);
 void cuda_claim_list_checks(void);
 
-static float *vals(size_t n, uint32_t seed, float lo, float hi) {
+float *cuda_test_vals(size_t n, uint32_t seed, float lo, float hi) {
   float *v = malloc(n * sizeof *v);
   for (size_t i = 0; i < n; i++) {
     seed = seed * 1664525u + 1013904223u;
@@ -34,7 +35,7 @@ static float *vals(size_t n, uint32_t seed, float lo, float hi) {
 
 /* Runs g on cpu and cuda; every output is f32. Returns the worst difference scaled by
  * max(1, max |cpu|) per output; *e_cuda keeps the cuda executable when asked for. */
-static double cpu_vs_cuda(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, rlx_executable **e_cuda) {
+double cuda_test_cpu_vs_cuda(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, rlx_executable **e_cuda) {
   const char *names[2] = {"cpu", "cuda"};
   rlx_executable *e[2] = {NULL, NULL};
   const rlx_tensor *out[2] = {NULL, NULL};
@@ -104,13 +105,13 @@ static void fused_block(void) {
   outs[0] = y;
   outs[1] = lora;
   CHECK_OK(rlx_graph_set_outputs(g, outs, 2));
-  float *vx = vals((size_t)(B * T * D), 1, -1, 1), *vw = vals((size_t)(D * H), 2, -0.2f, 0.2f),
-        *vb = vals((size_t)H, 3, -0.5f, 0.5f), *vr = vals((size_t)(B * T * H / 2), 4, -1, 1),
-        *vg = vals((size_t)H / 2, 5, 0.5f, 1.5f), *vbe = vals((size_t)H / 2, 6, -0.5f, 0.5f),
-        *va = vals((size_t)(D * R), 7, -0.3f, 0.3f), *vlb = vals((size_t)(R * H), 8, -0.3f, 0.3f);
+  float *vx = cuda_test_vals((size_t)(B * T * D), 1, -1, 1), *vw = cuda_test_vals((size_t)(D * H), 2, -0.2f, 0.2f),
+        *vb = cuda_test_vals((size_t)H, 3, -0.5f, 0.5f), *vr = cuda_test_vals((size_t)(B * T * H / 2), 4, -1, 1),
+        *vg = cuda_test_vals((size_t)H / 2, 5, 0.5f, 1.5f), *vbe = cuda_test_vals((size_t)H / 2, 6, -0.5f, 0.5f),
+        *va = cuda_test_vals((size_t)(D * R), 7, -0.3f, 0.3f), *vlb = cuda_test_vals((size_t)(R * H), 8, -0.3f, 0.3f);
   rlx_named_tensor in[] = {{"x", {vx, sx}},     {"w", {vw, sw}},     {"bias", {vb, sb}}, {"r", {vr, sr}},
                            {"gamma", {vg, sg}}, {"beta", {vbe, sg}}, {"la", {va, sa}},   {"lb", {vlb, sbb}}};
-  double d = cpu_vs_cuda(g, in, 8, NULL);
+  double d = cuda_test_cpu_vs_cuda(g, in, 8, NULL);
   /* bf16 rounding of the SwiGLU output can flip one bf16 ulp (2^-8 relative) when cuBLAS and the
    * CPU's sgemm differ in the last f32 bit; LayerNorm scales it by ~1/std */
   CHECK_MSG(d < 3e-2, "fused block: max scaled difference %g", d);
@@ -146,10 +147,10 @@ static void norms_and_histogram(void) {
   outs[1] = hist;
   CHECK_OK(rlx_graph_set_outputs(g, outs, 2));
   size_t nx = (size_t)(N * C * Hh * W);
-  float *vx = vals(nx, 11, -1, 1), *vg = vals((size_t)C, 12, 0.5f, 1.5f), *vb = vals((size_t)C, 13, -1, 1);
+  float *vx = cuda_test_vals(nx, 11, -1, 1), *vg = cuda_test_vals((size_t)C, 12, 0.5f, 1.5f), *vb = cuda_test_vals((size_t)C, 13, -1, 1);
   rlx_named_tensor in[] = {{"x", {vx, sx}}, {"gamma", {vg, sc}}, {"beta", {vb, sc}}};
   /* the histogram's counts are exact, so any miscount shows as >= 1 / max count */
-  double d = cpu_vs_cuda(g, in, 3, NULL);
+  double d = cuda_test_cpu_vs_cuda(g, in, 3, NULL);
   CHECK_MSG(d < 1e-5, "GroupNorm + Histogram: max scaled difference %g", d);
   printf("GroupNorm [%lld, %lld, %lld, %lld] / %lld groups + Histogram of %zu values in 37 bins: max scaled "
          "difference %.3g\n",
@@ -178,10 +179,10 @@ static void host_staging(void) {
   CHECK_OK(rlx_build_Im2Col(g, (rlx_id[]){r}, 1, &ai, NULL, &cols));
   CHECK_OK(rlx_matmul(g, cols, w, &y));
   CHECK_OK(rlx_graph_set_outputs(g, &y, 1));
-  float *vx = vals((size_t)(N * C * H * W), 21, -1, 1), *vw = vals((size_t)(K * F), 22, -1, 1);
+  float *vx = cuda_test_vals((size_t)(N * C * H * W), 21, -1, 1), *vw = cuda_test_vals((size_t)(K * F), 22, -1, 1);
   rlx_named_tensor in[] = {{"x", {vx, sx}}, {"w", {vw, sw}}};
   rlx_executable *e = NULL;
-  double d = cpu_vs_cuda(g, in, 2, &e);
+  double d = cuda_test_cpu_vs_cuda(g, in, 2, &e);
   CHECK_MSG(d < 1e-4, "host-staged Im2Col: max scaled difference %g", d);
   if (e) {
     const rlx_dispatch_report *rep = rlx_executable_report(e);

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* test_cuda_backend, part four (GPU only): the fast paths the GPT-2 block round added
+ * (docs/cuda.md, "This round"), at shapes that take them, against the CPU — a constant Pad of
+ * the last axis and a last-axis Narrow with aligned rows (row kernels), a one-dtype bf16 region
+ * with a tiled operand, a Div and an out-of-line step, over a length that is not a multiple of
+ * the group width, the two-column column sum and mean of bf16 / f32, the bf16 loss sum, and the
+ * bf16 LayerNorm gamma gradient (typed two-column kernel). Data movement must be exact, the
+ * one-dtype region too (float arithmetic of 16-bit values rounds to the double path's result);
+ * the reductions sum in double in another order, so they are held to one bf16 unit. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rlx/build.h"
+#include "rlx/graph.h"
+#include "rlx/ops.h"
+#include "rlx/session.h"
+#include "rlx_test.h"
+#include "cuda_test.h"
+
+void cuda_fast_path_checks(void);
+
+void cuda_fast_path_checks(void) {
+  const int64_t R = 1027, C = 96;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_fast_paths", &g));
+  rlx_id x, w, bias, xb, wb, bb, t[10], f[10];
+  rlx_shape sx = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C}), sw = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, 3 * C}),
+            sb = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C});
+  CHECK_OK(rlx_input(g, "x", sx, &x));
+  CHECK_OK(rlx_input(g, "w", sw, &w));
+  CHECK_OK(rlx_input(g, "bias", sb, &bias));
+  CHECK_OK(rlx_cast_to(g, x, RLX_BF16, &xb));
+  CHECK_OK(rlx_cast_to(g, w, RLX_BF16, &wb));
+  CHECK_OK(rlx_cast_to(g, bias, RLX_BF16, &bb));
+  /* data movement: last-axis Pads (bf16, f32) and last-axis Narrows with aligned rows */
+  CHECK_OK(rlx_pad_axis(g, xb, 1, 96, 96, &t[0]));
+  CHECK_OK(rlx_pad_axis(g, x, 1, 4, 8, &t[1]));
+  CHECK_OK(rlx_narrow(g, wb, 1, C, C, &t[2]));
+  CHECK_OK(rlx_narrow(g, w, 1, 2 * C, C, &t[3]));
+  /* one-dtype bf16 region: ((x * y + bias) / (|y| + 1)), then max with -x (out of line), over
+   * [R, C] (a multiple of 8) and over a Narrow-free odd-length copy [R * C - 5] */
+  rlx_id yb;
+  CHECK_OK(rlx_narrow(g, wb, 1, 0, C, &yb));
+  rlx_chain_step steps[6] = {
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_MUL, .a = {.index = 0}, .b = {.index = 1}},
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_ADD, .a = {.is_step = 1, .index = 0}, .b = {.index = 2}},
+      {.kind = RLX_CHAIN_STEP_ACTIVATION, .sub = RLX_ACT_ABS, .a = {.index = 1}},
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_ADD, .a = {.is_step = 1, .index = 2}, .b = {.index = 3}},
+      {.kind = RLX_CHAIN_STEP_BINARY,
+       .sub = RLX_BINOP_DIV,
+       .a = {.is_step = 1, .index = 1},
+       .b = {.is_step = 1, .index = 3}},
+      {.kind = RLX_CHAIN_STEP_BINARY, .sub = RLX_BINOP_MAX, .a = {.is_step = 1, .index = 4}, .b = {.index = 4}},
+  };
+  rlx_id one, negx;
+  CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_MUL, bb, 0.0, &one));
+  CHECK_OK(rlx_binary_scalar(g, RLX_BINOP_ADD, one, 1.0, &one));
+  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, xb, &negx));
+  rlx_attrs_ElementwiseRegion era = {.chain = {.steps = steps, .n = 6}, .num_inputs = 5};
+  CHECK_OK(rlx_build_ElementwiseRegion(g, (rlx_id[]){xb, yb, bb, one, negx}, 5, &era, NULL, &t[4]));
+  rlx_id xf, yf, xo, yo, bo, oo, no;
+  CHECK_OK(rlx_reshape_dims(g, xb, 1, (rlx_dim[]){R * C}, &xf));
+  CHECK_OK(rlx_reshape_dims(g, yb, 1, (rlx_dim[]){R * C}, &yf));
+  CHECK_OK(rlx_narrow(g, xf, 0, 0, R * C - 5, &xo));
+  CHECK_OK(rlx_narrow(g, yf, 0, 0, R * C - 5, &yo));
+  CHECK_OK(rlx_narrow(g, xf, 0, 0, R * C - 5, &bo));
+  CHECK_OK(rlx_activation(g, RLX_ACT_ABS, yo, &oo));
+  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, xo, &no));
+  rlx_attrs_ElementwiseRegion erb = {.chain = {.steps = steps, .n = 6}, .num_inputs = 5};
+  CHECK_OK(rlx_build_ElementwiseRegion(g, (rlx_id[]){xo, yo, bo, oo, no}, 5, &erb, NULL, &t[5]));
+  /* column sums / means (leading axis reduced), the loss sum, the LayerNorm gamma gradient */
+  CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_SUM, wb, 1, (int64_t[]){0}, false, &t[6]));
+  CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_MEAN, w, 1, (int64_t[]){0}, false, &t[7]));
+  CHECK_OK(rlx_sum_all(g, xb, &t[8]));
+  rlx_attrs_LayerNormBackwardGamma lg = {.axis = -1, .eps = 1e-5f};
+  CHECK_OK(rlx_build_LayerNormBackwardGamma(g, (rlx_id[]){xb, yb}, 2, &lg, NULL, &t[9]));
+  for (int i = 0; i < 10; i++) CHECK_OK(rlx_cast_to(g, t[i], RLX_F32, &f[i]));
+  float *vx = cuda_test_vals((size_t)(R * C), 91, -2.0f, 2.0f);
+  float *vw = cuda_test_vals((size_t)(R * 3 * C), 92, -2.0f, 2.0f), *vb = cuda_test_vals((size_t)C, 93, -2.0f, 2.0f);
+  rlx_named_tensor in[] = {{"x", {vx, sx}}, {"w", {vw, sw}}, {"bias", {vb, sb}}};
+  static const struct {
+    int first, count;
+    double tol;
+    const char *what;
+  } parts[] = {
+      {0, 4, 0, "last-axis Pad (bf16, f32) and Narrow rows (bf16, f32)"},
+      {4, 2, 0, "one-dtype bf16 regions (tiled operand, Div, Max; 1027 x 96 and 98587 elements)"},
+      {6, 4, 1.0 / 128, "column sum bf16 / mean f32, bf16 sum of all, bf16 LayerNorm gamma gradient"},
+  };
+  for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++) {
+    CHECK_OK(rlx_graph_set_outputs(g, f + parts[k].first, (uint32_t)parts[k].count));
+    double d = cuda_test_cpu_vs_cuda(g, in, 3, NULL);
+    printf("%s: max scaled difference %.3g\n", parts[k].what, d);
+    CHECK_MSG(parts[k].tol == 0 ? d == 0 : d < parts[k].tol, "%s: cuda differs from cpu by %g (tolerance %g)",
+              parts[k].what, d, parts[k].tol);
+  }
+  free(vx), free(vw), free(vb);
+  rlx_graph_free(g);
+}
