@@ -67,28 +67,19 @@ template <typename T> __device__ inline void frag_a(uint32_t *a, const T *X, int
   a[3] = ld32(p + 8 * PT + 8);
 }
 
-/* acc (16 x 8, n-tile at column n0 of Y's rows) += A (16 x 16k) x Y^T, Y stored [n][k]. */
-template <typename T>
-__device__ inline void mma_nt(float *acc, const uint32_t *a, const T *Y, int n0, int k0, int g, int t) {
-  const T *p = Y + (n0 + g) * PT + k0 + 2 * t;
-  mma16816<T>(acc, a, ld32(p), ld32(p + 8));
-}
-
-/* acc0 / acc1 (the n-tiles at columns n0 and n0 + 8) += A (16 x 16k) x Y[k0 .. k0 + 15][n0 ..
- * n0 + 15], Y stored row-major [k][n]: ldmatrix .trans hands each thread the B fragment elements
- * Y[k0 + 2t (+1) (+8)][n0 + g] of the two n-tiles, so no transposed copy of the tile is kept.
- * Lane i addresses row i % 8 of matrix i / 8 (b0 of n0, b1 of n0, b0 of n0 + 8, b1 of n0 + 8);
- * rows are 16-byte aligned (pitch 144 bytes) and the 8 rows of one matrix hit distinct banks. */
-template <typename T>
-__device__ inline void mma_kn2(float *acc0, float *acc1, const uint32_t *a, const T *Y, int k0, int n0, int lane) {
+/* The B fragments of the n-tiles at n0 and n0 + 8, rows k0 .. k0 + 15, of a tile stored
+ * row-major [k][n] (V in the forward, K in dq, q and dy in dk / dv): ldmatrix .trans hands each
+ * thread the elements Y[k0 + 2t (+1) (+8)][n0 + g] of the two n-tiles, so no transposed copy of
+ * the tile is kept. Lane i addresses row i % 8 of matrix i / 8 (b0 of n0, b1 of n0, b0 of n0 + 8,
+ * b1 of n0 + 8); rows are 16-byte aligned (pitch 144 bytes) and the 8 rows of one matrix hit
+ * distinct banks. */
+template <typename T> __device__ inline void frag_bt2(uint32_t *b, const T *Y, int k0, int n0, int lane) {
   const int m = lane >> 3, r = lane & 7;
   const T *p = Y + (k0 + (m & 1) * 8 + r) * PT + n0 + (m >> 1) * 8;
-  uint32_t b0, b1, b2, b3, addr = (uint32_t)__cvta_generic_to_shared(p);
+  uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                : "r"(addr));
-  mma16816<T>(acc0, a, b0, b1);
-  mma16816<T>(acc1, a, b2, b3);
 }
 
 /* 64 rows x TD lanes of src (rows r0 .., row stride rs, D lanes) into dst [row][lane]; zeros past
@@ -139,160 +130,281 @@ __device__ inline float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-/* Forward: one block per 64 query rows of one (b, h). Accumulator element e of n-tile j is row
- * (e < 2 ? g : g + 8) of the warp's 16, column 8 j + 2 t + (e & 1). */
-template <typename T, bool STATS>
+/* 2^x on the special-function unit (-inf -> +0, NaN -> NaN) */
+__device__ inline float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+
+/* The score rule of attn.cuh's score() in log2 units, as FlashAttention-2 keeps it: the softmax
+ * runs on 2^(s log2 e) so that each probability costs one subtraction and one ex2. Uncapped the
+ * score is dot * (scale log2 e); soft-capped it is (cap log2 e) tanh(dot scale / cap), with
+ * th = tanh(...) for the derivative. */
+struct score_rule {
+  float mul, pre;
+};
+__device__ inline score_rule score_rule_of(const rlx_cu_attn &p) {
+  if (p.capped) return {(float)(p.cap * (double)LOG2E), (float)(p.scale / p.cap)};
+  return {(float)(p.scale * (double)LOG2E), 0.f};
+}
+template <bool CAP> __device__ inline float score2(const score_rule &k, float dot, float *th) {
+  if (!CAP) {
+    *th = 0.f;
+    return dot * k.mul;
+  }
+  float t = tanhf(dot * k.pre);
+  *th = t;
+  return k.mul * t;
+}
+
+/* The B fragments of the n-tiles at n0 and n0 + 8, lanes k0 .. k0 + 15, of a tile stored [n][k]
+ * (keys or queries by rows): one ldmatrix.x4 without transpose. Lane i addresses row i % 8 of
+ * matrix i / 8 (b0 and b1 of n0, then of n0 + 8); the pitch of 144 bytes puts the 8 rows of a
+ * matrix on distinct banks. */
+template <typename T> __device__ inline void frag_b2(uint32_t *b, const T *Y, int n0, int k0, int lane) {
+  const int m = lane >> 3, r = lane & 7;
+  const T *p = Y + (n0 + (m >> 1) * 8 + r) * PT + k0 + (m & 1) * 8;
+  uint32_t addr = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+               : "r"(addr));
+}
+
+/* acc[i] = A[i] x Y^T for the warp's MT m-tiles of 16 rows: A[i] is 16 x 64 as four k-steps of
+ * A fragments, Y a 64 x 64 tile stored [n][k]; acc[i][j] is the n-tile of columns 8 j .. 8 j + 7.
+ * Each B fragment is loaded once for the MT m-tiles. */
+template <typename T, int MT>
+__device__ inline void mma_tile_nt(float (*acc)[8][4], const uint32_t (*a)[4][4], const T *Y, int lane) {
+#pragma unroll
+  for (int i = 0; i < MT; i++)
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+#pragma unroll
+  for (int j = 0; j < 8; j += 2)
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+      uint32_t b[4];
+      frag_b2(b, Y, 8 * j, 16 * kk, lane);
+#pragma unroll
+      for (int i = 0; i < MT; i++) {
+        mma16816<T>(acc[i][j], a[i][kk], b[0], b[1]);
+        mma16816<T>(acc[i][j + 1], a[i][kk], b[2], b[3]);
+      }
+    }
+}
+
+/* acc[i] += P[i] x Y for the warp's MT m-tiles: P[i] is the fp32 16 x 64 tile s[i] (accumulator
+ * layout), rounded to the operand dtype as A fragments; Y is a 64 x 64 tile stored row-major
+ * [k][n]. */
+template <typename T, int MT>
+__device__ inline void mma_tile_kn(float (*acc)[8][4], const float (*s)[8][4], const T *Y, int lane) {
+#pragma unroll
+  for (int kc = 0; kc < 4; kc++) {
+    uint32_t pa[MT][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      pa[i][0] = pack2<T>(s[i][2 * kc][0], s[i][2 * kc][1]);
+      pa[i][1] = pack2<T>(s[i][2 * kc][2], s[i][2 * kc][3]);
+      pa[i][2] = pack2<T>(s[i][2 * kc + 1][0], s[i][2 * kc + 1][1]);
+      pa[i][3] = pack2<T>(s[i][2 * kc + 1][2], s[i][2 * kc + 1][3]);
+    }
+#pragma unroll
+    for (int n = 0; n < 8; n += 2) {
+      uint32_t b[4];
+      frag_bt2(b, Y, 16 * kc, 8 * n, lane);
+#pragma unroll
+      for (int i = 0; i < MT; i++) {
+        mma16816<T>(acc[i][n], pa[i], b[0], b[1]);
+        mma16816<T>(acc[i][n + 1], pa[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
+/* The key / value stream of a forward or dq block: kv_first issues the copies of the first pair
+ * of tiles, kv_next makes the pair of k0 ready in buffer cur (issuing the next pair's copies into
+ * the other buffer first, so that they run under this tile's products) and ends with the barrier
+ * after which the tiles can be read. Without cp.async (rows not full-width or not aligned) the
+ * tiles are loaded synchronously. */
+template <typename T> struct kv_stream {
+  const T *K, *V;
+  int64_t ks, vs, Sk, end;
+  int D, Dv;
+  bool async;
+};
+template <typename T> __device__ inline void kv_first(const kv_stream<T> &st, T (*Ks)[TK * PT], T (*Vs)[TK * PT], int64_t beg) {
+  if (st.async && beg < st.end) {
+    tile_rows_async(Ks[0], st.K, st.ks, beg, st.Sk);
+    tile_rows_async(Vs[0], st.V, st.vs, beg, st.Sk);
+    cp_commit();
+  }
+}
+template <typename T>
+__device__ inline void kv_next(const kv_stream<T> &st, T (*Ks)[TK * PT], T (*Vs)[TK * PT], int cur, int64_t k0) {
+  if (st.async) {
+    if (k0 + TK < st.end) {
+      tile_rows_async(Ks[cur ^ 1], st.K, st.ks, k0 + TK, st.Sk);
+      tile_rows_async(Vs[cur ^ 1], st.V, st.vs, k0 + TK, st.Sk);
+      cp_commit();
+      cp_wait<1>();
+    } else {
+      cp_wait<0>();
+    }
+  } else {
+    tile_rows(Ks[cur], st.K, st.ks, k0, st.Sk, st.D);
+    tile_rows(Vs[cur], st.V, st.vs, k0, st.Sk, st.Dv);
+  }
+  __syncthreads();
+}
+
+/* Forward: one block per 64 MT query rows of one (b, h); warp w owns the MT m-tiles of 16 rows
+ * starting at row 16 MT w, so each K / V fragment it loads feeds MT products. Accumulator element
+ * e of n-tile j of m-tile i is row 16 (MT w + i) + (e < 2 ? g : g + 8), column 8 j + 2 t + (e & 1).
+ * The running maximum m is in log2 units (score2); a NaN score is not hidden from the sums, so it
+ * reaches the row's l, and a row whose l is NaN is written as NaN (the CPU reference's rule). */
+template <typename T, bool STATS, bool CAP, int MT>
 __global__ void __launch_bounds__(TT) tc_fwd(rlx_cu_attn p, const T *G, float2 *stats) {
+  static_assert(MT == 1 || MT == 2, "one or two m-tiles per warp (the query tile passes through Ks)");
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * TQ;
-  const T *Qg = (const T *)p.Q + base_of(p.q, b, h), *Kg = (const T *)p.K + base_of(p.k, b, kh),
-          *Vg = (const T *)p.V + base_of(p.v, b, kh);
-  const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group;
+  const int64_t q0 = (int64_t)heavy_first_tile() * TQ * MT;
+  const T *Qg = (const T *)p.Q + base_of(p.q, b, h);
+  const int64_t qs = row_stride(p.q);
   const int D = (int)p.q.D, Dv = (int)p.v.D;
-  tile_rows(Ks[0], Qg, qs, q0, p.Sq, D); /* the query tile passes through Ks[0] */
+  const score_rule sr = score_rule_of(p);
+#pragma unroll
+  for (int i = 0; i < MT; i++) tile_rows(Ks[i], Qg, qs, q0 + TQ * i, p.Sq, D); /* the query rows pass through Ks */
   __syncthreads();
-  uint32_t qa[4][4];
+  uint32_t qa[MT][4][4];
 #pragma unroll
-  for (int kk = 0; kk < 4; kk++) frag_a(qa[kk], Ks[0], 16 * w, 16 * kk, g, t);
-  const bool async = rows_async_ok<T>(Kg, ks, D) && rows_async_ok<T>(Vg, vs, Dv);
-  float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  bool bad[2] = {false, false};
+  for (int i = 0; i < MT; i++)
 #pragma unroll
-  for (int j = 0; j < 8; j++)
+    for (int kk = 0; kk < 4; kk++) frag_a(qa[i][kk], Ks[0], 16 * (MT * w + i), 16 * kk, g, t);
+  /* the keys any of the block's rows sees: from the first tile's start to the last tile's end */
+  const tile_range kr = {key_tiles(p, q0).beg, key_tiles(p, q0 + TQ * (MT - 1)).end};
+  kv_stream<T> kv = {(const T *)p.K + base_of(p.k, b, kh), (const T *)p.V + base_of(p.v, b, kh), row_stride(p.k),
+                     row_stride(p.v), p.Sk, kr.end, D, Dv, false};
+  kv.async = rows_async_ok<T>(kv.K, kv.ks, D) && rows_async_ok<T>(kv.V, kv.vs, Dv);
+  float o[MT][8][4], m[MT][2], l[MT][2];
+  int64_t row[MT][2];
 #pragma unroll
-    for (int e = 0; e < 4; e++) o[j][e] = 0.f;
-  const int64_t row[2] = {q0 + 16 * w + g, q0 + 16 * w + g + 8};
-  tile_range kr = key_tiles(p, q0);
-  __syncthreads(); /* the query fragments are read before Ks[0] is refilled */
-  if (async && kr.beg < kr.end) {
-    tile_rows_async(Ks[0], Kg, ks, kr.beg, p.Sk);
-    tile_rows_async(Vs[0], Vg, vs, kr.beg, p.Sk);
-    cp_commit();
-  }
-  int cur = 0;
-  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
-    if (async) {
-      if (k0 + TK < kr.end) {
-        tile_rows_async(Ks[cur ^ 1], Kg, ks, k0 + TK, p.Sk);
-        tile_rows_async(Vs[cur ^ 1], Vg, vs, k0 + TK, p.Sk);
-        cp_commit();
-        cp_wait<1>();
-      } else {
-        cp_wait<0>();
-      }
-    } else {
-      tile_rows(Ks[cur], Kg, ks, k0, p.Sk, D);
-      tile_rows(Vs[cur], Vg, vs, k0, p.Sk, Dv);
-    }
-    __syncthreads();
-    const T *Kc = Ks[cur], *Vc = Vs[cur];
-    float s[8][4];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) s[j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < 4; kk++) mma_nt(s[j], qa[kk], Kc, 8 * j, 16 * kk, g, t);
-    }
-    const bool full = tile_full(p, q0, k0);
-    float mx[2] = {-INFINITY, -INFINITY};
+  for (int i = 0; i < MT; i++) {
 #pragma unroll
     for (int j = 0; j < 8; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        float th, v = score(p, s[j][e], &th);
-        if (!full && !visible(p, row[e >> 1], k0 + 8 * j + 2 * t + (e & 1)))
-          v = -INFINITY;
-        else if (v != v) {
-          bad[e >> 1] = true;
-          v = -INFINITY;
-        }
-        s[j][e] = v;
-        mx[e >> 1] = fmaxf(mx[e >> 1], v);
-      }
-    float mn[2], corr[2], rs[2] = {0.f, 0.f};
+      for (int e = 0; e < 4; e++) o[i][j][e] = 0.f;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-      mn[r] = fmaxf(m[r], quad_max(mx[r]));
-      corr[r] = mn[r] == -INFINITY ? 1.f : __expf(m[r] - mn[r]);
-      m[r] = mn[r];
+      m[i][r] = -INFINITY;
+      l[i][r] = 0.f;
+      row[i][r] = q0 + 16 * (MT * w + i) + g + 8 * r;
     }
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        int r = e >> 1;
-        float x = mn[r] == -INFINITY ? 0.f : __expf(s[j][e] - mn[r]);
-        s[j][e] = x;
-        rs[r] += x;
-        o[j][e] *= corr[r];
-      }
-    l[0] = l[0] * corr[0] + rs[0]; /* partial over this thread's columns: summed over the quad at the end */
-    l[1] = l[1] * corr[1] + rs[1];
-#pragma unroll
-    for (int kc = 0; kc < 4; kc++) {
-      uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                        pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-#pragma unroll
-      for (int n = 0; n < 8; n += 2) mma_kn2(o[n], o[n + 1], pa, Vc, 16 * kc, 8 * n, lane);
-    }
-    __syncthreads(); /* buffer cur is read before it is refilled */
   }
+  __syncthreads(); /* the query fragments are read before Ks is refilled */
+  kv_first(kv, Ks, Vs, kr.beg);
+  int cur = 0;
+  for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
+    kv_next(kv, Ks, Vs, cur, k0);
+    float s[MT][8][4];
+    mma_tile_nt<T, MT>(s, qa, Ks[cur], lane);
+    bool full = true;
 #pragma unroll
-  for (int r = 0; r < 2; r++) {
-    float lt = quad_sum(l[r]);
-    bool nan_row = quad_sum(bad[r] ? 1.f : 0.f) > 0.f;
-    float inv = lt > 0.f ? 1.f / lt : 0.f;
-    int64_t qi = row[r];
-    if (!STATS) {
-      if (qi >= p.Sq) continue;
-      const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
-      T *out = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
+    for (int i = 0; i < MT; i++) full = full && tile_full(p, q0 + TQ * i, k0);
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+      float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int j = 0; j < 8; j++)
 #pragma unroll
-        for (int c = 0; c < 2; c++) {
-          int d = 8 * j + 2 * t + c;
-          if (d >= Dv) continue;
-          T y = from_f<T>(nan_row ? NAN : o[j][2 * r + c] * inv);
-          out[d] = y;
-          if (sv) sv[d] = y;
+        for (int e = 0; e < 4; e++) {
+          float th, v = score2<CAP>(sr, s[i][j][e], &th);
+          if (!full && !visible(p, row[i][e >> 1], k0 + 8 * j + 2 * t + (e & 1))) v = -INFINITY;
+          s[i][j][e] = v;
+          mx[e >> 1] = fmaxf(mx[e >> 1], v);
         }
-      if (p.save_lse && t == 0)
-        ((float2 *)p.save_lse)[bh * p.Sq + qi] =
-            make_float2(nan_row ? NAN : lt > 0.f ? m[r] + __logf(lt) : INFINITY, 0.f);
-    } else {
-      float dl = 0.f;
-      if (qi < p.Sq) {
-        const T *gy = G + base_of(p.q, b, h) + qi * qs;
+      float mu[2], corr[2], rs[2] = {0.f, 0.f};
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        const float mn = fmaxf(m[i][r], quad_max(mx[r]));
+        mu[r] = mn == -INFINITY ? 0.f : mn; /* a row with nothing visible yet: 2^(-inf - 0) = 0 */
+        corr[r] = ex2(m[i][r] - mu[r]);
+        m[i][r] = mn;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int r = e >> 1;
+          const float x = ex2(s[i][j][e] - mu[r]);
+          s[i][j][e] = x;
+          rs[r] += x;
+          o[i][j][e] *= corr[r];
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++) l[i][r] = l[i][r] * corr[r] + rs[r]; /* this thread's columns; quad-summed at the end */
+    }
+    mma_tile_kn<T, MT>(o, s, Vs[cur], lane);
+    __syncthreads(); /* buffer cur is read before it is refilled */
+  }
+#pragma unroll
+  for (int i = 0; i < MT; i++)
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+      const float lt = quad_sum(l[i][r]);
+      const bool nan_row = lt != lt;
+      const float inv = lt > 0.f ? 1.f / lt : 0.f;
+      const float lse = nan_row ? NAN : lt > 0.f ? (m[i][r] + __log2f(lt)) * LN2 : INFINITY;
+      const int64_t qi = row[i][r];
+      if (!STATS) {
+        if (qi >= p.Sq) continue;
+        const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
+        T *out = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
           for (int c = 0; c < 2; c++) {
             int d = 8 * j + 2 * t + c;
-            if (d < Dv) dl = fmaf(to_f(gy[d]), o[j][2 * r + c] * inv, dl);
+            if (d >= Dv) continue;
+            T y = from_f<T>(nan_row ? NAN : o[i][j][2 * r + c] * inv);
+            out[d] = y;
+            if (sv) sv[d] = y;
           }
+        if (p.save_lse && t == 0) ((float2 *)p.save_lse)[bh * p.Sq + qi] = make_float2(lse, 0.f);
+      } else {
+        float dl = 0.f;
+        if (qi < p.Sq) {
+          const T *gy = G + base_of(p.q, b, h) + qi * qs;
+#pragma unroll
+          for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int c = 0; c < 2; c++) {
+              int d = 8 * j + 2 * t + c;
+              if (d < Dv) dl = fmaf(to_f(gy[d]), o[i][j][2 * r + c] * inv, dl);
+            }
+        }
+        dl = quad_sum(dl);
+        if (t == 0 && qi < p.Sq) stats[bh * p.Sq + qi] = make_float2(lse, dl);
       }
-      dl = quad_sum(dl);
-      if (t == 0 && qi < p.Sq)
-        stats[bh * p.Sq + qi] = make_float2(nan_row ? NAN : lt > 0.f ? m[r] + __logf(lt) : INFINITY, dl);
     }
-  }
 }
 
 /* dq for 64 query rows of one (b, h): s = q k^T, dp = dy v^T, ds = p (dp - delta) (1 - th^2)
- * scale, dq += ds k. */
-template <typename T>
+ * scale with p = 2^(s log2 e - lse log2 e), dq += ds k. */
+template <typename T, bool CAP>
 __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const float2 *stats, T *dq) {
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * TQ;
-  const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
-  const T *Kg = (const T *)p.K + base_of(p.k, b, kh), *Vg = (const T *)p.V + base_of(p.v, b, kh);
+  const int64_t qb = base_of(p.q, b, h), qs = row_stride(p.q);
   const int D = (int)p.q.D;
+  const score_rule sr = score_rule_of(p);
   tile_rows(Ks[0], (const T *)p.Q + qb, qs, q0, p.Sq, D);
   tile_rows(Vs[0], G + qb, qs, q0, p.Sq, D);
   __syncthreads();
@@ -302,73 +414,46 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
     frag_a(qa[kk], Ks[0], 16 * w, 16 * kk, g, t);
     frag_a(ga[kk], Vs[0], 16 * w, 16 * kk, g, t);
   }
-  const bool async = rows_async_ok<T>(Kg, ks, D) && rows_async_ok<T>(Vg, vs, D);
+  const tile_range kr = key_tiles(p, q0);
+  kv_stream<T> kv = {(const T *)p.K + base_of(p.k, b, kh), (const T *)p.V + base_of(p.v, b, kh), row_stride(p.k),
+                     row_stride(p.v), p.Sk, kr.end, D, D, false};
+  kv.async = rows_async_ok<T>(kv.K, kv.ks, D) && rows_async_ok<T>(kv.V, kv.vs, D);
   const int64_t row[2] = {q0 + 16 * w + g, q0 + 16 * w + g + 8};
-  float lse[2], dl[2], acc[8][4];
+  const float scale = (float)p.scale;
+  float lse2[2], dls[2], acc[8][4];
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     float2 st = row[r] < p.Sq ? stats[bh * p.Sq + row[r]] : make_float2(INFINITY, 0.f);
-    lse[r] = st.x;
-    dl[r] = st.y;
+    lse2[r] = st.x * LOG2E;
+    dls[r] = st.y * scale;
   }
 #pragma unroll
   for (int j = 0; j < 8; j++)
 #pragma unroll
     for (int e = 0; e < 4; e++) acc[j][e] = 0.f;
-  const float scale = (float)p.scale;
-  tile_range kr = key_tiles(p, q0);
   __syncthreads(); /* the fragments are read before buffer 0 is refilled */
-  if (async && kr.beg < kr.end) {
-    tile_rows_async(Ks[0], Kg, ks, kr.beg, p.Sk);
-    tile_rows_async(Vs[0], Vg, vs, kr.beg, p.Sk);
-    cp_commit();
-  }
+  kv_first(kv, Ks, Vs, kr.beg);
   int cur = 0;
   for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
-    if (async) {
-      if (k0 + TK < kr.end) {
-        tile_rows_async(Ks[cur ^ 1], Kg, ks, k0 + TK, p.Sk);
-        tile_rows_async(Vs[cur ^ 1], Vg, vs, k0 + TK, p.Sk);
-        cp_commit();
-        cp_wait<1>();
-      } else {
-        cp_wait<0>();
-      }
-    } else {
-      tile_rows(Ks[cur], Kg, ks, k0, p.Sk, D);
-      tile_rows(Vs[cur], Vg, vs, k0, p.Sk, D);
-    }
-    __syncthreads();
-    const T *Kc = Ks[cur], *Vc = Vs[cur];
+    kv_next(kv, Ks, Vs, cur, k0);
     float s[8][4], dp[8][4];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-#pragma unroll
-      for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < 4; kk++) {
-        mma_nt(s[j], qa[kk], Kc, 8 * j, 16 * kk, g, t);
-        mma_nt(dp[j], ga[kk], Vc, 8 * j, 16 * kk, g, t);
-      }
-    }
+    mma_tile_nt<T, 1>(&s, &qa, Ks[cur], lane);
+    mma_tile_nt<T, 1>(&dp, &ga, Vs[cur], lane);
     const bool full = tile_full(p, q0, k0);
 #pragma unroll
     for (int j = 0; j < 8; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        int r = e >> 1;
-        float th, sc = score(p, s[j][e], &th), ds = 0.f;
-        if (full || visible(p, row[r], k0 + 8 * j + 2 * t + (e & 1)))
-          ds = __expf(sc - lse[r]) * (dp[j][e] - dl[r]) * (1.f - th * th) * scale;
+        const int r = e >> 1;
+        float th, ds = 0.f;
+        const float v = score2<CAP>(sr, s[j][e], &th);
+        if (full || visible(p, row[r], k0 + 8 * j + 2 * t + (e & 1))) {
+          ds = ex2(v - lse2[r]) * fmaf(dp[j][e], scale, -dls[r]);
+          if (CAP) ds *= 1.f - th * th;
+        }
         s[j][e] = ds;
       }
-#pragma unroll
-    for (int kc = 0; kc < 4; kc++) {
-      uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                        pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-#pragma unroll
-      for (int n = 0; n < 8; n += 2) mma_kn2(acc[n], acc[n + 1], pa, Kc, 16 * kc, 8 * n, lane);
-    }
+    mma_tile_kn<T, 1>(&acc, &s, Ks[cur], lane);
     __syncthreads(); /* buffer cur is read before it is refilled */
   }
 #pragma unroll
@@ -386,17 +471,20 @@ __global__ void __launch_bounds__(TT) tc_dq(rlx_cu_attn p, const T *G, const flo
 }
 
 /* dk and / or dv for 64 keys of one (b, K/V head), summed over the query heads of its group:
- * s^T = k q^T, p^T = exp(s^T - lse), dv += p^T dy; dp^T = v dy^T, ds^T = p^T (dp^T - delta)
- * (1 - th^2) scale, dk += ds^T q. Rows of the accumulators are keys, columns queries / lanes. */
-template <typename T, bool WK, bool WV>
+ * s^T = k q^T, p^T = 2^(s^T log2 e - lse log2 e), dv += p^T dy; dp^T = v dy^T, ds^T = p^T (dp^T -
+ * delta) (1 - th^2) scale, dk += ds^T q. Rows of the accumulators are keys, columns queries /
+ * lanes. The query tile's statistics sit in shared memory as (lse log2 e, delta scale) pairs, so
+ * the two adjacent queries of a thread's accumulator pair come in one 16-byte load. */
+template <typename T, bool WK, bool WV, bool CAP>
 __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const float2 *stats, T *dk, T *dv) {
   __shared__ __align__(16) T Qs[2][TQ * PT];
   __shared__ __align__(16) T Gs[2][TQ * PT];
-  __shared__ float Ls[TQ], Dl[TQ];
+  __shared__ __align__(16) float2 St[TQ];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int64_t Hk = p.H / p.group, bk = blockIdx.y, b = bk / Hk, kh = bk % Hk, k0 = (int64_t)blockIdx.x * TK;
   const int64_t qs = row_stride(p.q), ks = row_stride(p.k), vs = row_stride(p.v);
   const int D = (int)p.q.D;
+  const score_rule sr = score_rule_of(p);
   tile_rows(Qs[0], (const T *)p.K + base_of(p.k, b, kh), ks, k0, p.Sk, D); /* k and v pass through Qs / Gs */
   if (WK) tile_rows(Gs[0], (const T *)p.V + base_of(p.v, b, kh), vs, k0, p.Sk, D);
   __syncthreads();
@@ -417,7 +505,7 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
     for (int e = 0; e < 4; e++) ak[j][e] = av[j][e] = 0.f;
   const int64_t key[2] = {k0 + 16 * w + g, k0 + 16 * w + g + 8};
   const float scale = (float)p.scale;
-  tile_range qr = query_tiles(p, k0);
+  const tile_range qr = query_tiles(p, k0);
   __syncthreads(); /* the fragments are read before buffer 0 is refilled */
   if (async && qr.beg < qr.end) {
     const int64_t qb = base_of(p.q, b, kh * p.group);
@@ -448,50 +536,35 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
       }
       if (threadIdx.x < TQ) {
         float2 st = q0 + threadIdx.x < p.Sq ? stats[bh * p.Sq + q0 + threadIdx.x] : make_float2(INFINITY, 0.f);
-        Ls[threadIdx.x] = st.x;
-        Dl[threadIdx.x] = st.y;
+        St[threadIdx.x] = make_float2(st.x * LOG2E, st.y * scale);
       }
       __syncthreads();
       const T *Qc = Qs[cur], *Gc = Gs[cur];
       float s[8][4], dp[8][4];
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) s[j][e] = dp[j][e] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-          mma_nt(s[j], ka[kk], Qc, 8 * j, 16 * kk, g, t);
-          if (WK) mma_nt(dp[j], va[kk], Gc, 8 * j, 16 * kk, g, t);
-        }
-      }
+      mma_tile_nt<T, 1>(&s, &ka, Qc, lane);
+      if (WK) mma_tile_nt<T, 1>(&dp, &va, Gc, lane);
       const bool full = tile_full(p, q0, k0);
 #pragma unroll
-      for (int j = 0; j < 8; j++)
+      for (int j = 0; j < 8; j++) {
+        const float4 st = *(const float4 *)&St[8 * j + 2 * t]; /* queries 8 j + 2 t and + 1 */
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-          int q = 8 * j + 2 * t + (e & 1);
-          float th, sc = score(p, s[j][e], &th);
-          bool vis = full || visible(p, q0 + q, key[e >> 1]);
-          float pr = vis ? __expf(sc - Ls[q]) : 0.f;
-          if (WK) dp[j][e] = vis ? pr * (dp[j][e] - Dl[q]) * (1.f - th * th) * scale : 0.f;
+          const int q = 8 * j + 2 * t + (e & 1);
+          const float l2 = e & 1 ? st.z : st.x, dls = e & 1 ? st.w : st.y;
+          float th;
+          const float v = score2<CAP>(sr, s[j][e], &th);
+          const bool vis = full || visible(p, q0 + q, key[e >> 1]);
+          const float pr = vis ? ex2(v - l2) : 0.f;
+          if (WK) {
+            float ds = pr * fmaf(dp[j][e], scale, -dls);
+            if (CAP) ds *= 1.f - th * th;
+            dp[j][e] = ds;
+          }
           s[j][e] = pr;
         }
-#pragma unroll
-      for (int kc = 0; kc < 4; kc++) {
-        if (WV) {
-          uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
-                            pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]), pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
-#pragma unroll
-          for (int n = 0; n < 8; n += 2) mma_kn2(av[n], av[n + 1], pa, Gc, 16 * kc, 8 * n, lane);
-        }
-        if (WK) {
-          uint32_t da[4] = {pack2<T>(dp[2 * kc][0], dp[2 * kc][1]), pack2<T>(dp[2 * kc][2], dp[2 * kc][3]),
-                            pack2<T>(dp[2 * kc + 1][0], dp[2 * kc + 1][1]),
-                            pack2<T>(dp[2 * kc + 1][2], dp[2 * kc + 1][3])};
-#pragma unroll
-          for (int n = 0; n < 8; n += 2) mma_kn2(ak[n], ak[n + 1], da, Qc, 16 * kc, 8 * n, lane);
-        }
       }
+      if (WV) mma_tile_kn<T, 1>(&av, &s, Gc, lane);
+      if (WK) mma_tile_kn<T, 1>(&ak, &dp, Qc, lane);
       __syncthreads(); /* buffer cur and the statistics are read before they are refilled */
     }
   }
@@ -510,35 +583,49 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
   }
 }
 
-template <typename T> rlx_status fwd(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
-  dim3 grid((unsigned)((p->Sq + TQ - 1) / TQ), (unsigned)(p->B * p->H));
+/* m-tiles per warp of the forward: 2 (128-row blocks) unless RLX_CUDA_FLASH_TC_MT=1 */
+static int fwd_mtiles(void) {
+  static int mt = 0;
+  if (mt == 0) {
+    const char *e = getenv("RLX_CUDA_FLASH_TC_MT");
+    mt = e && strcmp(e, "1") == 0 ? 1 : 2;
+  }
+  return mt;
+}
+
+template <typename T, bool CAP, int MT> rlx_status fwd_mt(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
+  dim3 grid((unsigned)((p->Sq + TQ * MT - 1) / (TQ * MT)), (unsigned)(p->B * p->H));
   if (stats)
-    tc_fwd<T, true><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, (float2 *)stats);
+    tc_fwd<T, true, CAP, MT><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, (float2 *)stats);
   else
-    tc_fwd<T, false><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, NULL);
+    tc_fwd<T, false, CAP, MT><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, NULL);
   return cu_launch_status("tensor-core flash attention forward");
 }
 
-template <typename T> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
+template <typename T, bool CAP> rlx_status fwd(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
+  return fwd_mtiles() == 2 ? fwd_mt<T, CAP, 2>(c, p, G, stats) : fwd_mt<T, CAP, 1>(c, p, G, stats);
+}
+
+template <typename T, bool CAP> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   const rlx_cu_attn *a = &p->a;
-  if (p->compute_stats == 1) RLX_TRY(fwd<T>(c, a, p->G, p->stats));
+  if (p->compute_stats == 1) RLX_TRY((fwd<T, CAP>(c, a, p->G, p->stats)));
   if (p->compute_stats == 2) RLX_TRY(rlx_cu_flash_delta(c, p));
   const T *G = (const T *)p->G;
   const float2 *st = (const float2 *)p->stats;
   if (p->dq) {
     dim3 grid((unsigned)((a->Sq + TQ - 1) / TQ), (unsigned)(a->B * a->H));
-    tc_dq<T><<<grid, TT, 0, c->stream>>>(*a, G, st, (T *)p->dq);
+    tc_dq<T, CAP><<<grid, TT, 0, c->stream>>>(*a, G, st, (T *)p->dq);
     RLX_TRY(cu_launch_status("tensor-core flash attention dq"));
   }
   if (p->dk || p->dv) {
     dim3 grid((unsigned)((a->Sk + TK - 1) / TK), (unsigned)(a->B * (a->H / a->group)));
     T *dk = (T *)p->dk, *dv = (T *)p->dv;
     if (dk && dv)
-      tc_dkv<T, true, true><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
+      tc_dkv<T, true, true, CAP><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
     else if (dk)
-      tc_dkv<T, true, false><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
+      tc_dkv<T, true, false, CAP><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
     else
-      tc_dkv<T, false, true><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
+      tc_dkv<T, false, true, CAP><<<grid, TT, 0, c->stream>>>(*a, G, st, dk, dv);
     RLX_TRY(cu_launch_status("tensor-core flash attention dk / dv"));
   }
   return RLX_OK;
@@ -556,9 +643,11 @@ extern "C" int rlx_cu_flash_tc_fits(const rlx_cu_attn *p) {
 }
 
 extern "C" rlx_status rlx_cu_flash_tc_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
-  return p->dtype == RLX_BF16 ? fwd<__nv_bfloat16>(c, p, G, stats) : fwd<__half>(c, p, G, stats);
+  if (p->dtype == RLX_BF16) return p->capped ? fwd<__nv_bfloat16, true>(c, p, G, stats) : fwd<__nv_bfloat16, false>(c, p, G, stats);
+  return p->capped ? fwd<__half, true>(c, p, G, stats) : fwd<__half, false>(c, p, G, stats);
 }
 
 extern "C" rlx_status rlx_cu_flash_tc_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
-  return p->a.dtype == RLX_BF16 ? bwd<__nv_bfloat16>(c, p) : bwd<__half>(c, p);
+  if (p->a.dtype == RLX_BF16) return p->a.capped ? bwd<__nv_bfloat16, true>(c, p) : bwd<__nv_bfloat16, false>(c, p);
+  return p->a.capped ? bwd<__half, true>(c, p) : bwd<__half, false>(c, p);
 }

@@ -7,6 +7,7 @@
  * bf16 LayerNorm gamma gradient (typed two-column kernel). Data movement must be exact, the
  * one-dtype region too (float arithmetic of 16-bit values rounds to the double path's result);
  * the reductions sum in double in another order, so they are held to one bf16 unit. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -19,7 +20,69 @@
 
 void cuda_fast_path_checks(void);
 
+/* The tensor-core attention forward's NaN rule (the CPU reference's): a row that sees a NaN score
+ * is NaN in every lane, other rows are untouched. bf16 [1, 2, 130, 64], causal: a NaN in head 0's
+ * query row 7 and in head 1's key 100, so head 0 has one NaN row and head 1 the rows 100-129
+ * (the causal mask hides key 100 from the rows before it, in the tile with the NaN and before).
+ * The NaN positions must be the same on both backends and the rest within bf16 tolerance. */
+static void attention_nan_rows(void) {
+  const int64_t H = 2, S = 130, D = 64;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_attention_nan", &g));
+  rlx_shape s = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){1, H, S, D});
+  rlx_id in[3], b16[3], y, yf;
+  const char *names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(rlx_input(g, names[i], s, &in[i]));
+    CHECK_OK(rlx_cast_to(g, in[i], RLX_BF16, &b16[i]));
+  }
+  rlx_attrs_Attention a = {.num_heads = H, .head_dim = D, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_Attention(g, b16, 3, &a, NULL, &y));
+  CHECK_OK(rlx_cast_to(g, y, RLX_F32, &yf));
+  CHECK_OK(rlx_graph_set_outputs(g, &yf, 1));
+  const size_t n = (size_t)(H * S * D);
+  float *v[3];
+  rlx_named_tensor tin[3];
+  for (int i = 0; i < 3; i++) {
+    v[i] = cuda_test_vals(n, 71 + (uint32_t)i, -1.0f, 1.0f);
+    tin[i] = (rlx_named_tensor){names[i], {v[i], s}};
+  }
+  v[0][(0 * S + 7) * D + 3] = NAN;
+  v[1][(1 * S + 100) * D + 0] = NAN;
+  const char *backends[2] = {"cpu", "cuda"};
+  rlx_executable *e[2] = {NULL, NULL};
+  const rlx_tensor *out[2] = {NULL, NULL};
+  uint32_t n_out[2] = {0, 0};
+  for (int b = 0; b < 2; b++) {
+    CHECK_OK(rlx_compile(g, backends[b], NULL, &e[b]));
+    if (e[b]) CHECK_OK(rlx_executable_run(e[b], tin, 3, &out[b], &n_out[b]));
+  }
+  size_t nan_cpu = 0, nan_mismatch = 0;
+  double worst = INFINITY;
+  if (n_out[0] == 1 && n_out[1] == 1) {
+    const float *c = out[0][0].data, *d = out[1][0].data;
+    worst = 0;
+    for (size_t i = 0; i < n; i++) {
+      nan_cpu += isnan(c[i]) != 0;
+      if ((isnan(c[i]) != 0) != (isnan(d[i]) != 0))
+        nan_mismatch++;
+      else if (!isnan(c[i]))
+        worst = fmax(worst, fabs((double)c[i] - d[i]));
+    }
+  }
+  printf("bf16 causal attention with NaN rows: %zu NaN on cpu (expected %lld), %zu positions differ, max difference "
+         "elsewhere %.3g\n",
+         nan_cpu, (long long)((1 + (S - 100)) * D), nan_mismatch, worst);
+  CHECK_MSG(nan_cpu == (size_t)((1 + (S - 100)) * D), "cpu reference: %zu NaN outputs", nan_cpu);
+  CHECK_MSG(nan_mismatch == 0 && worst < 3e-2, "attention NaN rows: %zu positions differ, max difference %g",
+            nan_mismatch, worst);
+  for (int b = 0; b < 2; b++) rlx_executable_free(e[b]);
+  for (int i = 0; i < 3; i++) free(v[i]);
+  rlx_graph_free(g);
+}
+
 void cuda_fast_path_checks(void) {
+  attention_nan_rows();
   const int64_t R = 1027, C = 96;
   rlx_graph *g = NULL;
   CHECK_OK(rlx_graph_create(NULL, "cuda_fast_paths", &g));
