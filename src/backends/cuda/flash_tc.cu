@@ -583,12 +583,13 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
   }
 }
 
-/* m-tiles per warp of the forward: 2 (128-row blocks) unless RLX_CUDA_FLASH_TC_MT=1 */
+/* m-tiles per warp of the forward: 1 (64-row blocks, the tiling every GPU run so far measured)
+ * unless RLX_CUDA_FLASH_TC_MT=2 (128-row blocks, each K / V fragment feeding two products) */
 static int fwd_mtiles(void) {
   static int mt = 0;
   if (mt == 0) {
     const char *e = getenv("RLX_CUDA_FLASH_TC_MT");
-    mt = e && strcmp(e, "1") == 0 ? 1 : 2;
+    mt = e && strcmp(e, "2") == 0 ? 2 : 1;
   }
   return mt;
 }
