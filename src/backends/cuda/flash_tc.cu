@@ -583,8 +583,10 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
   }
 }
 
-/* m-tiles per warp of the forward: 1 (64-row blocks, the tiling every GPU run so far measured)
- * unless RLX_CUDA_FLASH_TC_MT=2 (128-row blocks, each K / V fragment feeding two products) */
+/* m-tiles per warp of the forward: 1 (64-row blocks) unless RLX_CUDA_FLASH_TC_MT=2 (128-row
+ * blocks, each K / V fragment feeding two products). On the H200 the 128-row blocks were slower
+ * (GPT-2 block, bf16: forward 253 against 164 us; 2 blocks of 255 registers per SM against 3 of
+ * 167, docs/cuda.md); the knob stays for other shapes and chips. */
 static int fwd_mtiles(void) {
   static int mt = 0;
   if (mt == 0) {
