@@ -172,55 +172,38 @@ template <typename T> __device__ inline void frag_b2(uint32_t *b, const T *Y, in
                : "r"(addr));
 }
 
-/* acc[i] = A[i] x Y^T for the warp's MT m-tiles of 16 rows: A[i] is 16 x 64 as four k-steps of
- * A fragments, Y a 64 x 64 tile stored [n][k]; acc[i][j] is the n-tile of columns 8 j .. 8 j + 7.
- * Each B fragment is loaded once for the MT m-tiles. */
-template <typename T, int MT>
-__device__ inline void mma_tile_nt(float (*acc)[8][4], const uint32_t (*a)[4][4], const T *Y, int lane) {
+/* acc = A x Y^T for the warp's 16 rows: A is 16 x 64 as four k-steps of A fragments, Y a 64 x 64
+ * tile stored [n][k]; acc[j] is the n-tile of columns 8 j .. 8 j + 7. */
+template <typename T> __device__ inline void mma_tile_nt(float (*acc)[4], const uint32_t (*a)[4], const T *Y, int lane) {
 #pragma unroll
-  for (int i = 0; i < MT; i++)
+  for (int j = 0; j < 8; j++)
 #pragma unroll
-    for (int j = 0; j < 8; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+    for (int e = 0; e < 4; e++) acc[j][e] = 0.f;
 #pragma unroll
   for (int j = 0; j < 8; j += 2)
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
       uint32_t b[4];
       frag_b2(b, Y, 8 * j, 16 * kk, lane);
-#pragma unroll
-      for (int i = 0; i < MT; i++) {
-        mma16816<T>(acc[i][j], a[i][kk], b[0], b[1]);
-        mma16816<T>(acc[i][j + 1], a[i][kk], b[2], b[3]);
-      }
+      mma16816<T>(acc[j], a[kk], b[0], b[1]);
+      mma16816<T>(acc[j + 1], a[kk], b[2], b[3]);
     }
 }
 
-/* acc[i] += P[i] x Y for the warp's MT m-tiles: P[i] is the fp32 16 x 64 tile s[i] (accumulator
- * layout), rounded to the operand dtype as A fragments; Y is a 64 x 64 tile stored row-major
- * [k][n]. */
-template <typename T, int MT>
-__device__ inline void mma_tile_kn(float (*acc)[8][4], const float (*s)[8][4], const T *Y, int lane) {
+/* acc += P x Y for the warp's 16 rows: P is the fp32 16 x 64 tile s (accumulator layout), rounded
+ * to the operand dtype as A fragments; Y is a 64 x 64 tile stored row-major [k][n]. */
+template <typename T> __device__ inline void mma_tile_kn(float (*acc)[4], const float (*s)[4], const T *Y, int lane) {
 #pragma unroll
   for (int kc = 0; kc < 4; kc++) {
-    uint32_t pa[MT][4];
-#pragma unroll
-    for (int i = 0; i < MT; i++) {
-      pa[i][0] = pack2<T>(s[i][2 * kc][0], s[i][2 * kc][1]);
-      pa[i][1] = pack2<T>(s[i][2 * kc][2], s[i][2 * kc][3]);
-      pa[i][2] = pack2<T>(s[i][2 * kc + 1][0], s[i][2 * kc + 1][1]);
-      pa[i][3] = pack2<T>(s[i][2 * kc + 1][2], s[i][2 * kc + 1][3]);
-    }
+    const uint32_t pa[4] = {pack2<T>(s[2 * kc][0], s[2 * kc][1]), pack2<T>(s[2 * kc][2], s[2 * kc][3]),
+                            pack2<T>(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                            pack2<T>(s[2 * kc + 1][2], s[2 * kc + 1][3])};
 #pragma unroll
     for (int n = 0; n < 8; n += 2) {
       uint32_t b[4];
       frag_bt2(b, Y, 16 * kc, 8 * n, lane);
-#pragma unroll
-      for (int i = 0; i < MT; i++) {
-        mma16816<T>(acc[i][n], pa[i], b[0], b[1]);
-        mma16816<T>(acc[i][n + 1], pa[i], b[2], b[3]);
-      }
+      mma16816<T>(acc[n], pa, b[0], b[1]);
+      mma16816<T>(acc[n + 1], pa, b[2], b[3]);
     }
   }
 }
@@ -261,143 +244,125 @@ __device__ inline void kv_next(const kv_stream<T> &st, T (*Ks)[TK * PT], T (*Vs)
   __syncthreads();
 }
 
-/* Forward: one block per 64 MT query rows of one (b, h); warp w owns the MT m-tiles of 16 rows
- * starting at row 16 MT w, so each K / V fragment it loads feeds MT products. Accumulator element
- * e of n-tile j of m-tile i is row 16 (MT w + i) + (e < 2 ? g : g + 8), column 8 j + 2 t + (e & 1).
- * The running maximum m is in log2 units (score2); a NaN score is not hidden from the sums, so it
- * reaches the row's l, and a row whose l is NaN is written as NaN (the CPU reference's rule). */
-template <typename T, bool STATS, bool CAP, int MT, int MINB>
-__global__ void __launch_bounds__(TT, MINB) tc_fwd(rlx_cu_attn p, const T *G, float2 *stats) {
-  static_assert(MT == 1 || MT == 2, "one or two m-tiles per warp (the query tile passes through Ks)");
+/* Forward: one block per 64 query rows of one (b, h), compiled for 4 blocks per SM (128
+ * registers, 16-24 bytes of spills): 16 warps instead of 12 at 167 registers hide more of its
+ * latency (ncu on the H200, bf16 GPT-2 block: 156 against 164 us; 128-row blocks with two m-tiles
+ * per warp were slower still, 253 us: docs/cuda.md). Accumulator element e of n-tile j is row
+ * (e < 2 ? g : g + 8) of the warp's 16, column 8 j + 2 t + (e & 1). The running maximum m is in
+ * log2 units (score2); a NaN score is not hidden from the sums, so it reaches the row's l, and a
+ * row whose l is NaN is written as NaN (the CPU reference's rule). */
+template <typename T, bool STATS, bool CAP>
+__global__ void __launch_bounds__(TT, 4) tc_fwd(rlx_cu_attn p, const T *G, float2 *stats) {
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group;
-  const int64_t q0 = (int64_t)heavy_first_tile() * TQ * MT;
+  const int64_t bh = blockIdx.y, b = bh / p.H, h = bh % p.H, kh = h / p.group, q0 = (int64_t)heavy_first_tile() * TQ;
   const T *Qg = (const T *)p.Q + base_of(p.q, b, h);
   const int64_t qs = row_stride(p.q);
   const int D = (int)p.q.D, Dv = (int)p.v.D;
   const score_rule sr = score_rule_of(p);
-#pragma unroll
-  for (int i = 0; i < MT; i++) tile_rows(Ks[i], Qg, qs, q0 + TQ * i, p.Sq, D); /* the query rows pass through Ks */
+  tile_rows(Ks[0], Qg, qs, q0, p.Sq, D); /* the query tile passes through Ks[0] */
   __syncthreads();
-  uint32_t qa[MT][4][4];
+  uint32_t qa[4][4];
 #pragma unroll
-  for (int i = 0; i < MT; i++)
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++) frag_a(qa[i][kk], Ks[0], 16 * (MT * w + i), 16 * kk, g, t);
-  /* the keys any of the block's rows sees: from the first tile's start to the last tile's end */
-  const tile_range kr = {key_tiles(p, q0).beg, key_tiles(p, q0 + TQ * (MT - 1)).end};
+  for (int kk = 0; kk < 4; kk++) frag_a(qa[kk], Ks[0], 16 * w, 16 * kk, g, t);
+  const tile_range kr = key_tiles(p, q0);
   kv_stream<T> kv = {(const T *)p.K + base_of(p.k, b, kh), (const T *)p.V + base_of(p.v, b, kh), row_stride(p.k),
                      row_stride(p.v), p.Sk, kr.end, D, Dv, false};
   kv.async = rows_async_ok<T>(kv.K, kv.ks, D) && rows_async_ok<T>(kv.V, kv.vs, Dv);
-  float o[MT][8][4], m[MT][2], l[MT][2];
-  int64_t row[MT][2];
+  float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
 #pragma unroll
-  for (int i = 0; i < MT; i++) {
+  for (int j = 0; j < 8; j++)
 #pragma unroll
-    for (int j = 0; j < 8; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) o[i][j][e] = 0.f;
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-      m[i][r] = -INFINITY;
-      l[i][r] = 0.f;
-      row[i][r] = q0 + 16 * (MT * w + i) + g + 8 * r;
-    }
-  }
-  __syncthreads(); /* the query fragments are read before Ks is refilled */
+    for (int e = 0; e < 4; e++) o[j][e] = 0.f;
+  const int64_t row[2] = {q0 + 16 * w + g, q0 + 16 * w + g + 8};
+  __syncthreads(); /* the query fragments are read before Ks[0] is refilled */
   kv_first(kv, Ks, Vs, kr.beg);
   int cur = 0;
   for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
     kv_next(kv, Ks, Vs, cur, k0);
-    float s[MT][8][4];
-    mma_tile_nt<T, MT>(s, qa, Ks[cur], lane);
-    bool full = true;
+    float s[8][4];
+    mma_tile_nt<T>(s, qa, Ks[cur], lane);
+    const bool full = tile_full(p, q0, k0);
+    float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int i = 0; i < MT; i++) full = full && tile_full(p, q0 + TQ * i, k0);
+    for (int j = 0; j < 8; j++)
 #pragma unroll
-    for (int i = 0; i < MT; i++) {
-      float mx[2] = {-INFINITY, -INFINITY};
+      for (int e = 0; e < 4; e++) {
+        float th, v = score2<CAP>(sr, s[j][e], &th);
+        if (!full && !visible(p, row[e >> 1], k0 + 8 * j + 2 * t + (e & 1))) v = -INFINITY;
+        s[j][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    float mu[2], corr[2], rs[2] = {0.f, 0.f};
 #pragma unroll
-      for (int j = 0; j < 8; j++)
+    for (int r = 0; r < 2; r++) {
+      const float mn = fmaxf(m[r], quad_max(mx[r]));
+      mu[r] = mn == -INFINITY ? 0.f : mn; /* a row with nothing visible yet: 2^(-inf - 0) = 0 */
+      corr[r] = ex2(m[r] - mu[r]);
+      m[r] = mn;
+    }
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          float th, v = score2<CAP>(sr, s[i][j][e], &th);
-          if (!full && !visible(p, row[i][e >> 1], k0 + 8 * j + 2 * t + (e & 1))) v = -INFINITY;
-          s[i][j][e] = v;
-          mx[e >> 1] = fmaxf(mx[e >> 1], v);
-        }
-      float mu[2], corr[2], rs[2] = {0.f, 0.f};
+    for (int j = 0; j < 8; j++)
 #pragma unroll
-      for (int r = 0; r < 2; r++) {
-        const float mn = fmaxf(m[i][r], quad_max(mx[r]));
-        mu[r] = mn == -INFINITY ? 0.f : mn; /* a row with nothing visible yet: 2^(-inf - 0) = 0 */
-        corr[r] = ex2(m[i][r] - mu[r]);
-        m[i][r] = mn;
+      for (int e = 0; e < 4; e++) {
+        const int r = e >> 1;
+        const float x = ex2(s[j][e] - mu[r]);
+        s[j][e] = x;
+        rs[r] += x;
+        o[j][e] *= corr[r];
       }
 #pragma unroll
-      for (int j = 0; j < 8; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int r = e >> 1;
-          const float x = ex2(s[i][j][e] - mu[r]);
-          s[i][j][e] = x;
-          rs[r] += x;
-          o[i][j][e] *= corr[r];
-        }
-#pragma unroll
-      for (int r = 0; r < 2; r++) l[i][r] = l[i][r] * corr[r] + rs[r]; /* this thread's columns; quad-summed at the end */
-    }
-    mma_tile_kn<T, MT>(o, s, Vs[cur], lane);
+    for (int r = 0; r < 2; r++) l[r] = l[r] * corr[r] + rs[r]; /* this thread's columns; quad-summed at the end */
+    mma_tile_kn<T>(o, s, Vs[cur], lane);
     __syncthreads(); /* buffer cur is read before it is refilled */
   }
 #pragma unroll
-  for (int i = 0; i < MT; i++)
+  for (int r = 0; r < 2; r++) {
+    const float lt = quad_sum(l[r]);
+    const bool nan_row = lt != lt;
+    const float inv = lt > 0.f ? 1.f / lt : 0.f;
+    const float lse = nan_row ? NAN : lt > 0.f ? (m[r] + __log2f(lt)) * LN2 : INFINITY;
+    const int64_t qi = row[r];
+    if (!STATS) {
+      if (qi >= p.Sq) continue;
+      const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
+      T *out = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-      const float lt = quad_sum(l[i][r]);
-      const bool nan_row = lt != lt;
-      const float inv = lt > 0.f ? 1.f / lt : 0.f;
-      const float lse = nan_row ? NAN : lt > 0.f ? (m[i][r] + __log2f(lt)) * LN2 : INFINITY;
-      const int64_t qi = row[i][r];
-      if (!STATS) {
-        if (qi >= p.Sq) continue;
-        const int64_t off = base_of(p.o, b, h) + qi * row_stride(p.o);
-        T *out = (T *)p.out + off, *sv = p.save_out ? (T *)p.save_out + off : NULL;
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int c = 0; c < 2; c++) {
+          int d = 8 * j + 2 * t + c;
+          if (d >= Dv) continue;
+          T y = from_f<T>(nan_row ? NAN : o[j][2 * r + c] * inv);
+          out[d] = y;
+          if (sv) sv[d] = y;
+        }
+      if (p.save_lse && t == 0) ((float2 *)p.save_lse)[bh * p.Sq + qi] = make_float2(lse, 0.f);
+    } else {
+      float dl = 0.f;
+      if (qi < p.Sq) {
+        const T *gy = G + base_of(p.q, b, h) + qi * qs;
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
           for (int c = 0; c < 2; c++) {
             int d = 8 * j + 2 * t + c;
-            if (d >= Dv) continue;
-            T y = from_f<T>(nan_row ? NAN : o[i][j][2 * r + c] * inv);
-            out[d] = y;
-            if (sv) sv[d] = y;
+            if (d < Dv) dl = fmaf(to_f(gy[d]), o[j][2 * r + c] * inv, dl);
           }
-        if (p.save_lse && t == 0) ((float2 *)p.save_lse)[bh * p.Sq + qi] = make_float2(lse, 0.f);
-      } else {
-        float dl = 0.f;
-        if (qi < p.Sq) {
-          const T *gy = G + base_of(p.q, b, h) + qi * qs;
-#pragma unroll
-          for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int c = 0; c < 2; c++) {
-              int d = 8 * j + 2 * t + c;
-              if (d < Dv) dl = fmaf(to_f(gy[d]), o[i][j][2 * r + c] * inv, dl);
-            }
-        }
-        dl = quad_sum(dl);
-        if (t == 0 && qi < p.Sq) stats[bh * p.Sq + qi] = make_float2(lse, dl);
       }
+      dl = quad_sum(dl);
+      if (t == 0 && qi < p.Sq) stats[bh * p.Sq + qi] = make_float2(lse, dl);
     }
+  }
 }
 
-/* dq for 64 query rows of one (b, h): s = q k^T, dp = dy v^T, ds = p (dp - delta) (1 - th^2)
+/* dq for 64 query rows of one (b, h), compiled for 3 blocks per SM (168 registers, 40-112 bytes
+ * of spills) rather than 2 at 249 registers: 149 against 161 us in the bf16 GPT-2 block on the
+ * H200 (ncu). s = q k^T, dp = dy v^T, ds = p (dp - delta) (1 - th^2)
  * scale with p = 2^(s log2 e - lse log2 e), dq += ds k. */
-template <typename T, bool CAP, int MINB>
-__global__ void __launch_bounds__(TT, MINB) tc_dq(rlx_cu_attn p, const T *G, const float2 *stats, T *dq) {
+template <typename T, bool CAP>
+__global__ void __launch_bounds__(TT, 3) tc_dq(rlx_cu_attn p, const T *G, const float2 *stats, T *dq) {
   __shared__ __align__(16) T Ks[2][TK * PT];
   __shared__ __align__(16) T Vs[2][TK * PT];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
@@ -437,8 +402,8 @@ __global__ void __launch_bounds__(TT, MINB) tc_dq(rlx_cu_attn p, const T *G, con
   for (int64_t k0 = kr.beg; k0 < kr.end; k0 += TK, cur ^= 1) {
     kv_next(kv, Ks, Vs, cur, k0);
     float s[8][4], dp[8][4];
-    mma_tile_nt<T, 1>(&s, &qa, Ks[cur], lane);
-    mma_tile_nt<T, 1>(&dp, &ga, Vs[cur], lane);
+    mma_tile_nt<T>(s, qa, Ks[cur], lane);
+    mma_tile_nt<T>(dp, ga, Vs[cur], lane);
     const bool full = tile_full(p, q0, k0);
 #pragma unroll
     for (int j = 0; j < 8; j++)
@@ -453,7 +418,7 @@ __global__ void __launch_bounds__(TT, MINB) tc_dq(rlx_cu_attn p, const T *G, con
         }
         s[j][e] = ds;
       }
-    mma_tile_kn<T, 1>(&acc, &s, Ks[cur], lane);
+    mma_tile_kn<T>(acc, s, Ks[cur], lane);
     __syncthreads(); /* buffer cur is read before it is refilled */
   }
 #pragma unroll
@@ -541,8 +506,8 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
       __syncthreads();
       const T *Qc = Qs[cur], *Gc = Gs[cur];
       float s[8][4], dp[8][4];
-      mma_tile_nt<T, 1>(&s, &ka, Qc, lane);
-      if (WK) mma_tile_nt<T, 1>(&dp, &va, Gc, lane);
+      mma_tile_nt<T>(s, ka, Qc, lane);
+      if (WK) mma_tile_nt<T>(dp, va, Gc, lane);
       const bool full = tile_full(p, q0, k0);
 #pragma unroll
       for (int j = 0; j < 8; j++) {
@@ -563,8 +528,8 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
           s[j][e] = pr;
         }
       }
-      if (WV) mma_tile_kn<T, 1>(&av, &s, Gc, lane);
-      if (WK) mma_tile_kn<T, 1>(&ak, &dp, Qc, lane);
+      if (WV) mma_tile_kn<T>(av, s, Gc, lane);
+      if (WK) mma_tile_kn<T>(ak, dp, Qc, lane);
       __syncthreads(); /* buffer cur and the statistics are read before they are refilled */
     }
   }
@@ -583,33 +548,13 @@ __global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const T *G, const fl
   }
 }
 
-/* m-tiles per warp of the forward: 1 (64-row blocks) unless RLX_CUDA_FLASH_TC_MT=2 (128-row
- * blocks, each K / V fragment feeding two products). On the H200 the 128-row blocks were slower
- * (GPT-2 block, bf16: forward 253 against 164 us; 2 blocks of 255 registers per SM against 3 of
- * 167, docs/cuda.md); the knob stays for other shapes and chips. */
-static int fwd_mtiles(void) {
-  static int mt = 0;
-  if (mt == 0) {
-    const char *e = getenv("RLX_CUDA_FLASH_TC_MT");
-    mt = e && strcmp(e, "2") == 0 ? 2 : 1;
-  }
-  return mt;
-}
-
-template <typename T, bool CAP, int MT, int MINB> rlx_status fwd_mt(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
-  dim3 grid((unsigned)((p->Sq + TQ * MT - 1) / (TQ * MT)), (unsigned)(p->B * p->H));
-  if (stats)
-    tc_fwd<T, true, CAP, MT, MINB><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, (float2 *)stats);
-  else
-    tc_fwd<T, false, CAP, MT, MINB><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, NULL);
-  return cu_launch_status("tensor-core flash attention forward");
-}
-
-/* The 64-row forward is compiled for 4 blocks per SM (128 registers, 16-24 bytes of spills):
- * 16 warps instead of 12 hide more of its latency (ncu on the H200: 156 us against 164 us at 167
- * registers and 3 blocks; the bf16 block 1.951 against 1.965 ms). */
 template <typename T, bool CAP> rlx_status fwd(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
-  return fwd_mtiles() == 2 ? fwd_mt<T, CAP, 2, 1>(c, p, G, stats) : fwd_mt<T, CAP, 1, 4>(c, p, G, stats);
+  dim3 grid((unsigned)((p->Sq + TQ - 1) / TQ), (unsigned)(p->B * p->H));
+  if (stats)
+    tc_fwd<T, true, CAP><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, (float2 *)stats);
+  else
+    tc_fwd<T, false, CAP><<<grid, TT, 0, c->stream>>>(*p, (const T *)G, NULL);
+  return cu_launch_status("tensor-core flash attention forward");
 }
 
 template <typename T, bool CAP> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
@@ -620,9 +565,7 @@ template <typename T, bool CAP> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn_
   const float2 *st = (const float2 *)p->stats;
   if (p->dq) {
     dim3 grid((unsigned)((a->Sq + TQ - 1) / TQ), (unsigned)(a->B * a->H));
-    /* 3 blocks per SM (168 registers, 40-112 bytes of spills) rather than 2 at 249 registers:
-     * 149 against 161 us in the bf16 GPT-2 block on the H200 (ncu) */
-    tc_dq<T, CAP, 3><<<grid, TT, 0, c->stream>>>(*a, G, st, (T *)p->dq);
+    tc_dq<T, CAP><<<grid, TT, 0, c->stream>>>(*a, G, st, (T *)p->dq);
     RLX_TRY(cu_launch_status("tensor-core flash attention dq"));
   }
   if (p->dk || p->dv) {

@@ -33,17 +33,32 @@ float *cuda_test_vals(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
+bool cuda_test_run_both(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, cuda_test_runs *r) {
+  const char *names[2] = {"cpu", "cuda"};
+  for (int b = 0; b < 2; b++) {
+    r->e[b] = NULL;
+    r->out[b] = NULL;
+    r->n_out[b] = 0;
+  }
+  for (int b = 0; b < 2; b++) {
+    CHECK_OK(rlx_compile(g, names[b], NULL, &r->e[b]));
+    if (!r->e[b]) return false;
+    CHECK_OK(rlx_executable_run(r->e[b], in, n_in, &r->out[b], &r->n_out[b]));
+  }
+  return true;
+}
+
 /* Runs g on cpu and cuda; every output is f32. Returns the worst difference scaled by
  * max(1, max |cpu|) per output; *e_cuda keeps the cuda executable when asked for. */
 double cuda_test_cpu_vs_cuda(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, rlx_executable **e_cuda) {
-  const char *names[2] = {"cpu", "cuda"};
-  rlx_executable *e[2] = {NULL, NULL};
-  const rlx_tensor *out[2] = {NULL, NULL};
-  uint32_t n_out[2] = {0, 0};
-  for (int b = 0; b < 2; b++) {
-    CHECK_OK(rlx_compile(g, names[b], NULL, &e[b]));
-    if (!e[b]) return INFINITY;
-    CHECK_OK(rlx_executable_run(e[b], in, n_in, &out[b], &n_out[b]));
+  cuda_test_runs r;
+  bool ran = cuda_test_run_both(g, in, n_in, &r);
+  rlx_executable **e = r.e;
+  const rlx_tensor **out = r.out;
+  const uint32_t *n_out = r.n_out;
+  if (!ran) {
+    rlx_executable_free(e[0]);
+    return INFINITY;
   }
   double worst = n_out[0] && n_out[0] == n_out[1] ? 0 : INFINITY;
   for (uint32_t o = 0; o < n_out[0] && n_out[0] == n_out[1]; o++) {

@@ -49,18 +49,12 @@ static void attention_nan_rows(void) {
   }
   v[0][(0 * S + 7) * D + 3] = NAN;
   v[1][(1 * S + 100) * D + 0] = NAN;
-  const char *backends[2] = {"cpu", "cuda"};
-  rlx_executable *e[2] = {NULL, NULL};
-  const rlx_tensor *out[2] = {NULL, NULL};
-  uint32_t n_out[2] = {0, 0};
-  for (int b = 0; b < 2; b++) {
-    CHECK_OK(rlx_compile(g, backends[b], NULL, &e[b]));
-    if (e[b]) CHECK_OK(rlx_executable_run(e[b], tin, 3, &out[b], &n_out[b]));
-  }
+  cuda_test_runs r;
+  const bool ran = cuda_test_run_both(g, tin, 3, &r);
   size_t nan_cpu = 0, nan_mismatch = 0;
   double worst = INFINITY;
-  if (n_out[0] == 1 && n_out[1] == 1) {
-    const float *c = out[0][0].data, *d = out[1][0].data;
+  if (ran && r.n_out[0] == 1 && r.n_out[1] == 1) {
+    const float *c = r.out[0][0].data, *d = r.out[1][0].data;
     worst = 0;
     for (size_t i = 0; i < n; i++) {
       nan_cpu += isnan(c[i]) != 0;
@@ -76,7 +70,7 @@ static void attention_nan_rows(void) {
   CHECK_MSG(nan_cpu == (size_t)((1 + (S - 100)) * D), "cpu reference: %zu NaN outputs", nan_cpu);
   CHECK_MSG(nan_mismatch == 0 && worst < 3e-2, "attention NaN rows: %zu positions differ, max difference %g",
             nan_mismatch, worst);
-  for (int b = 0; b < 2; b++) rlx_executable_free(e[b]);
+  for (int b = 0; b < 2; b++) rlx_executable_free(r.e[b]);
   for (int i = 0; i < 3; i++) free(v[i]);
   rlx_graph_free(g);
 }
