@@ -15,7 +15,11 @@ extern "C" {
 
 /* How float32 matrix products (MatMul and what decomposes into it) are computed. */
 typedef enum rlx_cuda_precision {
-  RLX_CUDA_FP32 = 0, /* plain fp32 arithmetic, no TF32 (default: matches the CPU within 1e-4) */
+  RLX_CUDA_FP32 = 0, /* fp32 MatMul, no TF32 (default: matches the CPU within 1e-4); f32 flash
+                      * attention multiplies its tiles as three TF32 products of split operands
+                      * (about 3e-6 from the CPU) and GELU / SiLU run in float (about 2e-7);
+                      * RLX_CUDA_FP32_PEDANTIC=1 in the environment keeps all of it in fp32 /
+                      * double arithmetic (docs/cuda.md) */
   RLX_CUDA_TF32,     /* fp32 operands rounded to TF32 on the tensor cores (about 3e-4 relative) */
   RLX_CUDA_BF16      /* fp32 operands rounded to bf16 on the tensor cores, fp32 accumulation */
 } rlx_cuda_precision;

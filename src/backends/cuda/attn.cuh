@@ -128,9 +128,10 @@ __device__ inline float score(const rlx_cu_attn &p, float dot, float *th) {
   return (float)p.cap * t;
 }
 
-/* The tensor-core kernels (flash_tc.cu): bf16 / f16, head dims up to 64, within what
- * rlx_cu_flash_fits takes; rlx_cu_flash_forward / _backward hand such problems to them. */
-extern "C" int rlx_cu_flash_tc_fits(const rlx_cu_attn *p);
+/* The tensor-core kernels (flash_tc.cu): bf16 / f16, and f32 unless RLX_CUDA_FP32_PEDANTIC (three
+ * TF32 products per product), head dims up to 64, within what rlx_cu_flash_fits takes;
+ * rlx_cu_flash_forward / _backward hand such problems to them. */
+extern "C" int rlx_cu_flash_tc_fits(const rlx_cu_ctx *c, const rlx_cu_attn *p);
 extern "C" rlx_status rlx_cu_flash_tc_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats);
 extern "C" rlx_status rlx_cu_flash_tc_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 /* compute_stats 2 (flash.cu): delta = <dy, saved out> per query row into stats' second floats */

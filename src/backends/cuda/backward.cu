@@ -102,7 +102,7 @@ __global__ void act_backward_kernel(int act, int t, const void *x, const void *d
   }
 }
 
-/* dx of one 16-bit element: act_f32.cuh's float derivative where it has one (GELU, SiLU: dy *
+/* dx of one bf16 / f16 / f32 element: act_f32.cuh's float derivative where it has one (GELU, SiLU: dy *
  * f'(x) in float, rounded once), else the double formula */
 template <typename T> __device__ inline T lowp_act_backward(int act, T x, T dy) {
   float d;
@@ -110,21 +110,32 @@ template <typename T> __device__ inline T lowp_act_backward(int act, T x, T dy) 
   return st_t<T>(act_backward(act, ld_t(x), ld_t(dy)));
 }
 /* Float dtypes typed at compile time, 4 elements per thread (FULL: n a multiple of 4 and the
- * pointers 8-byte aligned, one 8-byte access per operand). */
+ * pointers aligned to 4 elements, one 8-byte (16-bit dtypes) or 16-byte (f32) access per
+ * operand). f32 takes it by default (not under RLX_CUDA_FP32_PEDANTIC): the float derivatives of
+ * GELU / SiLU, the double formula for the rest (the double erf made the f32 GPT-2 block's GELU
+ * backward FP64-bound on the H200, 178 us for 25M elements). */
+template <int BYTES> struct vec_of;
+template <> struct vec_of<8> {
+  using type = uint2;
+};
+template <> struct vec_of<16> {
+  using type = uint4;
+};
 template <typename T, bool FULL>
 __global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int64_t n) {
+  using V = typename vec_of<4 * sizeof(T)>::type;
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
     int64_t e = 4 * g;
     if (FULL) {
       T xv[4], gv[4], r[4];
-      uint2 u = *(const uint2 *)(x + e), w = *(const uint2 *)(dy + e);
-      memcpy(xv, &u, 8);
-      memcpy(gv, &w, 8);
+      V u = *(const V *)(x + e), w = *(const V *)(dy + e);
+      memcpy(xv, &u, sizeof(V));
+      memcpy(gv, &w, sizeof(V));
 #pragma unroll
       for (int c = 0; c < 4; c++) r[c] = lowp_act_backward<T>(act, xv[c], gv[c]);
-      memcpy(&u, r, 8);
-      *(uint2 *)(dx + e) = u;
+      memcpy(&u, r, sizeof(V));
+      *(V *)(dx + e) = u;
     } else {
       for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = lowp_act_backward<T>(act, x[e + c], dy[e + c]);
     }
@@ -133,7 +144,8 @@ __global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int6
 template <typename T>
 static void act_backward_launch(int act, const void *x, const void *dy, void *dx, int64_t n, cudaStream_t s) {
   unsigned blocks = cu_blocks((n + 3) / 4, BW_THREADS);
-  if (n % 4 == 0 && ((uintptr_t)x & 7) == 0 && ((uintptr_t)dy & 7) == 0 && ((uintptr_t)dx & 7) == 0)
+  const uintptr_t al = 4 * sizeof(T) - 1;
+  if (n % 4 == 0 && ((uintptr_t)x & al) == 0 && ((uintptr_t)dy & al) == 0 && ((uintptr_t)dx & al) == 0)
     act_backward_typed<T, true><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
   else
     act_backward_typed<T, false><<<blocks, BW_THREADS, 0, s>>>(act, (const T *)x, (const T *)dy, (T *)dx, n);
@@ -148,6 +160,10 @@ extern "C" rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, con
     else
       act_backward_launch<__half>(act, x, dy, dx, n, c->stream);
     return cu_launch_status("activation backward kernel (16-bit)");
+  }
+  if (dtype == RLX_F32 && act >= 0 && !c->fp32_pedantic) {
+    act_backward_launch<float>(act, x, dy, dx, n, c->stream);
+    return cu_launch_status("activation backward kernel (f32)");
   }
   act_backward_kernel<<<cu_blocks(n, BW_THREADS), BW_THREADS, 0, c->stream>>>(act, dtype, x, dy, dx, n);
   return cu_launch_status("activation backward kernel");

@@ -528,7 +528,7 @@ extern "C" int rlx_cu_flash_fits(const rlx_cu_attn *p) {
 }
 
 extern "C" rlx_status rlx_cu_flash_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, const void *G, void *stats) {
-  if (rlx_cu_flash_tc_fits(p)) return rlx_cu_flash_tc_forward(c, p, G, stats);
+  if (rlx_cu_flash_tc_fits(c, p)) return rlx_cu_flash_tc_forward(c, p, G, stats);
   bool s = stats != NULL, wide = head_pad(p) == 128;
   switch (p->dtype) {
   case RLX_F32:
@@ -546,7 +546,7 @@ extern "C" rlx_status rlx_cu_flash_forward(rlx_cu_ctx *c, const rlx_cu_attn *p, 
 }
 
 extern "C" rlx_status rlx_cu_flash_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
-  if (rlx_cu_flash_tc_fits(&p->a)) return rlx_cu_flash_tc_backward(c, p);
+  if (rlx_cu_flash_tc_fits(c, &p->a)) return rlx_cu_flash_tc_backward(c, p);
   bool wide = head_pad(&p->a) == 128;
   switch (p->a.dtype) {
   case RLX_F32: return wide ? launch_bwd<float, 128>(c, p) : launch_bwd<float, 64>(c, p);

@@ -7,6 +7,7 @@
  * bf16 LayerNorm gamma gradient (typed two-column kernel). Data movement must be exact, the
  * one-dtype region too (float arithmetic of 16-bit values rounds to the double path's result);
  * the reductions sum in double in another order, so they are held to one bf16 unit. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,8 +76,82 @@ static void attention_nan_rows(void) {
   rlx_graph_free(g);
 }
 
+/* f32 causal attention, forward and the three gradients, [2, 4, 192, 64] with S_k = S_q: the
+ * default path (three TF32 products per product on the tensor cores, flash_tc.cu) and the FFMA
+ * kernels (flash.cu, taken under RLX_CUDA_FP32_PEDANTIC=1) against the CPU. The tensor-core
+ * path must stay at fp32's level: within 1e-5 and within a few times the FFMA kernels' own
+ * difference (one TF32 product would be about 1e-3 off). */
+static void attention_f32_paths(void) {
+  const int64_t B = 2, H = 4, S = 192, D = 64;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_attention_f32", &g));
+  rlx_shape s = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){B, H, S, D});
+  rlx_id in[4], outs[2];
+  const char *names[4] = {"q", "k", "v", "dy"};
+  for (int i = 0; i < 4; i++) CHECK_OK(rlx_input(g, names[i], s, &in[i]));
+  rlx_attrs_Attention fa = {.num_heads = H, .head_dim = D, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_Attention(g, in, 3, &fa, NULL, &outs[0]));
+  rlx_attrs_AttentionBackwardAll ba = {.num_heads = H, .head_dim = D, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_AttentionBackwardAll(g, in, 4, &ba, NULL, &outs[1]));
+  CHECK_OK(rlx_graph_set_outputs(g, outs, 2));
+  const size_t n = (size_t)(B * H * S * D);
+  float *v[4];
+  rlx_named_tensor tin[4];
+  for (int i = 0; i < 4; i++) {
+    v[i] = cuda_test_vals(n, 81 + (uint32_t)i, -1.0f, 1.0f);
+    tin[i] = (rlx_named_tensor){names[i], {v[i], s}};
+  }
+  const double d_tc = cuda_test_cpu_vs_cuda(g, tin, 4, NULL);
+  setenv("RLX_CUDA_FP32_PEDANTIC", "1", 1);
+  const double d_ffma = cuda_test_cpu_vs_cuda(g, tin, 4, NULL);
+  unsetenv("RLX_CUDA_FP32_PEDANTIC");
+  printf("f32 causal attention + backward [2, 4, 192, 64]: max scaled difference vs cpu, 3xTF32 tensor cores %.3g, "
+         "FFMA %.3g\n",
+         d_tc, d_ffma);
+  CHECK_MSG(d_ffma < 1e-5, "f32 attention, FFMA kernels: %g", d_ffma);
+  CHECK_MSG(d_tc < 1e-5 && d_tc < 8 * d_ffma + 1e-6, "f32 attention, 3xTF32 kernels: %g (FFMA %g)", d_tc, d_ffma);
+  for (int i = 0; i < 4; i++) free(v[i]);
+  rlx_graph_free(g);
+}
+
+/* f32 GELU, tanh-GELU and SiLU and their derivatives over [-12, 12) (65539 elements: a tail past
+ * the 4-element groups): by default in float (act_f32.cuh), under RLX_CUDA_FP32_PEDANTIC=1 the
+ * double formula rounded once. Both against the CPU's double formula: the float forms within
+ * 1e-6 (scaled by max(1, |cpu|)), the double path within 1e-7. */
+static void activation_f32_paths(void) {
+  const size_t n = 65539;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_act_f32", &g));
+  rlx_shape s = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){(rlx_dim)n});
+  rlx_id x, dy, outs[6];
+  CHECK_OK(rlx_input(g, "x", s, &x));
+  CHECK_OK(rlx_input(g, "dy", s, &dy));
+  const rlx_act kinds[3] = {RLX_ACT_GELU, RLX_ACT_GELU_APPROX, RLX_ACT_SILU};
+  for (int k = 0; k < 3; k++) {
+    rlx_attrs_Activation a = {.kind = kinds[k]};
+    CHECK_OK(rlx_build_Activation(g, &x, 1, &a, NULL, &outs[2 * k]));
+    rlx_attrs_ActivationBackward b = {.kind = kinds[k]};
+    CHECK_OK(rlx_build_ActivationBackward(g, (rlx_id[]){x, dy}, 2, &b, NULL, &outs[2 * k + 1]));
+  }
+  CHECK_OK(rlx_graph_set_outputs(g, outs, 6));
+  float *vx = cuda_test_vals(n, 91, -12.0f, 12.0f), *vd = cuda_test_vals(n, 92, -1.0f, 1.0f);
+  rlx_named_tensor tin[2] = {{"x", {vx, s}}, {"dy", {vd, s}}};
+  const double d_float = cuda_test_cpu_vs_cuda(g, tin, 2, NULL);
+  setenv("RLX_CUDA_FP32_PEDANTIC", "1", 1);
+  const double d_double = cuda_test_cpu_vs_cuda(g, tin, 2, NULL);
+  unsetenv("RLX_CUDA_FP32_PEDANTIC");
+  printf("f32 GELU / tanh-GELU / SiLU and derivatives: max scaled difference vs cpu, float forms %.3g, double %.3g\n",
+         d_float, d_double);
+  CHECK_MSG(d_float < 1e-6, "f32 activations, float forms: %g", d_float);
+  CHECK_MSG(d_double < 1e-7, "f32 activations, double formula: %g", d_double);
+  free(vx), free(vd);
+  rlx_graph_free(g);
+}
+
 void cuda_fast_path_checks(void) {
   attention_nan_rows();
+  attention_f32_paths();
+  activation_f32_paths();
   const int64_t R = 1027, C = 96;
   rlx_graph *g = NULL;
   CHECK_OK(rlx_graph_create(NULL, "cuda_fast_paths", &g));
