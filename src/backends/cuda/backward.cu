@@ -102,9 +102,9 @@ __global__ void act_backward_kernel(int act, int t, const void *x, const void *d
   }
 }
 
-/* dx of one bf16 / f16 / f32 element: act_f32.cuh's float derivative where it has one (GELU, SiLU: dy *
- * f'(x) in float, rounded once), else the double formula */
-template <typename T> __device__ inline T lowp_act_backward(int act, T x, T dy) {
+/* dx of one bf16 / f16 / f32 element: act_f32.cuh's float derivative where it has one (GELU,
+ * SiLU: dy * f'(x) in float, rounded once), else the double formula */
+template <typename T> __device__ inline T typed_act_backward(int act, T x, T dy) {
   float d;
   if (act_f32_derivative(act, (float)ld_t(x), &d)) return st_t<T>((double)((float)ld_t(dy) * d));
   return st_t<T>(act_backward(act, ld_t(x), ld_t(dy)));
@@ -114,16 +114,9 @@ template <typename T> __device__ inline T lowp_act_backward(int act, T x, T dy) 
  * operand). f32 takes it by default (not under RLX_CUDA_FP32_PEDANTIC): the float derivatives of
  * GELU / SiLU, the double formula for the rest (the double erf made the f32 GPT-2 block's GELU
  * backward FP64-bound on the H200, 178 us for 25M elements). */
-template <int BYTES> struct vec_of;
-template <> struct vec_of<8> {
-  using type = uint2;
-};
-template <> struct vec_of<16> {
-  using type = uint4;
-};
 template <typename T, bool FULL>
 __global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int64_t n) {
-  using V = typename vec_of<4 * sizeof(T)>::type;
+  using V = vec4_of<T>;
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
     int64_t e = 4 * g;
@@ -133,11 +126,11 @@ __global__ void act_backward_typed(int act, const T *x, const T *dy, T *dx, int6
       memcpy(xv, &u, sizeof(V));
       memcpy(gv, &w, sizeof(V));
 #pragma unroll
-      for (int c = 0; c < 4; c++) r[c] = lowp_act_backward<T>(act, xv[c], gv[c]);
+      for (int c = 0; c < 4; c++) r[c] = typed_act_backward<T>(act, xv[c], gv[c]);
       memcpy(&u, r, sizeof(V));
       *(V *)(dx + e) = u;
     } else {
-      for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = lowp_act_backward<T>(act, x[e + c], dy[e + c]);
+      for (int c = 0; c < 4 && e + c < n; c++) dx[e + c] = typed_act_backward<T>(act, x[e + c], dy[e + c]);
     }
   }
 }

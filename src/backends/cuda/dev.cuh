@@ -222,6 +222,16 @@ template <typename T> __device__ inline T from_f(float v);
 template <> __device__ inline float from_f<float>(float v) { return v; }
 template <> __device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> __device__ inline __half from_f<__half>(float v) { return __float2half_rn(v); }
+/* The vector of 4 elements of a float dtype for one access (8 bytes for bf16 / f16, 16 for f32):
+ * the typed activation kernels' groups. */
+template <int BYTES> struct vec_bytes;
+template <> struct vec_bytes<8> {
+  using type = uint2;
+};
+template <> struct vec_bytes<16> {
+  using type = uint4;
+};
+template <typename T> using vec4_of = typename vec_bytes<4 * sizeof(T)>::type;
 /* two neighbouring elements of f32 / bf16 / f16 as doubles, in one 8- or 4-byte load (p aligned
  * to two elements): the two-column reduction kernels */
 template <typename T> __device__ inline void ld2_d(const T *p, double &a, double &b) {

@@ -452,38 +452,21 @@ __global__ void ew_f32_binary_tiled(const float *a, const float *b, float *o, in
   }
 }
 
-/* Dense f32 activations: the double formula of the general kernel, without its indexing. */
-/* FLOAT: GELU, tanh-GELU and SiLU in float (act_f32.cuh; the default, not under
- * RLX_CUDA_FP32_PEDANTIC), the rest in double as above; four elements per thread, one 16-byte
- * access each way when n is a multiple of 4 and both pointers are 16-byte aligned (VEC). The
- * double erf made the f32 GPT-2 block's GELU FP64-bound on the H200 (123 us for 25M elements). */
-__device__ inline float f32_act(int sub, float x, bool flt) {
-  float y;
-  if (flt && act_f32_forward(sub, x, &y)) return y;
-  return (float)act_real(sub, (double)x);
-}
-template <bool VEC> __global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub, bool flt) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; 4 * g < n; g += step) {
-    const int64_t e = 4 * g;
-    if (VEC) {
-      float4 v = *(const float4 *)(a + e);
-      v = make_float4(f32_act(sub, v.x, flt), f32_act(sub, v.y, flt), f32_act(sub, v.z, flt), f32_act(sub, v.w, flt));
-      *(float4 *)(o + e) = v;
-    } else {
-      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = f32_act(sub, a[e + c], flt);
-    }
-  }
+/* Dense f32 activations: the double formula of the general kernel, without its indexing (under
+ * RLX_CUDA_FP32_PEDANTIC; by default f32 takes typed_act_launch below, as bf16 / f16 do). */
+__global__ void ew_f32_act_dense(const float *a, float *o, int64_t n, int sub) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = (float)act_real(sub, (double)a[i]);
 }
 
 /* The same two for f16 / bf16: double arithmetic rounded once to the dtype (the general kernel's
  * formula and rounding), typed at compile time, 4 elements per thread (one 8-byte load per
  * operand when dense and aligned), the tiled operands' index computed once per 4 elements in
  * 32-bit arithmetic when n < 2^32. */
-template <typename T> __device__ inline void lp_unpack(const uint2 &u, T (&x)[4]) { memcpy(x, &u, 8); }
-template <typename T> __device__ inline uint2 lp_pack(const T (&x)[4]) {
-  uint2 u;
-  memcpy(&u, x, 8);
+template <typename T> __device__ inline void lp_unpack(const vec4_of<T> &u, T (&x)[4]) { memcpy(x, &u, sizeof u); }
+template <typename T> __device__ inline vec4_of<T> lp_pack(const T (&x)[4]) {
+  vec4_of<T> u;
+  memcpy(&u, x, sizeof u);
   return u;
 }
 __device__ inline int64_t lp_mod(int64_t e, int64_t c, bool small) {
@@ -527,24 +510,27 @@ __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, in
     }
   }
 }
-/* act_f32.cuh's float form where it has one (GELU, SiLU), else the double formula */
-template <typename T> __device__ inline T lowp_act(int sub, T x) {
+/* Dense activations of bf16 / f16, and of f32 unless RLX_CUDA_FP32_PEDANTIC: act_f32.cuh's float
+ * form where it has one (GELU, tanh-GELU, SiLU; for f32 the double erf was FP64-bound, 123 us for
+ * the GPT-2 block's 25M elements on the H200), else the double formula; one 8-byte (16-bit) or
+ * 16-byte (f32) access per 4 elements when aligned. */
+template <typename T> __device__ inline T typed_act(int sub, T x) {
   float y;
   if (act_f32_forward(sub, (float)ld_t(x), &y)) return st_t<T>((double)y);
   return st_t<T>(act_real(sub, ld_t(x)));
 }
-template <typename T, bool VEC> __global__ void ew_lowp_act_dense(const T *a, T *o, int64_t n, int sub) {
+template <typename T, bool VEC> __global__ void ew_typed_act_dense(const T *a, T *o, int64_t n, int sub) {
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t g = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; g < groups; g += step) {
     int64_t e = 4 * g;
     if (VEC) {
       T x[4], r[4];
-      lp_unpack(*(const uint2 *)(a + e), x);
+      lp_unpack<T>(*(const vec4_of<T> *)(a + e), x);
 #pragma unroll
-      for (int c = 0; c < 4; c++) r[c] = lowp_act<T>(sub, x[c]);
-      *(uint2 *)(o + e) = lp_pack(r);
+      for (int c = 0; c < 4; c++) r[c] = typed_act<T>(sub, x[c]);
+      *(vec4_of<T> *)(o + e) = lp_pack(r);
     } else {
-      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = lowp_act<T>(sub, a[e + c]);
+      for (int c = 0; c < 4 && e + c < n; c++) o[e + c] = typed_act<T>(sub, a[e + c]);
     }
   }
 }
@@ -559,14 +545,15 @@ static void lowp_binary_launch(const rlx_cu_ew *p, int64_t ca, int64_t cb, unsig
   else
     ew_lowp_binary_tiled<T, false><<<blocks, 256, 0, s>>>(a, b, o, p->n, ca, cb, p->sub);
 }
-template <typename T> static void lowp_act_launch(const rlx_cu_ew *p, unsigned blocks, cudaStream_t s) {
+template <typename T> static void typed_act_launch(const rlx_cu_ew *p, unsigned blocks, cudaStream_t s) {
   const T *a = (const T *)p->in[0];
   T *o = (T *)p->out;
-  bool vec = p->n % 4 == 0 && ((uintptr_t)a & 7) == 0 && ((uintptr_t)o & 7) == 0;
+  const uintptr_t al = sizeof(vec4_of<T>) - 1;
+  bool vec = p->n % 4 == 0 && ((uintptr_t)a & al) == 0 && ((uintptr_t)o & al) == 0;
   if (vec)
-    ew_lowp_act_dense<T, true><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
+    ew_typed_act_dense<T, true><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
   else
-    ew_lowp_act_dense<T, false><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
+    ew_typed_act_dense<T, false><<<blocks, 256, 0, s>>>(a, o, p->n, p->sub);
 }
 
 /* Operand k repeats every *cnt elements of the output (dense trailing axes, stride-0 leading
@@ -617,14 +604,11 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
       ew_f32_binary_tiled<false>
           <<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(a, b, (float *)p->out, p->n, ca, cb, p->sub);
   } else if (p->kind == RLX_CU_EW_ACT && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 && dense(p, 0)) {
-    const bool vec = p->n % 4 == 0 && ((uintptr_t)p->in[0] & 15) == 0 && ((uintptr_t)p->out & 15) == 0;
-    const unsigned blocks = cu_blocks((p->n + 3) / 4, threads);
-    if (vec)
-      ew_f32_act_dense<true><<<blocks, threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out, p->n, p->sub,
-                                                                !c->fp32_pedantic);
+    if (c->fp32_pedantic)
+      ew_f32_act_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out,
+                                                                            p->n, p->sub);
     else
-      ew_f32_act_dense<false><<<blocks, threads, 0, c->stream>>>((const float *)p->in[0], (float *)p->out, p->n,
-                                                                 p->sub, !c->fp32_pedantic);
+      typed_act_launch<float>(p, cu_blocks((p->n + 3) / 4, threads), c->stream);
   } else if (p->kind == RLX_CU_EW_BINARY && lowp && p->in_dtype[0] == p->out_dtype && p->in_dtype[1] == p->out_dtype &&
              (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&
              tiled(p, 1, &cb)) {
@@ -636,9 +620,9 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   } else if (p->kind == RLX_CU_EW_ACT && lowp && p->in_dtype[0] == p->out_dtype && dense(p, 0)) {
     unsigned blocks = cu_blocks((p->n + 3) / 4, threads);
     if (p->out_dtype == RLX_BF16)
-      lowp_act_launch<__nv_bfloat16>(p, blocks, c->stream);
+      typed_act_launch<__nv_bfloat16>(p, blocks, c->stream);
     else
-      lowp_act_launch<__half>(p, blocks, c->stream);
+      typed_act_launch<__half>(p, blocks, c->stream);
   } else if (p->n < ((int64_t)1 << 31)) {
     ew_kernel<uint32_t><<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(*p, c->kerr);
   } else {

@@ -379,8 +379,8 @@ __device__ inline void kv_next(const kv_stream<Op> &st, tile_t<Op> *Ks, tile_t<O
 
 extern __shared__ __align__(16) unsigned char flash_smem[];
 
-/* Forward: one block per 64 query rows of one (b, h), compiled for 4 blocks per SM (128
- * registers, 16-24 bytes of spills): 16 warps instead of 12 at 167 registers hide more of its
+/* Forward: one block per 64 query rows of one (b, h); the 16-bit policy compiles it for 4 blocks
+ * per SM (128 registers, 16-24 bytes of spills; f32: 2, bounded by shared memory): 16 warps instead of 12 at 167 registers hide more of its
  * latency (ncu on the H200, bf16 GPT-2 block: 156 against 164 us; 128-row blocks with two m-tiles
  * per warp were slower still, 253 us: docs/cuda.md). Accumulator element e of n-tile j is row
  * (e < 2 ? g : g + 8) of the warp's 16, column 8 j + 2 t + (e & 1). The running maximum m is in
@@ -491,8 +491,8 @@ __global__ void __launch_bounds__(TT, Op::FWD_BLOCKS) tc_fwd(rlx_cu_attn p, cons
   }
 }
 
-/* dq for 64 query rows of one (b, h), compiled for 3 blocks per SM (168 registers, 40-112 bytes
- * of spills) rather than 2 at 249 registers: 149 against 161 us in the bf16 GPT-2 block on the
+/* dq for 64 query rows of one (b, h); the 16-bit policy compiles it for 3 blocks per SM (168
+ * registers, 40-112 bytes of spills; f32: 2) rather than 2 at 249 registers: 149 against 161 us in the bf16 GPT-2 block on the
  * H200 (ncu). s = q k^T, dp = dy v^T, ds = p (dp - delta) (1 - th^2)
  * scale with p = 2^(s log2 e - lse log2 e), dq += ds k. */
 template <typename Op, bool CAP>
