@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Pattern fusion (pattern.c, rules in pattern_rules.c): the decomposed forms ONNX exporters emit
  * for LayerNorm, GELU, SiLU, HardSwish and attention are found and replaced by the fused kinds,
- * rule by rule, where the backend claims the fused kind.
+ * rule by rule, where the backend claims the fused kind; so is the sum of zero Pads that autodiff
+ * writes for Narrows tiling an axis (it becomes their Concat).
  *
  * A rule is data: a table of slots (slot `root` is where a match starts). A slot is
  *   PS_OP    a node of kind `op` (and sub-kind `sub`: binop, activation or reduce op; -1 = any)

@@ -343,6 +343,103 @@ static rlx_status attn_emit(const pat_match *m, rlx_graph *dst, const rlx_id *ma
   return rlx_build_Attention(dst, in, n_in, &a, name, out);
 }
 
+/* ---- Pad + Pad (+ Pad) -> Concat ----
+ * The gradient of Narrows that tile an axis (q, k, v cut from one QKV projection) arrives from
+ * autodiff as zero Pads of each piece back to the whole width, summed. When the pieces tile the
+ * axis exactly (no gap, no overlap), the sum is their Concat: one copy instead of a Pad per piece
+ * and a sum over the whole width per Add. */
+enum { PC_SUM3, PC_SUM2, PC_P1, PC_P2, PC_P3, PC_X1, PC_X2, PC_X3, PC_N };
+static const pat_slot pad_sum_slots[PC_N] = {
+    [PC_SUM3] = PAT_BIN(ADD, PC_SUM2, PC_P3),
+    [PC_SUM2] = PAT_BIN(ADD, PC_P1, PC_P2),
+    [PC_P1] = PAT_OP1(Pad, PC_X1),
+    [PC_P2] = PAT_OP1(Pad, PC_X2),
+    [PC_P3] = PAT_OP1(Pad, PC_X3),
+    [PC_X1] = PAT_VAR,
+    [PC_X2] = PAT_VAR,
+    [PC_X3] = PAT_VAR,
+};
+
+/* The axis a zero Pad widens and where its operand starts on it (-1: not such a Pad: another
+ * mode or value, a negative pad, more than one padded axis, or a shape other than the sum's). */
+static int64_t zero_pad_axis(const rlx_node *pad, const rlx_shape *x, const rlx_shape *sum, int64_t *lo) {
+  const rlx_attrs_Pad *a = &pad->attrs.Pad;
+  if (a->mode != RLX_PAD_MODE_CONSTANT || a->value != 0.0f || a->pads.n != 2u * x->rank ||
+      !rlx_shape_equal(&pad->shape, sum) || !rlx_shape_is_static(x) || x->dtype != sum->dtype)
+    return -1;
+  int64_t axis = -1;
+  for (uint32_t k = 0; k < x->rank; k++) {
+    int64_t b = a->pads.v[2 * k], e = a->pads.v[2 * k + 1];
+    if (b < 0 || e < 0) return -1;
+    if (b == 0 && e == 0) continue;
+    if (axis >= 0) return -1;
+    axis = k;
+    *lo = b;
+  }
+  return axis;
+}
+
+static void swap_u8(uint8_t *a, uint8_t *b) {
+  uint8_t t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* The pieces (operand slots of the Pads, in axis order) when they tile the axis exactly. */
+static bool pad_pieces(const pat_match *m, uint8_t root, uint8_t n, uint8_t order[3], int64_t *axis_out) {
+  static const uint8_t pads[3] = {PC_P1, PC_P2, PC_P3}, xs[3] = {PC_X1, PC_X2, PC_X3};
+  if (n < 2 || n > 3) return false;
+  const rlx_shape *sum = &pat_node(m, root)->shape;
+  int64_t lo[3], len[3], axis = -1;
+  for (uint8_t i = 0; i < n; i++) {
+    const rlx_shape *x = &pat_node(m, xs[i])->shape;
+    int64_t a = zero_pad_axis(pat_node(m, pads[i]), x, sum, &lo[i]);
+    if (a < 0 || (axis >= 0 && a != axis)) return false;
+    axis = a;
+    len[i] = x->dims[a];
+    order[i] = i;
+  }
+  if (lo[order[1]] < lo[order[0]]) swap_u8(&order[0], &order[1]); /* sort the pieces by start */
+  if (n == 3 && lo[order[2]] < lo[order[1]]) swap_u8(&order[1], &order[2]);
+  if (lo[order[1]] < lo[order[0]]) swap_u8(&order[0], &order[1]);
+  int64_t at = 0;
+  for (uint8_t i = 0; i < n; i++) {
+    if (lo[order[i]] != at) return false;
+    at += len[order[i]];
+  }
+  if (at != sum->dims[axis]) return false;
+  for (uint8_t i = 0; i < n; i++) order[i] = xs[order[i]];
+  *axis_out = axis;
+  return true;
+}
+
+static bool pad_sum3_check(const pat_match *m) {
+  uint8_t o[3];
+  int64_t ax;
+  return pad_pieces(m, PC_SUM3, 3, o, &ax);
+}
+static bool pad_sum2_check(const pat_match *m) {
+  uint8_t o[3];
+  int64_t ax;
+  return pad_pieces(m, PC_SUM2, 2, o, &ax);
+}
+static rlx_status pad_sum_emit(const pat_match *m, uint8_t root, uint8_t n, rlx_graph *dst, const rlx_id *map,
+                               const char *name, rlx_id *out) {
+  uint8_t o[3];
+  int64_t axis = 0;
+  if (!pad_pieces(m, root, n, o, &axis)) return rlx_errorf(RLX_ERR_INTERNAL, "pad_sum: the checked match changed");
+  rlx_id in[3];
+  for (uint8_t i = 0; i < n; i++) in[i] = map[m->bound[o[i]]];
+  rlx_attrs_Concat a = {.axis = axis};
+  return rlx_build_Concat(dst, in, n, &a, name, out);
+}
+static rlx_status pad_sum3_emit(const pat_match *m, rlx_graph *dst, const rlx_id *map, const char *name, rlx_id *out) {
+  return pad_sum_emit(m, PC_SUM3, 3, dst, map, name, out);
+}
+static rlx_status pad_sum2_emit(const pat_match *m, rlx_graph *dst, const rlx_id *map, const char *name, rlx_id *out) {
+  return pad_sum_emit(m, PC_SUM2, 2, dst, map, name, out);
+}
+
 #define RULE(nm, kind, tbl, r, ck, em)                                                                          \
   {                                                                                                             \
     .name = (nm), .fused = RLX_OP_##kind, .slots = (tbl), .n_slots = (uint8_t)(sizeof(tbl) / sizeof((tbl)[0])), \
@@ -359,5 +456,7 @@ const pat_rule rlx_pattern_rules[] = {
     RULE("silu", Activation, silu_slots, SI_ROOT, silu_check, silu_emit),
     RULE("hard_swish", Activation, hswish_slots, HS_ROOT, hswish_check, hswish_emit),
     RULE("attention", Attention, attn_slots, AT_ROOT, attn_check, attn_emit),
+    RULE("pad_sum3_concat", Concat, pad_sum_slots, PC_SUM3, pad_sum3_check, pad_sum3_emit),
+    RULE("pad_sum2_concat", Concat, pad_sum_slots, PC_SUM2, pad_sum2_check, pad_sum2_emit),
 };
 const uint32_t rlx_pattern_rule_count = sizeof rlx_pattern_rules / sizeof rlx_pattern_rules[0];

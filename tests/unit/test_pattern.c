@@ -334,6 +334,49 @@ static void attention_case(const char *what, int scale_form, bool mask, at_miss 
   pc_free(&c);
 }
 
+/* ---- the sum of zero Pads of pieces tiling an axis -> Concat ---- */
+
+typedef enum { PS_OK, PS_GAP, PS_OVERLAP, PS_VALUE, PS_TWO_AXES, PS_SHARED } ps_miss;
+
+static rlx_id zero_pad(pcase *c, rlx_id x, int64_t axis, int64_t lo, int64_t hi, float value) {
+  int64_t pads[4] = {0, 0, 0, 0};
+  pads[2 * axis] = lo;
+  pads[2 * axis + 1] = hi;
+  rlx_attrs_Pad a = {.pads = {.v = pads, .n = 4}, .mode = RLX_PAD_MODE_CONSTANT, .value = value};
+  rlx_id id = RLX_NO_ID;
+  CHECK_OK(rlx_build_Pad(c->g, &x, 1, &a, NULL, &id));
+  return id;
+}
+
+/* q, k, v of widths 5, 7, 4 padded back to 16 on axis 1 and summed (pieces: 3 or 2, in the order
+ * `perm` lists their positions on the axis). */
+static void pad_sum_case(const char *what, uint32_t pieces, const int *perm, ps_miss miss) {
+  pcase c;
+  pc_init(&c);
+  int64_t w[3] = {5, 7, 4}, at[3] = {0, 5, 12}, D = pieces == 3 ? 16 : 12;
+  rlx_id p[3], y;
+  for (uint32_t i = 0; i < pieces; i++) {
+    int k = perm[i];
+    rlx_id x = pc_input(&c, 2, (rlx_dim[]){3, w[k]});
+    int64_t lo = at[k];
+    if (miss == PS_GAP && k == 1) lo += 1, x = pc_input(&c, 2, (rlx_dim[]){3, w[k] - 1});
+    if (miss == PS_OVERLAP && k == 1) lo -= 1;
+    p[i] = zero_pad(&c, x, 1, lo, D - lo - rlx_graph_node(c.g, x)->shape.dims[1], miss == PS_VALUE && k == 0 ? 1.0f : 0.0f);
+    if (miss == PS_TWO_AXES && k == 0) { /* also padded on axis 0, then cut back: the Pad widens two axes */
+      int64_t pads[4] = {1, 0, lo, D - lo - w[k]};
+      rlx_id x2 = pc_input(&c, 2, (rlx_dim[]){2, w[k]});
+      rlx_attrs_Pad a = {.pads = {.v = pads, .n = 4}, .mode = RLX_PAD_MODE_CONSTANT};
+      CHECK_OK(rlx_build_Pad(c.g, &x2, 1, &a, NULL, &p[i]));
+    }
+  }
+  y = bin(&c, RLX_BINOP_ADD, p[0], p[1]);
+  if (pieces == 3) y = bin(&c, RLX_BINOP_ADD, y, p[2]);
+  if (miss == PS_SHARED) y = bin(&c, RLX_BINOP_MUL, y, p[0]); /* a Pad also read outside the sum */
+  const char *rule = pieces == 3 ? "pad_sum3_concat" : "pad_sum2_concat";
+  run(what, &c, y, miss == PS_OK ? rule : NULL, RLX_OP_Concat, -1);
+  pc_free(&c);
+}
+
 int main(void) {
   layer_norm_case("LayerNorm affine, Pow", true, false, 2, LN_OK);
   layer_norm_case("LayerNorm gamma only, d*d", false, false, 1, LN_OK);
@@ -367,5 +410,13 @@ int main(void) {
   attention_case("attention unscaled + mask", 0, true, AT_OK);
   attention_case("attention near miss: softmax axis 2", 1, true, AT_AXIS);
   attention_case("attention near miss: probabilities used elsewhere", 1, true, AT_SHARED);
+  pad_sum_case("Pad sum q, k, v -> Concat", 3, (const int[]){2, 1, 0}, PS_OK);
+  pad_sum_case("Pad sum in axis order -> Concat", 3, (const int[]){0, 1, 2}, PS_OK);
+  pad_sum_case("Pad sum of two -> Concat", 2, (const int[]){1, 0}, PS_OK);
+  pad_sum_case("Pad sum near miss: a gap", 3, (const int[]){2, 1, 0}, PS_GAP);
+  pad_sum_case("Pad sum near miss: overlapping pieces", 3, (const int[]){0, 1, 2}, PS_OVERLAP);
+  pad_sum_case("Pad sum near miss: pad value 1", 3, (const int[]){0, 1, 2}, PS_VALUE);
+  pad_sum_case("Pad sum near miss: two padded axes", 3, (const int[]){0, 1, 2}, PS_TWO_AXES);
+  pad_sum_case("Pad sum near miss: a Pad used elsewhere", 2, (const int[]){0, 1}, PS_SHARED);
   return rlx_test_finish("test_pattern");
 }
