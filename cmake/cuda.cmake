@@ -58,6 +58,7 @@ if(RLX_CUDA)
   target_sources(rlx_objects PRIVATE ${PROJECT_SOURCE_DIR}/src/backends/cuda/backend.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_more.c
+                 ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_fold.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/lower_ext.c
                  ${PROJECT_SOURCE_DIR}/src/backends/cuda/staged.c)
   rlx_add_backend(cuda)

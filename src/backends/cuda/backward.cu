@@ -104,10 +104,12 @@ __global__ void act_backward_kernel(int act, int t, const void *x, const void *d
 
 /* dx of one bf16 / f16 / f32 element: act_f32.cuh's float derivative where it has one (GELU,
  * SiLU: dy * f'(x) in float, rounded once), else the double formula */
+/* the double formula out of line (inlined per element it made the kernel 10k PTX lines) */
+__device__ __noinline__ double typed_act_backward_slow(int act, double x, double dy) { return act_backward(act, x, dy); }
 template <typename T> __device__ inline T typed_act_backward(int act, T x, T dy) {
   float d;
   if (act_f32_derivative(act, (float)ld_t(x), &d)) return st_t<T>((double)((float)ld_t(dy) * d));
-  return st_t<T>(act_backward(act, ld_t(x), ld_t(dy)));
+  return st_t<T>(typed_act_backward_slow(act, ld_t(x), ld_t(dy)));
 }
 /* Float dtypes typed at compile time, 4 elements per thread (FULL: n a multiple of 4 and the
  * pointers aligned to 4 elements, one 8-byte (16-bit dtypes) or 16-byte (f32) access per

@@ -111,6 +111,29 @@ rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const v
  * offsets (in elements) come per batch; cuBLAS for float dtypes, a plain kernel for the rest. */
 rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
                          int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off);
+/* The same with operands stored transposed (float dtypes only): trans bit 0 = A[b] is stored as
+ * the row-major K x M matrix A[b]^T, bit 1 = B[b] as the N x K matrix B[b]^T (cuBLAS's operand
+ * flags; a Transpose feeding a MatMul need not run). */
+rlx_status rlx_cu_matmul_t(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
+                           int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off, int trans);
+
+/* ---- products with fused epilogues (gemm_lt.cu, cuBLASLt) ----
+ * D = A . B + bias (row-major M x K times K x N, one matrix, trans as for rlx_cu_matmul_t, bias
+ * [N] broadcast over the rows), then for GELU_BIAS D = gelu_tanh(that), for GELU_AUX_BIAS also
+ * aux = that (the pre-activation the backward reads). Float dtypes; the addresses are fixed in
+ * the plan. create gives *out = NULL (and RLX_OK) when cuBLASLt has no algorithm for it or the
+ * precision policy keeps separate steps: the caller then runs the unfused steps. */
+typedef enum { RLX_CU_LT_BIAS = 1, RLX_CU_LT_GELU_BIAS, RLX_CU_LT_GELU_AUX_BIAS } rlx_cu_lt_epilogue;
+typedef struct rlx_cu_lt_args {
+  int dtype, trans, epilogue;
+  int64_t M, N, K;
+  const void *A, *B, *bias;
+  void *D, *aux;
+} rlx_cu_lt_args;
+typedef struct rlx_cu_lt rlx_cu_lt;
+rlx_status rlx_cu_lt_create(rlx_cu_ctx *c, const rlx_cu_lt_args *args, rlx_cu_lt **out);
+rlx_status rlx_cu_lt_run(rlx_cu_ctx *c, const rlx_cu_lt *p);
+void rlx_cu_lt_destroy(rlx_cu_lt *p);
 
 /* ---- convolution and pooling (conv.cu): NC + 3 spatial axes (2-D ops use depth 1) ---- */
 typedef struct rlx_cu_conv_geom {

@@ -57,6 +57,8 @@ struct rlx_cu_ctx {
   int precision;
   int fp32_pedantic; /* RLX_CUDA_FP32_PEDANTIC=1: fp32 GEMMs with CUBLAS_COMPUTE_32F_PEDANTIC */
   void *blas; /* cublasHandle_t */
+  void *blas_lt; /* cublasLtHandle_t (gemm_lt.cu) */
+  void *lt_ws;   /* cuBLASLt's workspace (RLX_CU_LT_WORKSPACE bytes), allocated with the first plan */
   int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
   void *scratch; /* kernels' temporary device memory (split reductions), grown on demand */
   size_t scratch_bytes;

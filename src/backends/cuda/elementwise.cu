@@ -514,10 +514,13 @@ __global__ void ew_lowp_binary_tiled(const T *a, const T *b, T *o, int64_t n, in
  * form where it has one (GELU, tanh-GELU, SiLU; for f32 the double erf was FP64-bound, 123 us for
  * the GPT-2 block's 25M elements on the H200), else the double formula; one 8-byte (16-bit) or
  * 16-byte (f32) access per 4 elements when aligned. */
+__device__ __noinline__ double typed_act_slow(int sub, double x) { return act_real(sub, x); }
+/* the double formula out of line: inlined four times per thread it made the f32 kernel 14k PTX
+ * lines for a few float instructions on the hot path */
 template <typename T> __device__ inline T typed_act(int sub, T x) {
   float y;
   if (act_f32_forward(sub, (float)ld_t(x), &y)) return st_t<T>((double)y);
-  return st_t<T>(act_real(sub, ld_t(x)));
+  return st_t<T>(typed_act_slow(sub, ld_t(x)));
 }
 template <typename T, bool VEC> __global__ void ew_typed_act_dense(const T *a, T *o, int64_t n, int sub) {
   const int64_t groups = (n + 3) / 4, step = (int64_t)gridDim.x * blockDim.x;
@@ -525,7 +528,9 @@ template <typename T, bool VEC> __global__ void ew_typed_act_dense(const T *a, T
     int64_t e = 4 * g;
     if (VEC) {
       T x[4], r[4];
-      lp_unpack<T>(*(const vec4_of<T> *)(a + e), x);
+      const vec4_of<T> u = *(const vec4_of<T> *)(a + e); /* one vector load (a reference into global
+                                                            memory made memcpy copy byte by byte) */
+      lp_unpack<T>(u, x);
 #pragma unroll
       for (int c = 0; c < 4; c++) r[c] = typed_act<T>(sub, x[c]);
       *(vec4_of<T> *)(o + e) = lp_pack(r);

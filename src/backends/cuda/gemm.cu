@@ -59,9 +59,18 @@ static bool affine(const int64_t *off, int64_t n, int64_t *stride) {
 
 extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const void *B, void *C, int64_t M, int64_t N,
                                     int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off) {
+  return rlx_cu_matmul_t(c, t, A, B, C, M, N, K, batches, a_off, b_off, 0);
+}
+
+extern "C" rlx_status rlx_cu_matmul_t(rlx_cu_ctx *c, int t, const void *A, const void *B, void *C, int64_t M,
+                                      int64_t N, int64_t K, int64_t batches, const int64_t *a_off,
+                                      const int64_t *b_off, int trans) {
   if (M == 0 || N == 0 || batches == 0) return RLX_OK;
   size_t esz = rlx_dtype_size((rlx_dtype)t);
   bool blas = t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16;
+  if (trans && !blas)
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a transposed MatMul operand needs a float dtype, got %s",
+                      rlx_dtype_name((rlx_dtype)t));
   if (blas && K == 0) /* an empty sum: zeros (all-zero bytes are +0 in every float dtype) */
     return rlx_cu_memset(c, C, 0, (size_t)(batches * M * N) * esz);
   if (!blas) {
@@ -130,20 +139,25 @@ extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const v
   ab_type = bf ? CUDA_R_16BF : dt;
   size_t ab_esz = bf ? 2 : esz;
   int m = (int)M, n = (int)N, k = (int)K;
+  /* Column-major, C^T = B^T . A^T: B (row-major K x N) is the column-major N x K matrix with
+   * leading dimension N; stored transposed (row-major N x K) it is read with CUBLAS_OP_T and
+   * leading dimension K. Likewise A: K x M with ld K, or stored as K x M row-major, OP_T, ld M. */
+  cublasOperation_t op_b = (trans & 2) ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = (trans & 1) ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int ldb = (trans & 2) ? k : n, lda = (trans & 1) ? m : k;
   int64_t sa, sb;
   rlx_status st = RLX_OK;
   if (batches == 1 || (affine(a_off, batches, &sa) && affine(b_off, batches, &sb))) {
     if (batches == 1) sa = sb = 0;
     const char *a = (const char *)A + a_off[0] * ab_esz, *b = (const char *)B + b_off[0] * ab_esz;
-    st = blas_status(CUL(cublasGemmStridedBatchedEx)(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, sb, a,
-                                                ab_type, k, sa, beta, C, dt, n, (long long)M * N, (int)batches, ct,
+    st = blas_status(CUL(cublasGemmStridedBatchedEx)(h, op_b, op_a, n, m, k, alpha, b, ab_type, ldb, sb, a,
+                                                ab_type, lda, sa, beta, C, dt, n, (long long)M * N, (int)batches, ct,
                                                 CUBLAS_GEMM_DEFAULT),
                      "cublasGemmStridedBatchedEx");
   } else {
     for (int64_t i = 0; i < batches && st == RLX_OK; i++) {
       const char *a = (const char *)A + a_off[i] * ab_esz, *b = (const char *)B + b_off[i] * ab_esz;
       char *cc = (char *)C + (size_t)(i * M * N) * esz;
-      st = blas_status(CUL(cublasGemmEx)(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, ab_type, n, a, ab_type, k, beta, cc,
+      st = blas_status(CUL(cublasGemmEx)(h, op_b, op_a, n, m, k, alpha, b, ab_type, ldb, a, ab_type, lda, beta, cc,
                                     dt, n, ct, CUBLAS_GEMM_DEFAULT),
                        "cublasGemmEx");
     }

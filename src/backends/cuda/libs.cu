@@ -50,16 +50,19 @@ bool find(void *lib, const char *sym, void **slot) {
 
 void load_all() {
   void *blas = open_lib("cublas", CUBLAS_VER_MAJOR);
-  void *solver = blas ? open_lib("cusolver", CUSOLVER_VER_MAJOR) : NULL;
+  void *blas_lt = blas ? open_lib("cublasLt", CUBLAS_VER_MAJOR) : NULL;
+  void *solver = blas_lt ? open_lib("cusolver", CUSOLVER_VER_MAJOR) : NULL;
   void *fft = solver ? open_lib("cufft", CUFFT_VER_MAJOR) : NULL;
   if (!fft) return;
   bool ok = true;
   struct rlx_cu_libs &t = rlx_cu_libs_table;
 #define FIND_BLAS(f) ok = ok && find(blas, RLX_STR(f), (void **)&t.RLX_CU_CAT(fn_, f));
+#define FIND_BLAS_LT(f) ok = ok && find(blas_lt, RLX_STR(f), (void **)&t.RLX_CU_CAT(fn_, f));
 #define FIND_SOLVER(f) ok = ok && find(solver, RLX_STR(f), (void **)&t.RLX_CU_CAT(fn_, f));
 #define FIND_FFT(f) ok = ok && find(fft, RLX_STR(f), (void **)&t.RLX_CU_CAT(fn_, f));
   RLX_CUBLAS_FUNCTIONS(FIND_BLAS)
   RLX_CUBLAS_OVERLOADED(FIND_BLAS)
+  RLX_CUBLASLT_FUNCTIONS(FIND_BLAS_LT)
   RLX_CUSOLVER_FUNCTIONS(FIND_SOLVER)
   RLX_CUFFT_FUNCTIONS(FIND_FFT)
   g_loaded = ok;

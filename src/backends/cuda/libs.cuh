@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* cuBLAS, cuSOLVER and cuFFT, loaded when a CUDA device is found rather than linked. librlx then
+/* cuBLAS (with cuBLASLt), cuSOLVER and cuFFT, loaded when a CUDA device is found rather than linked. librlx then
  * starts (and runs on the CPU or MLX) on a machine that has no CUDA libraries at all, and a
  * process that never uses the GPU does not map the libraries' gigabyte of code and tables.
  * Call sites name a function through CUL: CUL(cublasGemmEx)(handle, ...). The header's macros
@@ -10,6 +10,7 @@
 #ifndef RLX_CUDA_LIBS_CUH
 #define RLX_CUDA_LIBS_CUH
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cufft.h>
 #include <cusolverDn.h>
@@ -29,6 +30,12 @@ typedef cublasStatus_t (*rlx_cublasGemmStridedBatchedEx_fn)(cublasHandle_t, cubl
                                                             int, long long, const void *, cudaDataType, int,
                                                             long long, const void *, void *, cudaDataType, int,
                                                             long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+/* cuBLASLt: the products with fused epilogues (gemm_lt.cu) */
+#define RLX_CUBLASLT_FUNCTIONS(X)                                                                      \
+  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)       \
+  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)      \
+  X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                                \
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 #define RLX_CUSOLVER_FUNCTIONS(X)                                                                       \
   X(cusolverDnCreate) X(cusolverDnSetStream)                                                          \
   X(cusolverDnSpotrf_bufferSize) X(cusolverDnSpotrf) X(cusolverDnDpotrf_bufferSize) X(cusolverDnDpotrf) \
@@ -48,6 +55,7 @@ typedef cublasStatus_t (*rlx_cublasGemmStridedBatchedEx_fn)(cublasHandle_t, cubl
 struct rlx_cu_libs {
   RLX_CUBLAS_FUNCTIONS(RLX_CU_LIBS_FIELD)
   RLX_CUBLAS_OVERLOADED(RLX_CU_LIBS_TYPED_FIELD)
+  RLX_CUBLASLT_FUNCTIONS(RLX_CU_LIBS_FIELD)
   RLX_CUSOLVER_FUNCTIONS(RLX_CU_LIBS_FIELD)
   RLX_CUFFT_FUNCTIONS(RLX_CU_LIBS_FIELD)
 };
@@ -57,7 +65,7 @@ struct rlx_cu_libs {
 extern struct rlx_cu_libs rlx_cu_libs_table;
 #define CUL(f) (rlx_cu_libs_table.RLX_CU_CAT(fn_, f))
 
-/* Loads the three libraries once; 1 when every function was found, else 0 with *why saying which
+/* Loads the libraries once; 1 when every function was found, else 0 with *why saying which
  * library or symbol is missing and how to provide it. */
 int rlx_cu_libs_load(const char **why);
 

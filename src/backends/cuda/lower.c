@@ -914,8 +914,8 @@ size_t rlx_cu_prog_size(const rlx_cu_prog *p, rlx_id id) { return p->plan->size[
 size_t rlx_cu_prog_arena_bytes(const rlx_cu_prog *p) { return p->plan->arena_size; }
 
 /* Frees what a step owns (its pre-steps' too). */
-static void step_release(rlx_cu_ctx *c, cu_step *s) {
-  for (uint32_t k = 0; k < s->n_pre; k++) step_release(c, &s->pre[k]);
+void cu_step_release(rlx_cu_ctx *c, cu_step *s) {
+  for (uint32_t k = 0; k < s->n_pre; k++) cu_step_release(c, &s->pre[k]);
   free(s->pre);
   if (s->sc.scratch) rlx_cu_free(c, s->sc.scratch);
   if (s->scratch) rlx_cu_free(c, s->scratch);
@@ -926,13 +926,14 @@ static void step_release(rlx_cu_ctx *c, cu_step *s) {
   free(s->copies);
   free(s->a_off);
   free(s->b_off);
+  rlx_cu_lt_destroy(s->lt);
 }
 
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
   if (!p) return;
   if (p->profile) print_profile(p);
   rlx_cu_graph_free(p->graph);
-  for (uint32_t i = 0; i < p->n_steps; i++) step_release(p->ctx, &p->steps[i]);
+  for (uint32_t i = 0; i < p->n_steps; i++) cu_step_release(p->ctx, &p->steps[i]);
   free(p->steps);
   rlx_cu_free(p->ctx, p->arena);
   free(p);
@@ -998,7 +999,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
       p->n_steps++;
       continue;
     }
-    step_release(c, s);
+    cu_step_release(c, s);
     memset(s, 0, sizeof *s);
     n_bad++;
     if (used < sizeof msg - 1) {
@@ -1011,6 +1012,10 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   }
   if (st == RLX_OK && n_bad)
     st = rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: %u node%s cannot be lowered: %s", n_bad, n_bad == 1 ? "" : "s", msg);
+  if (st == RLX_OK) {
+    cu_fold_transposes(p);
+    cu_fold_bias_epilogues(p);
+  }
   if (st != RLX_OK) {
     rlx_cu_prog_destroy(p);
     return st;
@@ -1034,7 +1039,12 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
   case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
   case ST_NORM: st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst); break;
   case ST_MATMUL:
-    st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off);
+    if (s->lt) {
+      st = rlx_cu_lt_run(c, s->lt);
+      break;
+    }
+    st = rlx_cu_matmul_t(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off,
+                         s->trans);
     break;
   case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
   case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;

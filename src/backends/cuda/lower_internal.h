@@ -62,6 +62,8 @@ typedef struct cu_step {
   double eps;
   size_t bytes;
   int64_t *a_off, *b_off;       /* ST_MATMUL */
+  int trans;                    /* ST_MATMUL: operands stored transposed (rlx_cu_matmul_t) */
+  rlx_cu_lt *lt;                /* ST_MATMUL: a cuBLASLt product with its epilogue, owned */
   rlx_cu_conv_geom geom;        /* ST_CONV */
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
@@ -304,6 +306,11 @@ bool lower_RopeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ScatterNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_GatherNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
+/* lower.c: frees what a step owns; lower_fold.c: folds after lowering (Transpose -> MatMul) */
+void cu_step_release(rlx_cu_ctx *c, cu_step *s);
+void cu_fold_transposes(rlx_cu_prog *p);
+void cu_fold_bias_epilogues(rlx_cu_prog *p);
+
 bool lower_FusedMatMulBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FusedSwiGLU(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);

@@ -66,6 +66,12 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cublasCreate failed: %s", CUL(cublasGetStatusString)(bs));
   }
   c->blas = h;
+  cublasLtHandle_t lt;
+  if ((bs = CUL(cublasLtCreate)(&lt)) != CUBLAS_STATUS_SUCCESS) {
+    rlx_cu_ctx_destroy(c);
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cublasLtCreate failed: %s", CUL(cublasGetStatusString)(bs));
+  }
+  c->blas_lt = lt;
   if ((e = cudaMalloc((void **)&c->kerr, sizeof(int))) != cudaSuccess || (e = cudaMemset(c->kerr, 0, sizeof(int))) != cudaSuccess) {
     rlx_cu_ctx_destroy(c);
     return cu_err(e, "allocating the kernel error flag");
@@ -82,6 +88,8 @@ extern "C" rlx_status rlx_cu_ctx_create(int device, void *stream, int precision,
 extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
   if (!c) return;
   if (c->blas) CUL(cublasDestroy)((cublasHandle_t)c->blas);
+  if (c->blas_lt) CUL(cublasLtDestroy)((cublasLtHandle_t)c->blas_lt);
+  if (c->lt_ws) cudaFree(c->lt_ws);
   if (c->kerr) cudaFree(c->kerr);
   if (c->scratch) cudaFree(c->scratch);
   if (c->capture) cudaStreamDestroy(c->capture);

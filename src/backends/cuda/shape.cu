@@ -131,10 +131,39 @@ template <typename V> static void copy_rows_launch(const rlx_cu_copy *q, cudaStr
                                            q->dst_stride[0] / w);
 }
 
+/* One element broadcast over a dense destination (an Expand of a scalar: the loss gradient
+ * of sum(x) is one): 16-byte stores of the element repeated (the strided copy wrote the 25 MB
+ * of the f32 GPT-2 block's at 1.2 TB/s on the H200). */
+template <typename T> __global__ void fill_one_kernel(const T *src, uint4 *dst, int64_t n16) {
+  T v = *src;
+  T rep[16 / sizeof(T)];
+#pragma unroll
+  for (unsigned k = 0; k < 16 / sizeof(T); k++) rep[k] = v;
+  uint4 u;
+  memcpy(&u, rep, 16);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n16; i += (int64_t)gridDim.x * blockDim.x)
+    dst[i] = u;
+}
+template <typename T> static void fill_one_launch(const rlx_cu_copy *q, cudaStream_t s) {
+  int64_t n16 = q->n * (int64_t)sizeof(T) / 16;
+  int64_t blocks = (n16 + 255) / 256;
+  if (blocks > 132 * 16) blocks = 132 * 16;
+  fill_one_kernel<T><<<(unsigned)(blocks ? blocks : 1), 256, 0, s>>>((const T *)q->src, (uint4 *)q->dst, n16);
+}
+
 extern "C" rlx_status rlx_cu_strided_copy(rlx_cu_ctx *c, const rlx_cu_copy *p) {
   if (p->n == 0) return RLX_OK;
   rlx_cu_copy q;
   simplify_copy(p, &q);
+  if (q.rank == 1 && q.src_stride[0] == 0 && q.dst_stride[0] == 1 && ((uintptr_t)q.dst & 15) == 0 &&
+      (q.n * q.esz) % 16 == 0 && ((uintptr_t)q.src & (uintptr_t)(q.esz - 1)) == 0) {
+    switch (q.esz) {
+    case 2: fill_one_launch<uint16_t>(&q, c->stream); return cu_launch_status("broadcast fill kernel");
+    case 4: fill_one_launch<uint32_t>(&q, c->stream); return cu_launch_status("broadcast fill kernel");
+    case 8: fill_one_launch<uint64_t>(&q, c->stream); return cu_launch_status("broadcast fill kernel");
+    default: break;
+    }
+  }
   if (copy_rows_fit(&q, 16)) {
     copy_rows_launch<uint4>(&q, c->stream);
     return cu_launch_status("row copy kernel");
