@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rlx/status.h"
+#include "rlx/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -108,17 +109,16 @@ rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const v
                        int64_t rows, int64_t len, double eps, void *out);
 
 /* ---- matrix products (gemm.cu): C[b] = A[b] . B[b], row-major M x K times K x N. The batch
- * offsets (in elements) come per batch; cuBLAS for float dtypes, a plain kernel for the rest. */
+ * offsets (in elements) come per batch; cuBLAS for the float dtypes of rlx_cu_blas_dtype, a plain
+ * kernel for the rest. trans (cuBLAS dtypes only; 0 otherwise): bit 0 = A[b] is stored as the
+ * row-major K x M matrix A[b]^T, bit 1 = B[b] as the N x K matrix B[b]^T (cuBLAS's operand flags;
+ * a Transpose feeding a MatMul need not run). */
+static inline int rlx_cu_blas_dtype(int t) { return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16; }
 rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
-                         int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off);
-/* The same with operands stored transposed (float dtypes only): trans bit 0 = A[b] is stored as
- * the row-major K x M matrix A[b]^T, bit 1 = B[b] as the N x K matrix B[b]^T (cuBLAS's operand
- * flags; a Transpose feeding a MatMul need not run). */
-rlx_status rlx_cu_matmul_t(rlx_cu_ctx *c, int dtype, const void *A, const void *B, void *C, int64_t M, int64_t N,
-                           int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off, int trans);
+                         int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off, int trans);
 
 /* ---- products with fused epilogues (gemm_lt.cu, cuBLASLt) ----
- * D = A . B + bias (row-major M x K times K x N, one matrix, trans as for rlx_cu_matmul_t, bias
+ * D = A . B + bias (row-major M x K times K x N, one matrix, trans as for rlx_cu_matmul, bias
  * [N] broadcast over the rows), then for GELU_BIAS D = gelu_tanh(that), for GELU_AUX_BIAS also
  * aux = that (the pre-activation the backward reads). Float dtypes; the addresses are fixed in
  * the plan. create gives *out = NULL (and RLX_OK) when cuBLASLt has no algorithm for it or the

@@ -58,16 +58,11 @@ static bool affine(const int64_t *off, int64_t n, int64_t *stride) {
 }
 
 extern "C" rlx_status rlx_cu_matmul(rlx_cu_ctx *c, int t, const void *A, const void *B, void *C, int64_t M, int64_t N,
-                                    int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off) {
-  return rlx_cu_matmul_t(c, t, A, B, C, M, N, K, batches, a_off, b_off, 0);
-}
-
-extern "C" rlx_status rlx_cu_matmul_t(rlx_cu_ctx *c, int t, const void *A, const void *B, void *C, int64_t M,
-                                      int64_t N, int64_t K, int64_t batches, const int64_t *a_off,
-                                      const int64_t *b_off, int trans) {
+                                    int64_t K, int64_t batches, const int64_t *a_off, const int64_t *b_off,
+                                    int trans) {
   if (M == 0 || N == 0 || batches == 0) return RLX_OK;
   size_t esz = rlx_dtype_size((rlx_dtype)t);
-  bool blas = t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16;
+  bool blas = rlx_cu_blas_dtype(t);
   if (trans && !blas)
     return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a transposed MatMul operand needs a float dtype, got %s",
                       rlx_dtype_name((rlx_dtype)t));

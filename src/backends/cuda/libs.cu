@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Loading cuBLAS, cuSOLVER and cuFFT at run time (libs.cuh). Each library is looked up by its
+/* Loading cuBLAS, cuBLASLt, cuSOLVER and cuFFT at run time (libs.cuh). Each library is looked up by its
  * soname first (LD_LIBRARY_PATH, the ld.so cache), then in the toolkit folder CMake found at
  * configure time (RLX_CUDA_LIBDIR). The major versions come from the headers compiled against,
  * so the loaded library has the ABI the call sites were built for. */
@@ -34,7 +34,7 @@ void *open_lib(const char *stem, int major) {
   if (!h) {
     const char *e = dlerror();
     snprintf(g_why, sizeof g_why,
-             "cuda: cannot load %s (%s); the cuda backend needs the CUDA %d toolkit's cuBLAS, cuSOLVER and cuFFT: "
+             "cuda: cannot load %s (%s); the cuda backend needs the CUDA %d toolkit's cuBLAS, cuBLASLt, cuSOLVER and cuFFT: "
              "install them or add their folder to LD_LIBRARY_PATH", name, e ? e : "not found", CUBLAS_VER_MAJOR);
   }
   return h;

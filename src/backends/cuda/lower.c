@@ -1043,7 +1043,7 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
       st = rlx_cu_lt_run(c, s->lt);
       break;
     }
-    st = rlx_cu_matmul_t(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off,
+    st = rlx_cu_matmul(c, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->c2, s->d, s->a_off, s->b_off,
                          s->trans);
     break;
   case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
@@ -1134,8 +1134,7 @@ rlx_status rlx_cu_prog_run(rlx_cu_prog *p) {
     bool off = env && !strcmp(env, "0");
     for (uint32_t i = 0; i < p->n_steps && !off; i++) {
       const cu_step *s = &p->steps[i];
-      int t = s->dtype;
-      off = (s->kind == ST_MATMUL && t != RLX_F32 && t != RLX_F64 && t != RLX_F16 && t != RLX_BF16) || s->no_graph;
+      off = (s->kind == ST_MATMUL && !rlx_cu_blas_dtype(s->dtype)) || s->no_graph;
     }
     p->graph_state = off ? -1 : 1;
     return run_steps(p);

@@ -9,7 +9,7 @@
  * The plan frees the Transpose's operand after the Transpose, so its bytes may hold another
  * tensor by the time the MatMul runs: the fold is taken only when no step from the Transpose to
  * the last MatMul reading it writes into those bytes (every step writes its node's slot; an
- * in-place kind or a pre-step writing there declines it). The Transpose's own slot is then never
+ * in-place kind, or a pre-step writing into the arena outside its node's slot, declines it). The Transpose's own slot is then never
  * written, which is harmless: nothing reads it. RLX_CUDA_FOLD_TRANSPOSES=0 turns the fold off.
  *
  * Bias epilogues: a MatMul read only by the Add of a bias vector (the next step), and a tanh GELU
@@ -40,8 +40,6 @@ static bool swaps_last_two(const rlx_node *t) {
   return true;
 }
 
-static bool blas_dtype(int t) { return t == RLX_F32 || t == RLX_F64 || t == RLX_F16 || t == RLX_BF16; }
-
 static bool env_off(const char *name) {
   const char *e = getenv(name);
   return e && !strcmp(e, "0");
@@ -62,9 +60,15 @@ static bool written_between(const rlx_cu_prog *p, uint32_t first, uint32_t last,
     const cu_step *s = &p->steps[k];
     const rlx_node *nd = rlx_graph_node(p->g, s->node);
     if (rlx_op_has(nd->op, RLX_PROP_INPLACE)) return true;
-    if (overlaps(addr(p, s->node), p->plan->size[s->node], lo, n)) return true;
-    for (uint32_t j = 0; j < s->n_pre; j++) /* a pre-step's destination: conservatively one byte */
-      if (overlaps(s->pre[j].dst, 1, lo, n)) return true;
+    const uint8_t *slot = addr(p, s->node);
+    const size_t slot_n = p->plan->size[s->node];
+    if (overlaps(slot, slot_n, lo, n)) return true;
+    /* a pre-step writes its own scratch or the node's slot; one writing elsewhere in the arena
+     * (its extent not recorded) declines the fold */
+    for (uint32_t j = 0; j < s->n_pre; j++) {
+      const uint8_t *d = s->pre[j].dst;
+      if (overlaps(d, 1, p->arena, p->plan->arena_size) && !overlaps(d, 1, slot, slot_n)) return true;
+    }
   }
   return false;
 }
@@ -106,14 +110,14 @@ void cu_fold_transposes(rlx_cu_prog *p) {
   for (uint32_t ts = 0; ts < p->n_steps; ts++) {
     rlx_id t = p->steps[ts].node;
     const rlx_node *tn = rlx_graph_node(p->g, t);
-    if (p->steps[ts].kind != ST_COPIES || !swaps_last_two(tn) || p->plan->root[t] != t || !blas_dtype(tn->shape.dtype))
+    if (p->steps[ts].kind != ST_COPIES || !swaps_last_two(tn) || p->plan->root[t] != t || !rlx_cu_blas_dtype(tn->shape.dtype))
       continue;
     /* every reader a float MatMul step after this one */
     uint32_t refs = 0, last = ts;
     for (uint32_t k = ts + 1; k < p->n_steps; k++) {
       const cu_step *s = &p->steps[k];
       const rlx_node *m = rlx_graph_node(p->g, s->node);
-      if (s->kind != ST_MATMUL || m->op != RLX_OP_MatMul || !blas_dtype(s->dtype)) continue;
+      if (s->kind != ST_MATMUL || m->op != RLX_OP_MatMul || !rlx_cu_blas_dtype(s->dtype)) continue;
       uint32_t r = (m->inputs[0] == t) + (m->inputs[1] == t);
       if (r) refs += r, last = k;
     }

@@ -62,7 +62,7 @@ typedef struct cu_step {
   double eps;
   size_t bytes;
   int64_t *a_off, *b_off;       /* ST_MATMUL */
-  int trans;                    /* ST_MATMUL: operands stored transposed (rlx_cu_matmul_t) */
+  int trans;                    /* ST_MATMUL: operands stored transposed (rlx_cu_matmul) */
   rlx_cu_lt *lt;                /* ST_MATMUL: a cuBLASLt product with its epilogue, owned */
   rlx_cu_conv_geom geom;        /* ST_CONV */
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */

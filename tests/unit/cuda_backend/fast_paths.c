@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/elem.h"
 #include "rlx/build.h"
 #include "rlx/graph.h"
 #include "rlx/ops.h"
@@ -228,11 +229,7 @@ static size_t cuda_fold_changes(const rlx_graph *g, const rlx_named_tensor *in, 
 /* bf16 bits of n floats (round to nearest even) */
 static uint16_t *to_bf16(const float *v, size_t n) {
   uint16_t *b = malloc(n * sizeof *b);
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u;
-    memcpy(&u, &v[i], 4);
-    b[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
+  for (size_t i = 0; i < n; i++) b[i] = rlx_f32_to_bf16(v[i]);
   return b;
 }
 
