@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backends/cuda/act_f32.cuh"
-#include "backends/cuda/dev.cuh"
+#include "backends/cuda/colsum.cuh"
 #include "rlx/ops.h"
 
 #define BW_THREADS 256
@@ -162,6 +162,74 @@ extern "C" rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, con
   }
   act_backward_kernel<<<cu_blocks(n, BW_THREADS), BW_THREADS, 0, c->stream>>>(act, dtype, x, dy, dx, n);
   return cu_launch_status("activation backward kernel");
+}
+
+/* act_backward_typed's values for [rows, C], written and summed over the rows in the layout of
+ * colsum.cuh (the Reduce's two-column kernel reading dx: the same doubles in the same order), 4
+ * rows' loads issued before they are used. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+    act_backward_colsum_kernel(int act, const T *x, const T *dy, T *dx, int64_t R, int64_t C, int64_t S, acc_t *part) {
+  __shared__ acc_t sh[8][65];
+  const int64_t chunk = (R + S - 1) / S, lo = blockIdx.y * chunk;
+  const int64_t hi = lo + chunk < R ? lo + chunk : R, o = blockIdx.x * 64 + 2 * threadIdx.x;
+  double s0 = 0, c0 = 0, s1 = 0, c1 = 0;
+  if (o < C) {
+    int64_t j = lo + threadIdx.y;
+    for (; j + 24 < hi; j += 32) {
+      T xv[4][2], gv[4][2];
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        ld2_t<T>(x + (j + 8 * k) * C + o, xv[k][0], xv[k][1]);
+        ld2_t<T>(dy + (j + 8 * k) * C + o, gv[k][0], gv[k][1]);
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const T r0 = typed_act_backward<T>(act, xv[k][0], gv[k][0]),
+                r1 = typed_act_backward<T>(act, xv[k][1], gv[k][1]);
+        st2_t<T>(dx + (j + 8 * k) * C + o, r0, r1);
+        neumaier_add(s0, c0, ld_t(r0));
+        neumaier_add(s1, c1, ld_t(r1));
+      }
+    }
+    for (; j < hi; j += 8) {
+      T x0, x1, g0, g1;
+      ld2_t<T>(x + j * C + o, x0, x1);
+      ld2_t<T>(dy + j * C + o, g0, g1);
+      const T r0 = typed_act_backward<T>(act, x0, g0), r1 = typed_act_backward<T>(act, x1, g1);
+      st2_t<T>(dx + j * C + o, r0, r1);
+      neumaier_add(s0, c0, ld_t(r0));
+      neumaier_add(s1, c1, ld_t(r1));
+    }
+  }
+  colsum2_block_store(sh, s0, c0, s1, c1, C, part);
+}
+
+extern "C" int rlx_cu_act_colsum_fits(const rlx_cu_ctx *c, int act, int dtype) {
+  return act >= 0 && (dtype == RLX_BF16 || dtype == RLX_F16 || (dtype == RLX_F32 && !c->fp32_pedantic));
+}
+
+extern "C" rlx_status rlx_cu_act_backward_colsum(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy,
+                                                 void *dx, int64_t rows, int64_t C, int red_op, void *colsum) {
+  const void *ptrs[3] = {x, dy, dx};
+  if (!rlx_cu_act_colsum_fits(c, act, dtype) || !rlx_cu_colsum_fits(red_op, dtype, rows, C, ptrs, 3))
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the fused activation backward and column sum does not take %s",
+                      rlx_dtype_name((rlx_dtype)dtype));
+  const int64_t S = cu_colsum2_chunks(rows, C);
+  void *part;
+  RLX_TRY(cu_scratch(c, (size_t)(S * C) * sizeof(acc_t), &part));
+  dim3 grid((unsigned)((C + 63) / 64), (unsigned)S), block(32, 8);
+  if (dtype == RLX_F32)
+    act_backward_colsum_kernel<float><<<grid, block, 0, c->stream>>>(act, (const float *)x, (const float *)dy,
+                                                                     (float *)dx, rows, C, S, (acc_t *)part);
+  else if (dtype == RLX_BF16)
+    act_backward_colsum_kernel<__nv_bfloat16><<<grid, block, 0, c->stream>>>(
+        act, (const __nv_bfloat16 *)x, (const __nv_bfloat16 *)dy, (__nv_bfloat16 *)dx, rows, C, S, (acc_t *)part);
+  else
+    act_backward_colsum_kernel<__half><<<grid, block, 0, c->stream>>>(act, (const __half *)x, (const __half *)dy,
+                                                                      (__half *)dx, rows, C, S, (acc_t *)part);
+  RLX_TRY(cu_launch_status("activation backward with column sums kernel"));
+  return cu_colsum2_merge(c, dtype, red_op, rows, C, S, (const acc_t *)part, colsum);
 }
 
 /* ---- block-wide max of doubles (the sum is cu_block_sum, dev.cuh) ---- */
@@ -348,13 +416,15 @@ __global__ void norm_param_cols_kernel(int want_xh, int t, const void *x, const 
  * loads issued before they are summed, the same row order per lane and the same lane-ordered
  * partials (the one-column kernel took 57 us per LayerNorm gamma gradient of the bf16 GPT-2
  * block on the H200). */
-template <typename T, bool XH>
-__global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const T *dy, int64_t rows, int64_t C,
-                                                              const double *st, int64_t S, double *part) {
+template <typename T, bool XH, bool BETA>
+__global__ void __launch_bounds__(256)
+    norm_param_cols2_kernel(const T *x, const T *dy, int64_t rows, int64_t C, const double *st, int64_t S, double *part,
+                            acc_t *beta_part) {
   __shared__ double sh[8][65];
   const int64_t c = blockIdx.x * 64 + 2 * threadIdx.x, chunk = (rows + S - 1) / S, lo = blockIdx.y * chunk;
   const int64_t hi = lo + chunk < rows ? lo + chunk : rows;
   double a0 = 0, a1 = 0;
+  double b0 = 0, bc0 = 0, b1 = 0, bc1 = 0; /* BETA: dy's column sums, as the Reduce makes them */
   if (c < C) {
     int64_t r = lo + threadIdx.y;
     for (; r + 56 < hi; r += 64) {
@@ -366,6 +436,10 @@ __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const
       }
 #pragma unroll
       for (int k = 0; k < 8; k++) {
+        if (BETA) {
+          neumaier_add(b0, bc0, g[k][0]);
+          neumaier_add(b1, bc1, g[k][1]);
+        }
         if (XH) {
           const double m = st[2 * (r + 8 * k)], rs = st[2 * (r + 8 * k) + 1];
           a0 += g[k][0] * (xv[k][0] - m) * rs;
@@ -379,6 +453,10 @@ __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const
     for (; r < hi; r += 8) {
       double g0, g1, x0 = 0, x1 = 0;
       ld2_d<T>(dy + r * C + c, g0, g1);
+      if (BETA) {
+        neumaier_add(b0, bc0, g0);
+        neumaier_add(b1, bc1, g1);
+      }
       if (XH) {
         ld2_d<T>(x + r * C + c, x0, x1);
         a0 += g0 * (x0 - st[2 * r]) * st[2 * r + 1];
@@ -398,16 +476,24 @@ __global__ void __launch_bounds__(256) norm_param_cols2_kernel(const T *x, const
     for (int k = 0; k < 8; k++) tot += sh[k][t];
     part[blockIdx.y * C + blockIdx.x * 64 + t] = tot;
   }
+  if (BETA) {
+    __shared__ acc_t shb[8][65];
+    colsum2_block_store(shb, b0, bc0, b1, bc1, C, beta_part);
+  }
 }
 template <typename T>
 static void norm_param_cols2_launch(bool xh, const void *x, const void *dy, int64_t rows, int64_t C, const void *st,
-                                    int64_t S, void *part, dim3 grid, cudaStream_t s) {
-  if (xh)
-    norm_param_cols2_kernel<T, true><<<grid, dim3(32, 8), 0, s>>>((const T *)x, (const T *)dy, rows, C,
-                                                                  (const double *)st, S, (double *)part);
+                                    int64_t S, void *part, void *beta_part, dim3 grid, cudaStream_t s) {
+  const T *xt = (const T *)x, *dt = (const T *)dy;
+  const double *stt = (const double *)st;
+  double *pt = (double *)part;
+  acc_t *bt = (acc_t *)beta_part;
+  if (xh && beta_part)
+    norm_param_cols2_kernel<T, true, true><<<grid, dim3(32, 8), 0, s>>>(xt, dt, rows, C, stt, S, pt, bt);
+  else if (xh)
+    norm_param_cols2_kernel<T, true, false><<<grid, dim3(32, 8), 0, s>>>(xt, dt, rows, C, stt, S, pt, bt);
   else
-    norm_param_cols2_kernel<T, false><<<grid, dim3(32, 8), 0, s>>>((const T *)x, (const T *)dy, rows, C,
-                                                                   (const double *)st, S, (double *)part);
+    norm_param_cols2_kernel<T, false, false><<<grid, dim3(32, 8), 0, s>>>(xt, dt, rows, C, stt, S, pt, bt);
 }
 
 /* 32 columns x 8 lanes per block: lane y sums chunks y, y + 8, ... in order, then the lanes in
@@ -450,7 +536,8 @@ template <> struct norm_bw_regs<__half> {
 };
 template <typename T, int PER>
 __global__ void __launch_bounds__(256)
-    norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out) {
+    norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out,
+                        double *st_out, const T *add) {
   typedef typename norm_bw_regs<T>::X XR;
   typedef typename norm_bw_regs<T>::S SR;
   const int lane = threadIdx.x & 31;
@@ -476,6 +563,10 @@ __global__ void __launch_bounds__(256)
       if (lane + 32 * i < C) v += d * d;
     }
     const double r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
+    if (st_out && lane == 0) { /* norm_stats_warp_kernel's values */
+      st_out[2 * row] = m;
+      st_out[2 * row + 1] = r;
+    }
     double ms = 0, msx = 0;
 #pragma unroll
     for (int i = 0; i < PER; i++) {
@@ -487,7 +578,12 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int i = 0; i < PER; i++) {
       int k = lane + 32 * i;
-      if (k < C) out[base + k] = st_t<T>(r * (sv[i] - ms - ((xv[i] - m) * r) * msx));
+      if (k < C) {
+        T o = st_t<T>(r * (sv[i] - ms - ((xv[i] - m) * r) * msx));
+        if constexpr (sizeof(T) == 4) /* f32: the Add's float sum */
+          if (add) o = o + add[base + k];
+        out[base + k] = o;
+      }
     }
   }
 }
@@ -545,29 +641,44 @@ __global__ void __launch_bounds__(256)
 
 template <typename T>
 static void norm_dx_warp_launch(int rms, const void *x, const void *gamma, const void *dy, int64_t rows, int C,
-                                double eps, void *out, cudaStream_t s) {
-  const T *xt = (const T *)x, *gt = (const T *)gamma, *dt = (const T *)dy;
-  RLX_NORM_PER_DISPATCH(norm_dx_warp_kernel, rows, C, rms, xt, gt, dt, rows, C, eps, (T *)out);
+                                double eps, void *out, void *st_out, const void *add, cudaStream_t s) {
+  const T *xt = (const T *)x, *gt = (const T *)gamma, *dt = (const T *)dy, *at = (const T *)add;
+  RLX_NORM_PER_DISPATCH(norm_dx_warp_kernel, rows, C, rms, xt, gt, dt, rows, C, eps, (T *)out, (double *)st_out, at);
 }
 template <typename T>
 static void norm_stats_warp_launch(int rms, const void *x, int64_t rows, int C, double eps, void *st, cudaStream_t s) {
   RLX_NORM_PER_DISPATCH(norm_stats_warp_kernel, rows, C, rms, (const T *)x, rows, C, eps, (double *)st);
 }
 
+extern "C" int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C) {
+  bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
+  return typed && C >= 64 && C <= 1024 && rows >= 264;
+}
+
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
                                            const void *gamma, const void *dy, int64_t rows, int64_t C, double eps,
-                                           void *out, void *scratch) {
+                                           void *out, void *scratch, const rlx_cu_norm_fuse *fuse) {
+  static const rlx_cu_norm_fuse none = {0};
+  if (!fuse) fuse = &none;
   if (C == 0) return RLX_OK;
   bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
-  if (what == 0 && typed && C >= 64 && C <= 1024 && rows >= 264) {
+  if (what == 0 && rlx_cu_norm_dx_warp_fits(dtype, rows, C)) {
+    void *so = fuse->stats_out;
+    const void *ad = dtype == RLX_F32 ? fuse->add : NULL;
+    if (fuse->add && !ad) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a fused norm backward Add needs %s", "f32");
     switch (dtype) {
-    case RLX_F32: norm_dx_warp_launch<float>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
-    case RLX_F64: norm_dx_warp_launch<double>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
-    case RLX_BF16: norm_dx_warp_launch<__nv_bfloat16>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
-    default: norm_dx_warp_launch<__half>(rms, x, gamma, dy, rows, (int)C, eps, out, c->stream); break;
+    case RLX_F32: norm_dx_warp_launch<float>(rms, x, gamma, dy, rows, (int)C, eps, out, so, ad, c->stream); break;
+    case RLX_F64: norm_dx_warp_launch<double>(rms, x, gamma, dy, rows, (int)C, eps, out, so, ad, c->stream); break;
+    case RLX_BF16:
+      norm_dx_warp_launch<__nv_bfloat16>(rms, x, gamma, dy, rows, (int)C, eps, out, so, ad, c->stream);
+      break;
+    default: norm_dx_warp_launch<__half>(rms, x, gamma, dy, rows, (int)C, eps, out, so, ad, c->stream); break;
     }
     return cu_launch_status("norm backward kernel (warp per row)");
   }
+  if (fuse->stats_out || fuse->add || (what == 1 && fuse->stats_ready && !typed))
+    return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a fused norm backward step of %lld x %lld rows takes no warp kernel",
+                      (long long)rows, (long long)C);
   unsigned blocks = (unsigned)(rows < 65535 * 4 ? (rows ? rows : 1) : 65535 * 4);
   int threads = C >= 256 ? 256 : C > 32 ? 128 : 32;
   if (what == 0) {
@@ -575,7 +686,7 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     norm_dx_kernel<<<blocks, threads, 0, c->stream>>>(rms, dtype, x, gamma, dy, rows, C, eps, out);
     return cu_launch_status("norm backward kernel");
   }
-  if (what == 1 && rows) {
+  if (what == 1 && rows && !fuse->stats_ready) {
     if (typed && C <= 1024) {
       switch (dtype) {
       case RLX_F32: norm_stats_warp_launch<float>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
@@ -593,28 +704,40 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     const size_t esz = dtype == RLX_F32 ? 4 : 2;
     const bool two = (dtype == RLX_F32 || dtype == RLX_BF16 || dtype == RLX_F16) && C % 2 == 0 &&
                      (uintptr_t)dy % (2 * esz) == 0 && (what != 1 || (uintptr_t)x % (2 * esz) == 0);
+    /* beta's column sums beside gamma's: with the Reduce's chunks (colsum.cuh) */
+    const bool beta = what == 1 && fuse->colsum;
+    const void *dyp = dy;
+    if (beta && (!two || !rlx_cu_colsum_fits(fuse->colsum_op, dtype, rows, C, &dyp, 1)))
+      return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the fused beta gradient does not take %s",
+                        rlx_dtype_name((rlx_dtype)dtype));
     const int cols = two ? 64 : 32;
     int64_t cb = (C + cols - 1) / cols, S = (132 * 8 + cb - 1) / cb, most = rows / 32;
     if (S > most) S = most;
     if (S > 65535) S = 65535;
     if (S < 1) S = 1;
+    if (two) S = cu_colsum2_chunks(rows, C);
     void *part;
-    RLX_TRY(cu_scratch(c, (size_t)(S * C) * sizeof(double), &part));
+    const size_t gbytes = ((size_t)(S * C) * sizeof(double) + 255) & ~(size_t)255;
+    RLX_TRY(cu_scratch(c, gbytes + (beta ? (size_t)(S * C) * sizeof(acc_t) : 0), &part));
+    void *beta_part = beta ? (void *)((char *)part + gbytes) : NULL;
     dim3 grid((unsigned)cb, (unsigned)S);
     if (two && dtype == RLX_F32)
-      norm_param_cols2_launch<float>(what == 1, x, dy, rows, C, scratch, S, part, grid, c->stream);
+      norm_param_cols2_launch<float>(what == 1, x, dy, rows, C, scratch, S, part, beta_part, grid, c->stream);
     else if (two && dtype == RLX_BF16)
-      norm_param_cols2_launch<__nv_bfloat16>(what == 1, x, dy, rows, C, scratch, S, part, grid, c->stream);
+      norm_param_cols2_launch<__nv_bfloat16>(what == 1, x, dy, rows, C, scratch, S, part, beta_part, grid, c->stream);
     else if (two)
-      norm_param_cols2_launch<__half>(what == 1, x, dy, rows, C, scratch, S, part, grid, c->stream);
+      norm_param_cols2_launch<__half>(what == 1, x, dy, rows, C, scratch, S, part, beta_part, grid, c->stream);
     else
       norm_param_cols_kernel<<<grid, dim3(32, 8), 0, c->stream>>>(what == 1, dtype, x, dy, rows, C,
                                                                   (const double *)scratch, S, (double *)part);
     RLX_TRY(cu_launch_status("norm parameter backward kernel"));
-    norm_param_merge_kernel<<<(unsigned)((C + 31) / 32), dim3(32, 8), 0, c->stream>>>(dtype, C, S,
-                                                                                   (const double *)part, out);
-    return cu_launch_status("norm parameter merge kernel");
+    norm_param_merge_kernel<<<(unsigned)((C + 31) / 32), dim3(32, 8), 0, c->stream>>>(dtype, C, S, (const double *)part,
+                                                                                      out);
+    RLX_TRY(cu_launch_status("norm parameter merge kernel"));
+    if (beta) return cu_colsum2_merge(c, dtype, fuse->colsum_op, rows, C, S, (const acc_t *)beta_part, fuse->colsum);
+    return RLX_OK;
   }
+  if (fuse->colsum) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: the fused beta gradient needs at least %s rows", "256");
   norm_param_kernel<<<cu_blocks(C, 128), 128, 0, c->stream>>>(what == 1, dtype, x, dy, rows, C, (const double *)scratch,
                                                               out);
   return cu_launch_status("norm parameter backward kernel");

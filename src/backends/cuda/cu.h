@@ -233,14 +233,38 @@ rlx_status rlx_cu_rope_run(rlx_cu_ctx *c, const rlx_cu_rope *p);
 /* ---- backward kernels (backward.cu) ---- */
 /* dx = dy * f'(x) of Activation kind `act` (act = -1: ReluBackward, integers exact), n elements. */
 rlx_status rlx_cu_act_backward(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy, void *dx, int64_t n);
+/* Column sums fused into the step that produces the summed tensor (lower_fold.c). A Reduce
+ * (op Sum or Mean) over the leading axes of [rows, C] takes rlx_cu_reduce's two-column kernel
+ * when rlx_cu_colsum_fits (ptrs: the tensor and the other operands read in pairs, each aligned
+ * to two elements); a fused kernel then folds the same values in the same order and merges the
+ * same chunks, so the sum has the Reduce's bits. */
+int rlx_cu_colsum_fits(int op, int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs);
+/* Whether rlx_cu_act_backward_colsum takes activation `act` of dtype (the typed kernels' kinds). */
+int rlx_cu_act_colsum_fits(const rlx_cu_ctx *c, int act, int dtype);
+/* rlx_cu_act_backward of [rows, C] that also writes the Reduce (red_op) of dx over the rows into
+ * colsum (C elements); dx has rlx_cu_act_backward's bits. */
+rlx_status rlx_cu_act_backward_colsum(rlx_cu_ctx *c, int act, int dtype, const void *x, const void *dy, void *dx,
+                                      int64_t rows, int64_t C, int red_op, void *colsum);
 /* Softmax cross-entropy over logits [N, C]: mode 0 SoftmaxCrossEntropy (targets [N, C]) -> [N];
  * 1 ...WithLogits (labels [N] of lab_dtype) -> [N]; 2 ...Backward (labels, d_loss [N]) -> [N, C]. */
 rlx_status rlx_cu_sce(rlx_cu_ctx *c, int mode, int dtype, const void *logits, const void *tgt, int lab_dtype,
                       const void *dloss, int64_t N, int64_t C, void *out);
+/* What a LayerNorm / RmsNorm backward step does besides its own output (lower_fold.c); zeroed:
+ * nothing. */
+typedef struct rlx_cu_norm_fuse {
+  void *stats_out; /* what 0: also the row statistics (2 doubles a row, as what 1's scratch) */
+  int stats_ready; /* what 1: scratch already holds them (a what 0 step wrote them) */
+  const void *add; /* what 0, f32: out = dx + add (an Add of dx and a tensor of its shape) */
+  void *colsum;    /* what 1: also the Reduce (colsum_op) of dy over the rows (beta's gradient) */
+  int colsum_op;
+} rlx_cu_norm_fuse;
+/* Whether what 0 takes the warp-per-row kernel (the one that can write statistics and add). */
+int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C);
 /* LayerNorm / RmsNorm backward over the last axis (rows x C): what 0 = dx (gamma, dy), 1 = dgamma,
- * 2 = dbeta (sum of dy). scratch: 2 doubles per row (what 1). */
+ * 2 = dbeta (sum of dy). scratch: 2 doubles per row (what 1). fuse: NULL or as above. */
 rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x, const void *gamma,
-                                const void *dy, int64_t rows, int64_t C, double eps, void *out, void *scratch);
+                                const void *dy, int64_t rows, int64_t C, double eps, void *out, void *scratch,
+                                const rlx_cu_norm_fuse *fuse);
 /* MaxPool backward (NC x [D, H, W] planes, depth 1 for 2-D): dx[i] = sum of dy over the windows
  * whose first maximum is i. */
 typedef struct rlx_cu_pool3 {

@@ -425,6 +425,21 @@ __global__ void ew_f32_binary_dense(const float *a, const float *b, float *o, in
   }
 }
 
+/* The same for Add / Sub / Mul, 4 elements per thread (n a multiple of 4, the pointers 16-byte
+ * aligned): one 16-byte access per operand (the scalar kernel moved 2.7 TB/s on the H200's
+ * residual Adds of [8192, 768]). */
+__global__ void ew_f32_binary_dense4(const float4 *a, const float4 *b, float4 *o, int64_t n4, int op) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+    const float4 x = a[i], y = b[i];
+    if (op == RLX_BINOP_ADD)
+      o[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+    else if (op == RLX_BINOP_SUB)
+      o[i] = make_float4(x.x - y.x, x.y - y.y, x.z - y.z, x.w - y.w);
+    else
+      o[i] = make_float4(x.x * y.x, x.y * y.y, x.z * y.z, x.w * y.w);
+  }
+}
+
 /* Binary with tiled operands: operand k repeats every cnt_k elements (cnt = n: dense), e.g. a
  * bias row [C] broadcast over [R, C]. Add / Sub / Mul in float are the double results rounded
  * once. vec: 4 elements per thread (n and both counts multiples of 4, 16-byte aligned). */
@@ -593,8 +608,12 @@ extern "C" rlx_status rlx_cu_elementwise(rlx_cu_ctx *c, const rlx_cu_ew *p) {
   bool lowp = p->out_dtype == RLX_BF16 || p->out_dtype == RLX_F16;
   if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 &&
       (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && dense(p, 0) && dense(p, 1)) {
-    ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(
-        (const float *)p->in[0], (const float *)p->in[1], (float *)p->out, p->n, p->sub);
+    if (p->n % 4 == 0 && (((uintptr_t)p->in[0] | (uintptr_t)p->in[1] | (uintptr_t)p->out) & 15) == 0)
+      ew_f32_binary_dense4<<<cu_blocks(p->n / 4, threads), threads, 0, c->stream>>>(
+          (const float4 *)p->in[0], (const float4 *)p->in[1], (float4 *)p->out, p->n / 4, p->sub);
+    else
+      ew_f32_binary_dense<<<cu_blocks(p->n, threads), threads, 0, c->stream>>>(
+          (const float *)p->in[0], (const float *)p->in[1], (float *)p->out, p->n, p->sub);
   } else if (p->kind == RLX_CU_EW_BINARY && p->out_dtype == RLX_F32 && p->in_dtype[0] == RLX_F32 &&
              p->in_dtype[1] == RLX_F32 &&
              (p->sub == RLX_BINOP_ADD || p->sub == RLX_BINOP_SUB || p->sub == RLX_BINOP_MUL) && tiled(p, 0, &ca) &&

@@ -1013,6 +1013,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
   if (st == RLX_OK && n_bad)
     st = rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: %u node%s cannot be lowered: %s", n_bad, n_bad == 1 ? "" : "s", msg);
   if (st == RLX_OK) {
+    cu_fold_backward_sums(p);
     cu_fold_transposes(p);
     cu_fold_bias_epilogues(p);
   }
@@ -1058,13 +1059,19 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
   case ST_ATTN_BW: st = rlx_cu_attention_backward(c, &s->abw); break;
   case ST_ROPE: st = rlx_cu_rope_run(c, &s->rope); break;
   case ST_CUMSUM: st = rlx_cu_cumsum(c, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
-  case ST_ACT_BW: st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d); break;
+  case ST_ACT_BW:
+    if (s->colsum)
+      st = rlx_cu_act_backward_colsum(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->a, s->b, s->colsum_op,
+                                      s->colsum);
+    else
+      st = rlx_cu_act_backward(c, s->op, s->dtype, s->src, s->aux[0], s->dst, s->d);
+    break;
   case ST_SCE:
     st = rlx_cu_sce(c, s->op, s->dtype, s->src, s->aux[0], s->aux_dtype, s->aux[1], s->a, s->b, s->dst);
     break;
   case ST_NORM_BW:
     st = rlx_cu_norm_backward(c, s->op, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst,
-                              s->scratch);
+                              s->scratch, &s->nf);
     break;
   case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
   case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;

@@ -86,6 +86,12 @@ typedef struct cu_step {
   int extra_wrt;
   rlx_cu_fft *fft; /* ST_DFT: the cuFFT plan, owned */
   int no_graph;    /* the step cannot be captured into a CUDA graph (cuSOLVER's iterative routines) */
+  /* folds (lower_fold.c): */
+  rlx_cu_norm_fuse nf;   /* ST_NORM_BW: statistics, an Add, beta's sums */
+  void *colsum;          /* ST_ACT_BW: also the column sums of dx ([a, b]) here */
+  int colsum_op;         /* ... as this Reduce op */
+  rlx_id writes_also[2]; /* nodes whose slots the step writes besides its own */
+  uint32_t n_writes_also;
 } cu_step;
 
 struct rlx_cu_prog {
@@ -306,8 +312,10 @@ bool lower_RopeBackward(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_AxialRope2d(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_ScatterNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_GatherNd(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
-/* lower.c: frees what a step owns; lower_fold.c: folds after lowering (Transpose -> MatMul) */
+/* lower.c: frees what a step owns; lower_fold.c: folds after lowering (backward sums, Transpose
+ * -> MatMul, bias epilogues; in that order) */
 void cu_step_release(rlx_cu_ctx *c, cu_step *s);
+void cu_fold_backward_sums(rlx_cu_prog *p);
 void cu_fold_transposes(rlx_cu_prog *p);
 void cu_fold_bias_epilogues(rlx_cu_prog *p);
 

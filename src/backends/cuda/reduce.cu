@@ -5,7 +5,7 @@
  * through shared memory. */
 #include <string.h>
 
-#include "backends/cuda/dev.cuh"
+#include "backends/cuda/colsum.cuh"
 #include "rlx/ops.h"
 
 #define RED_THREADS 256
@@ -22,20 +22,6 @@ struct red_params {
   int64_t n_out, n_red_elems;
   void *out;
 };
-
-/* Two doubles per thread (sum, compensation) or one int64 or one complex pair. */
-struct acc_t {
-  double a, b;
-  int64_t i;
-};
-
-/* s += v with the compensation term comp (Neumaier) */
-__device__ inline void neumaier_add(double &s, double &comp, double v) {
-  double t2 = s + v;
-  if (fabs(s) >= fabs(v)) comp += (s - t2) + v;
-  else comp += (v - t2) + s;
-  s = t2;
-}
 
 /* fold one real float value: product, NaN-propagating max / min, or a Neumaier-compensated sum */
 __device__ inline void acc_fold_f(const red_params &p, acc_t &s, double v) {
@@ -107,10 +93,7 @@ __device__ inline void acc_merge(const red_params &p, acc_t &s, const acc_t &o) 
     case RLX_REDUCE_PROD: s.a *= o.a; break;
     case RLX_REDUCE_MAX: s.a = nan_max(s.a, o.a); break;
     case RLX_REDUCE_MIN: s.a = nan_min(s.a, o.a); break;
-    default:
-      neumaier_add(s.a, s.b, o.a);
-      s.b += o.b;
-      break;
+    default: acc_merge_sum(s, o); break;
     }
   }
 }
@@ -314,16 +297,8 @@ template <typename T> __global__ void __launch_bounds__(256) sum_cols2_kernel(re
       neumaier_add(s1, c1, b);
     }
   }
-  sh[threadIdx.y][2 * threadIdx.x] = acc_t{s0, c0, 0};
-  sh[threadIdx.y][2 * threadIdx.x + 1] = acc_t{s1, c1, 0};
-  __syncthreads();
   /* lane-ordered merge as in reduce_cols_kernel: 64 columns, one thread each */
-  const int t = threadIdx.y * 32 + threadIdx.x;
-  if (t < 64 && blockIdx.x * 64 + t < C) {
-    acc_t tot = acc_init(p);
-    for (int k = 0; k < 8; k++) acc_merge(p, tot, sh[k][t]);
-    part[blockIdx.y * C + blockIdx.x * 64 + t] = tot;
-  }
+  colsum2_block_store(sh, s0, c0, s1, c1, C, part);
 }
 
 template <typename T> static bool sum_cols2_fits(const red_params &p) {
@@ -396,6 +371,31 @@ __global__ void reduce_kernel(red_params p) {
   }
 }
 
+rlx_status cu_colsum2_merge(rlx_cu_ctx *c, int dtype, int op, int64_t rows, int64_t C, int64_t S, const acc_t *part,
+                            void *out) {
+  red_params p;
+  memset(&p, 0, sizeof p);
+  p.op = op;
+  p.t = dtype;
+  p.n_out = C;
+  p.n_red_elems = rows;
+  p.out = out;
+  reduce_cols_merge_kernel<<<(unsigned)((C + 31) / 32), dim3(32, 8), 0, c->stream>>>(p, S, part);
+  return cu_launch_status("column sum merge kernel");
+}
+
+/* The conditions under which rlx_cu_reduce sums the rows of [rows, C] with the two-column kernel
+ * (sum_cols2_fits and the leading-axes test below). */
+extern "C" int rlx_cu_colsum_fits(int op, int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs) {
+  if (op != RLX_REDUCE_SUM && op != RLX_REDUCE_MEAN) return 0;
+  if (dtype != RLX_F32 && dtype != RLX_BF16 && dtype != RLX_F16) return 0;
+  if (C < 16 || rows < 64 || C % 2) return 0;
+  const uintptr_t al = 2 * (dtype == RLX_F32 ? 4 : 2) - 1;
+  for (int k = 0; k < n_ptrs; k++)
+    if ((uintptr_t)ptrs[k] & al) return 0;
+  return 1;
+}
+
 extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int rank, const int64_t *dims,
                                     uint32_t mask, void *out) {
   red_params p;
@@ -439,12 +439,13 @@ extern "C" rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void
   bool leading = n_red_axes > 0 && p.n_kept > 0 && mask == (1u << n_red_axes) - 1u;
   if (leading && p.n_out >= 16 && p.n_red_elems >= 64) {
     const bool two = (p.t == RLX_F32 && sum_cols2_fits<float>(p)) ||
-                     (p.t == RLX_BF16 && sum_cols2_fits<__nv_bfloat16>(p)) || (p.t == RLX_F16 && sum_cols2_fits<__half>(p));
-    const int cols = two ? 64 : 32;
-    int64_t cb = (p.n_out + cols - 1) / cols, S = (132 * 8 + cb - 1) / cb, most = p.n_red_elems / 32;
+                     (p.t == RLX_BF16 && sum_cols2_fits<__nv_bfloat16>(p)) ||
+                     (p.t == RLX_F16 && sum_cols2_fits<__half>(p));
+    int64_t cb = (p.n_out + 31) / 32, S = (132 * 8 + cb - 1) / cb, most = p.n_red_elems / 32;
     if (S > most) S = most;
     if (S > 65535) S = 65535;
     if (S < 1) S = 1;
+    if (two) S = cu_colsum2_chunks(p.n_red_elems, p.n_out), cb = (p.n_out + 63) / 64;
     void *part;
     RLX_TRY(cu_scratch(c, (size_t)(S * p.n_out) * sizeof(acc_t), &part));
     dim3 grid((unsigned)cb, (unsigned)S), block(32, 8);

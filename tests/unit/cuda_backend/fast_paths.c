@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/elem.h"
 #include "rlx/build.h"
@@ -326,7 +327,137 @@ static void matmul_bias_epilogues(void) {
   rlx_graph_free(g);
 }
 
+/* Compiles g for cuda with RLX_CUDA_FOLD_LOG=1 and counts the fold log's lines (stderr, read
+ * back through a temporary file) that contain each of the n needles. */
+static void cuda_fold_log_counts(const rlx_graph *g, const char *const *needle, int n, int *count) {
+  for (int k = 0; k < n; k++) count[k] = 0;
+  FILE *t = tmpfile();
+  if (!t) {
+    CHECK_MSG(0, "no temporary file for the fold log%s", "");
+    return;
+  }
+  fflush(stderr);
+  const int saved = dup(2);
+  dup2(fileno(t), 2);
+  setenv("RLX_CUDA_FOLD_LOG", "1", 1);
+  rlx_executable *e = NULL;
+  const rlx_status st = rlx_compile(g, "cuda", NULL, &e);
+  unsetenv("RLX_CUDA_FOLD_LOG");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  CHECK_MSG(st == RLX_OK, "cuda compile of %s: %s", rlx_graph_name(g), rlx_last_error());
+  rlx_executable_free(e);
+  rewind(t);
+  char line[512];
+  while (fgets(line, sizeof line, t))
+    for (int k = 0; k < n; k++) count[k] += strstr(line, needle[k]) != NULL;
+  fclose(t);
+}
+
+/* Two cuda runs of g, the fold named by `env` on and then off (=0): the number of output bytes
+ * that differ (the folds of backward sums promise the unfused bits). */
+static size_t cuda_fold_byte_changes(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const char *env) {
+  rlx_executable *e[2] = {NULL, NULL};
+  const rlx_tensor *out[2] = {NULL, NULL};
+  uint32_t n_out[2] = {0, 0};
+  for (int off = 0; off < 2; off++) {
+    if (off) setenv(env, "0", 1);
+    CHECK_OK(rlx_compile(g, "cuda", NULL, &e[off]));
+    if (e[off]) CHECK_OK(rlx_executable_run(e[off], in, n_in, &out[off], &n_out[off]));
+    unsetenv(env);
+  }
+  size_t changed = 0;
+  CHECK_MSG(e[0] && e[1] && n_out[0] == n_out[1], "two cuda runs of %s", rlx_graph_name(g));
+  for (uint32_t o = 0; e[0] && e[1] && o < n_out[0] && n_out[0] == n_out[1]; o++) {
+    size_t n = 0;
+    CHECK_OK(rlx_shape_numel(&out[0][o].shape, &n));
+    n *= rlx_dtype_size(out[0][o].shape.dtype);
+    const uint8_t *a = out[0][o].data, *b = out[1][o].data;
+    for (size_t i = 0; i < n; i++) changed += a[i] != b[i];
+  }
+  rlx_executable_free(e[0]);
+  rlx_executable_free(e[1]);
+  return changed;
+}
+
+/* The backward sums folded into the kernels that produce what they sum (lower_fold.c): autodiff's
+ * LayerNorm backward (dx, the gamma gradient, beta's Reduce of dy over the rows, dx added to the
+ * residual's gradient) and an ActivationBackward whose dx is summed over the rows (the bias
+ * gradient), in f32 and bf16, at 1030 x 192 rows (chunks of the column sums that do not divide
+ * the rows) and with the bias gradient once as a Mean. Each fold must be taken (its log line),
+ * must give the unfused run's bits (RLX_CUDA_FOLD_SUMS=0) and must agree with the CPU. */
+static void backward_sum_folds(void) {
+  const int64_t R = 1030, C = 192;
+  for (int bf = 0; bf < 2; bf++) {
+    const rlx_dtype dt = bf ? RLX_BF16 : RLX_F32;
+    rlx_graph *g = NULL;
+    CHECK_OK(rlx_graph_create(NULL, bf ? "cuda_backward_sums_bf16" : "cuda_backward_sums_f32", &g));
+    rlx_shape sm = rlx_shape_make(dt, 2, (rlx_dim[]){R, C}), sv = rlx_shape_make(dt, 1, (rlx_dim[]){C});
+    static const char *const names[] = {"x", "gamma", "dy", "res", "h", "dh"};
+    rlx_id in[6], dx, tot, dg, db, da, sa, ma;
+    rlx_named_tensor tin[6];
+    float *v[6];
+    void *hv[6];
+    for (int i = 0; i < 6; i++) {
+      rlx_shape s = i == 1 ? sv : sm;
+      CHECK_OK(rlx_input(g, names[i], s, &in[i]));
+      size_t n = (size_t)(i == 1 ? C : R * C);
+      v[i] = cuda_test_vals(n, 141 + (uint32_t)i, i == 1 ? 0.5f : -1.5f, 1.5f);
+      hv[i] = bf ? (void *)to_bf16(v[i], n) : (void *)v[i];
+      tin[i] = (rlx_named_tensor){names[i], {hv[i], s}};
+    }
+    rlx_attrs_LayerNormBackwardInput li = {.axis = -1, .eps = 1e-5f};
+    rlx_attrs_LayerNormBackwardGamma lg = {.axis = -1, .eps = 1e-5f};
+    CHECK_OK(rlx_build_LayerNormBackwardInput(g, (rlx_id[]){in[0], in[1], in[2]}, 3, &li, NULL, &dx));
+    CHECK_OK(rlx_build_LayerNormBackwardGamma(g, (rlx_id[]){in[0], in[2]}, 2, &lg, NULL, &dg));
+    CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_SUM, in[2], 1, (int64_t[]){0}, false, &db));
+    CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, in[3], dx, &tot));
+    rlx_attrs_ActivationBackward ab = {.kind = RLX_ACT_GELU_APPROX};
+    CHECK_OK(rlx_build_ActivationBackward(g, (rlx_id[]){in[4], in[5]}, 2, &ab, NULL, &da));
+    CHECK_OK(rlx_reduce_axes(g, bf ? RLX_REDUCE_MEAN : RLX_REDUCE_SUM, da, 1, (int64_t[]){0}, false, &sa));
+    rlx_id dc[3];
+    CHECK_OK(rlx_activation(g, RLX_ACT_GELU, in[4], &ma)); /* a second ActivationBackward, exact GELU */
+    rlx_attrs_ActivationBackward ae = {.kind = RLX_ACT_GELU};
+    CHECK_OK(rlx_build_ActivationBackward(g, (rlx_id[]){ma, in[5]}, 2, &ae, NULL, &dc[0]));
+    CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_SUM, dc[0], 1, (int64_t[]){0}, false, &dc[1]));
+    rlx_id o[7] = {tot, dg, db, da, sa, dc[0], dc[1]};
+    CHECK_OK(rlx_graph_set_outputs(g, o, 7));
+    static const char *const needle[] = {"writes the statistics", "adds %", "also sums dy", "also sums its rows"};
+    int count[4];
+    cuda_fold_log_counts(g, needle, 4, count);
+    const size_t changed = cuda_fold_byte_changes(g, tin, 6, "RLX_CUDA_FOLD_SUMS");
+    /* against the CPU: the same graph with f32 outputs */
+    rlx_id f[7];
+    for (int i = 0; i < 7; i++) {
+      if (bf)
+        CHECK_OK(rlx_cast_to(g, o[i], RLX_F32, &f[i]));
+      else
+        f[i] = o[i];
+    }
+    CHECK_OK(rlx_graph_set_outputs(g, f, 7));
+    const double d = cuda_test_cpu_vs_cuda(g, tin, 6, NULL);
+    const double tol = bf ? 1.0 / 64 : 1e-4;
+    printf("backward sums folded (%s, %lld x %lld): statistics %d, Add %d, beta %d, activation bias %d; output bytes "
+           "the fold changed %zu; max scaled difference vs cpu %.3g\n",
+           bf ? "bf16" : "f32", (long long)R, (long long)C, count[0], count[1], count[2], count[3], changed, d);
+    CHECK_MSG(count[0] == 1 && count[2] == 1 && count[3] == 2, "%s: backward-sum folds taken: %d %d %d (want 1 1 2)",
+              rlx_graph_name(g), count[0], count[2], count[3]);
+    CHECK_MSG(count[1] == (bf ? 0 : 1), "%s: norm dx + Add folds %d (want %d: f32 only)", rlx_graph_name(g), count[1],
+              bf ? 0 : 1);
+    CHECK_MSG(changed == 0, "%s: the folded backward sums differ from the unfused ones in %zu bytes", rlx_graph_name(g),
+              changed);
+    CHECK_MSG(d < tol, "%s: cuda differs from cpu by %g (tolerance %g)", rlx_graph_name(g), d, tol);
+    for (int i = 0; i < 6; i++) {
+      if (bf) free(hv[i]);
+      free(v[i]);
+    }
+    rlx_graph_free(g);
+  }
+}
+
 void cuda_fast_path_checks(void) {
+  backward_sum_folds();
   matmul_bias_epilogues();
   matmul_transposed_operands();
   attention_nan_rows();
