@@ -19,6 +19,7 @@
 #include "rlx/autodiff.h"
 #include "rlx/build.h"
 #include "rlx/cuda.h"
+#include "rlx/format.h"
 #include "rlx/rlx.h"
 
 static double now(void) {
@@ -142,6 +143,13 @@ static int block(rlx_dtype t, int64_t B, int64_t T, int64_t d, int64_t H) {
   rlx_graph *gg = NULL;
   TRY(rlx_grad_with_loss(f, wrt, NP + 1, NULL, &gg));
 
+  if (getenv("RLX_BENCH_DUMP")) { /* the gradient graph in the text format, on stderr */
+    char *txt = NULL;
+    size_t len = 0;
+    TRY(rlx_text_print(gg, NULL, &txt, &len));
+    fwrite(txt, 1, len, stderr);
+    free(txt);
+  }
   rlx_cuda_options co;
   rlx_cuda_options_init(&co);
   co.matmul = RLX_CUDA_FP32;
@@ -152,6 +160,13 @@ static int block(rlx_dtype t, int64_t B, int64_t T, int64_t d, int64_t H) {
   double t0 = now();
   TRY(rlx_compile(gg, backend, &o, &e));
   double tc = now() - t0;
+  if (getenv("RLX_BENCH_DUMP")) { /* and the compiled (legalized, simplified) graph */
+    char *txt = NULL;
+    size_t len = 0;
+    TRY(rlx_text_print(rlx_executable_graph(e), NULL, &txt, &len));
+    fwrite(txt, 1, len, stderr);
+    free(txt);
+  }
   void *bufs[NP + 2];
   for (int i = 0; i < NP; i++) {
     size_t n = (size_t)ps[i].r * (size_t)(ps[i].c ? ps[i].c : 1);

@@ -563,6 +563,14 @@ __global__ void __launch_bounds__(256)
       if (lane + 32 * i < C) v += d * d;
     }
     const double r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
+    /* the added tensor's row, loaded while the sums below are reduced (loaded one by one at the
+     * stores, the f32 GPT-2 block's dx + residual kernel took twice its time) */
+    T av[sizeof(T) == 4 ? PER : 1];
+    if constexpr (sizeof(T) == 4)
+      if (add) {
+#pragma unroll
+        for (int i = 0; i < PER; i++) av[i] = lane + 32 * i < C ? add[base + lane + 32 * i] : (T)0;
+      }
     if (st_out && lane == 0) { /* norm_stats_warp_kernel's values */
       st_out[2 * row] = m;
       st_out[2 * row + 1] = r;
@@ -581,7 +589,7 @@ __global__ void __launch_bounds__(256)
       if (k < C) {
         T o = st_t<T>(r * (sv[i] - ms - ((xv[i] - m) * r) * msx));
         if constexpr (sizeof(T) == 4) /* f32: the Add's float sum */
-          if (add) o = o + add[base + k];
+          if (add) o = o + av[i];
         out[base + k] = o;
       }
     }

@@ -9,7 +9,10 @@
  *   - the dx kernel writes each row's statistics into the gamma step's buffer (it computes them
  *     anyway, with the statistics kernel's arithmetic), and the gamma step skips them;
  *   - a Reduce summing the gamma step's dy over the rows is computed by the gamma kernel;
- *   - an f32 Add of the dx and a tensor of its shape is done by the dx kernel as it stores;
+ *   - an f32 Add of the dx and a tensor of its shape is done by the dx kernel as it stores: at
+ *     the dx step when the Add's slot is free from there on, else (the plan gave the Add the
+ *     bytes of x or dy, as in the GPT-2 block) the dx step moves to the Add's place and the
+ *     gamma step computes its own statistics;
  *   - a Reduce summing an ActivationBackward's dx over the rows is done by a kernel that writes
  *     dx and sums it.
  * Every fused sum folds the same values in the same order, into the same chunks, as the Reduce's
@@ -173,7 +176,7 @@ static bool colsum_slot_free(const rlx_cu_prog *p, uint32_t k, uint32_t j) {
 static void fold_norm_dx(rlx_cu_prog *p, uint32_t k, const uint32_t *uses, bool *dead) {
   cu_step *s = &p->steps[k];
   const rlx_node *dn = rlx_graph_node(p->g, s->node);
-  if (!rlx_cu_norm_dx_warp_fits(s->dtype, s->a, s->b)) return;
+  if (s->nf.add || !rlx_cu_norm_dx_warp_fits(s->dtype, s->a, s->b)) return; /* (a moved step: done) */
   const size_t esz = rlx_dtype_size((rlx_dtype)s->dtype), bytes = (size_t)(s->a * s->b) * esz;
   /* the gamma step of the same x: statistics */
   for (uint32_t j = k + 1; j < p->n_steps; j++) {
@@ -205,21 +208,46 @@ static void fold_norm_dx(rlx_cu_prog *p, uint32_t k, const uint32_t *uses, bool 
     const uint8_t *A = addr(p, as->node), *O = addr(p, o);
     const size_t an_n = p->plan->size[as->node];
     const bool in_place = A == O && an_n == p->plan->size[o];
-    if (overlaps(A, an_n, s->src, bytes) || overlaps(A, an_n, s->aux[0], (size_t)s->b * esz) ||
-        overlaps(A, an_n, s->aux[1], bytes) || (!in_place && overlaps(A, an_n, O, p->plan->size[o])) ||
-        touched_between(p, k, j, A, an_n) || (k > 0 && written_between(p, k - 1, j - 1, O, p->plan->size[o])) ||
-        (k == 0 && written_between(p, 0, j - 1, O, p->plan->size[o]))) {
-      if (fold_log()) fprintf(stderr, "cuda fold: norm dx %%%u + Add %%%u: declined (slots)\n", s->node, as->node);
+    if (!in_place && overlaps(A, an_n, O, p->plan->size[o])) break;
+    const bool o_kept = !(k > 0 ? written_between(p, k - 1, j - 1, O, p->plan->size[o])
+                                : written_between(p, 0, j - 1, O, p->plan->size[o]));
+    if (o_kept && !overlaps(A, an_n, s->src, bytes) && !overlaps(A, an_n, s->aux[0], (size_t)s->b * esz) &&
+        !overlaps(A, an_n, s->aux[1], bytes) && !touched_between(p, k, j, A, an_n)) {
+      /* at the dx step: the Add's slot is free from there on */
+      s->dst = (void *)A;
+      s->nf.add = O;
+      note_write(s, as->node);
+      dead[j] = true;
+      if (fold_log())
+        fprintf(stderr, "cuda fold: norm dx %%%u adds %%%u as it stores (Add %%%u)\n", s->node, o, as->node);
       return;
     }
+    /* else at the Add: the plan gave the Add the bytes of x or dy (free after the gamma step) or
+     * they are read in between. The kernel reads a row before it writes it, so the Add's slot may
+     * be x's or dy's exactly; the operands must last until the Add, and the statistics are then
+     * the gamma step's own (it runs first). */
+    const bool exact_or_apart = (A == (const uint8_t *)s->src || !overlaps(A, an_n, s->src, bytes)) &&
+                                (A == (const uint8_t *)s->aux[1] || !overlaps(A, an_n, s->aux[1], bytes)) &&
+                                !overlaps(A, an_n, s->aux[0], (size_t)s->b * esz);
+    if (!o_kept || !exact_or_apart || written_between(p, k, j - 1, s->src, bytes) ||
+        written_between(p, k, j - 1, s->aux[1], bytes) || written_between(p, k, j - 1, s->aux[0], (size_t)s->b * esz))
+      break;
+    if (s->nf.stats_out)
+      for (uint32_t g = k + 1; g < j; g++)
+        if (p->steps[g].kind == ST_NORM_BW && p->steps[g].scratch == s->nf.stats_out) p->steps[g].nf.stats_ready = 0;
+    s->nf.stats_out = NULL;
     s->dst = (void *)A;
     s->nf.add = O;
     note_write(s, as->node);
-    dead[j] = true;
+    const cu_step t = *as;
+    *as = *s; /* the dx step moves to the Add's place; the Add (at k) is dropped */
+    *s = t;
+    dead[k] = true;
     if (fold_log())
-      fprintf(stderr, "cuda fold: norm dx %%%u adds %%%u as it stores (Add %%%u)\n", s->node, o, as->node);
+      fprintf(stderr, "cuda fold: norm dx %%%u adds %%%u as it stores, run at Add %%%u\n", as->node, o, t.node);
     return;
   }
+  if (fold_log()) fprintf(stderr, "cuda fold: norm dx %%%u + Add: declined (slots)\n", s->node);
 }
 
 static void fold_norm_beta(rlx_cu_prog *p, uint32_t k, bool *dead) {

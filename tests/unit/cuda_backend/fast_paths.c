@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/elem.h"
+#include "rlx/autodiff.h"
 #include "rlx/build.h"
 #include "rlx/graph.h"
 #include "rlx/ops.h"
@@ -350,8 +351,14 @@ static void cuda_fold_log_counts(const rlx_graph *g, const char *const *needle, 
   rlx_executable_free(e);
   rewind(t);
   char line[512];
-  while (fgets(line, sizeof line, t))
-    for (int k = 0; k < n; k++) count[k] += strstr(line, needle[k]) != NULL;
+  while (fgets(line, sizeof line, t)) {
+    bool hit = strstr(line, "declined") != NULL;
+    for (int k = 0; k < n; k++) {
+      count[k] += strstr(line, needle[k]) != NULL;
+      hit |= strstr(line, needle[k]) != NULL;
+    }
+    if (hit) printf("  %s: %s", rlx_graph_name(g), line); /* the folds taken or declined */
+  }
   fclose(t);
 }
 
@@ -456,7 +463,60 @@ static void backward_sum_folds(void) {
   }
 }
 
+/* The LayerNorm backward folds where autodiff puts them: the gradient of y = x + LN(x) W, loss
+ * sum(y * y), at 600 x 128 f32 (x, gamma, beta, W as inputs). Whichever place the plan leaves for
+ * the dx + residual Add (at the dx step or at the Add's), the folds must be taken, keep the
+ * unfused bits and agree with the CPU. */
+static void layernorm_residual_gradient(void) {
+  const int64_t R = 600, C = 128;
+  rlx_graph *f = NULL, *gg = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_ln_residual", &f));
+  rlx_shape sx = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){R, C}), sv = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){C}),
+            sw = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){C, C});
+  rlx_id x, ga, be, w, h, hw, y, yy, loss;
+  CHECK_OK(rlx_input(f, "x", sx, &x));
+  CHECK_OK(rlx_input(f, "gamma", sv, &ga));
+  CHECK_OK(rlx_input(f, "beta", sv, &be));
+  CHECK_OK(rlx_input(f, "w", sw, &w));
+  rlx_attrs_LayerNorm la = {.axis = -1, .eps = 1e-5f};
+  CHECK_OK(rlx_build_LayerNorm(f, (rlx_id[]){x, ga, be}, 3, &la, NULL, &h));
+  CHECK_OK(rlx_matmul(f, h, w, &hw));
+  CHECK_OK(rlx_binary(f, RLX_BINOP_ADD, x, hw, &y));
+  CHECK_OK(rlx_binary(f, RLX_BINOP_MUL, y, y, &yy));
+  CHECK_OK(rlx_sum_all(f, yy, &loss));
+  CHECK_OK(rlx_graph_set_outputs(f, &loss, 1));
+  static const char *const wrt[] = {"x", "gamma", "beta", "w"};
+  CHECK_OK(rlx_grad(f, wrt, 4, NULL, &gg));
+  float *vx = cuda_test_vals((size_t)(R * C), 161, -2.0f, 2.0f), *vg = cuda_test_vals((size_t)C, 162, 0.5f, 1.5f);
+  float *vb = cuda_test_vals((size_t)C, 163, -0.5f, 0.5f), *vw = cuda_test_vals((size_t)(C * C), 164, -0.1f, 0.1f);
+  float one = 1.0f;
+  rlx_named_tensor in[] = {{"x", {vx, sx}},
+                           {"gamma", {vg, sv}},
+                           {"beta", {vb, sv}},
+                           {"w", {vw, sw}},
+                           {"d_output", {&one, rlx_shape_make(RLX_F32, 0, NULL)}}};
+  static const char *const needle[] = {"writes the statistics", "adds %", "also sums dy", "run at Add"};
+  int count[4];
+  if (gg) {
+    cuda_fold_log_counts(gg, needle, 4, count);
+    const size_t changed = cuda_fold_byte_changes(gg, in, 5, "RLX_CUDA_FOLD_SUMS");
+    const double d = cuda_test_cpu_vs_cuda(gg, in, 5, NULL);
+    printf("LayerNorm residual gradient (f32, %lld x %lld): folds statistics %d, dx + Add %d (%s), beta %d; output "
+           "bytes the folds changed %zu; max scaled difference vs cpu %.3g\n",
+           (long long)R, (long long)C, count[0], count[1], count[3] ? "at the Add" : "at the dx step", count[2],
+           changed, d);
+    CHECK_MSG(count[1] == 1 && count[2] == 1, "LayerNorm residual gradient: folds dx + Add %d, beta %d (want 1, 1)",
+              count[1], count[2]);
+    CHECK_MSG(changed == 0, "LayerNorm residual gradient: the folds changed %zu output bytes", changed);
+    CHECK_MSG(d < 1e-4, "LayerNorm residual gradient: cuda differs from cpu by %g", d);
+  }
+  free(vx), free(vg), free(vb), free(vw);
+  rlx_graph_free(gg);
+  rlx_graph_free(f);
+}
+
 void cuda_fast_path_checks(void) {
+  layernorm_residual_gradient();
   backward_sum_folds();
   matmul_bias_epilogues();
   matmul_transposed_operands();
