@@ -61,27 +61,4 @@ __device__ inline void colsum2_block_store(acc_t (*sh)[65], double s0, double c0
 rlx_status cu_colsum2_merge(rlx_cu_ctx *c, int dtype, int op, int64_t rows, int64_t C, int64_t S, const acc_t *part,
                             void *out);
 
-/* two neighbouring elements of a float dtype (p aligned to two elements): one access */
-template <typename T> __device__ inline void ld2_t(const T *p, T &a, T &b) {
-  if constexpr (sizeof(T) == 4) {
-    float2 v = *(const float2 *)p;
-    a = v.x, b = v.y;
-  } else {
-    uint32_t u = *(const uint32_t *)p;
-    T h[2];
-    memcpy(h, &u, 4);
-    a = h[0], b = h[1];
-  }
-}
-template <typename T> __device__ inline void st2_t(T *p, T a, T b) {
-  if constexpr (sizeof(T) == 4) {
-    *(float2 *)p = make_float2(a, b);
-  } else {
-    T h[2] = {a, b};
-    uint32_t u;
-    memcpy(&u, h, 4);
-    *(uint32_t *)p = u;
-  }
-}
-
 #endif

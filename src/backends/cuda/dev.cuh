@@ -234,9 +234,9 @@ template <> struct vec_bytes<16> {
   using type = uint4;
 };
 template <typename T> using vec4_of = typename vec_bytes<4 * sizeof(T)>::type;
-/* two neighbouring elements of f32 / bf16 / f16 as doubles, in one 8- or 4-byte load (p aligned
- * to two elements): the two-column reduction kernels */
-template <typename T> __device__ inline void ld2_d(const T *p, double &a, double &b) {
+/* two neighbouring elements of f32 / bf16 / f16 (p aligned to two elements): one 8- or 4-byte
+ * access */
+template <typename T> __device__ inline void ld2_t(const T *p, T &a, T &b) {
   if constexpr (sizeof(T) == 4) {
     float2 v = *(const float2 *)p;
     a = v.x, b = v.y;
@@ -244,8 +244,25 @@ template <typename T> __device__ inline void ld2_d(const T *p, double &a, double
     uint32_t u = *(const uint32_t *)p;
     T h[2];
     memcpy(h, &u, 4);
-    a = to_f(h[0]), b = to_f(h[1]);
+    a = h[0], b = h[1];
   }
+}
+template <typename T> __device__ inline void st2_t(T *p, T a, T b) {
+  if constexpr (sizeof(T) == 4) {
+    *(float2 *)p = make_float2(a, b);
+  } else {
+    T h[2] = {a, b};
+    uint32_t u;
+    memcpy(&u, h, 4);
+    *(uint32_t *)p = u;
+  }
+}
+
+/* the same as doubles: the two-column reduction kernels */
+template <typename T> __device__ inline void ld2_d(const T *p, double &a, double &b) {
+  T x, y;
+  ld2_t<T>(p, x, y);
+  a = to_f(x), b = to_f(y);
 }
 /* sum of a double over the 32 lanes of a warp (every lane gets it) */
 __device__ inline double warp_sum_d(double v) {

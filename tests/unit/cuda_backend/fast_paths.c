@@ -204,8 +204,9 @@ static void matmul_transposed_operands(void) {
   rlx_graph_free(g);
 }
 
-/* How many output elements (f32) differ between two cuda runs of g: the fold named by the
- * environment variable `env` on, then off (=0). A fold that changes rounding shows it ran. */
+/* How many output elements differ (bit for bit, any dtype) between two cuda runs of g: the fold
+ * named by the environment variable `env` on, then off (=0). A fold that changes rounding shows
+ * it ran; one that promises the unfused bits must give 0. */
 static size_t cuda_fold_changes(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const char *env) {
   rlx_executable *e[2] = {NULL, NULL};
   const rlx_tensor *out[2] = {NULL, NULL};
@@ -217,11 +218,13 @@ static size_t cuda_fold_changes(const rlx_graph *g, const rlx_named_tensor *in, 
     unsetenv(env);
   }
   size_t changed = 0;
+  CHECK_MSG(e[0] && e[1] && n_out[0] == n_out[1], "two cuda runs of %s", rlx_graph_name(g));
   for (uint32_t o = 0; e[0] && e[1] && o < n_out[0] && n_out[0] == n_out[1]; o++) {
     size_t n = 0;
     CHECK_OK(rlx_shape_numel(&out[0][o].shape, &n));
-    const float *a = out[0][o].data, *b = out[1][o].data;
-    for (size_t i = 0; i < n; i++) changed += a[i] != b[i];
+    const size_t esz = rlx_dtype_size(out[0][o].shape.dtype);
+    const uint8_t *a = out[0][o].data, *b = out[1][o].data;
+    for (size_t i = 0; i < n; i++) changed += memcmp(a + i * esz, b + i * esz, esz) != 0;
   }
   rlx_executable_free(e[0]);
   rlx_executable_free(e[1]);
@@ -362,32 +365,6 @@ static void cuda_fold_log_counts(const rlx_graph *g, const char *const *needle, 
   fclose(t);
 }
 
-/* Two cuda runs of g, the fold named by `env` on and then off (=0): the number of output bytes
- * that differ (the folds of backward sums promise the unfused bits). */
-static size_t cuda_fold_byte_changes(const rlx_graph *g, const rlx_named_tensor *in, uint32_t n_in, const char *env) {
-  rlx_executable *e[2] = {NULL, NULL};
-  const rlx_tensor *out[2] = {NULL, NULL};
-  uint32_t n_out[2] = {0, 0};
-  for (int off = 0; off < 2; off++) {
-    if (off) setenv(env, "0", 1);
-    CHECK_OK(rlx_compile(g, "cuda", NULL, &e[off]));
-    if (e[off]) CHECK_OK(rlx_executable_run(e[off], in, n_in, &out[off], &n_out[off]));
-    unsetenv(env);
-  }
-  size_t changed = 0;
-  CHECK_MSG(e[0] && e[1] && n_out[0] == n_out[1], "two cuda runs of %s", rlx_graph_name(g));
-  for (uint32_t o = 0; e[0] && e[1] && o < n_out[0] && n_out[0] == n_out[1]; o++) {
-    size_t n = 0;
-    CHECK_OK(rlx_shape_numel(&out[0][o].shape, &n));
-    n *= rlx_dtype_size(out[0][o].shape.dtype);
-    const uint8_t *a = out[0][o].data, *b = out[1][o].data;
-    for (size_t i = 0; i < n; i++) changed += a[i] != b[i];
-  }
-  rlx_executable_free(e[0]);
-  rlx_executable_free(e[1]);
-  return changed;
-}
-
 /* The backward sums folded into the kernels that produce what they sum (lower_fold.c): autodiff's
  * LayerNorm backward (dx, the gamma gradient, beta's Reduce of dy over the rows, dx added to the
  * residual's gradient) and an ActivationBackward whose dx is summed over the rows (the bias
@@ -433,7 +410,7 @@ static void backward_sum_folds(void) {
     static const char *const needle[] = {"writes the statistics", "adds %", "also sums dy", "also sums its rows"};
     int count[4];
     cuda_fold_log_counts(g, needle, 4, count);
-    const size_t changed = cuda_fold_byte_changes(g, tin, 6, "RLX_CUDA_FOLD_SUMS");
+    const size_t changed = cuda_fold_changes(g, tin, 6, "RLX_CUDA_FOLD_SUMS");
     /* against the CPU: the same graph with f32 outputs */
     rlx_id f[7];
     for (int i = 0; i < 7; i++) {
@@ -445,15 +422,15 @@ static void backward_sum_folds(void) {
     CHECK_OK(rlx_graph_set_outputs(g, f, 7));
     const double d = cuda_test_cpu_vs_cuda(g, tin, 6, NULL);
     const double tol = bf ? 1.0 / 64 : 1e-4;
-    printf("backward sums folded (%s, %lld x %lld): statistics %d, Add %d, beta %d, activation bias %d; output bytes "
+    printf("backward sums folded (%s, %lld x %lld): statistics %d, Add %d, beta %d, activation bias %d; output values "
            "the fold changed %zu; max scaled difference vs cpu %.3g\n",
            bf ? "bf16" : "f32", (long long)R, (long long)C, count[0], count[1], count[2], count[3], changed, d);
     CHECK_MSG(count[0] == 1 && count[2] == 1 && count[3] == 2, "%s: backward-sum folds taken: %d %d %d (want 1 1 2)",
               rlx_graph_name(g), count[0], count[2], count[3]);
     CHECK_MSG(count[1] == (bf ? 0 : 1), "%s: norm dx + Add folds %d (want %d: f32 only)", rlx_graph_name(g), count[1],
               bf ? 0 : 1);
-    CHECK_MSG(changed == 0, "%s: the folded backward sums differ from the unfused ones in %zu bytes", rlx_graph_name(g),
-              changed);
+    CHECK_MSG(changed == 0, "%s: the folded backward sums differ from the unfused ones in %zu values",
+              rlx_graph_name(g), changed);
     CHECK_MSG(d < tol, "%s: cuda differs from cpu by %g (tolerance %g)", rlx_graph_name(g), d, tol);
     for (int i = 0; i < 6; i++) {
       if (bf) free(hv[i]);
@@ -499,15 +476,15 @@ static void layernorm_residual_gradient(void) {
   int count[4];
   if (gg) {
     cuda_fold_log_counts(gg, needle, 4, count);
-    const size_t changed = cuda_fold_byte_changes(gg, in, 5, "RLX_CUDA_FOLD_SUMS");
+    const size_t changed = cuda_fold_changes(gg, in, 5, "RLX_CUDA_FOLD_SUMS");
     const double d = cuda_test_cpu_vs_cuda(gg, in, 5, NULL);
     printf("LayerNorm residual gradient (f32, %lld x %lld): folds statistics %d, dx + Add %d (%s), beta %d; output "
-           "bytes the folds changed %zu; max scaled difference vs cpu %.3g\n",
+           "values the folds changed %zu; max scaled difference vs cpu %.3g\n",
            (long long)R, (long long)C, count[0], count[1], count[3] ? "at the Add" : "at the dx step", count[2],
            changed, d);
     CHECK_MSG(count[1] == 1 && count[2] == 1, "LayerNorm residual gradient: folds dx + Add %d, beta %d (want 1, 1)",
               count[1], count[2]);
-    CHECK_MSG(changed == 0, "LayerNorm residual gradient: the folds changed %zu output bytes", changed);
+    CHECK_MSG(changed == 0, "LayerNorm residual gradient: the folds changed %zu output values", changed);
     CHECK_MSG(d < 1e-4, "LayerNorm residual gradient: cuda differs from cpu by %g", d);
   }
   free(vx), free(vg), free(vb), free(vw);
