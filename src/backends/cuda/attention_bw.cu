@@ -128,12 +128,26 @@ unsigned grid_of(int64_t rows) { return (unsigned)(rows < 65535 * 8 ? rows : 655
 
 } // namespace
 
+/* out_ld: the tensor-core kernels write the gradients through out_base / out_stride; the row
+ * layouts only (kind 0 has no rows of H * D), and rows at least as wide as the operands' */
+extern "C" int rlx_cu_attn_bw_out_ld_fits(const rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
+  const rlx_cu_attn *a = &p->a;
+  const bool rows = a->q.kind != 0 && a->k.kind != 0 && a->v.kind != 0 && p->out_ld >= a->H * a->q.D &&
+                    p->out_ld >= (a->H / a->group) * a->k.D;
+  return rows && rlx_cu_flash_fits(a) && rlx_cu_flash_tc_fits(c, a);
+}
+
 extern "C" rlx_status rlx_cu_attention_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   const rlx_cu_attn *a = &p->a;
   if (a->q.D > (int64_t)BT * LANES)
     return rlx_errorf(RLX_ERR_UNSUPPORTED, "cuda: attention backward head_dim %lld is over %d", (long long)a->q.D,
                       BT * LANES);
   int64_t qrows = a->B * a->H * a->Sq, krows = a->B * (a->H / a->group) * a->Sk;
+  if (p->out_ld && !rlx_cu_attn_bw_out_ld_fits(c, p))
+    return rlx_errorf(RLX_ERR_INTERNAL,
+                      "cuda: attention gradients into rows of %lld elements need the tensor-core "
+                      "kernels",
+                      (long long)p->out_ld);
   if (rlx_cu_flash_fits(a)) return rlx_cu_flash_backward(c, p);
   if (p->compute_stats && qrows > 0) {
     attn_bw_stats<<<grid_of(qrows), BT, 0, c->stream>>>(*a, p->G, (double2 *)p->stats);

@@ -109,6 +109,12 @@ __device__ inline bool tile_full(const rlx_cu_attn &p, int64_t q0, int64_t k0) {
 }
 
 __device__ inline int64_t base_of(const rlx_cu_attn_view &v, int64_t b, int64_t h) { return at(v, b, h, 0, 0); }
+/* Where a gradient of operand layout v goes: rows of ld elements (kinds 1, 2: rlx_cu_attn_bw's
+ * out_ld), or v's own layout when ld is 0. */
+__device__ inline int64_t out_base(const rlx_cu_attn_view &v, int64_t ld, int64_t b, int64_t h) {
+  return ld ? b * v.S * ld + h * v.D : base_of(v, b, h);
+}
+__device__ inline int64_t out_stride(const rlx_cu_attn_view &v, int64_t ld) { return ld ? ld : row_stride(v); }
 
 /* The query tile of a forward / dq block, the last first: under a causal or sliding mask the last
  * query tiles see the most keys, so the heaviest blocks are dispatched first and the light ones

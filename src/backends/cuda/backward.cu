@@ -513,11 +513,15 @@ __global__ void norm_param_merge_kernel(int t, int64_t C, int64_t S, const doubl
   }
 }
 
-/* dx for rows of up to 32 * PER elements: one warp per row, x and dy * gamma held in registers
- * (read once), norm_dx_kernel's double formula with warp-shuffle sums. The registers hold floats
- * where that is exact (x of f32 / 16-bit rows, dy * gamma of 16-bit rows: a product of two 8- or
- * 11-bit significands), else doubles: with doubles throughout the kernel took 196 registers
- * (one block per SM) and 60 us for the bf16 block's [8192, 768] rows on the H200. */
+/* dx for rows of up to 32 * PER elements (a multiple of 4): one warp per row, x and dy * gamma
+ * held in registers (read once), norm_dx_kernel's double formula with warp-shuffle sums. Each
+ * lane holds 4 consecutive elements of every 128-element chunk (one 8- or 16-byte access) and
+ * sums them in the order of the forward's norm_warp_kernel (reduce.cu), so the row statistics
+ * here, in norm_stats_warp_kernel and in the forward have the same bits (the forward can hand
+ * them to the gamma step: lower_fold.c). The registers hold floats where that is exact (x of f32
+ * / 16-bit rows, dy * gamma of 16-bit rows: a product of two 8- or 11-bit significands), else
+ * doubles: with doubles throughout the kernel took 196 registers (one block per SM) and 60 us
+ * for the bf16 block's [8192, 768] rows on the H200. */
 template <typename T> struct norm_bw_regs {
   typedef float X;  /* x */
   typedef double S; /* dy * gamma */
@@ -534,42 +538,80 @@ template <> struct norm_bw_regs<__half> {
   typedef float X;
   typedef float S;
 };
+/* 4 consecutive elements (p aligned to 4) */
+template <typename T> __device__ inline void ld4_t(const T *p, T (&v)[4]) {
+  if constexpr (sizeof(T) == 8) {
+    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+  } else {
+    using W = vec4_of<T>;
+    const W w = *(const W *)p;
+    memcpy(v, &w, sizeof w);
+  }
+}
+template <typename T> __device__ inline void st4_t(T *p, const T (&v)[4]) {
+  if constexpr (sizeof(T) == 8) {
+    *(double2 *)p = make_double2(v[0], v[1]);
+    *(double2 *)(p + 2) = make_double2(v[2], v[3]);
+  } else {
+    using W = vec4_of<T>;
+    W w;
+    memcpy(&w, v, sizeof w);
+    *(W *)p = w;
+  }
+}
 template <typename T, int PER>
 __global__ void __launch_bounds__(256)
     norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out,
                         double *st_out, const T *add) {
   typedef typename norm_bw_regs<T>::X XR;
   typedef typename norm_bw_regs<T>::S SR;
+  constexpr int NC = PER / 4; /* 128-element chunks */
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
     const int64_t base = row * C;
-    XR xv[PER];
-    SR sv[PER];
+    XR xv[NC][4];
+    SR sv[NC][4];
     double m = 0;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      int k = lane + 32 * i;
-      bool in = k < C;
-      xv[i] = in ? (XR)ld_t(x[base + k]) : (XR)0;
-      sv[i] = in ? (SR)(ld_t(dy[base + k]) * ld_t(gamma[k])) : (SR)0;
-      m += xv[i];
+    for (int i = 0; i < NC; i++) {
+      const int k = 128 * i + 4 * lane;
+      if (k < C) {
+        T xt[4], dt[4], gt[4];
+        ld4_t<T>(x + base + k, xt);
+        ld4_t<T>(dy + base + k, dt);
+        ld4_t<T>(gamma + k, gt);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+          xv[i][c] = (XR)ld_t(xt[c]);
+          sv[i][c] = (SR)(ld_t(dt[c]) * ld_t(gt[c]));
+          m += xv[i][c];
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; c++) xv[i][c] = (XR)0, sv[i][c] = (SR)0;
+      }
     }
     m = rms ? 0.0 : warp_sum_d(m) / (double)C;
     double v = 0;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      double d = xv[i] - m;
-      if (lane + 32 * i < C) v += d * d;
-    }
+    for (int i = 0; i < NC; i++)
+      if (128 * i + 4 * lane < C)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+          const double d = xv[i][c] - m;
+          v += d * d;
+        }
     const double r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
     /* the added tensor's row, loaded while the sums below are reduced (loaded one by one at the
      * stores, the f32 GPT-2 block's dx + residual kernel took twice its time) */
-    T av[sizeof(T) == 4 ? PER : 1];
+    T av[sizeof(T) == 4 ? NC : 1][4];
     if constexpr (sizeof(T) == 4)
       if (add) {
 #pragma unroll
-        for (int i = 0; i < PER; i++) av[i] = lane + 32 * i < C ? add[base + lane + 32 * i] : (T)0;
+        for (int i = 0; i < NC; i++)
+          if (128 * i + 4 * lane < C) ld4_t<T>(add + base + 128 * i + 4 * lane, av[i]);
       }
     if (st_out && lane == 0) { /* norm_stats_warp_kernel's values */
       st_out[2 * row] = m;
@@ -577,50 +619,70 @@ __global__ void __launch_bounds__(256)
     }
     double ms = 0, msx = 0;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      ms += sv[i];
-      msx += sv[i] * ((xv[i] - m) * r);
-    }
+    for (int i = 0; i < NC; i++)
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        ms += sv[i][c];
+        msx += sv[i][c] * ((xv[i][c] - m) * r);
+      }
     ms = rms ? 0.0 : warp_sum_d(ms) / (double)C;
     msx = warp_sum_d(msx) / (double)C;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      int k = lane + 32 * i;
-      if (k < C) {
-        T o = st_t<T>(r * (sv[i] - ms - ((xv[i] - m) * r) * msx));
+    for (int i = 0; i < NC; i++) {
+      const int k = 128 * i + 4 * lane;
+      if (k >= C) continue;
+      T o[4];
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        o[c] = st_t<T>(r * (sv[i][c] - ms - ((xv[i][c] - m) * r) * msx));
         if constexpr (sizeof(T) == 4) /* f32: the Add's float sum */
-          if (add) o = o + av[i];
-        out[base + k] = o;
+          if (add) o[c] = o[c] + av[i][c];
       }
+      st4_t<T>(out + base + k, o);
     }
   }
 }
 
-/* row_stats for rows of up to 32 * PER elements of a typed float dtype: one warp per row, the
- * row read once into registers (the block-per-row kernel took 35 us for [8192, 768] bf16). */
+/* row_stats for rows of up to 32 * PER elements (a multiple of 4) of a typed float dtype: one
+ * warp per row, the row read once into registers in norm_dx_warp_kernel's layout and order (the
+ * block-per-row kernel took 35 us for [8192, 768] bf16). */
 template <typename T, int PER>
 __global__ void __launch_bounds__(256)
     norm_stats_warp_kernel(int rms, const T *x, int64_t rows, int C, double eps, double *st) {
   typedef typename norm_bw_regs<T>::X XR;
+  constexpr int NC = PER / 4;
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
     const int64_t base = row * C;
-    XR xv[PER];
+    XR xv[NC][4];
     double m = 0;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      int k = lane + 32 * i;
-      xv[i] = k < C ? (XR)ld_t(x[base + k]) : (XR)0;
-      m += xv[i];
+    for (int i = 0; i < NC; i++) {
+      const int k = 128 * i + 4 * lane;
+      if (k < C) {
+        T xt[4];
+        ld4_t<T>(x + base + k, xt);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+          xv[i][c] = (XR)ld_t(xt[c]);
+          m += xv[i][c];
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < 4; c++) xv[i][c] = (XR)0;
+      }
     }
     m = rms ? 0.0 : warp_sum_d(m) / (double)C;
     double v = 0;
 #pragma unroll
-    for (int i = 0; i < PER; i++) {
-      double d = xv[i] - m;
-      if (lane + 32 * i < C) v += d * d;
-    }
+    for (int i = 0; i < NC; i++)
+      if (128 * i + 4 * lane < C)
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+          const double d = xv[i][c] - m;
+          v += d * d;
+        }
     v = warp_sum_d(v);
     if (lane == 0) {
       st[2 * row] = m;
@@ -658,9 +720,18 @@ static void norm_stats_warp_launch(int rms, const void *x, int64_t rows, int C, 
   RLX_NORM_PER_DISPATCH(norm_stats_warp_kernel, rows, C, rms, (const T *)x, rows, C, eps, (double *)st);
 }
 
-extern "C" int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C) {
-  bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
-  return typed && C >= 64 && C <= 1024 && rows >= 264;
+/* the warp kernels' rows: 4-element accesses of every operand (C a multiple of 4, the pointers
+ * aligned to 4 elements) */
+static bool norm_warp_rows(int dtype, int64_t C, const void *const *ptrs, int n) {
+  const bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
+  if (!typed || C % 4 || C > 1024) return false;
+  const uintptr_t al = 4 * rlx_dtype_size((rlx_dtype)dtype) - 1;
+  for (int i = 0; i < n; i++)
+    if ((uintptr_t)ptrs[i] & al) return false;
+  return true;
+}
+extern "C" int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs) {
+  return norm_warp_rows(dtype, C, ptrs, n_ptrs) && C >= 64 && rows >= 264;
 }
 
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
@@ -670,7 +741,8 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
   if (!fuse) fuse = &none;
   if (C == 0) return RLX_OK;
   bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
-  if (what == 0 && rlx_cu_norm_dx_warp_fits(dtype, rows, C)) {
+  const void *ptrs[5] = {x, gamma, dy, out, fuse->add};
+  if (what == 0 && rlx_cu_norm_dx_warp_fits(dtype, rows, C, ptrs, fuse->add ? 5 : 4)) {
     void *so = fuse->stats_out;
     const void *ad = dtype == RLX_F32 ? fuse->add : NULL;
     if (fuse->add && !ad) return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a fused norm backward Add needs %s", "f32");
@@ -695,7 +767,7 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     return cu_launch_status("norm backward kernel");
   }
   if (what == 1 && rows && !fuse->stats_ready) {
-    if (typed && C <= 1024) {
+    if (norm_warp_rows(dtype, C, &x, 1)) {
       switch (dtype) {
       case RLX_F32: norm_stats_warp_launch<float>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
       case RLX_F64: norm_stats_warp_launch<double>(rms, x, rows, (int)C, eps, scratch, c->stream); break;

@@ -104,9 +104,10 @@ rlx_status rlx_cu_reduce(rlx_cu_ctx *c, int op, int dtype, const void *x, int ra
 rlx_status rlx_cu_softmax(rlx_cu_ctx *c, int dtype, const void *x, int64_t outer, int64_t len, int64_t inner,
                           void *out);
 /* LayerNorm / RmsNorm over the trailing `len` elements of each of `rows` rows, gamma / beta
- * broadcast over rows (length len). rms: 1 = RmsNorm (x / rms * gamma + beta). */
+ * broadcast over rows (length len). rms: 1 = RmsNorm (x / rms * gamma + beta). stats_out: NULL,
+ * or 2 doubles a row (mean, 1 / sqrt(var + eps)) for a later backward gamma step. */
 rlx_status rlx_cu_norm(rlx_cu_ctx *c, int rms, int dtype, const void *x, const void *gamma, const void *beta,
-                       int64_t rows, int64_t len, double eps, void *out);
+                       int64_t rows, int64_t len, double eps, void *out, void *stats_out);
 
 /* ---- matrix products (gemm.cu): C[b] = A[b] . B[b], row-major M x K times K x N. The batch
  * offsets (in elements) come per batch; cuBLAS for the float dtypes of rlx_cu_blas_dtype, a plain
@@ -128,6 +129,7 @@ typedef struct rlx_cu_lt_args {
   int dtype, trans, epilogue;
   int64_t M, N, K;
   const void *A, *B, *bias;
+  const void *C; /* non-NULL: D = A . B + C + bias (a residual of D's shape; may be D itself) */
   void *D, *aux;
 } rlx_cu_lt_args;
 typedef struct rlx_cu_lt rlx_cu_lt;
@@ -215,7 +217,12 @@ typedef struct rlx_cu_attn_bw {
   int compute_stats;
   const void *saved_out;
   void *dq, *dk, *dv;
+  /* 0: dq / dk / dv in their operands' layouts; else each is written as rows of out_ld elements
+   * (the columns of one wider tensor, the Concat autodiff makes of them: lower_fold.c), for the
+   * row layouts (kinds 1, 2) on the tensor-core kernels only (rlx_cu_attn_bw_out_ld_fits) */
+  int64_t out_ld;
 } rlx_cu_attn_bw;
+int rlx_cu_attn_bw_out_ld_fits(const rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 rlx_status rlx_cu_attention_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 rlx_status rlx_cu_flash_backward(rlx_cu_ctx *c, const rlx_cu_attn_bw *p);
 
@@ -258,8 +265,12 @@ typedef struct rlx_cu_norm_fuse {
   void *colsum;    /* what 1: also the Reduce (colsum_op) of dy over the rows (beta's gradient) */
   int colsum_op;
 } rlx_cu_norm_fuse;
-/* Whether what 0 takes the warp-per-row kernel (the one that can write statistics and add). */
-int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C);
+/* Whether what 0 takes the warp-per-row kernel (the one that can write statistics and add), with
+ * the pointers it reads and writes (x, gamma, dy, out, an added tensor). */
+int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs);
+/* Whether rlx_cu_norm takes the warp-per-row kernel, whose row statistics (stats_out) have the
+ * bits of the backward's (rlx_cu_norm_backward's warp kernels) */
+int rlx_cu_norm_warp_fits(int dtype, int64_t len, const void *const *ptrs, int n_ptrs);
 /* LayerNorm / RmsNorm backward over the last axis (rows x C): what 0 = dx (gamma, dy), 1 = dgamma,
  * 2 = dbeta (sum of dy). scratch: 2 doubles per row (what 1). fuse: NULL or as above. */
 rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x, const void *gamma,

@@ -462,18 +462,25 @@ int head_pad(const rlx_cu_attn *p) {
 
 } // namespace
 
-/* delta = <dy, out> of each query row from the forward's saved output: one warp per row, in
- * float (as the statistics pass of the forward kernels sums it). */
-template <typename T, bool VEC>
+/* delta = <dy, out> of each query row from the forward's saved output, in float (as the
+ * statistics pass of the forward kernels sums it): L lanes per row (32 / L rows per warp), 4
+ * lanes per access with VEC, the lanes' parts summed by shuffles within the row's L lanes. With
+ * L = 32 for every D the GPT-2 block's 64-lane rows left half of each warp idle (33 us for its
+ * [8, 12, 1024, 64] f32 rows on the H200); L is the smallest power of two covering D / 4, and a
+ * lane that a wider group would have added holds 0, so the sums keep their bits. */
+template <typename T, bool VEC, int L>
 __global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2 *stats) {
+  constexpr int PER = 32 / L; /* rows per warp */
   const int64_t rows = p.B * p.H * p.Sq, warps = (int64_t)gridDim.x * (blockDim.x / 32);
-  const int lane = threadIdx.x & 31;
-  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32; r < rows; r += warps) {
+  const int lane = threadIdx.x % L, sub = (threadIdx.x % 32) / L;
+  /* warp-uniform trip count: every lane reaches the shuffles */
+  for (int64_t r0 = (blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32) * PER; r0 < rows; r0 += warps * PER) {
+    const int64_t r = r0 + sub;
+    float dl = 0.f;
     const int64_t bh = r / p.Sq, qi = r % p.Sq, b = bh / p.H, h = bh % p.H;
     const T *g = G + base_of(p.q, b, h) + qi * row_stride(p.q), *o = O + base_of(p.o, b, h) + qi * row_stride(p.o);
-    float dl = 0.f;
-    if (VEC) { /* 4 lanes per access: D, the row starts and the bases are multiples of 4 */
-      for (int64_t d = 4 * lane; d < p.o.D; d += 128) {
+    if (r < rows && VEC) { /* 4 lanes per access: D, the row starts and the bases are multiples of 4 */
+      for (int64_t d = 4 * lane; d < p.o.D; d += 4 * L) {
         T gv[4], ov[4];
         if constexpr (sizeof(T) == 2) {
           uint2 a = *(const uint2 *)(g + d), c = *(const uint2 *)(o + d);
@@ -486,31 +493,40 @@ __global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2
         }
         for (int k = 0; k < 4; k++) dl = fmaf(to_f(gv[k]), to_f(ov[k]), dl);
       }
-    } else {
-      for (int64_t d = lane; d < p.o.D; d += 32) dl = fmaf(to_f(g[d]), to_f(o[d]), dl);
+    } else if (r < rows) {
+      for (int64_t d = lane; d < p.o.D; d += L) dl = fmaf(to_f(g[d]), to_f(o[d]), dl);
     }
-    for (int k = 16; k > 0; k >>= 1) dl += __shfl_xor_sync(0xffffffffu, dl, k);
-    if (lane == 0) stats[r].y = dl;
+    for (int k = L / 2; k > 0; k >>= 1) dl += __shfl_xor_sync(0xffffffffu, dl, k, L);
+    if (lane == 0 && r < rows) stats[r].y = dl;
   }
 }
 
 rlx_status rlx_cu_flash_delta(rlx_cu_ctx *c, const rlx_cu_attn_bw *p) {
   const rlx_cu_attn *a = &p->a;
-  int64_t rows = a->B * a->H * a->Sq, blocks = (rows + 7) / 8;
+  const int64_t rows = a->B * a->H * a->Sq;
   if (rows == 0) return RLX_OK;
-  if (blocks > 132 * 64) blocks = 132 * 64;
   float2 *st = (float2 *)p->stats;
   const size_t esz = a->dtype == RLX_F32 ? 4 : 2;
   /* q's and out's layouts share the row stride and bases (multiples of D) */
   const bool vec = a->o.D == a->q.D && a->q.D % 4 == 0 && (uintptr_t)p->G % (4 * esz) == 0 &&
                    (uintptr_t)p->saved_out % (4 * esz) == 0;
+  /* lanes per row: 32, or 8 / 16 when D / 4 fits them (two or four rows per warp) */
+  const int L = vec && a->o.D <= 32 ? 8 : vec && a->o.D <= 64 ? 16 : 32;
+  int64_t blocks = (rows + 256 / L - 1) / (256 / L);
+  if (blocks > 132 * 64) blocks = 132 * 64;
   const unsigned nb = (unsigned)blocks;
-#define RLX_DELTA(T)                                                                                      \
-  do {                                                                                                    \
-    if (vec)                                                                                              \
-      flash_delta_kernel<T, true><<<nb, 256, 0, c->stream>>>(*a, (const T *)p->G, (const T *)p->saved_out, st); \
-    else                                                                                                  \
-      flash_delta_kernel<T, false><<<nb, 256, 0, c->stream>>>(*a, (const T *)p->G, (const T *)p->saved_out, st); \
+  const void *Gp = p->G, *Op = p->saved_out;
+#define RLX_DELTA(T)                                                               \
+  do {                                                                             \
+    const T *g_ = (const T *)Gp, *o_ = (const T *)Op;                              \
+    if (!vec)                                                                      \
+      flash_delta_kernel<T, false, 32><<<nb, 256, 0, c->stream>>>(*a, g_, o_, st); \
+    else if (L == 8)                                                               \
+      flash_delta_kernel<T, true, 8><<<nb, 256, 0, c->stream>>>(*a, g_, o_, st);   \
+    else if (L == 16)                                                              \
+      flash_delta_kernel<T, true, 16><<<nb, 256, 0, c->stream>>>(*a, g_, o_, st);  \
+    else                                                                           \
+      flash_delta_kernel<T, true, 32><<<nb, 256, 0, c->stream>>>(*a, g_, o_, st);  \
   } while (0)
   switch (a->dtype) {
   case RLX_F32: RLX_DELTA(float); break;

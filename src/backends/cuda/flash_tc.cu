@@ -497,7 +497,7 @@ __global__ void __launch_bounds__(TT, Op::FWD_BLOCKS) tc_fwd(rlx_cu_attn p, cons
  * scale with p = 2^(s log2 e - lse log2 e), dq += ds k. */
 template <typename Op, bool CAP>
 __global__ void __launch_bounds__(TT, Op::DQ_BLOCKS)
-    tc_dq(rlx_cu_attn p, const typename Op::E *G, const float2 *stats, typename Op::E *dq) {
+    tc_dq(rlx_cu_attn p, const typename Op::E *G, const float2 *stats, typename Op::E *dq, int64_t out_ld) {
   using T = typename Op::E;
   tile_t<Op> *Ks = (tile_t<Op> *)flash_smem, *Vs = Ks + 2;
   tile_t<Op> *Qt = Op::RESIDENT ? Ks + 4 : Ks, *Gt = Op::RESIDENT ? Qt + 1 : Vs;
@@ -557,7 +557,7 @@ __global__ void __launch_bounds__(TT, Op::DQ_BLOCKS)
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     if (row[r] >= p.Sq) continue;
-    T *out = dq + qb + row[r] * qs;
+    T *out = dq + out_base(p.q, out_ld, b, h) + row[r] * out_stride(p.q, out_ld);
 #pragma unroll
     for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -574,8 +574,8 @@ __global__ void __launch_bounds__(TT, Op::DQ_BLOCKS)
  * lanes. The query tile's statistics sit in shared memory as (lse log2 e, delta scale) pairs, so
  * the two adjacent queries of a thread's accumulator pair come in one 16-byte load. */
 template <typename Op, bool WK, bool WV, bool CAP>
-__global__ void __launch_bounds__(TT)
-    tc_dkv(rlx_cu_attn p, const typename Op::E *G, const float2 *stats, typename Op::E *dk, typename Op::E *dv) {
+__global__ void __launch_bounds__(TT) tc_dkv(rlx_cu_attn p, const typename Op::E *G, const float2 *stats,
+                                             typename Op::E *dk, typename Op::E *dv, int64_t out_ld) {
   using T = typename Op::E;
   tile_t<Op> *Qs = (tile_t<Op> *)flash_smem, *Gs = Qs + 2;
   tile_t<Op> *Kt = Op::RESIDENT ? Qs + 4 : Qs, *Vt = Op::RESIDENT ? Qs + 5 : Gs;
@@ -674,8 +674,8 @@ __global__ void __launch_bounds__(TT)
       for (int c = 0; c < 2; c++) {
         int d = 8 * j + 2 * t + c;
         if (d >= D) continue;
-        if (WK) dk[base_of(p.k, b, kh) + key[r] * ks + d] = from_f<T>(ak[j][2 * r + c]);
-        if (WV) dv[base_of(p.v, b, kh) + key[r] * vs + d] = from_f<T>(av[j][2 * r + c]);
+        if (WK) dk[out_base(p.k, out_ld, b, kh) + key[r] * out_stride(p.k, out_ld) + d] = from_f<T>(ak[j][2 * r + c]);
+        if (WV) dv[out_base(p.v, out_ld, b, kh) + key[r] * out_stride(p.v, out_ld) + d] = from_f<T>(av[j][2 * r + c]);
       }
   }
 }
@@ -711,8 +711,8 @@ template <typename Op, bool WK, bool WV, bool CAP> rlx_status dkv_launch(rlx_cu_
   dim3 grid((unsigned)((a->Sk + TK - 1) / TK), (unsigned)(a->B * (a->H / a->group)));
   size_t sm;
   RLX_TRY(smem_for<Op>(tc_dkv<Op, WK, WV, CAP>, 4 + 2 * Op::RESIDENT, TQ * sizeof(float2), &sm));
-  tc_dkv<Op, WK, WV, CAP><<<grid, TT, sm, c->stream>>>(*a, (const T *)p->G, (const float2 *)p->stats, (T *)p->dk,
-                                                       (T *)p->dv);
+  tc_dkv<Op, WK, WV, CAP>
+      <<<grid, TT, sm, c->stream>>>(*a, (const T *)p->G, (const float2 *)p->stats, (T *)p->dk, (T *)p->dv, p->out_ld);
   return cu_launch_status("tensor-core flash attention dk / dv");
 }
 
@@ -725,7 +725,7 @@ template <typename Op, bool CAP> rlx_status bwd(rlx_cu_ctx *c, const rlx_cu_attn
     dim3 grid((unsigned)((a->Sq + TQ - 1) / TQ), (unsigned)(a->B * a->H));
     size_t sm;
     RLX_TRY(smem_for<Op>(tc_dq<Op, CAP>, 4 + 2 * Op::RESIDENT, 0, &sm));
-    tc_dq<Op, CAP><<<grid, TT, sm, c->stream>>>(*a, (const T *)p->G, (const float2 *)p->stats, (T *)p->dq);
+    tc_dq<Op, CAP><<<grid, TT, sm, c->stream>>>(*a, (const T *)p->G, (const float2 *)p->stats, (T *)p->dq, p->out_ld);
     RLX_TRY(cu_launch_status("tensor-core flash attention dq"));
   }
   if (p->dk && p->dv) return dkv_launch<Op, true, true, CAP>(c, p);

@@ -35,7 +35,8 @@ typedef cublasStatus_t (*rlx_cublasGemmStridedBatchedEx_fn)(cublasHandle_t, cubl
   X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)       \
   X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)      \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                                \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)            \
+  X(cublasLtMatmulAlgoConfigGetAttribute)
 #define RLX_CUSOLVER_FUNCTIONS(X)                                                                       \
   X(cusolverDnCreate) X(cusolverDnSetStream)                                                          \
   X(cusolverDnSpotrf_bufferSize) X(cusolverDnSpotrf) X(cusolverDnDpotrf_bufferSize) X(cusolverDnDpotrf) \

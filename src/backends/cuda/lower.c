@@ -576,7 +576,7 @@ static bool lower_Attention(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step 
 static bool same_opt(rlx_of32 a, rlx_of32 b) { return a.has == b.has && (!a.has || a.v == b.v); }
 
 /* Two AttentionBackward nodes of one attention: the same operands and attributes but wrt. */
-static bool attn_siblings(const rlx_node *a, const rlx_node *b) {
+bool attn_siblings(const rlx_node *a, const rlx_node *b) {
   if (a->op != RLX_OP_AttentionBackward || b->op != RLX_OP_AttentionBackward || a->n_inputs != b->n_inputs)
     return false;
   for (uint32_t k = 0; k < a->n_inputs; k++)
@@ -1016,6 +1016,7 @@ rlx_status rlx_cu_prog_create(rlx_cu_ctx *c, const rlx_graph *g, const rlx_plan 
     cu_fold_backward_sums(p);
     cu_fold_transposes(p);
     cu_fold_bias_epilogues(p);
+    cu_fold_attention_concat(p);
   }
   if (st != RLX_OK) {
     rlx_cu_prog_destroy(p);
@@ -1038,7 +1039,9 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
   case ST_GATHER: st = rlx_cu_gather(c, s->src, s->a, s->b, s->c2, s->esz, s->aux[0], s->dtype, s->d, s->dst); break;
   case ST_REDUCE: st = rlx_cu_reduce(c, s->op, s->dtype, s->src, s->rank, s->dims, s->mask, s->dst); break;
   case ST_SOFTMAX: st = rlx_cu_softmax(c, s->dtype, s->src, s->a, s->b, s->c2, s->dst); break;
-  case ST_NORM: st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst); break;
+  case ST_NORM:
+    st = rlx_cu_norm(c, s->rms, s->dtype, s->src, s->aux[0], s->aux[1], s->a, s->b, s->eps, s->dst, s->nf.stats_out);
+    break;
   case ST_MATMUL:
     if (s->lt) {
       st = rlx_cu_lt_run(c, s->lt);

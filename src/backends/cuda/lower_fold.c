@@ -15,6 +15,9 @@
  *     gamma step computes its own statistics;
  *   - a Reduce summing an ActivationBackward's dx over the rows is done by a kernel that writes
  *     dx and sums it.
+ *   - a gamma step still computing its own statistics takes them from the forward LayerNorm of
+ *     the same x (its warp kernel sums rows in the backward kernels' order; the same bits);
+ *     RLX_CUDA_FOLD_NORM_STATS=0 turns this one off.
  * Every fused sum folds the same values in the same order, into the same chunks, as the Reduce's
  * own kernel, so the results keep their bits (colsum.cuh). A fused step writes the absorbed
  * node's slot earlier than the plan scheduled it: taken only when no step in between reads or
@@ -36,7 +39,19 @@
  * of that sum (the step after), become one cuBLASLt product with the BIAS, GELU_BIAS or
  * GELU_AUX_BIAS epilogue (gemm_lt.cu) writing the Add's (and the GELU's) slot; the sum is kept
  * (as aux) when something else reads it. The written slots must not overlap the product's
- * operands (cuBLASLt writes them while it reads those). RLX_CUDA_LT_EPILOGUES=0 turns it off.
+ * operands (cuBLASLt writes them while it reads those). An ElementwiseRegion (product + bias) +
+ * residual after the MatMul (the block's two residual Adds, 25 us each in f32) becomes the BIAS
+ * epilogue with beta = 1 over the residual. RLX_CUDA_LT_EPILOGUES=0 turns it off.
+ *
+ * Attention gradients into their Concat: autodiff writes the gradient of a QKV projection split
+ * by Narrows as Concat(dq, dk, dv), three row copies (40 us in the f32 GPT-2 block) after the
+ * attention backward steps, one of which also copies its sibling's dk or dv (25 MB). The
+ * tensor-core kernels write dq / dk / dv straight into the Concat's columns (rows of the Concat's
+ * width, rlx_cu_attn_bw's out_ld) when the steps between the first gradient and the Concat are
+ * only theirs and the Concat's slot holds nothing they read. The plan gives the Concat the bytes
+ * of q, k and v, which the backward steps read: such an operand is moved out of the arena into a
+ * buffer of its own (device memory beside the arena, the operand's size) when it is written by
+ * one copy (its Narrow) and read only by attention steps. RLX_CUDA_FOLD_CONCAT=0 turns it off.
  *
  * RLX_CUDA_FOLD_LOG=1 prints each fold taken, and each candidate declined with the reason, to
  * stderr. */
@@ -176,7 +191,8 @@ static bool colsum_slot_free(const rlx_cu_prog *p, uint32_t k, uint32_t j) {
 static void fold_norm_dx(rlx_cu_prog *p, uint32_t k, const uint32_t *uses, bool *dead) {
   cu_step *s = &p->steps[k];
   const rlx_node *dn = rlx_graph_node(p->g, s->node);
-  if (s->nf.add || !rlx_cu_norm_dx_warp_fits(s->dtype, s->a, s->b)) return; /* (a moved step: done) */
+  const void *own[4] = {s->src, s->aux[0], s->aux[1], s->dst};
+  if (s->nf.add || !rlx_cu_norm_dx_warp_fits(s->dtype, s->a, s->b, own, 4)) return; /* (a moved step: done) */
   const size_t esz = rlx_dtype_size((rlx_dtype)s->dtype), bytes = (size_t)(s->a * s->b) * esz;
   /* the gamma step of the same x: statistics */
   for (uint32_t j = k + 1; j < p->n_steps; j++) {
@@ -207,6 +223,8 @@ static void fold_norm_dx(rlx_cu_prog *p, uint32_t k, const uint32_t *uses, bool 
     if (o == s->node || !rlx_shape_equal(shape_of(p, o), &dn->shape)) return;
     const uint8_t *A = addr(p, as->node), *O = addr(p, o);
     const size_t an_n = p->plan->size[as->node];
+    const void *fused[5] = {s->src, s->aux[0], s->aux[1], A, O};
+    if (!rlx_cu_norm_dx_warp_fits(s->dtype, s->a, s->b, fused, 5)) break;
     const bool in_place = A == O && an_n == p->plan->size[o];
     if (!in_place && overlaps(A, an_n, O, p->plan->size[o])) break;
     const bool o_kept = !(k > 0 ? written_between(p, k - 1, j - 1, O, p->plan->size[o])
@@ -287,6 +305,33 @@ static void fold_act_colsum(rlx_cu_prog *p, uint32_t k, bool *dead) {
   }
 }
 
+/* A gamma step still computing its own statistics (its dx step moved to a later Add) takes them
+ * from the forward LayerNorm / RmsNorm of the same x, whose kernel sums the rows in the same
+ * order (the warp kernels of reduce.cu and backward.cu), when x is not written in between. */
+static void fold_norm_forward_stats(rlx_cu_prog *p) {
+  if (env_off("RLX_CUDA_FOLD_NORM_STATS")) return;
+  for (uint32_t j = 0; j < p->n_steps; j++) {
+    cu_step *gs = &p->steps[j];
+    if (gs->kind != ST_NORM_BW || gs->op != 1 || gs->nf.stats_ready || !gs->scratch) continue;
+    const void *gx = gs->src;
+    if (!rlx_cu_norm_dx_warp_fits(gs->dtype, 264, gs->b, &gx, 1)) continue; /* the stats kernel's layout */
+    for (uint32_t k = j; k-- > 0;) {
+      cu_step *f = &p->steps[k];
+      const void *fp[4] = {f->src, f->aux[0], f->aux[1], f->dst};
+      if (f->kind != ST_NORM || f->src != gs->src || f->rms != gs->rms || f->eps != gs->eps || f->a != gs->a ||
+          f->b != gs->b || f->dtype != gs->dtype || f->nf.stats_out || f->n_pre || f->n_post ||
+          !rlx_cu_norm_warp_fits(f->dtype, f->b, fp, 4))
+        continue;
+      const size_t bytes = (size_t)(f->a * f->b) * rlx_dtype_size((rlx_dtype)f->dtype);
+      if (written_between(p, k, j - 1, f->src, bytes)) break;
+      f->nf.stats_out = gs->scratch;
+      gs->nf.stats_ready = 1;
+      if (fold_log()) fprintf(stderr, "cuda fold: norm %%%u writes the statistics of gamma %%%u\n", f->node, gs->node);
+      break;
+    }
+  }
+}
+
 void cu_fold_backward_sums(rlx_cu_prog *p) {
   if (env_off("RLX_CUDA_FOLD_SUMS") || p->n_steps < 2) return;
   uint32_t *uses = use_counts(p);
@@ -303,6 +348,7 @@ void cu_fold_backward_sums(rlx_cu_prog *p) {
       fold_act_colsum(p, k, dead);
   }
   drop_steps(p, dead);
+  fold_norm_forward_stats(p);
 done:
   free(uses);
   free(dead);
@@ -362,6 +408,34 @@ static rlx_id bias_operand(const rlx_cu_prog *p, const rlx_node *add, rlx_id mm,
   return b;
 }
 
+/* An ElementwiseRegion (mm + bias) + residual, in either operand order, the residual a tensor of
+ * mm's shape (the block's attention and MLP outputs added to the stream): its bias and residual,
+ * else false. */
+static bool region_bias_residual(const rlx_cu_prog *p, const rlx_node *r, rlx_id mm, int64_t N, rlx_id *bias,
+                                 rlx_id *res) {
+  if (r->op != RLX_OP_ElementwiseRegion || r->n_inputs != 3) return false;
+  const rlx_chain *ch = &r->attrs.ElementwiseRegion.chain;
+  if (ch->n != 2) return false;
+  const rlx_chain_step *s0 = &ch->steps[0], *s1 = &ch->steps[1];
+  if (s0->kind != RLX_CHAIN_STEP_BINARY || s0->sub != RLX_BINOP_ADD || s1->kind != RLX_CHAIN_STEP_BINARY ||
+      s1->sub != RLX_BINOP_ADD || s0->a.is_step || s0->b.is_step || s0->a.index == s0->b.index)
+    return false;
+  const rlx_chain_operand *st = s1->a.is_step ? &s1->a : &s1->b, *ro = s1->a.is_step ? &s1->b : &s1->a;
+  if (!st->is_step || st->index != 0 || ro->is_step || ro->index == s0->a.index || ro->index == s0->b.index ||
+      ro->index >= 3 || s0->a.index >= 3 || s0->b.index >= 3)
+    return false;
+  const rlx_id a = r->inputs[s0->a.index], b = r->inputs[s0->b.index], c = r->inputs[ro->index];
+  if (a != mm && b != mm) return false;
+  const rlx_id bv = a == mm ? b : a;
+  const rlx_shape *bs = shape_of(p, bv), *ms = shape_of(p, mm), *cs = shape_of(p, c);
+  if (bv == mm || c == mm || bs->dtype != ms->dtype || bs->rank == 0 || bs->dims[bs->rank - 1] != N || numel(bs) != N ||
+      !rlx_shape_equal(cs, ms) || !rlx_shape_equal(&r->shape, ms))
+    return false;
+  *bias = bv;
+  *res = c;
+  return true;
+}
+
 void cu_fold_bias_epilogues(rlx_cu_prog *p) {
   if (env_off("RLX_CUDA_LT_EPILOGUES") || p->n_steps < 2) return;
   uint32_t *uses = use_counts(p);
@@ -373,8 +447,8 @@ void cu_fold_bias_epilogues(rlx_cu_prog *p) {
     const rlx_node *mn = rlx_graph_node(p->g, mm);
     if (s->kind != ST_MATMUL || mn->op != RLX_OP_MatMul || s->d != 1 || s->lt || uses[mm] != 1 || dead[k]) continue;
     const int64_t M = s->a, N = s->b, K = s->c2;
-    rlx_id add = p->steps[k + 1].node, bias = bias_operand(p, rlx_graph_node(p->g, add), mm, N);
-    if (bias == RLX_NO_ID) {
+    rlx_id add = p->steps[k + 1].node, bias = bias_operand(p, rlx_graph_node(p->g, add), mm, N), res = RLX_NO_ID;
+    if (bias == RLX_NO_ID && !region_bias_residual(p, rlx_graph_node(p->g, add), mm, N, &bias, &res)) {
       if (fold_log())
         fprintf(stderr, "cuda fold: MatMul %%%u: the next step (%%%u %s) is not the Add of a bias vector\n", mm, add,
                 rlx_op_name(rlx_graph_node(p->g, add)->op));
@@ -384,6 +458,37 @@ void cu_fold_bias_epilogues(rlx_cu_prog *p) {
     const uint8_t *A = s->src, *B = s->aux[0], *bp = addr(p, bias);
     uint8_t *sum = addr(p, add);
     const size_t a_n = (size_t)(M * K) * esz, b_n = (size_t)(K * N) * esz, out_n = (size_t)(M * N) * esz;
+    if (res != RLX_NO_ID) { /* bias + residual: D = A . B + C + bias, C the residual's bytes or D's own */
+      const uint8_t *cp = addr(p, res);
+      rlx_cu_lt_args g = {.dtype = s->dtype,
+                          .trans = s->trans,
+                          .epilogue = RLX_CU_LT_BIAS,
+                          .M = M,
+                          .N = N,
+                          .K = K,
+                          .A = A,
+                          .B = B,
+                          .bias = bp,
+                          .C = cp,
+                          .D = sum};
+      rlx_cu_lt *lt = NULL;
+      const bool fits = !overlaps(sum, out_n, A, a_n) && !overlaps(sum, out_n, B, b_n) &&
+                        !overlaps(sum, out_n, bp, (size_t)N * esz) && (cp == sum || !overlaps(sum, out_n, cp, out_n));
+      if (!fits || rlx_cu_lt_create(p->ctx, &g, &lt) != RLX_OK || !lt) {
+        if (fold_log())
+          fprintf(stderr, "cuda fold: MatMul %%%u + bias + residual: declined (%s)\n", mm,
+                  fits ? "no cuBLASLt algorithm without split-K" : "the sum's slot overlaps an operand");
+        continue;
+      }
+      s->lt = lt;
+      dead[k + 1] = true;
+      if (fold_log())
+        fprintf(stderr,
+                "cuda fold: MatMul %%%u [%lld x %lld x %lld] + bias + residual %%%u -> one cuBLASLt product "
+                "(BIAS, beta 1)\n",
+                mm, (long long)M, (long long)K, (long long)N, res);
+      continue;
+    }
     /* a tanh GELU of the sum as the step after? */
     uint8_t *act = NULL;
     if (k + 2 < p->n_steps) {
@@ -430,6 +535,173 @@ void cu_fold_bias_epilogues(rlx_cu_prog *p) {
       fprintf(stderr, "cuda fold: MatMul %%%u [%lld x %lld x %lld] + bias%s -> one cuBLASLt product (%s)\n", mm,
               (long long)M, (long long)K, (long long)N, g.epilogue == RLX_CU_LT_BIAS ? "" : " + GELU",
               g.epilogue == RLX_CU_LT_BIAS ? "BIAS" : g.epilogue == RLX_CU_LT_GELU_BIAS ? "GELU_BIAS" : "GELU_AUX_BIAS");
+  }
+  drop_steps(p, dead);
+done:
+  free(uses);
+  free(dead);
+}
+
+/* ---- attention gradients into their Concat ---- */
+
+/* The node whose slot a Concat operand is (through Reshape views), when that node is an
+ * AttentionBackward read by nothing else; else RLX_NO_ID. */
+static rlx_id attn_grad_of(const rlx_cu_prog *p, const uint32_t *uses, rlx_id v) {
+  const rlx_id r = p->plan->root[v];
+  if (rlx_graph_node(p->g, r)->op != RLX_OP_AttentionBackward || uses[r] != 1 || (v != r && uses[v] != 1))
+    return RLX_NO_ID;
+  for (rlx_id m = v; m != r;) { /* a chain of Reshapes down to r */
+    const rlx_node *mn = rlx_graph_node(p->g, m);
+    if (mn->op != RLX_OP_Reshape || mn->n_inputs != 1 || uses[m] != 1) return RLX_NO_ID;
+    m = mn->inputs[0];
+  }
+  return r;
+}
+
+/* Moves operand node `q` of the attention steps out of the arena into a buffer of its own, when
+ * one copy step (its Narrow) writes it and only attention operands 0..2 read it (through views):
+ * the writer's destination and every attention step's pointer to it change. */
+static bool move_attention_operand(rlx_cu_prog *p, rlx_id q) {
+  const uint32_t nn = rlx_graph_node_count(p->g);
+  for (rlx_id m = 0; m < nn; m++) {
+    const rlx_node *mn = rlx_graph_node(p->g, m);
+    if (p->plan->root[m] == q) continue; /* q or a view of it */
+    for (uint32_t i = 0; i < mn->n_inputs; i++)
+      if (p->plan->root[mn->inputs[i]] == q &&
+          !((mn->op == RLX_OP_Attention || mn->op == RLX_OP_AttentionBackward) && i < 3))
+        return false;
+  }
+  const rlx_id *outs = rlx_graph_outputs(p->g);
+  for (uint32_t i = 0; i < rlx_graph_output_count(p->g); i++)
+    if (p->plan->root[outs[i]] == q) return false;
+  cu_step *w = NULL;
+  uint8_t *old = addr(p, q);
+  for (uint32_t k = 0; k < p->n_steps && !w; k++)
+    if (p->steps[k].node == q) w = &p->steps[k];
+  if (!w || w->kind != ST_COPIES || w->n_copies != 1 || w->copies[0].dst != old || w->scratch || w->n_pre || w->n_post)
+    return false;
+  void *buf = NULL;
+  if (rlx_cu_malloc(p->ctx, p->plan->size[q] ? p->plan->size[q] : 1, &buf) != RLX_OK) {
+    (void)rlx_last_error();
+    return false;
+  }
+  if (fold_log())
+    fprintf(stderr, "cuda fold: %%%u (%s) moved out of the arena into %zu bytes of its own\n", q,
+            rlx_op_name(rlx_graph_node(p->g, q)->op), p->plan->size[q]);
+  w->scratch = buf; /* owned by the writer (cu_step_release) */
+  w->copies[0].dst = buf;
+  for (uint32_t k = 0; k < p->n_steps; k++) {
+    cu_step *s = &p->steps[k];
+    rlx_cu_attn *a = s->kind == ST_ATTN ? &s->at : s->kind == ST_ATTN_BW ? &s->abw.a : NULL;
+    if (!a) continue;
+    if (a->Q == old) a->Q = buf;
+    if (a->K == old) a->K = buf;
+    if (a->V == old) a->V = buf;
+  }
+  return true;
+}
+
+void cu_fold_attention_concat(rlx_cu_prog *p) {
+  if (env_off("RLX_CUDA_FOLD_CONCAT") || p->n_steps < 3) return;
+  uint32_t *uses = use_counts(p);
+  bool *dead = calloc(p->n_steps, sizeof *dead);
+  if (!uses || !dead) goto done;
+  for (uint32_t kc = 0; kc < p->n_steps; kc++) {
+    cu_step *cs = &p->steps[kc];
+    const rlx_node *cn = rlx_graph_node(p->g, cs->node);
+    if (cs->kind != ST_COPIES || cn->op != RLX_OP_Concat || cn->n_inputs < 2 || cn->n_inputs > 3 || dead[kc]) continue;
+    const int64_t rank = cn->shape.rank,
+                  axis = cn->attrs.Concat.axis < 0 ? cn->attrs.Concat.axis + rank : cn->attrs.Concat.axis;
+    if (rank < 2 || axis != rank - 1 || p->plan->root[cs->node] != cs->node) continue;
+    const int64_t W = cn->shape.dims[rank - 1];
+    const size_t esz = rlx_dtype_size(cn->shape.dtype);
+    uint8_t *slot = addr(p, cs->node);
+    const size_t slot_n = p->plan->size[cs->node];
+    /* the gradients, their column offsets, and the steps that write them */
+    cu_step *by[3] = {NULL, NULL, NULL}; /* the ATTN_BW steps computing dq / dk / dv */
+    uint32_t first = kc, copies[3], n_copies = 0;
+    int64_t off[3] = {-1, -1, -1}, col = 0;
+    bool ok = true;
+    const char *why = "an operand is not an AttentionBackward read only by the Concat";
+    for (uint32_t i = 0; i < cn->n_inputs && ok; i++) {
+      const rlx_id r = attn_grad_of(p, uses, cn->inputs[i]);
+      const int wrt = r == RLX_NO_ID ? -1 : rlx_graph_node(p->g, r)->attrs.AttentionBackward.wrt;
+      ok = wrt >= 0 && wrt < 3 && off[wrt] < 0;
+      if (!ok) break;
+      off[wrt] = col;
+      col += shape_of(p, cn->inputs[i])->dims[rank - 1];
+      const uint8_t *o = addr(p, r);
+      for (uint32_t k = 0; k < kc; k++) { /* the step computing it, or its copy from a sibling's buffer */
+        cu_step *s = &p->steps[k];
+        if (dead[k]) continue;
+        if (s->kind == ST_ATTN_BW && (s->abw.dq == o || s->abw.dk == o || s->abw.dv == o)) {
+          by[wrt] = s;
+        } else if (s->kind == ST_D2D && s->dst == o) {
+          for (uint32_t j = 0; j < k; j++)
+            if (p->steps[j].kind == ST_ATTN_BW && p->steps[j].extra == s->src) by[wrt] = &p->steps[j];
+          if (n_copies < 3) copies[n_copies++] = k;
+        } else {
+          continue;
+        }
+        if (k < first) first = k;
+      }
+      ok = by[wrt] != NULL;
+    }
+    ok = ok && col == W;
+    if (ok) why = "other steps between the gradients and the Concat";
+    /* only these steps between the first gradient and the Concat, all of one attention, each
+     * computing only gradients the Concat takes */
+    for (uint32_t k = first; ok && k < kc; k++) {
+      const cu_step *s = &p->steps[k];
+      bool mine = s == by[0] || s == by[1] || s == by[2];
+      for (uint32_t c = 0; c < n_copies; c++) mine |= copies[c] == k;
+      ok = mine && !dead[k];
+    }
+    if (ok)
+      why = "the steps compute other gradients, are not of one attention, read dy in the Concat's slot, or "
+            "take no tensor-core kernel";
+    for (int a = 0; a < 3 && ok; a++) {
+      if (!by[a]) continue;
+      const rlx_cu_attn_bw *w = &by[a]->abw;
+      const void *const got[3] = {w->dq, w->dk, w->dv};
+      for (int b = 0; b < 3 && ok; b++) ok = !got[b] || by[b] == by[a];
+      for (int b = 0; b < 3 && ok; b++)
+        if (by[b]) ok = attn_siblings(rlx_graph_node(p->g, by[a]->node), rlx_graph_node(p->g, by[b]->node));
+      /* what the step reads must not sit in the Concat's slot: dy; q, k, v are moved out below */
+      const rlx_id dyn = rlx_graph_node(p->g, by[a]->node)->inputs[3];
+      ok = ok && !overlaps(slot, slot_n, w->G, p->plan->size[dyn]) && w->a.dtype == (int)cn->shape.dtype;
+      rlx_cu_attn_bw probe = *w;
+      probe.out_ld = W;
+      ok = ok && rlx_cu_attn_bw_out_ld_fits(p->ctx, &probe);
+    }
+    if (ok) why = "q, k or v sits in the Concat's slot and cannot be moved";
+    const cu_step *any = by[0] ? by[0] : by[1] ? by[1] : by[2];
+    for (uint32_t i = 0; ok && i < 3; i++) {
+      const rlx_id q = p->plan->root[rlx_graph_node(p->g, any->node)->inputs[i]];
+      if (overlaps(slot, slot_n, addr(p, q), p->plan->size[q]) && !move_attention_operand(p, q)) ok = false;
+    }
+    if (!ok) {
+      if (fold_log()) fprintf(stderr, "cuda fold: Concat %%%u of attention gradients: declined (%s)\n", cs->node, why);
+      continue;
+    }
+    for (int b = 0; b < 3; b++) {
+      if (!by[b]) continue;
+      rlx_cu_attn_bw *w = &by[b]->abw;
+      void **d = b == 0 ? &w->dq : b == 1 ? &w->dk : &w->dv;
+      *d = slot + (size_t)off[b] * esz;
+      w->out_ld = W;
+      note_write(by[b], cs->node);
+    }
+    for (int b = 0; b < 3; b++)
+      if (by[b] && by[b]->extra) { /* a sibling's gradient no longer passes through it */
+        rlx_cu_free(p->ctx, by[b]->extra);
+        by[b]->extra = NULL;
+      }
+    for (uint32_t c = 0; c < n_copies; c++) dead[copies[c]] = true;
+    dead[kc] = true;
+    if (fold_log())
+      fprintf(stderr, "cuda fold: Concat %%%u: the attention gradients written into its columns (%u steps dropped)\n",
+              cs->node, 1 + n_copies);
   }
   drop_steps(p, dead);
 done:

@@ -318,6 +318,8 @@ void cu_step_release(rlx_cu_ctx *c, cu_step *s);
 void cu_fold_backward_sums(rlx_cu_prog *p);
 void cu_fold_transposes(rlx_cu_prog *p);
 void cu_fold_bias_epilogues(rlx_cu_prog *p);
+void cu_fold_attention_concat(rlx_cu_prog *p);
+bool attn_siblings(const rlx_node *a, const rlx_node *b);
 
 bool lower_FusedMatMulBiasAct(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);
 bool lower_FusedMatMulResidual(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s);

@@ -365,6 +365,58 @@ static void cuda_fold_log_counts(const rlx_graph *g, const char *const *needle, 
   fclose(t);
 }
 
+/* MatMul + bias + residual, as the compile pipeline fuses them into one ElementwiseRegion (the
+ * block's attention and MLP outputs), becomes one cuBLASLt product with the BIAS epilogue and
+ * beta = 1 over the residual (lower_fold.c), in both operand orders; a residual read again later
+ * keeps its bytes. The loss sums of f32 lines, a multiple of four long (the vector kernel) and
+ * not (the generic one), beside them. Each fold must be taken (its log line) and agree with the
+ * CPU with the epilogues on and off (RLX_CUDA_LT_EPILOGUES=0). */
+static void matmul_residual_epilogue(void) {
+  const int64_t M = 300, K = 96, N = 200;
+  rlx_graph *g = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_matmul_residual", &g));
+  rlx_shape sx = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, K}), sw = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){K, N}),
+            sb = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){N}), sr = rlx_shape_make(RLX_F32, 2, (rlx_dim[]){M, N}),
+            sl = rlx_shape_make(RLX_F32, 1, (rlx_dim[]){70001});
+  static const char *const names[] = {"x", "w0", "w1", "b", "r", "long"};
+  const rlx_shape *shp[] = {&sx, &sw, &sw, &sb, &sr, &sl};
+  rlx_id in[6], p0, p1, s0, s1, y[6];
+  rlx_named_tensor tin[6];
+  float *v[6];
+  for (int i = 0; i < 6; i++) {
+    CHECK_OK(rlx_input(g, names[i], *shp[i], &in[i]));
+    size_t n = 0;
+    CHECK_OK(rlx_shape_numel(shp[i], &n));
+    v[i] = cuda_test_vals(n, 161 + (uint32_t)i, -1.0f, 1.0f);
+    tin[i] = (rlx_named_tensor){names[i], {v[i], *shp[i]}};
+  }
+  CHECK_OK(rlx_matmul(g, in[0], in[1], &p0));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, p0, in[3], &s0));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, s0, in[4], &y[0])); /* (x w0 + b) + r */
+  CHECK_OK(rlx_matmul(g, in[0], in[2], &p1));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, in[3], p1, &s1));
+  CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, y[0], s1, &y[1])); /* y0 + (b + x w1), y0 read again below */
+  CHECK_OK(rlx_activation(g, RLX_ACT_NEG, y[0], &y[2]));
+  CHECK_OK(rlx_sum_all(g, y[1], &y[3]));
+  CHECK_OK(rlx_sum_all(g, in[5], &y[4]));
+  CHECK_OK(rlx_reduce_axes(g, RLX_REDUCE_MEAN, in[4], 1, (int64_t[]){1}, false, &y[5]));
+  CHECK_OK(rlx_graph_set_outputs(g, y, 6));
+  static const char *const needle[] = {"+ bias + residual %"};
+  int count = 0;
+  cuda_fold_log_counts(g, needle, 1, &count);
+  const double on = cuda_test_cpu_vs_cuda(g, tin, 6, NULL);
+  setenv("RLX_CUDA_LT_EPILOGUES", "0", 1);
+  const double off = cuda_test_cpu_vs_cuda(g, tin, 6, NULL);
+  unsetenv("RLX_CUDA_LT_EPILOGUES");
+  printf("MatMul + bias + residual epilogue (and f32 sums): %d fold(s), max scaled difference vs cpu %.3g (unfused "
+         "%.3g)\n",
+         count, on, off);
+  CHECK_MSG(count == 2, "MatMul + bias + residual: %d of 2 folds taken", count);
+  CHECK_MSG(on < 1e-5 && off < 1e-5, "MatMul + bias + residual: %g (unfused %g)", on, off);
+  for (int i = 0; i < 6; i++) free(v[i]);
+  rlx_graph_free(g);
+}
+
 /* The backward sums folded into the kernels that produce what they sum (lower_fold.c): autodiff's
  * LayerNorm backward (dx, the gamma gradient, beta's Reduce of dy over the rows, dx added to the
  * residual's gradient) and an ActivationBackward whose dx is summed over the rows (the bias
@@ -472,18 +524,21 @@ static void layernorm_residual_gradient(void) {
                            {"beta", {vb, sv}},
                            {"w", {vw, sw}},
                            {"d_output", {&one, rlx_shape_make(RLX_F32, 0, NULL)}}};
-  static const char *const needle[] = {"writes the statistics", "adds %", "also sums dy", "run at Add"};
-  int count[4];
+  static const char *const needle[] = {"writes the statistics", "adds %", "also sums dy", "run at Add", "norm %"};
+  int count[5];
   if (gg) {
-    cuda_fold_log_counts(gg, needle, 4, count);
+    cuda_fold_log_counts(gg, needle, 5, count);
     const size_t changed = cuda_fold_changes(gg, in, 5, "RLX_CUDA_FOLD_SUMS");
     const double d = cuda_test_cpu_vs_cuda(gg, in, 5, NULL);
-    printf("LayerNorm residual gradient (f32, %lld x %lld): folds statistics %d, dx + Add %d (%s), beta %d; output "
-           "values the folds changed %zu; max scaled difference vs cpu %.3g\n",
-           (long long)R, (long long)C, count[0], count[1], count[3] ? "at the Add" : "at the dx step", count[2],
-           changed, d);
+    printf("LayerNorm residual gradient (f32, %lld x %lld): folds statistics %d (from the forward %d), dx + Add %d "
+           "(%s), beta %d; output values the folds changed %zu; max scaled difference vs cpu %.3g\n",
+           (long long)R, (long long)C, count[0], count[4], count[1], count[3] ? "at the Add" : "at the dx step",
+           count[2], changed, d);
     CHECK_MSG(count[1] == 1 && count[2] == 1, "LayerNorm residual gradient: folds dx + Add %d, beta %d (want 1, 1)",
               count[1], count[2]);
+    /* the dx step moved to the Add: the gamma step's statistics come from the forward */
+    CHECK_MSG(count[3] == 0 || count[4] == 1, "LayerNorm residual gradient: the forward's statistics fold %d (want 1)",
+              count[4]);
     CHECK_MSG(changed == 0, "LayerNorm residual gradient: the folds changed %zu output values", changed);
     CHECK_MSG(d < 1e-4, "LayerNorm residual gradient: cuda differs from cpu by %g", d);
   }
@@ -492,10 +547,99 @@ static void layernorm_residual_gradient(void) {
   rlx_graph_free(f);
 }
 
+/* The attention gradients of a Narrow-split QKV projection written straight into autodiff's
+ * Concat of them (lower_fold.c), q / k / v moved out of the arena where the plan gives the Concat
+ * their bytes. f32 through autodiff: x [B T, 3 d] = h w, loss = sum(Attention(q, k, v) * c)
+ * (causal, head dims 32 and 64), gradients of h and w. bf16 as autodiff writes it, by hand: the
+ * three AttentionBackward nodes of q / k / v Narrowed from an input, dy an input, their Concat
+ * read by a MatMul. The fold must be taken, must give the unfused run's bits
+ * (RLX_CUDA_FOLD_CONCAT=0: the kernels compute the same values, only where they store differs)
+ * and must agree with the CPU. */
+static rlx_graph *attention_concat_graph(int v, int64_t B, int64_t T, int64_t H, int64_t hd) {
+  const int64_t d = H * hd, N = B * T;
+  rlx_graph *f = NULL, *gg = NULL;
+  CHECK_OK(rlx_graph_create(NULL, v == 2 ? "cuda_attn_concat_bf16" : "cuda_attn_concat_f32", &f));
+  const rlx_dtype dt = v == 2 ? RLX_BF16 : RLX_F32;
+  rlx_shape sh = rlx_shape_make(dt, 2, (rlx_dim[]){N, d}), sw = rlx_shape_make(dt, 2, (rlx_dim[]){d, 3 * d});
+  rlx_id h, w, qkv, p[3], at, c, l, loss, out;
+  CHECK_OK(rlx_input(f, "h", sh, &h));
+  CHECK_OK(rlx_input(f, "w", sw, &w));
+  CHECK_OK(rlx_input(f, "c", sh, &c));
+  CHECK_OK(rlx_matmul(f, h, w, &qkv));
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(rlx_narrow(f, qkv, 1, i * d, d, &p[i]));
+    CHECK_OK(rlx_reshape_dims(f, p[i], 3, (rlx_dim[]){B, T, d}, &p[i]));
+  }
+  if (v == 2) { /* the backward by hand: dy = c, the Concat read by c^T . dqkv */
+    rlx_id dy, g[3], cat, ct;
+    CHECK_OK(rlx_reshape_dims(f, c, 3, (rlx_dim[]){B, T, d}, &dy));
+    static const int wrt[3] = {RLX_ATTN_WRT_QUERY, RLX_ATTN_WRT_KEY, RLX_ATTN_WRT_VALUE};
+    for (int i = 0; i < 3; i++) {
+      rlx_attrs_AttentionBackward a = {.num_heads = H, .head_dim = hd, .mask_kind = RLX_MASK_CAUSAL, .wrt = wrt[i]};
+      CHECK_OK(rlx_build_AttentionBackward(f, (rlx_id[]){p[0], p[1], p[2], dy}, 4, &a, NULL, &g[i]));
+      CHECK_OK(rlx_reshape_dims(f, g[i], 2, (rlx_dim[]){N, d}, &g[i]));
+    }
+    rlx_attrs_Concat ca = {.axis = 1};
+    CHECK_OK(rlx_build_Concat(f, g, 3, &ca, NULL, &cat));
+    CHECK_OK(rlx_permute(f, c, 2, (int64_t[]){1, 0}, &ct));
+    CHECK_OK(rlx_matmul(f, ct, cat, &out));
+    CHECK_OK(rlx_cast_to(f, out, RLX_F32, &out));
+    CHECK_OK(rlx_graph_set_outputs(f, &out, 1));
+    return f;
+  }
+  rlx_attrs_Attention aa = {.num_heads = H, .head_dim = hd, .mask_kind = RLX_MASK_CAUSAL};
+  CHECK_OK(rlx_build_Attention(f, p, 3, &aa, NULL, &at));
+  CHECK_OK(rlx_reshape_dims(f, at, 2, (rlx_dim[]){N, d}, &at));
+  CHECK_OK(rlx_binary(f, RLX_BINOP_MUL, at, c, &l));
+  CHECK_OK(rlx_sum_all(f, l, &loss));
+  CHECK_OK(rlx_graph_set_outputs(f, &loss, 1));
+  static const char *const wrt[] = {"h", "w"};
+  CHECK_OK(rlx_grad(f, wrt, 2, NULL, &gg));
+  rlx_graph_free(f);
+  return gg;
+}
+
+static void attention_gradient_concat(void) {
+  for (int v = 0; v < 3; v++) {
+    const int64_t B = 2, T = 160, H = v == 1 ? 2 : 4, hd = v == 1 ? 64 : 32, d = H * hd, N = B * T;
+    const rlx_dtype dt = v == 2 ? RLX_BF16 : RLX_F32;
+    rlx_graph *gg = attention_concat_graph(v, B, T, H, hd);
+    rlx_shape sh = rlx_shape_make(dt, 2, (rlx_dim[]){N, d}), sw = rlx_shape_make(dt, 2, (rlx_dim[]){d, 3 * d});
+    float *vh = cuda_test_vals((size_t)(N * d), 171, -1.0f, 1.0f),
+          *vw = cuda_test_vals((size_t)(d * 3 * d), 172, -0.2f, 0.2f);
+    float *vc = cuda_test_vals((size_t)(N * d), 173, -1.0f, 1.0f), one = 1.0f;
+    void *ph = vh, *pw = vw, *pc = vc;
+    if (dt == RLX_BF16)
+      ph = to_bf16(vh, (size_t)(N * d)), pw = to_bf16(vw, (size_t)(d * 3 * d)), pc = to_bf16(vc, (size_t)(N * d));
+    rlx_named_tensor in[] = {
+        {"h", {ph, sh}}, {"w", {pw, sw}}, {"c", {pc, sh}}, {"d_output", {&one, rlx_shape_make(RLX_F32, 0, NULL)}}};
+    const uint32_t n_in = dt == RLX_BF16 ? 3 : 4;
+    static const char *const needle[] = {"written into its columns"};
+    int count = 0;
+    if (gg) {
+      cuda_fold_log_counts(gg, needle, 1, &count);
+      const size_t changed = cuda_fold_changes(gg, in, n_in, "RLX_CUDA_FOLD_CONCAT");
+      const double dd = cuda_test_cpu_vs_cuda(gg, in, n_in, NULL);
+      printf("attention gradients into their Concat (%s, head dim %lld%s): folds %d, output values the fold changed "
+             "%zu, max scaled difference vs cpu %.3g\n",
+             rlx_dtype_name(dt), (long long)hd, dt == RLX_BF16 ? ", the backward by hand" : "", count, changed, dd);
+      CHECK_MSG(count == 1, "attention gradients into their Concat: %d folds (want 1)", count);
+      CHECK_MSG(changed == 0, "attention gradients into their Concat: the fold changed %zu output values", changed);
+      CHECK_MSG(dd < (dt == RLX_BF16 ? 3e-2 : 1e-4),
+                "attention gradients into their Concat: cuda differs from cpu by %g", dd);
+    }
+    if (dt == RLX_BF16) free(ph), free(pw), free(pc);
+    free(vh), free(vw), free(vc);
+    rlx_graph_free(gg);
+  }
+}
+
 void cuda_fast_path_checks(void) {
   layernorm_residual_gradient();
+  attention_gradient_concat();
   backward_sum_folds();
   matmul_bias_epilogues();
+  matmul_residual_epilogue();
   matmul_transposed_operands();
   attention_nan_rows();
   attention_f32_paths();
