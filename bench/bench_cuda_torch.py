@@ -3,6 +3,7 @@
 bf16 operands; a + b and relu on 2^28 f32 elements; a device copy. Median of 5 repeats of
 `iters` calls, timed with CUDA events after warm-up. Prints "name value unit" lines."""
 import statistics
+import sys
 
 import torch
 
@@ -25,6 +26,12 @@ def timed(fn, iters):
 
 def main():
     dev = torch.device("cuda")
+    if len(sys.argv) > 1 and sys.argv[1] == "block_f32":  # only the f32 block (interleaved runs)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        t = block_step(dev, torch.float32, True)
+        print(f"torch_block_f32_compiled_fwd_bwd {t * 1e3:.3f} ms", flush=True)
+        return
     for n in (4096, 8192):
         a = torch.rand(n, n, device=dev) - 0.5
         b = torch.rand(n, n, device=dev) - 0.5
