@@ -560,6 +560,41 @@ template <typename T> __device__ inline void st4_t(T *p, const T (&v)[4]) {
     *(W *)p = w;
   }
 }
+/* Row `x` (C elements, 4 consecutive per lane per 128-element chunk) into registers, and its
+ * statistics as the forward's norm_warp_kernel sums them: m (0 for RmsNorm) and r = 1 / sqrt(var
+ * + eps); lanes past C hold 0. */
+template <typename T, typename XR, int NC>
+__device__ inline void norm_row_stats(const T *x, int lane, int C, int rms, double eps, XR (&xv)[NC][4], double &m,
+                                      double &r) {
+  m = 0;
+#pragma unroll
+  for (int i = 0; i < NC; i++) {
+    const int k = 128 * i + 4 * lane;
+    if (k < C) {
+      T xt[4];
+      ld4_t<T>(x + k, xt);
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        xv[i][c] = (XR)ld_t(xt[c]);
+        m += xv[i][c];
+      }
+    } else {
+#pragma unroll
+      for (int c = 0; c < 4; c++) xv[i][c] = (XR)0;
+    }
+  }
+  m = rms ? 0.0 : warp_sum_d(m) / (double)C;
+  double v = 0;
+#pragma unroll
+  for (int i = 0; i < NC; i++)
+    if (128 * i + 4 * lane < C)
+#pragma unroll
+      for (int c = 0; c < 4; c++) {
+        const double d = xv[i][c] - m;
+        v += d * d;
+      }
+  r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
+}
 template <typename T, int PER>
 __global__ void __launch_bounds__(256)
     norm_dx_warp_kernel(int rms, const T *x, const T *gamma, const T *dy, int64_t rows, int C, double eps, T *out,
@@ -573,37 +608,22 @@ __global__ void __launch_bounds__(256)
     const int64_t base = row * C;
     XR xv[NC][4];
     SR sv[NC][4];
-    double m = 0;
 #pragma unroll
-    for (int i = 0; i < NC; i++) {
+    for (int i = 0; i < NC; i++) { /* dy * gamma, loaded before the statistics' shuffles */
       const int k = 128 * i + 4 * lane;
       if (k < C) {
-        T xt[4], dt[4], gt[4];
-        ld4_t<T>(x + base + k, xt);
+        T dt[4], gt[4];
         ld4_t<T>(dy + base + k, dt);
         ld4_t<T>(gamma + k, gt);
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-          xv[i][c] = (XR)ld_t(xt[c]);
-          sv[i][c] = (SR)(ld_t(dt[c]) * ld_t(gt[c]));
-          m += xv[i][c];
-        }
+        for (int c = 0; c < 4; c++) sv[i][c] = (SR)(ld_t(dt[c]) * ld_t(gt[c]));
       } else {
 #pragma unroll
-        for (int c = 0; c < 4; c++) xv[i][c] = (XR)0, sv[i][c] = (SR)0;
+        for (int c = 0; c < 4; c++) sv[i][c] = (SR)0;
       }
     }
-    m = rms ? 0.0 : warp_sum_d(m) / (double)C;
-    double v = 0;
-#pragma unroll
-    for (int i = 0; i < NC; i++)
-      if (128 * i + 4 * lane < C)
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-          const double d = xv[i][c] - m;
-          v += d * d;
-        }
-    const double r = 1.0 / sqrt(warp_sum_d(v) / (double)C + eps);
+    double m, r;
+    norm_row_stats<T, XR, NC>(x + base, lane, C, rms, eps, xv, m, r);
     /* the added tensor's row, loaded while the sums below are reduced (loaded one by one at the
      * stores, the f32 GPT-2 block's dx + residual kernel took twice its time) */
     T av[sizeof(T) == 4 ? NC : 1][4];
@@ -654,39 +674,12 @@ __global__ void __launch_bounds__(256)
   const int lane = threadIdx.x & 31;
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t row = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows; row += warps) {
-    const int64_t base = row * C;
     XR xv[NC][4];
-    double m = 0;
-#pragma unroll
-    for (int i = 0; i < NC; i++) {
-      const int k = 128 * i + 4 * lane;
-      if (k < C) {
-        T xt[4];
-        ld4_t<T>(x + base + k, xt);
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-          xv[i][c] = (XR)ld_t(xt[c]);
-          m += xv[i][c];
-        }
-      } else {
-#pragma unroll
-        for (int c = 0; c < 4; c++) xv[i][c] = (XR)0;
-      }
-    }
-    m = rms ? 0.0 : warp_sum_d(m) / (double)C;
-    double v = 0;
-#pragma unroll
-    for (int i = 0; i < NC; i++)
-      if (128 * i + 4 * lane < C)
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-          const double d = xv[i][c] - m;
-          v += d * d;
-        }
-    v = warp_sum_d(v);
+    double m, r;
+    norm_row_stats<T, XR, NC>(x + row * C, lane, C, rms, eps, xv, m, r);
     if (lane == 0) {
       st[2 * row] = m;
-      st[2 * row + 1] = 1.0 / sqrt(v / (double)C + eps);
+      st[2 * row + 1] = r;
     }
   }
 }

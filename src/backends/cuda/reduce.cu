@@ -166,6 +166,22 @@ __device__ inline void acc_store(const red_params &p, acc_t tot, int64_t o) {
   }
 }
 
+/* The end of a split block: the threads' accumulators merged as a fixed tree, the block's total
+ * (from init) stored at *dst. */
+__device__ inline void split_block_store(const red_params &p, acc_t *sh, const acc_t &a, const acc_t &init, acc_t *dst) {
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if ((int)threadIdx.x < w) acc_merge(p, sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    acc_t tot = init;
+    acc_merge(p, tot, sh[0]);
+    *dst = tot;
+  }
+}
+
 /* Split reduction for few long lines: block (s, o) folds chunk s of line o into part[o * S + s];
  * then one thread per line merges its S partials in order. */
 __global__ void reduce_split_kernel(red_params p, int64_t S, acc_t *part) {
@@ -183,17 +199,7 @@ __global__ void reduce_split_kernel(red_params p, int64_t S, acc_t *part) {
       acc_fold_k<4>(p, a, off);
     }
   for (; j < hi; j += bd) acc_fold(p, a, red_offset(p, base, j));
-  sh[threadIdx.x] = a;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if ((int)threadIdx.x < w) acc_merge(p, sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    acc_t tot = init;
-    acc_merge(p, tot, sh[0]);
-    part[o * S + s] = tot;
-  }
+  split_block_store(p, sh, a, init, part + o * S + s);
 }
 /* reduce_split_kernel for sums / means of contiguous f32 / bf16 / f16 lines (the loss sum of a
  * training step): the dtype fixed at compile time, four neighbouring elements per load (16 or 8
@@ -237,17 +243,7 @@ __global__ void __launch_bounds__(RED_THREADS) sum_split4_kernel(red_params p, i
 #pragma unroll
     for (int e = 0; e < 4; e++) neumaier_add(a.a, a.b, v[e]);
   }
-  sh[threadIdx.x] = a;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if ((int)threadIdx.x < w) acc_merge(p, sh[threadIdx.x], sh[threadIdx.x + w]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    acc_t tot = init;
-    acc_merge(p, tot, sh[0]);
-    part[o * S + s] = tot;
-  }
+  split_block_store(p, sh, a, init, part + o * S + s);
 }
 /* whole lines of x (the kept axes lead: line o starts at o * len), a multiple of 4 elements,
  * x aligned to 4 elements */
