@@ -139,12 +139,12 @@ int main(void) {
     fprintf(stderr, "bench_cuda: the cuda backend is not available: %s\n", why ? why : "not built");
     return 1;
   }
-  gemm(4096, RLX_CUDA_FP32, "fp32");
-  gemm(4096, RLX_CUDA_TF32, "tf32");
-  gemm(4096, RLX_CUDA_BF16, "bf16");
-  gemm(8192, RLX_CUDA_FP32, "fp32");
-  gemm(8192, RLX_CUDA_TF32, "tf32");
-  gemm(8192, RLX_CUDA_BF16, "bf16");
+  static const int64_t sizes[] = {1024, 2048, 4096, 8192};
+  for (int i = 0; i < 4; i++) {
+    gemm(sizes[i], RLX_CUDA_FP32, "fp32");
+    gemm(sizes[i], RLX_CUDA_TF32, "tf32");
+    gemm(sizes[i], RLX_CUDA_BF16, "bf16");
+  }
   elementwise((int64_t)1 << 28, 1);
   elementwise((int64_t)1 << 28, 0);
   return 0;
