@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* Direct convolution kernels (Conv, Conv3d, ConvTranspose2d/3d) and pooling: one thread per
  * output element, sums in double, one rounding to the output dtype (the CPU reference's
- * numerics). These are the correct baseline; the cuDNN path is future work (docs/cuda.md). */
+ * numerics). The baseline, and what runs where cuDNN does not (dnn.cu: symmetric-padding
+ * convolutions and their gradients run there). */
 #include "backends/cuda/dev.cuh"
 
 __global__ void conv_kernel(int t, const void *x, const void *w, void *y, rlx_cu_conv_geom g) {

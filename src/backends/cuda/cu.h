@@ -142,6 +142,17 @@ typedef struct rlx_cu_conv_geom {
   int64_t N, Cin, Cout, G;
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
 } rlx_cu_conv_geom;
+/* cuDNN convolutions (dnn.cu), optional: a plan for the forward geometry g of a 2-D / 3-D
+ * convolution; *out NULL (RLX_OK) where cuDNN is absent, turned off (RLX_CUDA_CUDNN=0) or
+ * declines (asymmetric padding, no deterministic algorithm). FWD: y = conv(a = x, b = w); BWD_DATA:
+ * dx from a = dy, b = w; BWD_FILTER: dw from a = x, b = dy. */
+typedef enum { RLX_CU_DNN_FWD = 0, RLX_CU_DNN_BWD_DATA, RLX_CU_DNN_BWD_FILTER } rlx_cu_dnn_mode;
+typedef struct rlx_cu_dnn rlx_cu_dnn;
+rlx_status rlx_cu_dnn_create(rlx_cu_ctx *c, int mode, int dtype, int nsp, const rlx_cu_conv_geom *g, const void *a,
+                             const void *b, void *out_ptr, rlx_cu_dnn **out);
+rlx_status rlx_cu_dnn_run(rlx_cu_ctx *c, const rlx_cu_dnn *p);
+void rlx_cu_dnn_destroy(rlx_cu_dnn *p);
+void rlx_cu_dnn_ctx_release(rlx_cu_ctx *c);
 /* transposed = 0: w [Cout, Cin/G, k...]; 1: w [Cin, Cout/G, k...]. Float dtypes, double sums. */
 rlx_status rlx_cu_conv(rlx_cu_ctx *c, int transposed, int dtype, const void *x, const void *w, void *y,
                        const rlx_cu_conv_geom *g);

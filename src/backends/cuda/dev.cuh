@@ -59,6 +59,7 @@ struct rlx_cu_ctx {
   void *blas; /* cublasHandle_t */
   void *blas_lt; /* cublasLtHandle_t (gemm_lt.cu) */
   void *lt_ws;   /* cuBLASLt's workspace (RLX_CU_LT_WORKSPACE bytes), allocated with the first plan */
+  void *dnn;     /* cudnnHandle_t, made with the first cuDNN plan (dnn.cu) */
   int *kerr;  /* device flag: first kernel-detected error code (RLX_CU_KERR_*) */
   void *scratch; /* kernels' temporary device memory (split reductions), grown on demand */
   size_t scratch_bytes;

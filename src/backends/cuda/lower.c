@@ -356,6 +356,9 @@ bool conv_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s, uint32_t
   s->src = addr(L->p, n->inputs[0]);
   s->aux[0] = addr(L->p, n->inputs[1]);
   s->dst = addr(L->p, id);
+  if (!transposed &&
+      rlx_cu_dnn_create(L->p->ctx, RLX_CU_DNN_FWD, s->dtype, (int)nsp, g, s->src, s->aux[0], s->dst, &s->dnn) != RLX_OK)
+    return fail(L, "%s", rlx_last_error());
   return true;
 }
 static bool lower_Conv(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {
@@ -927,6 +930,7 @@ void cu_step_release(rlx_cu_ctx *c, cu_step *s) {
   free(s->a_off);
   free(s->b_off);
   rlx_cu_lt_destroy(s->lt);
+  rlx_cu_dnn_destroy(s->dnn);
 }
 
 void rlx_cu_prog_destroy(rlx_cu_prog *p) {
@@ -1051,7 +1055,9 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
                          s->trans);
     break;
   case ST_D2D: st = rlx_cu_d2d(c, s->dst, s->src, s->bytes); break;
-  case ST_CONV: st = rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+  case ST_CONV:
+    st = s->dnn ? rlx_cu_dnn_run(c, s->dnn) : rlx_cu_conv(c, s->rms, s->dtype, s->src, s->aux[0], s->dst, &s->geom);
+    break;
   case ST_POOL:
     st = rlx_cu_pool(c, s->op, s->dtype, s->src, s->dst, s->dims[0], s->dims[1], s->dims[2], s->dims[3], s->dims[4],
                      s->pk, s->ps, s->ppb);
@@ -1077,7 +1083,10 @@ static rlx_status run_one(rlx_cu_ctx *c, const cu_step *s) {
                               s->scratch, &s->nf);
     break;
   case ST_MAXPOOL_BW: st = rlx_cu_maxpool_backward(c, s->dtype, s->src, s->aux[0], s->dst, &s->p3); break;
-  case ST_CONV_BW_W: st = rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom); break;
+  case ST_CONV_BW_W:
+    st = s->dnn ? rlx_cu_dnn_run(c, s->dnn)
+                : rlx_cu_conv_backward_weight(c, s->dtype, s->src, s->aux[0], s->dst, &s->geom);
+    break;
   case ST_ARGEXT: st = rlx_cu_argext(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->aux_dtype, s->dst); break;
   case ST_CUM2: st = rlx_cu_cumulative(c, s->op, s->dtype, s->src, s->a, s->b, s->c2, s->rms, s->dst); break;
   case ST_SORT:

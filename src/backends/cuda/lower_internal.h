@@ -65,6 +65,7 @@ typedef struct cu_step {
   int trans;                    /* ST_MATMUL: operands stored transposed (rlx_cu_matmul) */
   rlx_cu_lt *lt;                /* ST_MATMUL: a cuBLASLt product with its epilogue, owned */
   rlx_cu_conv_geom geom;        /* ST_CONV */
+  rlx_cu_dnn *dnn;              /* ST_CONV, ST_CONV_BW_W: the cuDNN plan (owned), else the direct kernels */
   int64_t pk[2], ps[2], ppb[2]; /* ST_POOL */
   rlx_cu_scatter sc;            /* ST_SCATTER / ST_GATHER_EL; sc.scratch is owned */
   rlx_cu_attn at;               /* ST_ATTN */

@@ -210,11 +210,13 @@ static bool conv_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
   }
   g->N = x->dims[0];
   g->G = G;
-  if (weight) { /* the forward geometry */
-    g->Cin = x->dims[1];
-    g->Cout = dy->dims[1];
-    memcpy(g->in, xin, sizeof xin);
-    memcpy(g->out, yout, sizeof yout);
+  rlx_cu_conv_geom fwd = *g; /* the forward geometry, for cuDNN */
+  fwd.Cin = x->dims[1];
+  fwd.Cout = dy->dims[1];
+  memcpy(fwd.in, xin, sizeof xin);
+  memcpy(fwd.out, yout, sizeof yout);
+  if (weight) {
+    *g = fwd;
     s->kind = ST_CONV_BW_W;
   } else { /* the transposed convolution dy -> dx */
     g->Cin = dy->dims[1];
@@ -228,6 +230,10 @@ static bool conv_bw_setup(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s
   s->src = addr(L->p, n->inputs[0]);
   s->aux[0] = addr(L->p, n->inputs[1]);
   s->dst = addr(L->p, id);
+  /* cuDNN's backward filter (a = x, b = dy) or backward data (a = dy, b = w) */
+  if (rlx_cu_dnn_create(L->p->ctx, weight ? RLX_CU_DNN_BWD_FILTER : RLX_CU_DNN_BWD_DATA, s->dtype, (int)nsp, &fwd,
+                        s->src, s->aux[0], s->dst, &s->dnn) != RLX_OK)
+    return fail(L, "%s", rlx_last_error());
   return true;
 }
 bool lower_Conv2dBackwardInput(lower_ctx *L, rlx_id id, const rlx_node *n, cu_step *s) {

@@ -89,6 +89,7 @@ extern "C" void rlx_cu_ctx_destroy(rlx_cu_ctx *c) {
   if (!c) return;
   if (c->blas) CUL(cublasDestroy)((cublasHandle_t)c->blas);
   if (c->blas_lt) CUL(cublasLtDestroy)((cublasLtHandle_t)c->blas_lt);
+  rlx_cu_dnn_ctx_release(c);
   if (c->lt_ws) cudaFree(c->lt_ws);
   if (c->kerr) cudaFree(c->kerr);
   if (c->scratch) cudaFree(c->scratch);

@@ -634,8 +634,73 @@ static void attention_gradient_concat(void) {
   }
 }
 
+/* Convolutions on cuDNN (dnn.cu): the forward, input and weight gradients of two 2-D convolutions
+ * (3 -> 6 channels 3 x 3 padding 1, then Tanh; 6 -> 4 in 2 groups, stride 2), through autodiff,
+ * f32. They must take cuDNN plans (their log lines), agree with the CPU with cuDNN on and off
+ * (RLX_CUDA_CUDNN=0: the direct double-sum kernels), and differ from the direct kernels in some
+ * bits (fp32 against double sums: the cuDNN path ran). */
+static void convolutions_on_cudnn(void) {
+  const int64_t N = 8, H = 20;
+  rlx_graph *f = NULL, *gg = NULL;
+  CHECK_OK(rlx_graph_create(NULL, "cuda_cudnn_conv", &f));
+  rlx_shape sx = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){N, 3, H, H}),
+            s1 = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){6, 3, 3, 3}),
+            s2 = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){4, 3, 3, 3}),
+            sc = rlx_shape_make(RLX_F32, 4, (rlx_dim[]){N, 4, H / 2, H / 2});
+  rlx_id x, w1, w2, c, y1, y2, l, loss;
+  CHECK_OK(rlx_input(f, "x", sx, &x));
+  CHECK_OK(rlx_input(f, "w1", s1, &w1));
+  CHECK_OK(rlx_input(f, "w2", s2, &w2));
+  CHECK_OK(rlx_input(f, "c", sc, &c));
+  rlx_attrs_Conv a1 = {
+      .stride = {.v = (int64_t[]){1, 1}, .n = 2}, .padding = {.v = (int64_t[]){1, 1}, .n = 2}, .groups = 1};
+  rlx_attrs_Conv a2 = {
+      .stride = {.v = (int64_t[]){2, 2}, .n = 2}, .padding = {.v = (int64_t[]){1, 1}, .n = 2}, .groups = 2};
+  CHECK_OK(rlx_build_Conv(f, (rlx_id[]){x, w1}, 2, &a1, NULL, &y1));
+  CHECK_OK(rlx_activation(f, RLX_ACT_TANH, y1, &y1));
+  CHECK_OK(rlx_build_Conv(f, (rlx_id[]){y1, w2}, 2, &a2, NULL, &y2));
+  CHECK_OK(rlx_binary(f, RLX_BINOP_MUL, y2, c, &l));
+  CHECK_OK(rlx_sum_all(f, l, &loss));
+  CHECK_OK(rlx_graph_set_outputs(f, &loss, 1));
+  static const char *const wrt[] = {"x", "w1", "w2"};
+  CHECK_OK(rlx_grad(f, wrt, 3, NULL, &gg));
+  float *vx = cuda_test_vals((size_t)(N * 3 * H * H), 181, -1.0f, 1.0f), *v1 = cuda_test_vals(6 * 27, 182, -0.3f, 0.3f);
+  float *v2 = cuda_test_vals(4 * 27, 183, -0.3f, 0.3f),
+        *vc = cuda_test_vals((size_t)(N * 4 * H * H / 4), 184, -1.0f, 1.0f);
+  float one = 1.0f;
+  rlx_named_tensor in[] = {{"x", {vx, sx}},
+                           {"w1", {v1, s1}},
+                           {"w2", {v2, s2}},
+                           {"c", {vc, sc}},
+                           {"d_output", {&one, rlx_shape_make(RLX_F32, 0, NULL)}}};
+  static const char *const needle[] = {"cuDNN convolution (forward", "cuDNN convolution (backward data",
+                                       "cuDNN convolution (backward filter"};
+  int count[3] = {0, 0, 0};
+  if (gg) {
+    cuda_fold_log_counts(gg, needle, 3, count);
+    const size_t changed = cuda_fold_changes(gg, in, 5, "RLX_CUDA_CUDNN");
+    const double on = cuda_test_cpu_vs_cuda(gg, in, 5, NULL);
+    setenv("RLX_CUDA_CUDNN", "0", 1);
+    const double off = cuda_test_cpu_vs_cuda(gg, in, 5, NULL);
+    unsetenv("RLX_CUDA_CUDNN");
+    printf("convolutions on cuDNN (f32): plans forward %d, backward data %d, backward filter %d; values cuDNN changed "
+           "%zu; max scaled difference vs cpu %.3g (direct kernels %.3g)\n",
+           count[0], count[1], count[2], changed, on, off);
+    /* the first convolution and its Tanh become a FusedConvBiasAct (its convolution the direct
+     * kernel); the second's forward, both input gradients and both weight gradients are cuDNN's */
+    CHECK_MSG(count[0] >= 1 && count[1] == 2 && count[2] == 2, "cuDNN plans: forward %d, backward data %d, filter %d",
+              count[0], count[1], count[2]);
+    CHECK_MSG(changed > 0, "cuDNN convolutions: the same bits as the direct kernels (not run?)%s", "");
+    CHECK_MSG(on < 1e-5 && off < 1e-5, "cuDNN convolutions vs cpu: %g (direct kernels %g)", on, off);
+  }
+  free(vx), free(v1), free(v2), free(vc);
+  rlx_graph_free(gg);
+  rlx_graph_free(f);
+}
+
 void cuda_fast_path_checks(void) {
   layernorm_residual_gradient();
+  convolutions_on_cudnn();
   attention_gradient_concat();
   backward_sum_folds();
   matmul_bias_epilogues();
