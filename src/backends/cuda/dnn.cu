@@ -10,7 +10,6 @@
  * tensor cores; fp32 accumulation in both, rounded once to the output. The direct kernels sum in
  * double, so results differ from them by fp32 summation error. Only algorithms cuDNN reports
  * deterministic are taken. RLX_CUDA_CUDNN=0 turns the path off. */
-#include <cudnn.h>
 #include <dlfcn.h>
 #include <mutex>
 #include <stdio.h>
@@ -18,6 +17,10 @@
 
 #include "backends/cuda/dev.cuh"
 #include "rlx/ops.h"
+
+#if __has_include(<cudnn.h>)
+#include <cudnn.h>
+
 
 #define RLX_CUDNN_FUNCTIONS(X)                                                                                         \
   X(cudnnCreate)                                                                                                       \
@@ -214,3 +217,20 @@ extern "C" rlx_status rlx_cu_dnn_run(rlx_cu_ctx *c, const rlx_cu_dnn *p) {
   if (s == CUDNN_STATUS_SUCCESS) return RLX_OK;
   return rlx_errorf(RLX_ERR_INTERNAL, "cuda: cuDNN convolution failed: %s", DNN(cudnnGetErrorString)(s));
 }
+
+#else /* built without cuDNN's headers: every convolution takes the direct kernels */
+
+extern "C" void rlx_cu_dnn_destroy(rlx_cu_dnn *p) { (void)p; }
+extern "C" void rlx_cu_dnn_ctx_release(rlx_cu_ctx *c) { (void)c; }
+extern "C" rlx_status rlx_cu_dnn_create(rlx_cu_ctx *c, int mode, int dtype, int nsp, const rlx_cu_conv_geom *g,
+                                        const void *a, const void *b, void *out_ptr, rlx_cu_dnn **out) {
+  (void)c, (void)mode, (void)dtype, (void)nsp, (void)g, (void)a, (void)b, (void)out_ptr;
+  *out = NULL;
+  return RLX_OK;
+}
+extern "C" rlx_status rlx_cu_dnn_run(rlx_cu_ctx *c, const rlx_cu_dnn *p) {
+  (void)c, (void)p;
+  return rlx_errorf(RLX_ERR_INTERNAL, "cuda: a cuDNN plan in a build without cuDNN%s", "");
+}
+
+#endif
