@@ -110,11 +110,15 @@ extern "C" rlx_status rlx_cu_dnn_create(rlx_cu_ctx *c, int mode, int dtype, int 
   int pad[3], str[3], dil[3], xd[5], yd[5], wd[5], xs[5], ys[5];
   xd[0] = (int)g->N, xd[1] = (int)g->Cin, yd[0] = (int)g->N, yd[1] = (int)g->Cout;
   wd[0] = (int)g->Cout, wd[1] = (int)(g->Cin / g->G);
+  int64_t nx = g->N * g->Cin, ny = g->N * g->Cout;
   for (int i = 0; i < nsp; i++) {
     const int j = off + i;
-    /* symmetric padding only: the output size must be the one cuDNN derives */
-    const int64_t want = (g->in[j] + 2 * g->pb[j] - g->d[j] * (g->k[j] - 1) - 1) / g->s[j] + 1;
-    if (want != g->out[j] || g->in[j] > INT32_MAX) return RLX_OK;
+    /* symmetric padding only: the output size must be the one cuDNN derives (then the windows
+     * are the ones of the begin padding, whatever the end padding was) */
+    const int64_t span = g->in[j] + 2 * g->pb[j] - g->d[j] * (g->k[j] - 1) - 1;
+    if (span < 0 || g->pb[j] < 0 || span / g->s[j] + 1 != g->out[j]) return RLX_OK;
+    nx *= g->in[j], ny *= g->out[j];
+    if (nx > INT32_MAX || ny > INT32_MAX) return RLX_OK; /* cuDNN's int dimensions and strides */
     pad[i] = (int)g->pb[j], str[i] = (int)g->s[j], dil[i] = (int)g->d[j];
     xd[2 + i] = (int)g->in[j], yd[2 + i] = (int)g->out[j], wd[2 + i] = (int)g->k[j];
   }
