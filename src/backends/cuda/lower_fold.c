@@ -413,7 +413,8 @@ static rlx_id bias_operand(const rlx_cu_prog *p, const rlx_node *add, rlx_id mm,
  * else false. */
 static bool region_bias_residual(const rlx_cu_prog *p, const rlx_node *r, rlx_id mm, int64_t N, rlx_id *bias,
                                  rlx_id *res) {
-  if (r->op != RLX_OP_ElementwiseRegion || r->n_inputs != 3) return false;
+  if (r->op != RLX_OP_ElementwiseRegion || r->n_inputs != 3 || r->attrs.ElementwiseRegion.prologue != RLX_PROLOGUE_NONE)
+    return false;
   const rlx_chain *ch = &r->attrs.ElementwiseRegion.chain;
   if (ch->n != 2) return false;
   const rlx_chain_step *s0 = &ch->steps[0], *s1 = &ch->steps[1];
