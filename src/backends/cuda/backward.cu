@@ -538,28 +538,6 @@ template <> struct norm_bw_regs<__half> {
   typedef float X;
   typedef float S;
 };
-/* 4 consecutive elements (p aligned to 4) */
-template <typename T> __device__ inline void ld4_t(const T *p, T (&v)[4]) {
-  if constexpr (sizeof(T) == 8) {
-    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
-    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-  } else {
-    using W = vec4_of<T>;
-    const W w = *(const W *)p;
-    memcpy(v, &w, sizeof w);
-  }
-}
-template <typename T> __device__ inline void st4_t(T *p, const T (&v)[4]) {
-  if constexpr (sizeof(T) == 8) {
-    *(double2 *)p = make_double2(v[0], v[1]);
-    *(double2 *)(p + 2) = make_double2(v[2], v[3]);
-  } else {
-    using W = vec4_of<T>;
-    W w;
-    memcpy(&w, v, sizeof w);
-    *(W *)p = w;
-  }
-}
 /* Row `x` (C elements, 4 consecutive per lane per 128-element chunk) into registers, and its
  * statistics as the forward's norm_warp_kernel sums them: m (0 for RmsNorm) and r = 1 / sqrt(var
  * + eps); lanes past C hold 0. */
@@ -715,7 +693,7 @@ static void norm_stats_warp_launch(int rms, const void *x, int64_t rows, int C, 
 
 /* the warp kernels' rows: 4-element accesses of every operand (C a multiple of 4, the pointers
  * aligned to 4 elements) */
-static bool norm_warp_rows(int dtype, int64_t C, const void *const *ptrs, int n) {
+extern "C" int rlx_cu_norm_rows_fit(int dtype, int64_t C, const void *const *ptrs, int n) {
   const bool typed = dtype == RLX_F32 || dtype == RLX_F64 || dtype == RLX_BF16 || dtype == RLX_F16;
   if (!typed || C % 4 || C > 1024) return false;
   const uintptr_t al = 4 * rlx_dtype_size((rlx_dtype)dtype) - 1;
@@ -724,7 +702,7 @@ static bool norm_warp_rows(int dtype, int64_t C, const void *const *ptrs, int n)
   return true;
 }
 extern "C" int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs) {
-  return norm_warp_rows(dtype, C, ptrs, n_ptrs) && C >= 64 && rows >= 264;
+  return rlx_cu_norm_rows_fit(dtype, C, ptrs, n_ptrs) && C >= 64 && rows >= 264;
 }
 
 extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int dtype, const void *x,
@@ -760,7 +738,7 @@ extern "C" rlx_status rlx_cu_norm_backward(rlx_cu_ctx *c, int what, int rms, int
     return cu_launch_status("norm backward kernel");
   }
   if (what == 1 && rows && !fuse->stats_ready) {
-    if (norm_warp_rows(dtype, C, &x, 1)) {
+    if (rlx_cu_norm_rows_fit(dtype, C, &x, 1)) {
       switch (dtype) {
       case RLX_F32: norm_stats_warp_launch<float>(rms, x, rows, (int)C, eps, scratch, c->stream); break;
       case RLX_F64: norm_stats_warp_launch<double>(rms, x, rows, (int)C, eps, scratch, c->stream); break;

@@ -279,6 +279,9 @@ typedef struct rlx_cu_norm_fuse {
 /* Whether what 0 takes the warp-per-row kernel (the one that can write statistics and add), with
  * the pointers it reads and writes (x, gamma, dy, out, an added tensor). */
 int rlx_cu_norm_dx_warp_fits(int dtype, int64_t rows, int64_t C, const void *const *ptrs, int n_ptrs);
+/* Whether the backward's warp kernels (dx, and the gamma step's statistics) read rows of C
+ * elements of dtype at these pointers (C a multiple of 4 up to 1024, the pointers aligned to 4). */
+int rlx_cu_norm_rows_fit(int dtype, int64_t C, const void *const *ptrs, int n_ptrs);
 /* Whether rlx_cu_norm takes the warp-per-row kernel, whose row statistics (stats_out) have the
  * bits of the backward's (rlx_cu_norm_backward's warp kernels) */
 int rlx_cu_norm_warp_fits(int dtype, int64_t len, const void *const *ptrs, int n_ptrs);

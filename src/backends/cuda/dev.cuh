@@ -259,11 +259,40 @@ template <typename T> __device__ inline void st2_t(T *p, T a, T b) {
   }
 }
 
+/* four consecutive elements of f32 / bf16 / f16 / f64 (p aligned to four elements): one 8- or
+ * 16-byte access (two for f64) */
+template <typename T> __device__ inline void ld4_t(const T *p, T (&v)[4]) {
+  if constexpr (sizeof(T) == 8) {
+    const double2 a = *(const double2 *)p, b = *(const double2 *)(p + 2);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+  } else {
+    using W = vec4_of<T>;
+    const W w = *(const W *)p;
+    memcpy(v, &w, sizeof w);
+  }
+}
+template <typename T> __device__ inline void st4_t(T *p, const T (&v)[4]) {
+  if constexpr (sizeof(T) == 8) {
+    *(double2 *)p = make_double2(v[0], v[1]);
+    *(double2 *)(p + 2) = make_double2(v[2], v[3]);
+  } else {
+    using W = vec4_of<T>;
+    W w;
+    memcpy(&w, v, sizeof w);
+    *(W *)p = w;
+  }
+}
 /* the same as doubles: the two-column reduction kernels */
 template <typename T> __device__ inline void ld2_d(const T *p, double &a, double &b) {
   T x, y;
   ld2_t<T>(p, x, y);
   a = to_f(x), b = to_f(y);
+}
+template <typename T> __device__ inline void ld4_d(const T *p, double *v) {
+  T t[4];
+  ld4_t<T>(p, t);
+#pragma unroll
+  for (int k = 0; k < 4; k++) v[k] = ld_t(t[k]);
 }
 /* sum of a double over the 32 lanes of a warp (every lane gets it) */
 __device__ inline double warp_sum_d(double v) {

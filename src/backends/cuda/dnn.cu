@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/cuda/dev.cuh"
+#include "backends/cuda/libs.cuh"
 #include "rlx/ops.h"
 
 #if __has_include(<cudnn.h>)
@@ -46,9 +47,7 @@ std::once_flag g_dnn_once;
 bool g_dnn_ok;
 
 void dnn_load() {
-  char name[64];
-  snprintf(name, sizeof name, "libcudnn.so.%d", CUDNN_MAJOR);
-  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  void *h = rlx_cu_lib_open("cudnn", CUDNN_MAJOR);
   if (!h) return;
   bool ok = true;
 #define RLX_DNN_FIND(f) ok = ok && (*(void **)&g_dnn.fn_##f = dlsym(h, #f)) != NULL;
@@ -62,6 +61,16 @@ bool dnn_available() {
   if (e && strcmp(e, "0") == 0) return false;
   std::call_once(g_dnn_once, dnn_load);
   return g_dnn_ok;
+}
+
+/* The first algorithm of cuDNN's heuristic order (r[0 .. got)) that ran, is deterministic and,
+ * for f32, does not use tensor cores (no TF32); -1 when none is. */
+template <typename Perf> int first_deterministic(const Perf *r, int got, int dtype) {
+  for (int i = 0; i < got; i++)
+    if (r[i].status == CUDNN_STATUS_SUCCESS && r[i].determinism == CUDNN_DETERMINISTIC &&
+        (dtype != RLX_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
+      return (int)r[i].algo;
+  return -1;
 }
 
 } // namespace
@@ -130,8 +139,7 @@ extern "C" rlx_status rlx_cu_dnn_create(rlx_cu_ctx *c, int mode, int dtype, int 
     if (DNN(cudnnCreate)(&h) != CUDNN_STATUS_SUCCESS) return RLX_OK;
     c->dnn = h;
   }
-  cudnnHandle_t h = (cudnnHandle_t)c->dnn;
-  if (DNN(cudnnSetStream)(h, c->stream) != CUDNN_STATUS_SUCCESS) return RLX_OK;
+  cudnnHandle_t h = (cudnnHandle_t)c->dnn; /* its stream is set at each run */
   rlx_cu_dnn *p = (rlx_cu_dnn *)calloc(1, sizeof *p);
   if (!p) return rlx_errorf(RLX_ERR_OOM, "cuda: out of host memory");
   p->mode = mode;
@@ -145,36 +153,26 @@ extern "C" rlx_status rlx_cu_dnn_create(rlx_cu_ctx *c, int mode, int dtype, int 
   ok = ok && DNN(cudnnSetConvolutionGroupCount)(p->conv, (int)g->G) == 0;
   const cudnnMathType_t math = dtype == RLX_F32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
   ok = ok && DNN(cudnnSetConvolutionMathType)(p->conv, math) == 0;
-  /* the first deterministic algorithm of cuDNN's heuristic order whose math is the one asked for */
   int got = 0;
   p->algo = -1;
   if (ok && mode == RLX_CU_DNN_FWD) {
     cudnnConvolutionFwdAlgoPerf_t r[8];
     ok = DNN(cudnnGetConvolutionForwardAlgorithm_v7)(h, p->x, p->w, p->conv, p->y, 8, &got, r) == 0;
-    for (int i = 0; ok && i < got && p->algo < 0; i++)
-      if (r[i].status == 0 && r[i].determinism == CUDNN_DETERMINISTIC &&
-          (dtype != RLX_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
-        p->algo = r[i].algo;
+    if (ok) p->algo = first_deterministic(r, got, dtype);
     ok = ok && p->algo >= 0 &&
          DNN(cudnnGetConvolutionForwardWorkspaceSize)(h, p->x, p->w, p->conv, p->y, (cudnnConvolutionFwdAlgo_t)p->algo,
                                                       &p->ws_bytes) == 0;
   } else if (ok && mode == RLX_CU_DNN_BWD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t r[8];
     ok = DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7)(h, p->w, p->y, p->conv, p->x, 8, &got, r) == 0;
-    for (int i = 0; ok && i < got && p->algo < 0; i++)
-      if (r[i].status == 0 && r[i].determinism == CUDNN_DETERMINISTIC &&
-          (dtype != RLX_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
-        p->algo = r[i].algo;
+    if (ok) p->algo = first_deterministic(r, got, dtype);
     ok = ok && p->algo >= 0 &&
          DNN(cudnnGetConvolutionBackwardDataWorkspaceSize)(h, p->w, p->y, p->conv, p->x,
                                                            (cudnnConvolutionBwdDataAlgo_t)p->algo, &p->ws_bytes) == 0;
   } else if (ok) {
     cudnnConvolutionBwdFilterAlgoPerf_t r[8];
     ok = DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7)(h, p->x, p->y, p->conv, p->w, 8, &got, r) == 0;
-    for (int i = 0; ok && i < got && p->algo < 0; i++)
-      if (r[i].status == 0 && r[i].determinism == CUDNN_DETERMINISTIC &&
-          (dtype != RLX_F32 || r[i].mathType != CUDNN_TENSOR_OP_MATH))
-        p->algo = r[i].algo;
+    if (ok) p->algo = first_deterministic(r, got, dtype);
     ok = ok && p->algo >= 0 &&
          DNN(cudnnGetConvolutionBackwardFilterWorkspaceSize)(
              h, p->x, p->y, p->conv, p->w, (cudnnConvolutionBwdFilterAlgo_t)p->algo, &p->ws_bytes) == 0;

@@ -482,15 +482,8 @@ __global__ void flash_delta_kernel(rlx_cu_attn p, const T *G, const T *O, float2
     if (r < rows && VEC) { /* 4 lanes per access: D, the row starts and the bases are multiples of 4 */
       for (int64_t d = 4 * lane; d < p.o.D; d += 4 * L) {
         T gv[4], ov[4];
-        if constexpr (sizeof(T) == 2) {
-          uint2 a = *(const uint2 *)(g + d), c = *(const uint2 *)(o + d);
-          memcpy(gv, &a, 8);
-          memcpy(ov, &c, 8);
-        } else {
-          float4 a = *(const float4 *)(g + d), c = *(const float4 *)(o + d);
-          memcpy(gv, &a, 16);
-          memcpy(ov, &c, 16);
-        }
+        ld4_t<T>(g + d, gv);
+        ld4_t<T>(o + d, ov);
         for (int k = 0; k < 4; k++) dl = fmaf(to_f(gv[k]), to_f(ov[k]), dl);
       }
     } else if (r < rows) {

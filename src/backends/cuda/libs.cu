@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
-/* Loading cuBLAS, cuBLASLt, cuSOLVER and cuFFT at run time (libs.cuh). Each library is looked up by its
+/* Loading cuBLAS, cuBLASLt, cuSOLVER and cuFFT at run time (libs.cuh; cuDNN, optional, through
+ * rlx_cu_lib_open in dnn.cu). Each library is looked up by its
  * soname first (LD_LIBRARY_PATH, the ld.so cache), then in the toolkit folder CMake found at
  * configure time (RLX_CUDA_LIBDIR). The major versions come from the headers compiled against,
  * so the loaded library has the ABI the call sites were built for. */
@@ -20,7 +21,10 @@ std::once_flag g_once;
 int g_loaded;
 char g_why[512];
 
-void *open_lib(const char *stem, int major) {
+} // namespace
+
+/* lib<stem>.so.<major> by soname, then in the toolkit folder; NULL when neither loads */
+extern "C" void *rlx_cu_lib_open(const char *stem, int major) {
   char name[256];
   snprintf(name, sizeof name, "lib%s.so.%d", stem, major);
   void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
@@ -31,7 +35,16 @@ void *open_lib(const char *stem, int major) {
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   }
 #endif
+  return h;
+}
+
+namespace {
+
+void *open_lib(const char *stem, int major) {
+  void *h = rlx_cu_lib_open(stem, major);
   if (!h) {
+    char name[256];
+    snprintf(name, sizeof name, "lib%s.so.%d", stem, major);
     const char *e = dlerror();
     snprintf(g_why, sizeof g_why,
              "cuda: cannot load %s (%s); the cuda backend needs the CUDA %d toolkit's cuBLAS, cuBLASLt, cuSOLVER and cuFFT: "

@@ -66,6 +66,10 @@ struct rlx_cu_libs {
 extern struct rlx_cu_libs rlx_cu_libs_table;
 #define CUL(f) (rlx_cu_libs_table.RLX_CU_CAT(fn_, f))
 
+/* lib<stem>.so.<major>: by soname (LD_LIBRARY_PATH, the ld.so cache), then in the toolkit folder
+ * CMake found; NULL when neither loads. */
+extern "C" void *rlx_cu_lib_open(const char *stem, int major);
+
 /* Loads the libraries once; 1 when every function was found, else 0 with *why saying which
  * library or symbol is missing and how to provide it. */
 int rlx_cu_libs_load(const char **why);

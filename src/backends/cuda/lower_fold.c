@@ -314,7 +314,7 @@ static void fold_norm_forward_stats(rlx_cu_prog *p) {
     cu_step *gs = &p->steps[j];
     if (gs->kind != ST_NORM_BW || gs->op != 1 || gs->nf.stats_ready || !gs->scratch) continue;
     const void *gx = gs->src;
-    if (!rlx_cu_norm_dx_warp_fits(gs->dtype, 264, gs->b, &gx, 1)) continue; /* the stats kernel's layout */
+    if (!rlx_cu_norm_rows_fit(gs->dtype, gs->b, &gx, 1)) continue; /* the statistics kernel's layout */
     for (uint32_t k = j; k-- > 0;) {
       cu_step *f = &p->steps[k];
       const void *fp[4] = {f->src, f->aux[0], f->aux[1], f->dst};

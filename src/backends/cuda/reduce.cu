@@ -207,18 +207,6 @@ __global__ void reduce_split_kernel(red_params p, int64_t S, acc_t *part) {
  * are multiples of 4 elements and lines too (sum_split4_fits), so every load is whole. The
  * generic kernel's per-element dtype switch and offset arithmetic took 32 us for the 6.3M floats
  * of the GPT-2 block's loss on the H200. */
-template <typename T> __device__ inline void ld4_d(const T *p, double *v) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 f = *(const float4 *)p;
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-  } else {
-    const uint2 u = *(const uint2 *)p;
-    T h[4];
-    memcpy(h, &u, 8);
-#pragma unroll
-    for (int k = 0; k < 4; k++) v[k] = to_f(h[k]);
-  }
-}
 template <typename T>
 __global__ void __launch_bounds__(RED_THREADS) sum_split4_kernel(red_params p, int64_t S, int64_t chunk, acc_t *part) {
   __shared__ acc_t sh[RED_THREADS];
