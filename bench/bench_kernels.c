@@ -11,6 +11,7 @@
  * Each figure is the best of repeated runs lasting at least min_ms (default 300) in total. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,44 @@ static void bench_node(const char *name, node_arg *a, double flops, double bytes
   printf("| %-44s | %9.3f ms | %-14s | %12s | %-14s |\n", name, tf * 1e3, fr, rt, rr);
 }
 
+/* The convolutions of mobilenet_v3_small at batch 1 (torchvision's layout: 1x1 expansions and
+ * projections, the squeeze-excite 1x1 convolutions on 1x1 planes, the depthwise 3x3 / 5x5 ones),
+ * each on the fast kernel without a fused epilogue, and their sum. */
+static void bench_mobilenet_convs(rlx_cpu_ctx *ctx) {
+  struct {
+    int64_t C, H, O, k, s, g; /* input channels, plane side, output channels, kernel, stride, groups */
+  } l[] = {{16, 56, 72, 1, 1, 1},   {72, 28, 24, 1, 1, 1},   {24, 28, 88, 1, 1, 1},   {88, 28, 24, 1, 1, 1},
+           {24, 28, 96, 1, 1, 1},   {96, 14, 40, 1, 1, 1},   {40, 14, 240, 1, 1, 1},  {240, 14, 40, 1, 1, 1},
+           {40, 14, 120, 1, 1, 1},  {120, 14, 48, 1, 1, 1},  {48, 14, 144, 1, 1, 1},  {144, 14, 48, 1, 1, 1},
+           {48, 14, 288, 1, 1, 1},  {288, 7, 96, 1, 1, 1},   {96, 7, 576, 1, 1, 1},   {576, 7, 96, 1, 1, 1},
+           {576, 1, 144, 1, 1, 1},  {144, 1, 576, 1, 1, 1},  {240, 1, 64, 1, 1, 1},   {64, 1, 240, 1, 1, 1},
+           {16, 112, 16, 3, 2, 16}, {72, 56, 72, 3, 2, 72},  {88, 28, 88, 3, 1, 88},  {96, 28, 96, 5, 2, 96},
+           {240, 14, 240, 5, 1, 240}, {144, 14, 144, 5, 1, 144}, {288, 14, 288, 5, 2, 288}, {576, 7, 576, 5, 1, 576}};
+  printf("| mobilenet_v3_small conv (b1) | fast | fast rate |\n|---|---|---|\n");
+  double total = 0;
+  for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+    int64_t C = l[i].C, H = l[i].H, O = l[i].O, k = l[i].k, st = l[i].s, p = k / 2, Ho = (H + 2 * p - k) / st + 1;
+    rlx_attrs_Conv ca = {
+        .kernel_size = NOLIST, .stride = IL(st, st), .padding = IL(p, p), .dilation = IL(1, 1), .groups = l[i].g};
+    rlx_shape fs[2] = {SHP(F32, 1, C, H, H), SHP(F32, O, C / l[i].g, k, k)};
+    node_arg a;
+    make_node(&a, RLX_OP_Conv, &ca, NULL, 2, fs, ctx);
+    char name[96];
+    snprintf(name, sizeof name, "%s%" PRId64 "x%" PRId64 " s%" PRId64 " %" PRId64 " -> %" PRId64 " on %" PRId64 "x%" PRId64,
+             l[i].g > 1 ? "dw " : "", k, k, st, C, O, H, H);
+    const rlx_cpu_fast_kernel *f = &rlx_cpu_fast_table[RLX_OP_Conv];
+    if (f->applies && f->applies(a.n, a.in, a.n_in)) {
+      a.k = f->kernel;
+      double t = best_time(run_node, &a);
+      total += t;
+      printf("| %-36s | %8.4f ms | %6.1f GFLOP/s |\n", name, t * 1e3,
+             2.0 * (double)(O * Ho * Ho) * (double)(C / l[i].g * k * k) / t * 1e-9);
+    }
+    free_node(&a);
+  }
+  printf("| sum | %8.4f ms | |\n", total * 1e3);
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   if (argc > 2) min_s = atof(argv[2]) * 1e-3;
@@ -161,6 +200,11 @@ int main(int argc, char **argv) {
   }
   rlx_cpu_ctx ctx = {.threads = threads, .pool = pool};
   printf("threads: %d (OpenBLAS: 1 thread per call)\n\n", threads);
+  if (argc > 3 && strcmp(argv[3], "mobilenet") == 0) {
+    bench_mobilenet_convs(&ctx);
+    rlx_cpu_pool_free(pool);
+    return 0;
+  }
 
   printf("| sgemm M x N x K (OpenBLAS, one call) | ms | GFLOP/s |\n|---|---|---|\n");
   int sizes[][3] = {{256, 256, 256},  {512, 512, 512}, {1024, 1024, 1024}, {32, 196, 144}, {16, 784, 9},

@@ -228,15 +228,16 @@ static void gemm_1x1(const fgeo *g, const float *w, const float *x, float *y, si
   fk_gemm_packed(o1 - o0, p1 - p0, g->Cin, w + o0 * g->Cin, g->Cin, bp, y + o0 * P + p0, P);
 }
 
-/* ---- 1x1 convolutions of one position (squeeze-excite) on the AVX2 path: a GEMV ----
+/* ---- 1x1 convolutions of one position (squeeze-excite) on the AVX2 and AVX-512 paths: a GEMV ----
  * y [O] = w [O, C] . x [C]. sgemm with N = 1 packs the whole weight matrix on every call (0.08-0.11
  * ms per squeeze-excite convolution of mobilenet_v3_small at b1); here each row is one pass over
  * w: 4 x 8 lanes of fused multiply-adds over c, the lanes summed in a fixed order, the C % 8 tail
- * added last. The same bits whatever the row split. */
+ * added last. The same bits whatever the row split. The AVX-512 path takes it too (bench_kernels
+ * mobilenet, Zen 4, 1 thread: 144 -> 576 5.1 -> 3.5 us, 64 -> 240 1.3 -> 0.8 us against sgemm). */
 static bool gemv_1x1(const fgeo *g) {
 #if CONV_X86
   return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->Ho == 1 &&
-         g->Wo == 1 && g->H == 1 && g->W == 1 && g->G == 1 && fk_isa_active() == FK_ISA_AVX2;
+         g->Wo == 1 && g->H == 1 && g->W == 1 && g->G == 1 && fk_isa_active() >= FK_ISA_AVX2;
 #else
   (void)g;
   return false;
