@@ -1207,6 +1207,11 @@ static void test_region(void) {
     region_case("region bias relu mul", bias, 3, 2, ab, 0, 0);
     targ ab2[2] = {{SHP(F32, 3, 1000), fills[f]}, {SHP(F32, 1, 1000), fills[f]}};
     region_case("region [3,1000] + [1,1000]", bias, 3, 2, ab2, 0, 0);
+    /* two tiling operands whose counts' least common multiple (2100) exceeds a block: copied per
+       block, [300] wrapping several times in each */
+    rlx_chain_step two[] = {ST_BIN(ADD, OPI(0), OPI(1)), ST_BIN(MUL, OPS(0), OPI(2))};
+    targ a2t[3] = {{SHP(F32, 3, 7, 300), fills[f]}, {SHP(F32, 300), fills[f]}, {SHP(F32, 7, 300), fills[f]}};
+    region_case("region two tiling operands", two, 2, 3, a2t, 0, 0);
     /* compare / where / casts, with a scalar-only step (uniform per block) */
     rlx_chain_step sel[] = {ST_BIN(MUL, OPI(2), OPI(2)),      ST_CMP(GT, OPI(0), OPI(1)), ST_BIN(MUL, OPI(1), OPS(0)),
                             ST_WHERE(OPS(1), OPI(0), OPS(2)), ST_CAST(BOOL, OPS(3)),      ST_CAST(F32, OPS(4)),
