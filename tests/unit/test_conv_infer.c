@@ -3,7 +3,8 @@
  * fused convolution epilogue against the separate kernels, bit for bit:
  *   - depthwise on phase planes (conv_dw.c): 3x3 / 5x5, strides 1, 2, 3 and 2x1, dilation,
  *     asymmetric padding, odd sizes, planes narrower than a vector; and the plain loops it
- *     replaces (fk_dw_disable);
+ *     replaces (fk_dw_disable); on the AVX-512 path the channel blocks of small planes, also
+ *     bit for bit against the phase planes (fk_dwc_disable);
  *   - Winograd F(2x2, 3x3) (conv_winograd.c, AVX2 and AVX-512 paths): batch 1 across threads, odd
  *     extents, no padding, padding 2, rows of several lane blocks, tiny planes, several image
  *     groups, large weights with many tiles;
@@ -204,6 +205,50 @@ static bool dw_takes(geo g, int64_t Ho, int64_t Wo) {
                     pt, pl);
 }
 
+/* The channel-block depthwise kernel (where it runs) gives the phase-plane kernel's bits: the
+ * sum, and the epilogue with a bias and each activation, the sum kept or not. */
+static void blocks_vs_planes(const char *what, geo g) {
+  fk_dwc probe;
+  int64_t pt = g.padding.n ? g.padding.v[0] : 0, pl = g.padding.n ? g.padding.v[1] : 0;
+  size_t s = g.stride.n ? (size_t)g.stride.v[0] : 1;
+  size_t Ho = (size_t)((g.H + 2 * pt - g.kh) / (int64_t)s + 1), Wo = (size_t)((g.W + 2 * pl - g.kw) / (int64_t)s + 1);
+  bool runs = fk_dwc_init(&probe, (size_t)g.Cin, (size_t)g.H, (size_t)g.W, Ho, Wo, (size_t)g.kh, (size_t)g.kw, s, s, 1,
+                          1, pt, pl);
+  CHECK_MSG(runs == (fk_isa_active() == FK_ISA_AVX512), "%s: the channel blocks %s on the %s path", what,
+            runs ? "run" : "do not run", fk_isa_name(fk_isa_active()));
+  if (!runs) return;
+  ccase c;
+  CHECK(make(&c, g));
+  const rlx_node *n = c.conv;
+  size_t bytes = numel(&n->shape) * sizeof(float);
+  float *a = malloc(bytes), *b = malloc(bytes), *za = malloc(bytes), *zb = malloc(bytes);
+  rlx_cpu_ctx ctx = {.threads = 2, .pool = pools[2]};
+  const rlx_act acts[3] = {RLX_ACT_RELU, RLX_ACT_HARD_SWISH, RLX_ACT_HARD_SIGMOID};
+  for (int k = -1; k < 3; k++)
+    for (int keep = 0; keep < 2; keep++) {
+      float *out[2] = {a, b}, *zs[2] = {za, zb};
+      for (int off = 0; off < 2; off++) {
+        fk_dwc_disable(off != 0);
+        memset(out[off], 0x5A, bytes);
+        memset(zs[off], 0x5A, bytes);
+        rlx_tensor t = {out[off], n->shape};
+        if (k < 0)
+          CHECK_OK(rlx_fast_Conv(n, c.in, 2, &t, &ctx));
+        else
+          CHECK_OK(rlx_fast_conv_epilogue(n, c.in, 2, c.bias, keep ? zs[off] : NULL, out[off], acts[k], &ctx));
+      }
+      fk_dwc_disable(false);
+      CHECK_MSG(memcmp(a, b, bytes) == 0, "%s: channel blocks differ from the phase planes (activation %d)", what, k);
+      if (k >= 0 && keep) CHECK_MSG(memcmp(za, zb, bytes) == 0, "%s: the kept sums differ (activation %d)", what, k);
+      if (k < 0) break;
+    }
+  free(a);
+  free(b);
+  free(za);
+  free(zb);
+  release(&c);
+}
+
 static void test_depthwise(void) {
   const geo cases[] = {
       {1, 16, 112, 112, 16, 3, 3, 16, IL(2, 2), IL(1, 1), NOLIST}, /* mobilenet's first depthwise */
@@ -228,6 +273,20 @@ static void test_depthwise(void) {
     if (c.conv) CHECK_MSG(dw_takes(cases[i], c.conv->shape.dims[2], c.conv->shape.dims[3]), "%s: not taken", names[i]);
     release(&c);
     one(names[i], cases[i]);
+  }
+  /* channel blocks (AVX-512, planes of at most 1024 padded positions) against the phase planes,
+     bit for bit: several blocks with a partial last one, two images, strides 1 and 2 */
+  const geo blocks[] = {
+      {2, 40, 14, 14, 40, 5, 5, 40, IL(1, 1), IL(2, 2), NOLIST},
+      {1, 24, 9, 11, 24, 3, 3, 24, IL(2, 2), IL(1, 1), NOLIST},
+      {1, 48, 7, 7, 48, 5, 5, 48, IL(1, 1), IL(2, 2), NOLIST},
+      {1, 19, 28, 28, 19, 3, 3, 19, IL(1, 1), IL(1, 1), NOLIST},
+  };
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "depthwise channel blocks %zu", i);
+    one(what, blocks[i]);
+    blocks_vs_planes(what, blocks[i]);
   }
   fk_dw_disable(true); /* the plain loops, with the generalised epilogue */
   one("depthwise 5x5 s2, plain loops", cases[2]);

@@ -586,8 +586,9 @@ static bool use_intra(const fgeo *g, rlx_cpu_ctx *ctx) {
 static bool depthwise(const fgeo *g) { return g->G > 1 && g->G == g->Cin && g->G == g->Cout; }
 
 /* Tests: force the plain depthwise loops instead of conv_dw.c's phase-plane kernels. */
-static bool dw_plain;
+static bool dw_plain, dw_no_blocks;
 void fk_dw_disable(bool off) { dw_plain = off; }
+void fk_dwc_disable(bool off) { dw_no_blocks = off; }
 
 typedef struct dw_geo {
   size_t Hp, Wp, pt, pl, wide; /* padded plane; wide grid (stride 1) or 0 */
@@ -613,8 +614,26 @@ typedef struct dw_job {
   dw_geo d;
   fk_dw f; /* the phase-plane kernels of conv_dw.c, when fast */
   bool fast;
+  fk_dwc cb; /* conv_dw.c's channel blocks, when blocks */
+  bool blocks;
   float *scratch;
 } dw_job;
+
+/* Items lo..hi (image x channel block) on conv_dw.c's channel-block kernel. */
+static void depthwise_blocks_task(void *arg, size_t lo, size_t hi, int chunk) {
+  const dw_job *t = arg;
+  const conv_job *j = t->j;
+  const fgeo *g = &j->g;
+  float *s = t->scratch + (size_t)chunk * fk_dwc_scratch_floats(&t->cb);
+  size_t nb = fk_dwc_blocks(&t->cb), P = g->Ho * g->Wo, Pin = g->H * g->W;
+  fk_dwc_prepare(&t->cb, s);
+  for (size_t item = lo; item < hi; item++) {
+    size_t n = item / nb, c0 = item % nb * 16, at = n * g->Cin * P;
+    float *z = j->relu_in_y ? NULL : j->y + at;
+    float *r = j->relu_in_y ? j->y + at : (j->r ? j->r + at : NULL);
+    fk_dwc_block(&t->cb, j->x + n * g->Cin * Pin, j->w, j->bias, c0, j->act, j->epi, z, r, s);
+  }
+}
 
 /* Planes lo..hi on conv_dw.c's kernels, the epilogue fused into the store. */
 static void depthwise_fast_task(void *arg, size_t lo, size_t hi, int chunk) {
@@ -680,6 +699,17 @@ static rlx_status depthwise_forward(conv_job *j, rlx_cpu_ctx *ctx) {
   dw_job t = {.j = j};
   const fgeo *g = &j->g;
   dw_geometry(g, &t.d);
+  t.blocks = !dw_plain && !dw_no_blocks && fk_dwc_init(&t.cb, g->Cin, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh,
+                                                       g->sw, g->dh, g->dw, g->ph, g->pw);
+  if (t.blocks) {
+    size_t items = g->N * fk_dwc_blocks(&t.cb);
+    int chunks = fk_chunks(ctx, items, 1);
+    t.scratch = fk_scratch(ctx, (size_t)chunks * fk_dwc_scratch_floats(&t.cb) * sizeof(float));
+    if (!t.scratch) return rlx_errorf(RLX_ERR_OOM, "Conv: out of memory for the depthwise buffers");
+    fk_parallel_for(ctx, items, 1, depthwise_blocks_task, &t);
+    fk_scratch_release(ctx, t.scratch);
+    return RLX_OK;
+  }
   t.fast =
       !dw_plain && fk_dw_init(&t.f, g->H, g->W, g->Ho, g->Wo, g->kh, g->kw, g->sh, g->sw, g->dh, g->dw, g->ph, g->pw);
   size_t planes = g->N * g->Cin, per = t.fast ? fk_dw_scratch_floats(&t.f) : dw_scratch_floats(&t.d);

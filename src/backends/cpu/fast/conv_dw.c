@@ -444,3 +444,152 @@ void fk_conv_act(rlx_act act, const float *x, float *y, size_t n) {
 bool fk_conv_act_ok(rlx_act act) {
   return act == RLX_ACT_RELU || act == RLX_ACT_HARD_SWISH || act == RLX_ACT_HARD_SIGMOID;
 }
+
+/* ---- depthwise on channel blocks (AVX-512): 16 channels of one image as the vector lanes ----
+ * The phase planes compute a 7x7 output through a wide grid of 80 lanes for its 49 positions and
+ * pay a fill and a row store per plane; here 16 planes are transposed into one zero-padded tile
+ * [Hp][Wp][16] (scalar moves, L1-resident), every output position is one vector of 16 channels,
+ * and the result is transposed back. Each element is the phase-plane kernel's chain: zero, one
+ * FMA per tap in (ki, kj) order, then + bias, then the activation of act_ps_avx512: the same
+ * bits. */
+#define DWC_LANES 16
+#define DWC_MAX_TILE 1024 /* Hp * Wp: the tile at most 64 KiB */
+
+bool fk_dwc_init(fk_dwc *d, size_t C, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw, size_t sh,
+                 size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl) {
+  memset(d, 0, sizeof *d);
+#if DW_X86
+  if (fk_isa_active() != FK_ISA_AVX512) return false;
+#else
+  return false;
+#endif
+  if (pt < 0 || pl < 0 || kh * kw > FK_DW_MAX_TAPS || sh == 0 || sw == 0 || Ho == 0 || Wo == 0 || C == 0) return false;
+  size_t Hp = (Ho - 1) * sh + dh * (kh - 1) + 1, Wp = (Wo - 1) * sw + dw * (kw - 1) + 1;
+  if (Hp < (size_t)pt + H) Hp = (size_t)pt + H;
+  if (Wp < (size_t)pl + W) Wp = (size_t)pl + W;
+  if (Hp * Wp > DWC_MAX_TILE) return false;
+  *d = (fk_dwc){.C = C, .H = H, .W = W, .Ho = Ho, .Wo = Wo, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .dh = dh,
+                .dw = dw, .pt = (size_t)pt, .pl = (size_t)pl, .Hp = Hp, .Wp = Wp};
+  return true;
+}
+
+size_t fk_dwc_blocks(const fk_dwc *d) { return (d->C + DWC_LANES - 1) / DWC_LANES; }
+
+/* tile [Hp*Wp][16], two output tiles [Ho*Wo][16] (the sum, its activation), weights [taps][16] */
+size_t fk_dwc_scratch_floats(const fk_dwc *d) {
+  return (d->Hp * d->Wp + 2 * d->Ho * d->Wo + d->kh * d->kw + 1) * DWC_LANES;
+}
+
+#if DW_X86
+/* a[j][i] <- a[i][j]: 16 x 16 floats in registers (unpacks, then 128-bit lane shuffles) */
+__attribute__((target("avx512f"))) static inline void dwc_transpose16(__m512 a[16]) {
+  __m512 t[16], u[16];
+  for (int k = 0; k < 8; k++) {
+    t[2 * k] = _mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; k++) { /* u[4k + m], 128-bit lane L: rows 4k..4k+3 at column 4L + m */
+    u[4 * k + 0] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+    u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+    u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+    u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+  }
+  for (int m = 0; m < 4; m++) {
+    __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88), v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xDD);
+    __m512 w0 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xDD);
+    a[m] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    a[8 + m] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    a[4 + m] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    a[12 + m] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+/* Channel planes [nc][P] (nc <= 16, plane stride `stride`) -> position vectors dst[p][16] for
+ * p < P, where position p goes to dst + place(p) * 16: 16 positions per transpose. */
+__attribute__((target("avx512f"))) static inline void dwc_planes_to_lanes(const float *src, size_t stride, size_t nc,
+                                                                          size_t p0, size_t n, __m512 a[16]) {
+  __mmask16 m = dw_lanes(n);
+  for (size_t c = 0; c < DWC_LANES; c++)
+    a[c] = c < nc ? _mm512_maskz_loadu_ps(m, src + c * stride + p0) : _mm512_setzero_ps();
+  dwc_transpose16(a);
+}
+
+/* NB output positions of row oh from column ow: acc = sum over taps (ki, kj) of w * x, + bias */
+#define DWC_RUN(NB)                                                                                  \
+  for (; ow + (NB) <= d->Wo; ow += (NB)) {                                                           \
+    __m512 acc[NB];                                                                                  \
+    for (int b = 0; b < (NB); b++) acc[b] = _mm512_setzero_ps();                                     \
+    for (size_t ki = 0; ki < d->kh; ki++)                                                            \
+      for (size_t kj = 0; kj < d->kw; kj++) {                                                        \
+        __m512 wv = _mm512_loadu_ps(wt + (ki * d->kw + kj) * DWC_LANES);                              \
+        const float *src = tile + ((oh * d->sh + ki * d->dh) * d->Wp + ow * d->sw + kj * d->dw) * DWC_LANES; \
+        for (int b = 0; b < (NB); b++)                                                               \
+          acc[b] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(src + (size_t)b * d->sw * DWC_LANES), acc[b]); \
+      }                                                                                              \
+    for (int b = 0; b < (NB); b++) {                                                                 \
+      __m512 s = bias ? _mm512_add_ps(acc[b], bv) : acc[b];                                          \
+      size_t at = (oh * d->Wo + ow + (size_t)b) * DWC_LANES;                                         \
+      if (z) _mm512_storeu_ps(oz + at, s);                                                            \
+      if (r) _mm512_storeu_ps(orr + at, act_ps_avx512(act, s));                                       \
+    }                                                                                                \
+  }
+
+__attribute__((target("avx512f"))) static void dwc_block_avx512(const fk_dwc *d, const float *x, const float *w,
+                                                                const float *bias, size_t c0, rlx_act act, float *z,
+                                                                float *r, float *scratch) {
+  size_t nc = d->C - c0 < DWC_LANES ? d->C - c0 : DWC_LANES, kk = d->kh * d->kw;
+  size_t Pin = d->H * d->W, P = d->Ho * d->Wo;
+  float *tile = scratch, *oz = tile + d->Hp * d->Wp * DWC_LANES, *orr = oz + P * DWC_LANES;
+  float *wt = orr + P * DWC_LANES, *bl = wt + kk * DWC_LANES;
+  /* the interior of the tile, 16 input positions (in plane order) per transpose; its border
+     stays zero from fk_dwc_prepare, lanes >= nc are zero */
+  for (size_t p0 = 0; p0 < Pin; p0 += DWC_LANES) {
+    size_t n = Pin - p0 < DWC_LANES ? Pin - p0 : DWC_LANES;
+    __m512 a[DWC_LANES];
+    dwc_planes_to_lanes(x + c0 * Pin, Pin, nc, p0, n, a);
+    size_t h = p0 / d->W, k = p0 % d->W;
+    for (size_t q = 0; q < n; q++) {
+      _mm512_storeu_ps(tile + ((d->pt + h) * d->Wp + d->pl + k) * DWC_LANES, a[q]);
+      if (++k == d->W) k = 0, h++;
+    }
+  }
+  for (size_t t = 0; t < kk; t++)
+    for (size_t c = 0; c < DWC_LANES; c++) wt[t * DWC_LANES + c] = c < nc ? w[(c0 + c) * kk + t] : 0.0f;
+  for (size_t c = 0; c < DWC_LANES; c++) bl[c] = bias && c < nc ? bias[c0 + c] : 0.0f;
+  __m512 bv = _mm512_loadu_ps(bl);
+  for (size_t oh = 0; oh < d->Ho; oh++) {
+    size_t ow = 0;
+    DWC_RUN(14)
+    DWC_RUN(7)
+    DWC_RUN(4)
+    DWC_RUN(1)
+  }
+  /* back to planes: 16 output positions per transpose */
+  for (int k = 0; k < 2; k++) {
+    const float *o = k ? orr : oz;
+    float *dst = k ? r : z;
+    if (!dst) continue;
+    for (size_t p0 = 0; p0 < P; p0 += DWC_LANES) {
+      size_t n = P - p0 < DWC_LANES ? P - p0 : DWC_LANES;
+      __m512 a[DWC_LANES];
+      for (size_t q = 0; q < DWC_LANES; q++)
+        a[q] = q < n ? _mm512_loadu_ps(o + (p0 + q) * DWC_LANES) : _mm512_setzero_ps();
+      dwc_transpose16(a);
+      for (size_t c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (c0 + c) * P + p0, dw_lanes(n), a[c]);
+    }
+  }
+}
+#endif
+
+void fk_dwc_prepare(const fk_dwc *d, float *scratch) {
+  memset(scratch, 0, d->Hp * d->Wp * DWC_LANES * sizeof(float));
+}
+
+void fk_dwc_block(const fk_dwc *d, const float *x, const float *w, const float *bias, size_t c0, rlx_act act,
+                  bool has_act, float *z, float *r, float *scratch) {
+#if DW_X86
+  dwc_block_avx512(d, x, w, bias, c0, act, z, r && has_act ? r : NULL, scratch);
+#else
+  (void)d, (void)x, (void)w, (void)bias, (void)c0, (void)act, (void)has_act, (void)z, (void)r, (void)scratch;
+#endif
+}

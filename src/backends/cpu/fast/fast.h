@@ -201,6 +201,21 @@ void fk_dw_fill(const fk_dw *d, const float *x, float *buf);
 void fk_dw_plane(const fk_dw *d, const float *x, const float *w, const float *bias, rlx_act act, bool has_act, float *z,
                  float *r, float *scratch);
 void fk_dw_disable(bool off); /* tests: force conv.c's plain depthwise loops */
+/* Depthwise on channel blocks (AVX-512 only; conv_dw.c): 16 channels of one image per call, for
+ * planes whose padded tile [Hp][Wp] has at most 1024 positions. The phase-plane kernel's values. */
+typedef struct fk_dwc {
+  size_t C, H, W, Ho, Wo, kh, kw, sh, sw, dh, dw, pt, pl, Hp, Wp;
+} fk_dwc;
+bool fk_dwc_init(fk_dwc *d, size_t C, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw, size_t sh,
+                 size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl);
+size_t fk_dwc_blocks(const fk_dwc *d);              /* channel blocks of an image */
+void fk_dwc_disable(bool off);                      /* tests: keep the phase-plane kernels */
+size_t fk_dwc_scratch_floats(const fk_dwc *d);      /* per worker */
+void fk_dwc_prepare(const fk_dwc *d, float *scratch); /* once per worker buffer */
+/* Channels [c0, c0 + 16) of one image: x [C][H][W], w [C][kh][kw], bias [C] or NULL; z [C][Ho][Wo]
+ * = conv (+ bias) unless NULL; r = act(z) when r is not NULL and has_act. */
+void fk_dwc_block(const fk_dwc *d, const float *x, const float *w, const float *bias, size_t c0, rlx_act act,
+                  bool has_act, float *z, float *r, float *scratch);
 /* y = act(x) for an activation fk_conv_act_ok accepts, with the Activation kernel's values bit
  * for bit; x may be y (in place) but must not overlap it otherwise. */
 void fk_conv_act(rlx_act act, const float *x, float *y, size_t n);
