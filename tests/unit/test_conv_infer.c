@@ -18,7 +18,8 @@
  *   - fk_conv_act against the Activation kernel (fk_act_f32) over a dense sweep of the range where
  *     HardSwish / HardSigmoid are not constant, and special values;
  *   - the executor: Conv -> HardSwish and Conv -> Add -> HardSwish graphs compiled with fusion
- *     give the bits of RLX_CPU_NO_FUSION=1 and make fused thunks.
+ *     give the bits of RLX_CPU_NO_FUSION=1 and make fused thunks; Winograd weights of Constant
+ *     convolutions transformed once give the bits of RLX_CPU_NO_PACK=1.
  * Threads 1, 2 and 3, and the deterministic mode (the same bits at every thread count). Every
  * case checks first that it runs the path it is named for where that path exists on this CPU. */
 #define _POSIX_C_SOURCE 200809L
@@ -499,6 +500,67 @@ static void test_executor(void) {
     }
 }
 
+/* Convolutions by Constant weights on the Winograd path get their weights transformed once when
+ * the executable is built (one fused with bias + Relu, one plain): the same bits as transforming
+ * them on every run (RLX_CPU_NO_PACK=1), and two preparations counted where Winograd runs. */
+static void test_prepared_weights(void) {
+  float *res[2] = {NULL, NULL};
+  size_t cnt = 2 * 36 * 9 * 10;
+  for (int prep = 0; prep < 2; prep++) {
+    if (!prep) setenv("RLX_CPU_NO_PACK", "1", 1);
+    rlx_graph *g;
+    rlx_id x, w1, w2, b, y, z;
+    CHECK_OK(rlx_graph_create(NULL, "prepared_weights", &g));
+    CHECK_OK(rlx_input(g, "x", SHP(F32, 2, 32, 9, 10), &x));
+    float *W1 = malloc(40 * 32 * 9 * sizeof(float)), *W2 = malloc(36 * 40 * 9 * sizeof(float)), B[40];
+    uint64_t saved = rng_state;
+    rng_state = 7;
+    for (size_t k = 0; k < 40 * 32 * 9; k++) W1[k] = 0.3f * urand();
+    for (size_t k = 0; k < 36 * 40 * 9; k++) W2[k] = 0.3f * urand();
+    for (size_t k = 0; k < 40; k++) B[k] = urand();
+    CHECK_OK(rlx_constant(g, SHP(F32, 40, 32, 3, 3), W1, 40 * 32 * 9 * sizeof(float), &w1));
+    CHECK_OK(rlx_constant(g, SHP(F32, 36, 40, 3, 3), W2, 36 * 40 * 9 * sizeof(float), &w2));
+    CHECK_OK(rlx_constant(g, SHP(F32, 1, 40, 1, 1), B, sizeof B, &b));
+    rlx_attrs_Conv ca = {
+        .kernel_size = NOLIST, .stride = NOLIST, .padding = IL(1, 1), .dilation = NOLIST, .groups = 1};
+    CHECK_OK(rlx_build_Conv(g, (rlx_id[]){x, w1}, 2, &ca, NULL, &y));
+    CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, y, b, &y));
+    CHECK_OK(rlx_activation(g, RLX_ACT_RELU, y, &y));
+    CHECK_OK(rlx_build_Conv(g, (rlx_id[]){y, w2}, 2, &ca, NULL, &z));
+    CHECK_OK(rlx_graph_set_outputs(g, &z, 1));
+    rlx_compile_options co;
+    rlx_compile_options_init(&co);
+    rlx_executable *e = NULL;
+    uint64_t before = rlx_cpu_pack_count();
+    CHECK_OK(rlx_compile(g, "cpu", &co, &e));
+    uint64_t made = rlx_cpu_pack_count() - before;
+    unsetenv("RLX_CPU_NO_PACK");
+    bool want = prep && fk_wino_available();
+    CHECK_MSG(made == (want ? 2u : 0u), "%llu prepared convolutions, expected %d", (unsigned long long)made,
+              want ? 2 : 0);
+    rlx_tensor xt = {malloc(2 * 32 * 90 * sizeof(float)), SHP(F32, 2, 32, 9, 10)};
+    for (size_t k = 0; k < 2 * 32 * 90; k++) ((float *)xt.data)[k] = urand();
+    rng_state = saved;
+    rlx_named_tensor in[1] = {{"x", xt}};
+    const rlx_tensor *outs;
+    uint32_t n_out = 0;
+    if (e && rlx_executable_run(e, in, 1, &outs, &n_out) == RLX_OK && n_out == 1 && numel(&outs[0].shape) == cnt) {
+      res[prep] = malloc(cnt * sizeof(float));
+      memcpy(res[prep], outs[0].data, cnt * sizeof(float));
+    }
+    CHECK_MSG(res[prep] != NULL, "prepared weights %d: the run failed: %s", prep, rlx_last_error());
+    rlx_executable_free(e);
+    rlx_graph_free(g);
+    free(xt.data);
+    free(W1);
+    free(W2);
+  }
+  if (res[0] && res[1])
+    CHECK_MSG(memcmp(res[0], res[1], cnt * sizeof(float)) == 0, "weights transformed once differ from per run");
+  free(res[0]);
+  free(res[1]);
+}
+
 int main(void) {
   CHECK_OK(fk_isa_configure()); /* RLX_CPU_ISA: scripts/test_isa.sh runs every path */
   fprintf(stderr, "conv inference paths on the %s path (phase-plane strided convs %s)\n", fk_isa_name(fk_isa_active()),
@@ -510,6 +572,7 @@ int main(void) {
   test_winograd();
   test_other_paths();
   test_executor();
+  test_prepared_weights();
   for (int t = 1; t <= 3; t++) rlx_cpu_pool_free(pools[t]);
   return rlx_test_finish("test_conv_infer");
 }

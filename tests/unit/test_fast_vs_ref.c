@@ -500,6 +500,8 @@ static void test_pool(void) {
      deinterleave, ragged ends), stride 3, a 5x5 s1 pad 2 window, asymmetric padding */
   pool_family("3x3 s2 pad 1, rows of 19 windows", SHP(F32, 2, 5, 21, 37), IL(3, 3), IL(2, 2), IL(1, 1));
   pool_family("3x3 s2 pad 1, rows of 56 windows", SHP(F32, 1, 3, 12, 112), IL(3, 3), IL(2, 2), IL(1, 1));
+  pool_family("3x3 s2 no padding, rows of 16 windows", SHP(F32, 1, 3, 11, 33), IL(3, 3), IL(2, 2), NOLIST);
+  pool_family("3x3 s2 pad 2", SHP(F32, 1, 2, 10, 40), IL(3, 3), IL(2, 2), IL(2, 2));
   pool_family("3x3 s3", SHP(F32, 2, 3, 17, 53), IL(3, 3), IL(3, 3), NOLIST);
   pool_family("5x5 s1 pad 2", SHP(F32, 1, 4, 9, 40), IL(5, 5), IL(1, 1), IL(2, 2));
   pool_family("4x3 s(2,1) pad (1,0,2,1)", SHP(F32, 2, 3, 11, 35), IL(4, 3), IL(2, 1), IL(1, 0, 2, 1));

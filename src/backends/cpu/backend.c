@@ -16,7 +16,8 @@
  * shapes, else the reference kernel. RLX_CPU_REF_ONLY=1 in the environment selects the reference
  * kernels everywhere. The fast kernels share a worker pool of ctx.threads threads (one per
  * executable). Some chains of fast kernels then run as one fused thunk (fuse() below;
- * RLX_CPU_NO_FUSION=1 turns that off); MatMuls by a Constant B get B packed once (RLX_CPU_NO_PACK=1: not). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
+ * RLX_CPU_NO_FUSION=1 turns that off); MatMuls by a Constant B get B packed once, and Winograd convolutions by Constant weights the
+ * weights transformed once (RLX_CPU_NO_PACK=1: neither). RLX_CPU_PROFILE=1 times every thunk (wall time; =cpu: the calling thread's CPU
  * time) and prints a table to stderr when the executable is freed. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -46,7 +47,8 @@ typedef enum thunk_kind {
   TK_CONV_EPI,      /* Conv + bias Add (+ Relu): out = the Add's slot, aux = bias, out2 = the Relu's slot */
   TK_MPB_RELU,      /* ReluBackward(z, MaxPool2dBackward): out = the ReluBackward's slot, aux = z */
   TK_MATMUL_PACKED, /* MatMul by a Constant B packed at compile time: owned = the packed B */
-  TK_ATTN_SRC       /* Attention reading operands where they are: attn (a mask through an Expand, q/k/v as views) */
+  TK_ATTN_SRC,      /* Attention reading operands where they are: attn (a mask through an Expand, q/k/v as views) */
+  TK_CONV_PREPARED  /* Conv by Constant weights prepared at compile time: owned = the Winograd transform */
 } thunk_kind;
 
 typedef struct cpu_thunk {
@@ -69,7 +71,8 @@ typedef struct cpu_thunk {
   uint8_t act;                 /* TK_CONV_EPI: the fused activation (rlx_act) */
   bool z_dead;                 /* TK_CONV_EPI: the sum is read by the activation only: not stored */
   rlx_id last;                 /* the last node of a fused group (profile and error labels) */
-  float *owned;                /* TK_MATMUL_PACKED: the packed B (freed with the executable) */
+  float *owned;                /* TK_MATMUL_PACKED: the packed B; TK_CONV_PREPARED / TK_CONV_EPI: the Winograd
+                                  weights, or NULL (freed with the executable) */
   fk_attn_src attn;            /* TK_ATTN_SRC */
   uint64_t prof_ns, prof_runs; /* RLX_CPU_PROFILE */
 } cpu_thunk;
@@ -137,16 +140,17 @@ static void print_profile(const cpu_exe *x) {
                                       " (fused: + bias + relu)",
                                       " (fused: + ReluBackward)",
                                       " (B packed once)",
-                                      " (operands read in place)"};
+                                      " (operands read in place)",
+                                      " (Winograd weights transformed once)"};
   static const char *const with_reduce = " (fused: + ReluBackward + bias gradient)";
   for (uint32_t i = 0; i < x->n_thunks; i++) {
     const cpu_thunk *t = order[i];
     if (t->kind == TK_SKIP) continue;
     char epi[96] = "";
     if (t->kind == TK_CONV_EPI) /* what the convolution's epilogue does */
-      snprintf(epi, sizeof epi, " (fused:%s%s%s%s)", t->aux ? " + bias" : "", t->out2 ? " + " : "",
+      snprintf(epi, sizeof epi, " (fused:%s%s%s%s%s)", t->aux ? " + bias" : "", t->out2 ? " + " : "",
                t->out2 && t->act < rlx_enum_act.count ? rlx_enum_act.names[t->act] : "",
-               t->z_dead ? "; the sum is not kept" : "");
+               t->z_dead ? "; the sum is not kept" : "", t->owned ? "; Winograd weights transformed once" : "");
     fprintf(stderr, "  %5.1f%% %9.3f ms  %-4s %s%s", total ? 100.0 * (double)t->prof_ns / (double)total : 0.0,
             t->prof_runs ? (double)t->prof_ns / (double)t->prof_runs * 1e-6 : 0.0, t->fast ? "fast" : "ref",
             label(x->g, t->id, lb, sizeof lb),
@@ -871,6 +875,18 @@ static void pack_constant_weights(cpu_exe *x) {
     t->owned = rlx_fast_matmul_pack_b(&t->in[1].shape, t->in[1].data);
     if (t->owned) t->kind = TK_MATMUL_PACKED, packs_made++;
   }
+  /* Convolutions (plain or with the fused epilogue) by Constant weights that the Winograd path
+     takes: the weights transformed once */
+  for (uint32_t i = 0; i < x->n_thunks; i++) {
+    cpu_thunk *t = &x->thunks[i];
+    bool plain = t->kind == TK_KERNEL && t->kernel == rlx_fast_Conv;
+    if ((!plain && t->kind != TK_CONV_EPI) || t->n_in != 2) continue;
+    if (rlx_graph_node(x->g, t->node->inputs[1])->op != RLX_OP_Constant) continue;
+    t->owned = rlx_fast_conv_wino_weights(t->node, t->in, t->n_in);
+    if (!t->owned) continue;
+    if (plain) t->kind = TK_CONV_PREPARED;
+    packs_made++;
+  }
 }
 
 /* The kernel for a node with operand views `in`: its fast kernel when one applies. */
@@ -1049,8 +1065,11 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
     case TK_CONV_EPI:
-      st = rlx_fast_conv_epilogue(t->node, t->in, t->n_in, t->aux, t->z_dead ? NULL : t->out.data, t->out2,
-                                  (rlx_act)t->act, &x->ctx);
+      st = rlx_fast_conv_run(t->node, t->in, t->n_in, t->owned, t->aux, t->z_dead ? NULL : t->out.data, t->out2,
+                             true, (rlx_act)t->act, &x->ctx);
+      break;
+    case TK_CONV_PREPARED:
+      st = rlx_fast_conv_run(t->node, t->in, t->n_in, t->owned, NULL, o.data, NULL, false, RLX_ACT_RELU, &x->ctx);
       break;
     case TK_MPB_RELU:
       st = rlx_fast_maxpool_relu_bwd(t->node, t->in, t->aux, o.data, t->aux_node, t->out3, &x->ctx);

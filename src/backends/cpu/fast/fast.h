@@ -384,9 +384,18 @@ bool rlx_fast_conv_epilogue_applies(const rlx_node *conv, const rlx_tensor *in, 
 rlx_status rlx_fast_conv_epilogue(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *bias,
                                   float *z, float *r, rlx_act act, rlx_cpu_ctx *ctx);
 
+/* Constant convolution weights prepared once (the executor, for a Conv whose weights are a
+ * Constant): the Winograd transform when the Winograd path takes the node, else NULL; free() it.
+ * rlx_fast_conv_run is the Conv (epi false) or the epilogue (as rlx_fast_conv_epilogue) with
+ * those weights (wino_u NULL: transformed per run); the same bits either way. */
+float *rlx_fast_conv_wino_weights(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in);
+rlx_status rlx_fast_conv_run(const rlx_node *conv, const rlx_tensor *in, uint32_t n_in, const float *wino_u,
+                             const float *bias, float *z, float *r, bool epi, rlx_act act, rlx_cpu_ctx *ctx);
+
 /* Fused thunks the CPU executor has created so far in this process (backend.c; for tests). */
 uint64_t rlx_cpu_fusion_count(void);
-/* MatMuls the CPU executor has given a packed constant B so far in this process (for tests). */
+/* MatMuls the CPU executor has given a packed constant B, and convolutions it has given their
+ * Winograd weights transformed once, so far in this process (for tests). */
 uint64_t rlx_cpu_pack_count(void);
 
 /* ReluBackward(z, MaxPool2dBackward(x, dy)) in one pass, for 2x2 stride-2 unpadded windows: dx is

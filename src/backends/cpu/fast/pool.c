@@ -351,6 +351,67 @@ TGT512 static void deinterleave512(const float *r, float *restrict even, float *
 }
 #endif
 
+#if HAVE_POOL512
+/* Lanes l of a 16-float load at column s (may be negative) with 0 <= s + l < W. */
+TGT512 static inline __mmask16 cols16(int64_t s, size_t W) {
+  int64_t lo = s < 0 ? -s : 0, hi = (int64_t)W - s;
+  if (lo > 16) lo = 16;
+  if (hi > 16) hi = 16;
+  if (hi <= lo) return 0;
+  return (__mmask16)((((uint32_t)1 << hi) - 1u) & ~(((uint32_t)1 << lo) - 1u));
+}
+
+/* The 3x3 stride-2 max-pool of one plane (resnet's, begin padding 0..2) with the window in
+ * registers: per 16 outputs of a row, each valid input row's three taps (columns 2 ow - pw + k,
+ * two deinterleaved pairs of masked loads, -inf outside the row; the address formed as an integer
+ * so that no pointer goes before the row) in tap order, then the rows in order, a row's maxima
+ * computed once for the two output rows that share it: the running maxima of maxpool_plane's two passes, so its values (first maximum, NaN sticks, padding -inf), without
+ * the passes over memory (resnet18's pool at batch 1: 0.46 ms against 0.12 for ONNX Runtime). */
+static bool is_3x3s2(const pgeo *g) {
+  return g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->ph >= 0 && g->ph <= 2 && g->pw >= 0 &&
+         g->pw <= 2;
+}
+
+/* The row maxima of 16 windows: taps 0, 1, 2 of input row `row` at columns c + 2j + k, in order */
+TGT512 static inline __m512 rowmax3s2(const float *row, int64_t c, const __mmask16 m[4]) {
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+  const float *p = (const float *)((uintptr_t)row + (uintptr_t)(c * (int64_t)sizeof(float)));
+  __m512 a = _mm512_mask_loadu_ps(ninf, m[0], p), b = _mm512_mask_loadu_ps(ninf, m[1], p + 16);
+  __m512 a2 = _mm512_mask_loadu_ps(ninf, m[2], p + 2), b2 = _mm512_mask_loadu_ps(ninf, m[3], p + 18);
+  __m512 h = run_max16(ninf, _mm512_permutex2var_ps(a, ev, b));
+  h = run_max16(h, _mm512_permutex2var_ps(a, od, b));
+  return run_max16(h, _mm512_permutex2var_ps(a2, ev, b2));
+}
+
+TGT512 static void max3x3s2_plane512(const pgeo *g, const float *x, float *y) {
+  const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+  for (size_t ow = 0; ow < g->Wo; ow += 16) {
+    int64_t c = (int64_t)(2 * ow) - g->pw;
+    const __mmask16 m[4] = {cols16(c, g->W), cols16(c + 16, g->W), cols16(c + 2, g->W), cols16(c + 18, g->W)};
+    __mmask16 store = lanes16(g->Wo - ow < 16 ? g->Wo - ow : 16);
+    int64_t last = -1; /* the last input row whose maxima are in h_last (shared by two output rows) */
+    __m512 h_last = ninf;
+    for (size_t oh = 0; oh < g->Ho; oh++) {
+      size_t il, ih;
+      taps(oh, 2, g->ph, 3, g->H, &il, &ih);
+      int64_t r0 = (int64_t)(2 * oh) - g->ph;
+      __m512 acc = ninf;
+      for (size_t i = il; i < ih; i++) {
+        int64_t r = r0 + (int64_t)i;
+        if (r != last) {
+          h_last = rowmax3s2(x + (size_t)r * g->W, c, m);
+          last = r;
+        }
+        acc = run_max16(acc, h_last);
+      }
+      _mm512_mask_storeu_ps(y + oh * g->Wo + ow, store, acc);
+    }
+  }
+}
+#endif
+
 /* acc[i] = run_max(acc[i], v[i]) for i < n */
 static void runmax_span(bool wide, float *restrict acc, const float *restrict v, size_t n) {
   size_t i = 0;
@@ -452,6 +513,12 @@ static void pool_task(void *arg, size_t lo, size_t hi, int chunk) {
       }
       continue;
     }
+#if HAVE_POOL512
+    if (j->is_max && pool512() && is_3x3s2(g)) {
+      max3x3s2_plane512(g, x, y);
+      continue;
+    }
+#endif
     if (j->sep) {
       maxpool_plane(g, pool512() && g->Wo >= 16, x, y, j->sep + (size_t)chunk * j->sep_floats);
       continue;
