@@ -987,11 +987,16 @@ static rlx_status conv_forward(const rlx_node *n, const rlx_tensor *in, uint32_t
 FK_KERNEL(Conv) { return conv_forward(n, in, n_in, NULL, out->data, NULL, NULL, false, RLX_ACT_RELU, ctx); }
 
 /* The Winograd transform of constant weights, made once when the executable is built (resnet18's
- * 3x3 layers at batch 1 spent 11% of their time transforming the same weights on every run). */
+ * 3x3 layers at batch 1 spent 11% of their time transforming the same weights on every run), for
+ * convolutions of at most WINO_PREPARE_MAX_TILES tiles per run: with more, the transform is a
+ * small part of the run, and the copy (16/9 of the weights) would add 64 MB to resnet18's peak
+ * memory at batch 32 (358 -> 422 MiB, measured), above ONNX Runtime's. */
+#define WINO_PREPARE_MAX_TILES 256
 float *rlx_fast_conv_wino_weights(const rlx_node *n, const rlx_tensor *in, uint32_t n_in) {
   fgeo g;
   fk_wino d;
   if (!conv_geo(n, in, n_in, &g) || depthwise(&g) || cg_rows(&g) == 0 || !wino_pick(&g, &d)) return NULL;
+  if (d.N * d.T > WINO_PREPARE_MAX_TILES) return NULL;
   size_t bytes = fk_align64(fk_wino_u_floats(&d) * sizeof(float));
   float *u = aligned_alloc(64, bytes);
   if (!u) return NULL;
