@@ -521,8 +521,7 @@ static void test_prepared_weights(void) {
     CHECK_OK(rlx_constant(g, SHP(F32, 40, 32, 3, 3), W1, 40 * 32 * 9 * sizeof(float), &w1));
     CHECK_OK(rlx_constant(g, SHP(F32, 36, 40, 3, 3), W2, 36 * 40 * 9 * sizeof(float), &w2));
     CHECK_OK(rlx_constant(g, SHP(F32, 1, 40, 1, 1), B, sizeof B, &b));
-    rlx_attrs_Conv ca = {
-        .kernel_size = NOLIST, .stride = NOLIST, .padding = IL(1, 1), .dilation = NOLIST, .groups = 1};
+    rlx_attrs_Conv ca = {.kernel_size = NOLIST, .stride = NOLIST, .padding = IL(1, 1), .dilation = NOLIST, .groups = 1};
     CHECK_OK(rlx_build_Conv(g, (rlx_id[]){x, w1}, 2, &ca, NULL, &y));
     CHECK_OK(rlx_binary(g, RLX_BINOP_ADD, y, b, &y));
     CHECK_OK(rlx_activation(g, RLX_ACT_RELU, y, &y));

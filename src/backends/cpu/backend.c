@@ -1065,8 +1065,8 @@ static rlx_status cpu_run(rlx_backend_exe *bx, const rlx_buffer_handle *inputs, 
     switch (t->kind) {
     case TK_MATMUL_T: st = rlx_fast_matmul_ex(t->node, &t->fin[0], t->ta, &t->fin[1], t->tb, &o, &x->ctx); break;
     case TK_CONV_EPI:
-      st = rlx_fast_conv_run(t->node, t->in, t->n_in, t->owned, t->aux, t->z_dead ? NULL : t->out.data, t->out2,
-                             true, (rlx_act)t->act, &x->ctx);
+      st = rlx_fast_conv_run(t->node, t->in, t->n_in, t->owned, t->aux, t->z_dead ? NULL : t->out.data, t->out2, true,
+                             (rlx_act)t->act, &x->ctx);
       break;
     case TK_CONV_PREPARED:
       st = rlx_fast_conv_run(t->node, t->in, t->n_in, t->owned, NULL, o.data, NULL, false, RLX_ACT_RELU, &x->ctx);

@@ -468,8 +468,21 @@ bool fk_dwc_init(fk_dwc *d, size_t C, size_t H, size_t W, size_t Ho, size_t Wo, 
   if (Hp < (size_t)pt + H) Hp = (size_t)pt + H;
   if (Wp < (size_t)pl + W) Wp = (size_t)pl + W;
   if (Hp * Wp > DWC_MAX_TILE) return false;
-  *d = (fk_dwc){.C = C, .H = H, .W = W, .Ho = Ho, .Wo = Wo, .kh = kh, .kw = kw, .sh = sh, .sw = sw, .dh = dh,
-                .dw = dw, .pt = (size_t)pt, .pl = (size_t)pl, .Hp = Hp, .Wp = Wp};
+  *d = (fk_dwc){.C = C,
+                .H = H,
+                .W = W,
+                .Ho = Ho,
+                .Wo = Wo,
+                .kh = kh,
+                .kw = kw,
+                .sh = sh,
+                .sw = sw,
+                .dh = dh,
+                .dw = dw,
+                .pt = (size_t)pt,
+                .pl = (size_t)pl,
+                .Hp = Hp,
+                .Wp = Wp};
   return true;
 }
 
@@ -515,23 +528,23 @@ __attribute__((target("avx512f"))) static inline void dwc_planes_to_lanes(const 
 }
 
 /* NB output positions of row oh from column ow: acc = sum over taps (ki, kj) of w * x, + bias */
-#define DWC_RUN(NB)                                                                                  \
-  for (; ow + (NB) <= d->Wo; ow += (NB)) {                                                           \
-    __m512 acc[NB];                                                                                  \
-    for (int b = 0; b < (NB); b++) acc[b] = _mm512_setzero_ps();                                     \
-    for (size_t ki = 0; ki < d->kh; ki++)                                                            \
-      for (size_t kj = 0; kj < d->kw; kj++) {                                                        \
-        __m512 wv = _mm512_loadu_ps(wt + (ki * d->kw + kj) * DWC_LANES);                              \
+#define DWC_RUN(NB)                                                                                          \
+  for (; ow + (NB) <= d->Wo; ow += (NB)) {                                                                   \
+    __m512 acc[NB];                                                                                          \
+    for (int b = 0; b < (NB); b++) acc[b] = _mm512_setzero_ps();                                             \
+    for (size_t ki = 0; ki < d->kh; ki++)                                                                    \
+      for (size_t kj = 0; kj < d->kw; kj++) {                                                                \
+        __m512 wv = _mm512_loadu_ps(wt + (ki * d->kw + kj) * DWC_LANES);                                     \
         const float *src = tile + ((oh * d->sh + ki * d->dh) * d->Wp + ow * d->sw + kj * d->dw) * DWC_LANES; \
-        for (int b = 0; b < (NB); b++)                                                               \
-          acc[b] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(src + (size_t)b * d->sw * DWC_LANES), acc[b]); \
-      }                                                                                              \
-    for (int b = 0; b < (NB); b++) {                                                                 \
-      __m512 s = bias ? _mm512_add_ps(acc[b], bv) : acc[b];                                          \
-      size_t at = (oh * d->Wo + ow + (size_t)b) * DWC_LANES;                                         \
-      if (z) _mm512_storeu_ps(oz + at, s);                                                            \
-      if (r) _mm512_storeu_ps(orr + at, act_ps_avx512(act, s));                                       \
-    }                                                                                                \
+        for (int b = 0; b < (NB); b++)                                                                       \
+          acc[b] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(src + (size_t)b * d->sw * DWC_LANES), acc[b]);        \
+      }                                                                                                      \
+    for (int b = 0; b < (NB); b++) {                                                                         \
+      __m512 s = bias ? _mm512_add_ps(acc[b], bv) : acc[b];                                                  \
+      size_t at = (oh * d->Wo + ow + (size_t)b) * DWC_LANES;                                                 \
+      if (z) _mm512_storeu_ps(oz + at, s);                                                                   \
+      if (r) _mm512_storeu_ps(orr + at, act_ps_avx512(act, s));                                              \
+    }                                                                                                        \
   }
 
 __attribute__((target("avx512f"))) static void dwc_block_avx512(const fk_dwc *d, const float *x, const float *w,
@@ -581,9 +594,7 @@ __attribute__((target("avx512f"))) static void dwc_block_avx512(const fk_dwc *d,
 }
 #endif
 
-void fk_dwc_prepare(const fk_dwc *d, float *scratch) {
-  memset(scratch, 0, d->Hp * d->Wp * DWC_LANES * sizeof(float));
-}
+void fk_dwc_prepare(const fk_dwc *d, float *scratch) { memset(scratch, 0, d->Hp * d->Wp * DWC_LANES * sizeof(float)); }
 
 void fk_dwc_block(const fk_dwc *d, const float *x, const float *w, const float *bias, size_t c0, rlx_act act,
                   bool has_act, float *z, float *r, float *scratch) {

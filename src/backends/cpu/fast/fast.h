@@ -208,9 +208,9 @@ typedef struct fk_dwc {
 } fk_dwc;
 bool fk_dwc_init(fk_dwc *d, size_t C, size_t H, size_t W, size_t Ho, size_t Wo, size_t kh, size_t kw, size_t sh,
                  size_t sw, size_t dh, size_t dw, int64_t pt, int64_t pl);
-size_t fk_dwc_blocks(const fk_dwc *d);              /* channel blocks of an image */
-void fk_dwc_disable(bool off);                      /* tests: keep the phase-plane kernels */
-size_t fk_dwc_scratch_floats(const fk_dwc *d);      /* per worker */
+size_t fk_dwc_blocks(const fk_dwc *d);                /* channel blocks of an image */
+void fk_dwc_disable(bool off);                        /* tests: keep the phase-plane kernels */
+size_t fk_dwc_scratch_floats(const fk_dwc *d);        /* per worker */
 void fk_dwc_prepare(const fk_dwc *d, float *scratch); /* once per worker buffer */
 /* Channels [c0, c0 + 16) of one image: x [C][H][W], w [C][kh][kw], bias [C] or NULL; z [C][Ho][Wo]
  * = conv (+ bias) unless NULL; r = act(z) when r is not NULL and has_act. */

@@ -370,8 +370,8 @@ TGT512 static inline __mmask16 cols16(int64_t s, size_t W) {
  * maximum, NaN sticks, padding -inf), without the passes over memory (resnet18's pool, 1 thread:
  * 0.50-0.55 -> 0.25-0.33 ms at b1, 19.6-21 -> 11.4-14 ms at b32). */
 static bool is_3x3s2(const pgeo *g) {
-  return g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->ph >= 0 && g->ph <= 2 && g->pw >= 0 &&
-         g->pw <= 2 && g->Wo <= 1024;
+  return g->kh == 3 && g->kw == 3 && g->sh == 2 && g->sw == 2 && g->ph >= 0 && g->ph <= 2 && g->pw >= 0 && g->pw <= 2 &&
+         g->Wo <= 1024;
 }
 
 /* The row maxima of 16 windows: taps 0, 1, 2 of input row `row` at columns c + 2j + k, in order */

@@ -97,8 +97,8 @@ typedef struct rjob {
   const rlx_tensor *in;
   uint32_t n_in;
   size_t total;
-  size_t blk;     /* elements per block (<= BLK) */
-  bool periodic;  /* blk is a multiple of every tiling operand's count: their block buffers are the
+  size_t blk;    /* elements per block (<= BLK) */
+  bool periodic; /* blk is a multiple of every tiling operand's count: their block buffers are the
                      same for every block and are filled once per task */
   float *out;
   float *mem; /* per chunk: one BLK buffer per step, then one per operand */
@@ -264,14 +264,8 @@ FK_KERNEL(ElementwiseRegion) {
   int chunks = fk_chunks(ctx, blocks, grain);
   float *mem = malloc((size_t)chunks * ((size_t)a->chain.n + n_in) * BLK * sizeof *mem);
   if (!mem) return rlx_kernel_error(n, "out of memory for the region's block buffers");
-  rjob j = {.a = a,
-            .in = in,
-            .n_in = n_in,
-            .total = total,
-            .blk = blk,
-            .periodic = periodic,
-            .out = out->data,
-            .mem = mem};
+  rjob j = {
+      .a = a, .in = in, .n_in = n_in, .total = total, .blk = blk, .periodic = periodic, .out = out->data, .mem = mem};
   fk_parallel_for(ctx, blocks, grain, region_task, &j);
   free(mem);
   return RLX_OK;
