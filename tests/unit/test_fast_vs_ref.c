@@ -648,6 +648,32 @@ static void test_where_cast(void) {
     if (c.node) run_case("Where i32", &c, 0, 0);
     case_free(&c);
   }
+  /* Clamp f32: the bits of the reference's double clamp (NaN, +-inf, -0 among the inputs; bounds
+     at the edges of the data, equal bounds, a bound of -0; the graph rejects NaN bounds) */
+  const float bounds[4][2] = {{-0.25f, 0.5f}, {0.0f, 1.0f}, {-0.0f, 0.0f}, {0.3f, 0.3f}};
+  for (int k = 0; k < 4; k++)
+    for (int f = 0; f < 2; f++) {
+      tcase c;
+      targ a[1] = {{SHP(F32, 3, 7001), f ? FILL_SPECIAL : FILL_UNIFORM}};
+      rlx_attrs_Clamp ca = {.min = bounds[k][0], .max = bounds[k][1]};
+      char what[80];
+      snprintf(what, sizeof what, "Clamp [%g, %g] fill %d", (double)bounds[k][0], (double)bounds[k][1], f);
+      CHECK(build(&c, RLX_OP_Clamp, &ca, NULL, 1, a, 0));
+      if (c.node) {
+        run_case(what, &c, 0, 0);
+        /* bit for bit (run_case compares values: -0 == 0) */
+        size_t bytes = 3 * 7001 * sizeof(float);
+        float *r = malloc(bytes), *q = malloc(bytes);
+        rlx_tensor tr = {r, c.node->shape}, tq = {q, c.node->shape};
+        rlx_cpu_ctx c1 = {.threads = 1};
+        CHECK_OK(rlx_cpu_ref_table[RLX_OP_Clamp](c.node, c.in, 1, &tr, &c1));
+        CHECK_OK(rlx_fast_Clamp(c.node, c.in, 1, &tq, &c1));
+        CHECK_MSG(memcmp(r, q, bytes) == 0, "%s: the fast Clamp's bits differ from the reference's", what);
+        free(r);
+        free(q);
+      }
+      case_free(&c);
+    }
   rlx_dtype others[] = {RLX_F64, RLX_I32, RLX_I64, RLX_U8, RLX_BOOL};
   fill_kind fills[3] = {FILL_UNIFORM, FILL_WIDE, FILL_SPECIAL};
   for (size_t i = 0; i < 5; i++) {

@@ -617,6 +617,44 @@ FK_KERNEL(Where) {
 }
 
 /* ======================================================================================
+ * Clamp (f32): the reference clamps in double, but f32 values, f32 bounds and the result (one of
+ * them) are exact in either, so the f32 compares give its bits (NaN passes, -0 stays).
+ * mobilenet_v3's squeeze-excite HardSigmoid arrives from ONNX as a Clamp.
+ * ====================================================================================== */
+
+FK_APPLIES(Clamp) {
+  if (n_in != 1) return false;
+  const rlx_attrs_Clamp *a = &n->attrs.Clamp;
+  if (a->min != a->min || a->max != a->max) return false; /* NaN bounds (the graph rejects them) */
+  return fk_static_f32(&n->shape) && fk_static_f32(&in[0].shape) && fk_numel(&in[0].shape) == fk_numel(&n->shape);
+}
+
+typedef struct clamp_job {
+  const float *x;
+  float *y;
+  float lo, hi;
+} clamp_job;
+
+static void clamp_block(const void *job, size_t s, size_t e) {
+  const clamp_job *j = job;
+  const float *restrict x = j->x;
+  float *restrict y = j->y;
+  float lo = j->lo, hi = j->hi;
+  for (size_t i = s; i < e; i++) {
+    float v = x[i];
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
+
+FK_KERNEL(Clamp) {
+  (void)n_in;
+  clamp_job j = {.x = in[0].data, .y = out->data, .lo = n->attrs.Clamp.min, .hi = n->attrs.Clamp.max};
+  run_blocks(ctx, fk_numel(&out->shape), clamp_block, &j, 4);
+  return RLX_OK;
+}
+
+/* ======================================================================================
  * Cast: f32 <-> f64 / i32 / i64 / u8 / bool
  * ====================================================================================== */
 

@@ -298,6 +298,7 @@ FK_DECL(Activation);
 FK_DECL(ReluBackward);
 FK_DECL(ActivationBackward);
 FK_DECL(Where);
+FK_DECL(Clamp);
 FK_DECL(Cast);
 FK_DECL(ElementwiseRegion);
 /* The f32 loops behind Binary and Activation, for the region kernel (fast/region.c): c[i] =

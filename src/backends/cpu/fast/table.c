@@ -24,6 +24,7 @@ const rlx_cpu_fast_kernel rlx_cpu_fast_table[RLX_OP_COUNT] = {
     FAST(ReluBackward),
     FAST(ActivationBackward),
     FAST(Where),
+    FAST(Clamp),
     FAST(Cast),
     /* region.c */
     FAST(ElementwiseRegion),
