@@ -105,8 +105,6 @@ void fk_dw_prepare(const fk_dw *d, float *scratch) { memset(scratch, 0, d->buf_f
 
 static void fill_base(const fk_dw *d, const float *x, float *buf) { DW_FILL_BODY }
 #if DW_X86
-/* Mask of the first n < 16 lanes (all 16 for n >= 16). */
-static inline __mmask16 dw_lanes(size_t n) { return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u); }
 
 /* Strides 1 and 2 with masked AVX-512 loads and stores: a row of mobilenet's 7x7 / 14x14 planes
  * is one or two vectors instead of a compiled loop's scalar remainder (the fill was 11% of
@@ -125,7 +123,7 @@ __attribute__((target("avx512f"))) static void fill_avx512(const fk_dw *d, const
     if (d->sw == 1) {
       float *dst = buf + pr * d->plane_q + i * d->Wq + d->pl;
       for (size_t k = 0; k < d->W; k += 16) {
-        __mmask16 m = dw_lanes(d->W - k);
+        __mmask16 m = fk_lanes16(d->W - k);
         _mm512_mask_storeu_ps(dst + k, m, _mm512_maskz_loadu_ps(m, src + k));
       }
     } else { /* input column c0 + 2k of phase pc goes to its column colj + k; c0 is 0 or 1 */
@@ -135,10 +133,10 @@ __attribute__((target("avx512f"))) static void fill_avx512(const fk_dw *d, const
       size_t n_even = (d->W + 1) / 2, n_odd = d->W / 2;
       for (size_t k = 0; 2 * k < d->W; k += 16) { /* input columns 2k .. 2k + 31 */
         size_t left = d->W - 2 * k;
-        __m512 lo = _mm512_maskz_loadu_ps(dw_lanes(left), src + 2 * k);
-        __m512 hi = _mm512_maskz_loadu_ps(left > 16 ? dw_lanes(left - 16) : 0, src + 2 * k + 16);
-        _mm512_mask_storeu_ps(dst_even + k, dw_lanes(n_even - k), _mm512_permutex2var_ps(lo, even, hi));
-        if (n_odd > k) _mm512_mask_storeu_ps(dst_odd + k, dw_lanes(n_odd - k), _mm512_permutex2var_ps(lo, odd, hi));
+        __m512 lo = _mm512_maskz_loadu_ps(fk_lanes16(left), src + 2 * k);
+        __m512 hi = _mm512_maskz_loadu_ps(left > 16 ? fk_lanes16(left - 16) : 0, src + 2 * k + 16);
+        _mm512_mask_storeu_ps(dst_even + k, fk_lanes16(n_even - k), _mm512_permutex2var_ps(lo, even, hi));
+        if (n_odd > k) _mm512_mask_storeu_ps(dst_odd + k, fk_lanes16(n_odd - k), _mm512_permutex2var_ps(lo, odd, hi));
       }
     }
     if (++pr == d->sh) {
@@ -304,7 +302,6 @@ static inline float act_hsigmoid(float x) {
 ACT_PATH(base, )
 #if DW_X86
 ACT_PATH(avx2, __attribute__((target("avx2"))))
-ACT_PATH(avx512, __attribute__((target("avx512f"))))
 #endif
 
 #if DW_X86
@@ -336,35 +333,10 @@ __attribute__((target("avx2"))) static void hsigmoid_avx2(const float *x, float 
   for (; i < n; i++) y[i] = act_hsigmoid(x[i]);
 }
 
-/* The same double operations with AVX-512, 8 doubles per vector and two vectors per step: the
- * compiled loop (act_inplace_avx512) took 12% of mobilenet_v3_small's time at batch 1 (Zen 4). */
-__attribute__((target("avx512f"))) static void hswish_avx512(const float *x, float *y, size_t n) {
-  const __m512d three = _mm512_set1_pd(3.0), zero = _mm512_setzero_pd(), six = _mm512_set1_pd(6.0),
-                k = _mm512_set1_pd(1.0 / 6.0);
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), v1 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
-    __m512d c0 = _mm512_min_pd(six, _mm512_max_pd(zero, _mm512_add_pd(v0, three)));
-    __m512d c1 = _mm512_min_pd(six, _mm512_max_pd(zero, _mm512_add_pd(v1, three)));
-    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v0, c0), k)));
-    _mm256_storeu_ps(y + i + 8, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_mul_pd(v1, c1), k)));
-  }
-  for (; i < n; i++) y[i] = act_hswish(x[i]);
-}
-
-__attribute__((target("avx512f"))) static void hsigmoid_avx512(const float *x, float *y, size_t n) {
-  const __m512d half = _mm512_set1_pd(0.5), zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0),
-                k = _mm512_set1_pd(1.0 / 6.0);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m512d v = _mm512_add_pd(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), k), half);
-    _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_min_pd(one, _mm512_max_pd(zero, v))));
-  }
-  for (; i < n; i++) y[i] = act_hsigmoid(x[i]);
-}
-
-/* act on 16 floats, the operations of act_hswish / act_hsigmoid / ACT_RELU (HardSwish and
- * HardSigmoid as two vectors of 8 doubles, like hswish_avx512 / hsigmoid_avx512). */
+/* act on 16 floats with AVX-512, the operations of act_hswish / act_hsigmoid / ACT_RELU in the
+ * same order (HardSwish and HardSigmoid as two vectors of 8 doubles, the clamps as vmaxpd / vminpd
+ * with the constant first, as on the AVX2 path): the compiled double loop took 12% of
+ * mobilenet_v3_small's time at batch 1 (Zen 4). */
 __attribute__((target("avx512f"))) static inline __m512d act_pd_avx512(rlx_act act, __m512d v) {
   const __m512d zero = _mm512_setzero_pd(), k = _mm512_set1_pd(1.0 / 6.0);
   if (act == RLX_ACT_HARD_SWISH) {
@@ -384,6 +356,14 @@ __attribute__((target("avx512f"))) static inline __m512 act_ps_avx512(rlx_act ac
   return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(l)), _mm256_castps_pd(h), 1));
 }
 
+/* y = act(x) over n floats, the last vector masked; in place allowed (x == y). */
+__attribute__((target("avx512f"))) static void act_avx512(rlx_act act, const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m = fk_lanes16(n - i);
+    _mm512_mask_storeu_ps(y + i, m, act_ps_avx512(act, _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
 /* The wide grid's rows (Wq apart) into z [Ho][Wo] when z is not NULL and act of them into r
  * when r is not NULL, with masked vectors: one pass instead of a row copy and an activation pass
  * over the plane. */
@@ -392,7 +372,7 @@ __attribute__((target("avx512f"))) static void store_rows_avx512(const fk_dw *d,
   for (size_t oh = 0; oh < d->Ho; oh++) {
     const float *q = yw + oh * d->Wq;
     for (size_t k = 0; k < d->Wo; k += 16) {
-      __mmask16 m = dw_lanes(d->Wo - k);
+      __mmask16 m = fk_lanes16(d->Wo - k);
       __m512 v = _mm512_maskz_loadu_ps(m, q + k);
       if (z) _mm512_mask_storeu_ps(z + oh * d->Wo + k, m, v);
       if (r) _mm512_mask_storeu_ps(r + oh * d->Wo + k, m, act_ps_avx512(act, v));
@@ -412,19 +392,8 @@ void fk_conv_act(rlx_act act, const float *x, float *y, size_t n) {
     hsigmoid_avx2(x, y, n);
     return;
   }
-  if (isa == FK_ISA_AVX512 && act == RLX_ACT_HARD_SWISH) {
-    hswish_avx512(x, y, n);
-    return;
-  }
-  if (isa == FK_ISA_AVX512 && act == RLX_ACT_HARD_SIGMOID) {
-    hsigmoid_avx512(x, y, n);
-    return;
-  }
   if (isa == FK_ISA_AVX512) {
-    if (x == y)
-      act_inplace_avx512(act, y, n);
-    else
-      act_copy_avx512(act, x, y, n);
+    act_avx512(act, x, y, n);
     return;
   }
   if (isa == FK_ISA_AVX2) {
@@ -447,8 +416,8 @@ bool fk_conv_act_ok(rlx_act act) {
 
 /* ---- depthwise on channel blocks (AVX-512): 16 channels of one image as the vector lanes ----
  * The phase planes compute a 7x7 output through a wide grid of 80 lanes for its 49 positions and
- * pay a fill and a row store per plane; here 16 planes are transposed into one zero-padded tile
- * [Hp][Wp][16] (scalar moves, L1-resident), every output position is one vector of 16 channels,
+ * pay a fill and a row store per plane; here 16 planes are transposed (16 x 16 in registers, 16
+ * plane positions at a time) into one zero-padded tile [Hp][Wp][16], every output position is one vector of 16 channels,
  * and the result is transposed back. Each element is the phase-plane kernel's chain: zero, one
  * FMA per tap in (ki, kj) order, then + bias, then the activation of act_ps_avx512: the same
  * bits. */
@@ -521,7 +490,7 @@ __attribute__((target("avx512f"))) static inline void dwc_transpose16(__m512 a[1
  * p < P, where position p goes to dst + place(p) * 16: 16 positions per transpose. */
 __attribute__((target("avx512f"))) static inline void dwc_planes_to_lanes(const float *src, size_t stride, size_t nc,
                                                                           size_t p0, size_t n, __m512 a[16]) {
-  __mmask16 m = dw_lanes(n);
+  __mmask16 m = fk_lanes16(n);
   for (size_t c = 0; c < DWC_LANES; c++)
     a[c] = c < nc ? _mm512_maskz_loadu_ps(m, src + c * stride + p0) : _mm512_setzero_ps();
   dwc_transpose16(a);
@@ -588,7 +557,7 @@ __attribute__((target("avx512f"))) static void dwc_block_avx512(const fk_dwc *d,
       for (size_t q = 0; q < DWC_LANES; q++)
         a[q] = q < n ? _mm512_loadu_ps(o + (p0 + q) * DWC_LANES) : _mm512_setzero_ps();
       dwc_transpose16(a);
-      for (size_t c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (c0 + c) * P + p0, dw_lanes(n), a[c]);
+      for (size_t c = 0; c < nc; c++) _mm512_mask_storeu_ps(dst + (c0 + c) * P + p0, fk_lanes16(n), a[c]);
     }
   }
 }

@@ -117,6 +117,9 @@ void fk_dconv_init(fk_dconv *d, size_t C, size_t O, size_t H, size_t W, size_t k
  * AVX2; avx512 = the same convolutions, the elementwise loops built for AVX-512F (elem_loops.h;
  * OpenBLAS picks its own, see OPENBLAS_CORETYPE in docs/cpu-backend.md). */
 typedef enum fk_isa { FK_ISA_SCALAR, FK_ISA_AVX2, FK_ISA_AVX512 } fk_isa;
+/* The mask of an AVX-512 register's first n lanes (all 16 for n >= 16), as the kernels' masked
+ * loads and stores take it (__mmask16). */
+static inline uint16_t fk_lanes16(size_t n) { return n >= 16 ? (uint16_t)0xFFFF : (uint16_t)((1u << n) - 1u); }
 fk_isa fk_isa_cpu(void);    /* what this CPU runs */
 fk_isa fk_isa_active(void); /* what the kernels use now */
 const char *fk_isa_name(fk_isa isa);

@@ -186,7 +186,6 @@ static void max2x2_bwd_row(const float *x0, const float *x1, const float *d, con
 #define HAVE_POOL512 1
 #define TGT512 __attribute__((target("avx512f")))
 
-TGT512 static inline __mmask16 lanes16(size_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
 
 /* Windows [ow, ow + n) (n <= 16) of rows r0, r1: the window cells a (r0, 2ow), b (r0, 2ow+1),
  * c (r1, 2ow), e (r1, 2ow+1), and the raw rows p, q (r0) and u, w (r1). */
@@ -195,7 +194,7 @@ typedef struct win16 {
 } win16;
 
 TGT512 static inline void load_win16(const float *r0, const float *r1, size_t n, win16 *t) {
-  __mmask16 m0 = lanes16(2 * n), m1 = lanes16(2 * n > 16 ? 2 * n - 16 : 0);
+  __mmask16 m0 = fk_lanes16(2 * n), m1 = fk_lanes16(2 * n > 16 ? 2 * n - 16 : 0);
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   t->p = _mm512_maskz_loadu_ps(m0, r0);
@@ -225,7 +224,7 @@ TGT512 static void max2x2_row512(const float *r0, const float *r1, float *y, siz
     size_t n = Wo - ow < 16 ? Wo - ow : 16;
     win16 t;
     load_win16(r0 + 2 * ow, r1 + 2 * ow, n, &t);
-    _mm512_mask_storeu_ps(y + ow, lanes16(n), run_max16(run_max16(run_max16(t.a, t.b), t.c), t.e));
+    _mm512_mask_storeu_ps(y + ow, fk_lanes16(n), run_max16(run_max16(run_max16(t.a, t.b), t.c), t.e));
   }
 }
 
@@ -236,7 +235,7 @@ TGT512 static void max2x2_bwd_row512(const float *x0, const float *x1, const flo
   const __m512 zero = _mm512_setzero_ps();
   for (size_t ow = 0; ow < Wo; ow += 16) {
     size_t n = Wo - ow < 16 ? Wo - ow : 16;
-    __mmask16 m0 = lanes16(2 * n), m1 = lanes16(2 * n > 16 ? 2 * n - 16 : 0);
+    __mmask16 m0 = fk_lanes16(2 * n), m1 = fk_lanes16(2 * n > 16 ? 2 * n - 16 : 0);
     win16 t;
     load_win16(x0 + 2 * ow, x1 + 2 * ow, n, &t); /* the whole step is read before it is written */
     /* one-hot masks of the winner: s0 (a), s1 (b), s2 (c), s3 (e) */
@@ -249,7 +248,7 @@ TGT512 static void max2x2_bwd_row512(const float *x0, const float *x1, const flo
     s2 &= (__mmask16)~s3;
     s1 &= (__mmask16) ~(s2 | s3);
     __mmask16 s0 = (__mmask16) ~(s1 | s2 | s3);
-    __m512 g = _mm512_maskz_loadu_ps(lanes16(n), d + ow);
+    __m512 g = _mm512_maskz_loadu_ps(fk_lanes16(n), d + ow);
     __m512 ga = _mm512_maskz_mov_ps(s0, g), gb = _mm512_maskz_mov_ps(s1, g), gc = _mm512_maskz_mov_ps(s2, g),
            ge = _mm512_maskz_mov_ps(s3, g);
     __m512 r0 = _mm512_permutex2var_ps(ga, lo, gb), r1 = _mm512_permutex2var_ps(ga, hi, gb);
@@ -331,7 +330,7 @@ static size_t sepmax_floats(const pgeo *g) {
 #if HAVE_POOL512
 TGT512 static void runmax_span512(float *restrict acc, const float *restrict v, size_t n) {
   for (size_t i = 0; i < n; i += 16) {
-    __mmask16 m = lanes16(n - i);
+    __mmask16 m = fk_lanes16(n - i);
     __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
     _mm512_mask_storeu_ps(acc + i, m, run_max16(a, _mm512_maskz_loadu_ps(m, v + i)));
   }
@@ -343,10 +342,10 @@ TGT512 static void deinterleave512(const float *r, float *restrict even, float *
   const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   for (size_t j = 0; j < n; j += 16) {
     size_t m = n - j < 16 ? n - j : 16;
-    __m512 p = _mm512_maskz_loadu_ps(lanes16(2 * m), r + 2 * j);
-    __m512 q = _mm512_maskz_loadu_ps(lanes16(2 * m > 16 ? 2 * m - 16 : 0), r + 2 * j + 16);
-    _mm512_mask_storeu_ps(even + j, lanes16(m), _mm512_permutex2var_ps(p, ev, q));
-    _mm512_mask_storeu_ps(odd + j, lanes16(m), _mm512_permutex2var_ps(p, od, q));
+    __m512 p = _mm512_maskz_loadu_ps(fk_lanes16(2 * m), r + 2 * j);
+    __m512 q = _mm512_maskz_loadu_ps(fk_lanes16(2 * m > 16 ? 2 * m - 16 : 0), r + 2 * j + 16);
+    _mm512_mask_storeu_ps(even + j, fk_lanes16(m), _mm512_permutex2var_ps(p, ev, q));
+    _mm512_mask_storeu_ps(odd + j, fk_lanes16(m), _mm512_permutex2var_ps(p, od, q));
   }
 }
 #endif
@@ -420,7 +419,7 @@ TGT512 static void max3x3s2_plane512(const pgeo *g, const float *x, float *y) {
       if (keep) last = r;
     }
     for (size_t b = 0; b < nb; b++)
-      _mm512_mask_storeu_ps(y + oh * g->Wo + 16 * b, lanes16(g->Wo - 16 * b < 16 ? g->Wo - 16 * b : 16), acc[b]);
+      _mm512_mask_storeu_ps(y + oh * g->Wo + 16 * b, fk_lanes16(g->Wo - 16 * b < 16 ? g->Wo - 16 * b : 16), acc[b]);
   }
 }
 #endif
