@@ -59,5 +59,7 @@ void expect_declined(const char *what, tcase *c);
 
 /* gemm_packed_api.c: fk_gemm_pack_b / fk_gemm_packed bit for bit against fmaf chains */
 void test_gemm_packed_api(void);
+/* region.c: ElementwiseRegion chains block by block against the step-by-step reference */
+void test_region(void);
 
 #endif
